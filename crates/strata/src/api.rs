@@ -1,0 +1,125 @@
+//! The high-level entry point: build, solve, read back, on any backend.
+
+use crate::backend::Backend;
+use crate::comm::SerialComm;
+use crate::error::{invalid, Result, StrataError};
+use crate::problem::ProblemParams;
+use crate::solver::{MgParams, SolveInfo, SolveParams, Solver, SolverKind};
+use crate::stencil::{build_levels, Block};
+use std::time::Instant;
+
+/// A solution and how it was obtained.
+#[derive(Debug, Clone)]
+pub struct Solution {
+    /// The solution, z-contiguous: `u[(j * n + i) * nz + k]`.
+    pub u: Vec<f64>,
+    /// The solve's record.
+    pub info: SolveInfo,
+    /// Seconds spent building stencils and allocating.
+    pub setup_seconds: f64,
+    /// Seconds spent moving the right-hand side in and the solution out (the paper's
+    /// t_MemCpy+transpose on a GPU).
+    pub transfer_seconds: f64,
+}
+
+/// Levels a solver kind uses.
+pub fn levels_for(kind: SolverKind, mg: &MgParams) -> usize {
+    match kind {
+        SolverKind::Cg => 1,
+        SolverKind::Mg | SolverKind::MgCg => mg.levels,
+    }
+}
+
+/// Bytes of memory a solve of `p` needs (fields of every level, the host arrays, the stencils).
+pub fn memory_estimate(p: &ProblemParams, kind: SolverKind, mg: &MgParams) -> u64 {
+    let field = |n: u64| (n + 2) * (n + 2) * p.nz as u64 * 8;
+    let fine = field(p.n as u64);
+    let mut hierarchy = 0;
+    let mut n = p.n as u64;
+    for _ in 0..levels_for(kind, mg) {
+        hierarchy += 4 * field(n) + n * n * 48;
+        n /= 2;
+    }
+    let host = 2 * p.unknowns() * 8;
+    host + match kind {
+        SolverKind::Cg => 6 * fine + (p.n * p.n * 48) as u64,
+        SolverKind::Mg => 2 * fine + hierarchy,
+        SolverKind::MgCg => 7 * fine + hierarchy,
+    }
+}
+
+/// Memory the operating system says is available, if it says.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Refuses a problem that would not fit in the available memory.
+pub fn check_memory(p: &ProblemParams, kind: SolverKind, mg: &MgParams) -> Result<()> {
+    let needed = memory_estimate(p, kind, mg);
+    match available_memory() {
+        Some(available) if needed > available => Err(StrataError::OutOfMemory {
+            what: format!("{} on {}x{}x{}", kind.name(), p.n, p.n, p.nz),
+            needed,
+            available,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Solves problem `p` with right-hand side `rhs` (z-contiguous, n·n·nz) from u₀ = 0 on one
+/// process with `backend`.
+pub fn solve<B: Backend>(
+    backend: &B,
+    p: &ProblemParams,
+    kind: SolverKind,
+    mg: &MgParams,
+    params: &SolveParams,
+    rhs: &[f64],
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<Solution> {
+    p.validate()?;
+    mg.validate()?;
+    if !(params.rtol.is_finite() && params.rtol > 0.0) {
+        return invalid(format!(
+            "rtol must be finite and positive (got {})",
+            params.rtol
+        ));
+    }
+    if rhs.len() as u64 != p.unknowns() {
+        return invalid(format!(
+            "the right-hand side has {} values, the grid {}x{}x{} needs {}",
+            rhs.len(),
+            p.n,
+            p.n,
+            p.nz,
+            p.unknowns()
+        ));
+    }
+    check_memory(p, kind, mg)?;
+    let t = Instant::now();
+    let levels = build_levels(p, Block::whole(p.n), levels_for(kind, mg))?;
+    let mut solver = Solver::new(backend, kind, &levels, mg)?;
+    let fine = solver.fine();
+    let mut f = backend.alloc(fine)?;
+    let mut u = backend.alloc(fine)?;
+    backend.synchronize()?;
+    let setup_seconds = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    backend.upload(fine, rhs, &mut f)?;
+    backend.synchronize()?;
+    let mut transfer_seconds = t.elapsed().as_secs_f64();
+    let info = solver.solve(backend, &SerialComm, &f, &mut u, params, monitor)?;
+    let t = Instant::now();
+    let mut out = vec![0.0; rhs.len()];
+    backend.download(solver.fine(), &u, &mut out)?;
+    transfer_seconds += t.elapsed().as_secs_f64();
+    Ok(Solution {
+        u: out,
+        info,
+        setup_seconds,
+        transfer_seconds,
+    })
+}

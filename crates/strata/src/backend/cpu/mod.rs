@@ -1,0 +1,508 @@
+//! The CPU backend: rayon over rows of z-contiguous columns, the paper's fused kernels, no
+//! allocation after setup, deterministic reductions (a partial per row, summed in row order, so
+//! results are bit-identical run to run and independent of the thread count).
+
+mod column;
+
+use self::column::{au, nbrs, thomas_backward, thomas_forward};
+use super::{face_len, Backend, Side};
+use crate::error::{Result, StrataError};
+use crate::field::HostField;
+use crate::stencil::LevelStencil;
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::sync::Mutex;
+
+/// The CPU backend. Owns its rayon thread pool.
+pub struct CpuBackend {
+    pool: rayon::ThreadPool,
+    /// One reduction partial per row, sized at setup.
+    partials: Mutex<Vec<[f64; 2]>>,
+}
+
+impl std::fmt::Debug for CpuBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CpuBackend({} threads)", self.threads())
+    }
+}
+
+thread_local! {
+    /// Per-thread Thomas scratch (the modified super-diagonal of one column); grows once.
+    static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+}
+
+fn with_scratch<R>(nz: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < nz {
+            s.resize(nz, 0.0);
+        }
+        f(&mut s[..nz])
+    })
+}
+
+/// The interior rows of a field, each `(nx + 2) * nz` long (halo columns included).
+fn rows(x: &mut HostField) -> impl IndexedParallelIterator<Item = &mut [f64]> {
+    let (row, ny) = (x.row_len(), x.ny);
+    x.data.par_chunks_mut(row).skip(1).take(ny)
+}
+
+/// Interior rows, read-only.
+fn rows_ref(x: &HostField) -> impl IndexedParallelIterator<Item = &[f64]> {
+    let (row, ny) = (x.row_len(), x.ny);
+    x.data.par_chunks(row).skip(1).take(ny)
+}
+
+/// The interior part of a row (its halo columns cut off).
+#[inline(always)]
+fn inner(row: &[f64], nz: usize) -> &[f64] {
+    &row[nz..row.len() - nz]
+}
+
+#[inline(always)]
+fn inner_mut(row: &mut [f64], nz: usize) -> &mut [f64] {
+    let len = row.len();
+    &mut row[nz..len - nz]
+}
+
+/// Column `i` of a row.
+#[inline(always)]
+fn col_mut(row: &mut [f64], i: usize, nz: usize) -> &mut [f64] {
+    &mut row[(i + 1) * nz..(i + 2) * nz]
+}
+
+#[inline(always)]
+fn col(row: &[f64], i: usize, nz: usize) -> &[f64] {
+    &row[(i + 1) * nz..(i + 2) * nz]
+}
+
+impl CpuBackend {
+    /// A backend on `threads` threads (all cores if `None`).
+    pub fn new(threads: Option<usize>) -> Result<Self> {
+        let mut b = rayon::ThreadPoolBuilder::new();
+        if let Some(t) = threads {
+            if t == 0 {
+                return Err(StrataError::InvalidParameter(
+                    "threads must be at least 1".into(),
+                ));
+            }
+            b = b.num_threads(t);
+        }
+        let pool = b.build().map_err(|e| StrataError::Backend {
+            backend: "cpu".into(),
+            msg: format!("cannot start the thread pool: {e}"),
+        })?;
+        Ok(Self {
+            pool,
+            partials: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Number of worker threads.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Runs `body(j, part)` for each interior row with a zeroed partial, then sums the partials in
+    /// row order.
+    fn reduce_rows(&self, ny: usize, body: impl FnOnce(&mut [[f64; 2]]) + Send) -> [f64; 2] {
+        let mut parts = self.partials.lock().unwrap_or_else(|e| e.into_inner());
+        if parts.len() < ny {
+            // Sized in prepare_level; only a level never prepared here grows it.
+            parts.resize(ny, [0.0; 2]);
+        }
+        let parts = &mut parts[..ny];
+        self.pool.install(|| body(parts));
+        parts
+            .iter()
+            .fold([0.0, 0.0], |a, p| [a[0] + p[0], a[1] + p[1]])
+    }
+
+    fn map2(&self, x: &HostField, y: &mut HostField, f: impl Fn(f64, f64) -> f64 + Sync) {
+        let nz = x.nz;
+        self.pool.install(|| {
+            rows(y).zip(rows_ref(x)).for_each(|(yr, xr)| {
+                for (yv, xv) in inner_mut(yr, nz).iter_mut().zip(inner(xr, nz)) {
+                    *yv = f(*xv, *yv);
+                }
+            })
+        });
+    }
+}
+
+impl Backend for CpuBackend {
+    type Field = HostField;
+    type Level = LevelStencil;
+
+    fn name(&self) -> String {
+        format!("cpu ({} threads)", self.threads())
+    }
+
+    fn prepare_level(&self, stencil: &LevelStencil) -> Result<LevelStencil> {
+        let mut parts = self.partials.lock().unwrap_or_else(|e| e.into_inner());
+        if parts.len() < stencil.ny() {
+            parts.resize(stencil.ny(), [0.0; 2]);
+        }
+        // Warm every worker's Thomas scratch so that solves do not allocate.
+        let nz = stencil.nz;
+        self.pool.broadcast(|_| with_scratch(nz, |_| ()));
+        Ok(stencil.clone())
+    }
+
+    fn stencil<'a>(&self, lev: &'a LevelStencil) -> &'a LevelStencil {
+        lev
+    }
+
+    fn alloc(&self, s: &LevelStencil) -> Result<HostField> {
+        Ok(HostField::zeros(s.nx(), s.ny(), s.nz))
+    }
+
+    fn upload(&self, _s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
+        x.set_interior(host);
+        Ok(())
+    }
+
+    fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
+        x.get_interior(host);
+        Ok(())
+    }
+
+    fn fill(&self, _s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
+        let nz = x.nz;
+        self.pool
+            .install(|| rows(x).for_each(|r| inner_mut(r, nz).fill(v)));
+        Ok(())
+    }
+
+    fn copy(&self, _s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
+        self.map2(x, y, |x, _| x);
+        Ok(())
+    }
+
+    fn axpy(&self, _s: &LevelStencil, a: f64, x: &HostField, y: &mut HostField) -> Result<()> {
+        self.map2(x, y, |x, y| y + a * x);
+        Ok(())
+    }
+
+    fn xpby(&self, _s: &LevelStencil, x: &HostField, b: f64, y: &mut HostField) -> Result<()> {
+        self.map2(x, y, |x, y| x + b * y);
+        Ok(())
+    }
+
+    fn dot(&self, s: &LevelStencil, x: &HostField, y: &HostField) -> Result<f64> {
+        let nz = s.nz;
+        let [d, _] = self.reduce_rows(s.ny(), |parts| {
+            parts
+                .par_iter_mut()
+                .zip(rows_ref(x).zip(rows_ref(y)))
+                .for_each(|(part, (xr, yr))| {
+                    let sum = inner(xr, nz)
+                        .iter()
+                        .zip(inner(yr, nz))
+                        .fold(0.0, |a, (x, y)| a + x * y);
+                    *part = [sum, 0.0];
+                })
+        });
+        Ok(d)
+    }
+
+    // y = A x; traffic: read x (neighbours cached), write y: 2.
+    fn apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        self.pool.install(|| {
+            rows(y).enumerate().for_each(|(j, yr)| {
+                for i in 0..nx {
+                    let c = &s.columns[j * nx + i];
+                    let xn = nbrs(x, i, j);
+                    for (k, yv) in col_mut(yr, i, nz).iter_mut().enumerate() {
+                        *yv = au(c, v, &xn, k);
+                    }
+                }
+            })
+        });
+        Ok(())
+    }
+
+    // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3.
+    fn residual(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u: &HostField,
+        r: &mut HostField,
+    ) -> Result<f64> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        let [rr, _] = self.reduce_rows(s.ny(), |parts| {
+            rows(r)
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(j, (rrow, part))| {
+                    let mut sum = 0.0;
+                    let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
+                    for i in 0..nx {
+                        let c = &s.columns[j * nx + i];
+                        let un = nbrs(u, i, j);
+                        let fc = col(frow, i, nz);
+                        for (k, rv) in col_mut(rrow, i, nz).iter_mut().enumerate() {
+                            let res = fc[k] - au(c, v, &un, k);
+                            *rv = res;
+                            sum += res * res;
+                        }
+                    }
+                    *part = [sum, 0.0];
+                })
+        });
+        Ok(rr)
+    }
+
+    // z = M^-1 r; traffic: read r, write z: 2.
+    fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        self.pool.install(|| {
+            rows(z)
+                .zip(rows_ref(r))
+                .enumerate()
+                .for_each(|(j, (zr, rr))| {
+                    with_scratch(nz, |cp| {
+                        for i in 0..nx {
+                            let c = &s.columns[j * nx + i];
+                            let rc = col(rr, i, nz);
+                            let zc = col_mut(zr, i, nz);
+                            thomas_forward(c, v, cp, zc, |k| rc[k]);
+                            thomas_backward(cp, zc, |_, zk| zk);
+                        }
+                    })
+                })
+        });
+        Ok(())
+    }
+
+    // u += alpha p; p = z + beta p; q = A z + beta q; sum p.q
+    // traffic: read z (neighbours cached), u, p, q; write u, p, q: 7 (paper's Mem^(C): 6).
+    fn cg_spmv(
+        &self,
+        s: &LevelStencil,
+        z: &HostField,
+        u: &mut HostField,
+        p: &mut HostField,
+        q: &mut HostField,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<f64> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        let [pq, _] = self.reduce_rows(s.ny(), |parts| {
+            rows(u)
+                .zip(rows(p))
+                .zip(rows(q))
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(j, (((ur, pr), qr), part))| {
+                    let mut sum = 0.0;
+                    for i in 0..nx {
+                        let c = &s.columns[j * nx + i];
+                        let zn = nbrs(z, i, j);
+                        let uc = col_mut(ur, i, nz);
+                        let pc = col_mut(pr, i, nz);
+                        let qc = col_mut(qr, i, nz);
+                        for k in 0..nz {
+                            let pold = pc[k];
+                            uc[k] += alpha * pold;
+                            let pk = zn.c[k] + beta * pold;
+                            let qk = au(c, v, &zn, k) + beta * qc[k];
+                            pc[k] = pk;
+                            qc[k] = qk;
+                            sum += pk * qk;
+                        }
+                    }
+                    *part = [sum, 0.0];
+                })
+        });
+        Ok(pq)
+    }
+
+    // r -= alpha q; z = M^-1 r; sums r.r and r.z; traffic: read q, r; write r, z: 4
+    // (paper's Mem^(C): 9, which counts the Thomas intermediates).
+    fn cg_tridiag(
+        &self,
+        s: &LevelStencil,
+        q: &HostField,
+        r: &mut HostField,
+        z: &mut HostField,
+        alpha: f64,
+    ) -> Result<[f64; 2]> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        Ok(self.reduce_rows(s.ny(), |parts| {
+            rows(r)
+                .zip(rows(z))
+                .zip(rows_ref(q))
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(j, (((rrow, zrow), qrow), part))| {
+                    let (mut rr, mut rz) = (0.0, 0.0);
+                    with_scratch(nz, |cp| {
+                        for i in 0..nx {
+                            let c = &s.columns[j * nx + i];
+                            let rc = col_mut(rrow, i, nz);
+                            let qc = col(qrow, i, nz);
+                            let zc = col_mut(zrow, i, nz);
+                            thomas_forward(c, v, cp, zc, |k| {
+                                let rk = rc[k] - alpha * qc[k];
+                                rc[k] = rk;
+                                rr += rk * rk;
+                                rk
+                            });
+                            thomas_backward(cp, zc, |k, zk| {
+                                rz += rc[k] * zk;
+                                zk
+                            });
+                        }
+                    });
+                    *part = [rr, rz];
+                })
+        }))
+    }
+
+    // u_out = u_in + rho M^-1 (f - A u_in); traffic: read f, u_in; write u_out: 3
+    // (paper's two-kernel Smooth: 8).
+    fn smooth(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u_in: &HostField,
+        u_out: &mut HostField,
+        rho: f64,
+    ) -> Result<()> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        self.pool.install(|| {
+            rows(u_out).enumerate().for_each(|(j, orow)| {
+                let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
+                with_scratch(nz, |cp| {
+                    for i in 0..nx {
+                        let c = &s.columns[j * nx + i];
+                        let un = nbrs(u_in, i, j);
+                        let fc = col(frow, i, nz);
+                        let oc = col_mut(orow, i, nz);
+                        thomas_forward(c, v, cp, oc, |k| fc[k] - au(c, v, &un, k));
+                        thomas_backward(cp, oc, |k, zk| un.c[k] + rho * zk);
+                    }
+                })
+            })
+        });
+        Ok(())
+    }
+
+    // f_c = scale * sum of 4 children of r_f; u_c = rho M^-1 f_c; traffic per coarse cell:
+    // read 4, write 2: 6.
+    fn restrict_smooth(
+        &self,
+        fine: &LevelStencil,
+        coarse: &LevelStencil,
+        r_fine: &HostField,
+        f_coarse: &mut HostField,
+        u_coarse: &mut HostField,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()> {
+        debug_assert_eq!(fine.nx(), 2 * coarse.nx());
+        let (nx, nz, v) = (coarse.nx(), coarse.nz, &*coarse.vertical);
+        let frow_len = r_fine.row_len();
+        self.pool.install(|| {
+            rows(f_coarse)
+                .zip(rows(u_coarse))
+                .enumerate()
+                .for_each(|(j, (frow, urow))| {
+                    let r0 = &r_fine.data[r_fine.offset(0, 2 * j + 1)..][..frow_len];
+                    let r1 = &r_fine.data[r_fine.offset(0, 2 * j + 2)..][..frow_len];
+                    with_scratch(nz, |cp| {
+                        for i in 0..nx {
+                            let c = &coarse.columns[j * nx + i];
+                            let (a, b) = (col(r0, 2 * i, nz), col(r0, 2 * i + 1, nz));
+                            let (e, d) = (col(r1, 2 * i, nz), col(r1, 2 * i + 1, nz));
+                            let fc = col_mut(frow, i, nz);
+                            let uc = col_mut(urow, i, nz);
+                            thomas_forward(c, v, cp, uc, |k| {
+                                let fk = scale * ((a[k] + b[k]) + (e[k] + d[k]));
+                                fc[k] = fk;
+                                fk
+                            });
+                            thomas_backward(cp, uc, |_, zk| rho * zk);
+                        }
+                    })
+                })
+        });
+        Ok(())
+    }
+
+    // u_f += P u_c; traffic: read u_f, u_c (cached); write u_f: 3.
+    fn prolongate(
+        &self,
+        coarse: &LevelStencil,
+        fine: &LevelStencil,
+        u_coarse: &HostField,
+        u_fine: &mut HostField,
+    ) -> Result<()> {
+        let phys = coarse.block.physical();
+        let (nx, ncx, ncy, nz) = (fine.nx(), coarse.nx(), coarse.ny(), fine.nz);
+        let ccol = |ih: usize, jh: usize| &u_coarse.data[u_coarse.offset(ih, jh)..][..nz];
+        self.pool.install(|| {
+            rows(u_fine).enumerate().for_each(|(j, frow)| {
+                // Halo-inclusive coarse indices of the parent and of its y neighbour.
+                let jp = j / 2 + 1;
+                let (jy, ghost_y) = if j % 2 == 0 {
+                    (jp - 1, jp == 1 && phys.south)
+                } else {
+                    (jp + 1, jp == ncy && phys.north)
+                };
+                for i in 0..nx {
+                    let ip = i / 2 + 1;
+                    let (ix, ghost_x) = if i % 2 == 0 {
+                        (ip - 1, ip == 1 && phys.west)
+                    } else {
+                        (ip + 1, ip == ncx && phys.east)
+                    };
+                    let up = ccol(ip, jp);
+                    // A ghost parent outside the boundary is −u_P.
+                    let (wx, ux) = if ghost_x {
+                        (-0.25, up)
+                    } else {
+                        (0.25, ccol(ix, jp))
+                    };
+                    let (wy, uy) = if ghost_y {
+                        (-0.25, up)
+                    } else {
+                        (0.25, ccol(ip, jy))
+                    };
+                    let fc = col_mut(frow, i, nz);
+                    for k in 0..nz {
+                        fc[k] += 0.5 * up[k] + wx * ux[k] + wy * uy[k];
+                    }
+                }
+            })
+        });
+        Ok(())
+    }
+
+    fn pack_face(
+        &self,
+        s: &LevelStencil,
+        x: &HostField,
+        side: Side,
+        buf: &mut [f64],
+    ) -> Result<()> {
+        assert_eq!(buf.len(), face_len(s, side));
+        x.pack_face(side, buf);
+        Ok(())
+    }
+
+    fn unpack_face(
+        &self,
+        s: &LevelStencil,
+        x: &mut HostField,
+        side: Side,
+        buf: &[f64],
+    ) -> Result<()> {
+        assert_eq!(buf.len(), face_len(s, side));
+        x.unpack_face(side, buf);
+        Ok(())
+    }
+}

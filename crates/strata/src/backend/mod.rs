@@ -1,0 +1,193 @@
+//! The backend trait: every kernel the solvers need, declared once.
+//!
+//! A backend owns its fields' memory layout and its copy of each level's stencil. The solvers in
+//! [`crate::solver`] are written once over this trait (and [`crate::comm::Comm`]); they never name
+//! a backend. Every kernel works on the interior of a block and reads neighbours from the halo,
+//! which holds zeros at the physical boundary (homogeneous Dirichlet) and neighbours' values in a
+//! decomposition. Reductions return the block's local partial; the communicator sums them.
+//!
+//! Traffic comments use the paper's unit: one 8-byte value read or written per cell.
+
+pub mod cpu;
+pub mod reference;
+
+use crate::error::Result;
+use crate::stencil::LevelStencil;
+
+/// A side of a block, for halo exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Towards i − 1.
+    West,
+    /// Towards i + 1.
+    East,
+    /// Towards j − 1.
+    South,
+    /// Towards j + 1.
+    North,
+}
+
+impl Side {
+    /// All four sides.
+    pub const ALL: [Side; 4] = [Side::West, Side::East, Side::South, Side::North];
+
+    /// The opposite side.
+    pub fn opposite(self) -> Side {
+        match self {
+            Side::West => Side::East,
+            Side::East => Side::West,
+            Side::South => Side::North,
+            Side::North => Side::South,
+        }
+    }
+}
+
+/// Values on one face of a block: `ny * nz` for west/east, `nx * nz` for south/north.
+pub fn face_len(stencil: &LevelStencil, side: Side) -> usize {
+    match side {
+        Side::West | Side::East => stencil.ny() * stencil.nz,
+        Side::South | Side::North => stencil.nx() * stencil.nz,
+    }
+}
+
+/// A compute backend. `Field` is a 3D field of one block of one level (with halo); `Level` is
+/// the backend's copy of a [`LevelStencil`].
+pub trait Backend: Sync {
+    /// A 3D field of one level.
+    type Field: Send;
+    /// The backend's form of a level's stencil.
+    type Level: Send + Sync;
+
+    /// A short name for reports ("cpu", "reference", "cuda:NVIDIA H200", ...).
+    fn name(&self) -> String;
+
+    /// Prepares (uploads) a level's stencil.
+    fn prepare_level(&self, stencil: &LevelStencil) -> Result<Self::Level>;
+
+    /// The host stencil a level was prepared from.
+    fn stencil<'a>(&self, lev: &'a Self::Level) -> &'a LevelStencil;
+
+    /// Allocates a zero field (halo included) for a level.
+    fn alloc(&self, lev: &Self::Level) -> Result<Self::Field>;
+
+    /// Copies a z-contiguous host array `host[(j * nx + i) * nz + k]` into the field's interior.
+    fn upload(&self, lev: &Self::Level, host: &[f64], x: &mut Self::Field) -> Result<()>;
+
+    /// Copies the field's interior into a z-contiguous host array.
+    fn download(&self, lev: &Self::Level, x: &Self::Field, host: &mut [f64]) -> Result<()>;
+
+    /// Waits for all queued work (a no-op on synchronous backends); used around timed kernels.
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    // ----- vector operations (interior only) -----
+
+    /// x ← v.
+    fn fill(&self, lev: &Self::Level, x: &mut Self::Field, v: f64) -> Result<()>;
+    /// y ← x.
+    fn copy(&self, lev: &Self::Level, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
+    /// y ← y + a x.
+    fn axpy(&self, lev: &Self::Level, a: f64, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
+    /// y ← x + b y.
+    fn xpby(&self, lev: &Self::Level, x: &Self::Field, b: f64, y: &mut Self::Field) -> Result<()>;
+    /// Local ⟨x, y⟩.
+    fn dot(&self, lev: &Self::Level, x: &Self::Field, y: &Self::Field) -> Result<f64>;
+
+    // ----- stencil kernels -----
+
+    /// y ← A x. Traffic 2.
+    fn apply(&self, lev: &Self::Level, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
+
+    /// r ← f − A u; returns the local ‖r‖². Traffic 3 (the paper's Residual + norm).
+    fn residual(
+        &self,
+        lev: &Self::Level,
+        f: &Self::Field,
+        u: &Self::Field,
+        r: &mut Self::Field,
+    ) -> Result<f64>;
+
+    /// z ← M⁻¹ r, one Thomas solve per column (vertical line relaxation). Traffic 2.
+    fn line_solve(&self, lev: &Self::Level, r: &Self::Field, z: &mut Self::Field) -> Result<()>;
+
+    /// Fused CG SpMV (MODEL.md §8.2): u ← u + α p; p ← z + β p; q ← A z + β q; returns the local
+    /// Σ p·q.
+    #[allow(clippy::too_many_arguments)]
+    fn cg_spmv(
+        &self,
+        lev: &Self::Level,
+        z: &Self::Field,
+        u: &mut Self::Field,
+        p: &mut Self::Field,
+        q: &mut Self::Field,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<f64>;
+
+    /// Fused CG Tridiag: r ← r − α q; z ← M⁻¹ r; returns the local [Σ r·r, Σ r·z].
+    fn cg_tridiag(
+        &self,
+        lev: &Self::Level,
+        q: &Self::Field,
+        r: &mut Self::Field,
+        z: &mut Self::Field,
+        alpha: f64,
+    ) -> Result<[f64; 2]>;
+
+    /// One block-Jacobi line-relaxation step, out of place:
+    /// u_out ← u_in + ρ M⁻¹ (f − A u_in).
+    fn smooth(
+        &self,
+        lev: &Self::Level,
+        f: &Self::Field,
+        u_in: &Self::Field,
+        u_out: &mut Self::Field,
+        rho: f64,
+    ) -> Result<()>;
+
+    /// Restriction fused with the first smoothing step from a zero guess:
+    /// f_c ← scale · Σ_children r_f (sum restriction for scale = 1); u_c ← ρ M⁻¹ f_c.
+    #[allow(clippy::too_many_arguments)]
+    fn restrict_smooth(
+        &self,
+        fine: &Self::Level,
+        coarse: &Self::Level,
+        r_fine: &Self::Field,
+        f_coarse: &mut Self::Field,
+        u_coarse: &mut Self::Field,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()>;
+
+    /// u_f ← u_f + P u_c, horizontal linear interpolation with weights (½, ¼, ¼) from the parent
+    /// and its x and y neighbours on the child's side; outside the physical boundary the ghost
+    /// parent is −u_P.
+    fn prolongate(
+        &self,
+        coarse: &Self::Level,
+        fine: &Self::Level,
+        u_coarse: &Self::Field,
+        u_fine: &mut Self::Field,
+    ) -> Result<()>;
+
+    // ----- halo support for communicators -----
+
+    /// Copies the interior layer next to `side` into `buf` ([`face_len`] values).
+    fn pack_face(
+        &self,
+        lev: &Self::Level,
+        x: &Self::Field,
+        side: Side,
+        buf: &mut [f64],
+    ) -> Result<()>;
+
+    /// Writes `buf` into the halo on `side`.
+    fn unpack_face(
+        &self,
+        lev: &Self::Level,
+        x: &mut Self::Field,
+        side: Side,
+        buf: &[f64],
+    ) -> Result<()>;
+}

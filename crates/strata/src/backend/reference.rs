@@ -1,0 +1,307 @@
+//! The serial reference backend: plain loops over the formulas of MODEL.md, no fusion, no
+//! parallelism, written to be obviously correct. Every other backend is tested against it.
+
+use super::{face_len, Backend, Side};
+use crate::error::Result;
+use crate::field::HostField;
+use crate::stencil::LevelStencil;
+
+/// The reference backend (serial, unfused). Slow by design.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReferenceBackend;
+
+/// Reads u at halo-inclusive column `(ih, jh)`, level `k`.
+fn at(u: &HostField, ih: usize, jh: usize, k: usize) -> f64 {
+    u.data[u.offset(ih, jh) + k]
+}
+
+/// (A u) at interior cell (i, j, k): MODEL.md §3.4 term by term.
+fn apply_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> f64 {
+    let v = &s.vertical;
+    let col = &s.columns[j * s.nx() + i];
+    let (ih, jh) = (i + 1, j + 1);
+    let uc = at(u, ih, jh, k);
+    let mut vert = v.a[k] * uc;
+    if k + 1 < s.nz {
+        vert += v.b[k] * (at(u, ih, jh, k + 1) - uc);
+    }
+    if k > 0 {
+        vert += v.c[k] * (at(u, ih, jh, k - 1) - uc);
+    }
+    let horiz = col.alpha_e * (at(u, ih + 1, jh, k) - uc)
+        + col.alpha_w * (at(u, ih - 1, jh, k) - uc)
+        + col.alpha_n * (at(u, ih, jh + 1, k) - uc)
+        + col.alpha_s * (at(u, ih, jh - 1, k) - uc);
+    col.area * vert + v.d[k] * horiz
+}
+
+/// Thomas algorithm for the column block A_T of column (i, j): returns z with A_T z = r.
+fn thomas(s: &LevelStencil, i: usize, j: usize, r: &[f64]) -> Vec<f64> {
+    let v = &s.vertical;
+    let col = &s.columns[j * s.nx() + i];
+    let nz = s.nz;
+    let diag = |k: usize| col.area * (v.a[k] - v.b[k] - v.c[k]) - col.alpha_t * v.d[k];
+    let upper = |k: usize| col.area * v.b[k];
+    let lower = |k: usize| col.area * v.c[k];
+    let mut cp = vec![0.0; nz];
+    let mut z = vec![0.0; nz];
+    let m = diag(0);
+    cp[0] = upper(0) / m;
+    z[0] = r[0] / m;
+    for k in 1..nz {
+        let m = diag(k) - lower(k) * cp[k - 1];
+        cp[k] = upper(k) / m;
+        z[k] = (r[k] - lower(k) * z[k - 1]) / m;
+    }
+    for k in (0..nz - 1).rev() {
+        z[k] -= cp[k] * z[k + 1];
+    }
+    z
+}
+
+fn interior(s: &LevelStencil) -> impl Iterator<Item = (usize, usize)> {
+    let (nx, ny) = (s.nx(), s.ny());
+    (0..ny).flat_map(move |j| (0..nx).map(move |i| (i, j)))
+}
+
+impl ReferenceBackend {
+    fn map2(
+        &self,
+        s: &LevelStencil,
+        x: &HostField,
+        y: &mut HostField,
+        f: impl Fn(f64, f64) -> f64,
+    ) {
+        for (i, j) in interior(s) {
+            let o = x.offset(i + 1, j + 1);
+            for k in 0..s.nz {
+                y.data[o + k] = f(x.data[o + k], y.data[o + k]);
+            }
+        }
+    }
+}
+
+impl Backend for ReferenceBackend {
+    type Field = HostField;
+    type Level = LevelStencil;
+
+    fn name(&self) -> String {
+        "reference".into()
+    }
+
+    fn prepare_level(&self, stencil: &LevelStencil) -> Result<LevelStencil> {
+        Ok(stencil.clone())
+    }
+
+    fn stencil<'a>(&self, lev: &'a LevelStencil) -> &'a LevelStencil {
+        lev
+    }
+
+    fn alloc(&self, s: &LevelStencil) -> Result<HostField> {
+        Ok(HostField::zeros(s.nx(), s.ny(), s.nz))
+    }
+
+    fn upload(&self, _s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
+        x.set_interior(host);
+        Ok(())
+    }
+
+    fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
+        x.get_interior(host);
+        Ok(())
+    }
+
+    fn fill(&self, s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
+        for (i, j) in interior(s) {
+            x.column_mut(i, j).fill(v);
+        }
+        Ok(())
+    }
+
+    fn copy(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
+        self.map2(s, x, y, |x, _| x);
+        Ok(())
+    }
+
+    fn axpy(&self, s: &LevelStencil, a: f64, x: &HostField, y: &mut HostField) -> Result<()> {
+        self.map2(s, x, y, |x, y| y + a * x);
+        Ok(())
+    }
+
+    fn xpby(&self, s: &LevelStencil, x: &HostField, b: f64, y: &mut HostField) -> Result<()> {
+        self.map2(s, x, y, |x, y| x + b * y);
+        Ok(())
+    }
+
+    fn dot(&self, s: &LevelStencil, x: &HostField, y: &HostField) -> Result<f64> {
+        let mut sum = 0.0;
+        for (i, j) in interior(s) {
+            for (a, b) in x.column(i, j).iter().zip(y.column(i, j)) {
+                sum += a * b;
+            }
+        }
+        Ok(sum)
+    }
+
+    fn apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
+        for (i, j) in interior(s) {
+            for k in 0..s.nz {
+                let v = apply_cell(s, x, i, j, k);
+                y.column_mut(i, j)[k] = v;
+            }
+        }
+        Ok(())
+    }
+
+    fn residual(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u: &HostField,
+        r: &mut HostField,
+    ) -> Result<f64> {
+        self.apply(s, u, r)?;
+        self.map2(s, f, r, |f, au| f - au);
+        self.dot(s, r, r)
+    }
+
+    fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
+        for (i, j) in interior(s) {
+            let col = thomas(s, i, j, r.column(i, j));
+            z.column_mut(i, j).copy_from_slice(&col);
+        }
+        Ok(())
+    }
+
+    fn cg_spmv(
+        &self,
+        s: &LevelStencil,
+        z: &HostField,
+        u: &mut HostField,
+        p: &mut HostField,
+        q: &mut HostField,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<f64> {
+        self.axpy(s, alpha, p, u)?;
+        self.xpby(s, z, beta, p)?;
+        let mut az = self.alloc(s)?;
+        self.apply(s, z, &mut az)?;
+        self.xpby(s, &az, beta, q)?;
+        self.dot(s, p, q)
+    }
+
+    fn cg_tridiag(
+        &self,
+        s: &LevelStencil,
+        q: &HostField,
+        r: &mut HostField,
+        z: &mut HostField,
+        alpha: f64,
+    ) -> Result<[f64; 2]> {
+        self.axpy(s, -alpha, q, r)?;
+        self.line_solve(s, r, z)?;
+        Ok([self.dot(s, r, r)?, self.dot(s, r, z)?])
+    }
+
+    fn smooth(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u_in: &HostField,
+        u_out: &mut HostField,
+        rho: f64,
+    ) -> Result<()> {
+        let mut r = self.alloc(s)?;
+        self.residual(s, f, u_in, &mut r)?;
+        let mut z = self.alloc(s)?;
+        self.line_solve(s, &r, &mut z)?;
+        self.copy(s, u_in, u_out)?;
+        self.axpy(s, rho, &z, u_out)
+    }
+
+    fn restrict_smooth(
+        &self,
+        _fine: &LevelStencil,
+        coarse: &LevelStencil,
+        r_fine: &HostField,
+        f_coarse: &mut HostField,
+        u_coarse: &mut HostField,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()> {
+        for (ic, jc) in interior(coarse) {
+            for k in 0..coarse.nz {
+                let mut sum = 0.0;
+                for (di, dj) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+                    sum += r_fine.column(2 * ic + di, 2 * jc + dj)[k];
+                }
+                f_coarse.column_mut(ic, jc)[k] = scale * sum;
+            }
+        }
+        self.line_solve(coarse, f_coarse, u_coarse)?;
+        for (i, j) in interior(coarse) {
+            for v in u_coarse.column_mut(i, j) {
+                *v *= rho;
+            }
+        }
+        Ok(())
+    }
+
+    fn prolongate(
+        &self,
+        coarse: &LevelStencil,
+        fine: &LevelStencil,
+        u_coarse: &HostField,
+        u_fine: &mut HostField,
+    ) -> Result<()> {
+        let phys = coarse.block.physical();
+        let (ncx, ncy) = (coarse.nx() as isize, coarse.ny() as isize);
+        for (i, j) in interior(fine) {
+            let (ip, jp) = ((i / 2) as isize, (j / 2) as isize);
+            let ix = if i % 2 == 0 { ip - 1 } else { ip + 1 };
+            let jy = if j % 2 == 0 { jp - 1 } else { jp + 1 };
+            let x_ghost = (ix < 0 && phys.west) || (ix >= ncx && phys.east);
+            let y_ghost = (jy < 0 && phys.south) || (jy >= ncy && phys.north);
+            for k in 0..fine.nz {
+                let up = at(u_coarse, (ip + 1) as usize, (jp + 1) as usize, k);
+                let ux = if x_ghost {
+                    -up
+                } else {
+                    at(u_coarse, (ix + 1) as usize, (jp + 1) as usize, k)
+                };
+                let uy = if y_ghost {
+                    -up
+                } else {
+                    at(u_coarse, (ip + 1) as usize, (jy + 1) as usize, k)
+                };
+                u_fine.column_mut(i, j)[k] += 0.5 * up + 0.25 * ux + 0.25 * uy;
+            }
+        }
+        Ok(())
+    }
+
+    fn pack_face(
+        &self,
+        s: &LevelStencil,
+        x: &HostField,
+        side: Side,
+        buf: &mut [f64],
+    ) -> Result<()> {
+        assert_eq!(buf.len(), face_len(s, side));
+        x.pack_face(side, buf);
+        Ok(())
+    }
+
+    fn unpack_face(
+        &self,
+        s: &LevelStencil,
+        x: &mut HostField,
+        side: Side,
+        buf: &[f64],
+    ) -> Result<()> {
+        assert_eq!(buf.len(), face_len(s, side));
+        x.unpack_face(side, buf);
+        Ok(())
+    }
+}

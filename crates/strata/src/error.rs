@@ -1,0 +1,55 @@
+//! Typed errors of the library.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong outside the numerics. Non-convergence is not an error: it is a
+/// [`crate::solver::ConvergedReason`] in the solve's [`crate::solver::SolveInfo`].
+#[derive(Debug, thiserror::Error)]
+pub enum StrataError {
+    /// A parameter is out of its valid range; the message names it and says why.
+    #[error("invalid parameter: {0}")]
+    InvalidParameter(String),
+    /// The problem would not fit in the memory that is available.
+    #[error(
+        "{what} needs about {:.2} GiB ({needed} bytes) but only {:.2} GiB ({available} bytes) are available",
+        *needed as f64 / GIB,
+        *available as f64 / GIB
+    )]
+    OutOfMemory {
+        /// What was to be allocated (e.g. "cg on 4096x4096x128").
+        what: String,
+        /// Bytes that would be needed.
+        needed: u64,
+        /// Bytes that are available.
+        available: u64,
+    },
+    /// A NetCDF file could not be read or written, or does not hold what is expected.
+    #[error("NetCDF file {}: {msg}", path.display())]
+    NetCdf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        msg: String,
+    },
+    /// A backend failed (a device error, a kernel compile error, ...).
+    #[error("backend {backend}: {msg}")]
+    Backend {
+        /// The backend's name.
+        backend: String,
+        /// The cause, with any log the backend provides.
+        msg: String,
+    },
+    /// A communication failure between ranks.
+    #[error("communication: {0}")]
+    Comm(String),
+}
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// The library's result type.
+pub type Result<T> = std::result::Result<T, StrataError>;
+
+/// Shorthand for an [`StrataError::InvalidParameter`] error.
+pub(crate) fn invalid<T>(msg: impl Into<String>) -> Result<T> {
+    Err(StrataError::InvalidParameter(msg.into()))
+}

@@ -1,0 +1,119 @@
+//! The host field layout shared by the reference and the CPU backends.
+//!
+//! Columns are z-contiguous. The block's `nx × ny` columns are surrounded by a halo ring of width
+//! one (the Dirichlet zero at the physical boundary, the neighbour's values in a decomposition):
+//! column `(i, j)` with `i ∈ [−1, nx]`, `j ∈ [−1, ny]` starts at
+//! `((j + 1) * (nx + 2) + (i + 1)) * nz`.
+
+use crate::backend::Side;
+
+/// A 3D field of one block of one level, with its halo ring.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostField {
+    /// Local cells in x (without halo).
+    pub nx: usize,
+    /// Local cells in y (without halo).
+    pub ny: usize,
+    /// Vertical cells.
+    pub nz: usize,
+    /// `(nx + 2) * (ny + 2) * nz` values, zero-initialised.
+    pub data: Vec<f64>,
+}
+
+impl HostField {
+    /// A zero field (halo included).
+    pub fn zeros(nx: usize, ny: usize, nz: usize) -> Self {
+        Self {
+            nx,
+            ny,
+            nz,
+            data: vec![0.0; (nx + 2) * (ny + 2) * nz],
+        }
+    }
+
+    /// Values in one row of columns including its two halo columns: `(nx + 2) * nz`.
+    pub fn row_len(&self) -> usize {
+        (self.nx + 2) * self.nz
+    }
+
+    /// Offset of column `(i, j)` in halo-inclusive coordinates (`i + 1`, `j + 1` of the interior).
+    #[inline]
+    pub fn offset(&self, ih: usize, jh: usize) -> usize {
+        (jh * (self.nx + 2) + ih) * self.nz
+    }
+
+    /// The interior column `(i, j)` (0-based interior indices).
+    pub fn column(&self, i: usize, j: usize) -> &[f64] {
+        let o = self.offset(i + 1, j + 1);
+        &self.data[o..o + self.nz]
+    }
+
+    /// The interior column `(i, j)`, mutable.
+    pub fn column_mut(&mut self, i: usize, j: usize) -> &mut [f64] {
+        let o = self.offset(i + 1, j + 1);
+        let nz = self.nz;
+        &mut self.data[o..o + nz]
+    }
+
+    /// Copies the interior from a z-contiguous host array `host[(j * nx + i) * nz + k]`.
+    pub fn set_interior(&mut self, host: &[f64]) {
+        assert_eq!(host.len(), self.nx * self.ny * self.nz, "host array size");
+        let nz = self.nz;
+        for j in 0..self.ny {
+            for i in 0..self.nx {
+                let src = &host[(j * self.nx + i) * nz..][..nz];
+                self.column_mut(i, j).copy_from_slice(src);
+            }
+        }
+    }
+
+    /// Copies the interior into a z-contiguous host array.
+    pub fn get_interior(&self, host: &mut [f64]) {
+        assert_eq!(host.len(), self.nx * self.ny * self.nz, "host array size");
+        let nz = self.nz;
+        for j in 0..self.ny {
+            for i in 0..self.nx {
+                host[(j * self.nx + i) * nz..][..nz].copy_from_slice(self.column(i, j));
+            }
+        }
+    }
+
+    /// Interior columns next to `side` in face order, as halo-inclusive `(i, j)`, and the halo
+    /// column across that side.
+    fn face_columns(&self, side: Side, t: usize) -> ((usize, usize), (usize, usize)) {
+        let (nx, ny) = (self.nx, self.ny);
+        match side {
+            Side::West => ((1, t + 1), (0, t + 1)),
+            Side::East => ((nx, t + 1), (nx + 1, t + 1)),
+            Side::South => ((t + 1, 1), (t + 1, 0)),
+            Side::North => ((t + 1, ny), (t + 1, ny + 1)),
+        }
+    }
+
+    fn face_count(&self, side: Side) -> usize {
+        match side {
+            Side::West | Side::East => self.ny,
+            Side::South | Side::North => self.nx,
+        }
+    }
+
+    /// Copies the interior layer next to `side` into `buf` (face order, z-contiguous).
+    pub fn pack_face(&self, side: Side, buf: &mut [f64]) {
+        let nz = self.nz;
+        for t in 0..self.face_count(side) {
+            let ((i, j), _) = self.face_columns(side, t);
+            let o = self.offset(i, j);
+            buf[t * nz..(t + 1) * nz].copy_from_slice(&self.data[o..o + nz]);
+        }
+    }
+
+    /// Writes `buf` (face order) into the halo across `side`.
+    pub fn unpack_face(&mut self, side: Side, buf: &[f64]) {
+        let nz = self.nz;
+        for t in 0..self.face_count(side) {
+            let (_, (i, j)) = self.face_columns(side, t);
+            let o = self.offset(i, j);
+            self.data[o..o + nz].copy_from_slice(&buf[t * nz..(t + 1) * nz]);
+        }
+    }
+}

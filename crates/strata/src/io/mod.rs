@@ -1,0 +1,5 @@
+//! Input and output of fields.
+
+mod netcdf;
+
+pub use netcdf::{read_rhs, write_fields, FieldGrid};

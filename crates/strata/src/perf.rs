@@ -1,0 +1,95 @@
+//! The paper's performance model (MODEL.md §11.1, Table "KernelTable"): FLOPs and memory
+//! references per cell, and the derived GFLOP/s and useful bandwidth.
+
+use crate::solver::{Kernel, SolverKind};
+
+/// FLOPs and memory references (8-byte values) per cell of the level a kernel runs on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    /// Floating-point operations per cell.
+    pub flops: f64,
+    /// Memory references without caching (the paper's Mem).
+    pub mem: f64,
+    /// Memory references with perfect caching (the paper's Mem^(C)): the "useful" traffic.
+    pub mem_cached: f64,
+}
+
+/// The paper's per-cell cost of a kernel (RestrictSmooth per coarse cell).
+pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
+    let c = |flops, mem, mem_cached| {
+        Some(Cost {
+            flops,
+            mem,
+            mem_cached,
+        })
+    };
+    match kernel {
+        Kernel::Spmv => c(32.0, 12.0, 6.0),
+        Kernel::Tridiag => c(22.0, 12.0, 9.0),
+        Kernel::Smooth => c(37.0, 17.0, 8.0),
+        Kernel::RestrictSmooth => c(17.0, 12.0, 6.0),
+        Kernel::Residual => c(23.0, 9.0, 3.0),
+        Kernel::Prolongate => c(6.0, 5.0, 3.0),
+        Kernel::Vector | Kernel::Halo => None,
+    }
+}
+
+/// Per fine-grid cell cost of one iteration of a solver, as the paper counts it: CG 54/24/15;
+/// MG with `levels` levels (the paper's 5 give 149.4/67.2/29.6). For mg-cg the MG cost plus one
+/// SpMV and the CG vector updates (our count, not the paper's).
+pub fn iteration_cost(kind: SolverKind, levels: usize) -> Cost {
+    match kind {
+        SolverKind::Cg => Cost {
+            flops: 54.0,
+            mem: 24.0,
+            mem_cached: 15.0,
+        },
+        SolverKind::Mg => mg_cost(levels),
+        SolverKind::MgCg => {
+            let m = mg_cost(levels);
+            // SpMV (32, 12, 6) + axpy (2, 3, 3) + three dots (6, 6, 4).
+            Cost {
+                flops: m.flops + 40.0,
+                mem: m.mem + 21.0,
+                mem_cached: m.mem_cached + 13.0,
+            }
+        }
+    }
+}
+
+fn mg_cost(levels: usize) -> Cost {
+    // Fine level: 2 Smooth + Residual + Prolongate + Residual norm (MODEL.md §11.1).
+    let (mut flops, mut mem, mut memc) = (122.0, 53.0, 23.0);
+    if levels == 1 {
+        return Cost {
+            flops,
+            mem,
+            mem_cached: memc,
+        };
+    }
+    let mut w = 1.0;
+    for lev in 1..levels {
+        w *= 0.25;
+        let (f, m, mc) = if lev + 1 == levels {
+            (54.0, 29.0, 14.0) // coarsest: RestrictSmooth + Smooth
+        } else {
+            (83.0, 43.0, 20.0) // Smooth + RestrictSmooth + Residual + Prolongate
+        };
+        flops += w * f;
+        mem += w * m;
+        memc += w * mc;
+    }
+    Cost {
+        flops,
+        mem,
+        mem_cached: memc,
+    }
+}
+
+/// GFLOP/s and useful bandwidth (GB/s, from Mem^(C)) of `cells` cells at `seconds` per iteration.
+pub fn rates(cost: Cost, cells: f64, seconds: f64) -> (f64, f64) {
+    (
+        cost.flops * cells / seconds / 1e9,
+        cost.mem_cached * 8.0 * cells / seconds / 1e9,
+    )
+}

@@ -1,0 +1,119 @@
+//! Horizontal geometry: cell areas |T| and flux coefficients α of MODEL.md §3.3 (panel) and §4.2
+//! (box), for any level size and any rectangular block of it (a subdomain of a decomposition).
+
+use super::Geometry;
+
+/// The per-column coefficients of one horizontal cell T: its area and its four face coefficients.
+/// At a Dirichlet boundary face the coefficient carries the factor 2 of the half distance.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[repr(C)]
+pub struct Column {
+    /// Cell area |T| (on the unit sphere for the panel, h² on the box).
+    pub area: f64,
+    /// α^E, the coefficient of the face towards i + 1.
+    pub alpha_e: f64,
+    /// α^W, towards i − 1.
+    pub alpha_w: f64,
+    /// α^N, towards j + 1.
+    pub alpha_n: f64,
+    /// α^S, towards j − 1.
+    pub alpha_s: f64,
+    /// α_T = α^E + α^W + α^N + α^S.
+    pub alpha_t: f64,
+}
+
+/// The horizontal grid of one level: `n × n` cells of a geometry.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HorizontalGrid {
+    /// Geometry.
+    pub geometry: Geometry,
+    /// Cells per direction on this level.
+    pub n: usize,
+}
+
+/// Gnomonic φ(ξ, η) = sqrt((1 + ξ²) / (1 + η²)).
+fn phi(xi: f64, eta: f64) -> f64 {
+    ((1.0 + xi * xi) / (1.0 + eta * eta)).sqrt()
+}
+
+/// Exact spherical area of the gnomonic cell `[x0, x1] × [y0, y1]` (MODEL.md §3.3).
+pub fn panel_cell_area(x0: f64, x1: f64, y0: f64, y1: f64) -> f64 {
+    let f = |x: f64, y: f64| (x * y / (1.0 + x * x + y * y).sqrt()).atan();
+    f(x1, y1) - f(x0, y1) - f(x1, y0) + f(x0, y0)
+}
+
+/// Centre of cell `(i, j)` (0-based) of a level with `n` cells per direction.
+pub fn cell_centre(geometry: Geometry, n: usize, i: usize, j: usize) -> (f64, f64) {
+    match geometry {
+        Geometry::Panel => {
+            let d = 2.0 / n as f64;
+            (-1.0 + (i as f64 + 0.5) * d, -1.0 + (j as f64 + 0.5) * d)
+        }
+        Geometry::Box => {
+            let d = 1.0 / n as f64;
+            ((i as f64 + 0.5) * d, (j as f64 + 0.5) * d)
+        }
+    }
+}
+
+impl HorizontalGrid {
+    /// Spacing of the computational coordinates (2/n on the panel, 1/n on the box).
+    pub fn spacing(&self) -> f64 {
+        match self.geometry {
+            Geometry::Panel => 2.0 / self.n as f64,
+            Geometry::Box => 1.0 / self.n as f64,
+        }
+    }
+
+    /// Coefficients of the global cell `(i, j)` (0-based).
+    pub fn column(&self, i: usize, j: usize) -> Column {
+        let n = self.n;
+        let d = self.spacing();
+        let (x, y) = cell_centre(self.geometry, n, i, j);
+        let (ae, aw, an, as_, area) = match self.geometry {
+            Geometry::Panel => {
+                // Interior faces at the midpoint; boundary faces 2φ at the quarter point.
+                let ae = if i + 1 < n {
+                    phi(x + 0.5 * d, y)
+                } else {
+                    2.0 * phi(x + 0.25 * d, y)
+                };
+                let aw = if i > 0 {
+                    phi(x - 0.5 * d, y)
+                } else {
+                    2.0 * phi(x - 0.25 * d, y)
+                };
+                let an = if j + 1 < n {
+                    phi(y + 0.5 * d, x)
+                } else {
+                    2.0 * phi(y + 0.25 * d, x)
+                };
+                let as_ = if j > 0 {
+                    phi(y - 0.5 * d, x)
+                } else {
+                    2.0 * phi(y - 0.25 * d, x)
+                };
+                let area = panel_cell_area(x - 0.5 * d, x + 0.5 * d, y - 0.5 * d, y + 0.5 * d);
+                (ae, aw, an, as_, area)
+            }
+            Geometry::Box => {
+                let face = |interior: bool| if interior { 1.0 } else { 2.0 };
+                (
+                    face(i + 1 < n),
+                    face(i > 0),
+                    face(j + 1 < n),
+                    face(j > 0),
+                    d * d,
+                )
+            }
+        };
+        Column {
+            area,
+            alpha_e: ae,
+            alpha_w: aw,
+            alpha_n: an,
+            alpha_s: as_,
+            alpha_t: ae + aw + an + as_,
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Right-hand sides (MODEL.md §6): seeded random, smooth bump, manufactured solution.
+
+use super::{cell_centre, manufactured_rhs, Geometry, HorizontalGrid, ProblemParams, VerticalGrid};
+use crate::stencil::Block;
+use serde::{Deserialize, Serialize};
+
+/// Which right-hand side to build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RhsKind {
+    /// f ~ U(−1, 1) at the cell centres, from a seed; the same field on any decomposition.
+    #[default]
+    Random,
+    /// A smooth Gaussian bump.
+    Bump,
+    /// The manufactured solution of MODEL.md §12.3 (its exact solution is known).
+    Manufactured,
+}
+
+/// Counter-based uniform random number in [−1, 1) for global index `idx` (SplitMix64 finaliser).
+/// A counter-based generator makes the field independent of the order cells are visited in, so
+/// every decomposition and backend sees the same right-hand side.
+pub(crate) fn uniform_pm1(seed: u64, idx: u64) -> f64 {
+    let mut z = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(idx.wrapping_mul(0xBF58_476D_1CE4_E5B9))
+        .wrapping_add(0x94D0_49BB_1331_11EB);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    ((z >> 11) as f64) * (2.0 / (1u64 << 53) as f64) - 1.0
+}
+
+/// Builds the volume-integrated right-hand side f̄ = |T| V_k f(centre) (MODEL.md §3.5) on a block
+/// of the fine grid, z-contiguous: `out[(j * nx + i) * nz + k]` for local `(i, j)`.
+pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> Vec<f64> {
+    let vert = VerticalGrid::new(p);
+    let hgrid = HorizontalGrid {
+        geometry: p.geometry,
+        n: p.n,
+    };
+    let nz = p.nz;
+    let mut out = vec![0.0; block.nx * block.ny * nz];
+    for jl in 0..block.ny {
+        for il in 0..block.nx {
+            let (i, j) = (block.i0 + il, block.j0 + jl);
+            let area = hgrid.column(i, j).area;
+            let (x, y) = cell_centre(p.geometry, p.n, i, j);
+            let col = &mut out[(jl * block.nx + il) * nz..][..nz];
+            for (k, v) in col.iter_mut().enumerate() {
+                let vol = area * vert.volume_factor(p.geometry, k);
+                let r = vert.centres[k];
+                let f = match kind {
+                    RhsKind::Random => uniform_pm1(seed, ((j * p.n + i) * nz + k) as u64),
+                    RhsKind::Bump => bump(p, x, y, r),
+                    RhsKind::Manufactured => manufactured_rhs(p, x, y, r),
+                };
+                *v = vol * f;
+            }
+        }
+    }
+    out
+}
+
+/// f = exp(−((x−0.3)² + (y+0.2)²)/0.1 − (ζ−0.5)²/0.05), ζ the relative height.
+fn bump(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
+    let base = match p.geometry {
+        Geometry::Panel => 1.0,
+        Geometry::Box => 0.0,
+    };
+    let zeta = (r - base) / p.height;
+    let (dx, dy, dz) = (x - 0.3, y + 0.2, zeta - 0.5);
+    (-(dx * dx + dy * dy) / 0.1 - dz * dz / 0.05).exp()
+}

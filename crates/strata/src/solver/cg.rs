@@ -1,0 +1,100 @@
+//! PCG with vertical line relaxation in the paper's fused two-kernel form (MODEL.md §8.2).
+
+use super::monitor::Monitor;
+use super::profile::{Kernel, Timer};
+use super::{SolveInfo, SolveParams};
+use crate::backend::Backend;
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::stencil::LevelStencil;
+use std::time::Instant;
+
+/// Fused PCG: per iteration one SpMV kernel (u, p, q updates and ⟨p, q⟩) and one Tridiag kernel
+/// (r update, line solve, ⟨r, r⟩ and ⟨r, z⟩), one halo exchange (of z) and one allreduce of each.
+pub struct Cg<B: Backend> {
+    lev: B::Level,
+    r: B::Field,
+    z: B::Field,
+    p: B::Field,
+    q: B::Field,
+}
+
+impl<B: Backend> Cg<B> {
+    /// Prepares the level and allocates the workspace r, z, p, q.
+    pub fn new(backend: &B, stencil: &LevelStencil) -> Result<Self> {
+        let lev = backend.prepare_level(stencil)?;
+        Ok(Self {
+            r: backend.alloc(&lev)?,
+            z: backend.alloc(&lev)?,
+            p: backend.alloc(&lev)?,
+            q: backend.alloc(&lev)?,
+            lev,
+        })
+    }
+
+    /// The prepared fine level.
+    pub fn level(&self) -> &B::Level {
+        &self.lev
+    }
+
+    /// Solves A u = f from the initial guess in `u`.
+    pub fn solve<C: Comm>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        f: &B::Field,
+        u: &mut B::Field,
+        params: &SolveParams,
+        monitor: &mut dyn FnMut(usize, f64),
+    ) -> Result<SolveInfo> {
+        let start = Instant::now();
+        let mut timer = Timer::new(params.profile, 1);
+        let Self { lev, r, z, p, q } = self;
+        let lev = &*lev;
+
+        // r = f − A u; z = M⁻¹ r; κ = ⟨r, z⟩; p = q = 0.
+        let mut s = [
+            timer.run(b, Kernel::Residual, 0, || b.residual(lev, f, u, r))?,
+            0.0,
+        ];
+        b.line_solve(lev, r, z)?;
+        s[1] = b.dot(lev, r, z)?;
+        comm.sum(&mut s)?;
+        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, lev, z))?;
+        b.fill(lev, p, 0.0)?;
+        b.fill(lev, q, 0.0)?;
+        let mut kappa = s[1];
+        let mut mon = Monitor::new(params, s[0], monitor);
+        let (mut alpha, mut beta) = (0.0, 0.0);
+        let mut it = 0;
+        let reason = if let Some(reason) = mon.initial() {
+            reason
+        } else {
+            loop {
+                it += 1;
+                let mut sigma = [timer.run(b, Kernel::Spmv, 0, || {
+                    b.cg_spmv(lev, z, u, p, q, alpha, beta)
+                })?];
+                comm.sum(&mut sigma)?;
+                if let Some(reason) = Monitor::curvature(sigma[0]) {
+                    break reason;
+                }
+                alpha = kappa / sigma[0];
+                let mut rr_rz =
+                    timer.run(b, Kernel::Tridiag, 0, || b.cg_tridiag(lev, q, r, z, alpha))?;
+                comm.sum(&mut rr_rz)?;
+                timer.run(b, Kernel::Halo, 0, || comm.exchange(b, lev, z))?;
+                if let Some(reason) = mon.step(it, rr_rz[0]) {
+                    // The delayed update of u for the last step.
+                    b.axpy(lev, alpha, p, u)?;
+                    break reason;
+                }
+                beta = rr_rz[1] / kappa;
+                kappa = rr_rz[1];
+            }
+        };
+        b.synchronize()?;
+        let seconds = start.elapsed().as_secs_f64();
+        Ok(mon.finish(reason, it, seconds, timer.into_profile()))
+    }
+}

@@ -1,0 +1,120 @@
+//! Flexible CG preconditioned by one multigrid V-cycle (beyond the paper).
+//!
+//! The V-cycle with sum restriction and linear prolongation is not exactly symmetric (R ≠ Pᵀ), so
+//! β uses the Polak–Ribière form ⟨z', r' − r⟩/⟨z, r⟩ = −α⟨z', q⟩/κ, which keeps CG robust for a
+//! slightly non-symmetric preconditioner at the price of one more dot product.
+
+use super::monitor::Monitor;
+use super::multigrid::Hierarchy;
+use super::profile::{Kernel, Timer};
+use super::{MgParams, SolveInfo, SolveParams};
+use crate::backend::Backend;
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::stencil::LevelStencil;
+use std::time::Instant;
+
+/// Multigrid-preconditioned flexible CG.
+pub struct MgCg<B: Backend> {
+    h: Hierarchy<B>,
+    r: B::Field,
+    z: B::Field,
+    p: B::Field,
+    q: B::Field,
+    zero: B::Field,
+}
+
+impl<B: Backend> MgCg<B> {
+    /// Prepares the hierarchy and the CG workspace.
+    pub fn new(backend: &B, stencils: &[LevelStencil], params: MgParams) -> Result<Self> {
+        let h = Hierarchy::new(backend, stencils, params)?;
+        let fine = &h.levels[0].op;
+        Ok(Self {
+            r: backend.alloc(fine)?,
+            z: backend.alloc(fine)?,
+            p: backend.alloc(fine)?,
+            q: backend.alloc(fine)?,
+            zero: backend.alloc(fine)?,
+            h,
+        })
+    }
+
+    /// The prepared fine level.
+    pub fn fine(&self) -> &B::Level {
+        &self.h.levels[0].op
+    }
+
+    /// Solves A u = f from the initial guess in `u`.
+    pub fn solve<C: Comm>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        f: &B::Field,
+        u: &mut B::Field,
+        params: &SolveParams,
+        monitor: &mut dyn FnMut(usize, f64),
+    ) -> Result<SolveInfo> {
+        let start = Instant::now();
+        let mut timer = Timer::new(params.profile, self.h.levels.len());
+        let Self {
+            h,
+            r,
+            z,
+            p,
+            q,
+            zero,
+        } = self;
+        comm.exchange(b, &h.levels[0].op, u)?;
+        let mut rr = [b.residual(&h.levels[0].op, f, u, r)?];
+        comm.sum(&mut rr)?;
+        let mut mon = Monitor::new(params, rr[0], monitor);
+        let mut it = 0;
+        let reason = if let Some(reason) = mon.initial() {
+            reason
+        } else {
+            let (mut alpha, mut beta) = (0.0, 0.0);
+            h.precondition(b, comm, &mut timer, r, z, zero)?;
+            let mut kappa = dot2(b, comm, &h.levels[0].op, [r, z, r, z])?[0];
+            let fine = &h.levels[0].op;
+            b.fill(fine, p, 0.0)?;
+            b.fill(fine, q, 0.0)?;
+            loop {
+                it += 1;
+                let fine = &h.levels[0].op;
+                let mut sigma = [timer.run(b, Kernel::Spmv, 0, || {
+                    b.cg_spmv(fine, z, u, p, q, alpha, beta)
+                })?];
+                comm.sum(&mut sigma)?;
+                if let Some(reason) = Monitor::curvature(sigma[0]) {
+                    break reason;
+                }
+                alpha = kappa / sigma[0];
+                timer.run(b, Kernel::Vector, 0, || b.axpy(fine, -alpha, q, r))?;
+                let rr = dot2(b, comm, fine, [r, r, r, r])?[0];
+                if let Some(reason) = mon.step(it, rr) {
+                    b.axpy(fine, alpha, p, u)?;
+                    break reason;
+                }
+                h.precondition(b, comm, &mut timer, r, z, zero)?;
+                let [rz, zq] = dot2(b, comm, &h.levels[0].op, [r, z, z, q])?;
+                beta = -alpha * zq / kappa;
+                kappa = rz;
+            }
+        };
+        b.synchronize()?;
+        let seconds = start.elapsed().as_secs_f64();
+        Ok(mon.finish(reason, it, seconds, timer.into_profile()))
+    }
+}
+
+/// Global [⟨x, y⟩, ⟨v, w⟩] for `[x, y, v, w]`, one allreduce.
+fn dot2<B: Backend, C: Comm>(
+    b: &B,
+    comm: &C,
+    lev: &B::Level,
+    f: [&B::Field; 4],
+) -> Result<[f64; 2]> {
+    let mut s = [b.dot(lev, f[0], f[1])?, b.dot(lev, f[2], f[3])?];
+    comm.sum(&mut s)?;
+    Ok(s)
+}

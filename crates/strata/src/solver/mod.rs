@@ -1,0 +1,105 @@
+//! Solvers, written once over [`Backend`] and [`Comm`]:
+//!
+//! * [`Cg`]: PCG with vertical line relaxation in the paper's fused two-kernel form;
+//! * [`Multigrid`]: tensor-product geometric multigrid, V(1,1) cycles;
+//! * [`MgCg`]: flexible CG preconditioned by one V-cycle (beyond the paper);
+//! * [`textbook_pcg`]: unfused PCG, the verification reference for [`Cg`].
+//!
+//! Each has a `Params`/`Info` pair: [`SolveParams`] (stopping rule) and [`MgParams`] in,
+//! [`SolveInfo`] out. Non-convergence is a [`ConvergedReason`], never an error.
+
+mod cg;
+mod mgcg;
+mod monitor;
+mod multigrid;
+mod profile;
+mod textbook;
+
+pub use cg::Cg;
+pub use mgcg::MgCg;
+pub use monitor::{ConvergedReason, SolveInfo, SolveParams};
+pub use multigrid::{MgParams, Multigrid, Restriction};
+pub use profile::{Kernel, KernelStat, Profile};
+pub use textbook::textbook_pcg;
+
+use crate::backend::Backend;
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::stencil::LevelStencil;
+use serde::{Deserialize, Serialize};
+
+/// Which solver to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SolverKind {
+    /// CG preconditioned by vertical line relaxation (fused, MODEL.md §8.2).
+    Cg,
+    /// Tensor-product multigrid V(1,1) cycles (MODEL.md §9).
+    #[default]
+    Mg,
+    /// Flexible CG preconditioned by one multigrid V-cycle.
+    MgCg,
+}
+
+impl SolverKind {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverKind::Cg => "cg",
+            SolverKind::Mg => "mg",
+            SolverKind::MgCg => "mg-cg",
+        }
+    }
+}
+
+/// Any of the three solvers, set up for one problem on one backend.
+pub enum Solver<B: Backend> {
+    /// Fused PCG.
+    Cg(Cg<B>),
+    /// Multigrid.
+    Mg(Multigrid<B>),
+    /// Multigrid-preconditioned flexible CG.
+    MgCg(MgCg<B>),
+}
+
+impl<B: Backend> Solver<B> {
+    /// Sets up a solver on the level stencils `levels` (finest first; CG uses the first only).
+    pub fn new(
+        backend: &B,
+        kind: SolverKind,
+        levels: &[LevelStencil],
+        mg: &MgParams,
+    ) -> Result<Self> {
+        Ok(match kind {
+            SolverKind::Cg => Solver::Cg(Cg::new(backend, &levels[0])?),
+            SolverKind::Mg => Solver::Mg(Multigrid::new(backend, levels, mg.clone())?),
+            SolverKind::MgCg => Solver::MgCg(MgCg::new(backend, levels, mg.clone())?),
+        })
+    }
+
+    /// The fine level's prepared stencil, to allocate and upload fields with.
+    pub fn fine(&self) -> &B::Level {
+        match self {
+            Solver::Cg(s) => s.level(),
+            Solver::Mg(s) => s.fine(),
+            Solver::MgCg(s) => s.fine(),
+        }
+    }
+
+    /// Solves A u = f from the initial guess in `u`; `monitor(it, ‖r‖/‖r₀‖)` sees every iteration.
+    pub fn solve<C: Comm>(
+        &mut self,
+        backend: &B,
+        comm: &C,
+        f: &B::Field,
+        u: &mut B::Field,
+        params: &SolveParams,
+        monitor: &mut dyn FnMut(usize, f64),
+    ) -> Result<SolveInfo> {
+        match self {
+            Solver::Cg(s) => s.solve(backend, comm, f, u, params, monitor),
+            Solver::Mg(s) => s.solve(backend, comm, f, u, params, monitor),
+            Solver::MgCg(s) => s.solve(backend, comm, f, u, params, monitor),
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The multigrid hierarchy: per level the prepared operator and the fields u, u_alt, f, r.
+
+use super::MgParams;
+use crate::backend::Backend;
+use crate::error::{invalid, Result};
+use crate::stencil::LevelStencil;
+
+/// One level's operator and fields. The smoother is out of place: it writes `u_alt` and the two
+/// are swapped, which needs no second kernel to avoid the race on u.
+pub struct MgLevel<B: Backend> {
+    /// The level's prepared stencil.
+    pub op: B::Level,
+    /// Current iterate (the correction on coarse levels).
+    pub u: B::Field,
+    /// Second buffer of the out-of-place smoother.
+    pub u_alt: B::Field,
+    /// Right-hand side (the restricted residual on coarse levels).
+    pub f: B::Field,
+    /// Residual.
+    pub r: B::Field,
+}
+
+/// The levels, finest first, and the multigrid parameters.
+pub struct Hierarchy<B: Backend> {
+    /// Levels, 0 = finest.
+    pub levels: Vec<MgLevel<B>>,
+    /// Parameters.
+    pub params: MgParams,
+}
+
+impl<B: Backend> Hierarchy<B> {
+    /// Prepares `params.levels` levels from `stencils` (finest first).
+    pub fn new(b: &B, stencils: &[LevelStencil], params: MgParams) -> Result<Self> {
+        params.validate()?;
+        if stencils.len() < params.levels {
+            return invalid(format!(
+                "multigrid needs {} level stencils, {} were built",
+                params.levels,
+                stencils.len()
+            ));
+        }
+        let levels = stencils[..params.levels]
+            .iter()
+            .map(|s| {
+                let op = b.prepare_level(s)?;
+                Ok(MgLevel {
+                    u: b.alloc(&op)?,
+                    u_alt: b.alloc(&op)?,
+                    f: b.alloc(&op)?,
+                    r: b.alloc(&op)?,
+                    op,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { levels, params })
+    }
+}

@@ -1,0 +1,149 @@
+//! Tensor-product geometric multigrid (MODEL.md §9): horizontal semi-coarsening with
+//! rediscretised coarse operators, block-Jacobi vertical line smoothing, sum restriction, linear
+//! prolongation, V(1,1) cycles with the paper's fused kernels.
+
+mod cycle;
+mod hierarchy;
+
+pub use hierarchy::Hierarchy;
+
+use super::monitor::Monitor;
+use super::profile::{Kernel, Timer};
+use super::{SolveInfo, SolveParams};
+use crate::backend::Backend;
+use crate::comm::Comm;
+use crate::error::{invalid, Result};
+use crate::stencil::LevelStencil;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// How fine residuals are restricted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Restriction {
+    /// The sum over the four children: correct for volume-integrated rows (MODEL.md §9.1).
+    #[default]
+    Sum,
+    /// The plain mean of the four children. Wrong by a factor 4; kept only to demonstrate that
+    /// it stalls (the regression test of MODEL.md §12.2.5).
+    Average,
+}
+
+impl Restriction {
+    fn scale(self) -> f64 {
+        match self {
+            Restriction::Sum => 1.0,
+            Restriction::Average => 0.25,
+        }
+    }
+}
+
+/// Multigrid parameters; `Default` is the paper's setting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MgParams {
+    /// Number of levels L (1 = smoothing only).
+    pub levels: usize,
+    /// Smoother iterations on the coarsest level (the first is the fused RestrictSmooth).
+    pub coarse_steps: usize,
+    /// Relaxation factor ρ of the block-Jacobi smoother.
+    pub rho: f64,
+    /// Restriction of residuals.
+    pub restriction: Restriction,
+}
+
+impl Default for MgParams {
+    fn default() -> Self {
+        Self {
+            levels: 5,
+            coarse_steps: 2,
+            rho: 2.0 / 3.0,
+            restriction: Restriction::Sum,
+        }
+    }
+}
+
+impl MgParams {
+    /// Checks the parameters that do not depend on the grid.
+    pub fn validate(&self) -> Result<()> {
+        if self.levels < 1 {
+            return invalid("levels must be at least 1");
+        }
+        if self.coarse_steps < 1 {
+            return invalid("coarse-steps must be at least 1");
+        }
+        if !(self.rho.is_finite() && self.rho > 0.0 && self.rho < 2.0) {
+            return invalid(format!("rho must be in (0, 2) (got {})", self.rho));
+        }
+        Ok(())
+    }
+}
+
+/// Multigrid as a solver: V(1,1) cycles until ‖f − A u‖/‖f − A u₀‖ < rtol.
+pub struct Multigrid<B: Backend> {
+    h: Hierarchy<B>,
+}
+
+impl<B: Backend> Multigrid<B> {
+    /// Prepares the levels (finest first) and allocates u, u_alt, f, r on each.
+    pub fn new(backend: &B, stencils: &[LevelStencil], params: MgParams) -> Result<Self> {
+        Ok(Self {
+            h: Hierarchy::new(backend, stencils, params)?,
+        })
+    }
+
+    /// The prepared fine level.
+    pub fn fine(&self) -> &B::Level {
+        &self.h.levels[0].op
+    }
+
+    /// Solves A u = f from the initial guess in `u`.
+    pub fn solve<C: Comm>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        f: &B::Field,
+        u: &mut B::Field,
+        params: &SolveParams,
+        monitor: &mut dyn FnMut(usize, f64),
+    ) -> Result<SolveInfo> {
+        let start = Instant::now();
+        let mut timer = Timer::new(params.profile, self.h.levels.len());
+        let h = &mut self.h;
+        let l = &mut h.levels[0];
+        b.copy(&l.op, f, &mut l.f)?;
+        // The hierarchy iterates on its own fine u; the caller's u is swapped in and out.
+        std::mem::swap(u, &mut l.u);
+        comm.exchange(b, &l.op, &mut l.u)?;
+        let mut rr = [h.fine_residual(b, &mut timer)?];
+        comm.sum(&mut rr)?;
+        let mut mon = Monitor::new(params, rr[0], monitor);
+        let mut it = 0;
+        let reason = if let Some(reason) = mon.initial() {
+            reason
+        } else {
+            loop {
+                it += 1;
+                h.vcycle(b, comm, &mut timer, 0)?;
+                let mut rr = [h.fine_residual(b, &mut timer)?];
+                comm.sum(&mut rr)?;
+                if let Some(reason) = mon.step(it, rr[0]) {
+                    break reason;
+                }
+            }
+        };
+        std::mem::swap(u, &mut h.levels[0].u);
+        b.synchronize()?;
+        let seconds = start.elapsed().as_secs_f64();
+        Ok(mon.finish(reason, it, seconds, timer.into_profile()))
+    }
+}
+
+impl<B: Backend> Hierarchy<B> {
+    /// r₀ = f₀ − A u₀ on the fine level, returning the local ‖r₀‖².
+    pub(crate) fn fine_residual(&mut self, b: &B, timer: &mut Timer) -> Result<f64> {
+        let l = &mut self.levels[0];
+        timer.run(b, Kernel::Residual, 0, || {
+            b.residual(&l.op, &l.f, &l.u, &mut l.r)
+        })
+    }
+}

@@ -1,0 +1,121 @@
+//! Per-kernel, per-level timers (enabled by [`super::SolveParams::profile`]).
+
+use crate::backend::Backend;
+use crate::error::Result;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// The kernels the solvers call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kernel {
+    /// Fused CG SpMV.
+    Spmv,
+    /// Fused CG Tridiag.
+    Tridiag,
+    /// Multigrid Smooth.
+    Smooth,
+    /// Multigrid RestrictSmooth.
+    RestrictSmooth,
+    /// Residual (with its norm).
+    Residual,
+    /// Multigrid Prolongate.
+    Prolongate,
+    /// Vector operations (dot, axpy) of mg-cg and textbook CG.
+    Vector,
+    /// Halo exchange.
+    Halo,
+}
+
+impl Kernel {
+    /// All kernels, in report order.
+    pub const ALL: [Kernel; 8] = [
+        Kernel::Spmv,
+        Kernel::Tridiag,
+        Kernel::Smooth,
+        Kernel::RestrictSmooth,
+        Kernel::Residual,
+        Kernel::Prolongate,
+        Kernel::Vector,
+        Kernel::Halo,
+    ];
+
+    /// The paper's name of the kernel.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Spmv => "SpMV",
+            Kernel::Tridiag => "Tridiag",
+            Kernel::Smooth => "Smooth",
+            Kernel::RestrictSmooth => "RestrictSmooth",
+            Kernel::Residual => "Residual",
+            Kernel::Prolongate => "Prolongate",
+            Kernel::Vector => "Vector",
+            Kernel::Halo => "Halo",
+        }
+    }
+}
+
+/// Calls and accumulated seconds of one kernel on one level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelStat {
+    /// Number of calls.
+    pub calls: u64,
+    /// Total seconds.
+    pub seconds: f64,
+}
+
+/// Timers per level (0 = finest) and kernel.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Profile {
+    /// `levels[lev][kernel as usize]`.
+    pub levels: Vec<[KernelStat; 8]>,
+}
+
+impl Profile {
+    /// The stat of one kernel on one level.
+    pub fn get(&self, lev: usize, kernel: Kernel) -> KernelStat {
+        self.levels
+            .get(lev)
+            .map(|l| l[kernel as usize])
+            .unwrap_or_default()
+    }
+}
+
+/// Optional timer: when enabled, synchronises the backend around each kernel.
+pub(crate) struct Timer {
+    profile: Option<Profile>,
+}
+
+impl Timer {
+    pub(crate) fn new(enabled: bool, levels: usize) -> Self {
+        Self {
+            profile: enabled.then(|| Profile {
+                levels: vec![[KernelStat::default(); 8]; levels],
+            }),
+        }
+    }
+
+    /// Runs `f`, timing it as `kernel` on level `lev` when enabled.
+    pub(crate) fn run<B: Backend, R>(
+        &mut self,
+        backend: &B,
+        kernel: Kernel,
+        lev: usize,
+        f: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        let Some(p) = self.profile.as_mut() else {
+            return f();
+        };
+        backend.synchronize()?;
+        let t = Instant::now();
+        let r = f()?;
+        backend.synchronize()?;
+        let s = &mut p.levels[lev][kernel as usize];
+        s.calls += 1;
+        s.seconds += t.elapsed().as_secs_f64();
+        Ok(r)
+    }
+
+    pub(crate) fn into_profile(self) -> Option<Profile> {
+        self.profile
+    }
+}
