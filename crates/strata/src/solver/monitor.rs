@@ -95,7 +95,7 @@ impl<'a> Monitor<'a> {
         r0_squared: f64,
         callback: &'a mut dyn FnMut(usize, f64),
     ) -> Self {
-        let r0 = r0_squared.max(0.0).sqrt();
+        let r0 = r0_squared.sqrt();
         let mut residuals = Vec::with_capacity(params.max_it + 1);
         residuals.push(r0);
         Self {
@@ -125,7 +125,7 @@ impl<'a> Monitor<'a> {
 
     /// Records the residual of iteration `it` (1-based); returns a reason to stop, if any.
     pub fn step(&mut self, it: usize, r_squared: f64) -> Option<ConvergedReason> {
-        let r = r_squared.max(0.0).sqrt();
+        let r = r_squared.sqrt();
         self.residuals.push(r);
         (self.callback)(it, r / self.r0);
         if !r_squared.is_finite() {

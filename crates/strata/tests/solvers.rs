@@ -1,0 +1,328 @@
+//! Solver verification (MODEL.md §12.1, §12.2): fused CG against textbook PCG, iteration-count
+//! bands, robustness in ν, the restriction-scaling regression, determinism, stopping reasons.
+
+use strata::backend::cpu::CpuBackend;
+use strata::backend::reference::ReferenceBackend;
+use strata::backend::Backend;
+use strata::comm::SerialComm;
+use strata::problem::{build_rhs, ProblemParams, RhsKind};
+use strata::solver::{
+    textbook_pcg, Cg, ConvergedReason, MgParams, Restriction, SolveInfo, SolveParams, SolverKind,
+};
+use strata::stencil::{build_levels, Block};
+use strata::Solution;
+
+fn panel(n: usize, nz: usize, cfl: f64) -> ProblemParams {
+    ProblemParams {
+        n,
+        nz,
+        cfl,
+        ..Default::default()
+    }
+}
+
+fn run(p: &ProblemParams, kind: SolverKind, mg: &MgParams, params: &SolveParams) -> Solution {
+    let rhs = build_rhs(p, RhsKind::Random, 1, &Block::whole(p.n));
+    let b = CpuBackend::new(None).unwrap();
+    strata::solve(&b, p, kind, mg, params, &rhs, &mut |_, _| {}).unwrap()
+}
+
+fn its(p: &ProblemParams, kind: SolverKind, mg: &MgParams) -> SolveInfo {
+    let s = run(p, kind, mg, &SolveParams::default());
+    assert_eq!(
+        s.info.reason,
+        ConvergedReason::ConvergedRtol,
+        "{kind:?} {:?}",
+        s.info
+    );
+    s.info
+}
+
+#[test]
+fn fused_cg_equals_textbook_pcg() {
+    let p = panel(32, 16, 8.4);
+    let levels = build_levels(&p, Block::whole(p.n), 1).unwrap();
+    let rhs = build_rhs(&p, RhsKind::Random, 9, &Block::whole(p.n));
+    let params = SolveParams {
+        rtol: 1e-10,
+        ..Default::default()
+    };
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let mut cg = Cg::new(&b, &levels[0]).unwrap();
+    let lev = cg.level();
+    let mut f = b.alloc(lev).unwrap();
+    b.upload(lev, &rhs, &mut f).unwrap();
+    let (mut u1, mut u2) = (b.alloc(lev).unwrap(), b.alloc(lev).unwrap());
+    let t = textbook_pcg(&b, &SerialComm, lev, &f, &mut u2, &params).unwrap();
+    let info = cg
+        .solve(&b, &SerialComm, &f, &mut u1, &params, &mut |_, _| {})
+        .unwrap();
+    assert_eq!(info.reason, ConvergedReason::ConvergedRtol);
+    assert_eq!(info.iterations, t.iterations);
+    for (a, c) in info.residuals.iter().zip(&t.residuals) {
+        assert!(
+            (a - c).abs() <= 1e-8 * c,
+            "residual histories differ: {a} vs {c}"
+        );
+    }
+    let lev = cg.level();
+    let (mut h1, mut h2) = (vec![0.0; rhs.len()], vec![0.0; rhs.len()]);
+    b.download(lev, &u1, &mut h1).unwrap();
+    b.download(lev, &u2, &mut h2).unwrap();
+    let scale = h2.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = h1
+        .iter()
+        .zip(&h2)
+        .fold(0.0f64, |m, (a, c)| m.max((a - c).abs()));
+    assert!(
+        diff <= 1e-10 * scale,
+        "fused and textbook solutions differ by {diff:e}"
+    );
+}
+
+#[test]
+fn iteration_counts_in_the_bands_at_cfl_8_4() {
+    let mg = MgParams::default();
+    let mut mg_its = vec![];
+    for n in [64, 128] {
+        let p = panel(n, 64, 8.4);
+        let cg = its(&p, SolverKind::Cg, &mg).iterations;
+        let m = its(&p, SolverKind::Mg, &mg).iterations;
+        eprintln!("n = {n}: cg {cg}, mg {m}");
+        assert!(
+            (55..=95).contains(&cg),
+            "cg took {cg} iterations at n = {n}"
+        );
+        assert!((6..=12).contains(&m), "mg took {m} iterations at n = {n}");
+        mg_its.push(m);
+    }
+    // Multigrid iterations nearly independent of n.
+    assert!(mg_its[0].abs_diff(mg_its[1]) <= 2, "{mg_its:?}");
+}
+
+#[test]
+fn large_cfl_needs_coarse_smoothing_and_mg_cg_is_robust() {
+    let p = panel(128, 64, 84.0);
+    let two = MgParams::default();
+    let thirty = MgParams {
+        coarse_steps: 30,
+        ..Default::default()
+    };
+    let weak = its(&p, SolverKind::Mg, &two).iterations;
+    let strong = its(&p, SolverKind::Mg, &thirty).iterations;
+    let mgcg = its(&p, SolverKind::MgCg, &two).iterations;
+    eprintln!("nu = 84: mg(2 coarse) {weak}, mg(30 coarse) {strong}, mg-cg {mgcg}");
+    assert!(
+        (6..=12).contains(&strong),
+        "mg with 30 coarse steps took {strong}"
+    );
+    assert!(
+        weak > strong,
+        "more coarse smoothing should help: {weak} vs {strong}"
+    );
+    assert!(
+        mgcg < weak,
+        "mg-cg ({mgcg}) should beat plain mg ({weak}) at nu = 84"
+    );
+}
+
+#[test]
+fn average_restriction_stalls_where_the_sum_converges() {
+    let p = panel(64, 32, 8.4);
+    let fixed = SolveParams {
+        max_it: 12,
+        fixed_iterations: true,
+        ..Default::default()
+    };
+    let sum = run(&p, SolverKind::Mg, &MgParams::default(), &fixed).info;
+    let avg = MgParams {
+        restriction: Restriction::Average,
+        ..Default::default()
+    };
+    let avg = run(&p, SolverKind::Mg, &avg, &fixed).info;
+    eprintln!(
+        "after 12 V-cycles: sum {:.2e}, average {:.2e}",
+        sum.relative_residual(),
+        avg.relative_residual()
+    );
+    assert_eq!(sum.reason, ConvergedReason::ConvergedIts);
+    assert!(sum.relative_residual() < 1e-5);
+    assert!(
+        avg.relative_residual() > 1e-3,
+        "the average restriction should stall"
+    );
+}
+
+#[test]
+fn cpu_solves_are_bit_identical_across_runs_and_thread_counts() {
+    let p = panel(48, 16, 8.4);
+    let rhs = build_rhs(&p, RhsKind::Random, 4, &Block::whole(p.n));
+    let mg = MgParams {
+        levels: 4,
+        ..Default::default()
+    };
+    for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
+        let solve = |threads| {
+            let b = CpuBackend::new(Some(threads)).unwrap();
+            strata::solve(
+                &b,
+                &p,
+                kind,
+                &mg,
+                &SolveParams::default(),
+                &rhs,
+                &mut |_, _| {},
+            )
+            .unwrap()
+        };
+        let (a, b, c) = (solve(2), solve(2), solve(1));
+        assert_eq!(a.u, b.u, "{kind:?}: two runs differ");
+        assert_eq!(a.u, c.u, "{kind:?}: 1 and 2 threads differ");
+        assert_eq!(a.info.residuals, c.info.residuals);
+    }
+}
+
+#[test]
+fn cpu_and_reference_backends_solve_alike() {
+    let p = panel(16, 9, 8.4);
+    let rhs = build_rhs(&p, RhsKind::Bump, 0, &Block::whole(p.n));
+    let mg = MgParams {
+        levels: 3,
+        ..Default::default()
+    };
+    for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
+        let params = SolveParams::default();
+        let cpu = CpuBackend::new(Some(2)).unwrap();
+        let a = strata::solve(&cpu, &p, kind, &mg, &params, &rhs, &mut |_, _| {}).unwrap();
+        let b = strata::solve(
+            &ReferenceBackend,
+            &p,
+            kind,
+            &mg,
+            &params,
+            &rhs,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(a.info.iterations, b.info.iterations, "{kind:?}");
+        let scale = b.u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff =
+            a.u.iter()
+                .zip(&b.u)
+                .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff <= 1e-9 * scale, "{kind:?}: {diff:e}");
+    }
+}
+
+#[test]
+fn stopping_reasons() {
+    let p = panel(16, 8, 8.4);
+    let b = CpuBackend::new(Some(1)).unwrap();
+    let mg = MgParams {
+        levels: 3,
+        ..Default::default()
+    };
+    let params = SolveParams::default();
+    let n = p.unknowns() as usize;
+    for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
+        let zero =
+            strata::solve(&b, &p, kind, &mg, &params, &vec![0.0; n], &mut |_, _| {}).unwrap();
+        assert_eq!(zero.info.reason, ConvergedReason::ConvergedAtol);
+        assert_eq!(zero.info.iterations, 0);
+        assert!(zero.u.iter().all(|&v| v == 0.0));
+
+        let mut bad = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
+        bad[n / 2] = f64::NAN;
+        let nan = strata::solve(&b, &p, kind, &mg, &params, &bad, &mut |_, _| {}).unwrap();
+        assert_eq!(
+            nan.info.reason,
+            ConvergedReason::DivergedNanOrInf,
+            "{kind:?}"
+        );
+
+        let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
+        let few = SolveParams {
+            max_it: 3,
+            ..Default::default()
+        };
+        let s = strata::solve(&b, &p, kind, &mg, &few, &rhs, &mut |_, _| {}).unwrap();
+        assert_eq!(
+            (s.info.reason, s.info.iterations),
+            (ConvergedReason::DivergedMaxIt, 3)
+        );
+
+        let fixed = SolveParams {
+            max_it: 4,
+            fixed_iterations: true,
+            rtol: 1e-1,
+            ..Default::default()
+        };
+        let mut seen = vec![];
+        let s = strata::solve(&b, &p, kind, &mg, &fixed, &rhs, &mut |it, _| seen.push(it)).unwrap();
+        assert_eq!(
+            (s.info.reason, s.info.iterations),
+            (ConvergedReason::ConvergedIts, 4)
+        );
+        assert_eq!(seen, vec![1, 2, 3, 4]);
+        assert_eq!(s.info.residuals.len(), 5);
+    }
+}
+
+#[test]
+fn bad_parameters_are_errors_not_panics() {
+    let b = CpuBackend::new(Some(1)).unwrap();
+    let p = panel(24, 8, 8.4);
+    let rhs = vec![1.0; p.unknowns() as usize];
+    let params = SolveParams::default();
+    let too_many = MgParams {
+        levels: 5,
+        ..Default::default()
+    };
+    let e = strata::solve(
+        &b,
+        &p,
+        SolverKind::Mg,
+        &too_many,
+        &params,
+        &rhs,
+        &mut |_, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("at most 4 levels"), "{e}");
+    let bad_rtol = SolveParams {
+        rtol: 0.0,
+        ..Default::default()
+    };
+    let e = strata::solve(
+        &b,
+        &p,
+        SolverKind::Cg,
+        &too_many,
+        &bad_rtol,
+        &rhs,
+        &mut |_, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("rtol"), "{e}");
+    let e = strata::solve(
+        &b,
+        &p,
+        SolverKind::Cg,
+        &too_many,
+        &params,
+        &rhs[1..],
+        &mut |_, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("right-hand side"), "{e}");
+    let bad = ProblemParams {
+        cfl: f64::NAN,
+        ..p.clone()
+    };
+    assert!(bad.validate().unwrap_err().to_string().contains("cfl"));
+    let flat = ProblemParams { nz: 1, ..p };
+    assert!(flat.validate().unwrap_err().to_string().contains("nz"));
+}
