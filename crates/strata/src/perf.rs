@@ -34,6 +34,23 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
     }
 }
 
+/// Values strata's fused kernels actually move per cell (neighbours and the a, b, c, d vectors
+/// cached; the per-column coefficients, 6 values per column, not counted). These differ from the
+/// paper's Mem^(C) where our kernels fuse more: Smooth is one out-of-place pass (read f, u_in;
+/// write u_out) instead of two kernels that store the Thomas intermediates, and Tridiag keeps the
+/// Thomas intermediates in cache.
+pub fn moved_values(kernel: Kernel) -> Option<f64> {
+    match kernel {
+        Kernel::Spmv => Some(7.0),           // read z, u, p, q; write u, p, q
+        Kernel::Tridiag => Some(4.0),        // read q, r; write r, z
+        Kernel::Smooth => Some(3.0),         // read f, u_in; write u_out
+        Kernel::RestrictSmooth => Some(6.0), // per coarse cell: read 4 children; write f, u
+        Kernel::Residual => Some(3.0),       // read f, u; write r
+        Kernel::Prolongate => Some(2.25),    // read u_f and a quarter u_c; write u_f
+        Kernel::Vector | Kernel::Halo => None,
+    }
+}
+
 /// Per fine-grid cell cost of one iteration of a solver, as the paper counts it: CG 54/24/15;
 /// MG with `levels` levels (the paper's 5 give 149.4/67.2/29.6). For mg-cg the MG cost plus one
 /// SpMV and the CG vector updates (our count, not the paper's).

@@ -81,6 +81,10 @@ pub trait Backend: Sync {
         Ok(())
     }
 
+    /// Measures the memory bandwidth in bytes per second with a STREAM-style copy of
+    /// `bytes` bytes (counting the read and the write), best of `repeats`.
+    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64>;
+
     // ----- vector operations (interior only) -----
 
     /// x ← v.

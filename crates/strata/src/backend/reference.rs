@@ -111,6 +111,20 @@ impl Backend for ReferenceBackend {
         Ok(())
     }
 
+    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 16).max(1);
+        let src: Vec<f64> = (0..len).map(|i| i as f64).collect();
+        let mut dst = vec![0.0f64; len];
+        let mut best = f64::INFINITY;
+        for _ in 0..repeats.max(1) {
+            let t = std::time::Instant::now();
+            dst.copy_from_slice(&src);
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        std::hint::black_box(&dst);
+        Ok((2 * len * 8) as f64 / best)
+    }
+
     fn fill(&self, s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
         for (i, j) in interior(s) {
             x.column_mut(i, j).fill(v);

@@ -10,7 +10,7 @@ mod rhs;
 mod vertical;
 
 pub use horizontal::{cell_centre, panel_cell_area, Column, HorizontalGrid};
-pub use manufactured::{manufactured_rhs, manufactured_solution};
+pub use manufactured::{manufactured_error, manufactured_rhs, manufactured_solution};
 pub use rhs::{build_rhs, RhsKind};
 pub use vertical::VerticalGrid;
 

@@ -42,41 +42,59 @@ pub(super) fn au(col: &Column, v: &VerticalGrid, x: &Nbrs, k: usize) -> f64 {
     diag * x.c[k] + col.area * (v.b[k] * up + v.c[k] * down) + v.d[k] * horiz
 }
 
-/// Forward Thomas sweep for the column block A_T with right-hand side `rhs(k)`: fills `cp` with
-/// the modified super-diagonal and `z` with the intermediate solution.
+/// Forward Thomas sweep for `L` adjacent columns at once (their values at stride nz in `z`),
+/// right-hand side `rhs(k)` per lane. Interleaving independent columns hides the latency of the
+/// division chain, which bounds a one-column sweep. Leaves the modified super-diagonal in `cp`
+/// and the intermediate solution in `z`.
 #[inline(always)]
-pub(super) fn thomas_forward(
-    col: &Column,
+pub(super) fn thomas_forward<const L: usize>(
+    cols: &[Column],
     v: &VerticalGrid,
-    cp: &mut [f64],
+    cp: &mut [[f64; L]],
     z: &mut [f64],
-    mut rhs: impl FnMut(usize) -> f64,
+    mut rhs: impl FnMut(usize) -> [f64; L],
 ) {
-    let nz = z.len();
+    let nz = v.amb.len();
+    let cols: &[Column; L] = cols.try_into().expect("L columns");
+    let z = &mut z[..L * nz];
     let cp = &mut cp[..nz];
-    let (t, at) = (col.area, col.alpha_t);
-    let inv = 1.0 / (t * v.amb[0] - at * v.d[0]);
-    cp[0] = t * v.b[0] * inv;
-    z[0] = rhs(0) * inv;
-    for k in 1..nz {
-        let lower = t * v.c[k];
-        let inv = 1.0 / (t * v.amb[k] - at * v.d[k] - lower * cp[k - 1]);
-        cp[k] = t * v.b[k] * inv;
-        z[k] = (rhs(k) - lower * z[k - 1]) * inv;
+    let (mut cprev, mut zprev) = ([0.0; L], [0.0; L]);
+    for k in 0..nz {
+        let r = rhs(k);
+        let (amb, b, c, d) = (v.amb[k], v.b[k], v.c[k], v.d[k]);
+        for l in 0..L {
+            let t = cols[l].area;
+            let lower = t * c;
+            let inv = 1.0 / (t * amb - cols[l].alpha_t * d - lower * cprev[l]);
+            cprev[l] = t * b * inv;
+            zprev[l] = (r[l] - lower * zprev[l]) * inv;
+            z[l * nz + k] = zprev[l];
+        }
+        cp[k] = cprev;
     }
 }
 
 /// Backward Thomas sweep over the intermediate `z` left by [`thomas_forward`]. For each final
-/// value z_k (top to bottom) it stores `store(k, z_k)` at `z[k]`, so a caller can write
-/// `u + ρ z` (or `z` itself) into the same memory.
+/// value z_k (top to bottom) of lane `l` it stores `store(l, k, z_k)` at its place in `z`, so a
+/// caller can write `u + ρ z` (or `z` itself) into the same memory.
 #[inline(always)]
-pub(super) fn thomas_backward(cp: &[f64], z: &mut [f64], mut store: impl FnMut(usize, f64) -> f64) {
-    let nz = z.len();
+pub(super) fn thomas_backward<const L: usize>(
+    cp: &[[f64; L]],
+    z: &mut [f64],
+    mut store: impl FnMut(usize, usize, f64) -> f64,
+) {
+    let nz = z.len() / L;
     let cp = &cp[..nz];
-    let mut next = z[nz - 1];
-    z[nz - 1] = store(nz - 1, next);
+    let mut next = [0.0; L];
+    for l in 0..L {
+        next[l] = z[l * nz + nz - 1];
+        z[l * nz + nz - 1] = store(l, nz - 1, next[l]);
+    }
     for k in (0..nz - 1).rev() {
-        next = z[k] - cp[k] * next;
-        z[k] = store(k, next);
+        let c = cp[k];
+        for l in 0..L {
+            next[l] = z[l * nz + k] - c[l] * next[l];
+            z[l * nz + k] = store(l, k, next[l]);
+        }
     }
 }

@@ -3,8 +3,10 @@
 //! results are bit-identical run to run and independent of the thread count).
 
 mod column;
+mod lines;
 
-use self::column::{au, nbrs, thomas_backward, thomas_forward};
+use self::column::{au, nbrs};
+use self::lines::{groups, LANES};
 use super::{face_len, Backend, Side};
 use crate::error::{Result, StrataError};
 use crate::field::HostField;
@@ -145,7 +147,7 @@ impl Backend for CpuBackend {
         }
         // Warm every worker's Thomas scratch so that solves do not allocate.
         let nz = stencil.nz;
-        self.pool.broadcast(|_| with_scratch(nz, |_| ()));
+        self.pool.broadcast(|_| with_scratch(LANES * nz, |_| ()));
         Ok(stencil.clone())
     }
 
@@ -154,7 +156,12 @@ impl Backend for CpuBackend {
     }
 
     fn alloc(&self, s: &LevelStencil) -> Result<HostField> {
-        Ok(HostField::zeros(s.nx(), s.ny(), s.nz))
+        let mut f = HostField::zeros(s.nx(), s.ny(), s.nz);
+        // Touch every page now (from the threads that will use it), not in the first kernel.
+        let row = f.row_len();
+        self.pool
+            .install(|| f.data.par_chunks_mut(row).for_each(|r| r.fill(0.0)));
+        Ok(f)
     }
 
     fn upload(&self, _s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
@@ -165,6 +172,33 @@ impl Backend for CpuBackend {
     fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
         x.get_interior(host);
         Ok(())
+    }
+
+    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 16).max(1);
+        let chunk = (len / (8 * self.threads())).max(4096);
+        let (src, mut dst) = self.pool.install(|| {
+            // First touch in parallel, so pages land near the threads that use them.
+            let mut src = vec![0.0f64; len];
+            src.par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(c, s)| s.fill(c as f64));
+            let mut dst = vec![0.0f64; len];
+            dst.par_chunks_mut(chunk).for_each(|d| d.fill(1.0));
+            (src, dst)
+        });
+        let mut best = f64::INFINITY;
+        for _ in 0..repeats.max(1) {
+            let t = std::time::Instant::now();
+            self.pool.install(|| {
+                dst.par_chunks_mut(chunk)
+                    .zip(src.par_chunks(chunk))
+                    .for_each(|(d, s)| d.copy_from_slice(s))
+            });
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        std::hint::black_box(&dst);
+        Ok((2 * len * 8) as f64 / best)
     }
 
     fn fill(&self, _s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
@@ -257,20 +291,20 @@ impl Backend for CpuBackend {
 
     // z = M^-1 r; traffic: read r, write z: 2.
     fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
-        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
             rows(z)
                 .zip(rows_ref(r))
                 .enumerate()
                 .for_each(|(j, (zr, rr))| {
-                    with_scratch(nz, |cp| {
-                        for i in 0..nx {
-                            let c = &s.columns[j * nx + i];
-                            let rc = col(rr, i, nz);
-                            let zc = col_mut(zr, i, nz);
-                            thomas_forward(c, v, cp, zc, |k| rc[k]);
-                            thomas_backward(cp, zc, |_, zk| zk);
-                        }
+                    with_scratch(LANES * nz, |cp| {
+                        groups(nx, |i, full| {
+                            if full {
+                                lines::line_solve::<LANES>(s, (j, i), rr, zr, cp)
+                            } else {
+                                lines::line_solve::<1>(s, (j, i), rr, zr, cp)
+                            }
+                        })
                     })
                 })
         });
@@ -330,7 +364,7 @@ impl Backend for CpuBackend {
         z: &mut HostField,
         alpha: f64,
     ) -> Result<[f64; 2]> {
-        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        let (nx, nz) = (s.nx(), s.nz);
         Ok(self.reduce_rows(s.ny(), |parts| {
             rows(r)
                 .zip(rows(z))
@@ -338,26 +372,21 @@ impl Backend for CpuBackend {
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(j, (((rrow, zrow), qrow), part))| {
-                    let (mut rr, mut rz) = (0.0, 0.0);
-                    with_scratch(nz, |cp| {
-                        for i in 0..nx {
-                            let c = &s.columns[j * nx + i];
-                            let rc = col_mut(rrow, i, nz);
-                            let qc = col(qrow, i, nz);
-                            let zc = col_mut(zrow, i, nz);
-                            thomas_forward(c, v, cp, zc, |k| {
-                                let rk = rc[k] - alpha * qc[k];
-                                rc[k] = rk;
-                                rr += rk * rk;
-                                rk
-                            });
-                            thomas_backward(cp, zc, |k, zk| {
-                                rz += rc[k] * zk;
-                                zk
-                            });
-                        }
+                    let mut acc = [0.0; 2];
+                    let mut add = |d: [f64; 2]| {
+                        acc[0] += d[0];
+                        acc[1] += d[1];
+                    };
+                    with_scratch(LANES * nz, |cp| {
+                        groups(nx, |i, full| {
+                            add(if full {
+                                lines::cg_tridiag::<LANES>(s, (j, i), qrow, rrow, zrow, alpha, cp)
+                            } else {
+                                lines::cg_tridiag::<1>(s, (j, i), qrow, rrow, zrow, alpha, cp)
+                            })
+                        })
                     });
-                    *part = [rr, rz];
+                    *part = acc;
                 })
         }))
     }
@@ -372,21 +401,22 @@ impl Backend for CpuBackend {
         u_out: &mut HostField,
         rho: f64,
     ) -> Result<()> {
-        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
-            rows(u_out).enumerate().for_each(|(j, orow)| {
-                let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
-                with_scratch(nz, |cp| {
-                    for i in 0..nx {
-                        let c = &s.columns[j * nx + i];
-                        let un = nbrs(u_in, i, j);
-                        let fc = col(frow, i, nz);
-                        let oc = col_mut(orow, i, nz);
-                        thomas_forward(c, v, cp, oc, |k| fc[k] - au(c, v, &un, k));
-                        thomas_backward(cp, oc, |k, zk| un.c[k] + rho * zk);
-                    }
+            rows(u_out)
+                .zip(rows_ref(f))
+                .enumerate()
+                .for_each(|(j, (orow, frow))| {
+                    with_scratch(LANES * nz, |cp| {
+                        groups(nx, |i, full| {
+                            if full {
+                                lines::smooth::<LANES>(s, (j, i), frow, u_in, orow, rho, cp)
+                            } else {
+                                lines::smooth::<1>(s, (j, i), frow, u_in, orow, rho, cp)
+                            }
+                        })
+                    })
                 })
-            })
         });
         Ok(())
     }
@@ -404,7 +434,7 @@ impl Backend for CpuBackend {
         scale: f64,
     ) -> Result<()> {
         debug_assert_eq!(fine.nx(), 2 * coarse.nx());
-        let (nx, nz, v) = (coarse.nx(), coarse.nz, &*coarse.vertical);
+        let (nx, nz) = (coarse.nx(), coarse.nz);
         let frow_len = r_fine.row_len();
         self.pool.install(|| {
             rows(f_coarse)
@@ -413,20 +443,31 @@ impl Backend for CpuBackend {
                 .for_each(|(j, (frow, urow))| {
                     let r0 = &r_fine.data[r_fine.offset(0, 2 * j + 1)..][..frow_len];
                     let r1 = &r_fine.data[r_fine.offset(0, 2 * j + 2)..][..frow_len];
-                    with_scratch(nz, |cp| {
-                        for i in 0..nx {
-                            let c = &coarse.columns[j * nx + i];
-                            let (a, b) = (col(r0, 2 * i, nz), col(r0, 2 * i + 1, nz));
-                            let (e, d) = (col(r1, 2 * i, nz), col(r1, 2 * i + 1, nz));
-                            let fc = col_mut(frow, i, nz);
-                            let uc = col_mut(urow, i, nz);
-                            thomas_forward(c, v, cp, uc, |k| {
-                                let fk = scale * ((a[k] + b[k]) + (e[k] + d[k]));
-                                fc[k] = fk;
-                                fk
-                            });
-                            thomas_backward(cp, uc, |_, zk| rho * zk);
-                        }
+                    let w = (rho, scale);
+                    with_scratch(LANES * nz, |cp| {
+                        groups(nx, |i, full| {
+                            if full {
+                                lines::restrict_smooth::<LANES>(
+                                    coarse,
+                                    (j, i),
+                                    (r0, r1),
+                                    frow,
+                                    urow,
+                                    w,
+                                    cp,
+                                )
+                            } else {
+                                lines::restrict_smooth::<1>(
+                                    coarse,
+                                    (j, i),
+                                    (r0, r1),
+                                    frow,
+                                    urow,
+                                    w,
+                                    cp,
+                                )
+                            }
+                        })
                     })
                 })
         });

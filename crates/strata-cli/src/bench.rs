@@ -1,0 +1,287 @@
+//! `strata bench`: the machine's copy bandwidth, then per-kernel and per-solver timings at each
+//! size, with useful bandwidth (paper's Mem^(C)) and moved bandwidth (strata's own traffic) as
+//! fractions of the copy bandwidth measured in the same run.
+
+use crate::backend_choice::{with_backend, BackendTask};
+use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
+use crate::report::Summary;
+use crate::solve::validate;
+use crate::CliResult;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::fmt::Write;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use strata::backend::Backend;
+use strata::perf::{kernel_cost, moved_values};
+use strata::problem::{build_rhs, ProblemParams, RhsKind};
+use strata::solver::{Kernel, MgParams, SolveParams, SolverKind};
+use strata::stencil::Block;
+
+/// Options of `strata bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Horizontal sizes n to time (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = vec![128, 256])]
+    pub sizes: Vec<usize>,
+    /// Solvers to time (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![SolverArg::Cg, SolverArg::Mg])]
+    pub solvers: Vec<SolverArg>,
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+    #[command(flatten)]
+    pub mg: MgArgs,
+    /// Relative tolerance of the timed solves.
+    #[arg(long, default_value_t = 1e-5)]
+    pub rtol: f64,
+    /// Size of each array of the copy-bandwidth measurement, in MiB.
+    #[arg(long, default_value_t = 512)]
+    pub stream_mib: usize,
+    /// Timed solves per size and solver (the fastest is reported).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Write all numbers as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Runs `strata bench`.
+pub fn run(args: BenchArgs) -> CliResult<ExitCode> {
+    with_backend(&args.backend.clone(), Task { args })
+}
+
+struct Task {
+    args: BenchArgs,
+}
+
+#[derive(Serialize)]
+struct KernelRow {
+    n: usize,
+    solver: &'static str,
+    level: usize,
+    kernel: &'static str,
+    ms_per_call: f64,
+    useful_gbs: f64,
+    useful_fraction: f64,
+    moved_gbs: f64,
+    moved_fraction: f64,
+}
+
+#[derive(Serialize)]
+struct SolverRow {
+    n: usize,
+    solver: &'static str,
+    summary: Summary,
+    useful_fraction: f64,
+}
+
+#[derive(Serialize)]
+struct BenchReport {
+    backend: String,
+    copy_gbs: f64,
+    problem: ProblemParams,
+    multigrid: MgParams,
+    kernels: Vec<KernelRow>,
+    solvers: Vec<SolverRow>,
+}
+
+impl BackendTask for Task {
+    type Output = ExitCode;
+
+    fn run<B: Backend>(self, backend: &B) -> CliResult<ExitCode> {
+        let a = self.args;
+        let mg = a.mg.params();
+        let solve_params = SolveParams {
+            rtol: a.rtol,
+            ..Default::default()
+        };
+        // Check everything before the long part.
+        for &n in &a.sizes {
+            for &s in &a.solvers {
+                validate(&a.problem.params(n), s.into(), &mg, &solve_params)?;
+            }
+        }
+        println!("backend: {}", backend.name());
+        let copy = backend.copy_bandwidth(a.stream_mib << 20, 10)? / 1e9;
+        println!(
+            "copy bandwidth: {copy:.2} GB/s (STREAM copy, 2 x {} MiB, best of 10)",
+            a.stream_mib
+        );
+        let bar = progress(a.sizes.len() * a.solvers.len());
+        let mut report = BenchReport {
+            backend: backend.name(),
+            copy_gbs: copy,
+            problem: a.problem.params(a.sizes[0]),
+            multigrid: mg.clone(),
+            kernels: vec![],
+            solvers: vec![],
+        };
+        for &n in &a.sizes {
+            let p = a.problem.params(n);
+            let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
+            for &s in &a.solvers {
+                let kind: SolverKind = s.into();
+                if let Some(b) = &bar {
+                    b.set_message(format!("{} n = {n}", kind.name()));
+                }
+                let mut best: Option<strata::Solution> = None;
+                for _ in 0..a.repeat.max(1) {
+                    let sol =
+                        strata::solve(backend, &p, kind, &mg, &solve_params, &rhs, &mut |_, _| {})?;
+                    if best
+                        .as_ref()
+                        .is_none_or(|b| sol.info.seconds < b.info.seconds)
+                    {
+                        best = Some(sol);
+                    }
+                }
+                let best = best.expect("at least one run");
+                let summary = Summary::new(&p, kind, &mg, &best);
+                let frac = summary.useful_gbs / copy;
+                // Profiled run: as many iterations as the solve took.
+                let prof_params = SolveParams {
+                    max_it: best.info.iterations.max(1),
+                    fixed_iterations: true,
+                    profile: true,
+                    ..solve_params.clone()
+                };
+                let prof =
+                    strata::solve(backend, &p, kind, &mg, &prof_params, &rhs, &mut |_, _| {})?;
+                if let Some(prof) = prof.info.profile {
+                    for (lev, stats) in prof.levels.iter().enumerate() {
+                        let cells = ((n >> lev) * (n >> lev) * p.nz) as f64;
+                        for k in Kernel::ALL {
+                            let st = stats[k as usize];
+                            let (Some(cost), Some(moved)) = (kernel_cost(k), moved_values(k))
+                            else {
+                                continue;
+                            };
+                            if st.calls == 0 {
+                                continue;
+                            }
+                            let t = st.seconds / st.calls as f64;
+                            let useful = cost.mem_cached * 8.0 * cells / t / 1e9;
+                            let moved = moved * 8.0 * cells / t / 1e9;
+                            report.kernels.push(KernelRow {
+                                n,
+                                solver: kind.name(),
+                                level: lev,
+                                kernel: k.name(),
+                                ms_per_call: 1e3 * t,
+                                useful_gbs: useful,
+                                useful_fraction: useful / copy,
+                                moved_gbs: moved,
+                                moved_fraction: moved / copy,
+                            });
+                        }
+                    }
+                }
+                report.solvers.push(SolverRow {
+                    n,
+                    solver: kind.name(),
+                    summary,
+                    useful_fraction: frac,
+                });
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+            }
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        print!("{}", tables(&report));
+        if let Some(path) = &a.json {
+            std::fs::write(path, serde_json::to_string_pretty(&report)?)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn progress(total: usize) -> Option<ProgressBar> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
+
+fn tables(r: &BenchReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\nkernels (level 0 = finest; useful = paper's Mem^(C), moved = strata's traffic; % of copy {:.2} GB/s)",
+        r.copy_gbs
+    );
+    let _ = writeln!(
+        s,
+        "{:>6} {:>6} {:>5} {:<15} {:>10} {:>11} {:>8} {:>10} {:>8}",
+        "n",
+        "solver",
+        "level",
+        "kernel",
+        "ms/call",
+        "useful GB/s",
+        "useful%",
+        "moved GB/s",
+        "moved%"
+    );
+    for k in &r.kernels {
+        let _ = writeln!(
+            s,
+            "{:>6} {:>6} {:>5} {:<15} {:>10.3} {:>11.2} {:>7.1}% {:>10.2} {:>7.1}%",
+            k.n,
+            k.solver,
+            k.level,
+            k.kernel,
+            k.ms_per_call,
+            k.useful_gbs,
+            100.0 * k.useful_fraction,
+            k.moved_gbs,
+            100.0 * k.moved_fraction
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nsolvers (rtol as given, random rhs, fastest of the repeats)"
+    );
+    let _ = writeln!(
+        s,
+        "{:>6} {:>6} {:>5} {:>10} {:>10} {:>11} {:>8} {:>11} {:>8}",
+        "n",
+        "solver",
+        "its",
+        "t_iter ms",
+        "solve s",
+        "transfers s",
+        "GFLOP/s",
+        "useful GB/s",
+        "useful%"
+    );
+    for v in &r.solvers {
+        let m = &v.summary;
+        let _ = writeln!(
+            s,
+            "{:>6} {:>6} {:>5} {:>10.3} {:>10.4} {:>11.4} {:>8.2} {:>11.2} {:>7.1}%",
+            v.n,
+            v.solver,
+            m.iterations,
+            1e3 * m.seconds_per_iteration,
+            m.solve_seconds,
+            m.transfer_seconds,
+            m.gflops,
+            m.useful_gbs,
+            100.0 * v.useful_fraction
+        );
+    }
+    s
+}

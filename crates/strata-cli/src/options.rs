@@ -1,0 +1,132 @@
+//! Command-line options shared by `solve` and `bench`.
+
+use clap::{Args, ValueEnum};
+use strata::problem::{Geometry, Grading, ProblemParams};
+use strata::solver::{MgParams, SolverKind};
+
+/// Horizontal geometry (command-line form).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum GeometryArg {
+    /// One gnomonic panel of the cubed sphere.
+    Panel,
+    /// The flat box [0,1]² × [0,H].
+    Box,
+}
+
+/// Solver (command-line form).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum SolverArg {
+    /// CG preconditioned by vertical line relaxation (fused kernels).
+    Cg,
+    /// Tensor-product multigrid, V(1,1) cycles.
+    Mg,
+    /// Flexible CG preconditioned by one multigrid V-cycle.
+    MgCg,
+}
+
+impl From<SolverArg> for SolverKind {
+    fn from(s: SolverArg) -> Self {
+        match s {
+            SolverArg::Cg => SolverKind::Cg,
+            SolverArg::Mg => SolverKind::Mg,
+            SolverArg::MgCg => SolverKind::MgCg,
+        }
+    }
+}
+
+/// Backend (command-line form).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum BackendArg {
+    /// The GPU when one is usable, else the CPU (this build has only the CPU backend).
+    Auto,
+    /// Multithreaded CPU backend.
+    Cpu,
+    /// Serial, unfused reference backend (slow; for checking).
+    Reference,
+}
+
+/// The physical problem.
+#[derive(Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Horizontal geometry.
+    #[arg(long, value_enum, default_value = "panel")]
+    pub geometry: GeometryArg,
+    /// Vertical cells per column.
+    #[arg(long, default_value_t = 128)]
+    pub nz: usize,
+    /// Vertical Courant number ν_CFL (dimensionless); ω = ν h / 2 with h = 2/n (panel) or 1/n
+    /// (box).
+    #[arg(long, default_value_t = 8.4)]
+    pub cfl: f64,
+    /// Vertical anisotropy factor λ (dimensionless).
+    #[arg(long, default_value_t = 1.0)]
+    pub lambda: f64,
+    /// Height of the atmosphere H, in Earth radii on the panel (0.01 ≈ 64 km), absolute on the
+    /// box.
+    #[arg(long, default_value_t = 0.01)]
+    pub height: f64,
+    /// Coefficient δ of the zero-order term (1 in the model problem, 0 for Poisson).
+    #[arg(long, default_value_t = 1.0)]
+    pub delta: f64,
+    /// Graded vertical grid, faces at (k/nz)² (refined near the ground); uniform otherwise.
+    #[arg(long)]
+    pub graded: bool,
+}
+
+impl ProblemArgs {
+    /// The problem at horizontal size n.
+    pub fn params(&self, n: usize) -> ProblemParams {
+        ProblemParams {
+            geometry: match self.geometry {
+                GeometryArg::Panel => Geometry::Panel,
+                GeometryArg::Box => Geometry::Box,
+            },
+            n,
+            nz: self.nz,
+            cfl: self.cfl,
+            lambda: self.lambda,
+            height: self.height,
+            delta: self.delta,
+            grading: if self.graded {
+                Grading::Graded
+            } else {
+                Grading::Uniform
+            },
+            omega: None,
+        }
+    }
+}
+
+/// Multigrid options.
+#[derive(Args, Debug, Clone)]
+pub struct MgArgs {
+    /// Multigrid levels L (n must be divisible by 2^(L−1)); used by mg and mg-cg.
+    #[arg(long, default_value_t = 5)]
+    pub levels: usize,
+    /// Smoother iterations on the coarsest level (the paper: 2 up to ν = 16.8, 30 at ν = 84,
+    /// 150 at ν = 840 with 5 levels).
+    #[arg(long, default_value_t = 2)]
+    pub coarse_steps: usize,
+}
+
+impl MgArgs {
+    /// The multigrid parameters.
+    pub fn params(&self) -> MgParams {
+        MgParams {
+            levels: self.levels,
+            coarse_steps: self.coarse_steps,
+            ..Default::default()
+        }
+    }
+}
+
+/// Where to run.
+#[derive(Args, Debug, Clone)]
+pub struct BackendArgs {
+    /// Compute backend.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: BackendArg,
+    /// CPU worker threads (default: all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+}

@@ -1,0 +1,213 @@
+//! `strata solve`: one solve, its convergence history and a summary in the paper's terms.
+
+use crate::backend_choice::{with_backend, BackendTask};
+use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
+use crate::report::{self, Summary};
+use crate::CliResult;
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use strata::backend::Backend;
+use strata::io::{read_rhs, write_fields, FieldGrid};
+use strata::problem::{build_rhs, manufactured_error, ProblemParams, RhsKind};
+use strata::solver::{SolveParams, SolverKind};
+use strata::stencil::{max_levels, Block};
+
+/// Right-hand side (command-line form).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RhsArg {
+    /// Seeded uniform random values in [−1, 1) at the cell centres, volume-integrated.
+    Random,
+    /// A smooth Gaussian bump.
+    Bump,
+    /// The manufactured solution of the verification tests (the error is reported).
+    Manufactured,
+}
+
+/// Options of `strata solve`.
+#[derive(Args, Debug)]
+pub struct SolveArgs {
+    /// Horizontal cells per direction (nx = ny = n).
+    #[arg(long, default_value_t = 128)]
+    pub n: usize,
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+    /// Right-hand side.
+    #[arg(long, value_enum, default_value = "random")]
+    pub rhs: RhsArg,
+    /// Seed of the random right-hand side.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Read the right-hand side from this NetCDF file instead (variable of shape (y, x, z) =
+    /// (n, n, nz), volume-integrated).
+    #[arg(long, value_name = "FILE.nc")]
+    pub rhs_file: Option<PathBuf>,
+    /// Name of the right-hand-side variable in --rhs-file.
+    #[arg(long, default_value = "rhs", value_name = "NAME")]
+    pub rhs_var: String,
+    /// Solver.
+    #[arg(long, value_enum, default_value = "mg")]
+    pub solver: SolverArg,
+    #[command(flatten)]
+    pub mg: MgArgs,
+    /// Stop when ‖r‖₂/‖r₀‖₂ < rtol (volume-integrated residuals).
+    #[arg(long, default_value_t = 1e-5)]
+    pub rtol: f64,
+    /// Most iterations (CG steps or V-cycles).
+    #[arg(long, default_value_t = 500)]
+    pub max_it: usize,
+    /// Run exactly --max-it iterations, ignoring --rtol (for timing).
+    #[arg(long)]
+    pub fixed_iterations: bool,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+    /// Also time every kernel on every level (synchronises around each kernel).
+    #[arg(long)]
+    pub profile: bool,
+    /// Write the report (parameters, history, timings) as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the solution and the right-hand side as NetCDF to this file.
+    #[arg(long, value_name = "FILE.nc")]
+    pub output: Option<PathBuf>,
+    /// Print only the summary, not the per-iteration history.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Runs `strata solve`.
+pub fn run(args: SolveArgs) -> CliResult<ExitCode> {
+    with_backend(&args.backend.clone(), Task { args })
+}
+
+struct Task {
+    args: SolveArgs,
+}
+
+impl BackendTask for Task {
+    type Output = ExitCode;
+
+    fn run<B: Backend>(self, backend: &B) -> CliResult<ExitCode> {
+        let a = self.args;
+        let p = a.problem.params(a.n);
+        let kind = SolverKind::from(a.solver);
+        let mg = a.mg.params();
+        let params = SolveParams {
+            rtol: a.rtol,
+            max_it: a.max_it,
+            fixed_iterations: a.fixed_iterations,
+            profile: a.profile,
+        };
+        validate(&p, kind, &mg, &params)?;
+        if let Some(out) = &a.output {
+            if out.exists() {
+                return Err(format!("{} exists; not overwriting it", out.display()).into());
+            }
+        }
+        let rhs = match &a.rhs_file {
+            Some(path) => read_rhs(path, &a.rhs_var, p.n, p.nz)?,
+            None => build_rhs(&p, rhs_kind(a.rhs), a.seed, &Block::whole(p.n)),
+        };
+        println!(
+            "{}",
+            report::problem_line(&p, a.rhs_file.as_deref(), rhs_kind(a.rhs))
+        );
+        println!(
+            "{}",
+            report::solver_line(kind, &mg, &params, &backend.name())
+        );
+        let bar = progress(&params, a.quiet);
+        let mut monitor = |it: usize, rel: f64| {
+            if let Some(b) = &bar {
+                b.set_position(it as u64);
+                b.set_message(format!("rel. residual {rel:.3e}"));
+            }
+        };
+        let sol = strata::solve(backend, &p, kind, &mg, &params, &rhs, &mut monitor)?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        if !a.quiet {
+            print!("{}", report::history(&sol.info));
+        }
+        let summary = Summary::new(&p, kind, &mg, &sol);
+        print!("{}", summary.table());
+        if let Some(prof) = &sol.info.profile {
+            print!("{}", report::profile_table(prof, &p, kind));
+        }
+        if matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none() {
+            let (emax, erms) = manufactured_error(&p, &sol.u);
+            println!("error vs manufactured solution: max {emax:.4e}, rms {erms:.4e}");
+        }
+        if let Some(path) = &a.json {
+            let json = report::json(&p, kind, &mg, &params, &backend.name(), &summary, &sol)?;
+            std::fs::write(path, json)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        if let Some(path) = &a.output {
+            write_fields(
+                path,
+                &FieldGrid { params: p.clone() },
+                &[("u", "solution", &sol.u), ("rhs", "right-hand side", &rhs)],
+            )?;
+            println!("wrote {}", path.display());
+        }
+        Ok(if sol.info.reason.converged() {
+            ExitCode::SUCCESS
+        } else {
+            eprintln!("strata: the solve did not converge ({:?})", sol.info.reason);
+            ExitCode::from(3)
+        })
+    }
+}
+
+fn rhs_kind(r: RhsArg) -> RhsKind {
+    match r {
+        RhsArg::Random => RhsKind::Random,
+        RhsArg::Bump => RhsKind::Bump,
+        RhsArg::Manufactured => RhsKind::Manufactured,
+    }
+}
+
+/// Every check that can be made before allocating anything large.
+pub fn validate(
+    p: &ProblemParams,
+    kind: SolverKind,
+    mg: &strata::solver::MgParams,
+    params: &SolveParams,
+) -> CliResult<()> {
+    p.validate()?;
+    if kind != SolverKind::Cg {
+        mg.validate()?;
+        let most = max_levels(&Block::whole(p.n));
+        if mg.levels > most {
+            return Err(format!(
+                "--levels {} needs n divisible by 2^{} = {}, but n = {}: at most {most} levels are possible",
+                mg.levels,
+                mg.levels - 1,
+                1usize << (mg.levels - 1),
+                p.n
+            )
+            .into());
+        }
+    }
+    if !(params.rtol.is_finite() && params.rtol > 0.0) {
+        return Err(format!("--rtol must be finite and positive (got {})", params.rtol).into());
+    }
+    strata::check_memory(p, kind, mg)?;
+    Ok(())
+}
+
+fn progress(params: &SolveParams, quiet: bool) -> Option<ProgressBar> {
+    if quiet || !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(params.max_it as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} iteration {pos}/{len} {msg} [{elapsed}]")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    Some(bar)
+}
