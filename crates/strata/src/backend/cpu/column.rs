@@ -1,5 +1,5 @@
-//! Column kernels of the CPU backend: the operator on one column and its neighbours, and the
-//! Thomas sweeps, written to be inlined into the fused row loops of [`super::CpuBackend`].
+//! Column kernels of the CPU backend: the operator on one column (a branch-free loop over k that
+//! vectorises), and the Thomas sweeps over groups of `L` columns in lockstep.
 
 use crate::field::HostField;
 use crate::problem::{Column, VerticalGrid};
@@ -29,72 +29,99 @@ pub(super) fn nbrs(x: &HostField, i: usize, j: usize) -> Nbrs<'_> {
     }
 }
 
-/// (A x)_k for one column. The vertical neighbour indices are clamped: b_{nz−1} = c_0 = 0, so the
-/// clamped terms vanish (Neumann) without a branch.
+/// Calls `emit(k, (A x)_k)` for k = 0, 1, …, nz − 1 (nz ≥ 2). The Neumann ends are peeled off so
+/// that the interior loop has no branch.
 #[inline(always)]
-pub(super) fn au(col: &Column, v: &VerticalGrid, x: &Nbrs, k: usize) -> f64 {
+pub(super) fn apply_column(
+    col: &Column,
+    v: &VerticalGrid,
+    x: &Nbrs,
+    mut emit: impl FnMut(usize, f64),
+) {
     let nz = x.c.len();
-    let up = x.c[(k + 1).min(nz - 1)];
-    let down = x.c[k.saturating_sub(1)];
-    let diag = col.area * v.amb[k] - col.alpha_t * v.d[k];
-    let horiz =
-        col.alpha_e * x.e[k] + col.alpha_w * x.w[k] + col.alpha_n * x.n[k] + col.alpha_s * x.s[k];
-    diag * x.c[k] + col.area * (v.b[k] * up + v.c[k] * down) + v.d[k] * horiz
+    let (c, e, w, n, s) = (x.c, &x.e[..nz], &x.w[..nz], &x.n[..nz], &x.s[..nz]);
+    let (amb, b, cc, d) = (&v.amb[..nz], &v.b[..nz], &v.c[..nz], &v.d[..nz]);
+    let (t, at) = (col.area, col.alpha_t);
+    let (ae, aw, an, as_) = (col.alpha_e, col.alpha_w, col.alpha_n, col.alpha_s);
+    let horiz = |k: usize| ae * e[k] + aw * w[k] + an * n[k] + as_ * s[k];
+    let diag = |k: usize| t * amb[k] - at * d[k];
+    emit(0, diag(0) * c[0] + t * b[0] * c[1] + d[0] * horiz(0));
+    for k in 1..nz - 1 {
+        emit(
+            k,
+            diag(k) * c[k] + t * (b[k] * c[k + 1] + cc[k] * c[k - 1]) + d[k] * horiz(k),
+        );
+    }
+    let k = nz - 1;
+    emit(k, diag(k) * c[k] + t * cc[k] * c[k - 1] + d[k] * horiz(k));
 }
 
-/// Forward Thomas sweep for `L` adjacent columns at once (their values at stride nz in `z`),
-/// right-hand side `rhs(k)` per lane. Interleaving independent columns hides the latency of the
-/// division chain, which bounds a one-column sweep. Leaves the modified super-diagonal in `cp`
-/// and the intermediate solution in `z`.
+/// Σ a·b with four independent partial sums (so it vectorises), in a fixed order.
+#[inline(always)]
+pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let b = &b[..a.len()];
+    let mut acc = [0.0; 4];
+    let (ac, ar) = a.as_chunks::<4>();
+    let (bc, br) = b.as_chunks::<4>();
+    for (x, y) in ac.iter().zip(bc) {
+        for l in 0..4 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let tail: f64 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
+/// Forward Thomas sweep for `L` columns in lockstep. `rhs` holds the right-hand sides lane by
+/// lane (`rhs[l * nz + k]`); the modified super-diagonal and the intermediate solution are left
+/// k-major in `cp` and `zs`. Interleaving independent columns hides the latency of the division
+/// chain that bounds a one-column sweep.
 #[inline(always)]
 pub(super) fn thomas_forward<const L: usize>(
     cols: &[Column],
     v: &VerticalGrid,
+    rhs: &[f64],
     cp: &mut [[f64; L]],
-    z: &mut [f64],
-    mut rhs: impl FnMut(usize) -> [f64; L],
+    zs: &mut [[f64; L]],
 ) {
     let nz = v.amb.len();
     let cols: &[Column; L] = cols.try_into().expect("L columns");
-    let z = &mut z[..L * nz];
-    let cp = &mut cp[..nz];
+    let rhs = &rhs[..L * nz];
+    let (cp, zs) = (&mut cp[..nz], &mut zs[..nz]);
+    let t: [f64; L] = std::array::from_fn(|l| cols[l].area);
+    let at: [f64; L] = std::array::from_fn(|l| cols[l].alpha_t);
     let (mut cprev, mut zprev) = ([0.0; L], [0.0; L]);
     for k in 0..nz {
-        let r = rhs(k);
         let (amb, b, c, d) = (v.amb[k], v.b[k], v.c[k], v.d[k]);
         for l in 0..L {
-            let t = cols[l].area;
-            let lower = t * c;
-            let inv = 1.0 / (t * amb - cols[l].alpha_t * d - lower * cprev[l]);
-            cprev[l] = t * b * inv;
-            zprev[l] = (r[l] - lower * zprev[l]) * inv;
-            z[l * nz + k] = zprev[l];
+            let lower = t[l] * c;
+            let inv = 1.0 / (t[l] * amb - at[l] * d - lower * cprev[l]);
+            cprev[l] = t[l] * b * inv;
+            zprev[l] = (rhs[l * nz + k] - lower * zprev[l]) * inv;
         }
         cp[k] = cprev;
+        zs[k] = zprev;
     }
 }
 
-/// Backward Thomas sweep over the intermediate `z` left by [`thomas_forward`]. For each final
-/// value z_k (top to bottom) of lane `l` it stores `store(l, k, z_k)` at its place in `z`, so a
-/// caller can write `u + ρ z` (or `z` itself) into the same memory.
+/// Backward Thomas sweep over the output of [`thomas_forward`]; `store(l, k, z_k)` receives each
+/// final value, top to bottom.
 #[inline(always)]
 pub(super) fn thomas_backward<const L: usize>(
     cp: &[[f64; L]],
-    z: &mut [f64],
-    mut store: impl FnMut(usize, usize, f64) -> f64,
+    zs: &[[f64; L]],
+    mut store: impl FnMut(usize, usize, f64),
 ) {
-    let nz = z.len() / L;
+    let nz = zs.len();
     let cp = &cp[..nz];
-    let mut next = [0.0; L];
-    for l in 0..L {
-        next[l] = z[l * nz + nz - 1];
-        z[l * nz + nz - 1] = store(l, nz - 1, next[l]);
+    let mut next = zs[nz - 1];
+    for (l, &z) in next.iter().enumerate() {
+        store(l, nz - 1, z);
     }
     for k in (0..nz - 1).rev() {
-        let c = cp[k];
         for l in 0..L {
-            next[l] = z[l * nz + k] - c[l] * next[l];
-            z[l * nz + k] = store(l, k, next[l]);
+            next[l] = zs[k][l] - cp[k][l] * next[l];
+            store(l, k, next[l]);
         }
     }
 }

@@ -1,15 +1,41 @@
-//! The line-solve kernels of the CPU backend on groups of `L` adjacent columns of a row: the
-//! Thomas sweeps of independent columns run interleaved (see [`super::column::thomas_forward`]).
-//! Each function takes the row slices of its fields (halo columns included) and works on columns
+//! The line-solve kernels of the CPU backend on groups of `L` adjacent columns of a row. Each runs
+//! in three phases: the right-hand side of the group's column systems (a vectorised loop over k),
+//! the interleaved forward Thomas sweeps, and the backward sweeps that write the result. Each
+//! function takes the row slices of its fields (halo columns included) and works on columns
 //! `i0 .. i0 + L` of row `j`.
 
-use super::column::{au, nbrs, thomas_backward, thomas_forward};
+use super::column::{apply_column, dot, nbrs, thomas_backward, thomas_forward};
 use crate::field::HostField;
 use crate::stencil::LevelStencil;
-use std::array::from_fn;
 
 /// Columns per interleaved group.
 pub(super) const LANES: usize = 4;
+
+/// Per-thread scratch of a group: right-hand sides, modified super-diagonal, intermediate z.
+pub(super) struct Scratch<'a, const L: usize> {
+    rhs: &'a mut [f64],
+    cp: &'a mut [[f64; L]],
+    zs: &'a mut [[f64; L]],
+}
+
+/// Values of scratch a group of [`LANES`] columns of height nz needs.
+pub(super) fn scratch_len(nz: usize) -> usize {
+    3 * LANES * nz
+}
+
+impl<'a, const L: usize> Scratch<'a, L> {
+    /// Carves the scratch of an `L`-group out of `buf` ([`scratch_len`] values).
+    #[inline(always)]
+    pub fn new(buf: &'a mut [f64], nz: usize) -> Self {
+        let (rhs, rest) = buf.split_at_mut(L * nz);
+        let (cp, zs) = rest.split_at_mut(L * nz);
+        Self {
+            rhs,
+            cp: &mut cp.as_chunks_mut::<L>().0[..nz],
+            zs: &mut zs.as_chunks_mut::<L>().0[..nz],
+        }
+    }
+}
 
 /// Calls `f(i0, true)` for each full group of [`LANES`] columns from `i0` and `f(i, false)` for
 /// each remaining single column.
@@ -38,16 +64,19 @@ pub(super) fn line_solve<const L: usize>(
     (j, i0): (usize, usize),
     r: &[f64],
     z: &mut [f64],
-    scratch: &mut [f64],
+    buf: &mut [f64],
 ) {
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-    let cp = scratch.as_chunks_mut::<L>().0;
-    let r = cols::<L>(r, i0, nz);
+    let sc = Scratch::<L>::new(buf, nz);
     let z = cols_mut::<L>(z, i0, nz);
-    thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, cp, z, |k| {
-        from_fn(|l| r[l * nz + k])
-    });
-    thomas_backward::<L>(cp, z, |_, _, zk| zk);
+    thomas_forward::<L>(
+        &s.columns[j * nx + i0..][..L],
+        v,
+        cols::<L>(r, i0, nz),
+        sc.cp,
+        sc.zs,
+    );
+    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = zk);
 }
 
 /// r ← r − α q; z ← M⁻¹ r; returns [Σ r·r, Σ r·z] over the group.
@@ -60,27 +89,19 @@ pub(super) fn cg_tridiag<const L: usize>(
     r: &mut [f64],
     z: &mut [f64],
     alpha: f64,
-    scratch: &mut [f64],
+    buf: &mut [f64],
 ) -> [f64; 2] {
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-    let cp = scratch.as_chunks_mut::<L>().0;
+    let sc = Scratch::<L>::new(buf, nz);
     let q = cols::<L>(q, i0, nz);
     let r = cols_mut::<L>(r, i0, nz);
     let z = cols_mut::<L>(z, i0, nz);
-    let (mut rr, mut rz) = ([0.0; L], [0.0; L]);
-    thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, cp, z, |k| {
-        from_fn(|l| {
-            let rk = r[l * nz + k] - alpha * q[l * nz + k];
-            r[l * nz + k] = rk;
-            rr[l] += rk * rk;
-            rk
-        })
-    });
-    thomas_backward::<L>(cp, z, |l, k, zk| {
-        rz[l] += r[l * nz + k] * zk;
-        zk
-    });
-    [rr.iter().sum(), rz.iter().sum()]
+    for (rv, qv) in r.iter_mut().zip(q) {
+        *rv -= alpha * qv;
+    }
+    thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, r, sc.cp, sc.zs);
+    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = zk);
+    [dot(r, r), dot(r, z)]
 }
 
 /// u_out ← u_in + ρ M⁻¹ (f − A u_in) on columns `i0 .. i0 + L` of row `j`.
@@ -93,18 +114,26 @@ pub(super) fn smooth<const L: usize>(
     u_in: &HostField,
     out: &mut [f64],
     rho: f64,
-    scratch: &mut [f64],
+    buf: &mut [f64],
 ) {
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-    let cp = scratch.as_chunks_mut::<L>().0;
+    let sc = Scratch::<L>::new(buf, nz);
     let c = &s.columns[j * nx + i0..][..L];
-    let un: [_; L] = from_fn(|l| nbrs(u_in, i0 + l, j));
     let f = cols::<L>(f, i0, nz);
+    for l in 0..L {
+        let (fl, rl) = (&f[l * nz..][..nz], &mut sc.rhs[l * nz..][..nz]);
+        apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| rl[k] = fl[k] - au);
+    }
+    thomas_forward::<L>(c, v, sc.rhs, sc.cp, sc.zs);
+    let u = cols::<L>(
+        &u_in.data[u_in.offset(0, j + 1)..][..u_in.row_len()],
+        i0,
+        nz,
+    );
     let out = cols_mut::<L>(out, i0, nz);
-    thomas_forward::<L>(c, v, cp, out, |k| {
-        from_fn(|l| f[l * nz + k] - au(&c[l], v, &un[l], k))
+    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| {
+        out[l * nz + k] = u[l * nz + k] + rho * zk
     });
-    thomas_backward::<L>(cp, out, |l, k, zk| un[l].c[k] + rho * zk);
 }
 
 /// f_c ← scale · Σ children of r_f; u_c ← ρ M⁻¹ f_c on coarse columns `i0 .. i0 + L` of coarse
@@ -118,22 +147,21 @@ pub(super) fn restrict_smooth<const L: usize>(
     f: &mut [f64],
     u: &mut [f64],
     (rho, scale): (f64, f64),
-    scratch: &mut [f64],
+    buf: &mut [f64],
 ) {
     let (nx, nz, v) = (coarse.nx(), coarse.nz, &*coarse.vertical);
-    let cp = scratch.as_chunks_mut::<L>().0;
-    // The 2L fine columns under the group, in each of the two fine rows.
-    let a = &r0[(2 * i0 + 1) * nz..(2 * i0 + 1 + 2 * L) * nz];
-    let b = &r1[(2 * i0 + 1) * nz..(2 * i0 + 1 + 2 * L) * nz];
+    let sc = Scratch::<L>::new(buf, nz);
     let f = cols_mut::<L>(f, i0, nz);
+    for l in 0..L {
+        // The four fine children of coarse column i0 + l: two in each fine row.
+        let o = (2 * (i0 + l) + 1) * nz;
+        let (aw, ae) = (&r0[o..o + nz], &r0[o + nz..o + 2 * nz]);
+        let (bw, be) = (&r1[o..o + nz], &r1[o + nz..o + 2 * nz]);
+        for (k, fv) in f[l * nz..][..nz].iter_mut().enumerate() {
+            *fv = scale * ((aw[k] + ae[k]) + (bw[k] + be[k]));
+        }
+    }
+    thomas_forward::<L>(&coarse.columns[j * nx + i0..][..L], v, f, sc.cp, sc.zs);
     let u = cols_mut::<L>(u, i0, nz);
-    thomas_forward::<L>(&coarse.columns[j * nx + i0..][..L], v, cp, u, |k| {
-        from_fn(|l| {
-            let (w, e) = (2 * l * nz + k, (2 * l + 1) * nz + k);
-            let fk = scale * ((a[w] + a[e]) + (b[w] + b[e]));
-            f[l * nz + k] = fk;
-            fk
-        })
-    });
-    thomas_backward::<L>(cp, u, |_, _, zk| rho * zk);
+    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| u[l * nz + k] = rho * zk);
 }

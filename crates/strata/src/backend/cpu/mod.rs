@@ -5,7 +5,7 @@
 mod column;
 mod lines;
 
-use self::column::{au, nbrs};
+use self::column::{apply_column, dot, nbrs};
 use self::lines::{groups, LANES};
 use super::{face_len, Backend, Side};
 use crate::error::{Result, StrataError};
@@ -33,13 +33,13 @@ thread_local! {
     static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
 }
 
-fn with_scratch<R>(nz: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
+fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
-        if s.len() < nz {
-            s.resize(nz, 0.0);
+        if s.len() < len {
+            s.resize(len, 0.0);
         }
-        f(&mut s[..nz])
+        f(&mut s[..len])
     })
 }
 
@@ -147,7 +147,8 @@ impl Backend for CpuBackend {
         }
         // Warm every worker's Thomas scratch so that solves do not allocate.
         let nz = stencil.nz;
-        self.pool.broadcast(|_| with_scratch(LANES * nz, |_| ()));
+        self.pool
+            .broadcast(|_| with_scratch(lines::scratch_len(nz), |_| ()));
         Ok(stencil.clone())
     }
 
@@ -247,10 +248,8 @@ impl Backend for CpuBackend {
             rows(y).enumerate().for_each(|(j, yr)| {
                 for i in 0..nx {
                     let c = &s.columns[j * nx + i];
-                    let xn = nbrs(x, i, j);
-                    for (k, yv) in col_mut(yr, i, nz).iter_mut().enumerate() {
-                        *yv = au(c, v, &xn, k);
-                    }
+                    let yc = col_mut(yr, i, nz);
+                    apply_column(c, v, &nbrs(x, i, j), |k, au| yc[k] = au);
                 }
             })
         });
@@ -275,13 +274,10 @@ impl Backend for CpuBackend {
                     let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
                     for i in 0..nx {
                         let c = &s.columns[j * nx + i];
-                        let un = nbrs(u, i, j);
                         let fc = col(frow, i, nz);
-                        for (k, rv) in col_mut(rrow, i, nz).iter_mut().enumerate() {
-                            let res = fc[k] - au(c, v, &un, k);
-                            *rv = res;
-                            sum += res * res;
-                        }
+                        let rc = col_mut(rrow, i, nz);
+                        apply_column(c, v, &nbrs(u, i, j), |k, au| rc[k] = fc[k] - au);
+                        sum += dot(rc, rc);
                     }
                     *part = [sum, 0.0];
                 })
@@ -297,7 +293,7 @@ impl Backend for CpuBackend {
                 .zip(rows_ref(r))
                 .enumerate()
                 .for_each(|(j, (zr, rr))| {
-                    with_scratch(LANES * nz, |cp| {
+                    with_scratch(lines::scratch_len(nz), |cp| {
                         groups(nx, |i, full| {
                             if full {
                                 lines::line_solve::<LANES>(s, (j, i), rr, zr, cp)
@@ -341,12 +337,10 @@ impl Backend for CpuBackend {
                         for k in 0..nz {
                             let pold = pc[k];
                             uc[k] += alpha * pold;
-                            let pk = zn.c[k] + beta * pold;
-                            let qk = au(c, v, &zn, k) + beta * qc[k];
-                            pc[k] = pk;
-                            qc[k] = qk;
-                            sum += pk * qk;
+                            pc[k] = zn.c[k] + beta * pold;
                         }
+                        apply_column(c, v, &zn, |k, az| qc[k] = az + beta * qc[k]);
+                        sum += dot(pc, qc);
                     }
                     *part = [sum, 0.0];
                 })
@@ -377,7 +371,7 @@ impl Backend for CpuBackend {
                         acc[0] += d[0];
                         acc[1] += d[1];
                     };
-                    with_scratch(LANES * nz, |cp| {
+                    with_scratch(lines::scratch_len(nz), |cp| {
                         groups(nx, |i, full| {
                             add(if full {
                                 lines::cg_tridiag::<LANES>(s, (j, i), qrow, rrow, zrow, alpha, cp)
@@ -407,7 +401,7 @@ impl Backend for CpuBackend {
                 .zip(rows_ref(f))
                 .enumerate()
                 .for_each(|(j, (orow, frow))| {
-                    with_scratch(LANES * nz, |cp| {
+                    with_scratch(lines::scratch_len(nz), |cp| {
                         groups(nx, |i, full| {
                             if full {
                                 lines::smooth::<LANES>(s, (j, i), frow, u_in, orow, rho, cp)
@@ -444,7 +438,7 @@ impl Backend for CpuBackend {
                     let r0 = &r_fine.data[r_fine.offset(0, 2 * j + 1)..][..frow_len];
                     let r1 = &r_fine.data[r_fine.offset(0, 2 * j + 2)..][..frow_len];
                     let w = (rho, scale);
-                    with_scratch(LANES * nz, |cp| {
+                    with_scratch(lines::scratch_len(nz), |cp| {
                         groups(nx, |i, full| {
                             if full {
                                 lines::restrict_smooth::<LANES>(
