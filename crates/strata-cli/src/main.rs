@@ -26,8 +26,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Solve one problem and report convergence and performance in the paper's terms.
+    #[command(allow_negative_numbers = true)]
     Solve(solve::SolveArgs),
     /// Measure memory bandwidth, time every kernel and solver, report useful bandwidth.
+    #[command(allow_negative_numbers = true)]
     Bench(bench::BenchArgs),
 }
 

@@ -9,7 +9,7 @@ use strata::solver::{MgParams, SolverKind};
 pub enum GeometryArg {
     /// One gnomonic panel of the cubed sphere.
     Panel,
-    /// The flat box [0,1]² × [0,H].
+    /// The flat box `[0,1]² × [0,H]`.
     Box,
 }
 

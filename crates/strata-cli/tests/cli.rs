@@ -1,0 +1,264 @@
+//! The `strata` command end to end: solves, reports, files, and clear errors for bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .output()
+        .expect("strata runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("strata-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// A failure with one clear line on stderr and no panic.
+fn assert_error(args: &[&str], needle: &str) {
+    let o = strata(args);
+    let (_, err) = text(&o);
+    assert!(!o.status.success(), "{args:?} should fail");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected '{needle}' in: {err}"
+    );
+}
+
+#[test]
+fn solves_and_reports_in_the_papers_terms() {
+    let json = tmp("report.json");
+    for solver in ["cg", "mg", "mg-cg"] {
+        let o = strata(&[
+            "solve",
+            "--n",
+            "32",
+            "--nz",
+            "16",
+            "--solver",
+            solver,
+            "--levels",
+            "4",
+            "--json",
+            json.to_str().unwrap(),
+            "--profile",
+        ]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{solver}: {err}");
+        for needle in [
+            "ConvergedRtol",
+            "t_iter",
+            "GFLOP/s",
+            "useful bandwidth",
+            "rel.residual",
+        ] {
+            assert!(out.contains(needle), "{solver}: no '{needle}' in\n{out}");
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let its = v["info"]["iterations"].as_u64().unwrap();
+        assert!(its > 0);
+        assert_eq!(
+            v["info"]["residuals"].as_array().unwrap().len() as u64,
+            its + 1
+        );
+        assert_eq!(v["solver"], solver);
+        assert!(v["profile"].as_array().is_some_and(|p| !p.is_empty()));
+    }
+}
+
+#[test]
+fn netcdf_output_feeds_back_as_a_right_hand_side() {
+    let nc = tmp("out.nc");
+    let args = [
+        "solve", "--n", "16", "--nz", "8", "--levels", "3", "--rhs", "bump", "-q",
+    ];
+    let mut first = args.to_vec();
+    first.extend(["--output", nc.to_str().unwrap()]);
+    let o = strata(&first);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let its = |o: &Output| {
+        let out = text(o).0;
+        out.lines()
+            .find(|l| l.trim_start().starts_with("iterations"))
+            .map(|l| l.to_string())
+            .unwrap()
+    };
+    let mut again = args.to_vec();
+    again.extend(["--rhs-file", nc.to_str().unwrap()]);
+    let o2 = strata(&again);
+    assert!(o2.status.success(), "{}", text(&o2).1);
+    assert_eq!(its(&o), its(&o2));
+    // Refuses to overwrite.
+    assert_error(&first, "exists");
+}
+
+#[test]
+fn manufactured_solution_reports_its_error() {
+    let o = strata(&[
+        "solve",
+        "--n",
+        "32",
+        "--nz",
+        "16",
+        "--rhs",
+        "manufactured",
+        "--levels",
+        "3",
+        "-q",
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("error vs manufactured solution"), "{out}");
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    assert_error(
+        &["solve", "--n", "100", "--levels", "5"],
+        "at most 3 levels",
+    );
+    assert_error(&["solve", "--n", "64", "--levels", "8"], "at most 7 levels");
+    assert_error(&["solve", "--nz", "1"], "nz must be at least 2");
+    assert_error(&["solve", "--cfl", "-1"], "cfl must be finite and positive");
+    assert_error(&["solve", "--cfl", "NaN"], "cfl");
+    assert_error(&["solve", "--height", "0"], "height");
+    assert_error(&["solve", "--lambda", "inf"], "lambda");
+    assert_error(&["solve", "--rtol", "0"], "rtol");
+    assert_error(&["solve", "--n", "0"], "n must be at least 1");
+    assert_error(&["solve", "--coarse-steps", "0"], "coarse-steps");
+    assert_error(&["solve", "--threads", "0"], "threads");
+    assert_error(&["solve", "--n", "2000000", "--levels", "1"], "GiB");
+    assert_error(
+        &[
+            "solve",
+            "--rhs-file",
+            "/nonexistent/f.nc",
+            "--n",
+            "8",
+            "--levels",
+            "1",
+        ],
+        "no such file",
+    );
+    let nc = tmp("shape.nc");
+    let o = strata(&[
+        "solve",
+        "--n",
+        "8",
+        "--nz",
+        "4",
+        "--levels",
+        "1",
+        "-q",
+        "--output",
+        nc.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let f = nc.to_str().unwrap();
+    assert_error(
+        &["solve", "--n", "16", "--nz", "4", "--rhs-file", f],
+        "shape",
+    );
+    assert_error(
+        &[
+            "solve",
+            "--n",
+            "8",
+            "--nz",
+            "4",
+            "--levels",
+            "1",
+            "--rhs-file",
+            f,
+            "--rhs-var",
+            "x3",
+        ],
+        "no variable 'x3'",
+    );
+}
+
+#[test]
+fn help_explains_every_option() {
+    for sub in ["solve", "bench"] {
+        let o = strata(&[sub, "--help"]);
+        let out = text(&o).0;
+        assert!(o.status.success());
+        for opt in [
+            "--geometry",
+            "--nz",
+            "--cfl",
+            "--lambda",
+            "--height",
+            "--graded",
+            "--levels",
+            "--coarse-steps",
+            "--backend",
+            "--threads",
+            "--json",
+        ] {
+            assert!(out.contains(opt), "{sub} --help lacks {opt}");
+        }
+        assert!(out.contains("[default: "), "{sub} --help shows no defaults");
+    }
+    let out = text(&strata(&["solve", "--help"])).0;
+    for opt in [
+        "--rhs",
+        "--rhs-file",
+        "--solver",
+        "--rtol",
+        "--max-it",
+        "--output",
+        "--fixed-iterations",
+    ] {
+        assert!(out.contains(opt), "solve --help lacks {opt}");
+    }
+}
+
+#[test]
+fn bench_measures_bandwidth_and_reports_fractions() {
+    let json = tmp("bench.json");
+    let o = strata(&[
+        "bench",
+        "--sizes",
+        "16,32",
+        "--nz",
+        "8",
+        "--levels",
+        "3",
+        "--repeat",
+        "1",
+        "--stream-mib",
+        "16",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("copy bandwidth"), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(v["copy_gbs"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["solvers"].as_array().unwrap().len(), 4);
+    let kernels = v["kernels"].as_array().unwrap();
+    assert!(kernels
+        .iter()
+        .any(|k| k["kernel"] == "Smooth" && k["level"] == 2));
+    assert!(kernels
+        .iter()
+        .all(|k| k["useful_fraction"].as_f64().unwrap() > 0.0));
+}
