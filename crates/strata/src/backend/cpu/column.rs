@@ -72,32 +72,33 @@ pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
-/// Forward Thomas sweep for `L` columns in lockstep. `rhs` holds the right-hand sides lane by
-/// lane (`rhs[l * nz + k]`); the modified super-diagonal and the intermediate solution are left
-/// k-major in `cp` and `zs`. Interleaving independent columns hides the latency of the division
+/// Forward Thomas sweep for `L` columns in lockstep. `rhs` holds the right-hand sides k-major
+/// (`rhs[k][l]`), and the modified super-diagonal and the intermediate solution are left k-major
+/// in `cp` and `zs`, so the loop body is plain `[f64; L]` arithmetic that vectorises. Interleaving independent columns hides the latency of the division
 /// chain that bounds a one-column sweep.
 #[inline(always)]
 pub(super) fn thomas_forward<const L: usize>(
     cols: &[Column],
     v: &VerticalGrid,
-    rhs: &[f64],
+    rhs: &[[f64; L]],
     cp: &mut [[f64; L]],
     zs: &mut [[f64; L]],
 ) {
     let nz = v.amb.len();
     let cols: &[Column; L] = cols.try_into().expect("L columns");
-    let rhs = &rhs[..L * nz];
+    let rhs = &rhs[..nz];
     let (cp, zs) = (&mut cp[..nz], &mut zs[..nz]);
     let t: [f64; L] = std::array::from_fn(|l| cols[l].area);
     let at: [f64; L] = std::array::from_fn(|l| cols[l].alpha_t);
     let (mut cprev, mut zprev) = ([0.0; L], [0.0; L]);
     for k in 0..nz {
         let (amb, b, c, d) = (v.amb[k], v.b[k], v.c[k], v.d[k]);
+        let r = rhs[k];
         for l in 0..L {
             let lower = t[l] * c;
             let inv = 1.0 / (t[l] * amb - at[l] * d - lower * cprev[l]);
             cprev[l] = t[l] * b * inv;
-            zprev[l] = (rhs[l * nz + k] - lower * zprev[l]) * inv;
+            zprev[l] = (r[l] - lower * zprev[l]) * inv;
         }
         cp[k] = cprev;
         zs[k] = zprev;

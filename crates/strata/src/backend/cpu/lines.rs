@@ -9,11 +9,11 @@ use crate::field::HostField;
 use crate::stencil::LevelStencil;
 
 /// Columns per interleaved group.
-pub(super) const LANES: usize = 4;
+pub(super) const LANES: usize = 8;
 
 /// Per-thread scratch of a group: right-hand sides, modified super-diagonal, intermediate z.
 pub(super) struct Scratch<'a, const L: usize> {
-    rhs: &'a mut [f64],
+    rhs: &'a mut [[f64; L]],
     cp: &'a mut [[f64; L]],
     zs: &'a mut [[f64; L]],
 }
@@ -30,7 +30,7 @@ impl<'a, const L: usize> Scratch<'a, L> {
         let (rhs, rest) = buf.split_at_mut(L * nz);
         let (cp, zs) = rest.split_at_mut(L * nz);
         Self {
-            rhs,
+            rhs: &mut rhs.as_chunks_mut::<L>().0[..nz],
             cp: &mut cp.as_chunks_mut::<L>().0[..nz],
             zs: &mut zs.as_chunks_mut::<L>().0[..nz],
         }
@@ -68,14 +68,12 @@ pub(super) fn line_solve<const L: usize>(
 ) {
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
     let sc = Scratch::<L>::new(buf, nz);
+    let r = cols::<L>(r, i0, nz);
+    for (k, rk) in sc.rhs.iter_mut().enumerate() {
+        *rk = std::array::from_fn(|l| r[l * nz + k]);
+    }
     let z = cols_mut::<L>(z, i0, nz);
-    thomas_forward::<L>(
-        &s.columns[j * nx + i0..][..L],
-        v,
-        cols::<L>(r, i0, nz),
-        sc.cp,
-        sc.zs,
-    );
+    thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
     thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = zk);
 }
 
@@ -96,10 +94,14 @@ pub(super) fn cg_tridiag<const L: usize>(
     let q = cols::<L>(q, i0, nz);
     let r = cols_mut::<L>(r, i0, nz);
     let z = cols_mut::<L>(z, i0, nz);
-    for (rv, qv) in r.iter_mut().zip(q) {
-        *rv -= alpha * qv;
+    for l in 0..L {
+        let (rl, ql) = (&mut r[l * nz..][..nz], &q[l * nz..][..nz]);
+        for (k, (rv, qv)) in rl.iter_mut().zip(ql).enumerate() {
+            *rv -= alpha * qv;
+            sc.rhs[k][l] = *rv;
+        }
     }
-    thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, r, sc.cp, sc.zs);
+    thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
     thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = zk);
     [dot(r, r), dot(r, z)]
 }
@@ -121,8 +123,8 @@ pub(super) fn smooth<const L: usize>(
     let c = &s.columns[j * nx + i0..][..L];
     let f = cols::<L>(f, i0, nz);
     for l in 0..L {
-        let (fl, rl) = (&f[l * nz..][..nz], &mut sc.rhs[l * nz..][..nz]);
-        apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| rl[k] = fl[k] - au);
+        let (fl, rhs) = (&f[l * nz..][..nz], &mut *sc.rhs);
+        apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| rhs[k][l] = fl[k] - au);
     }
     thomas_forward::<L>(c, v, sc.rhs, sc.cp, sc.zs);
     let u = cols::<L>(
@@ -159,9 +161,10 @@ pub(super) fn restrict_smooth<const L: usize>(
         let (bw, be) = (&r1[o..o + nz], &r1[o + nz..o + 2 * nz]);
         for (k, fv) in f[l * nz..][..nz].iter_mut().enumerate() {
             *fv = scale * ((aw[k] + ae[k]) + (bw[k] + be[k]));
+            sc.rhs[k][l] = *fv;
         }
     }
-    thomas_forward::<L>(&coarse.columns[j * nx + i0..][..L], v, f, sc.cp, sc.zs);
+    thomas_forward::<L>(&coarse.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
     let u = cols_mut::<L>(u, i0, nz);
     thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| u[l * nz + k] = rho * zk);
 }
