@@ -85,6 +85,12 @@ pub trait Backend: Sync {
     /// `bytes` bytes (counting the read and the write), best of `repeats`.
     fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64>;
 
+    /// Measures the bandwidth of an in-place update y ← y + a·x over `bytes` bytes per array in
+    /// bytes per second (counting two reads and one write per element, as STREAM's add does),
+    /// best of `repeats`. Kernels that update fields in place are compared with this as well:
+    /// they avoid the write-allocate traffic a copy's destination can cost.
+    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64>;
+
     // ----- vector operations (interior only) -----
 
     /// x ← v.
