@@ -209,9 +209,7 @@ impl BackendTask for Task {
             "copy bandwidth: {copy_before:.2} GB/s before the timings, {:.2} GB/s after (STREAM copy, 2 x {} MiB, best of 10); fractions below are of {copy:.2} GB/s",
             report.copy_gbs_after, a.stream_mib
         );
-        println!(
-            "in-place update bandwidth (y += a x, 3 values/element): {update_before:.2} GB/s"
-        );
+        println!("in-place update bandwidth (y += a x, 3 values/element): {update_before:.2} GB/s");
         print!("{}", tables(&report));
         if let Some(path) = &a.json {
             std::fs::write(path, serde_json::to_string_pretty(&report)?)

@@ -124,7 +124,9 @@ pub(super) fn smooth<const L: usize>(
     let f = cols::<L>(f, i0, nz);
     for l in 0..L {
         let (fl, rhs) = (&f[l * nz..][..nz], &mut *sc.rhs);
-        apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| rhs[k][l] = fl[k] - au);
+        apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| {
+            rhs[k][l] = fl[k] - au
+        });
     }
     thomas_forward::<L>(c, v, sc.rhs, sc.cp, sc.zs);
     let u = cols::<L>(
