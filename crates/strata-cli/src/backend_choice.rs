@@ -5,6 +5,7 @@ use crate::CliResult;
 use strata::backend::cpu::CpuBackend;
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::Backend;
+use strata_cuda::{unavailable_reason, CudaBackend};
 
 /// Work to run on whichever backend is chosen.
 pub trait BackendTask {
@@ -17,10 +18,15 @@ pub trait BackendTask {
 /// Runs `task` on the backend `args` asks for.
 pub fn with_backend<T: BackendTask>(args: &BackendArgs, task: T) -> CliResult<T::Output> {
     match args.backend {
-        BackendArg::Auto | BackendArg::Cpu => {
-            let b = CpuBackend::new(args.threads)?;
-            task.run(&b)
-        }
+        BackendArg::Auto => match unavailable_reason() {
+            None => task.run(&CudaBackend::new(args.device)?),
+            Some(why) => {
+                eprintln!("note: no usable GPU ({why}); running on the CPU");
+                task.run(&CpuBackend::new(args.threads)?)
+            }
+        },
+        BackendArg::Cpu => task.run(&CpuBackend::new(args.threads)?),
+        BackendArg::Cuda => task.run(&CudaBackend::new(args.device)?),
         BackendArg::Reference => task.run(&ReferenceBackend),
     }
 }

@@ -108,7 +108,7 @@ impl BackendTask for Task {
         // Check everything before the long part.
         for &n in &a.sizes {
             for &s in &a.solvers {
-                validate(&a.problem.params(n), s.into(), &mg, &solve_params)?;
+                validate(backend, &a.problem.params(n), s.into(), &mg, &solve_params)?;
             }
         }
         println!("backend: {}", backend.name());

@@ -37,10 +37,12 @@ impl From<SolverArg> for SolverKind {
 /// Backend (command-line form).
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum BackendArg {
-    /// The GPU when one is usable, else the CPU (this build has only the CPU backend).
+    /// The GPU when one is usable, else the CPU (saying why on stderr).
     Auto,
     /// Multithreaded CPU backend.
     Cpu,
+    /// NVIDIA GPU (CUDA 13 driver and NVRTC, loaded at run time).
+    Cuda,
     /// Serial, unfused reference backend (slow; for checking).
     Reference,
 }
@@ -129,4 +131,7 @@ pub struct BackendArgs {
     /// CPU worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
 }

@@ -100,7 +100,7 @@ impl BackendTask for Task {
             fixed_iterations: a.fixed_iterations,
             profile: a.profile,
         };
-        validate(&p, kind, &mg, &params)?;
+        validate(backend, &p, kind, &mg, &params)?;
         if let Some(out) = &a.output {
             if out.exists() {
                 return Err(format!("{} exists; not overwriting it", out.display()).into());
@@ -172,7 +172,8 @@ fn rhs_kind(r: RhsArg) -> RhsKind {
 }
 
 /// Every check that can be made before allocating anything large.
-pub fn validate(
+pub fn validate<B: Backend>(
+    backend: &B,
     p: &ProblemParams,
     kind: SolverKind,
     mg: &strata::solver::MgParams,
@@ -196,7 +197,7 @@ pub fn validate(
     if !(params.rtol.is_finite() && params.rtol > 0.0) {
         return Err(format!("--rtol must be finite and positive (got {})", params.rtol).into());
     }
-    strata::check_memory(p, kind, mg)?;
+    strata::check_memory(backend, p, kind, mg)?;
     Ok(())
 }
 

@@ -30,19 +30,24 @@ pub fn levels_for(kind: SolverKind, mg: &MgParams) -> usize {
     }
 }
 
-/// Bytes of memory a solve of `p` needs (fields of every level, the host arrays, the stencils).
-pub fn memory_estimate(p: &ProblemParams, kind: SolverKind, mg: &MgParams) -> u64 {
-    let field = |n: u64| (n + 2) * (n + 2) * p.nz as u64 * 8;
-    let fine = field(p.n as u64);
+/// Bytes the fields and stencils of a solve of `p` need, given the bytes of one field of an
+/// `n × n` level.
+pub fn field_memory(
+    p: &ProblemParams,
+    kind: SolverKind,
+    mg: &MgParams,
+    field_bytes: impl Fn(usize) -> u64,
+) -> u64 {
+    let columns = |n: usize| (n * n * 48) as u64;
+    let fine = field_bytes(p.n);
     let mut hierarchy = 0;
-    let mut n = p.n as u64;
+    let mut n = p.n;
     for _ in 0..levels_for(kind, mg) {
-        hierarchy += 4 * field(n) + n * n * 48;
+        hierarchy += 4 * field_bytes(n) + columns(n);
         n /= 2;
     }
-    let host = 2 * p.unknowns() * 8;
-    host + match kind {
-        SolverKind::Cg => 6 * fine + (p.n * p.n * 48) as u64,
+    match kind {
+        SolverKind::Cg => 6 * fine + columns(p.n),
         SolverKind::Mg => 2 * fine + hierarchy,
         SolverKind::MgCg => 7 * fine + hierarchy,
     }
@@ -56,13 +61,34 @@ pub fn available_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Refuses a problem that would not fit in the available memory.
-pub fn check_memory(p: &ProblemParams, kind: SolverKind, mg: &MgParams) -> Result<()> {
-    let needed = memory_estimate(p, kind, mg);
+/// Refuses a problem that would not fit: the fields in the backend's memory (the device's, or the
+/// host's), the right-hand side and solution arrays in host memory.
+pub fn check_memory<B: Backend>(
+    backend: &B,
+    p: &ProblemParams,
+    kind: SolverKind,
+    mg: &MgParams,
+) -> Result<()> {
+    let what = format!("{} on {}x{}x{}", kind.name(), p.n, p.n, p.nz);
+    let fields = field_memory(p, kind, mg, |n| backend.field_bytes(n, n, p.nz));
+    let host_arrays = 2 * p.unknowns() * 8;
+    let (device, host) = match backend.device_memory()? {
+        Some(free) => (Some((fields, free)), host_arrays),
+        None => (None, host_arrays + fields),
+    };
+    if let Some((needed, available)) = device {
+        if needed > available {
+            return Err(StrataError::OutOfMemory {
+                what: format!("{what} (device memory of {})", backend.name()),
+                needed,
+                available,
+            });
+        }
+    }
     match available_memory() {
-        Some(available) if needed > available => Err(StrataError::OutOfMemory {
-            what: format!("{} on {}x{}x{}", kind.name(), p.n, p.n, p.nz),
-            needed,
+        Some(available) if host > available => Err(StrataError::OutOfMemory {
+            what,
+            needed: host,
             available,
         }),
         _ => Ok(()),
@@ -98,7 +124,7 @@ pub fn solve<B: Backend>(
             p.unknowns()
         ));
     }
-    check_memory(p, kind, mg)?;
+    check_memory(backend, p, kind, mg)?;
     let t = Instant::now();
     let levels = build_levels(p, Block::whole(p.n), levels_for(kind, mg))?;
     let mut solver = Solver::new(backend, kind, &levels, mg)?;

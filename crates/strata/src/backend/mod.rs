@@ -76,6 +76,16 @@ pub trait Backend: Sync {
     /// Copies the field's interior into a z-contiguous host array.
     fn download(&self, lev: &Self::Level, x: &Self::Field, host: &mut [f64]) -> Result<()>;
 
+    /// Bytes one field of an `nx × ny × nz` block occupies (halo and padding included).
+    fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
+        ((nx + 2) * (ny + 2) * nz * 8) as u64
+    }
+
+    /// Free memory of the backend's own device, or `None` when fields live in host memory.
+    fn device_memory(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
     /// Waits for all queued work (a no-op on synchronous backends); used around timed kernels.
     fn synchronize(&self) -> Result<()> {
         Ok(())

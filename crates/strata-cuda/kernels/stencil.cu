@@ -1,0 +1,90 @@
+// Stencil kernels without a line solve. Each thread walks its column upwards keeping the values
+// below, at and above k in registers, so every vertical neighbour is loaded once.
+
+// y <- A x; traffic 2.
+extern "C" __global__ void apply_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+                                     const double* __restrict__ x, double* __restrict__ y) {
+    THREAD_COLUMN
+    if (!active) return;
+    const Col c = load_col(cols, L, i, j);
+    idx_t o = at_(L, i, j, 0);
+    double below = 0.0, mid = x[o];
+    for (int k = 0; k < NZ; ++k, o += L.sx) {
+        const double above = k + 1 < NZ ? x[o + L.sx] : 0.0;
+        y[o] = apply_at(x, o, L, c, V, k, below, mid, above);
+        below = mid;
+        mid = above;
+    }
+}
+
+// r <- f - A u, block partials of |r|^2; traffic 3 (the paper's Residual + norm).
+extern "C" __global__ void residual_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+                                        const double* __restrict__ f, const double* __restrict__ u,
+                                        double* __restrict__ r, double* __restrict__ partials) {
+    THREAD_COLUMN
+    double s = 0.0;
+    if (active) {
+        const Col c = load_col(cols, L, i, j);
+        idx_t o = at_(L, i, j, 0);
+        double below = 0.0, mid = u[o];
+        for (int k = 0; k < NZ; ++k, o += L.sx) {
+            const double above = k + 1 < NZ ? u[o + L.sx] : 0.0;
+            const double res = f[o] - apply_at(u, o, L, c, V, k, below, mid, above);
+            r[o] = res;
+            s += res * res;
+            below = mid;
+            mid = above;
+        }
+    }
+    block_sum(s, partials, 0, 1);
+}
+
+// Fused CG SpMV: u <- u + alpha p; p <- z + beta p; q <- A z + beta q; partials of p.q.
+// Traffic 7 (read z, u, p, q; write u, p, q); the paper's Mem^(C) counts 6.
+extern "C" __global__ void cg_spmv_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+                                       const double* __restrict__ z, double* __restrict__ u,
+                                       double* __restrict__ p, double* __restrict__ q, double alpha,
+                                       double beta, double* __restrict__ partials) {
+    THREAD_COLUMN
+    double s = 0.0;
+    if (active) {
+        const Col c = load_col(cols, L, i, j);
+        idx_t o = at_(L, i, j, 0);
+        double below = 0.0, mid = z[o];
+        for (int k = 0; k < NZ; ++k, o += L.sx) {
+            const double above = k + 1 < NZ ? z[o + L.sx] : 0.0;
+            const double pold = p[o];
+            u[o] += alpha * pold;
+            const double pk = mid + beta * pold;
+            const double qk = apply_at(z, o, L, c, V, k, below, mid, above) + beta * q[o];
+            p[o] = pk;
+            q[o] = qk;
+            s += pk * qk;
+            below = mid;
+            mid = above;
+        }
+    }
+    block_sum(s, partials, 0, 1);
+}
+
+// u_f <- u_f + P u_c: weights (1/2, 1/4, 1/4) from the parent and its x and y neighbours on the
+// child's side; a neighbour outside the physical boundary is the ghost -u_parent.
+// phys: bit 0 west, 1 east, 2 south, 3 north is a physical boundary of the coarse block.
+// Traffic 2.25 per fine cell.
+extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const double* __restrict__ uc,
+                                          double* __restrict__ uf) {
+    THREAD_COLUMN
+    if (!active) return;
+    const int ip = i >> 1, jp = j >> 1;
+    const int ix = (i & 1) ? ip + 1 : ip - 1;
+    const int jy = (j & 1) ? jp + 1 : jp - 1;
+    const bool gx = (ix < 0 && (phys & 1)) || (ix >= Lc.nx && (phys & 2));
+    const bool gy = (jy < 0 && (phys & 4)) || (jy >= Lc.ny && (phys & 8));
+    idx_t op = at_(Lc, ip, jp, 0);
+    idx_t ox = gx ? op : at_(Lc, ix, jp, 0);
+    idx_t oy = gy ? op : at_(Lc, ip, jy, 0);
+    const double wx = gx ? -0.25 : 0.25, wy = gy ? -0.25 : 0.25;
+    idx_t o = at_(L, i, j, 0);
+    for (int k = 0; k < NZ; ++k, o += L.sx, op += Lc.sx, ox += Lc.sx, oy += Lc.sx)
+        uf[o] += 0.5 * uc[op] + wx * uc[ox] + wy * uc[oy];
+}

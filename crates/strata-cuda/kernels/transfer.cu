@@ -1,0 +1,73 @@
+// Host-layout transposes and halo faces.
+//
+// The host layout is z-contiguous, h[(j * nx + i) * nz + k]; for each j this is an (nx x nz)
+// matrix that the device stores transposed, rows k of length sx. Tiled 32 x 32 through shared
+// memory so that both sides are coalesced. Launch: block (32, 8), grid (ceil(nz/32),
+// ceil(nx/32), ny).
+
+#define TILE 32
+
+// x (device layout, interior) <- h (host layout).
+extern "C" __global__ void to_device_f64(Layout L, const double* __restrict__ h, double* __restrict__ x) {
+    __shared__ double tile[TILE][TILE + 1];
+    const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, j = blockIdx.z;
+    for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
+        const int i = i0 + m, k = k0 + threadIdx.x;
+        if (i < L.nx && k < NZ) tile[m][threadIdx.x] = h[((idx_t)j * L.nx + i) * NZ + k];
+    }
+    __syncthreads();
+    for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
+        const int k = k0 + m, i = i0 + threadIdx.x;
+        if (i < L.nx && k < NZ) x[at_(L, i, j, k)] = tile[threadIdx.x][m];
+    }
+}
+
+// h (host layout) <- x (device layout, interior).
+extern "C" __global__ void to_host_f64(Layout L, const double* __restrict__ x, double* __restrict__ h) {
+    __shared__ double tile[TILE][TILE + 1];
+    const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, j = blockIdx.z;
+    for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
+        const int k = k0 + m, i = i0 + threadIdx.x;
+        if (i < L.nx && k < NZ) tile[threadIdx.x][m] = x[at_(L, i, j, k)];
+    }
+    __syncthreads();
+    for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
+        const int i = i0 + m, k = k0 + threadIdx.x;
+        if (i < L.nx && k < NZ) h[((idx_t)j * L.nx + i) * NZ + k] = tile[m][threadIdx.x];
+    }
+}
+
+// Face position t of side (0 west, 1 east, 2 south, 3 north): the interior column next to the
+// side (halo = 0) or the halo column across it (halo = 1).
+__device__ __forceinline__ void face_column(const Layout& L, int side, int t, int halo, int& i, int& j) {
+    switch (side) {
+        case 0: i = halo ? -1 : 0; j = t; break;
+        case 1: i = halo ? L.nx : L.nx - 1; j = t; break;
+        case 2: i = t; j = halo ? -1 : 0; break;
+        default: i = t; j = halo ? L.ny : L.ny - 1; break;
+    }
+}
+
+// buf[t * nz + k] <- the interior layer next to `side`. Launch: threads over (t, k).
+extern "C" __global__ void pack_face_f64(Layout L, int side, int count, const double* __restrict__ x,
+                                         double* __restrict__ buf) {
+    const idx_t n = (idx_t)count * NZ;
+    for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
+        const int t = (int)(e / NZ), k = (int)(e % NZ);
+        int i, j;
+        face_column(L, side, t, 0, i, j);
+        buf[e] = x[at_(L, i, j, k)];
+    }
+}
+
+// The halo across `side` <- buf[t * nz + k].
+extern "C" __global__ void unpack_face_f64(Layout L, int side, int count, const double* __restrict__ buf,
+                                           double* __restrict__ x) {
+    const idx_t n = (idx_t)count * NZ;
+    for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
+        const int t = (int)(e / NZ), k = (int)(e % NZ);
+        int i, j;
+        face_column(L, side, t, 1, i, j);
+        x[at_(L, i, j, k)] = buf[e];
+    }
+}

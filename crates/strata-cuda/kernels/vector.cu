@@ -1,0 +1,69 @@
+// Vector operations on the interior of a field, the bandwidth probe, and the final reduction.
+
+// x <- v; traffic 1.
+extern "C" __global__ void fill_f64(Layout L, double* __restrict__ x, double v) {
+    THREAD_COLUMN
+    if (!active) return;
+    idx_t o = at_(L, i, j, 0);
+    for (int k = 0; k < NZ; ++k, o += L.sx) x[o] = v;
+}
+
+// y <- x; traffic 2.
+extern "C" __global__ void copy_f64(Layout L, const double* __restrict__ x, double* __restrict__ y) {
+    THREAD_COLUMN
+    if (!active) return;
+    idx_t o = at_(L, i, j, 0);
+    for (int k = 0; k < NZ; ++k, o += L.sx) y[o] = x[o];
+}
+
+// y <- y + a x; traffic 3.
+extern "C" __global__ void axpy_f64(Layout L, double a, const double* __restrict__ x, double* __restrict__ y) {
+    THREAD_COLUMN
+    if (!active) return;
+    idx_t o = at_(L, i, j, 0);
+    for (int k = 0; k < NZ; ++k, o += L.sx) y[o] += a * x[o];
+}
+
+// y <- x + b y; traffic 3.
+extern "C" __global__ void xpby_f64(Layout L, const double* __restrict__ x, double b, double* __restrict__ y) {
+    THREAD_COLUMN
+    if (!active) return;
+    idx_t o = at_(L, i, j, 0);
+    for (int k = 0; k < NZ; ++k, o += L.sx) y[o] = x[o] + b * y[o];
+}
+
+// Block partials of <x, y>; traffic 2.
+extern "C" __global__ void dot_f64(Layout L, const double* __restrict__ x, const double* __restrict__ y,
+                                   double* __restrict__ partials) {
+    THREAD_COLUMN
+    double s = 0.0;
+    if (active) {
+        idx_t o = at_(L, i, j, 0);
+        for (int k = 0; k < NZ; ++k, o += L.sx) s += x[o] * y[o];
+    }
+    block_sum(s, partials, 0, 1);
+}
+
+// out[c] = sum over blocks of partials[b * ncomp + c], in a fixed order (one block of 256 threads).
+extern "C" __global__ void reduce_f64(const double* __restrict__ partials, int nblocks, int ncomp,
+                                      double* __restrict__ out) {
+    __shared__ double s[256];
+    for (int c = 0; c < ncomp; ++c) {
+        double v = 0.0;
+        for (int b = threadIdx.x; b < nblocks; b += 256) v += partials[(idx_t)b * ncomp + c];
+        s[threadIdx.x] = v;
+        __syncthreads();
+        for (int w = 128; w > 0; w >>= 1) {
+            if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) out[c] = s[0];
+        __syncthreads();
+    }
+}
+
+// y <- y + a x over n contiguous values (the in-place update bandwidth probe); traffic 3.
+extern "C" __global__ void update_f64(idx_t n, double a, const double* __restrict__ x, double* __restrict__ y) {
+    for (idx_t t = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (idx_t)gridDim.x * blockDim.x)
+        y[t] += a * x[t];
+}

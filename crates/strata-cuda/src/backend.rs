@@ -1,0 +1,573 @@
+//! [`CudaBackend`]: the [`Backend`] kernels on an NVIDIA GPU.
+
+use crate::kernels::{arch_for, backend_err, Kernels};
+use crate::layout::DeviceLayout;
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use strata::backend::{face_len, Backend, Side};
+use strata::stencil::LevelStencil;
+use strata::{Result, StrataError};
+
+/// Threads per block of the column kernels (64 × 2 on the fine levels, as in the paper).
+const BLOCK_THREADS: u32 = 128;
+
+/// Launches kernel `$name` of level `$lev` over its columns with the given arguments (the
+/// level's layout first).
+macro_rules! launch_columns {
+    ($self:ident, $lev:expr, $name:literal; $($arg:expr),* $(,)?) => {{
+        let mut b = $self.stream.launch_builder($lev.k.get($name));
+        b.arg(&$lev.layout);
+        $( b.arg($arg); )*
+        // SAFETY: every field argument was checked to have this level's layout, and the column
+        // kernels touch only that layout's elements (interior, or halo for reads).
+        cu(unsafe { b.launch($lev.cfg) }).map(|_| ())
+    }};
+}
+
+fn cu<T>(r: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
+    r.map_err(|e| backend_err(format!("CUDA driver: {e}")))
+}
+
+/// A field on the device.
+pub struct CudaField {
+    data: CudaSlice<f64>,
+    layout: DeviceLayout,
+}
+
+impl CudaField {
+    /// The field's layout.
+    pub fn layout(&self) -> DeviceLayout {
+        self.layout
+    }
+}
+
+/// A level prepared on the device: layout, column coefficients, vertical vectors, kernels.
+pub struct CudaLevel {
+    stencil: LevelStencil,
+    layout: DeviceLayout,
+    cols: CudaSlice<f64>,
+    vert: CudaSlice<f64>,
+    /// Physical-boundary bits: 1 west, 2 east, 4 south, 8 north.
+    phys: i32,
+    cfg: LaunchConfig,
+    blocks: usize,
+    k: Arc<Kernels>,
+}
+
+/// Device scratch for reductions: one partial per block and component, and the final values.
+struct Reduce {
+    partials: CudaSlice<f64>,
+    out: CudaSlice<f64>,
+}
+
+/// The CUDA backend: one device, one stream.
+pub struct CudaBackend {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    name: String,
+    arch: &'static str,
+    modules: Mutex<HashMap<usize, Arc<Kernels>>>,
+    reduce: Mutex<Reduce>,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaBackend({})", self.name)
+    }
+}
+
+/// Why no GPU can be used, in one line, or `None` if one can.
+pub fn unavailable_reason() -> Option<String> {
+    // SAFETY: only tries to dlopen the libraries; no symbol is called.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Some("the CUDA driver library (libcuda.so) was not found".into());
+    }
+    if !crate::kernels::nvrtc_available() {
+        return Some("the NVRTC library (libnvrtc.so.13) was not found".into());
+    }
+    match CudaContext::device_count() {
+        Ok(0) => Some("no CUDA device was found".into()),
+        Ok(_) => None,
+        Err(e) => Some(format!("the CUDA driver reports: {e}")),
+    }
+}
+
+impl CudaBackend {
+    /// Opens device `ordinal`. Fails with a clear message when the driver, NVRTC or the device is
+    /// missing.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        if let Some(why) = unavailable_reason() {
+            return Err(backend_err(why));
+        }
+        let ctx = cu(CudaContext::new(ordinal))?;
+        // One stream, in order: cudarc's per-allocation event tracking is not needed.
+        // SAFETY: every launch and copy of this backend goes to `stream`, so stream order alone
+        // orders all accesses.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let (major, minor) = cu(ctx.compute_capability())?;
+        let name = format!("cuda:{} (sm_{major}{minor})", cu(ctx.name())?);
+        let reduce = Reduce {
+            partials: cu(stream.alloc_zeros::<f64>(2))?,
+            out: cu(stream.alloc_zeros::<f64>(2))?,
+        };
+        Ok(Self {
+            ctx,
+            stream,
+            name,
+            arch: arch_for(major, minor),
+            modules: Mutex::new(HashMap::new()),
+            reduce: Mutex::new(reduce),
+        })
+    }
+
+    /// Free and total device memory in bytes.
+    pub fn memory(&self) -> Result<(usize, usize)> {
+        cu(self.ctx.mem_get_info())
+    }
+
+    fn kernels(&self, nz: usize) -> Result<Arc<Kernels>> {
+        let mut m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = m.get(&nz) {
+            return Ok(k.clone());
+        }
+        let k = Arc::new(Kernels::load(&self.ctx, nz, self.arch)?);
+        m.insert(nz, k.clone());
+        Ok(k)
+    }
+
+    fn alloc_values(&self, len: usize) -> Result<CudaSlice<f64>> {
+        let (free, _) = self.memory()?;
+        let bytes = len as u64 * 8;
+        if bytes > free as u64 {
+            return Err(StrataError::OutOfMemory {
+                what: format!("a device array of {len} values"),
+                needed: bytes,
+                available: free as u64,
+            });
+        }
+        cu(self.stream.alloc_zeros::<f64>(len))
+    }
+
+    fn check(&self, lev: &CudaLevel, fields: &[&CudaField]) {
+        for f in fields {
+            assert_eq!(f.layout, lev.layout, "a field of another level was passed");
+        }
+    }
+
+    /// Runs the final reduction of `ncomp` components over the level's block partials.
+    fn finish_reduce(&self, lev: &CudaLevel, r: &mut Reduce, ncomp: usize) -> Result<[f64; 2]> {
+        let f = lev.k.get("reduce_f64");
+        let (nb, nc) = (lev.blocks as i32, ncomp as i32);
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(f);
+        b.arg(&r.partials).arg(&nb).arg(&nc).arg(&mut r.out);
+        // SAFETY: partials holds blocks × ncomp values (sized in prepare_level), out 2 values.
+        cu(unsafe { b.launch(cfg) })?;
+        let mut host = [0.0; 2];
+        cu(self.stream.memcpy_dtoh(&r.out, &mut host))?;
+        Ok(host)
+    }
+
+    fn reduce_lock(&self) -> std::sync::MutexGuard<'_, Reduce> {
+        self.reduce.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn transpose_cfg(&self, lev: &CudaLevel) -> LaunchConfig {
+        let l = lev.layout;
+        LaunchConfig {
+            grid_dim: (
+                (l.nz as u32).div_ceil(32),
+                (l.nx as u32).div_ceil(32),
+                l.ny as u32,
+            ),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Launches a face kernel (`pack_face_f64`: field → buffer, `unpack_face_f64`: buffer →
+    /// halo) over the count × nz values of one side.
+    fn face_launch(
+        &self,
+        lev: &CudaLevel,
+        name: &str,
+        side: Side,
+        src: &CudaSlice<f64>,
+        dst: &mut CudaSlice<f64>,
+    ) -> Result<()> {
+        let count = match side {
+            Side::West | Side::East => lev.layout.ny,
+            Side::South | Side::North => lev.layout.nx,
+        };
+        let s = side_index(side);
+        let n = count as u32 * lev.layout.nz as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(256).max(1), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(lev.k.get(name));
+        b.arg(&lev.layout).arg(&s).arg(&count).arg(src).arg(dst);
+        // SAFETY: the buffer holds count × nz values (checked by the callers); the kernel touches
+        // one face layer of the field (interior for pack, halo for unpack).
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
+    }
+}
+
+fn side_index(side: Side) -> i32 {
+    match side {
+        Side::West => 0,
+        Side::East => 1,
+        Side::South => 2,
+        Side::North => 3,
+    }
+}
+
+/// 128 threads per block: 64 × 2 where the level is wide enough, narrower blocks on coarse levels.
+fn column_config(nx: usize, ny: usize) -> (LaunchConfig, usize) {
+    let bx = (nx.next_power_of_two() as u32).clamp(8, 64);
+    let by = BLOCK_THREADS / bx;
+    let grid = ((nx as u32).div_ceil(bx), (ny as u32).div_ceil(by));
+    (
+        LaunchConfig {
+            grid_dim: (grid.0, grid.1, 1),
+            block_dim: (bx, by, 1),
+            shared_mem_bytes: 0,
+        },
+        (grid.0 * grid.1) as usize,
+    )
+}
+
+impl Backend for CudaBackend {
+    type Field = CudaField;
+    type Level = CudaLevel;
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
+        let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
+        let k = self.kernels(s.nz)?;
+        let cols: Vec<f64> = s
+            .columns
+            .iter()
+            .flat_map(|c| {
+                [
+                    c.area, c.alpha_e, c.alpha_w, c.alpha_n, c.alpha_s, c.alpha_t,
+                ]
+            })
+            .collect();
+        let v = &s.vertical;
+        let vert: Vec<f64> = [&v.amb, &v.b, &v.c, &v.d]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
+        let (cfg, blocks) = column_config(s.nx(), s.ny());
+        {
+            let mut r = self.reduce_lock();
+            if r.partials.len() < 2 * blocks {
+                r.partials = self.alloc_values(2 * blocks)?;
+            }
+        }
+        let p = s.block.physical();
+        let phys =
+            p.west as i32 | (p.east as i32) << 1 | (p.south as i32) << 2 | (p.north as i32) << 3;
+        Ok(CudaLevel {
+            stencil: s.clone(),
+            layout,
+            cols: cu(self.stream.clone_htod(&cols))?,
+            vert: cu(self.stream.clone_htod(&vert))?,
+            phys,
+            cfg,
+            blocks,
+            k,
+        })
+    }
+
+    fn stencil<'a>(&self, lev: &'a CudaLevel) -> &'a LevelStencil {
+        &lev.stencil
+    }
+
+    fn alloc(&self, lev: &CudaLevel) -> Result<CudaField> {
+        Ok(CudaField {
+            data: self.alloc_values(lev.layout.len())?,
+            layout: lev.layout,
+        })
+    }
+
+    fn upload(&self, lev: &CudaLevel, host: &[f64], x: &mut CudaField) -> Result<()> {
+        self.check(lev, &[x]);
+        let l = lev.layout;
+        assert_eq!(
+            host.len(),
+            l.nx as usize * l.ny as usize * l.nz as usize,
+            "host array size"
+        );
+        let staging = cu(self.stream.clone_htod(host))?;
+        let mut b = self.stream.launch_builder(lev.k.get("to_device_f64"));
+        b.arg(&l).arg(&staging).arg(&mut x.data);
+        // SAFETY: staging holds nx·ny·nz values (checked); x has this level's layout.
+        cu(unsafe { b.launch(self.transpose_cfg(lev)) })?;
+        Ok(())
+    }
+
+    fn download(&self, lev: &CudaLevel, x: &CudaField, host: &mut [f64]) -> Result<()> {
+        self.check(lev, &[x]);
+        let l = lev.layout;
+        assert_eq!(
+            host.len(),
+            l.nx as usize * l.ny as usize * l.nz as usize,
+            "host array size"
+        );
+        let mut staging = self.alloc_values(host.len())?;
+        let mut b = self.stream.launch_builder(lev.k.get("to_host_f64"));
+        b.arg(&l).arg(&x.data).arg(&mut staging);
+        // SAFETY: staging holds nx·ny·nz values (checked); x has this level's layout.
+        cu(unsafe { b.launch(self.transpose_cfg(lev)) })?;
+        cu(self.stream.memcpy_dtoh(&staging, host))
+    }
+
+    fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
+        DeviceLayout::new(nx, ny, nz)
+            .map(|l| l.bytes())
+            .unwrap_or(u64::MAX)
+    }
+
+    fn device_memory(&self) -> Result<Option<u64>> {
+        Ok(Some(self.memory()?.0 as u64))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        cu(self.stream.synchronize())
+    }
+
+    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 16).max(1);
+        let src = self.alloc_values(len)?;
+        let mut dst = self.alloc_values(len)?;
+        let mut best = f64::INFINITY;
+        for _ in 0..repeats.max(1) + 1 {
+            self.synchronize()?;
+            let t = Instant::now();
+            cu(self.stream.memcpy_dtod(&src, &mut dst))?;
+            self.synchronize()?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        Ok((2 * len * 8) as f64 / best)
+    }
+
+    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 8).max(1);
+        // Any loaded module has the update kernel; compile one only if none is loaded yet.
+        let loaded = self
+            .modules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .next()
+            .cloned();
+        let k = match loaded {
+            Some(k) => k,
+            None => self.kernels(128)?,
+        };
+        let x = self.alloc_values(len)?;
+        let mut y = self.alloc_values(len)?;
+        let cfg = LaunchConfig {
+            grid_dim: (((len as u64).div_ceil(256)).min(1 << 20) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (n, a) = (len as i64, 1e-3f64);
+        let mut best = f64::INFINITY;
+        for _ in 0..repeats.max(1) + 1 {
+            self.synchronize()?;
+            let t = Instant::now();
+            let mut b = self.stream.launch_builder(k.get("update_f64"));
+            b.arg(&n).arg(&a).arg(&x).arg(&mut y);
+            // SAFETY: x and y hold n values; the grid-stride loop stays below n.
+            cu(unsafe { b.launch(cfg) })?;
+            self.synchronize()?;
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        Ok((3 * len * 8) as f64 / best)
+    }
+
+    fn fill(&self, lev: &CudaLevel, x: &mut CudaField, v: f64) -> Result<()> {
+        self.check(lev, &[x]);
+        launch_columns!(self, lev, "fill_f64"; &mut x.data, &v)
+    }
+
+    fn copy(&self, lev: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
+        self.check(lev, &[x, y]);
+        launch_columns!(self, lev, "copy_f64"; &x.data, &mut y.data)
+    }
+
+    fn axpy(&self, lev: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<()> {
+        self.check(lev, &[x, y]);
+        launch_columns!(self, lev, "axpy_f64"; &a, &x.data, &mut y.data)
+    }
+
+    fn xpby(&self, lev: &CudaLevel, x: &CudaField, beta: f64, y: &mut CudaField) -> Result<()> {
+        self.check(lev, &[x, y]);
+        launch_columns!(self, lev, "xpby_f64"; &x.data, &beta, &mut y.data)
+    }
+
+    fn dot(&self, lev: &CudaLevel, x: &CudaField, y: &CudaField) -> Result<f64> {
+        self.check(lev, &[x, y]);
+        let mut r = self.reduce_lock();
+        launch_columns!(self, lev, "dot_f64"; &x.data, &y.data, &mut r.partials)?;
+        Ok(self.finish_reduce(lev, &mut r, 1)?[0])
+    }
+
+    fn apply(&self, lev: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
+        self.check(lev, &[x, y]);
+        launch_columns!(self, lev, "apply_f64"; &lev.cols, &lev.vert, &x.data, &mut y.data)
+    }
+
+    fn residual(
+        &self,
+        lev: &CudaLevel,
+        f: &CudaField,
+        u: &CudaField,
+        r: &mut CudaField,
+    ) -> Result<f64> {
+        self.check(lev, &[f, u, r]);
+        let mut red = self.reduce_lock();
+        launch_columns!(self, lev, "residual_f64"; &lev.cols, &lev.vert, &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        Ok(self.finish_reduce(lev, &mut red, 1)?[0])
+    }
+
+    fn line_solve(&self, lev: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
+        self.check(lev, &[r, z]);
+        launch_columns!(self, lev, "line_solve_f64"; &lev.cols, &lev.vert, &r.data, &mut z.data)
+    }
+
+    fn cg_spmv(
+        &self,
+        lev: &CudaLevel,
+        z: &CudaField,
+        u: &mut CudaField,
+        p: &mut CudaField,
+        q: &mut CudaField,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<f64> {
+        self.check(lev, &[z, u, p, q]);
+        let mut red = self.reduce_lock();
+        launch_columns!(self, lev, "cg_spmv_f64"; &lev.cols, &lev.vert, &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
+        Ok(self.finish_reduce(lev, &mut red, 1)?[0])
+    }
+
+    fn cg_tridiag(
+        &self,
+        lev: &CudaLevel,
+        q: &CudaField,
+        r: &mut CudaField,
+        z: &mut CudaField,
+        alpha: f64,
+    ) -> Result<[f64; 2]> {
+        self.check(lev, &[q, r, z]);
+        let mut red = self.reduce_lock();
+        launch_columns!(self, lev, "cg_tridiag_f64"; &lev.cols, &lev.vert, &q.data, &mut r.data, &mut z.data, &alpha, &mut red.partials)?;
+        self.finish_reduce(lev, &mut red, 2)
+    }
+
+    fn smooth(
+        &self,
+        lev: &CudaLevel,
+        f: &CudaField,
+        u_in: &CudaField,
+        u_out: &mut CudaField,
+        rho: f64,
+    ) -> Result<()> {
+        self.check(lev, &[f, u_in, u_out]);
+        launch_columns!(self, lev, "smooth_f64"; &lev.cols, &lev.vert, &f.data, &u_in.data, &mut u_out.data, &rho)
+    }
+
+    fn restrict_smooth(
+        &self,
+        fine: &CudaLevel,
+        coarse: &CudaLevel,
+        r_fine: &CudaField,
+        f_coarse: &mut CudaField,
+        u_coarse: &mut CudaField,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()> {
+        self.check(fine, &[r_fine]);
+        self.check(coarse, &[f_coarse, u_coarse]);
+        assert_eq!(
+            (fine.layout.nx, fine.layout.ny),
+            (2 * coarse.layout.nx, 2 * coarse.layout.ny)
+        );
+        let mut b = self
+            .stream
+            .launch_builder(coarse.k.get("restrict_smooth_f64"));
+        b.arg(&fine.layout)
+            .arg(&coarse.layout)
+            .arg(&coarse.cols)
+            .arg(&coarse.vert)
+            .arg(&r_fine.data)
+            .arg(&mut f_coarse.data)
+            .arg(&mut u_coarse.data)
+            .arg(&rho)
+            .arg(&scale);
+        // SAFETY: layouts checked; each coarse thread reads its 4 fine children (inside the fine
+        // block, checked to be exactly twice the coarse one) and writes its own coarse column.
+        cu(unsafe { b.launch(coarse.cfg) }).map(|_| ())
+    }
+
+    fn prolongate(
+        &self,
+        coarse: &CudaLevel,
+        fine: &CudaLevel,
+        u_coarse: &CudaField,
+        u_fine: &mut CudaField,
+    ) -> Result<()> {
+        self.check(coarse, &[u_coarse]);
+        self.check(fine, &[u_fine]);
+        assert_eq!(
+            (fine.layout.nx, fine.layout.ny),
+            (2 * coarse.layout.nx, 2 * coarse.layout.ny)
+        );
+        let mut b = self.stream.launch_builder(fine.k.get("prolongate_f64"));
+        b.arg(&coarse.layout)
+            .arg(&fine.layout)
+            .arg(&coarse.phys)
+            .arg(&u_coarse.data)
+            .arg(&mut u_fine.data);
+        // SAFETY: layouts checked; each fine thread reads coarse columns in [−1, n_c] (halo
+        // included) and writes its own fine column.
+        cu(unsafe { b.launch(fine.cfg) }).map(|_| ())
+    }
+
+    fn pack_face(&self, lev: &CudaLevel, x: &CudaField, side: Side, buf: &mut [f64]) -> Result<()> {
+        self.check(lev, &[x]);
+        assert_eq!(buf.len(), face_len(&lev.stencil, side));
+        let mut dev = self.alloc_values(buf.len())?;
+        self.face_launch(lev, "pack_face_f64", side, &x.data, &mut dev)?;
+        cu(self.stream.memcpy_dtoh(&dev, buf))
+    }
+
+    fn unpack_face(
+        &self,
+        lev: &CudaLevel,
+        x: &mut CudaField,
+        side: Side,
+        buf: &[f64],
+    ) -> Result<()> {
+        self.check(lev, &[x]);
+        assert_eq!(buf.len(), face_len(&lev.stencil, side));
+        let dev = cu(self.stream.clone_htod(buf))?;
+        self.face_launch(lev, "unpack_face_f64", side, &dev, &mut x.data)
+    }
+}
