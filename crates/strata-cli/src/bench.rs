@@ -15,7 +15,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use strata::backend::Backend;
-use strata::perf::{kernel_cost, moved_values};
+use strata::perf::kernel_cost;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{Kernel, MgParams, SolveParams, SolverKind};
 use strata::stencil::Block;
@@ -163,7 +163,7 @@ impl BackendTask for Task {
                         let cells = ((n >> lev) * (n >> lev) * p.nz) as f64;
                         for k in Kernel::ALL {
                             let st = stats[k as usize];
-                            let (Some(cost), Some(moved)) = (kernel_cost(k), moved_values(k))
+                            let (Some(cost), Some(moved)) = (kernel_cost(k), backend.moved_values(k))
                             else {
                                 continue;
                             };

@@ -18,9 +18,25 @@
 typedef long long idx_t;
 
 #define XOFF 32
-// Thomas checkpoint interval: the backward sweep recomputes each chunk of K levels from a
+// Thomas checkpoint interval: the backward sweep recomputes each chunk of KCH levels from a
 // checkpoint instead of storing the modified super-diagonal and the intermediate solution.
+#ifndef KCH
 #define KCH 16
+#endif
+// Unrolling of the forward sweep (lets loads of later levels issue before the division chain
+// needs them).
+#ifndef FWD_UNROLL
+#define FWD_UNROLL 1
+#endif
+// Minimum resident blocks per SM asked of the compiler for the line kernels (0: no bound).
+#ifndef LINE_MINB
+#define LINE_MINB 0
+#endif
+#if LINE_MINB > 0
+#define LINE_BOUNDS __launch_bounds__(128, LINE_MINB)
+#else
+#define LINE_BOUNDS
+#endif
 #define NCH ((NZ + KCH - 1) / KCH)
 
 struct Layout {
@@ -95,6 +111,7 @@ __device__ __forceinline__ void thomas(const double* __restrict__ V, double t, d
                                       Fwd rhs_fwd, Again rhs_again, Out out) {
     double ck_c[NCH], ck_z[NCH];
     double cp = 0.0, zp = 0.0;
+#pragma unroll FWD_UNROLL
     for (int k = 0; k < NZ; ++k) {
         if (k % KCH == 0) { ck_c[k / KCH] = cp; ck_z[k / KCH] = zp; }
         const double lower = t * V_C(V, k);

@@ -1,7 +1,7 @@
 // Kernels with a vertical line solve (one Thomas solve per thread's column, see thomas()).
 
 // z <- M^-1 r; traffic 3 (read r twice, write z).
-extern "C" __global__ void line_solve_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+extern "C" __global__ void LINE_BOUNDS line_solve_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
                                           const double* __restrict__ r, double* __restrict__ z) {
     THREAD_COLUMN
     if (!active) return;
@@ -13,7 +13,7 @@ extern "C" __global__ void line_solve_f64(Layout L, const double* __restrict__ c
 
 // Fused CG Tridiag: r <- r - alpha q; z <- M^-1 r; partials of r.r and r.z.
 // Traffic 5 (read q, r; write r; read r again; write z); the paper's Mem^(C) counts 9.
-extern "C" __global__ void cg_tridiag_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
                                           const double* __restrict__ q, double* __restrict__ r,
                                           double* __restrict__ z, double alpha, double* __restrict__ partials) {
     THREAD_COLUMN
@@ -41,19 +41,32 @@ extern "C" __global__ void cg_tridiag_f64(Layout L, const double* __restrict__ c
 
 // One block-Jacobi step, out of place: u_out <- u_in + rho M^-1 (f - A u_in).
 // Traffic 5 (read f, u_in for the forward sweep and again for the backward; write u_out); the
-// paper's two Smooth kernels count 8.
-extern "C" __global__ void smooth_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+// paper's two Smooth kernels count 8. With SMOOTH_STORE_RHS the forward sweep stores f - A u_in
+// in u_out and the backward sweep reads it back instead of recomputing the stencil: traffic 6,
+// but no second pass over the neighbours.
+extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
                                       const double* __restrict__ f, const double* __restrict__ u_in,
                                       double* __restrict__ u_out, double rho) {
     THREAD_COLUMN
     if (!active) return;
     const Col c = load_col(cols, L, i, j);
     const idx_t o0 = at_(L, i, j, 0);
+#ifdef SMOOTH_STORE_RHS
+    auto rhs = [&](int k) {
+        const idx_t o = o0 + (idx_t)k * L.sx;
+        const double v = f[o] - apply_load(u_in, o, L, c, V, k);
+        u_out[o] = v;
+        return v;
+    };
+    auto again = [&](int k) { return u_out[o0 + (idx_t)k * L.sx]; };
+#else
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         return f[o] - apply_load(u_in, o, L, c, V, k);
     };
-    thomas(V, c.t, c.at, rhs, rhs, [&](int k, double zk) {
+    auto again = rhs;
+#endif
+    thomas(V, c.t, c.at, rhs, again, [&](int k, double zk) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         u_out[o] = u_in[o] + rho * zk;
     });
@@ -62,7 +75,7 @@ extern "C" __global__ void smooth_f64(Layout L, const double* __restrict__ cols,
 // Restriction fused with the first smoothing step from zero, per coarse column:
 // f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.
 // Traffic per coarse cell 7 (read 4 children; write f_c; read f_c again; write u_c).
-extern "C" __global__ void restrict_smooth_f64(Layout Lf, Layout L, const double* __restrict__ cols,
+extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, const double* __restrict__ cols,
                                                const double* __restrict__ V, const double* __restrict__ rf,
                                                double* __restrict__ fc, double* __restrict__ uc, double rho,
                                                double scale) {

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strata::backend::{face_len, Backend, Side};
+use strata::perf::Kernel;
 use strata::stencil::LevelStencil;
 use strata::{Result, StrataError};
 
@@ -121,6 +122,11 @@ impl CudaBackend {
             modules: Mutex::new(HashMap::new()),
             reduce: Mutex::new(reduce),
         })
+    }
+
+    /// Whether the Smooth kernel was built to store its right-hand side (`-DSMOOTH_STORE_RHS`).
+    fn smooth_stores_rhs(&self) -> bool {
+        std::env::var("STRATA_CUDA_OPTIONS").is_ok_and(|o| o.contains("-DSMOOTH_STORE_RHS"))
     }
 
     /// Free and total device memory in bytes.
@@ -290,6 +296,20 @@ impl Backend for CudaBackend {
             cfg,
             blocks,
             k,
+        })
+    }
+
+    fn moved_values(&self, kernel: Kernel) -> Option<f64> {
+        // The checkpointed Thomas sweeps read their right-hand side twice (kernels/lines.cu).
+        Some(match kernel {
+            Kernel::Spmv => 7.0,    // read z, u, p, q; write u, p, q
+            Kernel::Tridiag => 5.0, // read q, r, r again; write r, z
+            Kernel::Smooth if self.smooth_stores_rhs() => 6.0, // read f, u, u_out, u; write u_out twice
+            Kernel::Smooth => 5.0,                             // read f, u twice; write u_out
+            Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
+            Kernel::Residual => 3.0,       // read f, u; write r
+            Kernel::Prolongate => 2.25,    // read u_f and a quarter u_c; write u_f
+            Kernel::Vector | Kernel::Halo => return None,
         })
     }
 

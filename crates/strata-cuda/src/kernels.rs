@@ -74,9 +74,14 @@ pub fn compile_ptx(nz: usize, arch: &'static str) -> Result<cudarc::nvrtc::Ptx> 
         .iter()
         .map(|(name, text)| format!("// ---- {name}\n{text}\n"))
         .collect();
+    let mut options = vec![format!("-DNZ={nz}"), "--std=c++17".into()];
+    // Tuning knobs for experiments (e.g. "-DKCH=8 -DFWD_UNROLL=4"), documented in README.md.
+    if let Ok(extra) = std::env::var("STRATA_CUDA_OPTIONS") {
+        options.extend(extra.split_whitespace().map(String::from));
+    }
     let opts = CompileOptions {
         arch: Some(arch),
-        options: vec![format!("-DNZ={nz}"), "--std=c++17".into()],
+        options,
         name: Some("strata.cu".into()),
         ..Default::default()
     };

@@ -1,7 +1,57 @@
 //! The paper's performance model (MODEL.md §11.1, Table "KernelTable"): FLOPs and memory
 //! references per cell, and the derived GFLOP/s and useful bandwidth.
 
-use crate::solver::{Kernel, SolverKind};
+use crate::solver::SolverKind;
+use serde::{Deserialize, Serialize};
+
+/// The kernels the solvers call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kernel {
+    /// Fused CG SpMV.
+    Spmv,
+    /// Fused CG Tridiag.
+    Tridiag,
+    /// Multigrid Smooth.
+    Smooth,
+    /// Multigrid RestrictSmooth.
+    RestrictSmooth,
+    /// Residual (with its norm).
+    Residual,
+    /// Multigrid Prolongate.
+    Prolongate,
+    /// Vector operations (dot, axpy) of mg-cg and textbook CG.
+    Vector,
+    /// Halo exchange.
+    Halo,
+}
+
+impl Kernel {
+    /// All kernels, in report order.
+    pub const ALL: [Kernel; 8] = [
+        Kernel::Spmv,
+        Kernel::Tridiag,
+        Kernel::Smooth,
+        Kernel::RestrictSmooth,
+        Kernel::Residual,
+        Kernel::Prolongate,
+        Kernel::Vector,
+        Kernel::Halo,
+    ];
+
+    /// The paper's name of the kernel.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Spmv => "SpMV",
+            Kernel::Tridiag => "Tridiag",
+            Kernel::Smooth => "Smooth",
+            Kernel::RestrictSmooth => "RestrictSmooth",
+            Kernel::Residual => "Residual",
+            Kernel::Prolongate => "Prolongate",
+            Kernel::Vector => "Vector",
+            Kernel::Halo => "Halo",
+        }
+    }
+}
 
 /// FLOPs and memory references (8-byte values) per cell of the level a kernel runs on.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,12 +84,13 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
     }
 }
 
-/// Values strata's fused kernels actually move per cell (neighbours and the a, b, c, d vectors
-/// cached; the per-column coefficients, 6 values per column, not counted). These differ from the
-/// paper's Mem^(C) where our kernels fuse more: Smooth is one out-of-place pass (read f, u_in;
-/// write u_out) instead of two kernels that store the Thomas intermediates, and Tridiag keeps the
-/// Thomas intermediates in cache.
-pub fn moved_values(kernel: Kernel) -> Option<f64> {
+/// Values the host backends' fused kernels actually move per cell (neighbours and the a, b, c, d
+/// vectors cached; the per-column coefficients, 6 values per column, not counted). These differ
+/// from the paper's Mem^(C) where the kernels fuse more: Smooth is one out-of-place pass (read f,
+/// u_in; write u_out) instead of two kernels that store the Thomas intermediates, and Tridiag
+/// keeps the Thomas intermediates in cache. Other backends report their own counts through
+/// [`crate::backend::Backend::moved_values`].
+pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
     match kernel {
         Kernel::Spmv => Some(7.0),           // read z, u, p, q; write u, p, q
         Kernel::Tridiag => Some(4.0),        // read q, r; write r, z

@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod reference;
 
 use crate::error::Result;
+use crate::perf::Kernel;
 use crate::stencil::LevelStencil;
 
 /// A side of a block, for halo exchange.
@@ -75,6 +76,10 @@ pub trait Backend: Sync {
 
     /// Copies the field's interior into a z-contiguous host array.
     fn download(&self, lev: &Self::Level, x: &Self::Field, host: &mut [f64]) -> Result<()>;
+
+    /// Values (8 bytes each) the backend's implementation of `kernel` reads and writes per cell
+    /// of its level, counting each cached neighbour once; `None` for kernels without a model.
+    fn moved_values(&self, kernel: Kernel) -> Option<f64>;
 
     /// Bytes one field of an `nx × ny × nz` block occupies (halo and padding included).
     fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {

@@ -93,6 +93,10 @@ impl Backend for ReferenceBackend {
         Ok(stencil.clone())
     }
 
+    fn moved_values(&self, kernel: crate::perf::Kernel) -> Option<f64> {
+        crate::perf::host_moved_values(kernel)
+    }
+
     fn stencil<'a>(&self, lev: &'a LevelStencil) -> &'a LevelStencil {
         lev
     }

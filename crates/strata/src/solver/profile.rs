@@ -2,57 +2,9 @@
 
 use crate::backend::Backend;
 use crate::error::Result;
+pub use crate::perf::Kernel;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
-
-/// The kernels the solvers call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Kernel {
-    /// Fused CG SpMV.
-    Spmv,
-    /// Fused CG Tridiag.
-    Tridiag,
-    /// Multigrid Smooth.
-    Smooth,
-    /// Multigrid RestrictSmooth.
-    RestrictSmooth,
-    /// Residual (with its norm).
-    Residual,
-    /// Multigrid Prolongate.
-    Prolongate,
-    /// Vector operations (dot, axpy) of mg-cg and textbook CG.
-    Vector,
-    /// Halo exchange.
-    Halo,
-}
-
-impl Kernel {
-    /// All kernels, in report order.
-    pub const ALL: [Kernel; 8] = [
-        Kernel::Spmv,
-        Kernel::Tridiag,
-        Kernel::Smooth,
-        Kernel::RestrictSmooth,
-        Kernel::Residual,
-        Kernel::Prolongate,
-        Kernel::Vector,
-        Kernel::Halo,
-    ];
-
-    /// The paper's name of the kernel.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::Spmv => "SpMV",
-            Kernel::Tridiag => "Tridiag",
-            Kernel::Smooth => "Smooth",
-            Kernel::RestrictSmooth => "RestrictSmooth",
-            Kernel::Residual => "Residual",
-            Kernel::Prolongate => "Prolongate",
-            Kernel::Vector => "Vector",
-            Kernel::Halo => "Halo",
-        }
-    }
-}
 
 /// Calls and accumulated seconds of one kernel on one level.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

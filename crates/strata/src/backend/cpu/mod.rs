@@ -152,6 +152,10 @@ impl Backend for CpuBackend {
         Ok(stencil.clone())
     }
 
+    fn moved_values(&self, kernel: crate::perf::Kernel) -> Option<f64> {
+        crate::perf::host_moved_values(kernel)
+    }
+
     fn stencil<'a>(&self, lev: &'a LevelStencil) -> &'a LevelStencil {
         lev
     }
