@@ -21,7 +21,7 @@ typedef long long idx_t;
 // Thomas checkpoint interval: the backward sweep recomputes each chunk of KCH levels from a
 // checkpoint instead of storing the modified super-diagonal and the intermediate solution.
 #ifndef KCH
-#define KCH 16
+#define KCH 4
 #endif
 // Unrolling of the forward sweep (lets loads of later levels issue before the division chain
 // needs them).

@@ -236,9 +236,23 @@ fn side_index(side: Side) -> i32 {
     }
 }
 
-/// 128 threads per block: 64 × 2 where the level is wide enough, narrower blocks on coarse levels.
+/// Default block width of the column kernels (the paper's 64 × 2).
+const BLOCK_X: u32 = 64;
+
+/// The block width: [`BLOCK_X`], or `STRATA_CUDA_BLOCK_X` (a power of two from 8 to 128) for
+/// experiments.
+fn block_x() -> u32 {
+    std::env::var("STRATA_CUDA_BLOCK_X")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|v| v.is_power_of_two() && (8..=BLOCK_THREADS).contains(v))
+        .unwrap_or(BLOCK_X)
+}
+
+/// 128 threads per block: bx × (128 / bx) with bx = 64 where the level is wide enough, narrower
+/// blocks on coarse levels.
 fn column_config(nx: usize, ny: usize) -> (LaunchConfig, usize) {
-    let bx = (nx.next_power_of_two() as u32).clamp(8, 64);
+    let bx = (nx.next_power_of_two() as u32).clamp(8, block_x());
     let by = BLOCK_THREADS / bx;
     let grid = ((nx as u32).div_ceil(bx), (ny as u32).div_ceil(by));
     (
