@@ -28,9 +28,14 @@ typedef long long idx_t;
 #ifndef FWD_UNROLL
 #define FWD_UNROLL 1
 #endif
-// Minimum resident blocks per SM asked of the compiler for the line kernels (0: no bound).
+// Minimum resident blocks per SM asked of the compiler for the line kernels (0: no bound). Eight
+// blocks of 128 threads cap them at 64 registers: the occupancy hides the division chain.
 #ifndef LINE_MINB
-#define LINE_MINB 0
+#define LINE_MINB 8
+#endif
+// Unrolling of the stencil kernels' loops over k (more loads in flight per thread).
+#ifndef STENCIL_UNROLL
+#define STENCIL_UNROLL 4
 #endif
 #if LINE_MINB > 0
 #define LINE_BOUNDS __launch_bounds__(128, LINE_MINB)

@@ -9,6 +9,7 @@ extern "C" __global__ void apply_f64(Layout L, const double* __restrict__ cols, 
     const Col c = load_col(cols, L, i, j);
     idx_t o = at_(L, i, j, 0);
     double below = 0.0, mid = x[o];
+#pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx) {
         const double above = k + 1 < NZ ? x[o + L.sx] : 0.0;
         y[o] = apply_at(x, o, L, c, V, k, below, mid, above);
@@ -27,6 +28,7 @@ extern "C" __global__ void residual_f64(Layout L, const double* __restrict__ col
         const Col c = load_col(cols, L, i, j);
         idx_t o = at_(L, i, j, 0);
         double below = 0.0, mid = u[o];
+#pragma unroll STENCIL_UNROLL
         for (int k = 0; k < NZ; ++k, o += L.sx) {
             const double above = k + 1 < NZ ? u[o + L.sx] : 0.0;
             const double res = f[o] - apply_at(u, o, L, c, V, k, below, mid, above);
@@ -51,6 +53,7 @@ extern "C" __global__ void cg_spmv_f64(Layout L, const double* __restrict__ cols
         const Col c = load_col(cols, L, i, j);
         idx_t o = at_(L, i, j, 0);
         double below = 0.0, mid = z[o];
+#pragma unroll STENCIL_UNROLL
         for (int k = 0; k < NZ; ++k, o += L.sx) {
             const double above = k + 1 < NZ ? z[o + L.sx] : 0.0;
             const double pold = p[o];
@@ -85,6 +88,7 @@ extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const d
     idx_t oy = gy ? op : at_(Lc, ip, jy, 0);
     const double wx = gx ? -0.25 : 0.25, wy = gy ? -0.25 : 0.25;
     idx_t o = at_(L, i, j, 0);
+#pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx, op += Lc.sx, ox += Lc.sx, oy += Lc.sx)
         uf[o] += 0.5 * uc[op] + wx * uc[ox] + wy * uc[oy];
 }
