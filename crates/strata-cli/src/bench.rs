@@ -163,7 +163,8 @@ impl BackendTask for Task {
                         let cells = ((n >> lev) * (n >> lev) * p.nz) as f64;
                         for k in Kernel::ALL {
                             let st = stats[k as usize];
-                            let (Some(cost), Some(moved)) = (kernel_cost(k), backend.moved_values(k))
+                            let (Some(cost), Some(moved)) =
+                                (kernel_cost(k), backend.moved_values(k))
                             else {
                                 continue;
                             };
