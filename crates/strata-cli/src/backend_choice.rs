@@ -1,5 +1,6 @@
 //! The one place that chooses a backend at run time; everything below is monomorphised.
 
+use crate::job::Job;
 use crate::options::{BackendArg, BackendArgs};
 use crate::CliResult;
 use strata::backend::cpu::CpuBackend;
@@ -15,18 +16,37 @@ pub trait BackendTask {
     fn run<B: Backend>(self, backend: &B) -> CliResult<Self::Output>;
 }
 
+/// The CUDA device of this rank: the one asked for, or the rank's local rank modulo the devices.
+fn device(args: &BackendArgs, job: &Job) -> CliResult<usize> {
+    Ok(match args.device {
+        Some(d) => d,
+        None => job.local_rank() % strata_cuda::device_count()?.max(1),
+    })
+}
+
 /// Runs `task` on the backend `args` asks for.
-pub fn with_backend<T: BackendTask>(args: &BackendArgs, task: T) -> CliResult<T::Output> {
+pub fn with_backend<T: BackendTask>(
+    args: &BackendArgs,
+    job: &Job,
+    task: T,
+) -> CliResult<T::Output> {
     match args.backend {
         BackendArg::Auto => match unavailable_reason() {
-            None => task.run(&CudaBackend::new(args.device)?),
+            None => task.run(&CudaBackend::new(device(args, job)?)?),
             Some(why) => {
-                eprintln!("note: no usable GPU ({why}); running on the CPU");
+                if job.is_root() {
+                    eprintln!("note: no usable GPU ({why}); running on the CPU");
+                }
                 task.run(&CpuBackend::new(args.threads)?)
             }
         },
         BackendArg::Cpu => task.run(&CpuBackend::new(args.threads)?),
-        BackendArg::Cuda => task.run(&CudaBackend::new(args.device)?),
+        BackendArg::Cuda => {
+            if let Some(why) = unavailable_reason() {
+                return Err(format!("--backend cuda: {why}").into());
+            }
+            task.run(&CudaBackend::new(device(args, job)?)?)
+        }
         BackendArg::Reference => task.run(&ReferenceBackend),
     }
 }

@@ -3,6 +3,7 @@
 //! fractions of the copy bandwidth measured in the same run.
 
 use crate::backend_choice::{with_backend, BackendTask};
+use crate::job::Job;
 use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
 use crate::report::Summary;
 use crate::solve::validate;
@@ -50,8 +51,11 @@ pub struct BenchArgs {
 }
 
 /// Runs `strata bench`.
-pub fn run(args: BenchArgs) -> CliResult<ExitCode> {
-    with_backend(&args.backend.clone(), Task { args })
+pub fn run(args: BenchArgs, job: &Job) -> CliResult<ExitCode> {
+    if job.size() > 1 {
+        return Err("strata bench runs on one process; use strata solve under mpirun".into());
+    }
+    with_backend(&args.backend.clone(), job, Task { args })
 }
 
 struct Task {

@@ -2,6 +2,9 @@
 
 mod backend_choice;
 mod bench;
+#[cfg(feature = "mpi")]
+mod distributed;
+mod job;
 mod options;
 mod report;
 mod solve;
@@ -35,15 +38,31 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Solve(args) => solve::run(args),
-        Command::Bench(args) => bench::run(args),
-    };
+    let job = job::Job::init();
+    if job.size() > 1 {
+        // A rank that panics ends the whole job instead of leaving the others waiting.
+        let rank = job.rank();
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            eprintln!("error (rank {rank}): internal error");
+            default(info);
+            let _ = std::io::Write::flush(&mut std::io::stderr());
+        }));
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
+        Command::Solve(args) => solve::run(args, &job),
+        Command::Bench(args) => bench::run(args, &job),
+    }));
     match result {
-        Ok(code) => code,
-        Err(e) => {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) if job.size() > 1 => {
+            eprintln!("error (rank {}): {e}", job.rank());
+            job.abort(1)
+        }
+        Ok(Err(e)) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+        Err(_) => job.abort(101),
     }
 }

@@ -131,7 +131,7 @@ pub struct BackendArgs {
     /// CPU worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: usize,
+    /// CUDA device ordinal (default: the rank's local rank modulo the devices, 0 alone).
+    #[arg(long)]
+    pub device: Option<usize>,
 }

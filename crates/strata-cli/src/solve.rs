@@ -1,6 +1,7 @@
 //! `strata solve`: one solve, its convergence history and a summary in the paper's terms.
 
 use crate::backend_choice::{with_backend, BackendTask};
+use crate::job::Job;
 use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
 use crate::report::{self, Summary};
 use crate::CliResult;
@@ -75,95 +76,143 @@ pub struct SolveArgs {
     /// Print only the summary, not the per-iteration history.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Rank grid of an MPI job, as PXxPY (default: the most nearly square grid of the ranks).
+    #[arg(long, value_name = "PXxPY")]
+    pub ranks: Option<String>,
 }
 
 /// Runs `strata solve`.
-pub fn run(args: SolveArgs) -> CliResult<ExitCode> {
-    with_backend(&args.backend.clone(), Task { args })
+pub fn run(args: SolveArgs, job: &Job) -> CliResult<ExitCode> {
+    with_backend(&args.backend.clone(), job, Task { args, job })
 }
 
-struct Task {
+struct Task<'a> {
     args: SolveArgs,
+    job: &'a Job,
 }
 
-impl BackendTask for Task {
+/// The solve's parameters, parsed from the options.
+pub struct Setup {
+    /// The problem.
+    pub p: ProblemParams,
+    /// The solver.
+    pub kind: SolverKind,
+    /// Multigrid parameters.
+    pub mg: strata::solver::MgParams,
+    /// Stopping rule.
+    pub params: SolveParams,
+}
+
+impl Setup {
+    fn new(a: &SolveArgs) -> Self {
+        Self {
+            p: a.problem.params(a.n),
+            kind: SolverKind::from(a.solver),
+            mg: a.mg.params(),
+            params: SolveParams {
+                rtol: a.rtol,
+                max_it: a.max_it,
+                fixed_iterations: a.fixed_iterations,
+                profile: a.profile,
+            },
+        }
+    }
+}
+
+impl BackendTask for Task<'_> {
     type Output = ExitCode;
 
     fn run<B: Backend>(self, backend: &B) -> CliResult<ExitCode> {
         let a = self.args;
-        let p = a.problem.params(a.n);
-        let kind = SolverKind::from(a.solver);
-        let mg = a.mg.params();
-        let params = SolveParams {
-            rtol: a.rtol,
-            max_it: a.max_it,
-            fixed_iterations: a.fixed_iterations,
-            profile: a.profile,
-        };
-        validate(backend, &p, kind, &mg, &params)?;
+        let setup = Setup::new(&a);
+        let Setup {
+            p,
+            kind,
+            mg,
+            params,
+        } = &setup;
         if let Some(out) = &a.output {
             if out.exists() {
                 return Err(format!("{} exists; not overwriting it", out.display()).into());
             }
         }
+        if self.job.size() > 1 {
+            #[cfg(feature = "mpi")]
+            return crate::distributed::solve(&a, &setup, backend, self.job);
+        }
+        validate(backend, p, *kind, mg, params)?;
         let rhs = match &a.rhs_file {
             Some(path) => read_rhs(path, &a.rhs_var, p.n, p.nz)?,
-            None => build_rhs(&p, rhs_kind(a.rhs), a.seed, &Block::whole(p.n)),
+            None => build_rhs(p, rhs_kind(a.rhs), a.seed, &Block::whole(p.n)),
         };
-        println!(
-            "{}",
-            report::problem_line(&p, a.rhs_file.as_deref(), rhs_kind(a.rhs))
-        );
-        println!(
-            "{}",
-            report::solver_line(kind, &mg, &params, &backend.name())
-        );
-        let bar = progress(&params, a.quiet);
+        print_header(&a, &setup, &backend.name());
+        let bar = progress(params, a.quiet);
         let mut monitor = |it: usize, rel: f64| {
             if let Some(b) = &bar {
                 b.set_position(it as u64);
                 b.set_message(format!("rel. residual {rel:.3e}"));
             }
         };
-        let sol = strata::solve(backend, &p, kind, &mg, &params, &rhs, &mut monitor)?;
+        let sol = strata::solve(backend, p, *kind, mg, params, &rhs, &mut monitor)?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        if !a.quiet {
-            print!("{}", report::history(&sol.info));
-        }
-        let summary = Summary::new(&p, kind, &mg, &sol);
-        print!("{}", summary.table());
-        if let Some(prof) = &sol.info.profile {
-            print!("{}", report::profile_table(prof, &p, kind));
-        }
-        if matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none() {
-            let (emax, erms) = manufactured_error(&p, &sol.u);
-            println!("error vs manufactured solution: max {emax:.4e}, rms {erms:.4e}");
-        }
-        if let Some(path) = &a.json {
-            let json = report::json(&p, kind, &mg, &params, &backend.name(), &summary, &sol)?;
-            std::fs::write(path, json)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        }
-        if let Some(path) = &a.output {
-            write_fields(
-                path,
-                &FieldGrid { params: p.clone() },
-                &[("u", "solution", &sol.u), ("rhs", "right-hand side", &rhs)],
-            )?;
-            println!("wrote {}", path.display());
-        }
-        Ok(if sol.info.reason.converged() {
-            ExitCode::SUCCESS
-        } else {
-            eprintln!("strata: the solve did not converge ({:?})", sol.info.reason);
-            ExitCode::from(3)
-        })
+        report(&a, &setup, &backend.name(), &sol, &rhs)
     }
 }
 
-fn rhs_kind(r: RhsArg) -> RhsKind {
+/// The problem and solver lines.
+pub fn print_header(a: &SolveArgs, s: &Setup, backend: &str) {
+    println!(
+        "{}",
+        report::problem_line(&s.p, a.rhs_file.as_deref(), rhs_kind(a.rhs))
+    );
+    println!("{}", report::solver_line(s.kind, &s.mg, &s.params, backend));
+}
+
+/// Prints the history and summary and writes the files of a finished solve (whole-grid `sol.u`
+/// and `rhs`); the exit code says whether it converged.
+pub fn report(
+    a: &SolveArgs,
+    s: &Setup,
+    backend: &str,
+    sol: &strata::Solution,
+    rhs: &[f64],
+) -> CliResult<ExitCode> {
+    let (p, kind, mg) = (&s.p, s.kind, &s.mg);
+    if !a.quiet {
+        print!("{}", report::history(&sol.info));
+    }
+    let summary = Summary::new(p, kind, mg, sol);
+    print!("{}", summary.table());
+    if let Some(prof) = &sol.info.profile {
+        print!("{}", report::profile_table(prof, p, kind));
+    }
+    if matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none() {
+        let (emax, erms) = manufactured_error(p, &sol.u);
+        println!("error vs manufactured solution: max {emax:.4e}, rms {erms:.4e}");
+    }
+    if let Some(path) = &a.json {
+        let json = report::json(p, kind, mg, &s.params, backend, &summary, sol)?;
+        std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(path) = &a.output {
+        write_fields(
+            path,
+            &FieldGrid { params: p.clone() },
+            &[("u", "solution", &sol.u), ("rhs", "right-hand side", rhs)],
+        )?;
+        println!("wrote {}", path.display());
+    }
+    Ok(if sol.info.reason.converged() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("strata: the solve did not converge ({:?})", sol.info.reason);
+        ExitCode::from(3)
+    })
+}
+
+pub(crate) fn rhs_kind(r: RhsArg) -> RhsKind {
     match r {
         RhsArg::Random => RhsKind::Random,
         RhsArg::Bump => RhsKind::Bump,
@@ -201,7 +250,7 @@ pub fn validate<B: Backend>(
     Ok(())
 }
 
-fn progress(params: &SolveParams, quiet: bool) -> Option<ProgressBar> {
+pub(crate) fn progress(params: &SolveParams, quiet: bool) -> Option<ProgressBar> {
     if quiet || !std::io::stdout().is_terminal() {
         return None;
     }

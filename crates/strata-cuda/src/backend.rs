@@ -95,6 +95,14 @@ pub fn unavailable_reason() -> Option<String> {
     }
 }
 
+/// Number of CUDA devices (an error when the driver is missing).
+pub fn device_count() -> Result<usize> {
+    if let Some(why) = unavailable_reason() {
+        return Err(backend_err(why));
+    }
+    Ok(cu(CudaContext::device_count())? as usize)
+}
+
 impl CudaBackend {
     /// Opens device `ordinal`. Fails with a clear message when the driver, NVRTC or the device is
     /// missing.

@@ -11,4 +11,4 @@ mod backend;
 pub mod kernels;
 pub mod layout;
 
-pub use backend::{unavailable_reason, CudaBackend, CudaField, CudaLevel};
+pub use backend::{device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel};

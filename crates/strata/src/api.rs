@@ -1,7 +1,7 @@
 //! The high-level entry point: build, solve, read back, on any backend.
 
 use crate::backend::Backend;
-use crate::comm::SerialComm;
+use crate::comm::{Comm, SerialComm};
 use crate::error::{invalid, Result, StrataError};
 use crate::problem::ProblemParams;
 use crate::solver::{MgParams, SolveInfo, SolveParams, Solver, SolverKind};
@@ -106,6 +106,35 @@ pub fn solve<B: Backend>(
     rhs: &[f64],
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
+    let whole = Block::whole(p.n);
+    solve_block(
+        backend,
+        &SerialComm,
+        p,
+        whole,
+        kind,
+        mg,
+        params,
+        rhs,
+        monitor,
+    )
+}
+
+/// Solves problem `p` on this rank's `block` of the fine level, with the communicator `comm`
+/// joining the ranks: `rhs` and the returned solution are the block's (z-contiguous,
+/// `block.nx · block.ny · nz`). With [`SerialComm`] and the whole level this is [`solve`].
+#[allow(clippy::too_many_arguments)]
+pub fn solve_block<B: Backend, C: Comm>(
+    backend: &B,
+    comm: &C,
+    p: &ProblemParams,
+    block: Block,
+    kind: SolverKind,
+    mg: &MgParams,
+    params: &SolveParams,
+    rhs: &[f64],
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<Solution> {
     p.validate()?;
     mg.validate()?;
     if !(params.rtol.is_finite() && params.rtol > 0.0) {
@@ -114,19 +143,24 @@ pub fn solve<B: Backend>(
             params.rtol
         ));
     }
-    if rhs.len() as u64 != p.unknowns() {
+    let local = block.nx * block.ny * p.nz;
+    if rhs.len() != local {
         return invalid(format!(
-            "the right-hand side has {} values, the grid {}x{}x{} needs {}",
+            "the right-hand side has {} values, the block {}x{}x{} needs {local}",
             rhs.len(),
-            p.n,
-            p.n,
+            block.nx,
+            block.ny,
             p.nz,
-            p.unknowns()
         ));
     }
-    check_memory(backend, p, kind, mg)?;
+    // Memory is checked for the largest side of the local block.
+    let local_p = ProblemParams {
+        n: block.nx.max(block.ny),
+        ..p.clone()
+    };
+    check_memory(backend, &local_p, kind, mg)?;
     let t = Instant::now();
-    let levels = build_levels(p, Block::whole(p.n), levels_for(kind, mg))?;
+    let levels = build_levels(p, block, levels_for(kind, mg))?;
     let mut solver = Solver::new(backend, kind, &levels, mg)?;
     let fine = solver.fine();
     let mut f = backend.alloc(fine)?;
@@ -137,9 +171,9 @@ pub fn solve<B: Backend>(
     backend.upload(fine, rhs, &mut f)?;
     backend.synchronize()?;
     let mut transfer_seconds = t.elapsed().as_secs_f64();
-    let info = solver.solve(backend, &SerialComm, &f, &mut u, params, monitor)?;
+    let info = solver.solve(backend, comm, &f, &mut u, params, monitor)?;
     let t = Instant::now();
-    let mut out = vec![0.0; rhs.len()];
+    let mut out = vec![0.0; local];
     backend.download(solver.fine(), &u, &mut out)?;
     transfer_seconds += t.elapsed().as_secs_f64();
     Ok(Solution {

@@ -45,5 +45,7 @@ pub mod problem;
 pub mod solver;
 pub mod stencil;
 
-pub use api::{available_memory, check_memory, field_memory, levels_for, solve, Solution};
+pub use api::{
+    available_memory, check_memory, field_memory, levels_for, solve, solve_block, Solution,
+};
 pub use error::{Result, StrataError};

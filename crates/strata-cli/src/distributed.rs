@@ -1,0 +1,145 @@
+//! `strata solve` under mpirun: each rank solves its block of the decomposed problem; rank 0
+//! gathers the solution and prints the report.
+
+use crate::job::Job;
+use crate::solve::{print_header, progress, report, rhs_kind, validate, Setup, SolveArgs};
+use crate::CliResult;
+use std::process::ExitCode;
+use strata::backend::Backend;
+use strata::io::read_rhs;
+use strata::problem::{build_rhs, ProblemParams};
+use strata::stencil::Block;
+use strata::{levels_for, solve_block};
+use strata_mpi::mpi::datatype::PartitionMut;
+use strata_mpi::mpi::traits::*;
+use strata_mpi::{Decomposition, MpiComm, RankGrid};
+
+/// The distributed solve of `strata solve`.
+pub fn solve<B: Backend>(a: &SolveArgs, s: &Setup, backend: &B, job: &Job) -> CliResult<ExitCode> {
+    let world = job.world().ok_or("MPI is not initialised")?;
+    let grid = match &a.ranks {
+        Some(r) => {
+            RankGrid::parse(r).ok_or_else(|| format!("--ranks {r}: expected PXxPY, e.g. 2x2"))?
+        }
+        None => RankGrid::choose(job.size()),
+    };
+    let comm = MpiComm::new(world.duplicate(), grid)?;
+    let dec = Decomposition::new(s.p.n, levels_for(s.kind, &s.mg), grid)?;
+    let block = dec.fine_block(job.rank());
+    let local_p = ProblemParams {
+        n: block.nx.max(block.ny),
+        ..s.p.clone()
+    };
+    validate(backend, &local_p, s.kind, &s.mg, &s.params)?;
+    let rhs = match &a.rhs_file {
+        Some(path) => extract(&read_rhs(path, &a.rhs_var, s.p.n, s.p.nz)?, &s.p, &block),
+        None => build_rhs(&s.p, rhs_kind(a.rhs), a.seed, &block),
+    };
+    let root = job.is_root();
+    if root {
+        print_header(
+            a,
+            s,
+            &format!(
+                "{} x {} ranks ({}x{})",
+                backend.name(),
+                grid.size(),
+                grid.px,
+                grid.py
+            ),
+        );
+    }
+    let bar = if root {
+        progress(&s.params, a.quiet)
+    } else {
+        None
+    };
+    let mut monitor = |it: usize, rel: f64| {
+        if let Some(b) = &bar {
+            b.set_position(it as u64);
+            b.set_message(format!("rel. residual {rel:.3e}"));
+        }
+    };
+    let mut sol = solve_block(
+        backend,
+        &comm,
+        &s.p,
+        block,
+        s.kind,
+        &s.mg,
+        &s.params,
+        &rhs,
+        &mut monitor,
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let u = gather(&world, &dec, &s.p, &sol.u)?;
+    let f = gather(&world, &dec, &s.p, &rhs)?;
+    if !root {
+        return Ok(ExitCode::SUCCESS);
+    }
+    sol.u = u.expect("rank 0 gathers");
+    let name = format!("{} on {} ranks", backend.name(), grid.size());
+    report(a, s, &name, &sol, &f.expect("rank 0 gathers"))
+}
+
+/// The block's part of a whole-grid array (z-contiguous).
+fn extract(global: &[f64], p: &ProblemParams, b: &Block) -> Vec<f64> {
+    let nz = p.nz;
+    let mut out = Vec::with_capacity(b.nx * b.ny * nz);
+    for j in 0..b.ny {
+        for i in 0..b.nx {
+            let o = ((b.j0 + j) * p.n + b.i0 + i) * nz;
+            out.extend_from_slice(&global[o..o + nz]);
+        }
+    }
+    out
+}
+
+/// Gathers every rank's block onto rank 0 as the whole-grid array.
+fn gather(
+    world: &strata_mpi::mpi::topology::SimpleCommunicator,
+    dec: &Decomposition,
+    p: &ProblemParams,
+    local: &[f64],
+) -> CliResult<Option<Vec<f64>>> {
+    let root = world.process_at_rank(0);
+    let size = world.size() as usize;
+    if local.len() > i32::MAX as usize {
+        return Err("a rank's block is too large to gather (over 2^31 values)".into());
+    }
+    if world.rank() != 0 {
+        root.gather_varcount_into(local);
+        return Ok(None);
+    }
+    let blocks: Vec<Block> = (0..size).map(|r| dec.fine_block(r)).collect();
+    let counts: Vec<i32> = blocks.iter().map(|b| (b.nx * b.ny * p.nz) as i32).collect();
+    let displs: Vec<i32> = counts
+        .iter()
+        .scan(0i64, |acc, &c| {
+            let d = *acc;
+            *acc += c as i64;
+            Some(d as i32)
+        })
+        .collect();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let mut packed = vec![0.0; total];
+    {
+        let mut part = PartitionMut::new(&mut packed[..], counts, &displs[..]);
+        root.gather_varcount_into_root(local, &mut part);
+    }
+    let mut global = vec![0.0; p.n * p.n * p.nz];
+    let nz = p.nz;
+    for (b, &d) in blocks.iter().zip(&displs) {
+        let mut src = d as usize;
+        for j in 0..b.ny {
+            for i in 0..b.nx {
+                let o = ((b.j0 + j) * p.n + b.i0 + i) * nz;
+                global[o..o + nz].copy_from_slice(&packed[src..src + nz]);
+                src += nz;
+            }
+        }
+    }
+    Ok(Some(global))
+}

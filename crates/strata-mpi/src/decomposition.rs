@@ -1,0 +1,209 @@
+//! Horizontal domain decomposition into a px × py grid of ranks, consistent on every multigrid
+//! level: the coarsest level is split first (block sizes differ by at most one), and each finer
+//! level's block is its coarse block times two, so every rank's children of a coarse cell are
+//! its own.
+
+use strata::backend::Side;
+use strata::stencil::Block;
+use strata::{Result, StrataError};
+
+/// A px × py grid of ranks; rank = cy · px + cx, cx along x (i), cy along y (j).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankGrid {
+    /// Ranks along x.
+    pub px: usize,
+    /// Ranks along y.
+    pub py: usize,
+}
+
+impl RankGrid {
+    /// The most nearly square grid of `p` ranks (px ≥ py).
+    pub fn choose(p: usize) -> Self {
+        let p = p.max(1);
+        let py = (1..=p)
+            .filter(|d| p.is_multiple_of(*d) && d * d <= p)
+            .max()
+            .unwrap_or(1);
+        Self { px: p / py, py }
+    }
+
+    /// Parses "PXxPY" (e.g. "3x2").
+    pub fn parse(s: &str) -> Option<Self> {
+        let (a, b) = s.split_once(['x', 'X'])?;
+        let (px, py) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        (px > 0 && py > 0).then_some(Self { px, py })
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.px * self.py
+    }
+
+    /// Grid coordinates of a rank.
+    pub fn coords(&self, rank: usize) -> (usize, usize) {
+        (rank % self.px, rank / self.px)
+    }
+
+    /// The rank across `side` of `rank`, if any (none across the physical boundary).
+    pub fn neighbour(&self, rank: usize, side: Side) -> Option<usize> {
+        let (cx, cy) = self.coords(rank);
+        let (nx, ny) = match side {
+            Side::West => (cx.checked_sub(1)?, cy),
+            Side::East => (cx + 1, cy),
+            Side::South => (cx, cy.checked_sub(1)?),
+            Side::North => (cx, cy + 1),
+        };
+        (nx < self.px && ny < self.py).then_some(ny * self.px + nx)
+    }
+}
+
+/// Start and length of part `index` of `n` cells split into `parts` (the first `n % parts`
+/// parts one longer).
+pub fn split(n: usize, parts: usize, index: usize) -> (usize, usize) {
+    let (base, extra) = (n / parts, n % parts);
+    let start = index * base + index.min(extra);
+    (start, base + usize::from(index < extra))
+}
+
+/// The decomposition of an n × n fine level with `levels` multigrid levels over a rank grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decomposition {
+    /// Fine cells per direction.
+    pub n: usize,
+    /// Multigrid levels (1 for CG).
+    pub levels: usize,
+    /// The rank grid.
+    pub grid: RankGrid,
+}
+
+/// The most levels an n × n problem allows on `grid`: n divisible by 2^(L−1) and every rank
+/// keeping at least one cell per direction of the coarsest level.
+pub fn max_levels(n: usize, grid: RankGrid) -> usize {
+    let mut levels = 0;
+    while levels < 64 {
+        let f = 1usize << levels;
+        if !n.is_multiple_of(f) || n / f < grid.px.max(grid.py) {
+            break;
+        }
+        levels += 1;
+    }
+    levels
+}
+
+impl Decomposition {
+    /// Checks that every level can be split over the grid.
+    pub fn new(n: usize, levels: usize, grid: RankGrid) -> Result<Self> {
+        let most = max_levels(n, grid);
+        if levels < 1 || levels > most {
+            let why = if most == 0 {
+                format!(
+                    "n = {n} cannot be split over a {}x{} rank grid (fewer cells than ranks along a side)",
+                    grid.px, grid.py
+                )
+            } else {
+                format!(
+                    "{levels} levels of n = {n} cannot be split over a {}x{} rank grid: at most {most} levels are possible",
+                    grid.px, grid.py
+                )
+            };
+            return Err(StrataError::InvalidParameter(why));
+        }
+        Ok(Self { n, levels, grid })
+    }
+
+    /// The fine-level block of `rank`.
+    pub fn fine_block(&self, rank: usize) -> Block {
+        let f = 1usize << (self.levels - 1);
+        let nc = self.n / f;
+        let (cx, cy) = self.grid.coords(rank);
+        let (i0, nx) = split(nc, self.grid.px, cx);
+        let (j0, ny) = split(nc, self.grid.py, cy);
+        Block {
+            n: self.n,
+            i0: i0 * f,
+            j0: j0 * f,
+            nx: nx * f,
+            ny: ny * f,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grids_are_as_square_as_possible() {
+        let g = |p| {
+            let r = RankGrid::choose(p);
+            (r.px, r.py)
+        };
+        assert_eq!(
+            [g(1), g(2), g(3), g(4), g(6), g(8), g(12)],
+            [(1, 1), (2, 1), (3, 1), (2, 2), (3, 2), (4, 2), (4, 3)]
+        );
+        assert_eq!(RankGrid::parse("3x2"), Some(RankGrid { px: 3, py: 2 }));
+        assert_eq!(RankGrid::parse("0x2"), None);
+        assert_eq!(RankGrid::parse("3"), None);
+    }
+
+    #[test]
+    fn neighbours_are_mutual_and_absent_at_the_boundary() {
+        let grid = RankGrid { px: 3, py: 2 };
+        for r in 0..6 {
+            for side in Side::ALL {
+                if let Some(n) = grid.neighbour(r, side) {
+                    assert_eq!(grid.neighbour(n, side.opposite()), Some(r));
+                }
+            }
+        }
+        assert_eq!(grid.neighbour(0, Side::West), None);
+        assert_eq!(grid.neighbour(0, Side::South), None);
+        assert_eq!(grid.neighbour(0, Side::East), Some(1));
+        assert_eq!(grid.neighbour(0, Side::North), Some(3));
+        assert_eq!(grid.neighbour(5, Side::North), None);
+    }
+
+    #[test]
+    fn blocks_tile_every_level_exactly() {
+        for (n, levels, grid) in [
+            (40, 3, RankGrid { px: 3, py: 1 }),
+            (40, 3, RankGrid { px: 2, py: 2 }),
+            (44, 2, RankGrid { px: 3, py: 2 }),
+            (64, 5, RankGrid { px: 1, py: 4 }),
+        ] {
+            let d = Decomposition::new(n, levels, grid).unwrap();
+            let mut cover = vec![0u8; n * n];
+            for r in 0..grid.size() {
+                let b = d.fine_block(r);
+                // Every level halves exactly.
+                assert!(strata::stencil::max_levels(&b) >= levels, "{b:?}");
+                for j in b.j0..b.j0 + b.ny {
+                    for i in b.i0..b.i0 + b.nx {
+                        cover[j * n + i] += 1;
+                    }
+                }
+            }
+            assert!(cover.iter().all(|&c| c == 1), "n = {n}, {grid:?}");
+        }
+        // Uneven splits: 10 coarse cells over 3 ranks are 4, 3, 3.
+        let d = Decomposition::new(40, 3, RankGrid { px: 3, py: 1 }).unwrap();
+        assert_eq!(
+            (0..3).map(|r| d.fine_block(r).nx).collect::<Vec<_>>(),
+            [16, 12, 12]
+        );
+    }
+
+    #[test]
+    fn too_many_levels_for_the_grid_is_a_clear_error() {
+        let e = Decomposition::new(40, 4, RankGrid { px: 8, py: 1 })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 3 levels"), "{e}");
+        let e = Decomposition::new(4, 1, RankGrid { px: 8, py: 1 })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot be split"), "{e}");
+        assert_eq!(max_levels(40, RankGrid { px: 2, py: 2 }), 4);
+    }
+}

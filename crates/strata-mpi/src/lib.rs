@@ -1,0 +1,16 @@
+//! # strata-mpi
+//!
+//! Distributed solves: a horizontal decomposition of the panel into a px × py grid of ranks
+//! ([`Decomposition`]), each rank holding its block of every multigrid level with a halo of width
+//! one, and [`MpiComm`], the [`strata::comm::Comm`] that exchanges the halos (non-blocking
+//! point-to-point) and sums reductions (allreduce). The solvers are unchanged: they call the
+//! communicator where the paper exchanges. Device fields travel through host buffers (the
+//! host-staged path).
+#![warn(missing_docs)]
+
+mod comm;
+mod decomposition;
+
+pub use comm::MpiComm;
+pub use decomposition::{max_levels, split, Decomposition, RankGrid};
+pub use mpi;
