@@ -2,6 +2,7 @@
 
 mod backend_choice;
 mod bench;
+mod compare;
 #[cfg(feature = "mpi")]
 mod distributed;
 mod job;
@@ -34,6 +35,8 @@ enum Command {
     /// Measure memory bandwidth, time every kernel and solver, report useful bandwidth.
     #[command(allow_negative_numbers = true)]
     Bench(bench::BenchArgs),
+    /// Compare a variable of two NetCDF files (e.g. solutions of two runs).
+    Compare(compare::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
         Command::Solve(args) => solve::run(args, &job),
         Command::Bench(args) => bench::run(args, &job),
+        Command::Compare(args) => compare::run(args),
     }));
     match result {
         Ok(Ok(code)) => code,

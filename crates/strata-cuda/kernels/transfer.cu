@@ -3,37 +3,37 @@
 // The host layout is z-contiguous, h[(j * nx + i) * nz + k]; for each j this is an (nx x nz)
 // matrix that the device stores transposed, rows k of length sx. Tiled 32 x 32 through shared
 // memory so that both sides are coalesced. Launch: block (32, 8), grid (ceil(nz/32),
-// ceil(nx/32), ny).
+// ceil(nx/32), rows); the launch moves rows j0 .. j0 + rows, and h holds just those rows.
 
 #define TILE 32
 
 // x (device layout, interior) <- h (host layout).
-extern "C" __global__ void to_device_f64(Layout L, const double* __restrict__ h, double* __restrict__ x) {
+extern "C" __global__ void to_device_f64(Layout L, int j0, const double* __restrict__ h, double* __restrict__ x) {
     __shared__ double tile[TILE][TILE + 1];
-    const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, j = blockIdx.z;
+    const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, jr = blockIdx.z;
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
         const int i = i0 + m, k = k0 + threadIdx.x;
-        if (i < L.nx && k < NZ) tile[m][threadIdx.x] = h[((idx_t)j * L.nx + i) * NZ + k];
+        if (i < L.nx && k < NZ) tile[m][threadIdx.x] = h[((idx_t)jr * L.nx + i) * NZ + k];
     }
     __syncthreads();
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
         const int k = k0 + m, i = i0 + threadIdx.x;
-        if (i < L.nx && k < NZ) x[at_(L, i, j, k)] = tile[threadIdx.x][m];
+        if (i < L.nx && k < NZ) x[at_(L, i, j0 + jr, k)] = tile[threadIdx.x][m];
     }
 }
 
 // h (host layout) <- x (device layout, interior).
-extern "C" __global__ void to_host_f64(Layout L, const double* __restrict__ x, double* __restrict__ h) {
+extern "C" __global__ void to_host_f64(Layout L, int j0, const double* __restrict__ x, double* __restrict__ h) {
     __shared__ double tile[TILE][TILE + 1];
-    const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, j = blockIdx.z;
+    const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, jr = blockIdx.z;
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
         const int k = k0 + m, i = i0 + threadIdx.x;
-        if (i < L.nx && k < NZ) tile[threadIdx.x][m] = x[at_(L, i, j, k)];
+        if (i < L.nx && k < NZ) tile[threadIdx.x][m] = x[at_(L, i, j0 + jr, k)];
     }
     __syncthreads();
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
         const int i = i0 + m, k = k0 + threadIdx.x;
-        if (i < L.nx && k < NZ) h[((idx_t)j * L.nx + i) * NZ + k] = tile[m][threadIdx.x];
+        if (i < L.nx && k < NZ) h[((idx_t)jr * L.nx + i) * NZ + k] = tile[m][threadIdx.x];
     }
 }
 

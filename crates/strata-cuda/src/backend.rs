@@ -193,13 +193,13 @@ impl CudaBackend {
         self.reduce.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn transpose_cfg(&self, lev: &CudaLevel) -> LaunchConfig {
+    fn transpose_cfg(&self, lev: &CudaLevel, rows: usize) -> LaunchConfig {
         let l = lev.layout;
         LaunchConfig {
             grid_dim: (
                 (l.nz as u32).div_ceil(32),
                 (l.nx as u32).div_ceil(32),
-                l.ny as u32,
+                rows as u32,
             ),
             block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
@@ -242,6 +242,12 @@ fn side_index(side: Side) -> i32 {
         Side::South => 2,
         Side::North => 3,
     }
+}
+
+/// Rows of a field moved per staging chunk between host and device: about 256 MiB, so that
+/// transfers need no second field's worth of device memory.
+fn staging_rows(row: usize, ny: usize) -> usize {
+    ((256usize << 20) / 8 / row.max(1)).clamp(1, ny.max(1))
 }
 
 /// Default block width of the column kernels (the paper's 64 × 2).
@@ -349,43 +355,44 @@ impl Backend for CudaBackend {
     fn upload(&self, lev: &CudaLevel, host: &[f64], x: &mut CudaField) -> Result<()> {
         self.check(lev, &[x]);
         let l = lev.layout;
-        assert_eq!(
-            host.len(),
-            l.nx as usize * l.ny as usize * l.nz as usize,
-            "host array size"
-        );
-        let staging = cu(self.stream.clone_htod(host))?;
-        let mut b = self.stream.launch_builder(lev.k.get("to_device_f64"));
-        b.arg(&l).arg(&staging).arg(&mut x.data);
-        // SAFETY: staging holds nx·ny·nz values (checked); x has this level's layout.
-        cu(unsafe { b.launch(self.transpose_cfg(lev)) })?;
+        let row = l.nx as usize * l.nz as usize;
+        assert_eq!(host.len(), row * l.ny as usize, "host array size");
+        let rows = staging_rows(row, l.ny as usize);
+        let mut staging = self.alloc_values(rows * row)?;
+        for j0 in (0..l.ny as usize).step_by(rows) {
+            let n = rows.min(l.ny as usize - j0);
+            cu(self
+                .stream
+                .memcpy_htod(&host[j0 * row..(j0 + n) * row], &mut staging))?;
+            let mut b = self.stream.launch_builder(lev.k.get("to_device_f64"));
+            let j0i = j0 as i32;
+            b.arg(&l).arg(&j0i).arg(&staging).arg(&mut x.data);
+            // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
+            cu(unsafe { b.launch(self.transpose_cfg(lev, n)) })?;
+        }
         Ok(())
     }
 
     fn download(&self, lev: &CudaLevel, x: &CudaField, host: &mut [f64]) -> Result<()> {
         self.check(lev, &[x]);
         let l = lev.layout;
-        assert_eq!(
-            host.len(),
-            l.nx as usize * l.ny as usize * l.nz as usize,
-            "host array size"
-        );
-        let mut staging = self.alloc_values(host.len())?;
-        let mut b = self.stream.launch_builder(lev.k.get("to_host_f64"));
-        b.arg(&l).arg(&x.data).arg(&mut staging);
-        // SAFETY: staging holds nx·ny·nz values (checked); x has this level's layout.
-        cu(unsafe { b.launch(self.transpose_cfg(lev)) })?;
-        cu(self.stream.memcpy_dtoh(&staging, host))
-    }
-
-    fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
-        DeviceLayout::new(nx, ny, nz)
-            .map(|l| l.bytes())
-            .unwrap_or(u64::MAX)
-    }
-
-    fn device_memory(&self) -> Result<Option<u64>> {
-        Ok(Some(self.memory()?.0 as u64))
+        let row = l.nx as usize * l.nz as usize;
+        assert_eq!(host.len(), row * l.ny as usize, "host array size");
+        let rows = staging_rows(row, l.ny as usize);
+        let mut staging = self.alloc_values(rows * row)?;
+        for j0 in (0..l.ny as usize).step_by(rows) {
+            let n = rows.min(l.ny as usize - j0);
+            let mut b = self.stream.launch_builder(lev.k.get("to_host_f64"));
+            let j0i = j0 as i32;
+            b.arg(&l).arg(&j0i).arg(&x.data).arg(&mut staging);
+            // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
+            cu(unsafe { b.launch(self.transpose_cfg(lev, n)) })?;
+            cu(self.stream.memcpy_dtoh(
+                &staging.slice(..n * row),
+                &mut host[j0 * row..(j0 + n) * row],
+            ))?;
+        }
+        Ok(())
     }
 
     fn synchronize(&self) -> Result<()> {

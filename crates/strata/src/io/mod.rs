@@ -2,4 +2,4 @@
 
 mod netcdf;
 
-pub use netcdf::{read_rhs, write_fields, FieldGrid};
+pub use netcdf::{read_field, read_rhs, write_fields, FieldGrid};

@@ -151,3 +151,22 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
     }
     Ok(data)
 }
+
+/// Reads any floating-point variable with its dimension sizes (as stored, slowest first).
+pub fn read_field(path: &Path, var: &str) -> Result<(Vec<f64>, Vec<usize>)> {
+    let e = |m: &dyn std::fmt::Display| nc_err(path, m);
+    if !path.exists() {
+        return Err(e(&"no such file"));
+    }
+    let mut r = FileReader::open(path).map_err(|m| e(&format!("not a NetCDF-3 file ({m:?})")))?;
+    let shape: Vec<usize> = match r.data_set().get_var(var) {
+        Some(v) => v.get_dims().iter().map(|d| d.size()).collect(),
+        None => return Err(e(&format!("no variable '{var}'"))),
+    };
+    let data = match r.read_var(var).map_err(|m| e(&format!("{m:?}")))? {
+        netcdf3::DataVector::F64(d) => d,
+        netcdf3::DataVector::F32(d) => d.into_iter().map(f64::from).collect(),
+        _ => return Err(e(&format!("variable '{var}' is not floating-point"))),
+    };
+    Ok((data, shape))
+}
