@@ -2,7 +2,9 @@
 //! gathers the solution and prints the report.
 
 use crate::job::Job;
-use crate::solve::{print_header, progress, report, rhs_kind, validate, Setup, SolveArgs};
+use crate::solve::{
+    print_header, progress, report, rhs_kind, validate, RhsArg, Setup, SolveArgs,
+};
 use crate::CliResult;
 use std::process::ExitCode;
 use strata::backend::Backend;
@@ -74,8 +76,13 @@ pub fn solve<B: Backend>(a: &SolveArgs, s: &Setup, backend: &B, job: &Job) -> Cl
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let u = gather(&world, &dec, &s.p, &sol.u)?;
-    let f = gather(&world, &dec, &s.p, &rhs)?;
+    // The whole solution is needed on rank 0 only for the output file and the manufactured error.
+    let needed = a.output.is_some() || (matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none());
+    let (u, f) = if needed {
+        (gather(&world, &dec, &s.p, &sol.u)?, gather(&world, &dec, &s.p, &rhs)?)
+    } else {
+        (Some(Vec::new()), Some(Vec::new()))
+    };
     if !root {
         return Ok(ExitCode::SUCCESS);
     }
@@ -106,8 +113,13 @@ fn gather(
 ) -> CliResult<Option<Vec<f64>>> {
     let root = world.process_at_rank(0);
     let size = world.size() as usize;
-    if local.len() > i32::MAX as usize {
-        return Err("a rank's block is too large to gather (over 2^31 values)".into());
+    // MPI counts and displacements are 32-bit: refuse (on every rank alike) what they cannot say.
+    if p.unknowns() > i32::MAX as u64 {
+        return Err(format!(
+            "gathering {} values for the output exceeds MPI's 32-bit counts; run without --output",
+            p.unknowns()
+        )
+        .into());
     }
     if world.rank() != 0 {
         root.gather_varcount_into(local);
