@@ -13,7 +13,7 @@ pub trait BackendTask {
     /// What the work returns.
     type Output;
     /// Runs the work on `backend`.
-    fn run<B: Backend>(self, backend: &B) -> CliResult<Self::Output>;
+    fn run<B: Backend + 'static>(self, backend: &B) -> CliResult<Self::Output>;
 }
 
 /// The CUDA device of this rank: the one asked for, or the rank's local rank modulo the devices.

@@ -102,7 +102,7 @@ struct BenchReport {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend>(self, backend: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + 'static>(self, backend: &B) -> CliResult<ExitCode> {
         let a = self.args;
         let mg = a.mg.params();
         let solve_params = SolveParams {

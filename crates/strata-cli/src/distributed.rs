@@ -3,11 +3,12 @@
 
 use crate::job::Job;
 use crate::solve::{
-    print_header, progress, report, rhs_kind, validate, RhsArg, Setup, SolveArgs,
+    print_header, progress, report, rhs_kind, validate, HaloArg, RhsArg, Setup, SolveArgs,
 };
 use crate::CliResult;
 use std::process::ExitCode;
 use strata::backend::Backend;
+use strata::comm::Comm;
 use strata::io::read_rhs;
 use strata::problem::{build_rhs, ProblemParams};
 use strata::stencil::Block;
@@ -16,8 +17,13 @@ use strata_mpi::mpi::datatype::PartitionMut;
 use strata_mpi::mpi::traits::*;
 use strata_mpi::{Decomposition, MpiComm, RankGrid};
 
-/// The distributed solve of `strata solve`.
-pub fn solve<B: Backend>(a: &SolveArgs, s: &Setup, backend: &B, job: &Job) -> CliResult<ExitCode> {
+/// The distributed solve of `strata solve`: chooses the halo path, then solves.
+pub fn solve<B: Backend + 'static>(
+    a: &SolveArgs,
+    s: &Setup,
+    backend: &B,
+    job: &Job,
+) -> CliResult<ExitCode> {
     let world = job.world().ok_or("MPI is not initialised")?;
     let grid = match &a.ranks {
         Some(r) => {
@@ -25,7 +31,46 @@ pub fn solve<B: Backend>(a: &SolveArgs, s: &Setup, backend: &B, job: &Job) -> Cl
         }
         None => RankGrid::choose(job.size()),
     };
+    let cuda = (backend as &dyn std::any::Any).downcast_ref::<strata_cuda::CudaBackend>();
+    match (a.halo, cuda) {
+        (HaloArg::Mpi, _) | (HaloArg::Auto, None) => {}
+        (HaloArg::Nccl, None) => return Err("--halo nccl needs the CUDA backend".into()),
+        #[cfg(feature = "nccl")]
+        (HaloArg::Nccl, Some(c)) => {
+            let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, c)?;
+            return solve_with(a, s, backend, job, &comm, grid, "nccl");
+        }
+        #[cfg(feature = "nccl")]
+        (HaloArg::Auto, Some(c)) if strata_mpi::nccl_available() => {
+            let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, c)?;
+            return solve_with(a, s, backend, job, &comm, grid, "nccl");
+        }
+        #[cfg(not(feature = "nccl"))]
+        (HaloArg::Nccl, Some(_)) => {
+            return Err("--halo nccl: this strata was built without the nccl feature".into())
+        }
+        (HaloArg::Auto, Some(_)) => {}
+    }
     let comm = MpiComm::new(world.duplicate(), grid)?;
+    let halo = if cuda.is_some() {
+        "mpi (host-staged)"
+    } else {
+        "mpi"
+    };
+    solve_with(a, s, backend, job, &comm, grid, halo)
+}
+
+/// The distributed solve over a given communicator.
+fn solve_with<B: Backend, C: Comm>(
+    a: &SolveArgs,
+    s: &Setup,
+    backend: &B,
+    job: &Job,
+    comm: &C,
+    grid: RankGrid,
+    halo: &str,
+) -> CliResult<ExitCode> {
+    let world = job.world().ok_or("MPI is not initialised")?;
     let dec = Decomposition::new(s.p.n, levels_for(s.kind, &s.mg), grid)?;
     let block = dec.fine_block(job.rank());
     let local_p = ProblemParams {
@@ -43,7 +88,7 @@ pub fn solve<B: Backend>(a: &SolveArgs, s: &Setup, backend: &B, job: &Job) -> Cl
             a,
             s,
             &format!(
-                "{} x {} ranks ({}x{})",
+                "{} x {} ranks ({}x{}), halos by {halo}",
                 backend.name(),
                 grid.size(),
                 grid.px,
@@ -64,7 +109,7 @@ pub fn solve<B: Backend>(a: &SolveArgs, s: &Setup, backend: &B, job: &Job) -> Cl
     };
     let mut sol = solve_block(
         backend,
-        &comm,
+        comm,
         &s.p,
         block,
         s.kind,
@@ -77,9 +122,13 @@ pub fn solve<B: Backend>(a: &SolveArgs, s: &Setup, backend: &B, job: &Job) -> Cl
         b.finish_and_clear();
     }
     // The whole solution is needed on rank 0 only for the output file and the manufactured error.
-    let needed = a.output.is_some() || (matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none());
+    let needed =
+        a.output.is_some() || (matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none());
     let (u, f) = if needed {
-        (gather(&world, &dec, &s.p, &sol.u)?, gather(&world, &dec, &s.p, &rhs)?)
+        (
+            gather(&world, &dec, &s.p, &sol.u)?,
+            gather(&world, &dec, &s.p, &rhs)?,
+        )
     } else {
         (Some(Vec::new()), Some(Vec::new()))
     };

@@ -27,6 +27,17 @@ pub enum RhsArg {
     Manufactured,
 }
 
+/// Halo exchange path of an MPI job.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum HaloArg {
+    /// NCCL for GPU ranks when built and found, else MPI.
+    Auto,
+    /// MPI point-to-point through host buffers.
+    Mpi,
+    /// NCCL point-to-point between device buffers.
+    Nccl,
+}
+
 /// Options of `strata solve`.
 #[derive(Args, Debug)]
 pub struct SolveArgs {
@@ -79,6 +90,10 @@ pub struct SolveArgs {
     /// Rank grid of an MPI job, as PXxPY (default: the most nearly square grid of the ranks).
     #[arg(long, value_name = "PXxPY")]
     pub ranks: Option<String>,
+    /// Halo exchange of an MPI job: `nccl` (GPU ranks, device to device; built with the `nccl`
+    /// feature), `mpi` (through host buffers), or `auto` (NCCL where it can be used).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub halo: HaloArg,
 }
 
 /// Runs `strata solve`.
@@ -122,7 +137,7 @@ impl Setup {
 impl BackendTask for Task<'_> {
     type Output = ExitCode;
 
-    fn run<B: Backend>(self, backend: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + 'static>(self, backend: &B) -> CliResult<ExitCode> {
         let a = self.args;
         let setup = Setup::new(&a);
         let Setup {

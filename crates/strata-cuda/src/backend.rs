@@ -137,6 +137,11 @@ impl CudaBackend {
         std::env::var("STRATA_CUDA_OPTIONS").is_ok_and(|o| o.contains("-DSMOOTH_STORE_RHS"))
     }
 
+    /// The stream every kernel and copy of this backend runs on (for NCCL).
+    pub fn stream(&self) -> Arc<CudaStream> {
+        self.stream.clone()
+    }
+
     /// Free and total device memory in bytes.
     pub fn memory(&self) -> Result<(usize, usize)> {
         cu(self.ctx.mem_get_info())
@@ -618,5 +623,35 @@ impl Backend for CudaBackend {
         assert_eq!(buf.len(), face_len(&lev.stencil, side));
         let dev = cu(self.stream.clone_htod(buf))?;
         self.face_launch(lev, "unpack_face_f64", side, &dev, &mut x.data)
+    }
+
+    type FaceBuffer = CudaSlice<f64>;
+
+    fn alloc_face(&self, len: usize) -> Result<CudaSlice<f64>> {
+        self.alloc_values(len)
+    }
+
+    fn pack_face_into(
+        &self,
+        lev: &CudaLevel,
+        x: &CudaField,
+        side: Side,
+        buf: &mut CudaSlice<f64>,
+    ) -> Result<()> {
+        self.check(lev, &[x]);
+        assert_eq!(buf.len(), face_len(&lev.stencil, side));
+        self.face_launch(lev, "pack_face_f64", side, &x.data, buf)
+    }
+
+    fn unpack_face_from(
+        &self,
+        lev: &CudaLevel,
+        x: &mut CudaField,
+        side: Side,
+        buf: &CudaSlice<f64>,
+    ) -> Result<()> {
+        self.check(lev, &[x]);
+        assert_eq!(buf.len(), face_len(&lev.stencil, side));
+        self.face_launch(lev, "unpack_face_f64", side, buf, &mut x.data)
     }
 }

@@ -5,12 +5,16 @@
 //! one, and [`MpiComm`], the [`strata::comm::Comm`] that exchanges the halos (non-blocking
 //! point-to-point) and sums reductions (allreduce). The solvers are unchanged: they call the
 //! communicator where the paper exchanges. Device fields travel through host buffers (the
-//! host-staged path).
+//! host-staged path), or with the `nccl` feature by NCCL between device buffers ([`NcclComm`]).
 #![warn(missing_docs)]
 
 mod comm;
 mod decomposition;
+#[cfg(feature = "nccl")]
+mod nccl;
 
 pub use comm::MpiComm;
 pub use decomposition::{max_levels, split, Decomposition, RankGrid};
 pub use mpi;
+#[cfg(feature = "nccl")]
+pub use nccl::{nccl_available, NcclComm};

@@ -198,6 +198,31 @@ pub trait Backend: Sync {
 
     // ----- halo support for communicators -----
 
+    /// A face buffer in the backend's own memory (device memory for a GPU backend), for
+    /// communicators that move device memory directly (NCCL).
+    type FaceBuffer: Send + 'static;
+
+    /// A face buffer of `len` values.
+    fn alloc_face(&self, len: usize) -> Result<Self::FaceBuffer>;
+
+    /// Copies the interior layer next to `side` into a face buffer.
+    fn pack_face_into(
+        &self,
+        lev: &Self::Level,
+        x: &Self::Field,
+        side: Side,
+        buf: &mut Self::FaceBuffer,
+    ) -> Result<()>;
+
+    /// Writes a face buffer into the halo on `side`.
+    fn unpack_face_from(
+        &self,
+        lev: &Self::Level,
+        x: &mut Self::Field,
+        side: Side,
+        buf: &Self::FaceBuffer,
+    ) -> Result<()>;
+
     /// Copies the interior layer next to `side` into `buf` ([`face_len`] values).
     fn pack_face(
         &self,

@@ -336,4 +336,30 @@ impl Backend for ReferenceBackend {
         x.unpack_face(side, buf);
         Ok(())
     }
+
+    type FaceBuffer = Vec<f64>;
+
+    fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
+        Ok(vec![0.0; len])
+    }
+
+    fn pack_face_into(
+        &self,
+        s: &LevelStencil,
+        x: &HostField,
+        side: Side,
+        buf: &mut Vec<f64>,
+    ) -> Result<()> {
+        self.pack_face(s, x, side, buf)
+    }
+
+    fn unpack_face_from(
+        &self,
+        s: &LevelStencil,
+        x: &mut HostField,
+        side: Side,
+        buf: &Vec<f64>,
+    ) -> Result<()> {
+        self.unpack_face(s, x, side, buf)
+    }
 }
