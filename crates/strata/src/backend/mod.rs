@@ -11,6 +11,63 @@
 pub mod cpu;
 pub mod reference;
 
+/// The halo-face methods of a backend whose fields are [`crate::field::HostField`]s (face
+/// buffers are plain vectors); shared by the CPU and reference backends.
+macro_rules! host_face_methods {
+    () => {
+        fn pack_face(
+            &self,
+            s: &LevelStencil,
+            x: &HostField,
+            side: $crate::backend::Side,
+            buf: &mut [f64],
+        ) -> Result<()> {
+            assert_eq!(buf.len(), $crate::backend::face_len(s, side));
+            x.pack_face(side, buf);
+            Ok(())
+        }
+
+        fn unpack_face(
+            &self,
+            s: &LevelStencil,
+            x: &mut HostField,
+            side: $crate::backend::Side,
+            buf: &[f64],
+        ) -> Result<()> {
+            assert_eq!(buf.len(), $crate::backend::face_len(s, side));
+            x.unpack_face(side, buf);
+            Ok(())
+        }
+
+        type FaceBuffer = Vec<f64>;
+
+        fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
+            Ok(vec![0.0; len])
+        }
+
+        fn pack_face_into(
+            &self,
+            s: &LevelStencil,
+            x: &HostField,
+            side: $crate::backend::Side,
+            buf: &mut Vec<f64>,
+        ) -> Result<()> {
+            self.pack_face(s, x, side, buf)
+        }
+
+        fn unpack_face_from(
+            &self,
+            s: &LevelStencil,
+            x: &mut HostField,
+            side: $crate::backend::Side,
+            buf: &Vec<f64>,
+        ) -> Result<()> {
+            self.unpack_face(s, x, side, buf)
+        }
+    };
+}
+pub(crate) use host_face_methods;
+
 use crate::error::Result;
 use crate::perf::Kernel;
 use crate::stencil::LevelStencil;

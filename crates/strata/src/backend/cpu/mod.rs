@@ -7,7 +7,7 @@ mod lines;
 
 use self::column::{apply_column, dot, nbrs};
 use self::lines::{groups, LANES};
-use super::{face_len, Backend, Side};
+use super::{host_face_methods, Backend};
 use crate::error::{Result, StrataError};
 use crate::field::HostField;
 use crate::stencil::LevelStencil;
@@ -548,53 +548,5 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn pack_face(
-        &self,
-        s: &LevelStencil,
-        x: &HostField,
-        side: Side,
-        buf: &mut [f64],
-    ) -> Result<()> {
-        assert_eq!(buf.len(), face_len(s, side));
-        x.pack_face(side, buf);
-        Ok(())
-    }
-
-    fn unpack_face(
-        &self,
-        s: &LevelStencil,
-        x: &mut HostField,
-        side: Side,
-        buf: &[f64],
-    ) -> Result<()> {
-        assert_eq!(buf.len(), face_len(s, side));
-        x.unpack_face(side, buf);
-        Ok(())
-    }
-
-    type FaceBuffer = Vec<f64>;
-
-    fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
-        Ok(vec![0.0; len])
-    }
-
-    fn pack_face_into(
-        &self,
-        s: &LevelStencil,
-        x: &HostField,
-        side: Side,
-        buf: &mut Vec<f64>,
-    ) -> Result<()> {
-        self.pack_face(s, x, side, buf)
-    }
-
-    fn unpack_face_from(
-        &self,
-        s: &LevelStencil,
-        x: &mut HostField,
-        side: Side,
-        buf: &Vec<f64>,
-    ) -> Result<()> {
-        self.unpack_face(s, x, side, buf)
-    }
+    host_face_methods!();
 }
