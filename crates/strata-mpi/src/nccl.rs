@@ -62,7 +62,30 @@ impl NcclComm {
         }
         mpi.world().process_at_rank(0).broadcast_into(&mut raw[..]);
         let id = cudarc::nccl::Id::uninit(raw.map(|c| c as _));
-        let nccl = cudarc::nccl::Comm::from_rank(stream, rank, size, id).map_err(nccl_err)?;
+        let nccl =
+            cudarc::nccl::Comm::from_rank(stream.clone(), rank, size, id).map_err(nccl_err)?;
+        // NCCL connects to a peer at the first send or receive, which costs about a second:
+        // do it here, in the setup, with one value to and from every neighbour.
+        let cu = |e: cudarc::driver::DriverError| StrataError::Comm(format!("CUDA: {e}"));
+        let peers: Vec<i32> = Side::ALL
+            .iter()
+            .filter_map(|&side| grid.neighbour(rank, side).map(|p| p as i32))
+            .collect();
+        let mut bufs = Vec::new();
+        for _ in &peers {
+            bufs.push((
+                stream.alloc_zeros::<f64>(1).map_err(cu)?,
+                stream.alloc_zeros::<f64>(1).map_err(cu)?,
+            ));
+        }
+        {
+            let mut group = nccl.group();
+            for (peer, (send, recv)) in peers.iter().zip(bufs.iter_mut()) {
+                group.send(send.as_view(), *peer).map_err(nccl_err)?;
+                group.recv(recv.as_view_mut(), *peer).map_err(nccl_err)?;
+            }
+        }
+        stream.synchronize().map_err(cu)?;
         Ok(Self {
             mpi,
             nccl,
