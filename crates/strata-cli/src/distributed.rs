@@ -40,6 +40,11 @@ pub fn solve<B: Backend + 'static>(
             let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, c)?;
             return solve_with(a, s, backend, job, &comm, grid, "nccl");
         }
+        #[cfg(feature = "nccl")]
+        (HaloArg::Auto, Some(c)) if strata_mpi::nccl_available() => {
+            let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, c)?;
+            return solve_with(a, s, backend, job, &comm, grid, "nccl");
+        }
         #[cfg(not(feature = "nccl"))]
         (HaloArg::Nccl, Some(_)) => {
             return Err("--halo nccl: this strata was built without the nccl feature".into())

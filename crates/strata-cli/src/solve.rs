@@ -30,7 +30,7 @@ pub enum RhsArg {
 /// Halo exchange path of an MPI job.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum HaloArg {
-    /// MPI (measured faster than NCCL on the machine this was tuned on).
+    /// NCCL for GPU ranks when built and found, else MPI.
     Auto,
     /// MPI point-to-point through host buffers.
     Mpi,
@@ -90,9 +90,9 @@ pub struct SolveArgs {
     /// Rank grid of an MPI job, as PXxPY (default: the most nearly square grid of the ranks).
     #[arg(long, value_name = "PXxPY")]
     pub ranks: Option<String>,
-    /// Halo exchange of an MPI job: `mpi` (point-to-point through host buffers for GPU ranks),
-    /// `nccl` (GPU ranks, device to device; built with the `nccl` feature), or `auto` (mpi, the
-    /// faster of the two where measured; see docs/PERFORMANCE.md).
+    /// Halo exchange of an MPI job: `nccl` (GPU ranks, device to device; built with the `nccl`
+    /// feature), `mpi` (point-to-point, through host buffers for GPU ranks), or `auto` (NCCL for
+    /// GPU ranks where it is built and found, else MPI).
     #[arg(long, value_enum, default_value = "auto")]
     pub halo: HaloArg,
 }
