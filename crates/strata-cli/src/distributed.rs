@@ -204,3 +204,33 @@ fn gather(
     }
     Ok(Some(global))
 }
+
+/// One timed solve of the whole problem `p` on the job's ranks (MPI halos), for `strata
+/// reproduce scaling`; every rank gets the record.
+pub fn timed_solve<B: Backend>(
+    backend: &B,
+    job: &Job,
+    p: &ProblemParams,
+    kind: strata::solver::SolverKind,
+    mg: &strata::solver::MgParams,
+    params: &strata::solver::SolveParams,
+) -> CliResult<strata::solver::SolveInfo> {
+    let world = job.world().ok_or("MPI is not initialised")?;
+    let grid = RankGrid::choose(job.size());
+    let comm = MpiComm::new(world.duplicate(), grid)?;
+    let dec = Decomposition::new(p.n, levels_for(kind, mg), grid)?;
+    let block = dec.fine_block(job.rank());
+    let rhs = build_rhs(p, strata::problem::RhsKind::Random, 1, &block);
+    let sol = solve_block(
+        backend,
+        &comm,
+        p,
+        block,
+        kind,
+        mg,
+        params,
+        &rhs,
+        &mut |_, _| {},
+    )?;
+    Ok(sol.info)
+}

@@ -8,6 +8,7 @@ mod distributed;
 mod job;
 mod options;
 mod report;
+mod reproduce;
 mod solve;
 
 use clap::{Parser, Subcommand};
@@ -37,6 +38,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Compare a variable of two NetCDF files (e.g. solutions of two runs).
     Compare(compare::CompareArgs),
+    /// Rerun the paper's experiments: CSV, PNG plots and tables beside the paper's.
+    #[command(allow_negative_numbers = true)]
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Command::Solve(args) => solve::run(args, &job),
         Command::Bench(args) => bench::run(args, &job),
         Command::Compare(args) => compare::run(args),
+        Command::Reproduce(args) => reproduce::run(args, &job),
     }));
     match result {
         Ok(Ok(code)) => code,

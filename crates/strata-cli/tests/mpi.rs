@@ -183,3 +183,42 @@ fn a_failing_rank_ends_the_job_with_its_rank_and_cause() {
         "{err}"
     );
 }
+
+#[test]
+fn reproduce_scaling_accumulates_rows_across_rank_counts() {
+    let dir = tmp("reproduce");
+    let _ = std::fs::remove_dir_all(&dir);
+    for ranks in [1, 2] {
+        let o = mpirun(
+            ranks,
+            &[
+                "reproduce",
+                "scaling",
+                "--n",
+                "32",
+                "--nz",
+                "8",
+                "--backend",
+                "cpu",
+                "--threads",
+                "1",
+                "--out",
+                dir.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let csv = std::fs::read_to_string(dir.join("scaling.csv")).unwrap();
+    let ranks: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(ranks, ["1", "1", "2", "2"], "{csv}");
+    assert!(
+        std::fs::metadata(dir.join("scaling-efficiency.png"))
+            .unwrap()
+            .len()
+            > 10_000
+    );
+}
