@@ -135,7 +135,7 @@ impl BackendTask for Task {
         line_plot(
             &png,
             &Axes {
-                title: "Time per iteration (nz = 128, ν = 8.4)",
+                title: &format!("Time per iteration (nz = {}, ν = 8.4)", a.common.nz),
                 x: "n (cells per direction)",
                 y: "t_iter [ms]",
                 log_x: true,
