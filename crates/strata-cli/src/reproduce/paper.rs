@@ -1,15 +1,48 @@
 //! The paper's numbers (MODEL.md §11.3, §11.4), printed and plotted beside ours.
 
-/// Table "SingleGPUTiming" on a K20X: (solver, n, t_iter ms, GFLOP/s, % of peak BW, iterations,
-/// t_MemCpy+transpose ms, total ms).
-pub const SINGLE_GPU: [(&str, usize, f64, f64, f64, usize, f64, f64); 7] = [
-    ("cg", 128, 2.8, 41.0, 36.4, 70, 19.4, 217.1),
-    ("cg", 256, 7.5, 60.1, 53.4, 62, 63.5, 543.7),
-    ("cg", 512, 29.7, 60.9, 54.2, 59, 228.4, 2029.0),
-    ("cg", 768, 65.0, 62.7, 55.7, 58, 494.0, 4365.0),
-    ("mg", 128, 12.8, 24.6, 15.6, 9, 19.6, 135.5),
-    ("mg", 256, 27.3, 45.9, 29.1, 8, 64.3, 285.7),
-    ("mg", 512, 88.8, 56.4, 35.8, 8, 229.5, 949.9),
+/// A row of Table "SingleGPUTiming" (K20X).
+pub struct PaperRow {
+    /// Solver ("cg" or "mg").
+    pub solver: &'static str,
+    /// Horizontal size.
+    pub n: usize,
+    /// Time per iteration [ms].
+    pub t_iter: f64,
+    /// GFLOP/s.
+    pub gflops: f64,
+    /// Useful bandwidth, % of the K20X's 250 GB/s peak.
+    pub bw_percent: f64,
+    /// Iterations.
+    pub iterations: usize,
+}
+
+const fn row(
+    solver: &'static str,
+    n: usize,
+    t_iter: f64,
+    gflops: f64,
+    bw_percent: f64,
+    iterations: usize,
+) -> PaperRow {
+    PaperRow {
+        solver,
+        n,
+        t_iter,
+        gflops,
+        bw_percent,
+        iterations,
+    }
+}
+
+/// Table "SingleGPUTiming" on a K20X (its transfer and total times are in PERFORMANCE.md).
+pub const SINGLE_GPU: [PaperRow; 7] = [
+    row("cg", 128, 2.8, 41.0, 36.4, 70),
+    row("cg", 256, 7.5, 60.1, 53.4, 62),
+    row("cg", 512, 29.7, 60.9, 54.2, 59),
+    row("cg", 768, 65.0, 62.7, 55.7, 58),
+    row("mg", 128, 12.8, 24.6, 15.6, 9),
+    row("mg", 256, 27.3, 45.9, 29.1, 8),
+    row("mg", 512, 88.8, 56.4, 35.8, 8),
 ];
 
 /// Table "TimingBreakdownMultigrid", 512² × 128 on one K20X, ms per iteration: (kernel,
@@ -34,9 +67,6 @@ pub const BREAKDOWN_512: [(&str, [Option<f64>; 5]); 4] = [
 ];
 
 /// The paper's row for a solver and size, if it has one.
-pub fn single_gpu(solver: &str, n: usize) -> Option<(f64, f64, f64, usize, f64, f64)> {
-    SINGLE_GPU
-        .iter()
-        .find(|r| r.0 == solver && r.1 == n)
-        .map(|r| (r.2, r.3, r.4, r.5, r.6, r.7))
+pub fn single_gpu(solver: &str, n: usize) -> Option<&'static PaperRow> {
+    SINGLE_GPU.iter().find(|r| r.solver == solver && r.n == n)
 }

@@ -80,18 +80,21 @@ impl BackendTask for Task {
                 let total = 1e3 * (m.solve_seconds + m.transfer_seconds);
                 ours[s].push((n as f64, t));
                 let paper = single_gpu(kind.name(), n);
-                let pc = |f: fn(&(f64, f64, f64, usize, f64, f64)) -> String| {
-                    paper.as_ref().map(f).unwrap_or_else(|| "-".into())
+                let cols = match paper {
+                    Some(r) => [
+                        r.t_iter.to_string(),
+                        r.gflops.to_string(),
+                        r.bw_percent.to_string(),
+                        r.iterations.to_string(),
+                    ],
+                    None => ["-", "-", "-", "-"].map(String::from),
                 };
                 rows.push(format!(
-                    "{},{n},{t:.4},{:.2},{pct:.1},{},{tr:.3},{total:.3},{},{},{},{}",
+                    "{},{n},{t:.4},{:.2},{pct:.1},{},{tr:.3},{total:.3},{}",
                     kind.name(),
                     m.gflops,
                     m.iterations,
-                    pc(|r| r.0.to_string()),
-                    pc(|r| r.1.to_string()),
-                    pc(|r| r.2.to_string()),
-                    pc(|r| r.3.to_string()),
+                    cols.join(","),
                 ));
                 table.push_str(&format!(
                     "{:>5} {:>5} {:>10.3} {:>8.2} {:>6.1} {:>5} {:>10.2} {:>10.2} | {:>8} {:>7} {:>6} {:>5}\n",
@@ -103,10 +106,10 @@ impl BackendTask for Task {
                     m.iterations,
                     tr,
                     total,
-                    pc(|r| r.0.to_string()),
-                    pc(|r| r.1.to_string()),
-                    pc(|r| r.2.to_string()),
-                    pc(|r| r.3.to_string()),
+                    cols[0],
+                    cols[1],
+                    cols[2],
+                    cols[3],
                 ));
                 if let Some(bar) = &bar {
                     bar.inc(1);
@@ -127,8 +130,8 @@ impl BackendTask for Task {
         let paper = |s: &str| -> Vec<(f64, f64)> {
             super::paper::SINGLE_GPU
                 .iter()
-                .filter(|r| r.0 == s)
-                .map(|r| (r.1 as f64, r.2))
+                .filter(|r| r.solver == s)
+                .map(|r| (r.n as f64, r.t_iter))
                 .collect()
         };
         let png = out.join("timing.png");
