@@ -6,7 +6,7 @@ pub struct PaperRow {
     pub solver: &'static str,
     /// Horizontal size.
     pub n: usize,
-    /// Time per iteration [ms].
+    /// Time per iteration in ms.
     pub t_iter: f64,
     /// GFLOP/s.
     pub gflops: f64,
