@@ -120,6 +120,38 @@ impl CpuBackend {
             .fold([0.0, 0.0], |a, p| [a[0] + p[0], a[1] + p[1]])
     }
 
+    /// Best time of `repeats` runs of `body(dst_chunk, src_chunk)` over two arrays of `len`
+    /// values, first touched in parallel so that pages land near the threads that use them.
+    fn stream_kernel(
+        &self,
+        len: usize,
+        repeats: usize,
+        body: impl Fn(&mut [f64], &[f64]) + Sync,
+    ) -> f64 {
+        let chunk = (len / (8 * self.threads())).max(4096);
+        let (src, mut dst) = self.pool.install(|| {
+            let mut src = vec![0.0f64; len];
+            src.par_chunks_mut(chunk)
+                .enumerate()
+                .for_each(|(c, s)| s.fill(c as f64));
+            let mut dst = vec![0.0f64; len];
+            dst.par_chunks_mut(chunk).for_each(|d| d.fill(1.0));
+            (src, dst)
+        });
+        let mut best = f64::INFINITY;
+        for _ in 0..repeats.max(1) {
+            let t = std::time::Instant::now();
+            self.pool.install(|| {
+                dst.par_chunks_mut(chunk)
+                    .zip(src.par_chunks(chunk))
+                    .for_each(|(d, s)| body(d, s))
+            });
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        std::hint::black_box(&dst);
+        best
+    }
+
     fn map2(&self, x: &HostField, y: &mut HostField, f: impl Fn(f64, f64) -> f64 + Sync) {
         let nz = x.nz;
         self.pool.install(|| {
@@ -180,57 +212,21 @@ impl Backend for CpuBackend {
     }
 
     fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        // An element loop with ordinary stores, as STREAM's copy and our kernels write (`+ 0.0`
+        // keeps it from becoming a call to memcpy, whose streaming path differs by machine).
         let len = (bytes / 16).max(1);
-        let chunk = (len / (8 * self.threads())).max(4096);
-        let (src, mut dst) = self.pool.install(|| {
-            // First touch in parallel, so pages land near the threads that use them.
-            let mut src = vec![0.0f64; len];
-            src.par_chunks_mut(chunk)
-                .enumerate()
-                .for_each(|(c, s)| s.fill(c as f64));
-            let mut dst = vec![0.0f64; len];
-            dst.par_chunks_mut(chunk).for_each(|d| d.fill(1.0));
-            (src, dst)
+        let t = self.stream_kernel(len, repeats, |d, s| {
+            d.iter_mut().zip(s).for_each(|(d, s)| *d = *s + 0.0)
         });
-        let mut best = f64::INFINITY;
-        for _ in 0..repeats.max(1) {
-            let t = std::time::Instant::now();
-            self.pool.install(|| {
-                // An element loop with ordinary stores, as STREAM's copy and our kernels write
-                // (`+ 0.0` keeps it from becoming a call to memcpy, whose streaming path
-                // differs by machine).
-                dst.par_chunks_mut(chunk)
-                    .zip(src.par_chunks(chunk))
-                    .for_each(|(d, s)| d.iter_mut().zip(s).for_each(|(d, s)| *d = *s + 0.0))
-            });
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        std::hint::black_box(&dst);
-        Ok((2 * len * 8) as f64 / best)
+        Ok((2 * len * 8) as f64 / t)
     }
 
     fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
         let len = (bytes / 8).max(1);
-        let chunk = (len / (8 * self.threads())).max(4096);
-        let (x, mut y) = self.pool.install(|| {
-            let mut x = vec![0.0f64; len];
-            x.par_chunks_mut(chunk).for_each(|s| s.fill(0.5));
-            let mut y = vec![0.0f64; len];
-            y.par_chunks_mut(chunk).for_each(|d| d.fill(1.0));
-            (x, y)
+        let t = self.stream_kernel(len, repeats, |y, x| {
+            y.iter_mut().zip(x).for_each(|(y, x)| *y += 1e-3 * x)
         });
-        let mut best = f64::INFINITY;
-        for _ in 0..repeats.max(1) {
-            let t = std::time::Instant::now();
-            self.pool.install(|| {
-                y.par_chunks_mut(chunk)
-                    .zip(x.par_chunks(chunk))
-                    .for_each(|(y, x)| y.iter_mut().zip(x).for_each(|(y, x)| *y += 1e-3 * x))
-            });
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        std::hint::black_box(&y);
-        Ok((3 * len * 8) as f64 / best)
+        Ok((3 * len * 8) as f64 / t)
     }
 
     fn fill(&self, _s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
