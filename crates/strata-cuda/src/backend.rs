@@ -194,6 +194,21 @@ impl CudaBackend {
         Ok(host)
     }
 
+    /// Best wall time of `repeats` synchronised runs of `work`, after one warm-up run.
+    fn best_time(&self, repeats: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
+        let mut best = f64::INFINITY;
+        for run in 0..repeats.max(1) + 1 {
+            self.synchronize()?;
+            let t = Instant::now();
+            work()?;
+            self.synchronize()?;
+            if run > 0 {
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+        }
+        Ok(best)
+    }
+
     fn reduce_lock(&self) -> std::sync::MutexGuard<'_, Reduce> {
         self.reduce.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -408,14 +423,7 @@ impl Backend for CudaBackend {
         let len = (bytes / 16).max(1);
         let src = self.alloc_values(len)?;
         let mut dst = self.alloc_values(len)?;
-        let mut best = f64::INFINITY;
-        for _ in 0..repeats.max(1) + 1 {
-            self.synchronize()?;
-            let t = Instant::now();
-            cu(self.stream.memcpy_dtod(&src, &mut dst))?;
-            self.synchronize()?;
-            best = best.min(t.elapsed().as_secs_f64());
-        }
+        let best = self.best_time(repeats, || cu(self.stream.memcpy_dtod(&src, &mut dst)))?;
         Ok((2 * len * 8) as f64 / best)
     }
 
@@ -441,17 +449,12 @@ impl Backend for CudaBackend {
             shared_mem_bytes: 0,
         };
         let (n, a) = (len as i64, 1e-3f64);
-        let mut best = f64::INFINITY;
-        for _ in 0..repeats.max(1) + 1 {
-            self.synchronize()?;
-            let t = Instant::now();
+        let best = self.best_time(repeats, || {
             let mut b = self.stream.launch_builder(k.get("update_f64"));
             b.arg(&n).arg(&a).arg(&x).arg(&mut y);
             // SAFETY: x and y hold n values; the grid-stride loop stays below n.
-            cu(unsafe { b.launch(cfg) })?;
-            self.synchronize()?;
-            best = best.min(t.elapsed().as_secs_f64());
-        }
+            cu(unsafe { b.launch(cfg) }).map(|_| ())
+        })?;
         Ok((3 * len * 8) as f64 / best)
     }
 

@@ -65,14 +65,14 @@ impl BackendTask for Task {
         if most >= 5 {
             configs.push(("mg-cg 5 levels".into(), SolverKind::MgCg, 5));
         }
+        let problem = |cfl: f64| ProblemParams {
+            n: a.n,
+            nz: a.common.nz,
+            cfl,
+            ..Default::default()
+        };
         for &nu in &a.cfl {
-            let p = ProblemParams {
-                n: a.n,
-                nz: a.common.nz,
-                cfl: nu,
-                ..Default::default()
-            };
-            p.validate()?;
+            problem(nu).validate()?;
         }
         let bar = progress(a.cfl.len() * configs.len());
         let mut rows = vec![];
@@ -83,12 +83,7 @@ impl BackendTask for Task {
             "nu", "solver", "coarse", "its", "time s"
         );
         for &nu in &a.cfl {
-            let p = ProblemParams {
-                n: a.n,
-                nz: a.common.nz,
-                cfl: nu,
-                ..Default::default()
-            };
+            let p = problem(nu);
             let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(a.n));
             for (c, (label, kind, levels)) in configs.iter().enumerate() {
                 let mg = MgParams {
