@@ -17,33 +17,37 @@ use strata_mpi::mpi::datatype::PartitionMut;
 use strata_mpi::mpi::traits::*;
 use strata_mpi::{Decomposition, MpiComm, RankGrid};
 
-/// The distributed solve of `strata solve`: chooses the halo path, then solves.
-pub fn solve<B: Backend + 'static>(
-    a: &SolveArgs,
-    s: &Setup,
+/// Work to run over the job's communicator, whichever halo path was chosen.
+pub trait CommTask {
+    /// What the work returns.
+    type Output;
+    /// Runs the work over `comm` on the rank grid `grid`; `halo` names the path for reports.
+    fn run<C: Comm>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<Self::Output>;
+}
+
+/// Builds the communicator of the job for `halo` (NCCL for CUDA ranks under `auto` when built
+/// and found, else MPI, through host buffers for device fields) and runs `task` over it.
+pub fn with_comm<B: Backend + 'static, T: CommTask>(
+    halo: HaloArg,
+    grid: RankGrid,
     backend: &B,
     job: &Job,
-) -> CliResult<ExitCode> {
+    task: T,
+) -> CliResult<T::Output> {
     let world = job.world().ok_or("MPI is not initialised")?;
-    let grid = match &a.ranks {
-        Some(r) => {
-            RankGrid::parse(r).ok_or_else(|| format!("--ranks {r}: expected PXxPY, e.g. 2x2"))?
-        }
-        None => RankGrid::choose(job.size()),
-    };
     let cuda = (backend as &dyn std::any::Any).downcast_ref::<strata_cuda::CudaBackend>();
-    match (a.halo, cuda) {
+    match (halo, cuda) {
         (HaloArg::Mpi, _) | (HaloArg::Auto, None) => {}
         (HaloArg::Nccl, None) => return Err("--halo nccl needs the CUDA backend".into()),
         #[cfg(feature = "nccl")]
         (HaloArg::Nccl, Some(c)) => {
             let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, c)?;
-            return solve_with(a, s, backend, job, &comm, grid, "nccl");
+            return task.run(&comm, grid, "nccl");
         }
         #[cfg(feature = "nccl")]
         (HaloArg::Auto, Some(c)) if strata_mpi::nccl_available() => {
             let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, c)?;
-            return solve_with(a, s, backend, job, &comm, grid, "nccl");
+            return task.run(&comm, grid, "nccl");
         }
         #[cfg(not(feature = "nccl"))]
         (HaloArg::Nccl, Some(_)) => {
@@ -52,12 +56,40 @@ pub fn solve<B: Backend + 'static>(
         (HaloArg::Auto, Some(_)) => {}
     }
     let comm = MpiComm::new(world.duplicate(), grid)?;
-    let halo = if cuda.is_some() {
+    let name = if cuda.is_some() {
         "mpi (host-staged)"
     } else {
         "mpi"
     };
-    solve_with(a, s, backend, job, &comm, grid, halo)
+    task.run(&comm, grid, name)
+}
+
+/// The distributed solve of `strata solve`: chooses the halo path, then solves.
+pub fn solve<B: Backend + 'static>(
+    a: &SolveArgs,
+    s: &Setup,
+    backend: &B,
+    job: &Job,
+) -> CliResult<ExitCode> {
+    let grid = match &a.ranks {
+        Some(r) => {
+            RankGrid::parse(r).ok_or_else(|| format!("--ranks {r}: expected PXxPY, e.g. 2x2"))?
+        }
+        None => RankGrid::choose(job.size()),
+    };
+    struct Task<'a, B> {
+        a: &'a SolveArgs,
+        s: &'a Setup,
+        backend: &'a B,
+        job: &'a Job,
+    }
+    impl<B: Backend> CommTask for Task<'_, B> {
+        type Output = ExitCode;
+        fn run<C: Comm>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<ExitCode> {
+            solve_with(self.a, self.s, self.backend, self.job, comm, grid, halo)
+        }
+    }
+    with_comm(a.halo, grid, backend, job, Task { a, s, backend, job })
 }
 
 /// The distributed solve over a given communicator.
@@ -205,32 +237,36 @@ fn gather(
     Ok(Some(global))
 }
 
-/// One timed solve of the whole problem `p` on the job's ranks (MPI halos), for `strata
-/// reproduce scaling`; every rank gets the record.
-pub fn timed_solve<B: Backend>(
+/// Solves of the whole problem `p` on the job's ranks over `comm`, one per entry of `params`
+/// (the right-hand side built once), for `strata reproduce scaling`; every rank gets the records.
+#[allow(clippy::too_many_arguments)]
+pub fn timed_solves<B: Backend, C: Comm>(
     backend: &B,
+    comm: &C,
+    grid: RankGrid,
     job: &Job,
     p: &ProblemParams,
     kind: strata::solver::SolverKind,
     mg: &strata::solver::MgParams,
-    params: &strata::solver::SolveParams,
-) -> CliResult<strata::solver::SolveInfo> {
-    let world = job.world().ok_or("MPI is not initialised")?;
-    let grid = RankGrid::choose(job.size());
-    let comm = MpiComm::new(world.duplicate(), grid)?;
+    params: &[strata::solver::SolveParams],
+) -> CliResult<Vec<strata::solver::SolveInfo>> {
     let dec = Decomposition::new(p.n, levels_for(kind, mg), grid)?;
     let block = dec.fine_block(job.rank());
     let rhs = build_rhs(p, strata::problem::RhsKind::Random, 1, &block);
-    let sol = solve_block(
-        backend,
-        &comm,
-        p,
-        block,
-        kind,
-        mg,
-        params,
-        &rhs,
-        &mut |_, _| {},
-    )?;
-    Ok(sol.info)
+    let mut out = vec![];
+    for params in params {
+        let sol = solve_block(
+            backend,
+            comm,
+            p,
+            block,
+            kind,
+            mg,
+            params,
+            &rhs,
+            &mut |_, _| {},
+        )?;
+        out.push(sol.info);
+    }
+    Ok(out)
 }

@@ -207,6 +207,15 @@ fn reproduce_scaling_accumulates_rows_across_rank_counts() {
             ],
         );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout);
+        if ranks == 2 {
+            // The strong-scaling table has the 2-rank rows of both solvers, halos by MPI.
+            for solver in ["cg", "mg"] {
+                let row = format!("  {solver:<6}  {:>7}  {:5}", 32, 2);
+                assert!(out.contains(&row), "{row:?} in {out}");
+            }
+            assert!(out.contains("halos by mpi"), "{out}");
+        }
     }
     let csv = std::fs::read_to_string(dir.join("scaling.csv")).unwrap();
     let ranks: Vec<&str> = csv

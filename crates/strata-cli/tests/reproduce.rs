@@ -168,10 +168,42 @@ fn scaling_rows_accumulate() {
     }
     let rows = csv(
         &d.join("scaling.csv"),
-        "ranks,n,solver,iterations,t_iter_ms,solve_s,halo_share",
-        &[0, 1, 3, 4, 5, 6],
+        "ranks,n,solver,iterations,t_iter_ms,solve_s,halo_share,t_iter_profiled_ms,halo",
+        &[0, 1, 3, 4, 5, 6, 7],
     );
     assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| r[8] == "none"), "{rows:?}");
     png(&d.join("scaling-time.png"));
     png(&d.join("scaling-efficiency.png"));
+    png(&d.join("scaling-weak.png"));
+}
+
+#[test]
+fn scaling_refuses_a_csv_of_other_columns() {
+    let d = dir("scaling-old");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("scaling.csv"), "ranks,n,solver\n1,32,cg\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "reproduce",
+            "scaling",
+            "--n",
+            "32",
+            "--nz",
+            "8",
+            "--backend",
+            "cpu",
+        ])
+        .arg("--out")
+        .arg(&d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("has other columns"), "{err}");
+    // Nothing lost: the old file is left as it was.
+    assert_eq!(
+        std::fs::read_to_string(d.join("scaling.csv")).unwrap(),
+        "ranks,n,solver\n1,32,cg\n"
+    );
 }
