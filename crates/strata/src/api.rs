@@ -162,6 +162,7 @@ pub fn solve_block<B: Backend, C: Comm>(
     let t = Instant::now();
     let levels = build_levels(p, block, levels_for(kind, mg))?;
     let mut solver = Solver::new(backend, kind, &levels, mg)?;
+    solver.prepare_comm(backend, comm)?;
     let fine = solver.fine();
     let mut f = backend.alloc(fine)?;
     let mut u = backend.alloc(fine)?;
@@ -171,6 +172,9 @@ pub fn solve_block<B: Backend, C: Comm>(
     backend.upload(fine, rhs, &mut f)?;
     backend.synchronize()?;
     let mut transfer_seconds = t.elapsed().as_secs_f64();
+    // The ranks start the solve together: the time a rank would wait in its first exchange for
+    // a slower rank's set-up is not the solver's.
+    comm.barrier()?;
     let info = solver.solve(backend, comm, &f, &mut u, params, monitor)?;
     let t = Instant::now();
     let mut out = vec![0.0; local];

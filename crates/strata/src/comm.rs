@@ -19,6 +19,10 @@ pub trait Comm {
     fn exchange<B: Backend>(&self, backend: &B, lev: &B::Level, x: &mut B::Field) -> Result<()>;
     /// Replaces each value by its sum over all ranks.
     fn sum(&self, values: &mut [f64]) -> Result<()>;
+    /// Returns once every rank has called it (a sum of nothing).
+    fn barrier(&self) -> Result<()> {
+        self.sum(&mut [0.0])
+    }
 }
 
 /// The communicator of a single process.

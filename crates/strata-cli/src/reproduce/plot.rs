@@ -63,6 +63,52 @@ fn range(v: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     }
 }
 
+/// Labelled and grid-only ticks of a log axis over [lo, hi]: 1–9 × 10^k on up to 1.5 decades,
+/// 1, 2, 5 × 10^k on up to 3, powers of ten beyond; every m × 10^k a grid line.
+fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
+    let decades = (hi / lo).log10();
+    let labelled: &[f64] = if decades <= 1.5 {
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    } else if decades <= 3.0 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let (mut bold, mut light) = (vec![], vec![]);
+    for k in lo.log10().floor() as i32..=hi.log10().ceil() as i32 {
+        for m in 1..10 {
+            let v = m as f64 * 10f64.powi(k);
+            if v < lo || v > hi {
+                continue;
+            }
+            if labelled.contains(&(m as f64)) {
+                bold.push(v);
+            } else {
+                light.push(v);
+            }
+        }
+    }
+    (bold, light)
+}
+
+/// A tick label: as few digits as the value needs (3 significant), no trailing zeros.
+fn tick(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    if !(1e-3..1e6).contains(&a) {
+        return format!("{v:.1e}");
+    }
+    let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 const COLOURS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
@@ -106,6 +152,8 @@ pub fn line_plot(path: &Path, axes: &Axes, series: &[Series]) -> CliResult<()> {
                 .x_desc(axes.x)
                 .y_desc(axes.y)
                 .label_style(("sans-serif", 14))
+                .x_label_formatter(&|v| tick(*v))
+                .y_label_formatter(&|v| tick(*v))
                 .draw()
                 .map_err(|e| err(&e))?;
             for (i, s) in series.iter().enumerate() {
@@ -144,12 +192,46 @@ pub fn line_plot(path: &Path, axes: &Axes, series: &[Series]) -> CliResult<()> {
                 .map_err(|e| err(&e))?;
         }};
     }
+    let log = |lo: f64, hi: f64| {
+        let (bold, light) = log_ticks(lo, hi);
+        (lo..hi)
+            .log_scale()
+            .with_key_points(bold)
+            .with_light_points(light)
+    };
     match (axes.log_x, axes.log_y) {
-        (true, true) => draw!(b.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())),
-        (true, false) => draw!(b.build_cartesian_2d((x0..x1).log_scale(), y0..y1)),
-        (false, true) => draw!(b.build_cartesian_2d(x0..x1, (y0..y1).log_scale())),
+        (true, true) => draw!(b.build_cartesian_2d(log(x0, x1), log(y0, y1))),
+        (true, false) => draw!(b.build_cartesian_2d(log(x0, x1), y0..y1)),
+        (false, true) => draw!(b.build_cartesian_2d(x0..x1, log(y0, y1))),
         (false, false) => draw!(b.build_cartesian_2d(x0..x1, y0..y1)),
     }
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{log_ticks, tick};
+
+    #[test]
+    fn log_ticks_label_what_fits() {
+        assert_eq!(log_ticks(0.7, 6.0).0, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(
+            log_ticks(10.0, 1100.0).0,
+            [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        );
+        let (bold, light) = log_ticks(0.05, 150.0);
+        assert_eq!(bold.len(), 4);
+        assert!(light.contains(&3.0) && light.contains(&0.06));
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(tick(60.0), "60");
+        assert_eq!(tick(4.0), "4");
+        assert_eq!(tick(0.25), "0.25");
+        assert_eq!(tick(1234.0), "1234");
+        assert_eq!(tick(2.5e-5), "2.5e-5");
+        assert_eq!(tick(0.0), "0");
+    }
 }

@@ -279,9 +279,11 @@ fn series(points: &[Point], key: impl Fn(&Point) -> usize) -> SeriesMap {
     m
 }
 
-/// Strong series: the same n.
+/// Strong series: the same n on more than one rank count.
 fn strong(points: &[Point]) -> SeriesMap {
-    series(points, |p| p.n)
+    let mut m = series(points, |p| p.n);
+    m.retain(|_, v| v.len() > 1);
+    m
 }
 
 /// Weak series: about the same cells per rank (within a factor 2^(1/4)), keyed by the side of

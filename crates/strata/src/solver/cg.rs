@@ -37,6 +37,12 @@ impl<B: Backend> Cg<B> {
         &self.lev
     }
 
+    /// Exchanges the halo of the search direction's preconditioned field once (see
+    /// [`super::Solver::prepare_comm`]).
+    pub fn prepare_comm<C: Comm>(&mut self, b: &B, comm: &C) -> Result<()> {
+        comm.exchange(b, &self.lev, &mut self.z)
+    }
+
     /// Solves A u = f from the initial guess in `u`.
     pub fn solve<C: Comm>(
         &mut self,

@@ -77,6 +77,17 @@ impl<B: Backend> Solver<B> {
         })
     }
 
+    /// Exchanges the halo of one field of every level once, so that what a communicator sets up
+    /// at a first exchange (face buffers, NCCL's buffer registration) is set-up, not solve time.
+    /// The fields are the solver's own zeros; nothing a solve reads changes.
+    pub fn prepare_comm<C: Comm>(&mut self, backend: &B, comm: &C) -> Result<()> {
+        match self {
+            Solver::Cg(s) => s.prepare_comm(backend, comm),
+            Solver::Mg(s) => s.prepare_comm(backend, comm),
+            Solver::MgCg(s) => s.prepare_comm(backend, comm),
+        }
+    }
+
     /// The fine level's prepared stencil, to allocate and upload fields with.
     pub fn fine(&self) -> &B::Level {
         match self {

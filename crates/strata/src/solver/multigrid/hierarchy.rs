@@ -2,6 +2,7 @@
 
 use super::MgParams;
 use crate::backend::Backend;
+use crate::comm::Comm;
 use crate::error::{invalid, Result};
 use crate::stencil::LevelStencil;
 
@@ -53,5 +54,13 @@ impl<B: Backend> Hierarchy<B> {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self { levels, params })
+    }
+
+    /// Exchanges the halo of every level's `u` once (see [`crate::solver::Solver::prepare_comm`]).
+    pub fn prepare_comm<C: Comm>(&mut self, b: &B, comm: &C) -> Result<()> {
+        for l in &mut self.levels {
+            comm.exchange(b, &l.op, &mut l.u)?;
+        }
+        Ok(())
     }
 }

@@ -96,6 +96,11 @@ impl<B: Backend> Multigrid<B> {
         &self.h.levels[0].op
     }
 
+    /// Exchanges the halo of every level once (see [`super::Solver::prepare_comm`]).
+    pub fn prepare_comm<C: Comm>(&mut self, b: &B, comm: &C) -> Result<()> {
+        self.h.prepare_comm(b, comm)
+    }
+
     /// Solves A u = f from the initial guess in `u`.
     pub fn solve<C: Comm>(
         &mut self,
