@@ -77,7 +77,11 @@ fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, Vec<f64>) {
     let (mut bold, mut light) = (vec![], vec![]);
     for k in lo.log10().floor() as i32..=hi.log10().ceil() as i32 {
         for m in 1..10 {
-            let v = m as f64 * 10f64.powi(k);
+            let v = if k < 0 {
+                m as f64 / 10f64.powi(-k)
+            } else {
+                m as f64 * 10f64.powi(k)
+            };
             if v < lo || v > hi {
                 continue;
             }
@@ -215,7 +219,10 @@ mod tests {
 
     #[test]
     fn log_ticks_label_what_fits() {
-        assert_eq!(log_ticks(0.7, 6.0).0, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(
+            log_ticks(0.7, 6.0).0,
+            [0.7, 0.8, 0.9, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        );
         assert_eq!(
             log_ticks(10.0, 1100.0).0,
             [10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
