@@ -140,6 +140,12 @@ pub fn line_plot(path: &Path, axes: &Axes, series: &[Series]) -> CliResult<()> {
     };
     let (x0, x1) = range(pts().map(|p| p.0), axes.log_x);
     let (y0, y1) = range(pts().map(|p| p.1), axes.log_y);
+    // A linear axis of whole numbers (levels, ranks) gets one label per whole number.
+    let x_labels = if !axes.log_x && pts().all(|p| p.0.fract() == 0.0) {
+        ((x1 - x0).floor() as usize + 1).clamp(2, 20)
+    } else {
+        10
+    };
     let root = BitMapBackend::new(path, SIZE).into_drawing_area();
     let err = |e: &dyn std::fmt::Display| format!("plot {}: {e}", path.display());
     root.fill(&WHITE).map_err(|e| err(&e))?;
@@ -156,6 +162,7 @@ pub fn line_plot(path: &Path, axes: &Axes, series: &[Series]) -> CliResult<()> {
                 .x_desc(axes.x)
                 .y_desc(axes.y)
                 .label_style(("sans-serif", 14))
+                .x_labels(x_labels)
                 .x_label_formatter(&|v| tick(*v))
                 .y_label_formatter(&|v| tick(*v))
                 .draw()
