@@ -2,6 +2,7 @@
 
 use crate::kernels::{arch_for, backend_err, Kernels};
 use crate::layout::DeviceLayout;
+use crate::staging::{chunk_rows, par_copy, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -71,6 +72,7 @@ pub struct CudaBackend {
     arch: &'static str,
     modules: Mutex<HashMap<usize, Arc<Kernels>>>,
     reduce: Mutex<Reduce>,
+    pinned: Pinned,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -129,6 +131,7 @@ impl CudaBackend {
             arch: arch_for(major, minor),
             modules: Mutex::new(HashMap::new()),
             reduce: Mutex::new(reduce),
+            pinned: Pinned::default(),
         })
     }
 
@@ -264,12 +267,6 @@ fn side_index(side: Side) -> i32 {
     }
 }
 
-/// Rows of a field moved per staging chunk between host and device: about 256 MiB, so that
-/// transfers need no second field's worth of device memory.
-fn staging_rows(row: usize, ny: usize) -> usize {
-    ((256usize << 20) / 8 / row.max(1)).clamp(1, ny.max(1))
-}
-
 /// Default block width of the column kernels (the paper's 64 × 2).
 const BLOCK_X: u32 = 64;
 
@@ -377,13 +374,18 @@ impl Backend for CudaBackend {
         let l = lev.layout;
         let row = l.nx as usize * l.nz as usize;
         assert_eq!(host.len(), row * l.ny as usize, "host array size");
-        let rows = staging_rows(row, l.ny as usize);
-        let mut staging = self.alloc_values(rows * row)?;
-        for j0 in (0..l.ny as usize).step_by(rows) {
+        let rows = chunk_rows(row, l.ny as usize);
+        let mut pinned = cu(self.pinned.get(&self.ctx, rows * row))?;
+        let mut staging = self.alloc_values(pinned[0].len())?;
+        for (c, j0) in (0..l.ny as usize).step_by(rows).enumerate() {
             let n = rows.min(l.ny as usize - j0);
-            cu(self
-                .stream
-                .memcpy_htod(&host[j0 * row..(j0 + n) * row], &mut staging))?;
+            let buf = &mut pinned[c % 2];
+            // Waits for the device's copy out of this buffer two chunks ago.
+            par_copy(
+                &mut cu(buf.as_mut_slice())?[..n * row],
+                &host[j0 * row..(j0 + n) * row],
+            );
+            cu(self.stream.memcpy_htod(&*buf, &mut staging))?;
             let mut b = self.stream.launch_builder(lev.k.get("to_device_f64"));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&staging).arg(&mut x.data);
@@ -398,19 +400,32 @@ impl Backend for CudaBackend {
         let l = lev.layout;
         let row = l.nx as usize * l.nz as usize;
         assert_eq!(host.len(), row * l.ny as usize, "host array size");
-        let rows = staging_rows(row, l.ny as usize);
-        let mut staging = self.alloc_values(rows * row)?;
-        for j0 in (0..l.ny as usize).step_by(rows) {
+        let rows = chunk_rows(row, l.ny as usize);
+        let mut pinned = cu(self.pinned.get(&self.ctx, rows * row))?;
+        let mut staging = self.alloc_values(pinned[0].len())?;
+        let chunks: Vec<usize> = (0..l.ny as usize).step_by(rows).collect();
+        // The host copies chunk c − 1 out of its page-locked buffer while the device transposes
+        // and copies chunk c into the other.
+        let mut copy_out = |c: usize, pinned: &[cudarc::driver::PinnedHostSlice<f64>]| {
+            let (j0, n) = (chunks[c], rows.min(l.ny as usize - chunks[c]));
+            let src = cu(pinned[c % 2].as_slice())?;
+            par_copy(&mut host[j0 * row..(j0 + n) * row], &src[..n * row]);
+            Ok::<(), StrataError>(())
+        };
+        for (c, &j0) in chunks.iter().enumerate() {
             let n = rows.min(l.ny as usize - j0);
             let mut b = self.stream.launch_builder(lev.k.get("to_host_f64"));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&x.data).arg(&mut staging);
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
             cu(unsafe { b.launch(self.transpose_cfg(lev, n)) })?;
-            cu(self.stream.memcpy_dtoh(
-                &staging.slice(..n * row),
-                &mut host[j0 * row..(j0 + n) * row],
-            ))?;
+            cu(self.stream.memcpy_dtoh(&staging, &mut pinned[c % 2]))?;
+            if c > 0 {
+                copy_out(c - 1, &pinned)?;
+            }
+        }
+        if let Some(last) = chunks.len().checked_sub(1) {
+            copy_out(last, &pinned)?;
         }
         Ok(())
     }

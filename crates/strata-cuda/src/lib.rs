@@ -10,5 +10,6 @@
 mod backend;
 pub mod kernels;
 pub mod layout;
+mod staging;
 
 pub use backend::{device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel};
