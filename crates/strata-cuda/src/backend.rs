@@ -2,7 +2,7 @@
 
 use crate::kernels::{arch_for, backend_err, Kernels};
 use crate::layout::DeviceLayout;
-use crate::staging::{chunk_rows, par_copy, Pinned};
+use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -382,10 +382,11 @@ impl Backend for CudaBackend {
             let buf = &mut pinned[c % 2];
             // Waits for the device's copy out of this buffer two chunks ago.
             par_copy(
-                &mut cu(buf.as_mut_slice())?[..n * row],
+                &mut cu(buf.host_mut())?[..n * row],
                 &host[j0 * row..(j0 + n) * row],
             );
-            cu(self.stream.memcpy_htod(&*buf, &mut staging))?;
+            cu(self.stream.memcpy_htod(&*buf.slice_mut(), &mut staging))?;
+            cu(buf.used(&self.stream))?;
             let mut b = self.stream.launch_builder(lev.k.get("to_device_f64"));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&staging).arg(&mut x.data);
@@ -406,9 +407,9 @@ impl Backend for CudaBackend {
         let chunks: Vec<usize> = (0..l.ny as usize).step_by(rows).collect();
         // The host copies chunk c − 1 out of its page-locked buffer while the device transposes
         // and copies chunk c into the other.
-        let mut copy_out = |c: usize, pinned: &[cudarc::driver::PinnedHostSlice<f64>]| {
+        let mut copy_out = |c: usize, pinned: &mut [Buffer]| {
             let (j0, n) = (chunks[c], rows.min(l.ny as usize - chunks[c]));
-            let src = cu(pinned[c % 2].as_slice())?;
+            let src = cu(pinned[c % 2].host_mut())?;
             par_copy(&mut host[j0 * row..(j0 + n) * row], &src[..n * row]);
             Ok::<(), StrataError>(())
         };
@@ -419,13 +420,15 @@ impl Backend for CudaBackend {
             b.arg(&l).arg(&j0i).arg(&x.data).arg(&mut staging);
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
             cu(unsafe { b.launch(self.transpose_cfg(lev, n)) })?;
-            cu(self.stream.memcpy_dtoh(&staging, &mut pinned[c % 2]))?;
+            let buf = &mut pinned[c % 2];
+            cu(self.stream.memcpy_dtoh(&staging, buf.slice_mut()))?;
+            cu(buf.used(&self.stream))?;
             if c > 0 {
-                copy_out(c - 1, &pinned)?;
+                copy_out(c - 1, &mut pinned)?;
             }
         }
         if let Some(last) = chunks.len().checked_sub(1) {
-            copy_out(last, &pinned)?;
+            copy_out(last, &mut pinned)?;
         }
         Ok(())
     }

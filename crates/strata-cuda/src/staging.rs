@@ -8,7 +8,7 @@
 //! memory the driver itself stages through small pinned buffers, synchronously, which is what
 //! this replaces.
 
-use cudarc::driver::{CudaContext, DriverError, PinnedHostSlice};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream, DriverError, PinnedHostSlice};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -23,10 +23,47 @@ pub fn chunk_rows(row: usize, ny: usize) -> usize {
     (CHUNK_BYTES / 8 / row.max(1)).clamp(1, ny.max(1))
 }
 
+/// A page-locked buffer and the event recorded after the last device copy that used it (the
+/// backend turns cudarc's own event tracking off, so its pinned slices do not record one).
+pub struct Buffer {
+    host: PinnedHostSlice<f64>,
+    done: CudaEvent,
+}
+
+impl Buffer {
+    /// The buffer's values, once the device's last copy to or from it has finished.
+    pub fn host_mut(&mut self) -> Result<&mut [f64], DriverError> {
+        self.done.synchronize()?;
+        self.host.as_mut_slice()
+    }
+
+    /// The page-locked slice, for a device copy on `stream`; call [`Buffer::used`] after it.
+    pub fn slice_mut(&mut self) -> &mut PinnedHostSlice<f64> {
+        &mut self.host
+    }
+
+    /// Marks the work queued on `stream` so far as the buffer's last use.
+    pub fn used(&self, stream: &CudaStream) -> Result<(), DriverError> {
+        self.done.record(stream)
+    }
+
+    /// Values in the buffer.
+    pub fn len(&self) -> usize {
+        self.host.len()
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // The page-locked memory is freed after this: no device copy may still use it.
+        let _ = self.done.synchronize();
+    }
+}
+
 /// Two page-locked host buffers, allocated at the first transfer and kept for the next ones
 /// (page-locking costs milliseconds per call), grown when a chunk needs more.
 #[derive(Default)]
-pub struct Pinned(Mutex<Vec<PinnedHostSlice<f64>>>);
+pub struct Pinned(Mutex<Vec<Buffer>>);
 
 impl Pinned {
     /// The two buffers, each of at least `len` values.
@@ -34,14 +71,18 @@ impl Pinned {
         &self,
         ctx: &Arc<CudaContext>,
         len: usize,
-    ) -> Result<MutexGuard<'_, Vec<PinnedHostSlice<f64>>>, DriverError> {
+    ) -> Result<MutexGuard<'_, Vec<Buffer>>, DriverError> {
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if g.len() != 2 || g[0].len() < len {
             g.clear();
             for _ in 0..2 {
-                // SAFETY: the buffer's contents are written (by a host copy or a device copy)
-                // before they are read. Flags 0: cached memory, which the host also reads.
-                g.push(unsafe { ctx.alloc_pinned_with_flags::<f64>(len, 0) }?);
+                g.push(Buffer {
+                    // SAFETY: the buffer's contents are written (by a host copy or a device
+                    // copy) before they are read. Flags 0: cached memory, which the host also
+                    // reads.
+                    host: unsafe { ctx.alloc_pinned_with_flags::<f64>(len, 0) }?,
+                    done: ctx.new_event(None)?,
+                });
             }
         }
         Ok(g)
