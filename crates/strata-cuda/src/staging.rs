@@ -74,6 +74,8 @@ impl Pinned {
     ) -> Result<MutexGuard<'_, Vec<Buffer>>, DriverError> {
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if g.len() != 2 || g[0].len() < len {
+            // At least a whole chunk, so that a process locks its pages once.
+            let len = len.max(CHUNK_BYTES / 8);
             g.clear();
             for _ in 0..2 {
                 g.push(Buffer {
