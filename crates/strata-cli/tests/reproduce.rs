@@ -4,11 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn strata(args: &[&str]) {
-    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
         .args(args)
         .output()
-        .expect("strata runs");
+        .expect("strata runs")
+}
+
+fn strata(args: &[&str]) {
+    let o = run(args);
     assert!(
         o.status.success(),
         "{args:?}: {}",
@@ -183,21 +187,18 @@ fn scaling_refuses_a_csv_of_other_columns() {
     let d = dir("scaling-old");
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("scaling.csv"), "ranks,n,solver\n1,32,cg\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args([
-            "reproduce",
-            "scaling",
-            "--n",
-            "32",
-            "--nz",
-            "8",
-            "--backend",
-            "cpu",
-        ])
-        .arg("--out")
-        .arg(&d)
-        .output()
-        .unwrap();
+    let o = run(&[
+        "reproduce",
+        "scaling",
+        "--n",
+        "32",
+        "--nz",
+        "8",
+        "--backend",
+        "cpu",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(err.contains("has other columns"), "{err}");
