@@ -55,6 +55,9 @@ pub fn run(args: BenchArgs, job: &Job) -> CliResult<ExitCode> {
     if job.size() > 1 {
         return Err("strata bench runs on one process; use strata solve under mpirun".into());
     }
+    if let Some(path) = &args.json {
+        strata::io::check_writable(path, strata::io::Overwrite::Replace, "--json")?;
+    }
     with_backend(&args.backend.clone(), job, Task { args })
 }
 

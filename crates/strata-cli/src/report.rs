@@ -236,7 +236,7 @@ pub fn profile_table(prof: &Profile, p: &ProblemParams, _kind: SolverKind) -> St
 
 #[derive(Serialize)]
 struct SolveReport<'a> {
-    problem: &'a ProblemParams,
+    problem: ProblemParams,
     solver: &'static str,
     multigrid: Option<&'a MgParams>,
     stopping: &'a SolveParams,
@@ -257,7 +257,11 @@ pub fn json(
     sol: &Solution,
 ) -> Result<String, serde_json::Error> {
     serde_json::to_string_pretty(&SolveReport {
-        problem: p,
+        // ω as used, not "derived from ν" (null).
+        problem: ProblemParams {
+            omega: Some(p.omega()),
+            ..p.clone()
+        },
         solver: kind.name(),
         multigrid: (kind != SolverKind::Cg).then_some(mg),
         stopping: params,

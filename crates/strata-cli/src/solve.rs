@@ -11,7 +11,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use strata::backend::Backend;
-use strata::io::{read_rhs, write_fields, FieldGrid};
+use strata::io::{check_writable, read_rhs, write_fields, FieldGrid, OutputField, Overwrite};
 use strata::problem::{build_rhs, manufactured_error, ProblemParams, RhsKind};
 use strata::solver::{SolveParams, SolverKind};
 use strata::stencil::{max_levels, Block};
@@ -78,12 +78,18 @@ pub struct SolveArgs {
     /// Also time every kernel on every level (synchronises around each kernel).
     #[arg(long)]
     pub profile: bool,
-    /// Write the report (parameters, history, timings) as JSON to this file.
+    /// Write the report (parameters, history, timings) as JSON to this file (a report: replaced
+    /// if it exists). Its folder is checked before the solve starts.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write the solution and the right-hand side as NetCDF to this file.
+    /// Write the solution u and the right-hand side as NetCDF-3 (CF-1.8) to this file. An
+    /// existing file is kept unless --force is given; the path is checked before the solve starts.
     #[arg(long, value_name = "FILE.nc")]
     pub output: Option<PathBuf>,
+    /// Replace the --output file if it exists (the new file is written beside it and renamed over
+    /// it when complete).
+    #[arg(long)]
+    pub force: bool,
     /// Print only the summary, not the per-iteration history.
     #[arg(long, short)]
     pub quiet: bool,
@@ -99,6 +105,15 @@ pub struct SolveArgs {
 
 /// Runs `strata solve`.
 pub fn run(args: SolveArgs, job: &Job) -> CliResult<ExitCode> {
+    // Files are checked before any work, so that a long solve never ends in an unwritable path.
+    if job.is_root() {
+        if let Some(path) = &args.json {
+            check_writable(path, Overwrite::Replace, "--json")?;
+        }
+        if let Some(path) = &args.output {
+            check_writable(path, overwrite(args.force), "--output")?;
+        }
+    }
     with_backend(&args.backend.clone(), job, Task { args, job })
 }
 
@@ -147,11 +162,6 @@ impl BackendTask for Task<'_> {
             mg,
             params,
         } = &setup;
-        if let Some(out) = &a.output {
-            if out.exists() {
-                return Err(format!("{} exists; not overwriting it", out.display()).into());
-            }
-        }
         if self.job.size() > 1 {
             #[cfg(feature = "mpi")]
             return crate::distributed::solve(&a, &setup, backend, self.job);
@@ -216,7 +226,8 @@ pub fn report(
         write_fields(
             path,
             &FieldGrid { params: p.clone() },
-            &[("u", "solution", &sol.u), ("rhs", "right-hand side", rhs)],
+            &[OutputField::solution(&sol.u), OutputField::rhs(rhs)],
+            overwrite(a.force),
         )?;
         println!("wrote {}", path.display());
     }
@@ -226,6 +237,14 @@ pub fn report(
         eprintln!("strata: the solve did not converge ({:?})", sol.info.reason);
         ExitCode::from(3)
     })
+}
+
+fn overwrite(force: bool) -> Overwrite {
+    if force {
+        Overwrite::Replace
+    } else {
+        Overwrite::Refuse
+    }
 }
 
 pub(crate) fn rhs_kind(r: RhsArg) -> RhsKind {
@@ -259,9 +278,7 @@ pub fn validate<B: Backend>(
             .into());
         }
     }
-    if !(params.rtol.is_finite() && params.rtol > 0.0) {
-        return Err(format!("--rtol must be finite and positive (got {})", params.rtol).into());
-    }
+    params.validate()?;
     strata::check_memory(backend, p, kind, mg)?;
     Ok(())
 }

@@ -109,8 +109,145 @@ fn netcdf_output_feeds_back_as_a_right_hand_side() {
     let o2 = strata(&again);
     assert!(o2.status.success(), "{}", text(&o2).1);
     assert_eq!(its(&o), its(&o2));
-    // Refuses to overwrite.
+    // Refuses to overwrite, before any work (no summary printed) ...
     assert_error(&first, "exists");
+    assert!(!text(&strata(&first)).0.contains("iterations"));
+    // ... unless --force says so.
+    let mut forced = first.clone();
+    forced.push("--force");
+    let o3 = strata(&forced);
+    assert!(o3.status.success(), "{}", text(&o3).1);
+}
+
+/// Runs strata, failing (not hanging) if it takes longer than `limit`.
+fn strata_within(args: &[&str], limit: std::time::Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strata starts");
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} did not finish within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn absurd_thread_counts_are_refused_not_hung() {
+    let limit = std::time::Duration::from_secs(20);
+    for t in ["100000", "4294967296"] {
+        let args = [
+            "solve",
+            "--n",
+            "8",
+            "--nz",
+            "4",
+            "--levels",
+            "1",
+            "--threads",
+            t,
+            "--backend",
+            "cpu",
+        ];
+        let o = strata_within(&args, limit);
+        let err = text(&o).1;
+        assert!(!o.status.success(), "--threads {t} accepted");
+        assert!(err.contains("threads must be between 1 and"), "{err}");
+    }
+    assert_error(
+        &["solve", "--threads", "100000"],
+        "threads must be between 1 and",
+    );
+}
+
+#[test]
+fn unwritable_paths_are_refused_before_the_solve() {
+    let limit = std::time::Duration::from_secs(20);
+    // A size whose solve would take minutes: the check must come first.
+    let big = ["solve", "--n", "1024", "--nz", "128", "--backend", "cpu"];
+    for (flag, path, needle) in [
+        ("--json", "/nonexistent/x.json", "does not exist"),
+        ("--output", "/nonexistent/u.nc", "does not exist"),
+        ("--output", "/", "is a folder"),
+    ] {
+        let mut args = big.to_vec();
+        args.extend([flag, path]);
+        let o = strata_within(&args, limit);
+        let (out, err) = text(&o);
+        assert!(!o.status.success());
+        assert!(
+            err.contains(flag) && err.contains(needle),
+            "{args:?}: {err}"
+        );
+        assert!(!out.contains("iteration"), "the solve ran: {out}");
+    }
+}
+
+#[test]
+fn truncated_rhs_file_is_named_as_truncated() {
+    let nc = tmp("whole.nc");
+    let o = strata(&[
+        "solve",
+        "--n",
+        "8",
+        "--nz",
+        "4",
+        "--levels",
+        "1",
+        "-q",
+        "--output",
+        nc.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let bytes = std::fs::read(&nc).unwrap();
+    let cut = tmp("cut.nc");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    assert_error(
+        &[
+            "solve",
+            "--n",
+            "8",
+            "--nz",
+            "4",
+            "--levels",
+            "1",
+            "--rhs-file",
+            cut.to_str().unwrap(),
+        ],
+        "truncated",
+    );
+}
+
+#[test]
+fn json_report_gives_the_omega_used() {
+    let json = tmp("omega.json");
+    let o = strata(&[
+        "solve",
+        "--n",
+        "16",
+        "--nz",
+        "8",
+        "--levels",
+        "2",
+        "-q",
+        "--cfl",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // ω = ν h / 2 with h = 2/n on the panel.
+    let omega = v["problem"]["omega"].as_f64().expect("omega is a number");
+    assert!((omega - 4.0 * (2.0 / 16.0) / 2.0).abs() < 1e-15, "{omega}");
 }
 
 #[test]

@@ -137,12 +137,7 @@ pub fn solve_block<B: Backend, C: Comm>(
 ) -> Result<Solution> {
     p.validate()?;
     mg.validate()?;
-    if !(params.rtol.is_finite() && params.rtol > 0.0) {
-        return invalid(format!(
-            "rtol must be finite and positive (got {})",
-            params.rtol
-        ));
-    }
+    params.validate()?;
     let local = block.nx * block.ny * p.nz;
     if rhs.len() != local {
         return invalid(format!(

@@ -1,6 +1,6 @@
 //! NetCDF round trip and the errors of reading a right-hand side.
 
-use strata::io::{read_rhs, write_fields, FieldGrid};
+use strata::io::{read_rhs, write_fields, FieldGrid, OutputField, Overwrite};
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::stencil::Block;
 
@@ -23,7 +23,8 @@ fn fields_round_trip_exactly() {
     let g = grid(6, 5);
     let rhs = build_rhs(&g.params, RhsKind::Random, 3, &Block::whole(6));
     let u: Vec<f64> = rhs.iter().map(|v| 2.0 * v + 1.0).collect();
-    write_fields(&path, &g, &[("u", "solution", &u), ("rhs", "rhs", &rhs)]).unwrap();
+    let fields = [OutputField::solution(&u), OutputField::rhs(&rhs)];
+    write_fields(&path, &g, &fields, Overwrite::Refuse).unwrap();
     assert_eq!(read_rhs(&path, "rhs", 6, 5).unwrap(), rhs);
     assert_eq!(read_rhs(&path, "u", 6, 5).unwrap(), u);
 
@@ -40,7 +41,7 @@ fn fields_round_trip_exactly() {
     let _ = std::fs::remove_file(&nan_path);
     let mut bad = rhs.clone();
     bad[7] = f64::NAN;
-    write_fields(&nan_path, &g, &[("rhs", "rhs", &bad)]).unwrap();
+    write_fields(&nan_path, &g, &[OutputField::rhs(&bad)], Overwrite::Refuse).unwrap();
     let e = read_rhs(&nan_path, "rhs", 6, 5).unwrap_err().to_string();
     assert!(e.contains("non-finite") && e.contains("z=2"), "{e}");
 
@@ -48,6 +49,88 @@ fn fields_round_trip_exactly() {
     let e = read_rhs(&dir.join("junk.nc"), "rhs", 6, 5)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("not a NetCDF-3 file"), "{e}");
+    assert!(
+        e.contains("not NetCDF") || e.contains("not a NetCDF-3 file"),
+        "{e}"
+    );
+
+    // A file cut short (an interrupted copy) is named as truncated, not as an I/O error code.
+    let whole = std::fs::read(&path).unwrap();
+    for keep in [whole.len() - 100, 40] {
+        let cut = dir.join(format!("cut{keep}.nc"));
+        std::fs::write(&cut, &whole[..keep]).unwrap();
+        let e = read_rhs(&cut, "rhs", 6, 5).unwrap_err().to_string();
+        assert!(e.contains("truncated"), "{keep} bytes: {e}");
+    }
+    // A NetCDF-4 (HDF5) file is recognised by its signature.
+    std::fs::write(dir.join("h5.nc"), b"\x89HDF\r\n\x1a\n and more").unwrap();
+    let e = read_rhs(&dir.join("h5.nc"), "rhs", 6, 5)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("NetCDF-4") && e.contains("nccopy"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn output_is_never_lost_or_clobbered() {
+    let dir = std::env::temp_dir().join(format!("strata-nc-ow-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("u.nc");
+    let _ = std::fs::remove_file(&path);
+    let g = grid(4, 3);
+    let a = vec![1.0; 48];
+    let b = vec![2.0; 48];
+    write_fields(&path, &g, &[OutputField::rhs(&a)], Overwrite::Refuse).unwrap();
+    let e = write_fields(&path, &g, &[OutputField::rhs(&b)], Overwrite::Refuse).unwrap_err();
+    assert!(e.to_string().contains("exists"), "{e}");
+    assert_eq!(read_rhs(&path, "rhs", 4, 3).unwrap(), a);
+    // A failed write (wrong size) leaves the old file and no partial file.
+    let short = vec![3.0; 5];
+    assert!(write_fields(&path, &g, &[OutputField::rhs(&short)], Overwrite::Replace).is_err());
+    assert_eq!(read_rhs(&path, "rhs", 4, 3).unwrap(), a);
+    write_fields(&path, &g, &[OutputField::rhs(&b)], Overwrite::Replace).unwrap();
+    assert_eq!(read_rhs(&path, "rhs", 4, 3).unwrap(), b);
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "left behind: {names:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn output_carries_cf_attributes_and_every_parameter() {
+    let dir = std::env::temp_dir().join(format!("strata-nc-cf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cf.nc");
+    let _ = std::fs::remove_file(&path);
+    let mut g = grid(4, 3);
+    g.params.grading = strata::problem::Grading::Graded;
+    let u = vec![0.5; 48];
+    let fields = [OutputField::solution(&u), OutputField::rhs(&u)];
+    write_fields(&path, &g, &fields, Overwrite::Refuse).unwrap();
+    let mut r = netcdf3::FileReader::open(&path).unwrap();
+    let ds = r.data_set().clone();
+    let text = |v: &str, a: &str| ds.get_var_attr_as_string(v, a);
+    let global = |a: &str| ds.get_global_attr_as_string(a);
+    assert_eq!(global("Conventions").as_deref(), Some("CF-1.8"));
+    assert!(global("vertical_grid").unwrap().starts_with("graded"));
+    assert_eq!(text("u", "units").as_deref(), Some("1"));
+    assert!(text("u", "long_name").unwrap().contains("cell centre"));
+    assert_eq!(text("rhs", "cell_methods").as_deref(), Some("y: x: z: sum"));
+    assert_eq!(text("z", "axis").as_deref(), Some("Z"));
+    for a in ["cfl", "lambda", "height", "delta", "omega"] {
+        let v = ds
+            .get_global_attr_f64(a)
+            .unwrap_or_else(|| panic!("no {a}"));
+        assert!(v[0].is_finite(), "{a}");
+    }
+    assert_eq!(ds.get_global_attr_i32("nz").unwrap(), &[3]);
+    let faces = match r.read_var("z_face").unwrap() {
+        netcdf3::DataVector::F64(d) => d,
+        other => panic!("z_face is {:?}", other.data_type()),
+    };
+    let expected = strata::problem::VerticalGrid::new(&g.params).faces;
+    assert_eq!(faces, expected);
     std::fs::remove_dir_all(&dir).unwrap();
 }

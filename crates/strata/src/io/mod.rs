@@ -2,4 +2,6 @@
 
 mod netcdf;
 
-pub use netcdf::{read_field, read_rhs, write_fields, FieldGrid};
+pub use netcdf::{
+    check_writable, read_field, read_rhs, write_fields, FieldGrid, OutputField, Overwrite,
+};

@@ -7,7 +7,8 @@
 //! units and long names.
 
 use crate::error::{Result, StrataError};
-use crate::problem::{cell_centre, Geometry, ProblemParams, VerticalGrid};
+use crate::problem::{cell_centre, Geometry, Grading, ProblemParams, VerticalGrid};
+use netcdf3::error::ReadError;
 use netcdf3::{DataSet, FileReader, FileWriter, Version};
 use std::path::Path;
 
@@ -25,64 +26,229 @@ fn nc_err(path: &Path, msg: impl std::fmt::Display) -> StrataError {
     }
 }
 
-/// Writes fields (name, long name, values in host layout) with coordinates and the problem's
-/// parameters as global attributes.
-pub fn write_fields(path: &Path, grid: &FieldGrid, fields: &[(&str, &str, &[f64])]) -> Result<()> {
+/// One variable of an output file: values in host layout with their CF attributes.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputField<'a> {
+    /// Variable name.
+    pub name: &'a str,
+    /// CF `long_name`.
+    pub long_name: &'a str,
+    /// CF `units` (UDUNITS; `"1"` for the dimensionless fields of the nondimensional problem).
+    pub units: &'a str,
+    /// CF `cell_methods`, e.g. `"y: x: z: sum"` for a value integrated over the cell.
+    pub cell_methods: Option<&'a str>,
+    /// Values, `(y, x, z)` with z fastest.
+    pub values: &'a [f64],
+}
+
+impl<'a> OutputField<'a> {
+    /// The solution u: its value at the cell centre (not volume-integrated).
+    pub fn solution(values: &'a [f64]) -> Self {
+        Self {
+            name: "u",
+            long_name: "solution u (value at the cell centre)",
+            units: "1",
+            cell_methods: Some("y: x: z: point"),
+            values,
+        }
+    }
+
+    /// The right-hand side f, integrated over the cell volume (|T| V_k times the source).
+    pub fn rhs(values: &'a [f64]) -> Self {
+        Self {
+            name: "rhs",
+            long_name: "right-hand side, integrated over the cell volume",
+            units: "1",
+            cell_methods: Some("y: x: z: sum"),
+            values,
+        }
+    }
+}
+
+/// Whether [`write_fields`] may replace an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overwrite {
+    /// Refuse when the file exists (the default: nothing is lost).
+    #[default]
+    Refuse,
+    /// Replace it; the new file is written beside it and renamed over it only when complete.
+    Replace,
+}
+
+/// Checks before any work is done that `path` can be written: its folder exists and takes new
+/// files, it is not a folder, and it does not exist unless `overwrite` allows replacing it.
+/// `what` names the option in the message (e.g. `"--output"`).
+pub fn check_writable(path: &Path, overwrite: Overwrite, what: &str) -> Result<()> {
+    let e =
+        |msg: String| StrataError::InvalidParameter(format!("{what} {}: {msg}", path.display()));
+    if path.is_dir() {
+        return Err(e("is a folder".into()));
+    }
+    if path.exists() && overwrite == Overwrite::Refuse {
+        return Err(e("exists; not overwriting it (--force replaces it)".into()));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(e(format!("the folder {} does not exist", dir.display())));
+    }
+    // Permissions alone do not say it (root, read-only mounts): create and remove a probe file.
+    let probe = dir.join(format!(".strata-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(err) => Err(e(format!(
+            "cannot create files in {} ({err})",
+            dir.display()
+        ))),
+    }
+}
+
+/// Writes fields with CF-1.8 attributes: coordinates `x`, `y`, `z` and the vertical faces
+/// `z_face`, every problem parameter as a global attribute. The file is written under a
+/// temporary name beside `path` and renamed when complete, so an interrupted write leaves no
+/// partial file and, with [`Overwrite::Replace`], the old file stays until the new one is whole.
+pub fn write_fields(
+    path: &Path,
+    grid: &FieldGrid,
+    fields: &[OutputField],
+    overwrite: Overwrite,
+) -> Result<()> {
     let p = &grid.params;
     let (n, nz) = (p.n, p.nz);
     let e = |m: &dyn std::fmt::Display| nc_err(path, m);
-    let mut ds = DataSet::new();
-    for (dim, len) in [("y", n), ("x", n), ("z", nz)] {
-        ds.add_fixed_dim(dim, len)
-            .map_err(|m| e(&format!("{m:?}")))?;
+    if overwrite == Overwrite::Refuse && path.exists() {
+        return Err(e(&"exists; not overwriting it"));
     }
-    let (zname, zunits) = match p.geometry {
-        Geometry::Panel => ("radius of the cell centre", "earth_radius"),
-        Geometry::Box => ("height of the cell centre", "1"),
-    };
-    let hunits = match p.geometry {
-        Geometry::Panel => "1 (gnomonic coordinate, tan of the central angle)",
-        Geometry::Box => "1",
-    };
-    let coords = [
-        ("x", "x coordinate of the cell centre", hunits),
-        ("y", "y coordinate of the cell centre", hunits),
-        ("z", zname, zunits),
-    ];
-    for (name, long, units) in coords {
-        ds.add_var_f64(name, &[name])
-            .map_err(|m| e(&format!("{m:?}")))?;
-        ds.add_var_attr_string(name, "long_name", long)
-            .map_err(|m| e(&format!("{m:?}")))?;
-        ds.add_var_attr_string(name, "units", units)
-            .map_err(|m| e(&format!("{m:?}")))?;
-    }
-    for (name, long, values) in fields {
-        if values.len() != n * n * nz {
+    let ds = definition(p, fields).map_err(|m| e(&m))?;
+    for f in fields {
+        if f.values.len() != n * n * nz {
             return Err(e(&format!(
-                "field {name} has {} values, the grid {n}x{n}x{nz} needs {}",
-                values.len(),
+                "field {} has {} values, the grid {n}x{n}x{nz} needs {}",
+                f.name,
+                f.values.len(),
                 n * n * nz
             )));
         }
-        ds.add_var_f64(name, &["y", "x", "z"])
-            .map_err(|m| e(&format!("{m:?}")))?;
-        ds.add_var_attr_string(name, "long_name", long)
-            .map_err(|m| e(&format!("{m:?}")))?;
-        ds.add_var_attr_string(name, "units", "volume-integrated (cell volume times value)")
-            .map_err(|m| e(&format!("{m:?}")))?;
+    }
+    let vert = VerticalGrid::new(p);
+    let xs: Vec<f64> = (0..n).map(|i| cell_centre(p.geometry, n, i, 0).0).collect();
+    let name = path.file_name().map(|s| s.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(
+        ".{}.part-{}",
+        name.unwrap_or_else(|| "strata.nc".into()),
+        std::process::id()
+    ));
+    let written = (|| -> std::result::Result<(), String> {
+        let mut w = FileWriter::create_new(&tmp).map_err(|m| format!("{m:?}"))?;
+        w.set_def(&ds, Version::Offset64Bit, 0)
+            .map_err(|m| format!("{m:?}"))?;
+        for (name, data) in [
+            ("x", &xs),
+            ("y", &xs),
+            ("z", &vert.centres),
+            ("z_face", &vert.faces),
+        ] {
+            w.write_var_f64(name, data).map_err(|m| format!("{m:?}"))?;
+        }
+        for f in fields {
+            w.write_var_f64(f.name, f.values)
+                .map_err(|m| format!("{m:?}"))?;
+        }
+        w.close().map_err(|m| format!("{m:?}"))
+    })();
+    if let Err(m) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e(&m));
+    }
+    if overwrite == Overwrite::Refuse && path.exists() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e(&"appeared while writing; not overwriting it"));
+    }
+    std::fs::rename(&tmp, path).map_err(|m| {
+        let _ = std::fs::remove_file(&tmp);
+        e(&format!("cannot move the finished file into place ({m})"))
+    })
+}
+
+/// The file's dimensions, variables and attributes.
+fn definition(p: &ProblemParams, fields: &[OutputField]) -> std::result::Result<DataSet, String> {
+    let (n, nz) = (p.n, p.nz);
+    let m = |x: netcdf3::error::InvalidDataSet| format!("{x:?}");
+    let mut ds = DataSet::new();
+    for (dim, len) in [("y", n), ("x", n), ("z", nz), ("z_face", nz + 1)] {
+        ds.add_fixed_dim(dim, len).map_err(m)?;
+    }
+    let (zlong, hlong) = match p.geometry {
+        Geometry::Panel => (
+            "radius of the cell centre, in Earth radii",
+            "gnomonic coordinate of the cell centre (tangent of the central angle)",
+        ),
+        Geometry::Box => ("height of the cell centre", "coordinate of the cell centre"),
+    };
+    let zface_long = match p.geometry {
+        Geometry::Panel => "radius of the vertical cell faces, in Earth radii",
+        Geometry::Box => "height of the vertical cell faces",
+    };
+    let coords = [
+        ("x", "x", "X", format!("x {hlong}")),
+        ("y", "y", "Y", format!("y {hlong}")),
+        ("z", "z", "Z", zlong.to_string()),
+        ("z_face", "z_face", "Z", zface_long.to_string()),
+    ];
+    for (name, dim, axis, long) in coords {
+        ds.add_var_f64(name, &[dim]).map_err(m)?;
+        ds.add_var_attr_string(name, "long_name", long).map_err(m)?;
+        ds.add_var_attr_string(name, "units", "1").map_err(m)?;
+        ds.add_var_attr_string(name, "axis", axis).map_err(m)?;
+        if axis == "Z" {
+            ds.add_var_attr_string(name, "positive", "up").map_err(m)?;
+        }
+    }
+    for f in fields {
+        ds.add_var_f64(f.name, &["y", "x", "z"]).map_err(m)?;
+        ds.add_var_attr_string(f.name, "long_name", f.long_name)
+            .map_err(m)?;
+        ds.add_var_attr_string(f.name, "units", f.units)
+            .map_err(m)?;
+        if let Some(c) = f.cell_methods {
+            ds.add_var_attr_string(f.name, "cell_methods", c)
+                .map_err(m)?;
+        }
     }
     let geometry = match p.geometry {
         Geometry::Panel => "panel",
         Geometry::Box => "box",
     };
+    let grading = match p.grading {
+        Grading::Uniform => "uniform",
+        Grading::Graded => "graded (faces at (k/nz)^2)",
+    };
     let attrs = [
-        ("geometry", geometry.to_string()),
+        ("Conventions", "CF-1.8".to_string()),
         ("title", "strata: anisotropic elliptic solve".to_string()),
+        ("source", format!("strata {}", env!("CARGO_PKG_VERSION"))),
+        (
+            "equation",
+            "-omega^2 (laplace_S u + lambda^2 r^-2 d_r(r^2 d_r u)) + delta u = f".to_string(),
+        ),
+        ("geometry", geometry.to_string()),
+        ("vertical_grid", grading.to_string()),
     ];
     for (k, v) in attrs {
-        ds.add_global_attr_string(k, v)
-            .map_err(|m| e(&format!("{m:?}")))?;
+        ds.add_global_attr_string(k, v).map_err(m)?;
+    }
+    for (k, v) in [("n", p.n), ("nz", p.nz)] {
+        ds.add_global_attr_i32(k, vec![v.min(i32::MAX as usize) as i32])
+            .map_err(m)?;
     }
     for (k, v) in [
         ("cfl", p.cfl),
@@ -91,23 +257,34 @@ pub fn write_fields(path: &Path, grid: &FieldGrid, fields: &[(&str, &str, &[f64]
         ("delta", p.delta),
         ("omega", p.omega()),
     ] {
-        ds.add_global_attr_f64(k, vec![v])
-            .map_err(|m| e(&format!("{m:?}")))?;
+        ds.add_global_attr_f64(k, vec![v]).map_err(m)?;
     }
-    let vert = VerticalGrid::new(p);
-    let xs: Vec<f64> = (0..n).map(|i| cell_centre(p.geometry, n, i, 0).0).collect();
-    let mut w = FileWriter::create_new(path).map_err(|m| e(&format!("{m:?}")))?;
-    w.set_def(&ds, Version::Offset64Bit, 0)
-        .map_err(|m| e(&format!("{m:?}")))?;
-    for (name, data) in [("x", &xs), ("y", &xs), ("z", &vert.centres)] {
-        w.write_var_f64(name, data)
-            .map_err(|m| e(&format!("{m:?}")))?;
+    Ok(ds)
+}
+
+/// A sentence for an error of the NetCDF reader.
+fn read_error(path: &Path, err: &ReadError) -> String {
+    let hdf5 = std::fs::File::open(path)
+        .and_then(|mut f| {
+            let mut magic = [0u8; 8];
+            std::io::Read::read_exact(&mut f, &mut magic).map(|_| magic)
+        })
+        .map(|m| &m[1..4] == b"HDF")
+        .unwrap_or(false);
+    match err {
+        _ if hdf5 => "a NetCDF-4 (HDF5) file; strata reads NetCDF-3 (convert it with \
+             `nccopy -k 64-bit-offset IN OUT`)"
+            .into(),
+        ReadError::IOErrorKind(std::io::ErrorKind::UnexpectedEof) => {
+            "the file is truncated: it ends before the data its header describes".into()
+        }
+        e if e.header_is_incomplete() => {
+            "the file is truncated or not NetCDF: its header is incomplete".into()
+        }
+        ReadError::ParseHeader(_) => "not a NetCDF-3 file (its header cannot be read)".into(),
+        ReadError::IOErrorKind(k) => format!("cannot be read ({k})"),
+        other => format!("cannot be read ({other:?})"),
     }
-    for (name, _, values) in fields {
-        w.write_var_f64(name, values)
-            .map_err(|m| e(&format!("{m:?}")))?;
-    }
-    w.close().map_err(|m| e(&format!("{m:?}")))
 }
 
 /// Reads a right-hand side variable of shape `(y, x, z) = (n, n, nz)` (f64 or f32), checking the
@@ -117,7 +294,7 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
     if !path.exists() {
         return Err(e(&"no such file"));
     }
-    let mut r = FileReader::open(path).map_err(|m| e(&format!("not a NetCDF-3 file ({m:?})")))?;
+    let mut r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
     let ds = r.data_set();
     let Some(v) = ds.get_var(var) else {
         return Err(e(&format!(
@@ -132,7 +309,7 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
             v.dim_names().join(", ")
         )));
     }
-    let data: Vec<f64> = match r.read_var(var).map_err(|m| e(&format!("{m:?}")))? {
+    let data: Vec<f64> = match r.read_var(var).map_err(|m| e(&read_error(path, &m)))? {
         netcdf3::DataVector::F64(d) => d,
         netcdf3::DataVector::F32(d) => d.into_iter().map(f64::from).collect(),
         other => {
@@ -158,12 +335,12 @@ pub fn read_field(path: &Path, var: &str) -> Result<(Vec<f64>, Vec<usize>)> {
     if !path.exists() {
         return Err(e(&"no such file"));
     }
-    let mut r = FileReader::open(path).map_err(|m| e(&format!("not a NetCDF-3 file ({m:?})")))?;
+    let mut r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
     let shape: Vec<usize> = match r.data_set().get_var(var) {
         Some(v) => v.get_dims().iter().map(|d| d.size()).collect(),
         None => return Err(e(&format!("no variable '{var}'"))),
     };
-    let data = match r.read_var(var).map_err(|m| e(&format!("{m:?}")))? {
+    let data = match r.read_var(var).map_err(|m| e(&read_error(path, &m)))? {
         netcdf3::DataVector::F64(d) => d,
         netcdf3::DataVector::F32(d) => d.into_iter().map(f64::from).collect(),
         _ => return Err(e(&format!("variable '{var}' is not floating-point"))),

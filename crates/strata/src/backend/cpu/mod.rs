@@ -22,6 +22,13 @@ pub struct CpuBackend {
     partials: Mutex<Vec<[f64; 2]>>,
 }
 
+/// Threads per core that [`CpuBackend::new`] accepts at most.
+pub const MAX_THREADS_PER_CORE: usize = 4;
+
+fn max_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |c| c.get()) * MAX_THREADS_PER_CORE
+}
+
 impl std::fmt::Debug for CpuBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "CpuBackend({} threads)", self.threads())
@@ -83,10 +90,11 @@ impl CpuBackend {
     pub fn new(threads: Option<usize>) -> Result<Self> {
         let mut b = rayon::ThreadPoolBuilder::new();
         if let Some(t) = threads {
-            if t == 0 {
-                return Err(StrataError::InvalidParameter(
-                    "threads must be at least 1".into(),
-                ));
+            let most = max_threads();
+            if t == 0 || t > most {
+                return Err(StrataError::InvalidParameter(format!(
+                    "threads must be between 1 and {most} ({MAX_THREADS_PER_CORE} per core of this machine) (got {t})"
+                )));
             }
             b = b.num_threads(t);
         }
@@ -98,6 +106,13 @@ impl CpuBackend {
             pool,
             partials: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The most worker threads [`CpuBackend::new`] accepts: [`MAX_THREADS_PER_CORE`] per core.
+    /// More only oversubscribes the cores; tens of thousands of threads exhaust the process's
+    /// limits and can stall the thread pool's start.
+    pub fn max_threads() -> usize {
+        max_threads()
     }
 
     /// Number of worker threads.
