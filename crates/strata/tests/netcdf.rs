@@ -110,7 +110,11 @@ fn output_carries_cf_attributes_and_every_parameter() {
     let fields = [OutputField::solution(&u), OutputField::rhs(&u)];
     write_fields(&path, &g, &fields, Overwrite::Refuse).unwrap();
     let mut r = netcdf3::FileReader::open(&path).unwrap();
-    let ds = r.data_set().clone();
+    let faces = match r.read_var("z_face").unwrap() {
+        netcdf3::DataVector::F64(d) => d,
+        other => panic!("z_face is {:?}", other.data_type()),
+    };
+    let ds = r.data_set();
     let text = |v: &str, a: &str| ds.get_var_attr_as_string(v, a);
     let global = |a: &str| ds.get_global_attr_as_string(a);
     assert_eq!(global("Conventions").as_deref(), Some("CF-1.8"));
@@ -126,10 +130,6 @@ fn output_carries_cf_attributes_and_every_parameter() {
         assert!(v[0].is_finite(), "{a}");
     }
     assert_eq!(ds.get_global_attr_i32("nz").unwrap(), &[3]);
-    let faces = match r.read_var("z_face").unwrap() {
-        netcdf3::DataVector::F64(d) => d,
-        other => panic!("z_face is {:?}", other.data_type()),
-    };
     let expected = strata::problem::VerticalGrid::new(&g.params).faces;
     assert_eq!(faces, expected);
     std::fs::remove_dir_all(&dir).unwrap();
