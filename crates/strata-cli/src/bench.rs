@@ -16,10 +16,10 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use strata::backend::Backend;
+use strata::grid::{Block, RankGrid};
 use strata::perf::kernel_cost;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
-use strata::solver::{Kernel, MgParams, SolveParams, SolverKind};
-use strata::stencil::Block;
+use strata::solver::{Kernel, MgParams, SolveParams, SolverConfig, SolverKind};
 
 /// Options of `strata bench`.
 #[derive(Args, Debug)]
@@ -56,7 +56,7 @@ pub fn run(args: BenchArgs, job: &Job) -> CliResult<ExitCode> {
         return Err("strata bench runs on one process; use strata solve under mpirun".into());
     }
     if let Some(path) = &args.json {
-        strata::io::check_writable(path, strata::io::Overwrite::Replace, "--json")?;
+        strata::io::check_writable(path, strata::io::Overwrite::Replace, "json")?;
     }
     with_backend(&args.backend.clone(), job, Task { args })
 }
@@ -113,9 +113,19 @@ impl BackendTask for Task {
             ..Default::default()
         };
         // Check everything before the long part.
+        let config = |s: SolverArg| {
+            SolverConfig::new(s.into())
+                .with_multigrid(mg.clone())
+                .with_stopping(solve_params.clone())
+        };
         for &n in &a.sizes {
             for &s in &a.solvers {
-                validate(backend, &a.problem.params(n), s.into(), &mg, &solve_params)?;
+                validate(
+                    backend,
+                    &a.problem.params(n),
+                    &config(s),
+                    RankGrid::single(),
+                )?;
             }
         }
         println!("backend: {}", backend.name());
@@ -139,13 +149,13 @@ impl BackendTask for Task {
             let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
             for &s in &a.solvers {
                 let kind: SolverKind = s.into();
+                let cfg = config(s);
                 if let Some(b) = &bar {
                     b.set_message(format!("{} n = {n}", kind.name()));
                 }
                 let mut best: Option<strata::Solution> = None;
                 for _ in 0..a.repeat.max(1) {
-                    let sol =
-                        strata::solve(backend, &p, kind, &mg, &solve_params, &rhs, &mut |_, _| {})?;
+                    let sol = strata::solve(backend, &p, &cfg, &rhs, &mut |_, _| {})?;
                     if best
                         .as_ref()
                         .is_none_or(|b| sol.info.seconds < b.info.seconds)
@@ -154,17 +164,15 @@ impl BackendTask for Task {
                     }
                 }
                 let best = best.expect("at least one run");
-                let summary = Summary::new(&p, kind, &mg, &best);
+                let summary = Summary::new(&p, &cfg, &best);
                 let frac = summary.useful_gbs / copy;
                 // Profiled run: as many iterations as the solve took.
-                let prof_params = SolveParams {
-                    max_it: best.info.iterations.max(1),
-                    fixed_iterations: true,
-                    profile: true,
-                    ..solve_params.clone()
-                };
-                let prof =
-                    strata::solve(backend, &p, kind, &mg, &prof_params, &rhs, &mut |_, _| {})?;
+                let prof_cfg = cfg
+                    .clone()
+                    .with_max_it(best.info.iterations.max(1))
+                    .with_fixed_iterations(true)
+                    .with_profile(true);
+                let prof = strata::solve(backend, &p, &prof_cfg, &rhs, &mut |_, _| {})?;
                 if let Some(prof) = prof.info.profile {
                     for (lev, stats) in prof.levels.iter().enumerate() {
                         let cells = ((n >> lev) * (n >> lev) * p.nz) as f64;

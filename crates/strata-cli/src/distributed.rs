@@ -2,20 +2,19 @@
 //! gathers the solution and prints the report.
 
 use crate::job::Job;
-use crate::solve::{
-    print_header, progress, report, rhs_kind, validate, HaloArg, RhsArg, Setup, SolveArgs,
-};
+use crate::solve::{print_header, progress, report, rhs_kind, HaloArg, RhsArg, Setup, SolveArgs};
 use crate::CliResult;
 use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::comm::Comm;
+use strata::grid::{Block, Decomposition, RankGrid};
 use strata::io::read_rhs;
 use strata::problem::{build_rhs, ProblemParams};
-use strata::stencil::Block;
-use strata::{levels_for, solve_block};
+use strata::solve_block;
+use strata::solver::SolverConfig;
 use strata_mpi::mpi::datatype::PartitionMut;
 use strata_mpi::mpi::traits::*;
-use strata_mpi::{Decomposition, MpiComm, RankGrid};
+use strata_mpi::MpiComm;
 
 /// Work to run over the job's communicator, whichever halo path was chosen.
 pub trait CommTask {
@@ -71,12 +70,7 @@ pub fn solve<B: Backend + 'static>(
     backend: &B,
     job: &Job,
 ) -> CliResult<ExitCode> {
-    let grid = match &a.ranks {
-        Some(r) => {
-            RankGrid::parse(r).ok_or_else(|| format!("--ranks {r}: expected PXxPY, e.g. 2x2"))?
-        }
-        None => RankGrid::choose(job.size()),
-    };
+    let grid = crate::solve::rank_grid(a.ranks.as_deref(), job.size())?;
     struct Task<'a, B> {
         a: &'a SolveArgs,
         s: &'a Setup,
@@ -103,13 +97,13 @@ fn solve_with<B: Backend, C: Comm>(
     halo: &str,
 ) -> CliResult<ExitCode> {
     let world = job.world().ok_or("MPI is not initialised")?;
-    let dec = Decomposition::new(s.p.n, levels_for(s.kind, &s.mg), grid)?;
+    let dec = s.cfg.validate_for(s.p.n, grid)?;
     let block = dec.fine_block(job.rank());
     let local_p = ProblemParams {
         n: block.nx.max(block.ny),
         ..s.p.clone()
     };
-    validate(backend, &local_p, s.kind, &s.mg, &s.params)?;
+    strata::check_memory(backend, &local_p, &s.cfg)?;
     let rhs = match &a.rhs_file {
         Some(path) => extract(&read_rhs(path, &a.rhs_var, s.p.n, s.p.nz)?, &s.p, &block),
         None => build_rhs(&s.p, rhs_kind(a.rhs), a.seed, &block),
@@ -129,7 +123,7 @@ fn solve_with<B: Backend, C: Comm>(
         );
     }
     let bar = if root {
-        progress(&s.params, a.quiet)
+        progress(&s.cfg.stopping, a.quiet)
     } else {
         None
     };
@@ -139,17 +133,7 @@ fn solve_with<B: Backend, C: Comm>(
             b.set_message(format!("rel. residual {rel:.3e}"));
         }
     };
-    let mut sol = solve_block(
-        backend,
-        comm,
-        &s.p,
-        block,
-        s.kind,
-        &s.mg,
-        &s.params,
-        &rhs,
-        &mut monitor,
-    )?;
+    let mut sol = solve_block(backend, comm, &s.p, block, &s.cfg, &rhs, &mut monitor)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -237,35 +221,25 @@ fn gather(
     Ok(Some(global))
 }
 
-/// Solves of the whole problem `p` on the job's ranks over `comm`, one per entry of `params`
-/// (the right-hand side built once), for `strata reproduce scaling`; every rank gets the records.
-#[allow(clippy::too_many_arguments)]
+/// Solves of the whole problem `p` on the job's ranks over `comm`, one per configuration (the
+/// right-hand side built once), for `strata reproduce scaling`; every rank gets the records.
 pub fn timed_solves<B: Backend, C: Comm>(
     backend: &B,
     comm: &C,
     grid: RankGrid,
     job: &Job,
     p: &ProblemParams,
-    kind: strata::solver::SolverKind,
-    mg: &strata::solver::MgParams,
-    params: &[strata::solver::SolveParams],
+    configs: &[SolverConfig],
 ) -> CliResult<Vec<strata::solver::SolveInfo>> {
-    let dec = Decomposition::new(p.n, levels_for(kind, mg), grid)?;
+    let Some(first) = configs.first() else {
+        return Ok(vec![]);
+    };
+    let dec = first.validate_for(p.n, grid)?;
     let block = dec.fine_block(job.rank());
     let rhs = build_rhs(p, strata::problem::RhsKind::Random, 1, &block);
     let mut out = vec![];
-    for params in params {
-        let sol = solve_block(
-            backend,
-            comm,
-            p,
-            block,
-            kind,
-            mg,
-            params,
-            &rhs,
-            &mut |_, _| {},
-        )?;
+    for cfg in configs {
+        let sol = solve_block(backend, comm, p, block, cfg, &rhs, &mut |_, _| {})?;
         out.push(sol.info);
     }
     Ok(out)

@@ -57,7 +57,7 @@ fn main() -> ExitCode {
         }));
     }
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
-        Command::Solve(args) => solve::run(args, &job),
+        Command::Solve(args) => solve::run(args, &job).map_err(solve::flag_error),
         Command::Bench(args) => bench::run(args, &job),
         Command::Compare(args) => compare::run(args),
         Command::Reproduce(args) => reproduce::run(args, &job),

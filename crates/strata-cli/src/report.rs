@@ -3,10 +3,12 @@
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;
-use strata::perf::{iteration_cost, kernel_cost, rates};
+use strata::perf::{kernel_cost, rates};
 use strata::problem::{Geometry, Grading, ProblemParams, RhsKind};
-use strata::solver::{Kernel, MgParams, Profile, SolveInfo, SolveParams, SolverKind};
-use strata::{levels_for, Solution};
+use strata::solver::{
+    Kernel, MgParams, Precision, Profile, SolveInfo, SolveParams, SolverConfig, SolverKind,
+};
+use strata::Solution;
 
 /// One line describing the problem.
 pub fn problem_line(p: &ProblemParams, rhs_file: Option<&Path>, rhs: RhsKind) -> String {
@@ -36,9 +38,10 @@ pub fn problem_line(p: &ProblemParams, rhs_file: Option<&Path>, rhs: RhsKind) ->
 }
 
 /// One line describing the solver.
-pub fn solver_line(kind: SolverKind, mg: &MgParams, params: &SolveParams, backend: &str) -> String {
-    let mut s = format!("solver: {}", kind.name());
-    if kind != SolverKind::Cg {
+pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
+    let (mg, params) = (&cfg.multigrid, &cfg.stopping);
+    let mut s = format!("solver: {}", cfg.kind.name());
+    if cfg.kind != SolverKind::Cg {
         let _ = write!(
             s,
             " ({} levels, {} coarse steps, rho {:.4})",
@@ -101,8 +104,8 @@ pub struct Summary {
 
 impl Summary {
     /// Summarises a solve.
-    pub fn new(p: &ProblemParams, kind: SolverKind, mg: &MgParams, sol: &Solution) -> Self {
-        let cost = iteration_cost(kind, levels_for(kind, mg));
+    pub fn new(p: &ProblemParams, cfg: &SolverConfig, sol: &Solution) -> Self {
+        let cost = cfg.iteration_cost();
         let its = sol.info.iterations;
         let t_iter = if its > 0 {
             sol.info.seconds / its as f64
@@ -218,7 +221,7 @@ pub struct ProfileRow {
 }
 
 /// The profile as text.
-pub fn profile_table(prof: &Profile, p: &ProblemParams, _kind: SolverKind) -> String {
+pub fn profile_table(prof: &Profile, p: &ProblemParams) -> String {
     let mut s = String::from("per-kernel times (level 0 = finest):\n  level  kernel            calls   ms/call   total ms   useful GB/s\n");
     for r in profile_rows(prof, p) {
         let gbs = r
@@ -240,6 +243,7 @@ struct SolveReport<'a> {
     solver: &'static str,
     multigrid: Option<&'a MgParams>,
     stopping: &'a SolveParams,
+    precision: Precision,
     backend: &'a str,
     summary: &'a Summary,
     info: &'a SolveInfo,
@@ -249,9 +253,7 @@ struct SolveReport<'a> {
 /// The JSON report of a solve.
 pub fn json(
     p: &ProblemParams,
-    kind: SolverKind,
-    mg: &MgParams,
-    params: &SolveParams,
+    cfg: &SolverConfig,
     backend: &str,
     summary: &Summary,
     sol: &Solution,
@@ -262,9 +264,10 @@ pub fn json(
             omega: Some(p.omega()),
             ..p.clone()
         },
-        solver: kind.name(),
-        multigrid: (kind != SolverKind::Cg).then_some(mg),
-        stopping: params,
+        solver: cfg.kind.name(),
+        multigrid: (cfg.kind != SolverKind::Cg).then_some(&cfg.multigrid),
+        stopping: &cfg.stopping,
+        precision: cfg.precision,
         backend,
         summary,
         info: &sol.info,

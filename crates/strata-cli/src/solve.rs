@@ -4,17 +4,18 @@ use crate::backend_choice::{with_backend, BackendTask};
 use crate::job::Job;
 use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
 use crate::report::{self, Summary};
-use crate::CliResult;
+use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use strata::backend::Backend;
+use strata::grid::{Block, Decomposition, RankGrid};
 use strata::io::{check_writable, read_rhs, write_fields, FieldGrid, OutputField, Overwrite};
 use strata::problem::{build_rhs, manufactured_error, ProblemParams, RhsKind};
-use strata::solver::{SolveParams, SolverKind};
-use strata::stencil::{max_levels, Block};
+use strata::solver::{SolveParams, SolverConfig, SolverKind};
+use strata::StrataError;
 
 /// Right-hand side (command-line form).
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -105,13 +106,14 @@ pub struct SolveArgs {
 
 /// Runs `strata solve`.
 pub fn run(args: SolveArgs, job: &Job) -> CliResult<ExitCode> {
+    rank_grid(args.ranks.as_deref(), job.size())?;
     // Files are checked before any work, so that a long solve never ends in an unwritable path.
     if job.is_root() {
         if let Some(path) = &args.json {
-            check_writable(path, Overwrite::Replace, "--json")?;
+            check_writable(path, Overwrite::Replace, "json")?;
         }
         if let Some(path) = &args.output {
-            check_writable(path, overwrite(args.force), "--output")?;
+            check_writable(path, overwrite(args.force), "output")?;
         }
     }
     with_backend(&args.backend.clone(), job, Task { args, job })
@@ -126,28 +128,75 @@ struct Task<'a> {
 pub struct Setup {
     /// The problem.
     pub p: ProblemParams,
-    /// The solver.
-    pub kind: SolverKind,
-    /// Multigrid parameters.
-    pub mg: strata::solver::MgParams,
-    /// Stopping rule.
-    pub params: SolveParams,
+    /// The solver's settings.
+    pub cfg: SolverConfig,
 }
 
 impl Setup {
     fn new(a: &SolveArgs) -> Self {
         Self {
             p: a.problem.params(a.n),
-            kind: SolverKind::from(a.solver),
-            mg: a.mg.params(),
-            params: SolveParams {
-                rtol: a.rtol,
-                max_it: a.max_it,
-                fixed_iterations: a.fixed_iterations,
-                profile: a.profile,
-            },
+            cfg: SolverConfig::new(SolverKind::from(a.solver))
+                .with_multigrid(a.mg.params())
+                .with_stopping(SolveParams {
+                    rtol: a.rtol,
+                    max_it: a.max_it,
+                    fixed_iterations: a.fixed_iterations,
+                    profile: a.profile,
+                }),
         }
     }
+}
+
+/// Says a library error about a parameter in terms of the flag that sets it (`levels` →
+/// `--levels`), so that the checks live in the library alone.
+pub fn flag_error(e: CliError) -> CliError {
+    const FLAGS: [&str; 15] = [
+        "n",
+        "nz",
+        "cfl",
+        "lambda",
+        "height",
+        "delta",
+        "levels",
+        "coarse_steps",
+        "rtol",
+        "max_it",
+        "threads",
+        "device",
+        "ranks",
+        "output",
+        "json",
+    ];
+    match e.downcast_ref::<StrataError>() {
+        Some(StrataError::InvalidParameter { name, msg }) if FLAGS.contains(&name.as_str()) => {
+            format!("--{} {msg}", name.replace('_', "-")).into()
+        }
+        _ => e,
+    }
+}
+
+/// The rank grid `--ranks` asks for (default: the most nearly square grid of the job's ranks),
+/// checked against the job's size.
+pub fn rank_grid(ranks: Option<&str>, job_size: usize) -> CliResult<RankGrid> {
+    let Some(r) = ranks else {
+        return Ok(RankGrid::choose(job_size));
+    };
+    let grid = RankGrid::parse(r)
+        .ok_or_else(|| format!("--ranks {r}: expected PXxPY with positive PX and PY, e.g. 2x2"))?;
+    if grid.size() != job_size {
+        return Err(format!(
+            "--ranks {r} needs {} processes, the job has {job_size}{}",
+            grid.size(),
+            if job_size == 1 {
+                " (start it with mpirun -n N, with a strata built with --features mpi)"
+            } else {
+                ""
+            }
+        )
+        .into());
+    }
+    Ok(grid)
 }
 
 impl BackendTask for Task<'_> {
@@ -156,30 +205,25 @@ impl BackendTask for Task<'_> {
     fn run<B: Backend + 'static>(self, backend: &B) -> CliResult<ExitCode> {
         let a = self.args;
         let setup = Setup::new(&a);
-        let Setup {
-            p,
-            kind,
-            mg,
-            params,
-        } = &setup;
+        let Setup { p, cfg } = &setup;
         if self.job.size() > 1 {
             #[cfg(feature = "mpi")]
             return crate::distributed::solve(&a, &setup, backend, self.job);
         }
-        validate(backend, p, *kind, mg, params)?;
+        validate(backend, p, cfg, RankGrid::single())?;
         let rhs = match &a.rhs_file {
             Some(path) => read_rhs(path, &a.rhs_var, p.n, p.nz)?,
             None => build_rhs(p, rhs_kind(a.rhs), a.seed, &Block::whole(p.n)),
         };
         print_header(&a, &setup, &backend.name());
-        let bar = progress(params, a.quiet);
+        let bar = progress(&cfg.stopping, a.quiet);
         let mut monitor = |it: usize, rel: f64| {
             if let Some(b) = &bar {
                 b.set_position(it as u64);
                 b.set_message(format!("rel. residual {rel:.3e}"));
             }
         };
-        let sol = strata::solve(backend, p, *kind, mg, params, &rhs, &mut monitor)?;
+        let sol = strata::solve(backend, p, cfg, &rhs, &mut monitor)?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
@@ -193,7 +237,7 @@ pub fn print_header(a: &SolveArgs, s: &Setup, backend: &str) {
         "{}",
         report::problem_line(&s.p, a.rhs_file.as_deref(), rhs_kind(a.rhs))
     );
-    println!("{}", report::solver_line(s.kind, &s.mg, &s.params, backend));
+    println!("{}", report::solver_line(&s.cfg, backend));
 }
 
 /// Prints the history and summary and writes the files of a finished solve (whole-grid `sol.u`
@@ -205,21 +249,21 @@ pub fn report(
     sol: &strata::Solution,
     rhs: &[f64],
 ) -> CliResult<ExitCode> {
-    let (p, kind, mg) = (&s.p, s.kind, &s.mg);
+    let (p, cfg) = (&s.p, &s.cfg);
     if !a.quiet {
         print!("{}", report::history(&sol.info));
     }
-    let summary = Summary::new(p, kind, mg, sol);
+    let summary = Summary::new(p, cfg, sol);
     print!("{}", summary.table());
     if let Some(prof) = &sol.info.profile {
-        print!("{}", report::profile_table(prof, p, kind));
+        print!("{}", report::profile_table(prof, p));
     }
     if matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none() {
         let (emax, erms) = manufactured_error(p, &sol.u);
         println!("error vs manufactured solution: max {emax:.4e}, rms {erms:.4e}");
     }
     if let Some(path) = &a.json {
-        let json = report::json(p, kind, mg, &s.params, backend, &summary, sol)?;
+        let json = report::json(p, cfg, backend, &summary, sol)?;
         std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if let Some(path) = &a.output {
@@ -255,32 +299,18 @@ pub(crate) fn rhs_kind(r: RhsArg) -> RhsKind {
     }
 }
 
-/// Every check that can be made before allocating anything large.
+/// Every check that can be made before allocating anything large (the library's own checks;
+/// the errors name the library's parameters, which `main` maps to flags).
 pub fn validate<B: Backend>(
     backend: &B,
     p: &ProblemParams,
-    kind: SolverKind,
-    mg: &strata::solver::MgParams,
-    params: &SolveParams,
-) -> CliResult<()> {
+    cfg: &SolverConfig,
+    grid: RankGrid,
+) -> CliResult<Decomposition> {
     p.validate()?;
-    if kind != SolverKind::Cg {
-        mg.validate()?;
-        let most = max_levels(&Block::whole(p.n));
-        if mg.levels > most {
-            return Err(format!(
-                "--levels {} needs n divisible by 2^{} = {}, but n = {}: at most {most} levels are possible",
-                mg.levels,
-                mg.levels - 1,
-                1usize << (mg.levels - 1),
-                p.n
-            )
-            .into());
-        }
-    }
-    params.validate()?;
-    strata::check_memory(backend, p, kind, mg)?;
-    Ok(())
+    let dec = cfg.validate_for(p.n, grid)?;
+    strata::check_memory(backend, p, cfg)?;
+    Ok(dec)
 }
 
 pub(crate) fn progress(params: &SolveParams, quiet: bool) -> Option<ProgressBar> {

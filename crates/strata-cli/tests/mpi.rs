@@ -156,7 +156,9 @@ fn an_explicit_rank_grid_is_used_and_checked() {
         ],
     );
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("needs 6 ranks, the job has 4"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--ranks 3x2 needs 6 processes, the job has 4")
+    );
 }
 
 #[test]

@@ -36,9 +36,10 @@ impl DeviceLayout {
         if !(fits(nx) && fits(ny) && fits(nz) && fits(sx))
             || plane > i64::MAX as u64 / (ny as u64 + 2)
         {
-            return Err(StrataError::InvalidParameter(format!(
-                "a {nx}x{ny}x{nz} block is too large for the CUDA backend's indexing"
-            )));
+            return Err(StrataError::invalid(
+                "n",
+                format!("is too large for the CUDA backend's indexing (a {nx}x{ny}x{nz} block)"),
+            ));
         }
         Ok(Self {
             plane: plane as i64,

@@ -6,9 +6,10 @@ use strata::backend::cpu::CpuBackend;
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::{Backend, Side};
 use strata::field::HostField;
+use strata::grid::Block;
 use strata::problem::{build_rhs, Geometry, Grading, ProblemParams, RhsKind, VerticalGrid};
-use strata::solver::{MgParams, SolveParams, SolverKind};
-use strata::stencil::{Block, LevelStencil};
+use strata::solver::{SolverConfig, SolverKind};
+use strata::stencil::LevelStencil;
 use strata_cuda::{CudaBackend, CudaField, CudaLevel};
 
 const TOL: f64 = 1e-13;
@@ -320,11 +321,10 @@ fn solvers_agree(n: usize) {
     };
     let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
     let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
-    let mg = MgParams::default();
-    let params = SolveParams::default();
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
-        let a = strata::solve(&g, &p, kind, &mg, &params, &rhs, &mut |_, _| {}).unwrap();
-        let b = strata::solve(&c, &p, kind, &mg, &params, &rhs, &mut |_, _| {}).unwrap();
+        let cfg = SolverConfig::new(kind);
+        let a = strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+        let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
         let scale = b.u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let diff =
             a.u.iter()

@@ -1,13 +1,13 @@
 //! [`MpiComm`]: halo exchange by non-blocking point-to-point messages of the four faces (only
 //! halo cells travel, never padding) and global sums by allreduce.
 
-use crate::decomposition::RankGrid;
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
 use strata::backend::{face_len, Backend, Side};
 use strata::comm::Comm;
+use strata::grid::RankGrid;
 use strata::Result;
 
 /// A communicator over an MPI communicator arranged as a rank grid.
@@ -33,12 +33,15 @@ impl MpiComm {
     pub fn new(world: SimpleCommunicator, grid: RankGrid) -> Result<Self> {
         let size = world.size() as usize;
         if size != grid.size() {
-            return Err(strata::StrataError::InvalidParameter(format!(
-                "a {}x{} rank grid needs {} ranks, the job has {size}",
-                grid.px,
-                grid.py,
-                grid.size()
-            )));
+            return Err(strata::StrataError::invalid(
+                "ranks",
+                format!(
+                    "{}x{} needs {} ranks, the job has {size}",
+                    grid.px,
+                    grid.py,
+                    grid.size()
+                ),
+            ));
         }
         Ok(Self {
             rank: world.rank() as usize,

@@ -1,7 +1,7 @@
 //! # strata-mpi
 //!
 //! Distributed solves: a horizontal decomposition of the panel into a px × py grid of ranks
-//! ([`Decomposition`]), each rank holding its block of every multigrid level with a halo of width
+//! ([`strata::grid::Decomposition`]), each rank holding its block of every multigrid level with a halo of width
 //! one, and [`MpiComm`], the [`strata::comm::Comm`] that exchanges the halos (non-blocking
 //! point-to-point) and sums reductions (allreduce). The solvers are unchanged: they call the
 //! communicator where the paper exchanges. Device fields travel through host buffers (the
@@ -9,12 +9,10 @@
 #![warn(missing_docs)]
 
 mod comm;
-mod decomposition;
 #[cfg(feature = "nccl")]
 mod nccl;
 
 pub use comm::MpiComm;
-pub use decomposition::{max_levels, split, Decomposition, RankGrid};
 pub use mpi;
 #[cfg(feature = "nccl")]
 pub use nccl::{nccl_available, NcclComm};

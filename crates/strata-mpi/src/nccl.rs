@@ -2,7 +2,7 @@
 //! (no host copies), the NCCL communicator bootstrapped over MPI; global sums by MPI allreduce
 //! of the host scalars the solvers already read back.
 
-use crate::{MpiComm, RankGrid};
+use crate::MpiComm;
 use cudarc::driver::CudaSlice;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -10,6 +10,7 @@ use std::any::Any;
 use std::cell::RefCell;
 use strata::backend::{face_len, Backend, Side};
 use strata::comm::Comm;
+use strata::grid::RankGrid;
 use strata::{Result, StrataError};
 use strata_cuda::CudaBackend;
 

@@ -11,9 +11,11 @@ use strata::backend::cpu::CpuBackend;
 use strata::backend::Side;
 use strata::comm::Comm;
 use strata::field::HostField;
+use strata::grid::Block;
+use strata::grid::{Decomposition, RankGrid};
 use strata::problem::{ProblemParams, VerticalGrid};
-use strata::stencil::{Block, LevelStencil};
-use strata_mpi::{Decomposition, MpiComm, RankGrid};
+use strata::stencil::LevelStencil;
+use strata_mpi::MpiComm;
 
 const GRIDS: [&str; 5] = ["2x1", "1x2", "1x3", "3x2", "2x3"];
 

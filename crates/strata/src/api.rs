@@ -3,9 +3,10 @@
 use crate::backend::Backend;
 use crate::comm::{Comm, SerialComm};
 use crate::error::{invalid, Result, StrataError};
+use crate::grid::Block;
 use crate::problem::ProblemParams;
-use crate::solver::{MgParams, SolveInfo, SolveParams, Solver, SolverKind};
-use crate::stencil::{build_levels, Block};
+use crate::solver::{SolveInfo, Solver, SolverConfig, SolverKind};
+use crate::stencil::build_levels;
 use std::time::Instant;
 
 /// A solution and how it was obtained.
@@ -22,31 +23,22 @@ pub struct Solution {
     pub transfer_seconds: f64,
 }
 
-/// Levels a solver kind uses.
-pub fn levels_for(kind: SolverKind, mg: &MgParams) -> usize {
-    match kind {
-        SolverKind::Cg => 1,
-        SolverKind::Mg | SolverKind::MgCg => mg.levels,
-    }
-}
-
 /// Bytes the fields and stencils of a solve of `p` need, given the bytes of one field of an
 /// `n × n` level.
 pub fn field_memory(
     p: &ProblemParams,
-    kind: SolverKind,
-    mg: &MgParams,
+    cfg: &SolverConfig,
     field_bytes: impl Fn(usize) -> u64,
 ) -> u64 {
     let columns = |n: usize| (n * n * 48) as u64;
     let fine = field_bytes(p.n);
     let mut hierarchy = 0;
     let mut n = p.n;
-    for _ in 0..levels_for(kind, mg) {
+    for _ in 0..cfg.num_levels() {
         hierarchy += 4 * field_bytes(n) + columns(n);
         n /= 2;
     }
-    match kind {
+    match cfg.kind {
         SolverKind::Cg => 6 * fine + columns(p.n),
         SolverKind::Mg => 2 * fine + hierarchy,
         SolverKind::MgCg => 7 * fine + hierarchy,
@@ -63,14 +55,9 @@ pub fn available_memory() -> Option<u64> {
 
 /// Refuses a problem that would not fit: the fields in the backend's memory (the device's, or the
 /// host's), the right-hand side and solution arrays in host memory.
-pub fn check_memory<B: Backend>(
-    backend: &B,
-    p: &ProblemParams,
-    kind: SolverKind,
-    mg: &MgParams,
-) -> Result<()> {
-    let what = format!("{} on {}x{}x{}", kind.name(), p.n, p.n, p.nz);
-    let fields = field_memory(p, kind, mg, |n| backend.field_bytes(n, n, p.nz));
+pub fn check_memory<B: Backend>(backend: &B, p: &ProblemParams, cfg: &SolverConfig) -> Result<()> {
+    let what = format!("{} on {}x{}x{}", cfg.kind.name(), p.n, p.n, p.nz);
+    let fields = field_memory(p, cfg, |n| backend.field_bytes(n, n, p.nz));
     let host_arrays = 2 * p.unknowns() * 8;
     let (device, host) = match backend.device_memory()? {
         Some(free) => (Some((fields, free)), host_arrays),
@@ -100,21 +87,16 @@ pub fn check_memory<B: Backend>(
 pub fn solve<B: Backend>(
     backend: &B,
     p: &ProblemParams,
-    kind: SolverKind,
-    mg: &MgParams,
-    params: &SolveParams,
+    cfg: &SolverConfig,
     rhs: &[f64],
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
-    let whole = Block::whole(p.n);
     solve_block(
         backend,
         &SerialComm,
         p,
-        whole,
-        kind,
-        mg,
-        params,
+        Block::whole(p.n),
+        cfg,
         rhs,
         monitor,
     )
@@ -123,40 +105,39 @@ pub fn solve<B: Backend>(
 /// Solves problem `p` on this rank's `block` of the fine level, with the communicator `comm`
 /// joining the ranks: `rhs` and the returned solution are the block's (z-contiguous,
 /// `block.nx · block.ny · nz`). With [`SerialComm`] and the whole level this is [`solve`].
-#[allow(clippy::too_many_arguments)]
 pub fn solve_block<B: Backend, C: Comm>(
     backend: &B,
     comm: &C,
     p: &ProblemParams,
     block: Block,
-    kind: SolverKind,
-    mg: &MgParams,
-    params: &SolveParams,
+    cfg: &SolverConfig,
     rhs: &[f64],
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
     p.validate()?;
-    mg.validate()?;
-    params.validate()?;
+    cfg.validate_block(&block)?;
     let local = block.nx * block.ny * p.nz;
     if rhs.len() != local {
-        return invalid(format!(
-            "the right-hand side has {} values, the block {}x{}x{} needs {local}",
-            rhs.len(),
-            block.nx,
-            block.ny,
-            p.nz,
-        ));
+        return invalid(
+            "rhs",
+            format!(
+                "has {} values, the block {}x{}x{} needs {local}",
+                rhs.len(),
+                block.nx,
+                block.ny,
+                p.nz,
+            ),
+        );
     }
     // Memory is checked for the largest side of the local block.
     let local_p = ProblemParams {
         n: block.nx.max(block.ny),
         ..p.clone()
     };
-    check_memory(backend, &local_p, kind, mg)?;
+    check_memory(backend, &local_p, cfg)?;
     let t = Instant::now();
-    let levels = build_levels(p, block, levels_for(kind, mg))?;
-    let mut solver = Solver::new(backend, kind, &levels, mg)?;
+    let levels = build_levels(p, block, cfg.num_levels())?;
+    let mut solver = Solver::new(backend, cfg, &levels)?;
     solver.prepare_comm(backend, comm)?;
     let fine = solver.fine();
     let mut f = backend.alloc(fine)?;
@@ -170,7 +151,7 @@ pub fn solve_block<B: Backend, C: Comm>(
     // The ranks start the solve together: the time a rank would wait in its first exchange for
     // a slower rank's set-up is not the solver's.
     comm.barrier()?;
-    let info = solver.solve(backend, comm, &f, &mut u, params, monitor)?;
+    let info = solver.solve(backend, comm, &f, &mut u, &cfg.stopping, monitor)?;
     let t = Instant::now();
     let mut out = vec![0.0; local];
     backend.download(solver.fine(), &u, &mut out)?;

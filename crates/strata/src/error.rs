@@ -6,9 +6,17 @@ use std::path::PathBuf;
 /// [`crate::solver::ConvergedReason`] in the solve's [`crate::solver::SolveInfo`].
 #[derive(Debug, thiserror::Error)]
 pub enum StrataError {
-    /// A parameter is out of its valid range; the message names it and says why.
-    #[error("invalid parameter: {0}")]
-    InvalidParameter(String),
+    /// A parameter is out of its valid range: `name` is the library's name of it (the field of
+    /// [`crate::problem::ProblemParams`], [`crate::solver::SolverConfig`], ...), `msg` says
+    /// why, written to follow the name ("must be at least 1 (got 0)"). Front ends map `name` to
+    /// their own spelling of it (the command line to its flag).
+    #[error("invalid parameter: {name} {msg}")]
+    InvalidParameter {
+        /// The parameter.
+        name: String,
+        /// Why it is invalid, to be read after the name.
+        msg: String,
+    },
     /// The problem would not fit in the memory that is available.
     #[error(
         "{what} needs about {:.2} GiB ({needed} bytes) but only {:.2} GiB ({available} bytes) are available",
@@ -49,7 +57,17 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// The library's result type.
 pub type Result<T> = std::result::Result<T, StrataError>;
 
-/// Shorthand for an [`StrataError::InvalidParameter`] error.
-pub(crate) fn invalid<T>(msg: impl Into<String>) -> Result<T> {
-    Err(StrataError::InvalidParameter(msg.into()))
+impl StrataError {
+    /// An [`StrataError::InvalidParameter`] error.
+    pub fn invalid(name: impl Into<String>, msg: impl Into<String>) -> Self {
+        StrataError::InvalidParameter {
+            name: name.into(),
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Shorthand for an [`StrataError::InvalidParameter`] result.
+pub(crate) fn invalid<T>(name: &str, msg: impl Into<String>) -> Result<T> {
+    Err(StrataError::invalid(name, msg))
 }

@@ -5,7 +5,7 @@
 //! column `(i, j)` with `i ∈ [−1, nx]`, `j ∈ [−1, ny]` starts at
 //! `((j + 1) * (nx + 2) + (i + 1)) * nz`.
 
-use crate::backend::Side;
+use crate::grid::Side;
 
 /// A 3D field of one block of one level, with its halo ring.
 #[derive(Debug, Clone, PartialEq)]

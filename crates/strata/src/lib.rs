@@ -5,6 +5,7 @@
 //! `−ω²(∇_S² u + λ² r⁻² ∂_r(r² ∂_r u)) + δ u = f` on one panel of the cubed sphere (or a flat
 //! box) times vertical columns, after Müller, Scheichl & Vainikko (2014).
 //!
+//! * [`grid`]: blocks, sides, rank grids and the decomposition (index arithmetic only).
 //! * [`problem`]: parameters, grids, right-hand sides; [`stencil`]: the per-level operator.
 //! * [`backend`]: the kernel trait and its implementations ([`backend::cpu::CpuBackend`], the
 //!   serial [`backend::reference::ReferenceBackend`]).
@@ -18,15 +19,14 @@
 //! ```
 //! use strata::backend::cpu::CpuBackend;
 //! use strata::problem::{build_rhs, ProblemParams, RhsKind};
-//! use strata::solver::{MgParams, SolveParams, SolverKind};
-//! use strata::stencil::Block;
+//! use strata::solver::{SolverConfig, SolverKind};
+//! use strata::grid::Block;
 //!
 //! let p = ProblemParams { n: 32, nz: 16, ..Default::default() };
 //! let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
 //! let backend = CpuBackend::new(None)?;
-//! let mg = MgParams { levels: 4, ..Default::default() };
-//! let sol = strata::solve(&backend, &p, SolverKind::Mg, &mg, &SolveParams::default(), &rhs,
-//!                         &mut |_, _| {})?;
+//! let cfg = SolverConfig::new(SolverKind::Mg).with_levels(4);
+//! let sol = strata::solve(&backend, &p, &cfg, &rhs, &mut |_, _| {})?;
 //! assert!(sol.info.reason.converged());
 //! assert!(sol.info.relative_residual() < 1e-5);
 //! println!("{} V-cycles, u[0] = {}", sol.info.iterations, sol.u[0]);
@@ -39,13 +39,12 @@ pub mod backend;
 pub mod comm;
 mod error;
 pub mod field;
+pub mod grid;
 pub mod io;
 pub mod perf;
 pub mod problem;
 pub mod solver;
 pub mod stencil;
 
-pub use api::{
-    available_memory, check_memory, field_memory, levels_for, solve, solve_block, Solution,
-};
+pub use api::{available_memory, check_memory, field_memory, solve, solve_block, Solution};
 pub use error::{Result, StrataError};

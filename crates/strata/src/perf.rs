@@ -1,7 +1,6 @@
-//! The paper's performance model (MODEL.md §11.1, Table "KernelTable"): FLOPs and memory
+//! The paper's performance model (docs/MODEL.md, "Performance model"): FLOPs and memory
 //! references per cell, and the derived GFLOP/s and useful bandwidth.
 
-use crate::solver::SolverKind;
 use serde::{Deserialize, Serialize};
 
 /// The kernels the solvers call.
@@ -99,58 +98,6 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::Residual => Some(3.0),       // read f, u; write r
         Kernel::Prolongate => Some(2.25),    // read u_f and a quarter u_c; write u_f
         Kernel::Vector | Kernel::Halo => None,
-    }
-}
-
-/// Per fine-grid cell cost of one iteration of a solver, as the paper counts it: CG 54/24/15;
-/// MG with `levels` levels (the paper's 5 give 149.4/67.2/29.6). For mg-cg the MG cost plus one
-/// SpMV and the CG vector updates (our count, not the paper's).
-pub fn iteration_cost(kind: SolverKind, levels: usize) -> Cost {
-    match kind {
-        SolverKind::Cg => Cost {
-            flops: 54.0,
-            mem: 24.0,
-            mem_cached: 15.0,
-        },
-        SolverKind::Mg => mg_cost(levels),
-        SolverKind::MgCg => {
-            let m = mg_cost(levels);
-            // SpMV (32, 12, 6) + axpy (2, 3, 3) + three dots (6, 6, 4).
-            Cost {
-                flops: m.flops + 40.0,
-                mem: m.mem + 21.0,
-                mem_cached: m.mem_cached + 13.0,
-            }
-        }
-    }
-}
-
-fn mg_cost(levels: usize) -> Cost {
-    // Fine level: 2 Smooth + Residual + Prolongate + Residual norm (MODEL.md §11.1).
-    let (mut flops, mut mem, mut memc) = (122.0, 53.0, 23.0);
-    if levels == 1 {
-        return Cost {
-            flops,
-            mem,
-            mem_cached: memc,
-        };
-    }
-    let mut w = 1.0;
-    for lev in 1..levels {
-        w *= 0.25;
-        let (f, m, mc) = if lev + 1 == levels {
-            (54.0, 29.0, 14.0) // coarsest: RestrictSmooth + Smooth
-        } else {
-            (83.0, 43.0, 20.0) // Smooth + RestrictSmooth + Residual + Prolongate
-        };
-        flops += w * f;
-        mem += w * m;
-        memc += w * mc;
-    }
-    Cost {
-        flops,
-        mem,
-        mem_cached: memc,
     }
 }
 

@@ -8,8 +8,9 @@ use strata::backend::cpu::CpuBackend;
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::{face_len, Backend, Side};
 use strata::field::HostField;
+use strata::grid::Block;
 use strata::problem::{Geometry, Grading, ProblemParams};
-use strata::stencil::{Block, LevelStencil};
+use strata::stencil::LevelStencil;
 
 /// Kernels without a line solve: a few ulps.
 const TOL: f64 = 1e-13;

@@ -2,9 +2,9 @@
 //! solved to 1e-12, max and volume-weighted RMS errors at the cell centres.
 
 use strata::backend::cpu::CpuBackend;
+use strata::grid::{max_levels, Block, RankGrid};
 use strata::problem::{build_rhs, manufactured_error, Geometry, Grading, ProblemParams, RhsKind};
-use strata::solver::{MgParams, SolveParams, SolverKind};
-use strata::stencil::{max_levels, Block};
+use strata::solver::{MgParams, SolveParams, SolverConfig, SolverKind};
 
 /// (max error, weighted RMS error) at size n.
 fn errors(geometry: Geometry, grading: Grading, n: usize) -> (f64, f64) {
@@ -22,7 +22,7 @@ fn errors(geometry: Geometry, grading: Grading, n: usize) -> (f64, f64) {
     let rhs = build_rhs(&p, RhsKind::Manufactured, 0, &Block::whole(n));
     let backend = CpuBackend::new(None).unwrap();
     let mg = MgParams {
-        levels: max_levels(&Block::whole(n)),
+        levels: max_levels(n, RankGrid::single()),
         ..Default::default()
     };
     let params = SolveParams {
@@ -33,9 +33,9 @@ fn errors(geometry: Geometry, grading: Grading, n: usize) -> (f64, f64) {
     let sol = strata::solve(
         &backend,
         &p,
-        SolverKind::MgCg,
-        &mg,
-        &params,
+        &SolverConfig::new(SolverKind::MgCg)
+            .with_multigrid(mg.clone())
+            .with_stopping(params.clone()),
         &rhs,
         &mut |_, _| {},
     )

@@ -1,8 +1,8 @@
 //! NetCDF round trip and the errors of reading a right-hand side.
 
+use strata::grid::Block;
 use strata::io::{read_rhs, write_fields, FieldGrid, OutputField, Overwrite};
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
-use strata::stencil::Block;
 
 fn grid(n: usize, nz: usize) -> FieldGrid {
     FieldGrid {

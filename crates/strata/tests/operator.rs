@@ -8,8 +8,9 @@ use common::{random_field, Rng};
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::Backend;
 use strata::field::HostField;
+use strata::grid::Block;
 use strata::problem::{Geometry, Grading, ProblemParams};
-use strata::stencil::{build_levels, Block, LevelStencil};
+use strata::stencil::{build_levels, LevelStencil};
 
 fn stencil(geometry: Geometry, grading: Grading, n: usize, nz: usize) -> LevelStencil {
     let p = ProblemParams {

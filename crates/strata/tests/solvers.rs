@@ -5,11 +5,13 @@ use strata::backend::cpu::CpuBackend;
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::Backend;
 use strata::comm::SerialComm;
+use strata::grid::Block;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{
-    textbook_pcg, Cg, ConvergedReason, MgParams, Restriction, SolveInfo, SolveParams, SolverKind,
+    textbook_pcg, Cg, ConvergedReason, MgParams, Restriction, SolveInfo, SolveParams, SolverConfig,
+    SolverKind,
 };
-use strata::stencil::{build_levels, Block};
+use strata::stencil::build_levels;
 use strata::Solution;
 
 fn panel(n: usize, nz: usize, cfl: f64) -> ProblemParams {
@@ -24,7 +26,16 @@ fn panel(n: usize, nz: usize, cfl: f64) -> ProblemParams {
 fn run(p: &ProblemParams, kind: SolverKind, mg: &MgParams, params: &SolveParams) -> Solution {
     let rhs = build_rhs(p, RhsKind::Random, 1, &Block::whole(p.n));
     let b = CpuBackend::new(None).unwrap();
-    strata::solve(&b, p, kind, mg, params, &rhs, &mut |_, _| {}).unwrap()
+    strata::solve(
+        &b,
+        p,
+        &SolverConfig::new(kind)
+            .with_multigrid(mg.clone())
+            .with_stopping(params.clone()),
+        &rhs,
+        &mut |_, _| {},
+    )
+    .unwrap()
 }
 
 fn its(p: &ProblemParams, kind: SolverKind, mg: &MgParams) -> SolveInfo {
@@ -164,16 +175,8 @@ fn cpu_solves_are_bit_identical_across_runs_and_thread_counts() {
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
         let solve = |threads| {
             let b = CpuBackend::new(Some(threads)).unwrap();
-            strata::solve(
-                &b,
-                &p,
-                kind,
-                &mg,
-                &SolveParams::default(),
-                &rhs,
-                &mut |_, _| {},
-            )
-            .unwrap()
+            let cfg = SolverConfig::new(kind).with_multigrid(mg.clone());
+            strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap()
         };
         let (a, b, c) = (solve(2), solve(2), solve(1));
         assert_eq!(a.u, b.u, "{kind:?}: two runs differ");
@@ -193,13 +196,22 @@ fn cpu_and_reference_backends_solve_alike() {
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
         let params = SolveParams::default();
         let cpu = CpuBackend::new(Some(2)).unwrap();
-        let a = strata::solve(&cpu, &p, kind, &mg, &params, &rhs, &mut |_, _| {}).unwrap();
+        let a = strata::solve(
+            &cpu,
+            &p,
+            &SolverConfig::new(kind)
+                .with_multigrid(mg.clone())
+                .with_stopping(params.clone()),
+            &rhs,
+            &mut |_, _| {},
+        )
+        .unwrap();
         let b = strata::solve(
             &ReferenceBackend,
             &p,
-            kind,
-            &mg,
-            &params,
+            &SolverConfig::new(kind)
+                .with_multigrid(mg.clone())
+                .with_stopping(params.clone()),
             &rhs,
             &mut |_, _| {},
         )
@@ -225,15 +237,32 @@ fn stopping_reasons() {
     let params = SolveParams::default();
     let n = p.unknowns() as usize;
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
-        let zero =
-            strata::solve(&b, &p, kind, &mg, &params, &vec![0.0; n], &mut |_, _| {}).unwrap();
+        let zero = strata::solve(
+            &b,
+            &p,
+            &SolverConfig::new(kind)
+                .with_multigrid(mg.clone())
+                .with_stopping(params.clone()),
+            &vec![0.0; n],
+            &mut |_, _| {},
+        )
+        .unwrap();
         assert_eq!(zero.info.reason, ConvergedReason::ConvergedAtol);
         assert_eq!(zero.info.iterations, 0);
         assert!(zero.u.iter().all(|&v| v == 0.0));
 
         let mut bad = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
         bad[n / 2] = f64::NAN;
-        let nan = strata::solve(&b, &p, kind, &mg, &params, &bad, &mut |_, _| {}).unwrap();
+        let nan = strata::solve(
+            &b,
+            &p,
+            &SolverConfig::new(kind)
+                .with_multigrid(mg.clone())
+                .with_stopping(params.clone()),
+            &bad,
+            &mut |_, _| {},
+        )
+        .unwrap();
         assert_eq!(
             nan.info.reason,
             ConvergedReason::DivergedNanOrInf,
@@ -245,7 +274,16 @@ fn stopping_reasons() {
             max_it: 3,
             ..Default::default()
         };
-        let s = strata::solve(&b, &p, kind, &mg, &few, &rhs, &mut |_, _| {}).unwrap();
+        let s = strata::solve(
+            &b,
+            &p,
+            &SolverConfig::new(kind)
+                .with_multigrid(mg.clone())
+                .with_stopping(few.clone()),
+            &rhs,
+            &mut |_, _| {},
+        )
+        .unwrap();
         assert_eq!(
             (s.info.reason, s.info.iterations),
             (ConvergedReason::DivergedMaxIt, 3)
@@ -258,7 +296,16 @@ fn stopping_reasons() {
             ..Default::default()
         };
         let mut seen = vec![];
-        let s = strata::solve(&b, &p, kind, &mg, &fixed, &rhs, &mut |it, _| seen.push(it)).unwrap();
+        let s = strata::solve(
+            &b,
+            &p,
+            &SolverConfig::new(kind)
+                .with_multigrid(mg.clone())
+                .with_stopping(fixed.clone()),
+            &rhs,
+            &mut |it, _| seen.push(it),
+        )
+        .unwrap();
         assert_eq!(
             (s.info.reason, s.info.iterations),
             (ConvergedReason::ConvergedIts, 4)
@@ -281,9 +328,9 @@ fn bad_parameters_are_errors_not_panics() {
     let e = strata::solve(
         &b,
         &p,
-        SolverKind::Mg,
-        &too_many,
-        &params,
+        &SolverConfig::new(SolverKind::Mg)
+            .with_multigrid(too_many.clone())
+            .with_stopping(params.clone()),
         &rhs,
         &mut |_, _| {},
     )
@@ -297,9 +344,9 @@ fn bad_parameters_are_errors_not_panics() {
     let e = strata::solve(
         &b,
         &p,
-        SolverKind::Cg,
-        &too_many,
-        &bad_rtol,
+        &SolverConfig::new(SolverKind::Cg)
+            .with_multigrid(too_many.clone())
+            .with_stopping(bad_rtol.clone()),
         &rhs,
         &mut |_, _| {},
     )
@@ -309,15 +356,15 @@ fn bad_parameters_are_errors_not_panics() {
     let e = strata::solve(
         &b,
         &p,
-        SolverKind::Cg,
-        &too_many,
-        &params,
+        &SolverConfig::new(SolverKind::Cg)
+            .with_multigrid(too_many.clone())
+            .with_stopping(params.clone()),
         &rhs[1..],
         &mut |_, _| {},
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("right-hand side"), "{e}");
+    assert!(e.contains("rhs has 4607 values"), "{e}");
     let bad = ProblemParams {
         cfl: f64::NAN,
         ..p.clone()

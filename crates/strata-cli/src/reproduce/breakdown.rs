@@ -9,9 +9,9 @@ use crate::CliResult;
 use clap::Args;
 use std::process::ExitCode;
 use strata::backend::Backend;
+use strata::grid::{Block, RankGrid};
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
-use strata::solver::{Kernel, MgParams, SolveParams, SolverKind};
-use strata::stencil::Block;
+use strata::solver::{Kernel, SolverConfig, SolverKind};
 
 /// Options of `strata reproduce breakdown`.
 #[derive(Args, Debug)]
@@ -56,19 +56,14 @@ impl BackendTask for Task {
             nz: a.common.nz,
             ..Default::default()
         };
-        let mg = MgParams {
-            levels: a.levels,
-            ..Default::default()
-        };
-        let params = SolveParams {
-            max_it: a.cycles.max(1),
-            fixed_iterations: true,
-            profile: true,
-            ..Default::default()
-        };
-        crate::solve::validate(b, &p, SolverKind::Mg, &mg, &params)?;
+        let cfg = SolverConfig::new(SolverKind::Mg)
+            .with_levels(a.levels)
+            .with_max_it(a.cycles.max(1))
+            .with_fixed_iterations(true)
+            .with_profile(true);
+        crate::solve::validate(b, &p, &cfg, RankGrid::single())?;
         let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(a.n));
-        let sol = strata::solve(b, &p, SolverKind::Mg, &mg, &params, &rhs, &mut |_, _| {})?;
+        let sol = strata::solve(b, &p, &cfg, &rhs, &mut |_, _| {})?;
         let prof = sol.info.profile.ok_or("no profile was recorded")?;
         let mut rows = vec![];
         let mut series: Vec<Series> = vec![];

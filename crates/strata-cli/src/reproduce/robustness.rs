@@ -8,9 +8,9 @@ use crate::CliResult;
 use clap::Args;
 use std::process::ExitCode;
 use strata::backend::Backend;
+use strata::grid::{max_levels, Block, RankGrid};
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
-use strata::solver::{MgParams, SolveParams, SolverKind};
-use strata::stencil::{max_levels, Block};
+use strata::solver::{SolverConfig, SolverKind};
 
 /// Options of `strata reproduce robustness`.
 #[derive(Args, Debug)]
@@ -54,7 +54,7 @@ impl BackendTask for Task {
 
     fn run<B: Backend + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let a = self.a;
-        let most = max_levels(&Block::whole(a.n));
+        let most = max_levels(a.n, RankGrid::single());
         // (label, solver, levels): the levels the grid allows of 5, 7 and 10.
         let mut configs = vec![("cg".to_string(), SolverKind::Cg, 1)];
         for l in [5, 7, 10] {
@@ -86,24 +86,19 @@ impl BackendTask for Task {
             let p = problem(nu);
             let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(a.n));
             for (c, (label, kind, levels)) in configs.iter().enumerate() {
-                let mg = MgParams {
-                    levels: *levels,
-                    coarse_steps: coarse_steps(*levels, nu),
-                    ..Default::default()
-                };
-                let params = SolveParams {
-                    max_it: a.max_it,
-                    ..Default::default()
-                };
+                let cfg = SolverConfig::new(*kind)
+                    .with_levels(*levels)
+                    .with_coarse_steps(coarse_steps(*levels, nu))
+                    .with_max_it(a.max_it);
                 if let Some(bar) = &bar {
                     bar.set_message(format!("{label}, nu = {nu}"));
                 }
-                let sol = strata::solve(b, &p, *kind, &mg, &params, &rhs, &mut |_, _| {})?;
+                let sol = strata::solve(b, &p, &cfg, &rhs, &mut |_, _| {})?;
                 let i = sol.info;
                 let steps = if *kind == SolverKind::Cg {
                     0
                 } else {
-                    mg.coarse_steps
+                    cfg.multigrid.coarse_steps
                 };
                 println!(
                     "{nu:>7} {label:>16} {steps:>7} {:>6} {:>10.4}  {:?}",

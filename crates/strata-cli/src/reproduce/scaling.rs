@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use strata::backend::Backend;
+use strata::grid::Block;
+use strata::grid::RankGrid;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
-use strata::solver::{Kernel, MgParams, Profile, SolveInfo, SolveParams, SolverKind};
-use strata::stencil::Block;
+use strata::solver::{Kernel, Profile, SolveInfo, SolverConfig, SolverKind};
 
 /// Options of `strata reproduce scaling`.
 #[derive(Args, Debug)]
@@ -52,21 +53,16 @@ struct Measured {
     profiled: SolveInfo,
 }
 
-/// Solves with cg and mg, each twice (plain, then profiled), with `solve` (a solver kind and the
-/// parameters of its solves, one record per solve).
+/// Solves with cg and mg, each twice (plain, then profiled), with `solve` (the configurations of
+/// its solves, one record per solve).
 fn measure(
-    mut solve: impl FnMut(SolverKind, &[SolveParams]) -> CliResult<Vec<SolveInfo>>,
+    mut solve: impl FnMut(&[SolverConfig]) -> CliResult<Vec<SolveInfo>>,
 ) -> CliResult<Vec<Measured>> {
-    let params = [
-        SolveParams::default(),
-        SolveParams {
-            profile: true,
-            ..Default::default()
-        },
-    ];
     let mut out = vec![];
     for kind in [SolverKind::Cg, SolverKind::Mg] {
-        let mut infos = solve(kind, &params)?.into_iter();
+        let plain = SolverConfig::new(kind);
+        let configs = [plain.clone(), plain.with_profile(true)];
+        let mut infos = solve(&configs)?.into_iter();
         let (Some(plain), Some(profiled)) = (infos.next(), infos.next()) else {
             return Err("a solve gave no record".into());
         };
@@ -114,20 +110,19 @@ impl BackendTask for Task<'_> {
             nz: a.common.nz,
             ..Default::default()
         };
-        let mg = MgParams::default();
         let (results, halo) = if job.size() == 1 {
             let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
-            let results = measure(|kind, params| {
+            let results = measure(|configs| {
                 let mut infos = vec![];
-                for params in params {
-                    crate::solve::validate(b, &p, kind, &mg, params)?;
-                    infos.push(strata::solve(b, &p, kind, &mg, params, &rhs, &mut |_, _| {})?.info);
+                for cfg in configs {
+                    crate::solve::validate(b, &p, cfg, RankGrid::single())?;
+                    infos.push(strata::solve(b, &p, cfg, &rhs, &mut |_, _| {})?.info);
                 }
                 Ok(infos)
             })?;
             (results, "none".to_string())
         } else {
-            distributed(b, job, &p, &mg, a.halo)?
+            distributed(b, job, &p, a.halo)?
         };
         if !job.is_root() {
             return Ok(ExitCode::SUCCESS);
@@ -191,29 +186,25 @@ fn distributed<B: Backend + 'static>(
     b: &B,
     job: &Job,
     p: &ProblemParams,
-    mg: &MgParams,
     halo: HaloArg,
 ) -> CliResult<(Vec<Measured>, String)> {
     use crate::distributed::{timed_solves, with_comm, CommTask};
     use strata::comm::Comm;
-    use strata_mpi::RankGrid;
     struct Run<'a, B> {
         b: &'a B,
         job: &'a Job,
         p: &'a ProblemParams,
-        mg: &'a MgParams,
     }
     impl<B: Backend> CommTask for Run<'_, B> {
         type Output = (Vec<Measured>, String);
         fn run<C: Comm>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<Self::Output> {
-            let results = measure(|kind, params| {
-                timed_solves(self.b, comm, grid, self.job, self.p, kind, self.mg, params)
-            })?;
+            let results =
+                measure(|configs| timed_solves(self.b, comm, grid, self.job, self.p, configs))?;
             Ok((results, halo.to_string()))
         }
     }
     let grid = RankGrid::choose(job.size());
-    with_comm(halo, grid, b, job, Run { b, job, p, mg })
+    with_comm(halo, grid, b, job, Run { b, job, p })
 }
 
 #[cfg(not(feature = "mpi"))]
@@ -221,7 +212,6 @@ fn distributed<B: Backend + 'static>(
     _: &B,
     _: &Job,
     _: &ProblemParams,
-    _: &MgParams,
     _: HaloArg,
 ) -> CliResult<(Vec<Measured>, String)> {
     Err("more than one rank needs strata built with --features strata-cli/mpi".into())

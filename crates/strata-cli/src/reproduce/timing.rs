@@ -10,9 +10,9 @@ use crate::CliResult;
 use clap::Args;
 use std::process::ExitCode;
 use strata::backend::Backend;
+use strata::grid::{Block, RankGrid};
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
-use strata::solver::{MgParams, SolveParams, SolverKind};
-use strata::stencil::Block;
+use strata::solver::{SolverConfig, SolverKind};
 
 /// Options of `strata reproduce timing`.
 #[derive(Args, Debug)]
@@ -39,14 +39,14 @@ impl BackendTask for Task {
 
     fn run<B: Backend + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let a = self.a;
-        let mg = MgParams::default();
         for &n in &a.sizes {
             let p = ProblemParams {
                 n,
                 nz: a.common.nz,
                 ..Default::default()
             };
-            crate::solve::validate(b, &p, SolverKind::Mg, &mg, &SolveParams::default())?;
+            let cfg = SolverConfig::new(SolverKind::Mg);
+            crate::solve::validate(b, &p, &cfg, RankGrid::single())?;
         }
         let copy = b.copy_bandwidth(256 << 20, 10)? / 1e9;
         println!("backend {}, copy bandwidth {copy:.2} GB/s", b.name());
@@ -65,16 +65,9 @@ impl BackendTask for Task {
                 if let Some(bar) = &bar {
                     bar.set_message(format!("{} n = {n}", kind.name()));
                 }
-                let sol = strata::solve(
-                    b,
-                    &p,
-                    kind,
-                    &mg,
-                    &SolveParams::default(),
-                    &rhs,
-                    &mut |_, _| {},
-                )?;
-                let m = Summary::new(&p, kind, &mg, &sol);
+                let cfg = SolverConfig::new(kind);
+                let sol = strata::solve(b, &p, &cfg, &rhs, &mut |_, _| {})?;
+                let m = Summary::new(&p, &cfg, &sol);
                 let pct = 100.0 * m.useful_gbs / copy;
                 let (t, tr) = (1e3 * m.seconds_per_iteration, 1e3 * m.transfer_seconds);
                 let total = 1e3 * (m.solve_seconds + m.transfer_seconds);

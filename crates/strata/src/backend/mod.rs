@@ -69,43 +69,13 @@ macro_rules! host_face_methods {
 pub(crate) use host_face_methods;
 
 use crate::error::Result;
+pub use crate::grid::Side;
 use crate::perf::Kernel;
 use crate::stencil::LevelStencil;
 
-/// A side of a block, for halo exchange.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// Towards i − 1.
-    West,
-    /// Towards i + 1.
-    East,
-    /// Towards j − 1.
-    South,
-    /// Towards j + 1.
-    North,
-}
-
-impl Side {
-    /// All four sides.
-    pub const ALL: [Side; 4] = [Side::West, Side::East, Side::South, Side::North];
-
-    /// The opposite side.
-    pub fn opposite(self) -> Side {
-        match self {
-            Side::West => Side::East,
-            Side::East => Side::West,
-            Side::South => Side::North,
-            Side::North => Side::South,
-        }
-    }
-}
-
-/// Values on one face of a block: `ny * nz` for west/east, `nx * nz` for south/north.
+/// Values on one face of a level's block: `ny * nz` for west/east, `nx * nz` for south/north.
 pub fn face_len(stencil: &LevelStencil, side: Side) -> usize {
-    match side {
-        Side::West | Side::East => stencil.ny() * stencil.nz,
-        Side::South | Side::North => stencil.nx() * stencil.nz,
-    }
+    stencil.block.face_len(side, stencil.nz)
 }
 
 /// A compute backend. `Field` is a 3D field of one block of one level (with halo); `Level` is

@@ -77,10 +77,9 @@ pub enum Overwrite {
 
 /// Checks before any work is done that `path` can be written: its folder exists and takes new
 /// files, it is not a folder, and it does not exist unless `overwrite` allows replacing it.
-/// `what` names the option in the message (e.g. `"--output"`).
+/// `what` names the parameter in the error (e.g. `"output"`).
 pub fn check_writable(path: &Path, overwrite: Overwrite, what: &str) -> Result<()> {
-    let e =
-        |msg: String| StrataError::InvalidParameter(format!("{what} {}: {msg}", path.display()));
+    let e = |msg: String| StrataError::invalid(what, format!("{}: {msg}", path.display()));
     if path.is_dir() {
         return Err(e("is a folder".into()));
     }

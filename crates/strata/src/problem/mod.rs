@@ -101,19 +101,19 @@ impl ProblemParams {
     /// Checks every parameter; the error names the first one that is wrong.
     pub fn validate(&self) -> Result<()> {
         if self.n < 1 {
-            return invalid("n must be at least 1");
+            return invalid("n", "must be at least 1 (got 0)");
         }
         if self.nz < 2 {
-            return invalid(format!("nz must be at least 2 (got {})", self.nz));
+            return invalid("nz", format!("must be at least 2 (got {})", self.nz));
         }
         positive("cfl", self.cfl)?;
         positive("lambda", self.lambda)?;
         positive("height", self.height)?;
         if !(self.delta.is_finite() && self.delta >= 0.0) {
-            return invalid(format!(
-                "delta must be finite and non-negative (got {})",
-                self.delta
-            ));
+            return invalid(
+                "delta",
+                format!("must be finite and non-negative (got {})", self.delta),
+            );
         }
         if let Some(w) = self.omega {
             positive("omega", w)?;
@@ -126,6 +126,6 @@ fn positive(name: &str, v: f64) -> Result<()> {
     if v.is_finite() && v > 0.0 {
         Ok(())
     } else {
-        invalid(format!("{name} must be finite and positive (got {v})"))
+        invalid(name, format!("must be finite and positive (got {v})"))
     }
 }

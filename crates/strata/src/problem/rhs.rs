@@ -1,7 +1,7 @@
 //! Right-hand sides (MODEL.md §6): seeded random, smooth bump, manufactured solution.
 
 use super::{cell_centre, manufactured_rhs, Geometry, HorizontalGrid, ProblemParams, VerticalGrid};
-use crate::stencil::Block;
+use crate::grid::Block;
 use serde::{Deserialize, Serialize};
 
 /// Which right-hand side to build.

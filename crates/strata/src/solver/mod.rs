@@ -9,6 +9,7 @@
 //! [`SolveInfo`] out. Non-convergence is a [`ConvergedReason`], never an error.
 
 mod cg;
+mod config;
 mod mgcg;
 mod monitor;
 mod multigrid;
@@ -16,6 +17,7 @@ mod profile;
 mod textbook;
 
 pub use cg::Cg;
+pub use config::{Precision, SolverConfig};
 pub use mgcg::MgCg;
 pub use monitor::{ConvergedReason, SolveInfo, SolveParams};
 pub use multigrid::{MgParams, Multigrid, Restriction};
@@ -25,6 +27,7 @@ pub use textbook::textbook_pcg;
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::Result;
+use crate::perf::Cost;
 use crate::stencil::LevelStencil;
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +45,29 @@ pub enum SolverKind {
 }
 
 impl SolverKind {
+    /// Per fine-grid cell cost of one iteration, as the paper counts it: CG 54/24/15;
+    /// MG with `n_levels` levels (the paper's 5 give 149.4/67.2/29.6). For mg-cg the MG cost plus one
+    /// SpMV and the CG vector updates (our count, not the paper's).
+    pub fn iteration_cost(self, n_levels: usize) -> Cost {
+        match self {
+            SolverKind::Cg => Cost {
+                flops: 54.0,
+                mem: 24.0,
+                mem_cached: 15.0,
+            },
+            SolverKind::Mg => mg_cost(n_levels),
+            SolverKind::MgCg => {
+                let m = mg_cost(n_levels);
+                // SpMV (32, 12, 6) + axpy (2, 3, 3) + three dots (6, 6, 4).
+                Cost {
+                    flops: m.flops + 40.0,
+                    mem: m.mem + 21.0,
+                    mem_cached: m.mem_cached + 13.0,
+                }
+            }
+        }
+    }
+
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -64,13 +90,10 @@ pub enum Solver<B: Backend> {
 
 impl<B: Backend> Solver<B> {
     /// Sets up a solver on the level stencils `levels` (finest first; CG uses the first only).
-    pub fn new(
-        backend: &B,
-        kind: SolverKind,
-        levels: &[LevelStencil],
-        mg: &MgParams,
-    ) -> Result<Self> {
-        Ok(match kind {
+    pub fn new(backend: &B, cfg: &SolverConfig, levels: &[LevelStencil]) -> Result<Self> {
+        cfg.validate()?;
+        let mg = &cfg.multigrid;
+        Ok(match cfg.kind {
             SolverKind::Cg => Solver::Cg(Cg::new(backend, &levels[0])?),
             SolverKind::Mg => Solver::Mg(Multigrid::new(backend, levels, mg.clone())?),
             SolverKind::MgCg => Solver::MgCg(MgCg::new(backend, levels, mg.clone())?),
@@ -112,5 +135,34 @@ impl<B: Backend> Solver<B> {
             Solver::Mg(s) => s.solve(backend, comm, f, u, params, monitor),
             Solver::MgCg(s) => s.solve(backend, comm, f, u, params, monitor),
         }
+    }
+}
+
+fn mg_cost(n_levels: usize) -> Cost {
+    // Fine level: 2 Smooth + Residual + Prolongate + Residual norm (MODEL.md §11.1).
+    let (mut flops, mut mem, mut memc) = (122.0, 53.0, 23.0);
+    if n_levels == 1 {
+        return Cost {
+            flops,
+            mem,
+            mem_cached: memc,
+        };
+    }
+    let mut w = 1.0;
+    for lev in 1..n_levels {
+        w *= 0.25;
+        let (f, m, mc) = if lev + 1 == n_levels {
+            (54.0, 29.0, 14.0) // coarsest: RestrictSmooth + Smooth
+        } else {
+            (83.0, 43.0, 20.0) // Smooth + RestrictSmooth + Residual + Prolongate
+        };
+        flops += w * f;
+        mem += w * m;
+        memc += w * mc;
+    }
+    Cost {
+        flops,
+        mem,
+        mem_cached: memc,
     }
 }

@@ -58,13 +58,13 @@ impl SolveParams {
     /// Checks the stopping rule; the error names the parameter and says why.
     pub fn validate(&self) -> crate::Result<()> {
         if !(self.rtol.is_finite() && self.rtol > 0.0) {
-            return crate::error::invalid(format!(
-                "rtol must be finite and positive (got {})",
-                self.rtol
-            ));
+            return crate::error::invalid(
+                "rtol",
+                format!("must be finite and positive (got {})", self.rtol),
+            );
         }
         if self.max_it < 1 {
-            return crate::error::invalid("max-it must be at least 1");
+            return crate::error::invalid("max_it", "must be at least 1 (got 0)");
         }
         Ok(())
     }

@@ -92,9 +92,10 @@ impl CpuBackend {
         if let Some(t) = threads {
             let most = max_threads();
             if t == 0 || t > most {
-                return Err(StrataError::InvalidParameter(format!(
-                    "threads must be between 1 and {most} ({MAX_THREADS_PER_CORE} per core of this machine) (got {t})"
-                )));
+                return Err(StrataError::invalid(
+                    "threads",
+                    format!("must be between 1 and {most} ({MAX_THREADS_PER_CORE} per core of this machine) (got {t})"),
+                ));
             }
             b = b.num_threads(t);
         }

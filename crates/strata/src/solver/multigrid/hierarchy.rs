@@ -34,11 +34,14 @@ impl<B: Backend> Hierarchy<B> {
     pub fn new(b: &B, stencils: &[LevelStencil], params: MgParams) -> Result<Self> {
         params.validate()?;
         if stencils.len() < params.levels {
-            return invalid(format!(
-                "multigrid needs {} level stencils, {} were built",
-                params.levels,
-                stencils.len()
-            ));
+            return invalid(
+                "levels",
+                format!(
+                    "= {}: multigrid needs as many level stencils, {} were built",
+                    params.levels,
+                    stencils.len()
+                ),
+            );
         }
         let levels = stencils[..params.levels]
             .iter()

@@ -66,13 +66,13 @@ impl MgParams {
     /// Checks the parameters that do not depend on the grid.
     pub fn validate(&self) -> Result<()> {
         if self.levels < 1 {
-            return invalid("levels must be at least 1");
+            return invalid("levels", "must be at least 1 (got 0)");
         }
         if self.coarse_steps < 1 {
-            return invalid("coarse-steps must be at least 1");
+            return invalid("coarse_steps", "must be at least 1 (got 0)");
         }
         if !(self.rho.is_finite() && self.rho > 0.0 && self.rho < 2.0) {
-            return invalid(format!("rho must be in (0, 2) (got {})", self.rho));
+            return invalid("rho", format!("must be in (0, 2) (got {})", self.rho));
         }
         Ok(())
     }

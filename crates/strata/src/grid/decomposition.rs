@@ -3,9 +3,8 @@
 //! level's block is its coarse block times two, so every rank's children of a coarse cell are
 //! its own.
 
-use strata::backend::Side;
-use strata::stencil::Block;
-use strata::{Result, StrataError};
+use super::{Block, Side};
+use crate::error::{Result, StrataError};
 
 /// A px × py grid of ranks; rank = cy · px + cx, cx along x (i), cy along y (j).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +16,11 @@ pub struct RankGrid {
 }
 
 impl RankGrid {
+    /// The grid of one process.
+    pub const fn single() -> Self {
+        Self { px: 1, py: 1 }
+    }
+
     /// The most nearly square grid of `p` ranks (px ≥ py).
     pub fn choose(p: usize) -> Self {
         let p = p.max(1);
@@ -93,20 +97,29 @@ pub fn max_levels(n: usize, grid: RankGrid) -> usize {
 impl Decomposition {
     /// Checks that every level can be split over the grid.
     pub fn new(n: usize, levels: usize, grid: RankGrid) -> Result<Self> {
+        if grid.size() == 1 {
+            super::check_levels(&Block::whole(n), levels)?;
+            return Ok(Self { n, levels, grid });
+        }
         let most = max_levels(n, grid);
         if levels < 1 || levels > most {
-            let why = if most == 0 {
-                format!(
-                    "n = {n} cannot be split over a {}x{} rank grid (fewer cells than ranks along a side)",
-                    grid.px, grid.py
+            return Err(if most == 0 {
+                StrataError::invalid(
+                    "n",
+                    format!(
+                        "= {n} cannot be split over a {}x{} rank grid (fewer cells than ranks along a side)",
+                        grid.px, grid.py
+                    ),
                 )
             } else {
-                format!(
-                    "{levels} levels of n = {n} cannot be split over a {}x{} rank grid: at most {most} levels are possible",
-                    grid.px, grid.py
+                StrataError::invalid(
+                    "levels",
+                    format!(
+                        "{levels} of n = {n} cannot be split over a {}x{} rank grid: at most {most} levels are possible",
+                        grid.px, grid.py
+                    ),
                 )
-            };
-            return Err(StrataError::InvalidParameter(why));
+            });
         }
         Ok(Self { n, levels, grid })
     }
@@ -177,7 +190,7 @@ mod tests {
             for r in 0..grid.size() {
                 let b = d.fine_block(r);
                 // Every level halves exactly.
-                assert!(strata::stencil::max_levels(&b) >= levels, "{b:?}");
+                assert!(super::super::check_levels(&b, levels).is_ok(), "{b:?}");
                 for j in b.j0..b.j0 + b.ny {
                     for i in b.i0..b.i0 + b.nx {
                         cover[j * n + i] += 1;

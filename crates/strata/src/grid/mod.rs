@@ -1,0 +1,37 @@
+//! The grid's index arithmetic, below every other layer: blocks of a level and their sides
+//! ([`Block`], [`Side`]), and the decomposition of the horizontal over a px × py grid of ranks,
+//! consistent on every multigrid level ([`RankGrid`], [`Decomposition`], [`max_levels`]).
+
+mod block;
+mod decomposition;
+
+pub use block::{Block, Side, Sides};
+pub use decomposition::{max_levels, split, Decomposition, RankGrid};
+
+use crate::error::{invalid, Result};
+
+/// Checks that `levels` multigrid levels can be built on the fine block `fine`: every level must
+/// halve exactly. The one place that says how many levels a block allows.
+pub fn check_levels(fine: &Block, levels: usize) -> Result<()> {
+    if levels < 1 {
+        return invalid("levels", "must be at least 1 (got 0)");
+    }
+    let mut most = 1;
+    let mut b = *fine;
+    while let Some(c) = b.coarsen_exact() {
+        b = c;
+        most += 1;
+    }
+    if levels > most {
+        return invalid(
+            "levels",
+            format!(
+                "{levels} needs n divisible by 2^{} = {}, but n = {}: at most {most} levels are possible",
+                levels - 1,
+                1usize << (levels - 1).min(63),
+                fine.n
+            ),
+        );
+    }
+    Ok(())
+}

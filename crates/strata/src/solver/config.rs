@@ -1,0 +1,152 @@
+//! The solver's settings as one value, validated once.
+
+use super::{MgParams, SolveParams, SolverKind};
+use crate::error::Result;
+use crate::grid::{Block, Decomposition, RankGrid};
+use crate::perf::Cost;
+use serde::{Deserialize, Serialize};
+
+/// Floating-point precision of a solve. Only fp64 exists today; the type is the seam where a
+/// mixed-precision preconditioner will be chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Precision {
+    /// Every field, coefficient and reduction in fp64.
+    #[default]
+    F64,
+}
+
+/// Everything that says how to solve: the method, its multigrid settings, the stopping rule and
+/// the precision. Built with [`SolverConfig::new`] and the `with_*` methods (the struct is
+/// `#[non_exhaustive]`, so a new setting breaks no caller), validated by
+/// [`SolverConfig::validate`] and [`SolverConfig::validate_for`].
+///
+/// ```
+/// use strata::solver::{SolverConfig, SolverKind};
+/// let cfg = SolverConfig::new(SolverKind::MgCg).with_levels(4).with_rtol(1e-8);
+/// assert_eq!(cfg.num_levels(), 4);
+/// assert!(cfg.validate().is_ok());
+/// assert!(SolverConfig::new(SolverKind::Mg).with_max_it(0).validate().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SolverConfig {
+    /// The method.
+    pub kind: SolverKind,
+    /// Multigrid settings (used by mg and mg-cg; their level count is ignored by cg).
+    pub multigrid: MgParams,
+    /// When to stop.
+    pub stopping: SolveParams,
+    /// Floating-point precision.
+    pub precision: Precision,
+}
+
+impl Default for SolverConfig {
+    fn default() -> Self {
+        Self::new(SolverKind::default())
+    }
+}
+
+impl SolverConfig {
+    /// The paper's settings for `kind`: 5 levels, 2 coarse steps, ρ = 2/3, rtol 1e-5, 500
+    /// iterations at most, fp64.
+    pub fn new(kind: SolverKind) -> Self {
+        Self {
+            kind,
+            multigrid: MgParams::default(),
+            stopping: SolveParams::default(),
+            precision: Precision::default(),
+        }
+    }
+
+    /// Replaces the multigrid settings.
+    pub fn with_multigrid(mut self, mg: MgParams) -> Self {
+        self.multigrid = mg;
+        self
+    }
+
+    /// Sets the number of multigrid levels L.
+    pub fn with_levels(mut self, n_levels: usize) -> Self {
+        self.multigrid.levels = n_levels;
+        self
+    }
+
+    /// Sets the smoother steps on the coarsest level.
+    pub fn with_coarse_steps(mut self, steps: usize) -> Self {
+        self.multigrid.coarse_steps = steps;
+        self
+    }
+
+    /// Replaces the stopping rule.
+    pub fn with_stopping(mut self, stopping: SolveParams) -> Self {
+        self.stopping = stopping;
+        self
+    }
+
+    /// Sets the relative tolerance.
+    pub fn with_rtol(mut self, rtol: f64) -> Self {
+        self.stopping.rtol = rtol;
+        self
+    }
+
+    /// Sets the most iterations.
+    pub fn with_max_it(mut self, max_it: usize) -> Self {
+        self.stopping.max_it = max_it;
+        self
+    }
+
+    /// Runs exactly `max_it` iterations, ignoring rtol (for timing).
+    pub fn with_fixed_iterations(mut self, fixed: bool) -> Self {
+        self.stopping.fixed_iterations = fixed;
+        self
+    }
+
+    /// Times every kernel on every level.
+    pub fn with_profile(mut self, profile: bool) -> Self {
+        self.stopping.profile = profile;
+        self
+    }
+
+    /// Sets the precision.
+    pub fn with_precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
+    }
+
+    /// Levels the method uses: 1 for cg, the multigrid's L otherwise.
+    pub fn num_levels(&self) -> usize {
+        match self.kind {
+            SolverKind::Cg => 1,
+            SolverKind::Mg | SolverKind::MgCg => self.multigrid.levels,
+        }
+    }
+
+    /// Checks every setting that does not depend on the grid.
+    pub fn validate(&self) -> Result<()> {
+        if self.kind != SolverKind::Cg {
+            self.multigrid.validate()?;
+        }
+        self.stopping.validate()
+    }
+
+    /// [`SolverConfig::validate`], and that the levels fit an `n × n` fine level split over
+    /// `grid`; returns the decomposition.
+    pub fn validate_for(&self, n: usize, grid: RankGrid) -> Result<Decomposition> {
+        self.validate()?;
+        Decomposition::new(n, self.num_levels(), grid)
+    }
+
+    /// [`SolverConfig::validate`], and that the levels fit the fine block `block`.
+    pub fn validate_block(&self, block: &Block) -> Result<()> {
+        self.validate()?;
+        crate::grid::check_levels(block, self.num_levels())
+    }
+
+    /// Per fine-grid cell cost of one iteration, as the paper counts it: cg 54/24/15; mg with
+    /// L levels (the paper's 5 give 149.4/67.2/29.6); mg-cg the mg cost plus one SpMV and the CG
+    /// vector updates (our count, not the paper's).
+    pub fn iteration_cost(&self) -> Cost {
+        self.kind.iteration_cost(self.num_levels())
+    }
+}
