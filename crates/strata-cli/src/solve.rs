@@ -58,7 +58,12 @@ pub struct SolveArgs {
     #[arg(long, value_name = "FILE.nc")]
     pub rhs_file: Option<PathBuf>,
     /// Name of the right-hand-side variable in --rhs-file.
-    #[arg(long, default_value = "rhs", value_name = "NAME")]
+    #[arg(
+        long,
+        default_value = "rhs",
+        value_name = "NAME",
+        requires = "rhs_file"
+    )]
     pub rhs_var: String,
     /// Solver.
     #[arg(long, value_enum, default_value = "mg")]
