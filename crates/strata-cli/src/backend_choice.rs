@@ -6,6 +6,7 @@ use crate::CliResult;
 use strata::backend::cpu::CpuBackend;
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::Backend;
+use strata::perf::Probes;
 use strata_cuda::{unavailable_reason, CudaBackend};
 
 /// Work to run on whichever backend is chosen.
@@ -13,7 +14,7 @@ pub trait BackendTask {
     /// What the work returns.
     type Output;
     /// Runs the work on `backend`.
-    fn run<B: Backend + 'static>(self, backend: &B) -> CliResult<Self::Output>;
+    fn run<B: Backend + Probes + 'static>(self, backend: &B) -> CliResult<Self::Output>;
 }
 
 /// The CUDA device of this rank: the one asked for, or the rank's local rank modulo the devices.

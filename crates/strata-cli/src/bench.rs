@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::grid::{Block, RankGrid};
 use strata::perf::kernel_cost;
+use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{Kernel, MgParams, SolveParams, SolverConfig, SolverKind};
 
@@ -105,7 +106,7 @@ struct BenchReport {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + 'static>(self, backend: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + 'static>(self, backend: &B) -> CliResult<ExitCode> {
         let a = self.args;
         let mg = a.mg.params();
         let solve_params = SolveParams {

@@ -2,9 +2,9 @@
 
 mod backend_choice;
 mod bench;
-mod compare;
 #[cfg(feature = "mpi")]
-mod distributed;
+mod comm_choice;
+mod compare;
 mod job;
 mod options;
 mod report;

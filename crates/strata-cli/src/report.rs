@@ -1,4 +1,4 @@
-//! Text and JSON reports in the paper's terms (MODEL.md §11).
+//! Text and JSON reports in the paper's terms (docs/MODEL.md §11).
 
 use serde::Serialize;
 use std::fmt::Write;

@@ -1,7 +1,7 @@
 // strata CUDA kernels: common definitions. Compiled by NVRTC at run time with -DNZ=<levels per
 // column> (every level of a hierarchy shares nz), once per process and nz.
 //
-// Field layout (MODEL.md §10, the paper's x-contiguous padded map): element (i, j, k) of a block,
+// Field layout (docs/MODEL.md §10, the paper's x-contiguous padded map): element (i, j, k) of a block,
 // i in [-1, nx], j in [-1, ny] (halo of width one), k in [0, nz), lives at
 //     (j + 1) * plane + k * sx + XOFF + i,        plane = nz * sx.
 // XOFF = 32 and sx a multiple of 32 keep every interior row 256-byte aligned; the padding is never

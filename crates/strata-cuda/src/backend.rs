@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strata::backend::{face_len, Backend, Side};
-use strata::perf::Kernel;
+use strata::perf::{Kernel, Probes};
 use strata::stencil::LevelStencil;
 use strata::{Result, StrataError};
 
@@ -344,20 +344,6 @@ impl Backend for CudaBackend {
         })
     }
 
-    fn moved_values(&self, kernel: Kernel) -> Option<f64> {
-        // The checkpointed Thomas sweeps read their right-hand side twice (kernels/lines.cu).
-        Some(match kernel {
-            Kernel::Spmv => 7.0,    // read z, u, p, q; write u, p, q
-            Kernel::Tridiag => 5.0, // read q, r, r again; write r, z
-            Kernel::Smooth if self.smooth_stores_rhs() => 6.0, // read f, u, u_out, u; write u_out twice
-            Kernel::Smooth => 5.0,                             // read f, u twice; write u_out
-            Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
-            Kernel::Residual => 3.0,       // read f, u; write r
-            Kernel::Prolongate => 2.25,    // read u_f and a quarter u_c; write u_f
-            Kernel::Vector | Kernel::Halo => return None,
-        })
-    }
-
     fn stencil<'a>(&self, lev: &'a CudaLevel) -> &'a LevelStencil {
         &lev.stencil
     }
@@ -435,45 +421,6 @@ impl Backend for CudaBackend {
 
     fn synchronize(&self) -> Result<()> {
         cu(self.stream.synchronize())
-    }
-
-    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
-        let len = (bytes / 16).max(1);
-        let src = self.alloc_values(len)?;
-        let mut dst = self.alloc_values(len)?;
-        let best = self.best_time(repeats, || cu(self.stream.memcpy_dtod(&src, &mut dst)))?;
-        Ok((2 * len * 8) as f64 / best)
-    }
-
-    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
-        let len = (bytes / 8).max(1);
-        // Any loaded module has the update kernel; compile one only if none is loaded yet.
-        let loaded = self
-            .modules
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .next()
-            .cloned();
-        let k = match loaded {
-            Some(k) => k,
-            None => self.kernels(128)?,
-        };
-        let x = self.alloc_values(len)?;
-        let mut y = self.alloc_values(len)?;
-        let cfg = LaunchConfig {
-            grid_dim: (((len as u64).div_ceil(256)).min(1 << 20) as u32, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let (n, a) = (len as i64, 1e-3f64);
-        let best = self.best_time(repeats, || {
-            let mut b = self.stream.launch_builder(k.get("update_f64"));
-            b.arg(&n).arg(&a).arg(&x).arg(&mut y);
-            // SAFETY: x and y hold n values; the grid-stride loop stays below n.
-            cu(unsafe { b.launch(cfg) }).map(|_| ())
-        })?;
-        Ok((3 * len * 8) as f64 / best)
     }
 
     fn fill(&self, lev: &CudaLevel, x: &mut CudaField, v: f64) -> Result<()> {
@@ -674,5 +621,60 @@ impl Backend for CudaBackend {
         self.check(lev, &[x]);
         assert_eq!(buf.len(), face_len(&lev.stencil, side));
         self.face_launch(lev, "unpack_face_f64", side, buf, &mut x.data)
+    }
+}
+
+impl Probes for CudaBackend {
+    fn moved_values(&self, kernel: Kernel) -> Option<f64> {
+        // The checkpointed Thomas sweeps read their right-hand side twice (kernels/lines.cu).
+        Some(match kernel {
+            Kernel::Spmv => 7.0,    // read z, u, p, q; write u, p, q
+            Kernel::Tridiag => 5.0, // read q, r, r again; write r, z
+            Kernel::Smooth if self.smooth_stores_rhs() => 6.0, // read f, u, u_out, u; write u_out twice
+            Kernel::Smooth => 5.0,                             // read f, u twice; write u_out
+            Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
+            Kernel::Residual => 3.0,       // read f, u; write r
+            Kernel::Prolongate => 2.25,    // read u_f and a quarter u_c; write u_f
+            Kernel::Vector | Kernel::Halo => return None,
+        })
+    }
+
+    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 16).max(1);
+        let src = self.alloc_values(len)?;
+        let mut dst = self.alloc_values(len)?;
+        let best = self.best_time(repeats, || cu(self.stream.memcpy_dtod(&src, &mut dst)))?;
+        Ok((2 * len * 8) as f64 / best)
+    }
+
+    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 8).max(1);
+        // Any loaded module has the update kernel; compile one only if none is loaded yet.
+        let loaded = self
+            .modules
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .next()
+            .cloned();
+        let k = match loaded {
+            Some(k) => k,
+            None => self.kernels(128)?,
+        };
+        let x = self.alloc_values(len)?;
+        let mut y = self.alloc_values(len)?;
+        let cfg = LaunchConfig {
+            grid_dim: (((len as u64).div_ceil(256)).min(1 << 20) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (n, a) = (len as i64, 1e-3f64);
+        let best = self.best_time(repeats, || {
+            let mut b = self.stream.launch_builder(k.get("update_f64"));
+            b.arg(&n).arg(&a).arg(&x).arg(&mut y);
+            // SAFETY: x and y hold n values; the grid-stride loop stays below n.
+            cu(unsafe { b.launch(cfg) }).map(|_| ())
+        })?;
+        Ok((3 * len * 8) as f64 / best)
     }
 }

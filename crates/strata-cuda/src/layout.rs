@@ -1,4 +1,4 @@
-//! The device layout of a field: x-contiguous, padded, halo of width one (MODEL.md §10).
+//! The device layout of a field: x-contiguous, padded, halo of width one (docs/MODEL.md §10).
 
 use cudarc::driver::DeviceRepr;
 use strata::{Result, StrataError};

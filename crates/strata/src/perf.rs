@@ -1,7 +1,26 @@
 //! The paper's performance model (docs/MODEL.md, "Performance model"): FLOPs and memory
 //! references per cell, and the derived GFLOP/s and useful bandwidth.
 
+use crate::error::Result;
 use serde::{Deserialize, Serialize};
+
+/// Measurement probes of a backend, kept off the compute trait [`crate::backend::Backend`]: the
+/// solvers never call them; `strata bench` and the reports do.
+pub trait Probes {
+    /// Values (8 bytes each) the backend's implementation of `kernel` reads and writes per cell
+    /// of its level, counting each cached neighbour once; `None` for kernels without a model.
+    fn moved_values(&self, kernel: Kernel) -> Option<f64>;
+
+    /// Measures the memory bandwidth in bytes per second with a STREAM-style copy of
+    /// `bytes` bytes (counting the read and the write), best of `repeats`.
+    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64>;
+
+    /// Measures the bandwidth of an in-place update y ← y + a·x over `bytes` bytes per array in
+    /// bytes per second (counting two reads and one write per element, as STREAM's add does),
+    /// best of `repeats`. Kernels that update fields in place are compared with this as well:
+    /// they avoid the write-allocate traffic a copy's destination can cost.
+    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64>;
+}
 
 /// The kernels the solvers call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,7 +107,7 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
 /// from the paper's Mem^(C) where the kernels fuse more: Smooth is one out-of-place pass (read f,
 /// u_in; write u_out) instead of two kernels that store the Thomas intermediates, and Tridiag
 /// keeps the Thomas intermediates in cache. Other backends report their own counts through
-/// [`crate::backend::Backend::moved_values`].
+/// [`Probes::moved_values`].
 pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
     match kernel {
         Kernel::Spmv => Some(7.0),           // read z, u, p, q; write u, p, q

@@ -1,4 +1,4 @@
-//! Second-order convergence to manufactured solutions (MODEL.md §12.3): fixed ω and λ, nz = n/2,
+//! Second-order convergence to manufactured solutions (docs/MODEL.md §12.3): fixed ω and λ, nz = n/2,
 //! solved to 1e-12, max and volume-weighted RMS errors at the cell centres.
 
 use strata::backend::cpu::CpuBackend;
@@ -55,7 +55,7 @@ fn assert_second_order(geometry: Geometry, grading: Grading, reference_max: &[f6
             "{geometry:?} {grading:?} n = {n}: max {:.3e}, rms {:.3e}",
             e.0, e.1
         );
-        // Within 5 % of the independent prototype's numbers (MODEL.md §12.3).
+        // Within 5 % of the independent prototype's numbers (docs/MODEL.md §12.3).
         let rel = (e.0 - reference_max[w]).abs() / reference_max[w];
         assert!(
             rel < 0.05,

@@ -1,4 +1,4 @@
-//! Structural checks of the operator (MODEL.md §12.2): symmetry, positivity, panel area, Thomas
+//! Structural checks of the operator (docs/MODEL.md §12.2): symmetry, positivity, panel area, Thomas
 //! exactness, the constant field.
 #![allow(clippy::needless_range_loop)] // dense-matrix index loops read best as loops
 

@@ -1,4 +1,4 @@
-//! Solver verification (MODEL.md §12.1, §12.2): fused CG against textbook PCG, iteration-count
+//! Solver verification (docs/MODEL.md §12.1, §12.2): fused CG against textbook PCG, iteration-count
 //! bands, robustness in ν, the restriction-scaling regression, determinism, stopping reasons.
 
 use strata::backend::cpu::CpuBackend;

@@ -10,6 +10,7 @@ use clap::Args;
 use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::grid::{Block, RankGrid};
+use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{Kernel, SolverConfig, SolverKind};
 
@@ -49,7 +50,7 @@ const KERNELS: [Kernel; 4] = [
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let a = self.a;
         let p = ProblemParams {
             n: a.n,

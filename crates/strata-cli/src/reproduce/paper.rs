@@ -1,4 +1,4 @@
-//! The paper's numbers (MODEL.md §11.3, §11.4), printed and plotted beside ours.
+//! The paper's numbers (docs/MODEL.md §11.3, §11.4), printed and plotted beside ours.
 
 /// A row of Table "SingleGPUTiming" (K20X).
 pub struct PaperRow {

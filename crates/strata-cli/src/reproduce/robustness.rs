@@ -9,6 +9,7 @@ use clap::Args;
 use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::grid::{max_levels, Block, RankGrid};
+use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{SolverConfig, SolverKind};
 
@@ -28,7 +29,7 @@ pub struct RobustnessArgs {
     pub common: Common,
 }
 
-/// Coarsest-level smoother steps the paper uses for `levels` levels at `nu` (MODEL.md §9.2).
+/// Coarsest-level smoother steps the paper uses for `levels` levels at `nu` (docs/MODEL.md §9.2).
 fn coarse_steps(levels: usize, nu: f64) -> usize {
     match levels {
         5 if nu > 84.0 => 150,
@@ -52,7 +53,7 @@ struct Task {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let a = self.a;
         let most = max_levels(a.n, RankGrid::single());
         // (label, solver, levels): the levels the grid allows of 5, 7 and 10.

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::grid::Block;
 use strata::grid::RankGrid;
+use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{Kernel, Profile, SolveInfo, SolverConfig, SolverKind};
 
@@ -103,7 +104,7 @@ fn profile_text(prof: &Profile, p: &ProblemParams) -> String {
 impl BackendTask for Task<'_> {
     type Output = ExitCode;
 
-    fn run<B: Backend + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let (a, job) = (self.a, self.job);
         let p = ProblemParams {
             n: a.n,
@@ -188,7 +189,7 @@ fn distributed<B: Backend + 'static>(
     p: &ProblemParams,
     halo: HaloArg,
 ) -> CliResult<(Vec<Measured>, String)> {
-    use crate::distributed::{timed_solves, with_comm, CommTask};
+    use crate::comm_choice::{timed_solves, with_comm, CommTask};
     use strata::comm::Comm;
     struct Run<'a, B> {
         b: &'a B,

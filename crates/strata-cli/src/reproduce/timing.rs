@@ -11,6 +11,7 @@ use clap::Args;
 use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::grid::{Block, RankGrid};
+use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{SolverConfig, SolverKind};
 
@@ -37,7 +38,7 @@ struct Task {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let a = self.a;
         for &n in &a.sizes {
             let p = ProblemParams {

@@ -70,7 +70,6 @@ pub(crate) use host_face_methods;
 
 use crate::error::Result;
 pub use crate::grid::Side;
-use crate::perf::Kernel;
 use crate::stencil::LevelStencil;
 
 /// Values on one face of a level's block: `ny * nz` for west/east, `nx * nz` for south/north.
@@ -104,10 +103,6 @@ pub trait Backend: Sync {
     /// Copies the field's interior into a z-contiguous host array.
     fn download(&self, lev: &Self::Level, x: &Self::Field, host: &mut [f64]) -> Result<()>;
 
-    /// Values (8 bytes each) the backend's implementation of `kernel` reads and writes per cell
-    /// of its level, counting each cached neighbour once; `None` for kernels without a model.
-    fn moved_values(&self, kernel: Kernel) -> Option<f64>;
-
     /// Bytes one field of an `nx × ny × nz` block occupies (halo and padding included).
     fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
         ((nx + 2) * (ny + 2) * nz * 8) as u64
@@ -122,16 +117,6 @@ pub trait Backend: Sync {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
-
-    /// Measures the memory bandwidth in bytes per second with a STREAM-style copy of
-    /// `bytes` bytes (counting the read and the write), best of `repeats`.
-    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64>;
-
-    /// Measures the bandwidth of an in-place update y ← y + a·x over `bytes` bytes per array in
-    /// bytes per second (counting two reads and one write per element, as STREAM's add does),
-    /// best of `repeats`. Kernels that update fields in place are compared with this as well:
-    /// they avoid the write-allocate traffic a copy's destination can cost.
-    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64>;
 
     // ----- vector operations (interior only) -----
 
@@ -163,7 +148,7 @@ pub trait Backend: Sync {
     /// z ← M⁻¹ r, one Thomas solve per column (vertical line relaxation). Traffic 2.
     fn line_solve(&self, lev: &Self::Level, r: &Self::Field, z: &mut Self::Field) -> Result<()>;
 
-    /// Fused CG SpMV (MODEL.md §8.2): u ← u + α p; p ← z + β p; q ← A z + β q; returns the local
+    /// Fused CG SpMV (docs/MODEL.md §8.2): u ← u + α p; p ← z + β p; q ← A z + β q; returns the local
     /// Σ p·q.
     #[allow(clippy::too_many_arguments)]
     fn cg_spmv(

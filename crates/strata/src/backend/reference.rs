@@ -1,9 +1,10 @@
-//! The serial reference backend: plain loops over the formulas of MODEL.md, no fusion, no
+//! The serial reference backend: plain loops over the formulas of docs/MODEL.md, no fusion, no
 //! parallelism, written to be obviously correct. Every other backend is tested against it.
 
 use super::{host_face_methods, Backend};
 use crate::error::Result;
 use crate::field::HostField;
+use crate::perf::Probes;
 use crate::stencil::LevelStencil;
 
 /// The reference backend (serial, unfused). Slow by design.
@@ -15,7 +16,7 @@ fn at(u: &HostField, ih: usize, jh: usize, k: usize) -> f64 {
     u.data[u.offset(ih, jh) + k]
 }
 
-/// (A u) at interior cell (i, j, k): MODEL.md §3.4 term by term.
+/// (A u) at interior cell (i, j, k): docs/MODEL.md §3.4 term by term.
 fn apply_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> f64 {
     let v = &s.vertical;
     let col = &s.columns[j * s.nx() + i];
@@ -93,10 +94,6 @@ impl Backend for ReferenceBackend {
         Ok(stencil.clone())
     }
 
-    fn moved_values(&self, kernel: crate::perf::Kernel) -> Option<f64> {
-        crate::perf::host_moved_values(kernel)
-    }
-
     fn stencil<'a>(&self, lev: &'a LevelStencil) -> &'a LevelStencil {
         lev
     }
@@ -113,34 +110,6 @@ impl Backend for ReferenceBackend {
     fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
         x.get_interior(host);
         Ok(())
-    }
-
-    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
-        let len = (bytes / 16).max(1);
-        let src: Vec<f64> = (0..len).map(|i| i as f64).collect();
-        let mut dst = vec![0.0f64; len];
-        let mut best = f64::INFINITY;
-        for _ in 0..repeats.max(1) {
-            let t = std::time::Instant::now();
-            dst.copy_from_slice(&src);
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        std::hint::black_box(&dst);
-        Ok((2 * len * 8) as f64 / best)
-    }
-
-    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
-        let len = (bytes / 8).max(1);
-        let x = vec![0.5f64; len];
-        let mut y = vec![1.0f64; len];
-        let mut best = f64::INFINITY;
-        for _ in 0..repeats.max(1) {
-            let t = std::time::Instant::now();
-            y.iter_mut().zip(&x).for_each(|(y, x)| *y += 1e-3 * x);
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        std::hint::black_box(&y);
-        Ok((3 * len * 8) as f64 / best)
     }
 
     fn fill(&self, s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
@@ -314,4 +283,38 @@ impl Backend for ReferenceBackend {
     }
 
     host_face_methods!();
+}
+
+impl Probes for ReferenceBackend {
+    fn moved_values(&self, kernel: crate::perf::Kernel) -> Option<f64> {
+        crate::perf::host_moved_values(kernel)
+    }
+
+    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 16).max(1);
+        let src: Vec<f64> = (0..len).map(|i| i as f64).collect();
+        let mut dst = vec![0.0f64; len];
+        let mut best = f64::INFINITY;
+        for _ in 0..repeats.max(1) {
+            let t = std::time::Instant::now();
+            dst.copy_from_slice(&src);
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        std::hint::black_box(&dst);
+        Ok((2 * len * 8) as f64 / best)
+    }
+
+    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 8).max(1);
+        let x = vec![0.5f64; len];
+        let mut y = vec![1.0f64; len];
+        let mut best = f64::INFINITY;
+        for _ in 0..repeats.max(1) {
+            let t = std::time::Instant::now();
+            y.iter_mut().zip(&x).for_each(|(y, x)| *y += 1e-3 * x);
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        std::hint::black_box(&y);
+        Ok((3 * len * 8) as f64 / best)
+    }
 }

@@ -1,4 +1,4 @@
-//! Horizontal geometry: cell areas |T| and flux coefficients α of MODEL.md §3.3 (panel) and §4.2
+//! Horizontal geometry: cell areas |T| and flux coefficients α of docs/MODEL.md §3.3 (panel) and §4.2
 //! (box), for any level size and any rectangular block of it (a subdomain of a decomposition).
 
 use super::Geometry;
@@ -36,7 +36,7 @@ fn phi(xi: f64, eta: f64) -> f64 {
     ((1.0 + xi * xi) / (1.0 + eta * eta)).sqrt()
 }
 
-/// Exact spherical area of the gnomonic cell `[x0, x1] × [y0, y1]` (MODEL.md §3.3).
+/// Exact spherical area of the gnomonic cell `[x0, x1] × [y0, y1]` (docs/MODEL.md §3.3).
 pub fn panel_cell_area(x0: f64, x1: f64, y0: f64, y1: f64) -> f64 {
     let f = |x: f64, y: f64| (x * y / (1.0 + x * x + y * y).sqrt()).atan();
     f(x1, y1) - f(x0, y1) - f(x1, y0) + f(x0, y0)

@@ -1,7 +1,7 @@
-//! The manufactured solutions of MODEL.md §12.3 and their right-hand sides.
+//! The manufactured solutions of docs/MODEL.md §12.3 and their right-hand sides.
 //!
 //! On the panel the right-hand side is built from the operator L̃ the scheme is consistent with
-//! (MODEL.md §3.6), not from the true Laplace–Beltrami operator.
+//! (docs/MODEL.md §3.6), not from the true Laplace–Beltrami operator.
 
 use super::{cell_centre, Geometry, HorizontalGrid, ProblemParams, VerticalGrid};
 use std::f64::consts::PI;

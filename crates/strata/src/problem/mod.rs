@@ -1,4 +1,4 @@
-//! The model problem (MODEL.md §1–§6): parameters, grids and right-hand sides.
+//! The model problem (docs/MODEL.md §1–§6): parameters, grids and right-hand sides.
 //!
 //! A [`ProblemParams`] fixes the geometry (gnomonic cubed-sphere panel or flat box), the grid
 //! sizes and the physical parameters. [`ProblemParams::validate`] checks them; the stencil of each

@@ -1,4 +1,4 @@
-//! Right-hand sides (MODEL.md §6): seeded random, smooth bump, manufactured solution.
+//! Right-hand sides (docs/MODEL.md §6): seeded random, smooth bump, manufactured solution.
 
 use super::{cell_centre, manufactured_rhs, Geometry, HorizontalGrid, ProblemParams, VerticalGrid};
 use crate::grid::Block;
@@ -13,7 +13,7 @@ pub enum RhsKind {
     Random,
     /// A smooth Gaussian bump.
     Bump,
-    /// The manufactured solution of MODEL.md §12.3 (its exact solution is known).
+    /// The manufactured solution of docs/MODEL.md §12.3 (its exact solution is known).
     Manufactured,
 }
 
@@ -31,7 +31,7 @@ pub(crate) fn uniform_pm1(seed: u64, idx: u64) -> f64 {
     ((z >> 11) as f64) * (2.0 / (1u64 << 53) as f64) - 1.0
 }
 
-/// Builds the volume-integrated right-hand side f̄ = |T| V_k f(centre) (MODEL.md §3.5) on a block
+/// Builds the volume-integrated right-hand side f̄ = |T| V_k f(centre) (docs/MODEL.md §3.5) on a block
 /// of the fine grid, z-contiguous: `out[(j * nx + i) * nz + k]` for local `(i, j)`.
 pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> Vec<f64> {
     let vert = VerticalGrid::new(p);

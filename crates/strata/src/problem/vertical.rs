@@ -1,4 +1,4 @@
-//! The vertical grid and the vectors a, b, c, d of MODEL.md §3.2 (panel) and §4.2 (box).
+//! The vertical grid and the vectors a, b, c, d of docs/MODEL.md §3.2 (panel) and §4.2 (box).
 
 use super::{Geometry, Grading, ProblemParams};
 

@@ -1,4 +1,4 @@
-//! PCG with vertical line relaxation in the paper's fused two-kernel form (MODEL.md §8.2).
+//! PCG with vertical line relaxation in the paper's fused two-kernel form (docs/MODEL.md §8.2).
 
 use super::monitor::Monitor;
 use super::profile::{Kernel, Timer};

@@ -35,9 +35,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum SolverKind {
-    /// CG preconditioned by vertical line relaxation (fused, MODEL.md §8.2).
+    /// CG preconditioned by vertical line relaxation (fused, docs/MODEL.md §8.2).
     Cg,
-    /// Tensor-product multigrid V(1,1) cycles (MODEL.md §9).
+    /// Tensor-product multigrid V(1,1) cycles (docs/MODEL.md §9).
     #[default]
     Mg,
     /// Flexible CG preconditioned by one multigrid V-cycle.
@@ -139,7 +139,7 @@ impl<B: Backend> Solver<B> {
 }
 
 fn mg_cost(n_levels: usize) -> Cost {
-    // Fine level: 2 Smooth + Residual + Prolongate + Residual norm (MODEL.md §11.1).
+    // Fine level: 2 Smooth + Residual + Prolongate + Residual norm (docs/MODEL.md §11.1).
     let (mut flops, mut mem, mut memc) = (122.0, 53.0, 23.0);
     if n_levels == 1 {
         return Cost {

@@ -1,4 +1,4 @@
-//! Unfused textbook PCG (MODEL.md §8.1): the verification reference for the fused [`super::Cg`].
+//! Unfused textbook PCG (docs/MODEL.md §8.1): the verification reference for the fused [`super::Cg`].
 
 use super::monitor::Monitor;
 use super::{SolveInfo, SolveParams};

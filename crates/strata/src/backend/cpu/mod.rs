@@ -10,6 +10,7 @@ use self::lines::{groups, LANES};
 use super::{host_face_methods, Backend};
 use crate::error::{Result, StrataError};
 use crate::field::HostField;
+use crate::perf::Probes;
 use crate::stencil::LevelStencil;
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -200,10 +201,6 @@ impl Backend for CpuBackend {
         Ok(stencil.clone())
     }
 
-    fn moved_values(&self, kernel: crate::perf::Kernel) -> Option<f64> {
-        crate::perf::host_moved_values(kernel)
-    }
-
     fn stencil<'a>(&self, lev: &'a LevelStencil) -> &'a LevelStencil {
         lev
     }
@@ -225,24 +222,6 @@ impl Backend for CpuBackend {
     fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
         x.get_interior(host);
         Ok(())
-    }
-
-    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
-        // An element loop with ordinary stores, as STREAM's copy and our kernels write (`+ 0.0`
-        // keeps it from becoming a call to memcpy, whose streaming path differs by machine).
-        let len = (bytes / 16).max(1);
-        let t = self.stream_kernel(len, repeats, |d, s| {
-            d.iter_mut().zip(s).for_each(|(d, s)| *d = *s + 0.0)
-        });
-        Ok((2 * len * 8) as f64 / t)
-    }
-
-    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
-        let len = (bytes / 8).max(1);
-        let t = self.stream_kernel(len, repeats, |y, x| {
-            y.iter_mut().zip(x).for_each(|(y, x)| *y += 1e-3 * x)
-        });
-        Ok((3 * len * 8) as f64 / t)
     }
 
     fn fill(&self, _s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
@@ -561,4 +540,28 @@ impl Backend for CpuBackend {
     }
 
     host_face_methods!();
+}
+
+impl Probes for CpuBackend {
+    fn moved_values(&self, kernel: crate::perf::Kernel) -> Option<f64> {
+        crate::perf::host_moved_values(kernel)
+    }
+
+    fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        // An element loop with ordinary stores, as STREAM's copy and our kernels write (`+ 0.0`
+        // keeps it from becoming a call to memcpy, whose streaming path differs by machine).
+        let len = (bytes / 16).max(1);
+        let t = self.stream_kernel(len, repeats, |d, s| {
+            d.iter_mut().zip(s).for_each(|(d, s)| *d = *s + 0.0)
+        });
+        Ok((2 * len * 8) as f64 / t)
+    }
+
+    fn update_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
+        let len = (bytes / 8).max(1);
+        let t = self.stream_kernel(len, repeats, |y, x| {
+            y.iter_mut().zip(x).for_each(|(y, x)| *y += 1e-3 * x)
+        });
+        Ok((3 * len * 8) as f64 / t)
+    }
 }

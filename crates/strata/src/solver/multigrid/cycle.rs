@@ -1,4 +1,4 @@
-//! The V-cycle of MODEL.md §9.2 with the paper's fused kernels; level 0 is the finest.
+//! The V-cycle of docs/MODEL.md §9.2 with the paper's fused kernels; level 0 is the finest.
 
 use super::Hierarchy;
 use crate::backend::Backend;

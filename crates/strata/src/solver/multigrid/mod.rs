@@ -1,4 +1,4 @@
-//! Tensor-product geometric multigrid (MODEL.md §9): horizontal semi-coarsening with
+//! Tensor-product geometric multigrid (docs/MODEL.md §9): horizontal semi-coarsening with
 //! rediscretised coarse operators, block-Jacobi vertical line smoothing, sum restriction, linear
 //! prolongation, V(1,1) cycles with the paper's fused kernels.
 
@@ -21,11 +21,11 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Restriction {
-    /// The sum over the four children: correct for volume-integrated rows (MODEL.md §9.1).
+    /// The sum over the four children: correct for volume-integrated rows (docs/MODEL.md §9.1).
     #[default]
     Sum,
     /// The plain mean of the four children. Wrong by a factor 4; kept only to demonstrate that
-    /// it stalls (the regression test of MODEL.md §12.2.5).
+    /// it stalls (the regression test of docs/MODEL.md §12.2.5).
     Average,
 }
 

@@ -1,21 +1,15 @@
-//! `strata solve`: one solve, its convergence history and a summary in the paper's terms.
+//! The options of `strata solve` and the settings they give.
 
-use crate::backend_choice::{with_backend, BackendTask};
-use crate::job::Job;
-use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
-use crate::report::{self, Summary};
 use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::process::ExitCode;
-use strata::backend::Backend;
-use strata::grid::{Block, Decomposition, RankGrid};
-use strata::io::{check_writable, read_rhs, write_fields, FieldGrid, OutputField, Overwrite};
-use strata::problem::{build_rhs, manufactured_error, ProblemParams, RhsKind};
+use strata::grid::RankGrid;
+use strata::io::Overwrite;
+use strata::problem::{ProblemParams, RhsKind};
 use strata::solver::{SolveParams, SolverConfig, SolverKind};
 use strata::StrataError;
+
+use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
 
 /// Right-hand side (command-line form).
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -109,26 +103,6 @@ pub struct SolveArgs {
     pub halo: HaloArg,
 }
 
-/// Runs `strata solve`.
-pub fn run(args: SolveArgs, job: &Job) -> CliResult<ExitCode> {
-    rank_grid(args.ranks.as_deref(), job.size())?;
-    // Files are checked before any work, so that a long solve never ends in an unwritable path.
-    if job.is_root() {
-        if let Some(path) = &args.json {
-            check_writable(path, Overwrite::Replace, "json")?;
-        }
-        if let Some(path) = &args.output {
-            check_writable(path, overwrite(args.force), "output")?;
-        }
-    }
-    with_backend(&args.backend.clone(), job, Task { args, job })
-}
-
-struct Task<'a> {
-    args: SolveArgs,
-    job: &'a Job,
-}
-
 /// The solve's parameters, parsed from the options.
 pub struct Setup {
     /// The problem.
@@ -138,7 +112,8 @@ pub struct Setup {
 }
 
 impl Setup {
-    fn new(a: &SolveArgs) -> Self {
+    /// The settings of the options `a`.
+    pub fn new(a: &SolveArgs) -> Self {
         Self {
             p: a.problem.params(a.n),
             cfg: SolverConfig::new(SolverKind::from(a.solver))
@@ -204,91 +179,7 @@ pub fn rank_grid(ranks: Option<&str>, job_size: usize) -> CliResult<RankGrid> {
     Ok(grid)
 }
 
-impl BackendTask for Task<'_> {
-    type Output = ExitCode;
-
-    fn run<B: Backend + 'static>(self, backend: &B) -> CliResult<ExitCode> {
-        let a = self.args;
-        let setup = Setup::new(&a);
-        let Setup { p, cfg } = &setup;
-        if self.job.size() > 1 {
-            #[cfg(feature = "mpi")]
-            return crate::distributed::solve(&a, &setup, backend, self.job);
-        }
-        validate(backend, p, cfg, RankGrid::single())?;
-        let rhs = match &a.rhs_file {
-            Some(path) => read_rhs(path, &a.rhs_var, p.n, p.nz)?,
-            None => build_rhs(p, rhs_kind(a.rhs), a.seed, &Block::whole(p.n)),
-        };
-        print_header(&a, &setup, &backend.name());
-        let bar = progress(&cfg.stopping, a.quiet);
-        let mut monitor = |it: usize, rel: f64| {
-            if let Some(b) = &bar {
-                b.set_position(it as u64);
-                b.set_message(format!("rel. residual {rel:.3e}"));
-            }
-        };
-        let sol = strata::solve(backend, p, cfg, &rhs, &mut monitor)?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        report(&a, &setup, &backend.name(), &sol, &rhs)
-    }
-}
-
-/// The problem and solver lines.
-pub fn print_header(a: &SolveArgs, s: &Setup, backend: &str) {
-    println!(
-        "{}",
-        report::problem_line(&s.p, a.rhs_file.as_deref(), rhs_kind(a.rhs))
-    );
-    println!("{}", report::solver_line(&s.cfg, backend));
-}
-
-/// Prints the history and summary and writes the files of a finished solve (whole-grid `sol.u`
-/// and `rhs`); the exit code says whether it converged.
-pub fn report(
-    a: &SolveArgs,
-    s: &Setup,
-    backend: &str,
-    sol: &strata::Solution,
-    rhs: &[f64],
-) -> CliResult<ExitCode> {
-    let (p, cfg) = (&s.p, &s.cfg);
-    if !a.quiet {
-        print!("{}", report::history(&sol.info));
-    }
-    let summary = Summary::new(p, cfg, sol);
-    print!("{}", summary.table());
-    if let Some(prof) = &sol.info.profile {
-        print!("{}", report::profile_table(prof, p));
-    }
-    if matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none() {
-        let (emax, erms) = manufactured_error(p, &sol.u);
-        println!("error vs manufactured solution: max {emax:.4e}, rms {erms:.4e}");
-    }
-    if let Some(path) = &a.json {
-        let json = report::json(p, cfg, backend, &summary, sol)?;
-        std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    if let Some(path) = &a.output {
-        write_fields(
-            path,
-            &FieldGrid { params: p.clone() },
-            &[OutputField::solution(&sol.u), OutputField::rhs(rhs)],
-            overwrite(a.force),
-        )?;
-        println!("wrote {}", path.display());
-    }
-    Ok(if sol.info.reason.converged() {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!("strata: the solve did not converge ({:?})", sol.info.reason);
-        ExitCode::from(3)
-    })
-}
-
-fn overwrite(force: bool) -> Overwrite {
+pub fn overwrite(force: bool) -> Overwrite {
     if force {
         Overwrite::Replace
     } else {
@@ -296,36 +187,10 @@ fn overwrite(force: bool) -> Overwrite {
     }
 }
 
-pub(crate) fn rhs_kind(r: RhsArg) -> RhsKind {
+pub fn rhs_kind(r: RhsArg) -> RhsKind {
     match r {
         RhsArg::Random => RhsKind::Random,
         RhsArg::Bump => RhsKind::Bump,
         RhsArg::Manufactured => RhsKind::Manufactured,
     }
-}
-
-/// Every check that can be made before allocating anything large (the library's own checks;
-/// the errors name the library's parameters, which `main` maps to flags).
-pub fn validate<B: Backend>(
-    backend: &B,
-    p: &ProblemParams,
-    cfg: &SolverConfig,
-    grid: RankGrid,
-) -> CliResult<Decomposition> {
-    p.validate()?;
-    let dec = cfg.validate_for(p.n, grid)?;
-    strata::check_memory(backend, p, cfg)?;
-    Ok(dec)
-}
-
-pub(crate) fn progress(params: &SolveParams, quiet: bool) -> Option<ProgressBar> {
-    if quiet || !std::io::stdout().is_terminal() {
-        return None;
-    }
-    let bar = ProgressBar::new(params.max_it as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} iteration {pos}/{len} {msg} [{elapsed}]")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    Some(bar)
 }

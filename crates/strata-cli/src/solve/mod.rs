@@ -1,0 +1,88 @@
+//! `strata solve`: one solve, its convergence history and a summary in the paper's terms; on
+//! one process here, under mpirun in [`distributed`].
+
+mod args;
+#[cfg(feature = "mpi")]
+mod distributed;
+mod output;
+
+pub use args::{flag_error, HaloArg, SolveArgs};
+
+use self::args::{overwrite, rank_grid, rhs_kind, Setup};
+use self::output::{print_header, progress, report};
+use crate::backend_choice::{with_backend, BackendTask};
+use crate::job::Job;
+use crate::CliResult;
+use std::process::ExitCode;
+use strata::backend::Backend;
+use strata::grid::{Block, Decomposition, RankGrid};
+use strata::io::{check_writable, read_rhs, Overwrite};
+use strata::perf::Probes;
+use strata::problem::{build_rhs, ProblemParams};
+use strata::solver::SolverConfig;
+
+/// Runs `strata solve`.
+pub fn run(args: SolveArgs, job: &Job) -> CliResult<ExitCode> {
+    rank_grid(args.ranks.as_deref(), job.size())?;
+    // Files are checked before any work, so that a long solve never ends in an unwritable path.
+    if job.is_root() {
+        if let Some(path) = &args.json {
+            check_writable(path, Overwrite::Replace, "json")?;
+        }
+        if let Some(path) = &args.output {
+            check_writable(path, overwrite(args.force), "output")?;
+        }
+    }
+    with_backend(&args.backend.clone(), job, Task { args, job })
+}
+
+struct Task<'a> {
+    args: SolveArgs,
+    job: &'a Job,
+}
+
+impl BackendTask for Task<'_> {
+    type Output = ExitCode;
+
+    fn run<B: Backend + Probes + 'static>(self, backend: &B) -> CliResult<ExitCode> {
+        let a = self.args;
+        let setup = Setup::new(&a);
+        let Setup { p, cfg } = &setup;
+        if self.job.size() > 1 {
+            #[cfg(feature = "mpi")]
+            return distributed::solve(&a, &setup, backend, self.job);
+        }
+        validate(backend, p, cfg, RankGrid::single())?;
+        let rhs = match &a.rhs_file {
+            Some(path) => read_rhs(path, &a.rhs_var, p.n, p.nz)?,
+            None => build_rhs(p, rhs_kind(a.rhs), a.seed, &Block::whole(p.n)),
+        };
+        print_header(&a, &setup, &backend.name());
+        let bar = progress(&cfg.stopping, a.quiet);
+        let mut monitor = |it: usize, rel: f64| {
+            if let Some(b) = &bar {
+                b.set_position(it as u64);
+                b.set_message(format!("rel. residual {rel:.3e}"));
+            }
+        };
+        let sol = strata::solve(backend, p, cfg, &rhs, &mut monitor)?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        report(&a, &setup, &backend.name(), &sol, &rhs)
+    }
+}
+
+/// Every check that can be made before allocating anything large (the library's own checks;
+/// the errors name the library's parameters, which `main` maps to flags).
+pub fn validate<B: Backend>(
+    backend: &B,
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    grid: RankGrid,
+) -> CliResult<Decomposition> {
+    p.validate()?;
+    let dec = cfg.validate_for(p.n, grid)?;
+    strata::check_memory(backend, p, cfg)?;
+    Ok(dec)
+}
