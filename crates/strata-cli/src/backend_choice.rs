@@ -9,12 +9,26 @@ use strata::backend::Backend;
 use strata::perf::Probes;
 use strata_cuda::{unavailable_reason, CudaBackend};
 
+/// What a backend must offer to run in an MPI job: its halo paths (nothing without MPI).
+#[cfg(feature = "mpi")]
+pub use crate::comm_choice::HaloPaths as Distributable;
+
+/// What a backend must offer to run in an MPI job: nothing, in a build without MPI.
+#[cfg(not(feature = "mpi"))]
+pub trait Distributable {}
+
+#[cfg(not(feature = "mpi"))]
+impl<B> Distributable for B {}
+
 /// Work to run on whichever backend is chosen.
 pub trait BackendTask {
     /// What the work returns.
     type Output;
     /// Runs the work on `backend`.
-    fn run<B: Backend + Probes + 'static>(self, backend: &B) -> CliResult<Self::Output>;
+    fn run<B: Backend + Probes + Distributable + 'static>(
+        self,
+        backend: &B,
+    ) -> CliResult<Self::Output>;
 }
 
 /// The CUDA device of this rank: the one asked for, or the rank's local rank modulo the devices.

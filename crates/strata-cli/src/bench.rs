@@ -2,7 +2,7 @@
 //! size, with useful bandwidth (paper's Mem^(C)) and moved bandwidth (strata's own traffic) as
 //! fractions of the copy bandwidth measured in the same run.
 
-use crate::backend_choice::{with_backend, BackendTask};
+use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;
 use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
 use crate::report::Summary;
@@ -106,7 +106,10 @@ struct BenchReport {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + 'static>(self, backend: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + Distributable + 'static>(
+        self,
+        backend: &B,
+    ) -> CliResult<ExitCode> {
         let a = self.args;
         let mg = a.mg.params();
         let solve_params = SolveParams {

@@ -10,59 +10,73 @@ use strata::grid::RankGrid;
 use strata::problem::{build_rhs, ProblemParams};
 use strata::solve_block;
 use strata::solver::SolverConfig;
+use strata_cuda::CudaBackend;
 use strata_mpi::mpi::traits::*;
 use strata_mpi::MpiComm;
 
 /// Work to run over the job's communicator, whichever halo path was chosen.
-pub trait CommTask {
+pub trait CommTask<B: Backend> {
     /// What the work returns.
     type Output;
     /// Runs the work over `comm` on the rank grid `grid`; `halo` names the path for reports.
-    fn run<C: Comm>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<Self::Output>;
+    fn run<C: Comm<B>>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<Self::Output>;
 }
 
-/// Builds the communicator of the job for `halo` (NCCL for CUDA ranks under `auto` when built
-/// and found, else MPI, through host buffers for device fields) and runs `task` over it.
-pub fn with_comm<B: Backend + 'static, T: CommTask>(
-    halo: HaloArg,
-    grid: RankGrid,
-    backend: &B,
-    job: &Job,
-    task: T,
-) -> CliResult<T::Output> {
-    let world = job.world().ok_or("MPI is not initialised")?;
-    let cuda = (backend as &dyn std::any::Any).downcast_ref::<strata_cuda::CudaBackend>();
-    match (halo, cuda) {
-        (HaloArg::Mpi, _) | (HaloArg::Auto, None) => {}
-        (HaloArg::Nccl, None) => return Err("--halo nccl needs the CUDA backend".into()),
-        #[cfg(feature = "nccl")]
-        (HaloArg::Nccl, Some(c)) => {
-            let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, c)?;
-            return task.run(&comm, grid, "nccl");
+/// The halo paths the ranks of a backend can take: MPI for every backend (through host buffers
+/// for device fields), NCCL for the CUDA backend alone. The choice is made by the backend's type,
+/// so no communicator ever meets fields it cannot move.
+pub trait HaloPaths: Backend + Sized {
+    /// Builds the communicator of the job for `halo` and runs `task` over it.
+    fn with_comm<T: CommTask<Self>>(
+        &self,
+        halo: HaloArg,
+        grid: RankGrid,
+        job: &Job,
+        task: T,
+    ) -> CliResult<T::Output> {
+        if halo == HaloArg::Nccl {
+            return Err(
+                "--halo nccl moves device memory: it needs GPU ranks (--backend cuda)".into(),
+            );
         }
+        let world = job.world().ok_or("MPI is not initialised")?;
+        let comm = MpiComm::<Self>::new(world.duplicate(), grid)?;
+        task.run(&comm, grid, "mpi")
+    }
+}
+
+impl HaloPaths for strata::backend::cpu::CpuBackend {}
+
+impl HaloPaths for strata::backend::reference::ReferenceBackend {}
+
+impl HaloPaths for CudaBackend {
+    /// NCCL between device buffers under `nccl`, and under `auto` where it is built and found;
+    /// else MPI through host buffers.
+    fn with_comm<T: CommTask<Self>>(
+        &self,
+        halo: HaloArg,
+        grid: RankGrid,
+        job: &Job,
+        task: T,
+    ) -> CliResult<T::Output> {
+        let world = job.world().ok_or("MPI is not initialised")?;
         #[cfg(feature = "nccl")]
-        (HaloArg::Auto, Some(c)) if strata_mpi::nccl_available() => {
-            let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, c)?;
+        if halo == HaloArg::Nccl || (halo == HaloArg::Auto && strata_mpi::nccl_available()) {
+            let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, self)?;
             return task.run(&comm, grid, "nccl");
         }
         #[cfg(not(feature = "nccl"))]
-        (HaloArg::Nccl, Some(_)) => {
-            return Err("--halo nccl: this strata was built without the nccl feature".into())
+        if halo == HaloArg::Nccl {
+            return Err("--halo nccl: this strata was built without the nccl feature".into());
         }
-        (HaloArg::Auto, Some(_)) => {}
+        let comm = MpiComm::<Self>::new(world.duplicate(), grid)?;
+        task.run(&comm, grid, "mpi (host-staged)")
     }
-    let comm = MpiComm::new(world.duplicate(), grid)?;
-    let name = if cuda.is_some() {
-        "mpi (host-staged)"
-    } else {
-        "mpi"
-    };
-    task.run(&comm, grid, name)
 }
 
 /// Solves of the whole problem `p` on the job's ranks over `comm`, one per configuration (the
 /// right-hand side built once), for `strata reproduce scaling`; every rank gets the records.
-pub fn timed_solves<B: Backend, C: Comm>(
+pub fn timed_solves<B: Backend, C: Comm<B>>(
     backend: &B,
     comm: &C,
     grid: RankGrid,

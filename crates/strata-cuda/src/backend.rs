@@ -572,34 +572,13 @@ impl Backend for CudaBackend {
         cu(unsafe { b.launch(fine.cfg) }).map(|_| ())
     }
 
-    fn pack_face(&self, lev: &CudaLevel, x: &CudaField, side: Side, buf: &mut [f64]) -> Result<()> {
-        self.check(lev, &[x]);
-        assert_eq!(buf.len(), face_len(&lev.stencil, side));
-        let mut dev = self.alloc_values(buf.len())?;
-        self.face_launch(lev, "pack_face_f64", side, &x.data, &mut dev)?;
-        cu(self.stream.memcpy_dtoh(&dev, buf))
-    }
-
-    fn unpack_face(
-        &self,
-        lev: &CudaLevel,
-        x: &mut CudaField,
-        side: Side,
-        buf: &[f64],
-    ) -> Result<()> {
-        self.check(lev, &[x]);
-        assert_eq!(buf.len(), face_len(&lev.stencil, side));
-        let dev = cu(self.stream.clone_htod(buf))?;
-        self.face_launch(lev, "unpack_face_f64", side, &dev, &mut x.data)
-    }
-
     type FaceBuffer = CudaSlice<f64>;
 
     fn alloc_face(&self, len: usize) -> Result<CudaSlice<f64>> {
         self.alloc_values(len)
     }
 
-    fn pack_face_into(
+    fn pack_face(
         &self,
         lev: &CudaLevel,
         x: &CudaField,
@@ -611,7 +590,7 @@ impl Backend for CudaBackend {
         self.face_launch(lev, "pack_face_f64", side, &x.data, buf)
     }
 
-    fn unpack_face_from(
+    fn unpack_face(
         &self,
         lev: &CudaLevel,
         x: &mut CudaField,
@@ -621,6 +600,17 @@ impl Backend for CudaBackend {
         self.check(lev, &[x]);
         assert_eq!(buf.len(), face_len(&lev.stencil, side));
         self.face_launch(lev, "unpack_face_f64", side, buf, &mut x.data)
+    }
+
+    fn face_to_host(&self, buf: &CudaSlice<f64>, host: &mut [f64]) -> Result<()> {
+        assert_eq!(buf.len(), host.len());
+        cu(self.stream.memcpy_dtoh(buf, host))?;
+        cu(self.stream.synchronize())
+    }
+
+    fn face_from_host(&self, host: &[f64], buf: &mut CudaSlice<f64>) -> Result<()> {
+        assert_eq!(buf.len(), host.len());
+        cu(self.stream.memcpy_htod(host, buf))
     }
 }
 

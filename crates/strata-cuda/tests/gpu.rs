@@ -69,7 +69,9 @@ fn to_gpu(b: &CudaBackend, lev: &CudaLevel, h: &HostField) -> CudaField {
             let o = h.offset(i, j);
             buf[t * h.nz..(t + 1) * h.nz].copy_from_slice(&h.data[o..o + h.nz]);
         }
-        b.unpack_face(lev, &mut d, side, &buf).unwrap();
+        let mut face = b.alloc_face(buf.len()).unwrap();
+        b.face_from_host(&buf, &mut face).unwrap();
+        b.unpack_face(lev, &mut d, side, &face).unwrap();
     }
     d
 }
@@ -305,7 +307,9 @@ fn faces_round_trip() {
     let dx = to_gpu(&g, &lev, &x);
     for side in Side::ALL {
         let mut buf = vec![0.0; strata::backend::face_len(&s, side)];
-        g.pack_face(&lev, &dx, side, &mut buf).unwrap();
+        let mut face = g.alloc_face(buf.len()).unwrap();
+        g.pack_face(&lev, &dx, side, &mut face).unwrap();
+        g.face_to_host(&face, &mut buf).unwrap();
         let mut want = vec![0.0; buf.len()];
         x.pack_face(side, &mut want);
         assert_eq!(buf, want, "{side:?}");

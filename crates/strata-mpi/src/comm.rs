@@ -5,30 +5,26 @@ use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
-use strata::backend::{face_len, Backend, Side};
-use strata::comm::Comm;
+use strata::backend::Backend;
+use strata::comm::{Comm, FaceStore};
 use strata::grid::RankGrid;
+use strata::grid::Side;
 use strata::Result;
 
-/// A communicator over an MPI communicator arranged as a rank grid.
-pub struct MpiComm {
+/// A communicator over an MPI communicator arranged as a rank grid, for fields of backend `B`.
+/// Faces are packed into the backend's face buffers and travel through host vectors (for a GPU
+/// backend: the host-staged path); all buffers are allocated once per level, at set-up.
+pub struct MpiComm<B: Backend> {
     world: SimpleCommunicator,
     rank: usize,
     grid: RankGrid,
-    /// Send and receive buffers per side (grown once, reused).
-    buffers: RefCell<[Vec<f64>; 8]>,
+    /// The backend's face buffers per level.
+    faces: RefCell<FaceStore<B::FaceBuffer>>,
+    /// Host send and receive vectors per level.
+    host: RefCell<FaceStore<Vec<f64>>>,
 }
 
-fn side_index(s: Side) -> usize {
-    match s {
-        Side::West => 0,
-        Side::East => 1,
-        Side::South => 2,
-        Side::North => 3,
-    }
-}
-
-impl MpiComm {
+impl<B: Backend> MpiComm<B> {
     /// Wraps `world` (whose size must equal the grid's) as a rank grid.
     pub fn new(world: SimpleCommunicator, grid: RankGrid) -> Result<Self> {
         let size = world.size() as usize;
@@ -47,7 +43,8 @@ impl MpiComm {
             rank: world.rank() as usize,
             world,
             grid,
-            buffers: RefCell::new(Default::default()),
+            faces: RefCell::new(FaceStore::default()),
+            host: RefCell::new(FaceStore::default()),
         })
     }
 
@@ -56,13 +53,38 @@ impl MpiComm {
         self.grid
     }
 
+    /// This process's rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
     /// The underlying MPI communicator.
     pub fn world(&self) -> &SimpleCommunicator {
         &self.world
     }
+
+    /// Which sides of this rank's block have a neighbouring rank.
+    fn neighbours(&self) -> [Option<usize>; 4] {
+        Side::ALL.map(|side| self.grid.neighbour(self.rank, side))
+    }
+
+    /// Sums `values` over all ranks (for any backend's communicator built on this one).
+    pub fn all_sum(&self, values: &mut [f64]) {
+        let mut local = [0.0f64; 8];
+        if values.len() > local.len() {
+            let copy = values.to_vec();
+            self.world
+                .all_reduce_into(&copy[..], values, SystemOperation::sum());
+            return;
+        }
+        let local = &mut local[..values.len()];
+        local.copy_from_slice(values);
+        self.world
+            .all_reduce_into(&local[..], values, SystemOperation::sum());
+    }
 }
 
-impl Comm for MpiComm {
+impl<B: Backend> Comm<B> for MpiComm<B> {
     fn rank(&self) -> usize {
         self.rank
     }
@@ -71,29 +93,41 @@ impl Comm for MpiComm {
         self.grid.size()
     }
 
-    fn exchange<B: Backend>(&self, b: &B, lev: &B::Level, x: &mut B::Field) -> Result<()> {
-        let s = b.stencil(lev);
-        let mut bufs = self.buffers.borrow_mut();
-        let (send, recv) = bufs.split_at_mut(4);
-        let neighbours = Side::ALL.map(|side| self.grid.neighbour(self.rank, side));
+    fn prepare(&self, b: &B, lev: &B::Level) -> Result<()> {
+        let has = self.neighbours().map(|n| n.is_some());
+        self.faces
+            .borrow_mut()
+            .level(b, lev, has, |len| b.alloc_face(len))?;
+        self.host
+            .borrow_mut()
+            .level(b, lev, has, |len| Ok(vec![0.0; len]))?;
+        Ok(())
+    }
+
+    fn exchange(&self, b: &B, lev: &B::Level, x: &mut B::Field) -> Result<()> {
+        let neighbours = self.neighbours();
+        let has = neighbours.map(|n| n.is_some());
+        let mut faces = self.faces.borrow_mut();
+        let faces = faces.level(b, lev, has, |len| b.alloc_face(len))?;
+        let mut host = self.host.borrow_mut();
+        let host = host.level(b, lev, has, |len| Ok(vec![0.0; len]))?;
         for side in Side::ALL {
-            let t = side_index(side);
-            if neighbours[t].is_some() {
-                let len = face_len(s, side);
-                send[t].resize(len, 0.0);
-                recv[t].resize(len, 0.0);
-                b.pack_face(lev, x, side, &mut send[t])?;
+            let t = side.index();
+            if let (Some(dev), Some(h)) = (&mut faces.send[t], &mut host.send[t]) {
+                b.pack_face(lev, x, side, dev)?;
+                b.face_to_host(dev, h)?;
             }
         }
+        let (send, recv) = (&host.send, &mut host.recv);
         mpi::request::scope(|scope| {
             let mut requests = Vec::with_capacity(8);
             for (side, (sbuf, rbuf)) in Side::ALL.iter().zip(send.iter().zip(recv.iter_mut())) {
-                if let Some(n) = neighbours[side_index(*side)] {
+                if let (Some(n), Some(sbuf), Some(rbuf)) = (neighbours[side.index()], sbuf, rbuf) {
                     let p = self.world.process_at_rank(n as i32);
                     // A face travelling across `side` is tagged by that direction; the neighbour
                     // receives it across the opposite side.
-                    let tag_out = side_index(*side) as i32;
-                    let tag_in = side_index(side.opposite()) as i32;
+                    let tag_out = side.index() as i32;
+                    let tag_in = side.opposite().index() as i32;
                     requests.push(p.immediate_receive_into_with_tag(scope, &mut rbuf[..], tag_in));
                     requests.push(p.immediate_send_with_tag(scope, &sbuf[..], tag_out));
                 }
@@ -103,26 +137,17 @@ impl Comm for MpiComm {
             }
         });
         for side in Side::ALL {
-            let t = side_index(side);
-            if neighbours[t].is_some() {
-                b.unpack_face(lev, x, side, &recv[t])?;
+            let t = side.index();
+            if let (Some(dev), Some(h)) = (&mut faces.recv[t], &host.recv[t]) {
+                b.face_from_host(h, dev)?;
+                b.unpack_face(lev, x, side, dev)?;
             }
         }
         Ok(())
     }
 
     fn sum(&self, values: &mut [f64]) -> Result<()> {
-        let mut local = [0.0f64; 8];
-        if values.len() > local.len() {
-            let copy = values.to_vec();
-            self.world
-                .all_reduce_into(&copy[..], values, SystemOperation::sum());
-            return Ok(());
-        }
-        let local = &mut local[..values.len()];
-        local.copy_from_slice(values);
-        self.world
-            .all_reduce_into(&local[..], values, SystemOperation::sum());
+        self.all_sum(values);
         Ok(())
     }
 }

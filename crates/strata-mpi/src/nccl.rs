@@ -6,30 +6,25 @@ use crate::MpiComm;
 use cudarc::driver::CudaSlice;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use std::any::Any;
 use std::cell::RefCell;
-use strata::backend::{face_len, Backend, Side};
-use strata::comm::Comm;
+use strata::backend::Backend;
+use strata::comm::{Comm, FaceStore};
 use strata::grid::RankGrid;
+use strata::grid::Side;
 use strata::{Result, StrataError};
-use strata_cuda::CudaBackend;
+use strata_cuda::{CudaBackend, CudaField, CudaLevel};
 
 fn nccl_err(e: impl std::fmt::Debug) -> StrataError {
     StrataError::Comm(format!("NCCL: {e:?}"))
 }
 
-/// A face buffer of the backend's type, type-erased so one communicator serves any backend.
-type AnyBuffer = Box<dyn Any>;
-
-/// A side's exchange in flight: side, peer rank, send and receive buffers.
-type Exchange = (Side, usize, AnyBuffer, AnyBuffer);
-
-/// Halo exchange with NCCL on the device, reductions with MPI.
+/// Halo exchange of the CUDA backend's fields with NCCL on the device, reductions with MPI.
+/// It is a `Comm<CudaBackend>` and nothing else: the face buffers are device memory.
 pub struct NcclComm {
-    mpi: MpiComm,
+    mpi: MpiComm<CudaBackend>,
     nccl: cudarc::nccl::Comm,
-    /// Send and receive face buffers per side and size, in the backend's memory.
-    buffers: RefCell<Vec<((usize, usize), AnyBuffer)>>,
+    /// Send and receive face buffers per level, in device memory, allocated at set-up.
+    faces: RefCell<FaceStore<CudaSlice<f64>>>,
 }
 
 /// Whether the NCCL library can be loaded.
@@ -48,7 +43,7 @@ impl NcclComm {
             ));
         }
         let mpi = MpiComm::new(world, grid)?;
-        let (rank, size) = (mpi.rank(), mpi.size());
+        let (rank, size) = (mpi.rank(), grid.size());
         let stream = backend.stream();
         stream
             .context()
@@ -90,7 +85,7 @@ impl NcclComm {
         Ok(Self {
             mpi,
             nccl,
-            buffers: RefCell::new(Vec::new()),
+            faces: RefCell::new(FaceStore::default()),
         })
     }
 
@@ -100,79 +95,63 @@ impl NcclComm {
     }
 }
 
-fn slot(side: Side) -> usize {
-    match side {
-        Side::West => 0,
-        Side::East => 1,
-        Side::South => 2,
-        Side::North => 3,
+impl NcclComm {
+    /// Which sides of this rank's block have a neighbouring rank.
+    fn neighbours(&self) -> [Option<usize>; 4] {
+        let (grid, rank) = (self.mpi.grid(), self.mpi.rank());
+        Side::ALL.map(|side| grid.neighbour(rank, side))
     }
 }
 
-impl Comm for NcclComm {
+impl Comm<CudaBackend> for NcclComm {
     fn rank(&self) -> usize {
         self.mpi.rank()
     }
 
     fn size(&self) -> usize {
-        self.mpi.size()
+        self.mpi.grid().size()
     }
 
-    fn exchange<B: Backend>(&self, b: &B, lev: &B::Level, x: &mut B::Field) -> Result<()> {
-        let s = b.stencil(lev);
-        let grid = self.mpi.grid();
-        let rank = self.mpi.rank();
-        let mut cache = self.buffers.borrow_mut();
-        // Take (or make) the send and receive buffers of every side with a neighbour.
-        let mut bufs: Vec<Exchange> = Vec::with_capacity(4);
+    fn prepare(&self, b: &CudaBackend, lev: &CudaLevel) -> Result<()> {
+        let has = self.neighbours().map(|n| n.is_some());
+        self.faces
+            .borrow_mut()
+            .level(b, lev, has, |len| b.alloc_face(len))?;
+        Ok(())
+    }
+
+    fn exchange(&self, b: &CudaBackend, lev: &CudaLevel, x: &mut CudaField) -> Result<()> {
+        let neighbours = self.neighbours();
+        let has = neighbours.map(|n| n.is_some());
+        let mut faces = self.faces.borrow_mut();
+        let faces = faces.level(b, lev, has, |len| b.alloc_face(len))?;
         for side in Side::ALL {
-            let Some(peer) = grid.neighbour(rank, side) else {
-                continue;
-            };
-            let len = face_len(s, side);
-            let mut take = |dir: usize| -> Result<Box<dyn Any>> {
-                let key = (2 * slot(side) + dir, len);
-                match cache.iter().position(|(k, _)| *k == key) {
-                    Some(i) => Ok(cache.swap_remove(i).1),
-                    None => Ok(Box::new(b.alloc_face(len)?) as Box<dyn Any>),
-                }
-            };
-            let (mut send, recv) = (take(0)?, take(1)?);
-            let sb = send.downcast_mut::<B::FaceBuffer>().expect("own type");
-            b.pack_face_into(lev, x, side, sb)?;
-            bufs.push((side, peer, send, recv));
-        }
-        {
-            let dev = |a: &mut Box<dyn Any>| -> Result<*mut CudaSlice<f64>> {
-                a.downcast_mut::<CudaSlice<f64>>()
-                    .map(|p| p as *mut _)
-                    .ok_or_else(|| {
-                        StrataError::Comm("NCCL halo exchange needs the CUDA backend".into())
-                    })
-            };
-            let mut group = self.nccl.group();
-            for (_, peer, send, recv) in bufs.iter_mut() {
-                let (sp, rp) = (dev(send)?, dev(recv)?);
-                // SAFETY: the two pointers come from two distinct boxes that outlive the group
-                // (it ends, and synchronises its buffers, at the end of this block).
-                let (sbuf, rbuf) = unsafe { (&*sp, &mut *rp) };
-                group.send(sbuf.as_view(), *peer as i32).map_err(nccl_err)?;
-                group
-                    .recv(rbuf.as_view_mut(), *peer as i32)
-                    .map_err(nccl_err)?;
+            if let Some(buf) = &mut faces.send[side.index()] {
+                b.pack_face(lev, x, side, buf)?;
             }
         }
-        for (side, _, send, recv) in bufs {
-            let rb = recv.downcast_ref::<B::FaceBuffer>().expect("own type");
-            b.unpack_face_from(lev, x, side, rb)?;
-            let len = face_len(s, side);
-            cache.push(((2 * slot(side), len), send));
-            cache.push(((2 * slot(side) + 1, len), recv));
+        {
+            let mut group = self.nccl.group();
+            let pairs = faces.send.iter().zip(faces.recv.iter_mut());
+            for (peer, (send, recv)) in neighbours.iter().zip(pairs) {
+                if let (Some(peer), Some(send), Some(recv)) = (peer, send, recv) {
+                    group.send(send.as_view(), *peer as i32).map_err(nccl_err)?;
+                    group
+                        .recv(recv.as_view_mut(), *peer as i32)
+                        .map_err(nccl_err)?;
+                }
+            }
+        }
+        for side in Side::ALL {
+            if let Some(buf) = &faces.recv[side.index()] {
+                b.unpack_face(lev, x, side, buf)?;
+            }
         }
         Ok(())
     }
 
     fn sum(&self, values: &mut [f64]) -> Result<()> {
-        self.mpi.sum(values)
+        self.mpi.all_sum(values);
+        Ok(())
     }
 }

@@ -105,7 +105,7 @@ pub fn solve<B: Backend>(
 /// Solves problem `p` on this rank's `block` of the fine level, with the communicator `comm`
 /// joining the ranks: `rhs` and the returned solution are the block's (z-contiguous,
 /// `block.nx · block.ny · nz`). With [`SerialComm`] and the whole level this is [`solve`].
-pub fn solve_block<B: Backend, C: Comm>(
+pub fn solve_block<B: Backend, C: Comm<B>>(
     backend: &B,
     comm: &C,
     p: &ProblemParams,

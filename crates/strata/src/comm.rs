@@ -2,21 +2,28 @@
 //!
 //! The solvers call [`Comm::exchange`] where the paper exchanges halos (after Tridiag in CG;
 //! after every multigrid kernel but Residual) and [`Comm::sum`] for every global reduction.
-//! [`SerialComm`] is the single-process communicator: the halo keeps its Dirichlet zeros and sums
-//! are local.
+//! A communicator is typed by the backend whose fields it exchanges (`Comm<B>`), so a
+//! communicator that moves device memory directly (NCCL) is a `Comm` of the CUDA backend only,
+//! and the compiler, not a run-time check, says which pairs work. [`SerialComm`] is the
+//! single-process communicator: the halo keeps its Dirichlet zeros and sums are local.
 
-use crate::backend::Backend;
+use crate::backend::{face_len, Backend};
 use crate::error::Result;
+use crate::grid::Side;
 
-/// Halo exchange and global reductions.
-pub trait Comm {
+/// Halo exchange and global reductions for fields of backend `B`.
+pub trait Comm<B: Backend> {
     /// This process's rank.
     fn rank(&self) -> usize;
     /// Number of ranks.
     fn size(&self) -> usize;
+    /// Allocates, once, what exchanges on level `lev` need (face buffers); called for every
+    /// level at set-up, so that no exchange allocates. Calling it again for a level of the same
+    /// size does nothing.
+    fn prepare(&self, b: &B, lev: &B::Level) -> Result<()>;
     /// Fills the halo of `x` with the neighbouring ranks' boundary values (the physical boundary
     /// keeps its zeros).
-    fn exchange<B: Backend>(&self, backend: &B, lev: &B::Level, x: &mut B::Field) -> Result<()>;
+    fn exchange(&self, b: &B, lev: &B::Level, x: &mut B::Field) -> Result<()>;
     /// Replaces each value by its sum over all ranks.
     fn sum(&self, values: &mut [f64]) -> Result<()>;
     /// Returns once every rank has called it (a sum of nothing).
@@ -29,7 +36,7 @@ pub trait Comm {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SerialComm;
 
-impl Comm for SerialComm {
+impl<B: Backend> Comm<B> for SerialComm {
     fn rank(&self) -> usize {
         0
     }
@@ -38,11 +45,73 @@ impl Comm for SerialComm {
         1
     }
 
-    fn exchange<B: Backend>(&self, _b: &B, _lev: &B::Level, _x: &mut B::Field) -> Result<()> {
+    fn prepare(&self, _b: &B, _lev: &B::Level) -> Result<()> {
+        Ok(())
+    }
+
+    fn exchange(&self, _b: &B, _lev: &B::Level, _x: &mut B::Field) -> Result<()> {
         Ok(())
     }
 
     fn sum(&self, _values: &mut [f64]) -> Result<()> {
         Ok(())
+    }
+}
+
+/// The send and receive buffers of the faces of one block size that have a neighbour.
+pub struct Faces<F> {
+    /// Values per face, west/east and south/north: identifies the block size.
+    key: (usize, usize),
+    /// Send buffer per side ([`Side::index`]), `None` where there is no neighbour.
+    pub send: [Option<F>; 4],
+    /// Receive buffer per side, `None` where there is no neighbour.
+    pub recv: [Option<F>; 4],
+}
+
+/// Face buffers per block size, allocated at set-up and reused by every exchange: what a
+/// communicator keeps for the levels it serves. Communicators choose what `F` is (the
+/// backend's own face buffer, host vectors, ...).
+pub struct FaceStore<F> {
+    levels: Vec<Faces<F>>,
+}
+
+impl<F> Default for FaceStore<F> {
+    fn default() -> Self {
+        Self { levels: Vec::new() }
+    }
+}
+
+impl<F> FaceStore<F> {
+    /// The buffers for the level `lev` of backend `b`, allocated with `alloc(len)` for each side
+    /// with a neighbour (`neighbours[side.index()]`) the first time this block size is seen.
+    pub fn level<B: Backend>(
+        &mut self,
+        b: &B,
+        lev: &B::Level,
+        neighbours: [bool; 4],
+        mut alloc: impl FnMut(usize) -> Result<F>,
+    ) -> Result<&mut Faces<F>> {
+        let s = b.stencil(lev);
+        let key = (face_len(s, Side::West), face_len(s, Side::South));
+        let at = match self.levels.iter().position(|f| f.key == key) {
+            Some(at) => at,
+            None => {
+                let mut faces = Faces {
+                    key,
+                    send: [None, None, None, None],
+                    recv: [None, None, None, None],
+                };
+                for side in Side::ALL {
+                    let t = side.index();
+                    if neighbours[t] {
+                        faces.send[t] = Some(alloc(face_len(s, side))?);
+                        faces.recv[t] = Some(alloc(face_len(s, side))?);
+                    }
+                }
+                self.levels.push(faces);
+                self.levels.len() - 1
+            }
+        };
+        Ok(&mut self.levels[at])
     }
 }

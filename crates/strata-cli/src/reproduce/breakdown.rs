@@ -3,7 +3,7 @@
 use super::paper::BREAKDOWN_512;
 use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, write_csv, Common};
-use crate::backend_choice::{with_backend, BackendTask};
+use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;
 use crate::CliResult;
 use clap::Args;
@@ -50,7 +50,7 @@ const KERNELS: [Kernel; 4] = [
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + Distributable + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let a = self.a;
         let p = ProblemParams {
             n: a.n,

@@ -2,7 +2,7 @@
 
 use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, progress, write_csv, Common};
-use crate::backend_choice::{with_backend, BackendTask};
+use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;
 use crate::CliResult;
 use clap::Args;
@@ -53,7 +53,7 @@ struct Task {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + Distributable + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let a = self.a;
         let most = max_levels(a.n, RankGrid::single());
         // (label, solver, levels): the levels the grid allows of 5, 7 and 10.

@@ -5,7 +5,7 @@
 
 use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, Common};
-use crate::backend_choice::{with_backend, BackendTask};
+use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;
 use crate::solve::HaloArg;
 use crate::CliResult;
@@ -104,7 +104,7 @@ fn profile_text(prof: &Profile, p: &ProblemParams) -> String {
 impl BackendTask for Task<'_> {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + Distributable + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let (a, job) = (self.a, self.job);
         let p = ProblemParams {
             n: a.n,
@@ -183,29 +183,29 @@ impl BackendTask for Task<'_> {
 
 /// The distributed measurement: one communicator for all solves (NCCL's set-up is paid once).
 #[cfg(feature = "mpi")]
-fn distributed<B: Backend + 'static>(
+fn distributed<B: crate::comm_choice::HaloPaths>(
     b: &B,
     job: &Job,
     p: &ProblemParams,
     halo: HaloArg,
 ) -> CliResult<(Vec<Measured>, String)> {
-    use crate::comm_choice::{timed_solves, with_comm, CommTask};
+    use crate::comm_choice::{timed_solves, CommTask};
     use strata::comm::Comm;
     struct Run<'a, B> {
         b: &'a B,
         job: &'a Job,
         p: &'a ProblemParams,
     }
-    impl<B: Backend> CommTask for Run<'_, B> {
+    impl<B: Backend> CommTask<B> for Run<'_, B> {
         type Output = (Vec<Measured>, String);
-        fn run<C: Comm>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<Self::Output> {
+        fn run<C: Comm<B>>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<Self::Output> {
             let results =
                 measure(|configs| timed_solves(self.b, comm, grid, self.job, self.p, configs))?;
             Ok((results, halo.to_string()))
         }
     }
     let grid = RankGrid::choose(job.size());
-    with_comm(halo, grid, b, job, Run { b, job, p })
+    b.with_comm(halo, grid, job, Run { b, job, p })
 }
 
 #[cfg(not(feature = "mpi"))]

@@ -3,7 +3,7 @@
 use super::paper::single_gpu;
 use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, progress, write_csv, Common};
-use crate::backend_choice::{with_backend, BackendTask};
+use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;
 use crate::report::Summary;
 use crate::CliResult;
@@ -38,7 +38,7 @@ struct Task {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + Distributable + 'static>(self, b: &B) -> CliResult<ExitCode> {
         let a = self.a;
         for &n in &a.sizes {
             let p = ProblemParams {

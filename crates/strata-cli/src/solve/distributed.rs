@@ -3,7 +3,7 @@
 
 use super::args::{rank_grid, rhs_kind, RhsArg, Setup, SolveArgs};
 use super::output::{print_header, progress, report};
-use crate::comm_choice::{with_comm, CommTask};
+use crate::comm_choice::{CommTask, HaloPaths};
 use crate::job::Job;
 use crate::CliResult;
 use std::process::ExitCode;
@@ -17,7 +17,7 @@ use strata_mpi::mpi::datatype::PartitionMut;
 use strata_mpi::mpi::traits::*;
 
 /// The distributed solve of `strata solve`: chooses the halo path, then solves.
-pub fn solve<B: Backend + 'static>(
+pub fn solve<B: HaloPaths>(
     a: &SolveArgs,
     s: &Setup,
     backend: &B,
@@ -30,17 +30,17 @@ pub fn solve<B: Backend + 'static>(
         backend: &'a B,
         job: &'a Job,
     }
-    impl<B: Backend> CommTask for Task<'_, B> {
+    impl<B: Backend> CommTask<B> for Task<'_, B> {
         type Output = ExitCode;
-        fn run<C: Comm>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<ExitCode> {
+        fn run<C: Comm<B>>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<ExitCode> {
             solve_with(self.a, self.s, self.backend, self.job, comm, grid, halo)
         }
     }
-    with_comm(a.halo, grid, backend, job, Task { a, s, backend, job })
+    backend.with_comm(a.halo, grid, job, Task { a, s, backend, job })
 }
 
 /// The distributed solve over a given communicator.
-fn solve_with<B: Backend, C: Comm>(
+fn solve_with<B: Backend, C: Comm<B>>(
     a: &SolveArgs,
     s: &Setup,
     backend: &B,

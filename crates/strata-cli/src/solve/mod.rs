@@ -10,7 +10,7 @@ pub use args::{flag_error, HaloArg, SolveArgs};
 
 use self::args::{overwrite, rank_grid, rhs_kind, Setup};
 use self::output::{print_header, progress, report};
-use crate::backend_choice::{with_backend, BackendTask};
+use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;
 use crate::CliResult;
 use std::process::ExitCode;
@@ -44,7 +44,10 @@ struct Task<'a> {
 impl BackendTask for Task<'_> {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + 'static>(self, backend: &B) -> CliResult<ExitCode> {
+    fn run<B: Backend + Probes + Distributable + 'static>(
+        self,
+        backend: &B,
+    ) -> CliResult<ExitCode> {
         let a = self.args;
         let setup = Setup::new(&a);
         let Setup { p, cfg } = &setup;

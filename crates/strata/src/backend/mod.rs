@@ -15,12 +15,18 @@ pub mod reference;
 /// buffers are plain vectors); shared by the CPU and reference backends.
 macro_rules! host_face_methods {
     () => {
+        type FaceBuffer = Vec<f64>;
+
+        fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
+            Ok(vec![0.0; len])
+        }
+
         fn pack_face(
             &self,
             s: &LevelStencil,
             x: &HostField,
-            side: $crate::backend::Side,
-            buf: &mut [f64],
+            side: $crate::grid::Side,
+            buf: &mut Vec<f64>,
         ) -> Result<()> {
             assert_eq!(buf.len(), $crate::backend::face_len(s, side));
             x.pack_face(side, buf);
@@ -31,38 +37,22 @@ macro_rules! host_face_methods {
             &self,
             s: &LevelStencil,
             x: &mut HostField,
-            side: $crate::backend::Side,
-            buf: &[f64],
+            side: $crate::grid::Side,
+            buf: &Vec<f64>,
         ) -> Result<()> {
             assert_eq!(buf.len(), $crate::backend::face_len(s, side));
             x.unpack_face(side, buf);
             Ok(())
         }
 
-        type FaceBuffer = Vec<f64>;
-
-        fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
-            Ok(vec![0.0; len])
+        fn face_to_host(&self, buf: &Vec<f64>, host: &mut [f64]) -> Result<()> {
+            host.copy_from_slice(buf);
+            Ok(())
         }
 
-        fn pack_face_into(
-            &self,
-            s: &LevelStencil,
-            x: &HostField,
-            side: $crate::backend::Side,
-            buf: &mut Vec<f64>,
-        ) -> Result<()> {
-            self.pack_face(s, x, side, buf)
-        }
-
-        fn unpack_face_from(
-            &self,
-            s: &LevelStencil,
-            x: &mut HostField,
-            side: $crate::backend::Side,
-            buf: &Vec<f64>,
-        ) -> Result<()> {
-            self.unpack_face(s, x, side, buf)
+        fn face_from_host(&self, host: &[f64], buf: &mut Vec<f64>) -> Result<()> {
+            buf.copy_from_slice(host);
+            Ok(())
         }
     };
 }
@@ -208,40 +198,23 @@ pub trait Backend: Sync {
         u_fine: &mut Self::Field,
     ) -> Result<()>;
 
-    // ----- halo support for communicators -----
+    // ----- halo faces, for communicators -----
 
-    /// A face buffer in the backend's own memory (device memory for a GPU backend), for
-    /// communicators that move device memory directly (NCCL).
-    type FaceBuffer: Send + 'static;
+    /// One face of a block in the backend's own memory (a vector on the host, device memory on
+    /// a GPU). Communicators allocate theirs once per level, at set-up
+    /// ([`crate::comm::Comm::prepare`]), and reuse them for every exchange.
+    type FaceBuffer: Send;
 
-    /// A face buffer of `len` values.
+    /// A face buffer of `len` values ([`face_len`]).
     fn alloc_face(&self, len: usize) -> Result<Self::FaceBuffer>;
 
-    /// Copies the interior layer next to `side` into a face buffer.
-    fn pack_face_into(
-        &self,
-        lev: &Self::Level,
-        x: &Self::Field,
-        side: Side,
-        buf: &mut Self::FaceBuffer,
-    ) -> Result<()>;
-
-    /// Writes a face buffer into the halo on `side`.
-    fn unpack_face_from(
-        &self,
-        lev: &Self::Level,
-        x: &mut Self::Field,
-        side: Side,
-        buf: &Self::FaceBuffer,
-    ) -> Result<()>;
-
-    /// Copies the interior layer next to `side` into `buf` ([`face_len`] values).
+    /// Copies the interior layer next to `side` into `buf`.
     fn pack_face(
         &self,
         lev: &Self::Level,
         x: &Self::Field,
         side: Side,
-        buf: &mut [f64],
+        buf: &mut Self::FaceBuffer,
     ) -> Result<()>;
 
     /// Writes `buf` into the halo on `side`.
@@ -250,6 +223,13 @@ pub trait Backend: Sync {
         lev: &Self::Level,
         x: &mut Self::Field,
         side: Side,
-        buf: &[f64],
+        buf: &Self::FaceBuffer,
     ) -> Result<()>;
+
+    /// Copies a face buffer into host memory (`host.len()` values), for communicators that move
+    /// host memory (MPI); waits until the copy is done.
+    fn face_to_host(&self, buf: &Self::FaceBuffer, host: &mut [f64]) -> Result<()>;
+
+    /// Copies host memory into a face buffer.
+    fn face_from_host(&self, host: &[f64], buf: &mut Self::FaceBuffer) -> Result<()>;
 }

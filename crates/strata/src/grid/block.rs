@@ -80,6 +80,16 @@ impl Side {
     /// All four sides.
     pub const ALL: [Side; 4] = [Side::West, Side::East, Side::South, Side::North];
 
+    /// The side's position in [`Side::ALL`] (0 west, 1 east, 2 south, 3 north).
+    pub fn index(self) -> usize {
+        match self {
+            Side::West => 0,
+            Side::East => 1,
+            Side::South => 2,
+            Side::North => 3,
+        }
+    }
+
     /// The opposite side.
     pub fn opposite(self) -> Side {
         match self {

@@ -39,12 +39,13 @@ impl<B: Backend> Cg<B> {
 
     /// Exchanges the halo of the search direction's preconditioned field once (see
     /// [`super::Solver::prepare_comm`]).
-    pub fn prepare_comm<C: Comm>(&mut self, b: &B, comm: &C) -> Result<()> {
+    pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
+        comm.prepare(b, &self.lev)?;
         comm.exchange(b, &self.lev, &mut self.z)
     }
 
     /// Solves A u = f from the initial guess in `u`.
-    pub fn solve<C: Comm>(
+    pub fn solve<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,

@@ -45,12 +45,12 @@ impl<B: Backend> MgCg<B> {
     }
 
     /// Exchanges the halo of every level once (see [`super::Solver::prepare_comm`]).
-    pub fn prepare_comm<C: Comm>(&mut self, b: &B, comm: &C) -> Result<()> {
+    pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         self.h.prepare_comm(b, comm)
     }
 
     /// Solves A u = f from the initial guess in `u`.
-    pub fn solve<C: Comm>(
+    pub fn solve<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
@@ -113,7 +113,7 @@ impl<B: Backend> MgCg<B> {
 }
 
 /// Global [⟨x, y⟩, ⟨v, w⟩] for `[x, y, v, w]`, one allreduce.
-fn dot2<B: Backend, C: Comm>(
+fn dot2<B: Backend, C: Comm<B>>(
     b: &B,
     comm: &C,
     lev: &B::Level,

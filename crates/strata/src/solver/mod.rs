@@ -100,10 +100,11 @@ impl<B: Backend> Solver<B> {
         })
     }
 
-    /// Exchanges the halo of one field of every level once, so that what a communicator sets up
-    /// at a first exchange (face buffers, NCCL's buffer registration) is set-up, not solve time.
+    /// Lets the communicator allocate every level's face buffers ([`Comm::prepare`]) and
+    /// exchanges the halo of one field of every level once, so that what a communicator sets up
+    /// at a first exchange (NCCL's buffer registration) is set-up, not solve time.
     /// The fields are the solver's own zeros; nothing a solve reads changes.
-    pub fn prepare_comm<C: Comm>(&mut self, backend: &B, comm: &C) -> Result<()> {
+    pub fn prepare_comm<C: Comm<B>>(&mut self, backend: &B, comm: &C) -> Result<()> {
         match self {
             Solver::Cg(s) => s.prepare_comm(backend, comm),
             Solver::Mg(s) => s.prepare_comm(backend, comm),
@@ -121,7 +122,7 @@ impl<B: Backend> Solver<B> {
     }
 
     /// Solves A u = f from the initial guess in `u`; `monitor(it, ‖r‖/‖r₀‖)` sees every iteration.
-    pub fn solve<C: Comm>(
+    pub fn solve<C: Comm<B>>(
         &mut self,
         backend: &B,
         comm: &C,

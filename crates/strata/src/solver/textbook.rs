@@ -8,7 +8,7 @@ use crate::error::Result;
 use std::time::Instant;
 
 /// Textbook PCG with vertical line relaxation, built from the backend's unfused kernels.
-pub fn textbook_pcg<B: Backend, C: Comm>(
+pub fn textbook_pcg<B: Backend, C: Comm<B>>(
     b: &B,
     comm: &C,
     lev: &B::Level,

@@ -9,7 +9,7 @@ use crate::solver::profile::{Kernel, Timer};
 impl<B: Backend> Hierarchy<B> {
     /// One V(1,1)-cycle on level `lev`. Level 0 pre-smooths its current u; a coarser level starts
     /// from zero with the fused RestrictSmooth of the finer level's residual.
-    pub(crate) fn vcycle<C: Comm>(
+    pub(crate) fn vcycle<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
@@ -26,7 +26,7 @@ impl<B: Backend> Hierarchy<B> {
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (the preconditioner of mg-cg). `zero` is a
     /// fine field of zeros (halo included), the smoother's input for the zero initial guess.
-    pub(crate) fn precondition<C: Comm>(
+    pub(crate) fn precondition<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
@@ -50,7 +50,7 @@ impl<B: Backend> Hierarchy<B> {
     }
 
     /// The rest of a V-cycle after its first smoothing step on `lev`.
-    fn finish_cycle<C: Comm>(
+    fn finish_cycle<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
@@ -82,7 +82,7 @@ impl<B: Backend> Hierarchy<B> {
     }
 
     /// f_lev ← R r_{lev−1}; u_lev ← ρ M⁻¹ f_lev, and the halo of u_lev.
-    fn restrict_smooth<C: Comm>(
+    fn restrict_smooth<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
@@ -99,7 +99,7 @@ impl<B: Backend> Hierarchy<B> {
     }
 
     /// u ← u + ρ M⁻¹ (f − A u) on level `lev` (out of place, then swapped), and its halo.
-    fn smooth<C: Comm>(&mut self, b: &B, comm: &C, timer: &mut Timer, lev: usize) -> Result<()> {
+    fn smooth<C: Comm<B>>(&mut self, b: &B, comm: &C, timer: &mut Timer, lev: usize) -> Result<()> {
         let rho = self.params.rho;
         let l = &mut self.levels[lev];
         timer.run(b, Kernel::Smooth, lev, || {

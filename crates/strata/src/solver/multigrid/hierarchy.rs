@@ -60,8 +60,9 @@ impl<B: Backend> Hierarchy<B> {
     }
 
     /// Exchanges the halo of every level's `u` once (see [`crate::solver::Solver::prepare_comm`]).
-    pub fn prepare_comm<C: Comm>(&mut self, b: &B, comm: &C) -> Result<()> {
+    pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         for l in &mut self.levels {
+            comm.prepare(b, &l.op)?;
             comm.exchange(b, &l.op, &mut l.u)?;
         }
         Ok(())

@@ -97,12 +97,12 @@ impl<B: Backend> Multigrid<B> {
     }
 
     /// Exchanges the halo of every level once (see [`super::Solver::prepare_comm`]).
-    pub fn prepare_comm<C: Comm>(&mut self, b: &B, comm: &C) -> Result<()> {
+    pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         self.h.prepare_comm(b, comm)
     }
 
     /// Solves A u = f from the initial guess in `u`.
-    pub fn solve<C: Comm>(
+    pub fn solve<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
