@@ -115,7 +115,7 @@ impl MgArgs {
     /// The multigrid parameters.
     pub fn params(&self) -> MgParams {
         MgParams {
-            levels: self.levels,
+            n_levels: self.levels,
             coarse_steps: self.coarse_steps,
             ..Default::default()
         }

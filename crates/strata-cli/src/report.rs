@@ -45,7 +45,7 @@ pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
         let _ = write!(
             s,
             " ({} levels, {} coarse steps, rho {:.4})",
-            mg.levels, mg.coarse_steps, mg.rho
+            mg.n_levels, mg.coarse_steps, mg.rho
         );
     }
     let stop = if params.fixed_iterations {

@@ -15,16 +15,16 @@ use strata::{Result, StrataError};
 /// Threads per block of the column kernels (64 × 2 on the fine levels, as in the paper).
 const BLOCK_THREADS: u32 = 128;
 
-/// Launches kernel `$name` of level `$lev` over its columns with the given arguments (the
+/// Launches kernel `$name` of level `$op` over its columns with the given arguments (the
 /// level's layout first).
 macro_rules! launch_columns {
-    ($self:ident, $lev:expr, $name:literal; $($arg:expr),* $(,)?) => {{
-        let mut b = $self.stream.launch_builder($lev.k.get($name));
-        b.arg(&$lev.layout);
+    ($self:ident, $op:expr, $name:literal; $($arg:expr),* $(,)?) => {{
+        let mut b = $self.stream.launch_builder($op.k.get($name));
+        b.arg(&$op.layout);
         $( b.arg($arg); )*
         // SAFETY: every field argument was checked to have this level's layout, and the column
         // kernels touch only that layout's elements (interior, or halo for reads).
-        cu(unsafe { b.launch($lev.cfg) }).map(|_| ())
+        cu(unsafe { b.launch($op.cfg) }).map(|_| ())
     }};
 }
 
@@ -173,16 +173,16 @@ impl CudaBackend {
         cu(self.stream.alloc_zeros::<f64>(len))
     }
 
-    fn check(&self, lev: &CudaLevel, fields: &[&CudaField]) {
+    fn check(&self, op: &CudaLevel, fields: &[&CudaField]) {
         for f in fields {
-            assert_eq!(f.layout, lev.layout, "a field of another level was passed");
+            assert_eq!(f.layout, op.layout, "a field of another level was passed");
         }
     }
 
     /// Runs the final reduction of `ncomp` components over the level's block partials.
-    fn finish_reduce(&self, lev: &CudaLevel, r: &mut Reduce, ncomp: usize) -> Result<[f64; 2]> {
-        let f = lev.k.get("reduce_f64");
-        let (nb, nc) = (lev.blocks as i32, ncomp as i32);
+    fn finish_reduce(&self, op: &CudaLevel, r: &mut Reduce, ncomp: usize) -> Result<[f64; 2]> {
+        let f = op.k.get("reduce_f64");
+        let (nb, nc) = (op.blocks as i32, ncomp as i32);
         let cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (256, 1, 1),
@@ -216,8 +216,8 @@ impl CudaBackend {
         self.reduce.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn transpose_cfg(&self, lev: &CudaLevel, rows: usize) -> LaunchConfig {
-        let l = lev.layout;
+    fn transpose_cfg(&self, op: &CudaLevel, rows: usize) -> LaunchConfig {
+        let l = op.layout;
         LaunchConfig {
             grid_dim: (
                 (l.nz as u32).div_ceil(32),
@@ -233,25 +233,25 @@ impl CudaBackend {
     /// halo) over the count × nz values of one side.
     fn face_launch(
         &self,
-        lev: &CudaLevel,
+        op: &CudaLevel,
         name: &str,
         side: Side,
         src: &CudaSlice<f64>,
         dst: &mut CudaSlice<f64>,
     ) -> Result<()> {
         let count = match side {
-            Side::West | Side::East => lev.layout.ny,
-            Side::South | Side::North => lev.layout.nx,
+            Side::West | Side::East => op.layout.ny,
+            Side::South | Side::North => op.layout.nx,
         };
         let s = side_index(side);
-        let n = count as u32 * lev.layout.nz as u32;
+        let n = count as u32 * op.layout.nz as u32;
         let cfg = LaunchConfig {
             grid_dim: (n.div_ceil(256).max(1), 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(lev.k.get(name));
-        b.arg(&lev.layout).arg(&s).arg(&count).arg(src).arg(dst);
+        let mut b = self.stream.launch_builder(op.k.get(name));
+        b.arg(&op.layout).arg(&s).arg(&count).arg(src).arg(dst);
         // SAFETY: the buffer holds count × nz values (checked by the callers); the kernel touches
         // one face layer of the field (interior for pack, halo for unpack).
         cu(unsafe { b.launch(cfg) }).map(|_| ())
@@ -298,7 +298,7 @@ fn column_config(nx: usize, ny: usize) -> (LaunchConfig, usize) {
 
 impl Backend for CudaBackend {
     type Field = CudaField;
-    type Level = CudaLevel;
+    type LevelOp = CudaLevel;
 
     fn name(&self) -> String {
         self.name.clone()
@@ -344,20 +344,20 @@ impl Backend for CudaBackend {
         })
     }
 
-    fn stencil<'a>(&self, lev: &'a CudaLevel) -> &'a LevelStencil {
-        &lev.stencil
+    fn stencil<'a>(&self, op: &'a CudaLevel) -> &'a LevelStencil {
+        &op.stencil
     }
 
-    fn alloc(&self, lev: &CudaLevel) -> Result<CudaField> {
+    fn alloc(&self, op: &CudaLevel) -> Result<CudaField> {
         Ok(CudaField {
-            data: self.alloc_values(lev.layout.len())?,
-            layout: lev.layout,
+            data: self.alloc_values(op.layout.len())?,
+            layout: op.layout,
         })
     }
 
-    fn upload(&self, lev: &CudaLevel, host: &[f64], x: &mut CudaField) -> Result<()> {
-        self.check(lev, &[x]);
-        let l = lev.layout;
+    fn upload(&self, op: &CudaLevel, host: &[f64], x: &mut CudaField) -> Result<()> {
+        self.check(op, &[x]);
+        let l = op.layout;
         let row = l.nx as usize * l.nz as usize;
         assert_eq!(host.len(), row * l.ny as usize, "host array size");
         let rows = chunk_rows(row, l.ny as usize);
@@ -373,18 +373,18 @@ impl Backend for CudaBackend {
             );
             cu(self.stream.memcpy_htod(&*buf.slice_mut(), &mut staging))?;
             cu(buf.used(&self.stream))?;
-            let mut b = self.stream.launch_builder(lev.k.get("to_device_f64"));
+            let mut b = self.stream.launch_builder(op.k.get("to_device_f64"));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&staging).arg(&mut x.data);
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
-            cu(unsafe { b.launch(self.transpose_cfg(lev, n)) })?;
+            cu(unsafe { b.launch(self.transpose_cfg(op, n)) })?;
         }
         Ok(())
     }
 
-    fn download(&self, lev: &CudaLevel, x: &CudaField, host: &mut [f64]) -> Result<()> {
-        self.check(lev, &[x]);
-        let l = lev.layout;
+    fn download(&self, op: &CudaLevel, x: &CudaField, host: &mut [f64]) -> Result<()> {
+        self.check(op, &[x]);
+        let l = op.layout;
         let row = l.nx as usize * l.nz as usize;
         assert_eq!(host.len(), row * l.ny as usize, "host array size");
         let rows = chunk_rows(row, l.ny as usize);
@@ -401,11 +401,11 @@ impl Backend for CudaBackend {
         };
         for (c, &j0) in chunks.iter().enumerate() {
             let n = rows.min(l.ny as usize - j0);
-            let mut b = self.stream.launch_builder(lev.k.get("to_host_f64"));
+            let mut b = self.stream.launch_builder(op.k.get("to_host_f64"));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&x.data).arg(&mut staging);
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
-            cu(unsafe { b.launch(self.transpose_cfg(lev, n)) })?;
+            cu(unsafe { b.launch(self.transpose_cfg(op, n)) })?;
             let buf = &mut pinned[c % 2];
             cu(self.stream.memcpy_dtoh(&staging, buf.slice_mut()))?;
             cu(buf.used(&self.stream))?;
@@ -423,59 +423,59 @@ impl Backend for CudaBackend {
         cu(self.stream.synchronize())
     }
 
-    fn fill(&self, lev: &CudaLevel, x: &mut CudaField, v: f64) -> Result<()> {
-        self.check(lev, &[x]);
-        launch_columns!(self, lev, "fill_f64"; &mut x.data, &v)
+    fn fill(&self, op: &CudaLevel, x: &mut CudaField, v: f64) -> Result<()> {
+        self.check(op, &[x]);
+        launch_columns!(self, op, "fill_f64"; &mut x.data, &v)
     }
 
-    fn copy(&self, lev: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
-        self.check(lev, &[x, y]);
-        launch_columns!(self, lev, "copy_f64"; &x.data, &mut y.data)
+    fn copy(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
+        self.check(op, &[x, y]);
+        launch_columns!(self, op, "copy_f64"; &x.data, &mut y.data)
     }
 
-    fn axpy(&self, lev: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<()> {
-        self.check(lev, &[x, y]);
-        launch_columns!(self, lev, "axpy_f64"; &a, &x.data, &mut y.data)
+    fn axpy(&self, op: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<()> {
+        self.check(op, &[x, y]);
+        launch_columns!(self, op, "axpy_f64"; &a, &x.data, &mut y.data)
     }
 
-    fn xpby(&self, lev: &CudaLevel, x: &CudaField, beta: f64, y: &mut CudaField) -> Result<()> {
-        self.check(lev, &[x, y]);
-        launch_columns!(self, lev, "xpby_f64"; &x.data, &beta, &mut y.data)
+    fn xpby(&self, op: &CudaLevel, x: &CudaField, beta: f64, y: &mut CudaField) -> Result<()> {
+        self.check(op, &[x, y]);
+        launch_columns!(self, op, "xpby_f64"; &x.data, &beta, &mut y.data)
     }
 
-    fn dot(&self, lev: &CudaLevel, x: &CudaField, y: &CudaField) -> Result<f64> {
-        self.check(lev, &[x, y]);
+    fn dot(&self, op: &CudaLevel, x: &CudaField, y: &CudaField) -> Result<f64> {
+        self.check(op, &[x, y]);
         let mut r = self.reduce_lock();
-        launch_columns!(self, lev, "dot_f64"; &x.data, &y.data, &mut r.partials)?;
-        Ok(self.finish_reduce(lev, &mut r, 1)?[0])
+        launch_columns!(self, op, "dot_f64"; &x.data, &y.data, &mut r.partials)?;
+        Ok(self.finish_reduce(op, &mut r, 1)?[0])
     }
 
-    fn apply(&self, lev: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
-        self.check(lev, &[x, y]);
-        launch_columns!(self, lev, "apply_f64"; &lev.cols, &lev.vert, &x.data, &mut y.data)
+    fn apply(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
+        self.check(op, &[x, y]);
+        launch_columns!(self, op, "apply_f64"; &op.cols, &op.vert, &x.data, &mut y.data)
     }
 
     fn residual(
         &self,
-        lev: &CudaLevel,
+        op: &CudaLevel,
         f: &CudaField,
         u: &CudaField,
         r: &mut CudaField,
     ) -> Result<f64> {
-        self.check(lev, &[f, u, r]);
+        self.check(op, &[f, u, r]);
         let mut red = self.reduce_lock();
-        launch_columns!(self, lev, "residual_f64"; &lev.cols, &lev.vert, &f.data, &u.data, &mut r.data, &mut red.partials)?;
-        Ok(self.finish_reduce(lev, &mut red, 1)?[0])
+        launch_columns!(self, op, "residual_f64"; &op.cols, &op.vert, &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        Ok(self.finish_reduce(op, &mut red, 1)?[0])
     }
 
-    fn line_solve(&self, lev: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
-        self.check(lev, &[r, z]);
-        launch_columns!(self, lev, "line_solve_f64"; &lev.cols, &lev.vert, &r.data, &mut z.data)
+    fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
+        self.check(op, &[r, z]);
+        launch_columns!(self, op, "line_solve_f64"; &op.cols, &op.vert, &r.data, &mut z.data)
     }
 
     fn cg_spmv(
         &self,
-        lev: &CudaLevel,
+        op: &CudaLevel,
         z: &CudaField,
         u: &mut CudaField,
         p: &mut CudaField,
@@ -483,36 +483,36 @@ impl Backend for CudaBackend {
         alpha: f64,
         beta: f64,
     ) -> Result<f64> {
-        self.check(lev, &[z, u, p, q]);
+        self.check(op, &[z, u, p, q]);
         let mut red = self.reduce_lock();
-        launch_columns!(self, lev, "cg_spmv_f64"; &lev.cols, &lev.vert, &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
-        Ok(self.finish_reduce(lev, &mut red, 1)?[0])
+        launch_columns!(self, op, "cg_spmv_f64"; &op.cols, &op.vert, &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
+        Ok(self.finish_reduce(op, &mut red, 1)?[0])
     }
 
     fn cg_tridiag(
         &self,
-        lev: &CudaLevel,
+        op: &CudaLevel,
         q: &CudaField,
         r: &mut CudaField,
         z: &mut CudaField,
         alpha: f64,
     ) -> Result<[f64; 2]> {
-        self.check(lev, &[q, r, z]);
+        self.check(op, &[q, r, z]);
         let mut red = self.reduce_lock();
-        launch_columns!(self, lev, "cg_tridiag_f64"; &lev.cols, &lev.vert, &q.data, &mut r.data, &mut z.data, &alpha, &mut red.partials)?;
-        self.finish_reduce(lev, &mut red, 2)
+        launch_columns!(self, op, "cg_tridiag_f64"; &op.cols, &op.vert, &q.data, &mut r.data, &mut z.data, &alpha, &mut red.partials)?;
+        self.finish_reduce(op, &mut red, 2)
     }
 
     fn smooth(
         &self,
-        lev: &CudaLevel,
+        op: &CudaLevel,
         f: &CudaField,
         u_in: &CudaField,
         u_out: &mut CudaField,
         rho: f64,
     ) -> Result<()> {
-        self.check(lev, &[f, u_in, u_out]);
-        launch_columns!(self, lev, "smooth_f64"; &lev.cols, &lev.vert, &f.data, &u_in.data, &mut u_out.data, &rho)
+        self.check(op, &[f, u_in, u_out]);
+        launch_columns!(self, op, "smooth_f64"; &op.cols, &op.vert, &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn restrict_smooth(
@@ -580,26 +580,26 @@ impl Backend for CudaBackend {
 
     fn pack_face(
         &self,
-        lev: &CudaLevel,
+        op: &CudaLevel,
         x: &CudaField,
         side: Side,
         buf: &mut CudaSlice<f64>,
     ) -> Result<()> {
-        self.check(lev, &[x]);
-        assert_eq!(buf.len(), face_len(&lev.stencil, side));
-        self.face_launch(lev, "pack_face_f64", side, &x.data, buf)
+        self.check(op, &[x]);
+        assert_eq!(buf.len(), face_len(&op.stencil, side));
+        self.face_launch(op, "pack_face_f64", side, &x.data, buf)
     }
 
     fn unpack_face(
         &self,
-        lev: &CudaLevel,
+        op: &CudaLevel,
         x: &mut CudaField,
         side: Side,
         buf: &CudaSlice<f64>,
     ) -> Result<()> {
-        self.check(lev, &[x]);
-        assert_eq!(buf.len(), face_len(&lev.stencil, side));
-        self.face_launch(lev, "unpack_face_f64", side, buf, &mut x.data)
+        self.check(op, &[x]);
+        assert_eq!(buf.len(), face_len(&op.stencil, side));
+        self.face_launch(op, "unpack_face_f64", side, buf, &mut x.data)
     }
 
     fn face_to_host(&self, buf: &CudaSlice<f64>, host: &mut [f64]) -> Result<()> {

@@ -93,7 +93,7 @@ impl<B: Backend> Comm<B> for MpiComm<B> {
         self.grid.size()
     }
 
-    fn prepare(&self, b: &B, lev: &B::Level) -> Result<()> {
+    fn prepare(&self, b: &B, lev: &B::LevelOp) -> Result<()> {
         let has = self.neighbours().map(|n| n.is_some());
         self.faces
             .borrow_mut()
@@ -104,7 +104,7 @@ impl<B: Backend> Comm<B> for MpiComm<B> {
         Ok(())
     }
 
-    fn exchange(&self, b: &B, lev: &B::Level, x: &mut B::Field) -> Result<()> {
+    fn exchange(&self, b: &B, lev: &B::LevelOp, x: &mut B::Field) -> Result<()> {
         let neighbours = self.neighbours();
         let has = neighbours.map(|n| n.is_some());
         let mut faces = self.faces.borrow_mut();

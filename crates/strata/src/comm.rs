@@ -20,10 +20,10 @@ pub trait Comm<B: Backend> {
     /// Allocates, once, what exchanges on level `lev` need (face buffers); called for every
     /// level at set-up, so that no exchange allocates. Calling it again for a level of the same
     /// size does nothing.
-    fn prepare(&self, b: &B, lev: &B::Level) -> Result<()>;
+    fn prepare(&self, b: &B, lev: &B::LevelOp) -> Result<()>;
     /// Fills the halo of `x` with the neighbouring ranks' boundary values (the physical boundary
     /// keeps its zeros).
-    fn exchange(&self, b: &B, lev: &B::Level, x: &mut B::Field) -> Result<()>;
+    fn exchange(&self, b: &B, lev: &B::LevelOp, x: &mut B::Field) -> Result<()>;
     /// Replaces each value by its sum over all ranks.
     fn sum(&self, values: &mut [f64]) -> Result<()>;
     /// Returns once every rank has called it (a sum of nothing).
@@ -45,11 +45,11 @@ impl<B: Backend> Comm<B> for SerialComm {
         1
     }
 
-    fn prepare(&self, _b: &B, _lev: &B::Level) -> Result<()> {
+    fn prepare(&self, _b: &B, _lev: &B::LevelOp) -> Result<()> {
         Ok(())
     }
 
-    fn exchange(&self, _b: &B, _lev: &B::Level, _x: &mut B::Field) -> Result<()> {
+    fn exchange(&self, _b: &B, _lev: &B::LevelOp, _x: &mut B::Field) -> Result<()> {
         Ok(())
     }
 
@@ -87,7 +87,7 @@ impl<F> FaceStore<F> {
     pub fn level<B: Backend>(
         &mut self,
         b: &B,
-        lev: &B::Level,
+        lev: &B::LevelOp,
         neighbours: [bool; 4],
         mut alloc: impl FnMut(usize) -> Result<F>,
     ) -> Result<&mut Faces<F>> {

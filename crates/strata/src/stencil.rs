@@ -62,13 +62,13 @@ impl LevelStencil {
 }
 
 /// Builds the stencils of `levels` levels, finest first, for a fine block of problem `p`.
-pub fn build_levels(p: &ProblemParams, fine: Block, levels: usize) -> Result<Vec<LevelStencil>> {
+pub fn build_levels(p: &ProblemParams, fine: Block, n_levels: usize) -> Result<Vec<LevelStencil>> {
     p.validate()?;
-    check_levels(&fine, levels)?;
+    check_levels(&fine, n_levels)?;
     let vertical = Arc::new(VerticalGrid::new(p));
-    let mut out = Vec::with_capacity(levels);
+    let mut out = Vec::with_capacity(n_levels);
     let mut b = fine;
-    for _ in 0..levels {
+    for _ in 0..n_levels {
         out.push(LevelStencil::new(p, b, vertical.clone()));
         b = b.coarsen();
     }

@@ -22,7 +22,7 @@ fn errors(geometry: Geometry, grading: Grading, n: usize) -> (f64, f64) {
     let rhs = build_rhs(&p, RhsKind::Manufactured, 0, &Block::whole(n));
     let backend = CpuBackend::new(None).unwrap();
     let mg = MgParams {
-        levels: max_levels(n, RankGrid::single()),
+        n_levels: max_levels(n, RankGrid::single()),
         ..Default::default()
     };
     let params = SolveParams {

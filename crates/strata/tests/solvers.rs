@@ -169,7 +169,7 @@ fn cpu_solves_are_bit_identical_across_runs_and_thread_counts() {
     let p = panel(48, 16, 8.4);
     let rhs = build_rhs(&p, RhsKind::Random, 4, &Block::whole(p.n));
     let mg = MgParams {
-        levels: 4,
+        n_levels: 4,
         ..Default::default()
     };
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
@@ -190,7 +190,7 @@ fn cpu_and_reference_backends_solve_alike() {
     let p = panel(16, 9, 8.4);
     let rhs = build_rhs(&p, RhsKind::Bump, 0, &Block::whole(p.n));
     let mg = MgParams {
-        levels: 3,
+        n_levels: 3,
         ..Default::default()
     };
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
@@ -231,7 +231,7 @@ fn stopping_reasons() {
     let p = panel(16, 8, 8.4);
     let b = CpuBackend::new(Some(1)).unwrap();
     let mg = MgParams {
-        levels: 3,
+        n_levels: 3,
         ..Default::default()
     };
     let params = SolveParams::default();
@@ -322,7 +322,7 @@ fn bad_parameters_are_errors_not_panics() {
     let rhs = vec![1.0; p.unknowns() as usize];
     let params = SolveParams::default();
     let too_many = MgParams {
-        levels: 5,
+        n_levels: 5,
         ..Default::default()
     };
     let e = strata::solve(

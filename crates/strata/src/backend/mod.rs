@@ -67,31 +67,32 @@ pub fn face_len(stencil: &LevelStencil, side: Side) -> usize {
     stencil.block.face_len(side, stencil.nz)
 }
 
-/// A compute backend. `Field` is a 3D field of one block of one level (with halo); `Level` is
-/// the backend's copy of a [`LevelStencil`].
+/// A compute backend. `Field` is a 3D field of one block of one level (with halo); `LevelOp` is
+/// a level's operator prepared by the backend (its copy of a [`LevelStencil`]). In the solvers
+/// `lev` is always a level's index (0 = finest) and `op` its prepared operator.
 pub trait Backend: Sync {
     /// A 3D field of one level.
     type Field: Send;
-    /// The backend's form of a level's stencil.
-    type Level: Send + Sync;
+    /// A level's operator as the backend prepared it (uploaded coefficients, kernels).
+    type LevelOp: Send + Sync;
 
     /// A short name for reports ("cpu", "reference", "cuda:NVIDIA H200", ...).
     fn name(&self) -> String;
 
     /// Prepares (uploads) a level's stencil.
-    fn prepare_level(&self, stencil: &LevelStencil) -> Result<Self::Level>;
+    fn prepare_level(&self, stencil: &LevelStencil) -> Result<Self::LevelOp>;
 
     /// The host stencil a level was prepared from.
-    fn stencil<'a>(&self, lev: &'a Self::Level) -> &'a LevelStencil;
+    fn stencil<'a>(&self, op: &'a Self::LevelOp) -> &'a LevelStencil;
 
     /// Allocates a zero field (halo included) for a level.
-    fn alloc(&self, lev: &Self::Level) -> Result<Self::Field>;
+    fn alloc(&self, op: &Self::LevelOp) -> Result<Self::Field>;
 
     /// Copies a z-contiguous host array `host[(j * nx + i) * nz + k]` into the field's interior.
-    fn upload(&self, lev: &Self::Level, host: &[f64], x: &mut Self::Field) -> Result<()>;
+    fn upload(&self, op: &Self::LevelOp, host: &[f64], x: &mut Self::Field) -> Result<()>;
 
     /// Copies the field's interior into a z-contiguous host array.
-    fn download(&self, lev: &Self::Level, x: &Self::Field, host: &mut [f64]) -> Result<()>;
+    fn download(&self, op: &Self::LevelOp, x: &Self::Field, host: &mut [f64]) -> Result<()>;
 
     /// Bytes one field of an `nx × ny × nz` block occupies (halo and padding included).
     fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
@@ -111,39 +112,39 @@ pub trait Backend: Sync {
     // ----- vector operations (interior only) -----
 
     /// x ← v.
-    fn fill(&self, lev: &Self::Level, x: &mut Self::Field, v: f64) -> Result<()>;
+    fn fill(&self, op: &Self::LevelOp, x: &mut Self::Field, v: f64) -> Result<()>;
     /// y ← x.
-    fn copy(&self, lev: &Self::Level, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
+    fn copy(&self, op: &Self::LevelOp, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
     /// y ← y + a x.
-    fn axpy(&self, lev: &Self::Level, a: f64, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
+    fn axpy(&self, op: &Self::LevelOp, a: f64, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
     /// y ← x + b y.
-    fn xpby(&self, lev: &Self::Level, x: &Self::Field, b: f64, y: &mut Self::Field) -> Result<()>;
+    fn xpby(&self, op: &Self::LevelOp, x: &Self::Field, b: f64, y: &mut Self::Field) -> Result<()>;
     /// Local ⟨x, y⟩.
-    fn dot(&self, lev: &Self::Level, x: &Self::Field, y: &Self::Field) -> Result<f64>;
+    fn dot(&self, op: &Self::LevelOp, x: &Self::Field, y: &Self::Field) -> Result<f64>;
 
     // ----- stencil kernels -----
 
     /// y ← A x. Traffic 2.
-    fn apply(&self, lev: &Self::Level, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
+    fn apply(&self, op: &Self::LevelOp, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
 
     /// r ← f − A u; returns the local ‖r‖². Traffic 3 (the paper's Residual + norm).
     fn residual(
         &self,
-        lev: &Self::Level,
+        op: &Self::LevelOp,
         f: &Self::Field,
         u: &Self::Field,
         r: &mut Self::Field,
     ) -> Result<f64>;
 
     /// z ← M⁻¹ r, one Thomas solve per column (vertical line relaxation). Traffic 2.
-    fn line_solve(&self, lev: &Self::Level, r: &Self::Field, z: &mut Self::Field) -> Result<()>;
+    fn line_solve(&self, op: &Self::LevelOp, r: &Self::Field, z: &mut Self::Field) -> Result<()>;
 
     /// Fused CG SpMV (docs/MODEL.md §8.2): u ← u + α p; p ← z + β p; q ← A z + β q; returns the local
     /// Σ p·q.
     #[allow(clippy::too_many_arguments)]
     fn cg_spmv(
         &self,
-        lev: &Self::Level,
+        op: &Self::LevelOp,
         z: &Self::Field,
         u: &mut Self::Field,
         p: &mut Self::Field,
@@ -155,7 +156,7 @@ pub trait Backend: Sync {
     /// Fused CG Tridiag: r ← r − α q; z ← M⁻¹ r; returns the local [Σ r·r, Σ r·z].
     fn cg_tridiag(
         &self,
-        lev: &Self::Level,
+        op: &Self::LevelOp,
         q: &Self::Field,
         r: &mut Self::Field,
         z: &mut Self::Field,
@@ -166,7 +167,7 @@ pub trait Backend: Sync {
     /// u_out ← u_in + ρ M⁻¹ (f − A u_in).
     fn smooth(
         &self,
-        lev: &Self::Level,
+        op: &Self::LevelOp,
         f: &Self::Field,
         u_in: &Self::Field,
         u_out: &mut Self::Field,
@@ -178,8 +179,8 @@ pub trait Backend: Sync {
     #[allow(clippy::too_many_arguments)]
     fn restrict_smooth(
         &self,
-        fine: &Self::Level,
-        coarse: &Self::Level,
+        fine: &Self::LevelOp,
+        coarse: &Self::LevelOp,
         r_fine: &Self::Field,
         f_coarse: &mut Self::Field,
         u_coarse: &mut Self::Field,
@@ -192,8 +193,8 @@ pub trait Backend: Sync {
     /// parent is −u_P.
     fn prolongate(
         &self,
-        coarse: &Self::Level,
-        fine: &Self::Level,
+        coarse: &Self::LevelOp,
+        fine: &Self::LevelOp,
         u_coarse: &Self::Field,
         u_fine: &mut Self::Field,
     ) -> Result<()>;
@@ -211,7 +212,7 @@ pub trait Backend: Sync {
     /// Copies the interior layer next to `side` into `buf`.
     fn pack_face(
         &self,
-        lev: &Self::Level,
+        op: &Self::LevelOp,
         x: &Self::Field,
         side: Side,
         buf: &mut Self::FaceBuffer,
@@ -220,7 +221,7 @@ pub trait Backend: Sync {
     /// Writes `buf` into the halo on `side`.
     fn unpack_face(
         &self,
-        lev: &Self::Level,
+        op: &Self::LevelOp,
         x: &mut Self::Field,
         side: Side,
         buf: &Self::FaceBuffer,

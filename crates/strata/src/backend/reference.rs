@@ -84,7 +84,7 @@ impl ReferenceBackend {
 
 impl Backend for ReferenceBackend {
     type Field = HostField;
-    type Level = LevelStencil;
+    type LevelOp = LevelStencil;
 
     fn name(&self) -> String {
         "reference".into()
@@ -94,8 +94,8 @@ impl Backend for ReferenceBackend {
         Ok(stencil.clone())
     }
 
-    fn stencil<'a>(&self, lev: &'a LevelStencil) -> &'a LevelStencil {
-        lev
+    fn stencil<'a>(&self, op: &'a LevelStencil) -> &'a LevelStencil {
+        op
     }
 
     fn alloc(&self, s: &LevelStencil) -> Result<HostField> {

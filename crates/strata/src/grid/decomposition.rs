@@ -69,13 +69,13 @@ pub fn split(n: usize, parts: usize, index: usize) -> (usize, usize) {
     (start, base + usize::from(index < extra))
 }
 
-/// The decomposition of an n × n fine level with `levels` multigrid levels over a rank grid.
+/// The decomposition of an n × n fine level with `n_levels` multigrid levels over a rank grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decomposition {
     /// Fine cells per direction.
     pub n: usize,
     /// Multigrid levels (1 for CG).
-    pub levels: usize,
+    pub n_levels: usize,
     /// The rank grid.
     pub grid: RankGrid,
 }
@@ -96,13 +96,13 @@ pub fn max_levels(n: usize, grid: RankGrid) -> usize {
 
 impl Decomposition {
     /// Checks that every level can be split over the grid.
-    pub fn new(n: usize, levels: usize, grid: RankGrid) -> Result<Self> {
+    pub fn new(n: usize, n_levels: usize, grid: RankGrid) -> Result<Self> {
         if grid.size() == 1 {
-            super::check_levels(&Block::whole(n), levels)?;
-            return Ok(Self { n, levels, grid });
+            super::check_levels(&Block::whole(n), n_levels)?;
+            return Ok(Self { n, n_levels, grid });
         }
         let most = max_levels(n, grid);
-        if levels < 1 || levels > most {
+        if n_levels < 1 || n_levels > most {
             return Err(if most == 0 {
                 StrataError::invalid(
                     "n",
@@ -115,18 +115,18 @@ impl Decomposition {
                 StrataError::invalid(
                     "levels",
                     format!(
-                        "{levels} of n = {n} cannot be split over a {}x{} rank grid: at most {most} levels are possible",
+                        "{n_levels} of n = {n} cannot be split over a {}x{} rank grid: at most {most} levels are possible",
                         grid.px, grid.py
                     ),
                 )
             });
         }
-        Ok(Self { n, levels, grid })
+        Ok(Self { n, n_levels, grid })
     }
 
     /// The fine-level block of `rank`.
     pub fn fine_block(&self, rank: usize) -> Block {
-        let f = 1usize << (self.levels - 1);
+        let f = 1usize << (self.n_levels - 1);
         let nc = self.n / f;
         let (cx, cy) = self.grid.coords(rank);
         let (i0, nx) = split(nc, self.grid.px, cx);

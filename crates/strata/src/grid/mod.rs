@@ -12,8 +12,8 @@ use crate::error::{invalid, Result};
 
 /// Checks that `levels` multigrid levels can be built on the fine block `fine`: every level must
 /// halve exactly. The one place that says how many levels a block allows.
-pub fn check_levels(fine: &Block, levels: usize) -> Result<()> {
-    if levels < 1 {
+pub fn check_levels(fine: &Block, n_levels: usize) -> Result<()> {
+    if n_levels < 1 {
         return invalid("levels", "must be at least 1 (got 0)");
     }
     let mut most = 1;
@@ -22,13 +22,13 @@ pub fn check_levels(fine: &Block, levels: usize) -> Result<()> {
         b = c;
         most += 1;
     }
-    if levels > most {
+    if n_levels > most {
         return invalid(
             "levels",
             format!(
-                "{levels} needs n divisible by 2^{} = {}, but n = {}: at most {most} levels are possible",
-                levels - 1,
-                1usize << (levels - 1).min(63),
+                "{n_levels} needs n divisible by 2^{} = {}, but n = {}: at most {most} levels are possible",
+                n_levels - 1,
+                1usize << (n_levels - 1).min(63),
                 fine.n
             ),
         );

@@ -12,7 +12,7 @@ use std::time::Instant;
 /// Fused PCG: per iteration one SpMV kernel (u, p, q updates and ⟨p, q⟩) and one Tridiag kernel
 /// (r update, line solve, ⟨r, r⟩ and ⟨r, z⟩), one halo exchange (of z) and one allreduce of each.
 pub struct Cg<B: Backend> {
-    lev: B::Level,
+    op: B::LevelOp,
     r: B::Field,
     z: B::Field,
     p: B::Field,
@@ -22,26 +22,26 @@ pub struct Cg<B: Backend> {
 impl<B: Backend> Cg<B> {
     /// Prepares the level and allocates the workspace r, z, p, q.
     pub fn new(backend: &B, stencil: &LevelStencil) -> Result<Self> {
-        let lev = backend.prepare_level(stencil)?;
+        let op = backend.prepare_level(stencil)?;
         Ok(Self {
-            r: backend.alloc(&lev)?,
-            z: backend.alloc(&lev)?,
-            p: backend.alloc(&lev)?,
-            q: backend.alloc(&lev)?,
-            lev,
+            r: backend.alloc(&op)?,
+            z: backend.alloc(&op)?,
+            p: backend.alloc(&op)?,
+            q: backend.alloc(&op)?,
+            op,
         })
     }
 
     /// The prepared fine level.
-    pub fn level(&self) -> &B::Level {
-        &self.lev
+    pub fn level(&self) -> &B::LevelOp {
+        &self.op
     }
 
     /// Exchanges the halo of the search direction's preconditioned field once (see
     /// [`super::Solver::prepare_comm`]).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
-        comm.prepare(b, &self.lev)?;
-        comm.exchange(b, &self.lev, &mut self.z)
+        comm.prepare(b, &self.op)?;
+        comm.exchange(b, &self.op, &mut self.z)
     }
 
     /// Solves A u = f from the initial guess in `u`.
@@ -56,20 +56,20 @@ impl<B: Backend> Cg<B> {
     ) -> Result<SolveInfo> {
         let start = Instant::now();
         let mut timer = Timer::new(params.profile, 1);
-        let Self { lev, r, z, p, q } = self;
-        let lev = &*lev;
+        let Self { op, r, z, p, q } = self;
+        let op = &*op;
 
         // r = f − A u; z = M⁻¹ r; κ = ⟨r, z⟩; p = q = 0.
         let mut s = [
-            timer.run(b, Kernel::Residual, 0, || b.residual(lev, f, u, r))?,
+            timer.run(b, Kernel::Residual, 0, || b.residual(op, f, u, r))?,
             0.0,
         ];
-        b.line_solve(lev, r, z)?;
-        s[1] = b.dot(lev, r, z)?;
+        b.line_solve(op, r, z)?;
+        s[1] = b.dot(op, r, z)?;
         comm.sum(&mut s)?;
-        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, lev, z))?;
-        b.fill(lev, p, 0.0)?;
-        b.fill(lev, q, 0.0)?;
+        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, z))?;
+        b.fill(op, p, 0.0)?;
+        b.fill(op, q, 0.0)?;
         let mut kappa = s[1];
         let mut mon = Monitor::new(params, s[0], monitor);
         let (mut alpha, mut beta) = (0.0, 0.0);
@@ -80,7 +80,7 @@ impl<B: Backend> Cg<B> {
             loop {
                 it += 1;
                 let mut sigma = [timer.run(b, Kernel::Spmv, 0, || {
-                    b.cg_spmv(lev, z, u, p, q, alpha, beta)
+                    b.cg_spmv(op, z, u, p, q, alpha, beta)
                 })?];
                 comm.sum(&mut sigma)?;
                 if let Some(reason) = Monitor::curvature(sigma[0]) {
@@ -88,12 +88,12 @@ impl<B: Backend> Cg<B> {
                 }
                 alpha = kappa / sigma[0];
                 let mut rr_rz =
-                    timer.run(b, Kernel::Tridiag, 0, || b.cg_tridiag(lev, q, r, z, alpha))?;
+                    timer.run(b, Kernel::Tridiag, 0, || b.cg_tridiag(op, q, r, z, alpha))?;
                 comm.sum(&mut rr_rz)?;
-                timer.run(b, Kernel::Halo, 0, || comm.exchange(b, lev, z))?;
+                timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, z))?;
                 if let Some(reason) = mon.step(it, rr_rz[0]) {
                     // The delayed update of u for the last step.
-                    b.axpy(lev, alpha, p, u)?;
+                    b.axpy(op, alpha, p, u)?;
                     break reason;
                 }
                 beta = rr_rz[1] / kappa;

@@ -68,7 +68,7 @@ impl SolverConfig {
 
     /// Sets the number of multigrid levels L.
     pub fn with_levels(mut self, n_levels: usize) -> Self {
-        self.multigrid.levels = n_levels;
+        self.multigrid.n_levels = n_levels;
         self
     }
 
@@ -118,7 +118,7 @@ impl SolverConfig {
     pub fn num_levels(&self) -> usize {
         match self.kind {
             SolverKind::Cg => 1,
-            SolverKind::Mg | SolverKind::MgCg => self.multigrid.levels,
+            SolverKind::Mg | SolverKind::MgCg => self.multigrid.n_levels,
         }
     }
 

@@ -40,7 +40,7 @@ impl<B: Backend> MgCg<B> {
     }
 
     /// The prepared fine level.
-    pub fn fine(&self) -> &B::Level {
+    pub fn fine(&self) -> &B::LevelOp {
         &self.h.levels[0].op
     }
 
@@ -116,10 +116,10 @@ impl<B: Backend> MgCg<B> {
 fn dot2<B: Backend, C: Comm<B>>(
     b: &B,
     comm: &C,
-    lev: &B::Level,
+    op: &B::LevelOp,
     f: [&B::Field; 4],
 ) -> Result<[f64; 2]> {
-    let mut s = [b.dot(lev, f[0], f[1])?, b.dot(lev, f[2], f[3])?];
+    let mut s = [b.dot(op, f[0], f[1])?, b.dot(op, f[2], f[3])?];
     comm.sum(&mut s)?;
     Ok(s)
 }

@@ -113,7 +113,7 @@ impl<B: Backend> Solver<B> {
     }
 
     /// The fine level's prepared stencil, to allocate and upload fields with.
-    pub fn fine(&self) -> &B::Level {
+    pub fn fine(&self) -> &B::LevelOp {
         match self {
             Solver::Cg(s) => s.level(),
             Solver::Mg(s) => s.fine(),

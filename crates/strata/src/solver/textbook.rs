@@ -11,27 +11,27 @@ use std::time::Instant;
 pub fn textbook_pcg<B: Backend, C: Comm<B>>(
     b: &B,
     comm: &C,
-    lev: &B::Level,
+    op: &B::LevelOp,
     f: &B::Field,
     u: &mut B::Field,
     params: &SolveParams,
 ) -> Result<SolveInfo> {
     let start = Instant::now();
     let dot = |x: &B::Field, y: &B::Field| -> Result<f64> {
-        let mut s = [b.dot(lev, x, y)?];
+        let mut s = [b.dot(op, x, y)?];
         comm.sum(&mut s)?;
         Ok(s[0])
     };
-    let mut r = b.alloc(lev)?;
-    let mut z = b.alloc(lev)?;
-    let mut p = b.alloc(lev)?;
-    let mut q = b.alloc(lev)?;
-    comm.exchange(b, lev, u)?;
-    b.residual(lev, f, u, &mut r)?;
-    b.line_solve(lev, &r, &mut z)?;
-    b.copy(lev, &z, &mut p)?;
-    comm.exchange(b, lev, &mut p)?;
-    b.apply(lev, &p, &mut q)?;
+    let mut r = b.alloc(op)?;
+    let mut z = b.alloc(op)?;
+    let mut p = b.alloc(op)?;
+    let mut q = b.alloc(op)?;
+    comm.exchange(b, op, u)?;
+    b.residual(op, f, u, &mut r)?;
+    b.line_solve(op, &r, &mut z)?;
+    b.copy(op, &z, &mut p)?;
+    comm.exchange(b, op, &mut p)?;
+    b.apply(op, &p, &mut q)?;
     let mut kappa = dot(&r, &z)?;
     let mut cb = |_: usize, _: f64| {};
     let mut mon = Monitor::new(params, dot(&r, &r)?, &mut cb);
@@ -46,18 +46,18 @@ pub fn textbook_pcg<B: Backend, C: Comm<B>>(
                 break reason;
             }
             let alpha = kappa / sigma;
-            b.axpy(lev, alpha, &p, u)?;
-            b.axpy(lev, -alpha, &q, &mut r)?;
+            b.axpy(op, alpha, &p, u)?;
+            b.axpy(op, -alpha, &q, &mut r)?;
             if let Some(reason) = mon.step(it, dot(&r, &r)?) {
                 break reason;
             }
-            b.line_solve(lev, &r, &mut z)?;
+            b.line_solve(op, &r, &mut z)?;
             let kappa_new = dot(&r, &z)?;
             let beta = kappa_new / kappa;
             kappa = kappa_new;
-            b.xpby(lev, &z, beta, &mut p)?;
-            comm.exchange(b, lev, &mut p)?;
-            b.apply(lev, &p, &mut q)?;
+            b.xpby(op, &z, beta, &mut p)?;
+            comm.exchange(b, op, &mut p)?;
+            b.apply(op, &p, &mut q)?;
         }
     };
     Ok(mon.finish(reason, it, start.elapsed().as_secs_f64(), None))

@@ -183,7 +183,7 @@ impl CpuBackend {
 
 impl Backend for CpuBackend {
     type Field = HostField;
-    type Level = LevelStencil;
+    type LevelOp = LevelStencil;
 
     fn name(&self) -> String {
         format!("cpu ({} threads)", self.threads())
@@ -201,8 +201,8 @@ impl Backend for CpuBackend {
         Ok(stencil.clone())
     }
 
-    fn stencil<'a>(&self, lev: &'a LevelStencil) -> &'a LevelStencil {
-        lev
+    fn stencil<'a>(&self, op: &'a LevelStencil) -> &'a LevelStencil {
+        op
     }
 
     fn alloc(&self, s: &LevelStencil) -> Result<HostField> {

@@ -10,7 +10,7 @@ use crate::stencil::LevelStencil;
 /// are swapped, which needs no second kernel to avoid the race on u.
 pub struct MgLevel<B: Backend> {
     /// The level's prepared stencil.
-    pub op: B::Level,
+    pub op: B::LevelOp,
     /// Current iterate (the correction on coarse levels).
     pub u: B::Field,
     /// Second buffer of the out-of-place smoother.
@@ -30,20 +30,20 @@ pub struct Hierarchy<B: Backend> {
 }
 
 impl<B: Backend> Hierarchy<B> {
-    /// Prepares `params.levels` levels from `stencils` (finest first).
+    /// Prepares `params.n_levels` levels from `stencils` (finest first).
     pub fn new(b: &B, stencils: &[LevelStencil], params: MgParams) -> Result<Self> {
         params.validate()?;
-        if stencils.len() < params.levels {
+        if stencils.len() < params.n_levels {
             return invalid(
                 "levels",
                 format!(
                     "= {}: multigrid needs as many level stencils, {} were built",
-                    params.levels,
+                    params.n_levels,
                     stencils.len()
                 ),
             );
         }
-        let levels = stencils[..params.levels]
+        let levels = stencils[..params.n_levels]
             .iter()
             .map(|s| {
                 let op = b.prepare_level(s)?;

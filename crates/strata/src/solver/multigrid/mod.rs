@@ -7,6 +7,8 @@ mod hierarchy;
 
 pub use hierarchy::Hierarchy;
 
+use self::cycle::Start;
+
 use super::monitor::Monitor;
 use super::profile::{Kernel, Timer};
 use super::{SolveInfo, SolveParams};
@@ -42,7 +44,8 @@ impl Restriction {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MgParams {
     /// Number of levels L (1 = smoothing only).
-    pub levels: usize,
+    #[serde(rename = "levels")]
+    pub n_levels: usize,
     /// Smoother iterations on the coarsest level (the first is the fused RestrictSmooth).
     pub coarse_steps: usize,
     /// Relaxation factor ρ of the block-Jacobi smoother.
@@ -54,7 +57,7 @@ pub struct MgParams {
 impl Default for MgParams {
     fn default() -> Self {
         Self {
-            levels: 5,
+            n_levels: 5,
             coarse_steps: 2,
             rho: 2.0 / 3.0,
             restriction: Restriction::Sum,
@@ -65,7 +68,7 @@ impl Default for MgParams {
 impl MgParams {
     /// Checks the parameters that do not depend on the grid.
     pub fn validate(&self) -> Result<()> {
-        if self.levels < 1 {
+        if self.n_levels < 1 {
             return invalid("levels", "must be at least 1 (got 0)");
         }
         if self.coarse_steps < 1 {
@@ -92,7 +95,7 @@ impl<B: Backend> Multigrid<B> {
     }
 
     /// The prepared fine level.
-    pub fn fine(&self) -> &B::Level {
+    pub fn fine(&self) -> &B::LevelOp {
         &self.h.levels[0].op
     }
 
@@ -128,7 +131,7 @@ impl<B: Backend> Multigrid<B> {
         } else {
             loop {
                 it += 1;
-                h.vcycle(b, comm, &mut timer, 0)?;
+                h.vcycle(b, comm, &mut timer, 0, Start::Current)?;
                 let mut rr = [h.fine_residual(b, &mut timer)?];
                 comm.sum(&mut rr)?;
                 if let Some(reason) = mon.step(it, rr[0]) {
