@@ -107,6 +107,17 @@ impl HostField {
         }
     }
 
+    /// Copies the halo across `side` into `buf` (face order, z-contiguous): what the neighbour
+    /// across that side sent, or the Dirichlet zeros.
+    pub fn pack_halo(&self, side: Side, buf: &mut [f64]) {
+        let nz = self.nz;
+        for t in 0..self.face_count(side) {
+            let (_, (i, j)) = self.face_columns(side, t);
+            let o = self.offset(i, j);
+            buf[t * nz..(t + 1) * nz].copy_from_slice(&self.data[o..o + nz]);
+        }
+    }
+
     /// Writes `buf` (face order) into the halo across `side`.
     pub fn unpack_face(&mut self, side: Side, buf: &[f64]) {
         let nz = self.nz;

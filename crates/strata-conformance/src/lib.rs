@@ -1,0 +1,355 @@
+//! # strata-conformance
+//!
+//! The kernel conformance suite, written once over [`Backend`] (Ginkgo's pattern: kernels
+//! declared once, a reference executor, one test source run by every executor). Each check runs
+//! a kernel of the backend under test and of the serial [`ReferenceBackend`] on the same random
+//! data — halos included, as a neighbouring rank would leave them — on odd, non-power-of-two
+//! blocks of whole levels and of subdomains touching none, some and all physical sides, and
+//! compares the results. Fields travel through the trait alone (`upload`, `download`, and the
+//! halo faces by `face_from_host` + `unpack_face`), so a new backend gets every check by
+//! invoking [`conformance_tests!`] in one test file:
+//!
+//! ```ignore
+//! strata_conformance::conformance_tests!(strata::backend::cpu::CpuBackend::new(Some(3)).unwrap());
+//! ```
+#![warn(missing_docs)]
+
+use strata::backend::reference::ReferenceBackend;
+use strata::backend::{face_len, Backend};
+use strata::field::HostField;
+use strata::grid::{Block, Side};
+use strata::problem::{Geometry, Grading, ProblemParams, VerticalGrid};
+use strata::stencil::LevelStencil;
+
+/// Kernels without a line solve: a few ulps.
+pub const TOL: f64 = 1e-13;
+/// Kernels with a line solve: the column blocks are nearly singular in the vertical (Neumann
+/// ends, ω²λ²/δr² ≫ δ), so a different but equally valid rounding order differs by about
+/// eps·κ(A_T).
+pub const TOL_SOLVE: f64 = 1e-10;
+/// Reductions (sums in another order).
+pub const TOL_SUM: f64 = 1e-12;
+
+/// A small deterministic generator (xorshift64*), values in [−1, 1).
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next value in [−1, 1).
+    pub fn next_value(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let v = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (v >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+
+    /// A field of random values everywhere, halo included.
+    pub fn field(&mut self, s: &LevelStencil) -> HostField {
+        let mut f = HostField::zeros(s.nx(), s.ny(), s.nz);
+        f.data.iter_mut().for_each(|v| *v = self.next_value());
+        f
+    }
+}
+
+/// Max |a − b| over the interior, relative to max |b|.
+pub fn rel_diff(a: &HostField, b: &HostField) -> f64 {
+    let (mut d, mut m) = (0.0f64, 0.0f64);
+    for j in 0..a.ny {
+        for i in 0..a.nx {
+            for (x, y) in a.column(i, j).iter().zip(b.column(i, j)) {
+                d = d.max((x - y).abs());
+                m = m.max(y.abs());
+            }
+        }
+    }
+    d / m.max(1e-300)
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * b.abs().max(1e-300)
+}
+
+/// The stencil of `block` (graded vertical grid, `nz` cells) in geometry `g`.
+pub fn level(g: Geometry, block: Block, nz: usize) -> LevelStencil {
+    let p = ProblemParams {
+        geometry: g,
+        grading: Grading::Graded,
+        nz,
+        n: block.n,
+        ..Default::default()
+    };
+    LevelStencil::new(&p, block, std::sync::Arc::new(VerticalGrid::new(&p)))
+}
+
+/// Blocks of `nx × ny` of an `n × n` level: at the south-west corner, at the north-east corner,
+/// in the interior; and a whole odd level.
+pub fn blocks(n: usize, nx: usize, ny: usize) -> Vec<Block> {
+    let at = |i0, j0| Block { n, i0, j0, nx, ny };
+    vec![at(0, 0), at(n - nx, n - ny), at(6, 8), Block::whole(13)]
+}
+
+/// The backend's copy of a host field: the interior by `upload`, the four halo faces by
+/// `face_from_host` and `unpack_face`.
+pub fn to_backend<B: Backend>(b: &B, op: &B::LevelOp, h: &HostField) -> B::Field {
+    let mut d = b.alloc(op).expect("alloc");
+    let mut host = vec![0.0; h.nx * h.ny * h.nz];
+    h.get_interior(&mut host);
+    b.upload(op, &host, &mut d).expect("upload");
+    for side in Side::ALL {
+        // The halo across `side` of h is what the neighbour there would send.
+        let len = face_len(b.stencil(op), side);
+        let mut buf = vec![0.0; len];
+        h.pack_halo(side, &mut buf);
+        let mut face = b.alloc_face(len).expect("alloc_face");
+        b.face_from_host(&buf, &mut face).expect("face_from_host");
+        b.unpack_face(op, &mut d, side, &face).expect("unpack_face");
+    }
+    d
+}
+
+/// The interior of a backend field on the host.
+pub fn to_host<B: Backend>(b: &B, op: &B::LevelOp, d: &B::Field) -> HostField {
+    let s = b.stencil(op);
+    let mut h = HostField::zeros(s.nx(), s.ny(), s.nz);
+    let mut host = vec![0.0; s.cells()];
+    b.download(op, d, &mut host).expect("download");
+    h.set_interior(&host);
+    h
+}
+
+/// Every case of the single-level checks: both geometries, nz = 7 and 128, the [`blocks`].
+fn cases() -> Vec<LevelStencil> {
+    let mut out = vec![];
+    for g in [Geometry::Panel, Geometry::Box] {
+        for nz in [7, 128] {
+            for block in blocks(82, 37, 29) {
+                out.push(level(g, block, nz));
+            }
+        }
+    }
+    out
+}
+
+/// fill, copy, axpy, xpby, dot.
+pub fn vector_kernels<B: Backend>(b: &B) {
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(1);
+    for s in cases() {
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let ctx = format!("{:?} nz={} {:?}", s.block, s.nz, b.name());
+        let (x, y, f) = (rng.field(&s), rng.field(&s), rng.field(&s));
+        let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
+        let (mut hy, mut dy) = (y.clone(), to_backend(b, &op, &y));
+        r.axpy(&s, 0.7, &x, &mut hy).unwrap();
+        b.axpy(&op, 0.7, &dx, &mut dy).unwrap();
+        assert!(rel_diff(&to_host(b, &op, &dy), &hy) <= TOL, "axpy {ctx}");
+        r.xpby(&s, &x, -0.3, &mut hy).unwrap();
+        b.xpby(&op, &dx, -0.3, &mut dy).unwrap();
+        assert!(rel_diff(&to_host(b, &op, &dy), &hy) <= TOL, "xpby {ctx}");
+        let (dd, dr) = (b.dot(&op, &dx, &df).unwrap(), r.dot(&s, &x, &f).unwrap());
+        assert!(close(dd, dr, TOL_SUM), "dot {ctx}: {dd} vs {dr}");
+        b.copy(&op, &dx, &mut dy).unwrap();
+        assert_eq!(rel_diff(&to_host(b, &op, &dy), &x), 0.0, "copy {ctx}");
+        b.fill(&op, &mut dy, 2.5).unwrap();
+        let filled = to_host(b, &op, &dy);
+        assert!(
+            (0..s.ny()).all(|j| (0..s.nx()).all(|i| filled.column(i, j).iter().all(|&v| v == 2.5))),
+            "fill {ctx}"
+        );
+    }
+}
+
+/// apply, residual (with its norm), line_solve.
+pub fn stencil_kernels<B: Backend>(b: &B) {
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(2);
+    for s in cases() {
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let ctx = format!("{:?} nz={} {:?}", s.block, s.nz, b.name());
+        let (x, f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
+        let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
+        let (mut ha, mut da) = (rng.field(&s), to_backend(b, &op, &y));
+        r.apply(&s, &x, &mut ha).unwrap();
+        b.apply(&op, &dx, &mut da).unwrap();
+        assert!(rel_diff(&to_host(b, &op, &da), &ha) <= TOL, "apply {ctx}");
+        let rr_h = r.residual(&s, &f, &x, &mut ha).unwrap();
+        let rr_d = b.residual(&op, &df, &dx, &mut da).unwrap();
+        assert!(
+            rel_diff(&to_host(b, &op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
+            "residual {ctx}"
+        );
+        r.line_solve(&s, &f, &mut ha).unwrap();
+        b.line_solve(&op, &df, &mut da).unwrap();
+        let d = rel_diff(&to_host(b, &op, &da), &ha);
+        assert!(d <= TOL_SOLVE, "line_solve {ctx}: {d:e}");
+    }
+}
+
+/// The fused CG kernels (SpMV and Tridiag with their sums).
+pub fn cg_kernels<B: Backend>(b: &B) {
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(3);
+    for s in cases() {
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let ctx = format!("{:?} nz={} {:?}", s.block, s.nz, b.name());
+        let z = rng.field(&s);
+        let dz0 = to_backend(b, &op, &z);
+        let (u, p, q) = (rng.field(&s), rng.field(&s), rng.field(&s));
+        let (mut hu, mut hp, mut hq) = (u.clone(), p.clone(), q.clone());
+        let (mut du, mut dp, mut dq) = (
+            to_backend(b, &op, &u),
+            to_backend(b, &op, &p),
+            to_backend(b, &op, &q),
+        );
+        let sh = r
+            .cg_spmv(&s, &z, &mut hu, &mut hp, &mut hq, 0.4, 0.6)
+            .unwrap();
+        let sd = b
+            .cg_spmv(&op, &dz0, &mut du, &mut dp, &mut dq, 0.4, 0.6)
+            .unwrap();
+        assert!(rel_diff(&to_host(b, &op, &du), &hu) <= TOL, "spmv u {ctx}");
+        assert!(rel_diff(&to_host(b, &op, &dp), &hp) <= TOL, "spmv p {ctx}");
+        assert!(
+            rel_diff(&to_host(b, &op, &dq), &hq) <= TOL && close(sd, sh, TOL_SUM),
+            "spmv q {ctx}"
+        );
+        let rr = rng.field(&s);
+        let (mut hr, mut dr) = (rr.clone(), to_backend(b, &op, &rr));
+        let zz = rng.field(&s);
+        let (mut hz, mut dz) = (zz.clone(), to_backend(b, &op, &zz));
+        let th = r.cg_tridiag(&s, &hq, &mut hr, &mut hz, 0.8).unwrap();
+        let td = b.cg_tridiag(&op, &dq, &mut dr, &mut dz, 0.8).unwrap();
+        assert!(
+            rel_diff(&to_host(b, &op, &dr), &hr) <= TOL,
+            "tridiag r {ctx}"
+        );
+        assert!(
+            rel_diff(&to_host(b, &op, &dz), &hz) <= TOL_SOLVE,
+            "tridiag z {ctx}"
+        );
+        assert!(
+            close(td[0], th[0], TOL_SUM) && close(td[1], th[1], TOL_SOLVE),
+            "tridiag sums {ctx}"
+        );
+    }
+}
+
+/// The multigrid kernels: Smooth on one level, RestrictSmooth and Prolongate between a fine
+/// block and its (odd-sized) coarse block.
+pub fn multigrid_kernels<B: Backend>(b: &B) {
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(4);
+    for s in cases() {
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let ctx = format!("{:?} nz={} {:?}", s.block, s.nz, b.name());
+        let (x, f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
+        let (mut ha, mut da) = (y.clone(), to_backend(b, &op, &y));
+        r.smooth(&s, &f, &x, &mut ha, 2.0 / 3.0).unwrap();
+        let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
+        b.smooth(&op, &df, &dx, &mut da, 2.0 / 3.0).unwrap();
+        assert!(
+            rel_diff(&to_host(b, &op, &da), &ha) <= TOL_SOLVE,
+            "smooth {ctx}"
+        );
+    }
+    for g in [Geometry::Panel, Geometry::Box] {
+        // Fine blocks 74 × 58 of a 148 level (even offsets); coarse blocks 37 × 29 (odd).
+        for fine_block in blocks(148, 74, 58).into_iter().take(3) {
+            let fine_block = Block {
+                i0: fine_block.i0 & !1,
+                j0: fine_block.j0 & !1,
+                ..fine_block
+            };
+            let (fs, cs) = (level(g, fine_block, 9), level(g, fine_block.coarsen(), 9));
+            let (fo, co) = (b.prepare_level(&fs).unwrap(), b.prepare_level(&cs).unwrap());
+            let rf = rng.field(&fs);
+            let (mut hf, mut hu) = (rng.field(&cs), rng.field(&cs));
+            let (mut df, mut du) = (to_backend(b, &co, &hf), to_backend(b, &co, &hu));
+            r.restrict_smooth(&fs, &cs, &rf, &mut hf, &mut hu, 0.6, 1.0)
+                .unwrap();
+            let drf = to_backend(b, &fo, &rf);
+            b.restrict_smooth(&fo, &co, &drf, &mut df, &mut du, 0.6, 1.0)
+                .unwrap();
+            assert!(
+                rel_diff(&to_host(b, &co, &df), &hf) <= TOL,
+                "restrict f {fine_block:?}"
+            );
+            assert!(
+                rel_diff(&to_host(b, &co, &du), &hu) <= TOL_SOLVE,
+                "restrict u {fine_block:?}"
+            );
+            let (uc, uf) = (rng.field(&cs), rng.field(&fs));
+            let (mut hp, mut dp) = (uf.clone(), to_backend(b, &fo, &uf));
+            r.prolongate(&cs, &fs, &uc, &mut hp).unwrap();
+            let duc = to_backend(b, &co, &uc);
+            b.prolongate(&co, &fo, &duc, &mut dp).unwrap();
+            assert!(
+                rel_diff(&to_host(b, &fo, &dp), &hp) <= TOL,
+                "prolongate {fine_block:?}"
+            );
+        }
+    }
+}
+
+/// pack_face sends the interior layer next to a side, exactly; a face unpacked into the
+/// opposite halo of another field and packed back is the same face.
+pub fn halo_faces<B: Backend>(b: &B) {
+    let mut rng = Rng::new(5);
+    for s in cases() {
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let x = rng.field(&s);
+        let dx = to_backend(b, &op, &x);
+        for side in Side::ALL {
+            let len = face_len(&s, side);
+            let mut face = b.alloc_face(len).unwrap();
+            b.pack_face(&op, &dx, side, &mut face).unwrap();
+            let mut got = vec![0.0; len];
+            b.face_to_host(&face, &mut got).unwrap();
+            let mut want = vec![0.0; len];
+            x.pack_face(side, &mut want);
+            assert_eq!(got, want, "pack {side:?} {:?}", s.block);
+        }
+    }
+}
+
+/// Declares one `#[test]` per check of the suite for the backend `$backend` (an expression
+/// evaluated in each test), with optional attributes (e.g. `#[ignore = "needs a GPU"]`).
+#[macro_export]
+macro_rules! conformance_tests {
+    ($backend:expr $(, #[$attr:meta])*) => {
+        #[test]
+        $(#[$attr])*
+        fn vector_kernels_match_the_reference() {
+            $crate::vector_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn stencil_kernels_match_the_reference() {
+            $crate::stencil_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn fused_cg_kernels_match_the_reference() {
+            $crate::cg_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn multigrid_kernels_match_the_reference() {
+            $crate::multigrid_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn halo_faces_are_exact() {
+            $crate::halo_faces(&$backend);
+        }
+    };
+}
