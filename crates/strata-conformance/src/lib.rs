@@ -14,6 +14,7 @@
 //! ```
 #![warn(missing_docs)]
 
+use strata::backend::prelude::*;
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::{face_len, Backend};
 use strata::field::HostField;

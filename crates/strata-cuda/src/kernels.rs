@@ -15,29 +15,172 @@ pub const SOURCES: [(&str, &str); 5] = [
     ("transfer.cu", include_str!("../kernels/transfer.cu")),
 ];
 
-/// Names of every kernel (`extern "C"`, suffixed by precision).
-pub const KERNELS: [&str; 17] = [
-    "fill_f64",
-    "copy_f64",
-    "axpy_f64",
-    "xpby_f64",
-    "dot_f64",
-    "reduce_f64",
-    "update_f64",
-    "apply_f64",
-    "residual_f64",
-    "cg_spmv_f64",
-    "prolongate_f64",
-    "line_solve_f64",
-    "cg_tridiag_f64",
-    "smooth_f64",
-    "restrict_smooth_f64",
-    "to_device_f64",
-    "to_host_f64",
-];
+/// A kernel of the CUDA C sources, as a typed handle: the backend names kernels by this enum,
+/// so a kernel that does not exist is a compile error, and [`Kernels::load`] finds every one in
+/// the compiled module or fails with the missing name (candle names its kernels likewise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// `fill_f64` (vector.cu).
+    Fill,
+    /// `copy_f64` (vector.cu).
+    Copy,
+    /// `axpy_f64` (vector.cu).
+    Axpy,
+    /// `xpby_f64` (vector.cu).
+    Xpby,
+    /// `dot_f64` (vector.cu).
+    Dot,
+    /// `reduce_f64` (vector.cu).
+    Reduce,
+    /// `update_f64` (vector.cu).
+    Update,
+    /// `apply_f64` (stencil.cu).
+    Apply,
+    /// `residual_f64` (stencil.cu).
+    Residual,
+    /// `cg_spmv_f64` (stencil.cu).
+    CgSpmv,
+    /// `prolongate_f64` (stencil.cu).
+    Prolongate,
+    /// `line_solve_f64` (lines.cu).
+    LineSolve,
+    /// `cg_tridiag_f64` (lines.cu).
+    CgTridiag,
+    /// `smooth_f64` (lines.cu).
+    Smooth,
+    /// `restrict_smooth_f64` (lines.cu).
+    RestrictSmooth,
+    /// `to_device_f64` (transfer.cu).
+    ToDevice,
+    /// `to_host_f64` (transfer.cu).
+    ToHost,
+    /// `pack_face_f64` (transfer.cu).
+    PackFace,
+    /// `unpack_face_f64` (transfer.cu).
+    UnpackFace,
+}
 
-/// Halo-face kernels (used by communicators).
-pub const FACE_KERNELS: [&str; 2] = ["pack_face_f64", "unpack_face_f64"];
+impl Kernel {
+    /// Every kernel, in the order of [`Kernels`]' table.
+    pub const ALL: [Kernel; 19] = [
+        Kernel::Fill,
+        Kernel::Copy,
+        Kernel::Axpy,
+        Kernel::Xpby,
+        Kernel::Dot,
+        Kernel::Reduce,
+        Kernel::Update,
+        Kernel::Apply,
+        Kernel::Residual,
+        Kernel::CgSpmv,
+        Kernel::Prolongate,
+        Kernel::LineSolve,
+        Kernel::CgTridiag,
+        Kernel::Smooth,
+        Kernel::RestrictSmooth,
+        Kernel::ToDevice,
+        Kernel::ToHost,
+        Kernel::PackFace,
+        Kernel::UnpackFace,
+    ];
+
+    /// The kernel's `extern "C"` name (suffixed by precision).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kernel::Fill => "fill_f64",
+            Kernel::Copy => "copy_f64",
+            Kernel::Axpy => "axpy_f64",
+            Kernel::Xpby => "xpby_f64",
+            Kernel::Dot => "dot_f64",
+            Kernel::Reduce => "reduce_f64",
+            Kernel::Update => "update_f64",
+            Kernel::Apply => "apply_f64",
+            Kernel::Residual => "residual_f64",
+            Kernel::CgSpmv => "cg_spmv_f64",
+            Kernel::Prolongate => "prolongate_f64",
+            Kernel::LineSolve => "line_solve_f64",
+            Kernel::CgTridiag => "cg_tridiag_f64",
+            Kernel::Smooth => "smooth_f64",
+            Kernel::RestrictSmooth => "restrict_smooth_f64",
+            Kernel::ToDevice => "to_device_f64",
+            Kernel::ToHost => "to_host_f64",
+            Kernel::PackFace => "pack_face_f64",
+            Kernel::UnpackFace => "unpack_face_f64",
+        }
+    }
+
+    /// The source file that defines it.
+    pub const fn source(self) -> &'static str {
+        match self {
+            Kernel::Fill => "vector.cu",
+            Kernel::Copy => "vector.cu",
+            Kernel::Axpy => "vector.cu",
+            Kernel::Xpby => "vector.cu",
+            Kernel::Dot => "vector.cu",
+            Kernel::Reduce => "vector.cu",
+            Kernel::Update => "vector.cu",
+            Kernel::Apply => "stencil.cu",
+            Kernel::Residual => "stencil.cu",
+            Kernel::CgSpmv => "stencil.cu",
+            Kernel::Prolongate => "stencil.cu",
+            Kernel::LineSolve => "lines.cu",
+            Kernel::CgTridiag => "lines.cu",
+            Kernel::Smooth => "lines.cu",
+            Kernel::RestrictSmooth => "lines.cu",
+            Kernel::ToDevice => "transfer.cu",
+            Kernel::ToHost => "transfer.cu",
+            Kernel::PackFace => "transfer.cu",
+            Kernel::UnpackFace => "transfer.cu",
+        }
+    }
+}
+
+/// Options of the kernel build, read from the environment once, when a backend is created:
+/// `STRATA_CUDA_OPTIONS` (NVRTC defines for experiments, e.g. `-DKCH=8 -DSMOOTH_STORE_RHS`; see
+/// kernels/common.cuh) and `STRATA_CUDA_BLOCK_X` (the block width of the column kernels, a
+/// power of two from 8 to 128; 64 by default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tuning {
+    /// Extra NVRTC options.
+    pub options: Vec<String>,
+    /// Block width of the column kernels.
+    pub block_x: u32,
+}
+
+/// Default block width of the column kernels (the paper's 64 × 2).
+pub const BLOCK_X: u32 = 64;
+
+/// Threads per block of the column kernels.
+pub const BLOCK_THREADS: u32 = 128;
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            options: Vec::new(),
+            block_x: BLOCK_X,
+        }
+    }
+}
+
+impl Tuning {
+    /// The tuning the environment asks for (an invalid block width falls back to the default).
+    pub fn from_env() -> Self {
+        let options = std::env::var("STRATA_CUDA_OPTIONS")
+            .map(|o| o.split_whitespace().map(String::from).collect())
+            .unwrap_or_default();
+        let block_x = std::env::var("STRATA_CUDA_BLOCK_X")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|v| v.is_power_of_two() && (8..=BLOCK_THREADS).contains(v))
+            .unwrap_or(BLOCK_X);
+        Self { options, block_x }
+    }
+
+    /// Whether Smooth stores its right-hand side (`-DSMOOTH_STORE_RHS`), which changes its traffic.
+    pub fn smooth_stores_rhs(&self) -> bool {
+        self.options.iter().any(|o| o == "-DSMOOTH_STORE_RHS")
+    }
+}
 
 /// The NVRTC virtual architecture for a compute capability, e.g. `compute_90`.
 pub fn arch_for(major: i32, minor: i32) -> &'static str {
@@ -61,9 +204,13 @@ pub fn nvrtc_available() -> bool {
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// Compiles all kernels for `nz` levels per column to PTX for `arch` (e.g. `compute_90`); the
-/// error carries NVRTC's log.
-pub fn compile_ptx(nz: usize, arch: &'static str) -> Result<cudarc::nvrtc::Ptx> {
+/// Compiles all kernels for `nz` levels per column to PTX for `arch` (e.g. `compute_90`) with the
+/// extra NVRTC `options`; the error carries NVRTC's log.
+pub fn compile_ptx(
+    nz: usize,
+    arch: &'static str,
+    options: &[String],
+) -> Result<cudarc::nvrtc::Ptx> {
     if !nvrtc_available() {
         return Err(backend_err(
             "the NVRTC library (libnvrtc.so.13) was not found; install CUDA 13 or the \
@@ -74,14 +221,11 @@ pub fn compile_ptx(nz: usize, arch: &'static str) -> Result<cudarc::nvrtc::Ptx> 
         .iter()
         .map(|(name, text)| format!("// ---- {name}\n{text}\n"))
         .collect();
-    let mut options = vec![format!("-DNZ={nz}"), "--std=c++17".into()];
-    // Tuning knobs for experiments (e.g. "-DKCH=8 -DFWD_UNROLL=4"), documented in README.md.
-    if let Ok(extra) = std::env::var("STRATA_CUDA_OPTIONS") {
-        options.extend(extra.split_whitespace().map(String::from));
-    }
+    let mut all = vec![format!("-DNZ={nz}"), "--std=c++17".into()];
+    all.extend(options.iter().cloned());
     let opts = CompileOptions {
         arch: Some(arch),
-        options,
+        options: all,
         name: Some("strata.cu".into()),
         ..Default::default()
     };
@@ -94,39 +238,37 @@ pub fn compile_ptx(nz: usize, arch: &'static str) -> Result<cudarc::nvrtc::Ptx> 
     })
 }
 
-/// The loaded kernels of one module (one nz).
+/// The loaded kernels of one module (one nz), one per [`Kernel`].
 pub struct Kernels {
-    fns: Vec<(&'static str, CudaFunction)>,
+    fns: Vec<CudaFunction>,
 }
 
 impl Kernels {
-    /// Compiles for `nz` and loads every kernel into `ctx`.
-    pub fn load(ctx: &Arc<CudaContext>, nz: usize, arch: &'static str) -> Result<Self> {
-        let ptx = compile_ptx(nz, arch)?;
+    /// Compiles for `nz` with `tuning` and loads every kernel into `ctx`.
+    pub fn load(
+        ctx: &Arc<CudaContext>,
+        nz: usize,
+        arch: &'static str,
+        tuning: &Tuning,
+    ) -> Result<Self> {
+        let ptx = compile_ptx(nz, arch, &tuning.options)?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| backend_err(format!("loading the compiled kernels: {e}")))?;
-        let fns = KERNELS
+        let fns = Kernel::ALL
             .iter()
-            .chain(FACE_KERNELS.iter())
-            .map(|&name| {
+            .map(|k| {
                 module
-                    .load_function(name)
-                    .map(|f| (name, f))
-                    .map_err(|e| backend_err(format!("kernel {name}: {e}")))
+                    .load_function(k.name())
+                    .map_err(|e| backend_err(format!("kernel {} of {}: {e}", k.name(), k.source())))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self { fns })
     }
 
-    /// The kernel called `name`.
-    pub fn get(&self, name: &str) -> &CudaFunction {
-        &self
-            .fns
-            .iter()
-            .find(|(n, _)| *n == name)
-            .unwrap_or_else(|| panic!("kernel {name} is not in KERNELS"))
-            .1
+    /// The loaded kernel `k`.
+    pub fn get(&self, k: Kernel) -> &CudaFunction {
+        &self.fns[k as usize]
     }
 }
 

@@ -7,7 +7,7 @@ use cudarc::driver::CudaSlice;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
-use strata::backend::Backend;
+use strata::backend::prelude::*;
 use strata::comm::{Comm, FaceStore};
 use strata::grid::RankGrid;
 use strata::grid::Side;

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{random_field, Rng};
+use strata::backend::prelude::*;
 use strata::backend::reference::ReferenceBackend;
-use strata::backend::Backend;
 use strata::field::HostField;
 use strata::grid::Block;
 use strata::problem::{Geometry, Grading, ProblemParams};

@@ -2,8 +2,8 @@
 //! bands, robustness in ν, the restriction-scaling regression, determinism, stopping reasons.
 
 use strata::backend::cpu::CpuBackend;
+use strata::backend::prelude::*;
 use strata::backend::reference::ReferenceBackend;
-use strata::backend::Backend;
 use strata::comm::SerialComm;
 use strata::grid::Block;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};

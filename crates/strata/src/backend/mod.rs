@@ -11,6 +11,12 @@
 pub mod cpu;
 pub mod reference;
 
+/// The backend traits, for calling kernels on a concrete backend type:
+/// `use strata::backend::prelude::*;`.
+pub mod prelude {
+    pub use super::{Backend, Fields, LineKernels, StencilKernels, TransferKernels, VectorKernels};
+}
+
 /// The halo-face methods of a backend whose fields are [`crate::field::HostField`]s (face
 /// buffers are plain vectors); shared by the CPU and reference backends.
 macro_rules! host_face_methods {
@@ -67,12 +73,14 @@ pub fn face_len(stencil: &LevelStencil, side: Side) -> usize {
     stencil.block.face_len(side, stencil.nz)
 }
 
-/// A compute backend. `Field` is a 3D field of one block of one level (with halo); `LevelOp` is
-/// a level's operator prepared by the backend (its copy of a [`LevelStencil`]). In the solvers
-/// `lev` is always a level's index (0 = finest) and `op` its prepared operator.
-pub trait Backend: Sync {
+/// The fields and level operators of a backend: `Field` is a 3D field of one block of one level
+/// (with halo); `LevelOp` is a level's operator prepared by the backend (its copy of a
+/// [`LevelStencil`]). In the solvers `lev` is always a level's index (0 = finest) and `op` its
+/// prepared operator.
+pub trait Fields: Sync {
     /// A 3D field of one level.
     type Field: Send;
+
     /// A level's operator as the backend prepared it (uploaded coefficients, kernels).
     type LevelOp: Send + Sync;
 
@@ -88,12 +96,6 @@ pub trait Backend: Sync {
     /// Allocates a zero field (halo included) for a level.
     fn alloc(&self, op: &Self::LevelOp) -> Result<Self::Field>;
 
-    /// Copies a z-contiguous host array `host[(j * nx + i) * nz + k]` into the field's interior.
-    fn upload(&self, op: &Self::LevelOp, host: &[f64], x: &mut Self::Field) -> Result<()>;
-
-    /// Copies the field's interior into a z-contiguous host array.
-    fn download(&self, op: &Self::LevelOp, x: &Self::Field, host: &mut [f64]) -> Result<()>;
-
     /// Bytes one field of an `nx × ny × nz` block occupies (halo and padding included).
     fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
         ((nx + 2) * (ny + 2) * nz * 8) as u64
@@ -108,22 +110,30 @@ pub trait Backend: Sync {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+}
 
-    // ----- vector operations (interior only) -----
-
+/// Vector operations on the interior of a block (kernels/vector.cu on the GPU, `vector.rs` on
+/// the CPU).
+pub trait VectorKernels: Fields {
     /// x ← v.
     fn fill(&self, op: &Self::LevelOp, x: &mut Self::Field, v: f64) -> Result<()>;
+
     /// y ← x.
     fn copy(&self, op: &Self::LevelOp, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
+
     /// y ← y + a x.
     fn axpy(&self, op: &Self::LevelOp, a: f64, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
+
     /// y ← x + b y.
     fn xpby(&self, op: &Self::LevelOp, x: &Self::Field, b: f64, y: &mut Self::Field) -> Result<()>;
+
     /// Local ⟨x, y⟩.
     fn dot(&self, op: &Self::LevelOp, x: &Self::Field, y: &Self::Field) -> Result<f64>;
+}
 
-    // ----- stencil kernels -----
-
+/// Kernels that apply the 7-point operator: A x, the residual, the fused CG SpMV, and the
+/// prolongation (kernels/stencil.cu, `stencil.rs`).
+pub trait StencilKernels: Fields {
     /// y ← A x. Traffic 2.
     fn apply(&self, op: &Self::LevelOp, x: &Self::Field, y: &mut Self::Field) -> Result<()>;
 
@@ -135,9 +145,6 @@ pub trait Backend: Sync {
         u: &Self::Field,
         r: &mut Self::Field,
     ) -> Result<f64>;
-
-    /// z ← M⁻¹ r, one Thomas solve per column (vertical line relaxation). Traffic 2.
-    fn line_solve(&self, op: &Self::LevelOp, r: &Self::Field, z: &mut Self::Field) -> Result<()>;
 
     /// Fused CG SpMV (docs/MODEL.md §8.2): u ← u + α p; p ← z + β p; q ← A z + β q; returns the local
     /// Σ p·q.
@@ -152,6 +159,25 @@ pub trait Backend: Sync {
         alpha: f64,
         beta: f64,
     ) -> Result<f64>;
+
+    /// u_f ← u_f + P u_c, horizontal linear interpolation with weights (½, ¼, ¼) from the parent
+    /// and its x and y neighbours on the child's side; outside the physical boundary the ghost
+    /// parent is −u_P.
+    fn prolongate(
+        &self,
+        coarse: &Self::LevelOp,
+        fine: &Self::LevelOp,
+        u_coarse: &Self::Field,
+        u_fine: &mut Self::Field,
+    ) -> Result<()>;
+}
+
+/// Kernels built on the vertical line solve M⁻¹ (one Thomas solve per column): the
+/// preconditioner, the fused CG Tridiag, the smoother and the fused restriction + smoother
+/// (kernels/lines.cu, `lines.rs`).
+pub trait LineKernels: Fields {
+    /// z ← M⁻¹ r, one Thomas solve per column (vertical line relaxation). Traffic 2.
+    fn line_solve(&self, op: &Self::LevelOp, r: &Self::Field, z: &mut Self::Field) -> Result<()>;
 
     /// Fused CG Tridiag: r ← r − α q; z ← M⁻¹ r; returns the local [Σ r·r, Σ r·z].
     fn cg_tridiag(
@@ -187,19 +213,16 @@ pub trait Backend: Sync {
         rho: f64,
         scale: f64,
     ) -> Result<()>;
+}
 
-    /// u_f ← u_f + P u_c, horizontal linear interpolation with weights (½, ¼, ¼) from the parent
-    /// and its x and y neighbours on the child's side; outside the physical boundary the ghost
-    /// parent is −u_P.
-    fn prolongate(
-        &self,
-        coarse: &Self::LevelOp,
-        fine: &Self::LevelOp,
-        u_coarse: &Self::Field,
-        u_fine: &mut Self::Field,
-    ) -> Result<()>;
+/// Moving data in and out of the backend's layout: host arrays to fields and back, and the halo
+/// faces communicators exchange (kernels/transfer.cu, `transfer.rs`).
+pub trait TransferKernels: Fields {
+    /// Copies a z-contiguous host array `host[(j * nx + i) * nz + k]` into the field's interior.
+    fn upload(&self, op: &Self::LevelOp, host: &[f64], x: &mut Self::Field) -> Result<()>;
 
-    // ----- halo faces, for communicators -----
+    /// Copies the field's interior into a z-contiguous host array.
+    fn download(&self, op: &Self::LevelOp, x: &Self::Field, host: &mut [f64]) -> Result<()>;
 
     /// One face of a block in the backend's own memory (a vector on the host, device memory on
     /// a GPU). Communicators allocate theirs once per level, at set-up
@@ -234,3 +257,10 @@ pub trait Backend: Sync {
     /// Copies host memory into a face buffer.
     fn face_from_host(&self, host: &[f64], buf: &mut Self::FaceBuffer) -> Result<()>;
 }
+
+/// A compute backend: every kernel the solvers need, declared once, grouped by concept in the
+/// traits above (the files of each backend mirror them). Implemented for every type that
+/// implements the five.
+pub trait Backend: Fields + VectorKernels + StencilKernels + LineKernels + TransferKernels {}
+
+impl<T: Fields + VectorKernels + StencilKernels + LineKernels + TransferKernels> Backend for T {}

@@ -1,7 +1,9 @@
 //! The serial reference backend: plain loops over the formulas of docs/MODEL.md, no fusion, no
 //! parallelism, written to be obviously correct. Every other backend is tested against it.
 
-use super::{host_face_methods, Backend};
+use super::{
+    host_face_methods, Fields, LineKernels, StencilKernels, TransferKernels, VectorKernels,
+};
 use crate::error::Result;
 use crate::field::HostField;
 use crate::perf::Probes;
@@ -82,8 +84,9 @@ impl ReferenceBackend {
     }
 }
 
-impl Backend for ReferenceBackend {
+impl Fields for ReferenceBackend {
     type Field = HostField;
+
     type LevelOp = LevelStencil;
 
     fn name(&self) -> String {
@@ -101,17 +104,9 @@ impl Backend for ReferenceBackend {
     fn alloc(&self, s: &LevelStencil) -> Result<HostField> {
         Ok(HostField::zeros(s.nx(), s.ny(), s.nz))
     }
+}
 
-    fn upload(&self, _s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
-        x.set_interior(host);
-        Ok(())
-    }
-
-    fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
-        x.get_interior(host);
-        Ok(())
-    }
-
+impl VectorKernels for ReferenceBackend {
     fn fill(&self, s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
         for (i, j) in interior(s) {
             x.column_mut(i, j).fill(v);
@@ -143,7 +138,9 @@ impl Backend for ReferenceBackend {
         }
         Ok(sum)
     }
+}
 
+impl StencilKernels for ReferenceBackend {
     fn apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
         for (i, j) in interior(s) {
             for k in 0..s.nz {
@@ -166,14 +163,6 @@ impl Backend for ReferenceBackend {
         self.dot(s, r, r)
     }
 
-    fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
-        for (i, j) in interior(s) {
-            let col = thomas(s, i, j, r.column(i, j));
-            z.column_mut(i, j).copy_from_slice(&col);
-        }
-        Ok(())
-    }
-
     fn cg_spmv(
         &self,
         s: &LevelStencil,
@@ -190,6 +179,49 @@ impl Backend for ReferenceBackend {
         self.apply(s, z, &mut az)?;
         self.xpby(s, &az, beta, q)?;
         self.dot(s, p, q)
+    }
+
+    fn prolongate(
+        &self,
+        coarse: &LevelStencil,
+        fine: &LevelStencil,
+        u_coarse: &HostField,
+        u_fine: &mut HostField,
+    ) -> Result<()> {
+        let phys = coarse.block.physical();
+        let (ncx, ncy) = (coarse.nx() as isize, coarse.ny() as isize);
+        for (i, j) in interior(fine) {
+            let (ip, jp) = ((i / 2) as isize, (j / 2) as isize);
+            let ix = if i % 2 == 0 { ip - 1 } else { ip + 1 };
+            let jy = if j % 2 == 0 { jp - 1 } else { jp + 1 };
+            let x_ghost = (ix < 0 && phys.west) || (ix >= ncx && phys.east);
+            let y_ghost = (jy < 0 && phys.south) || (jy >= ncy && phys.north);
+            for k in 0..fine.nz {
+                let up = at(u_coarse, (ip + 1) as usize, (jp + 1) as usize, k);
+                let ux = if x_ghost {
+                    -up
+                } else {
+                    at(u_coarse, (ix + 1) as usize, (jp + 1) as usize, k)
+                };
+                let uy = if y_ghost {
+                    -up
+                } else {
+                    at(u_coarse, (ip + 1) as usize, (jy + 1) as usize, k)
+                };
+                u_fine.column_mut(i, j)[k] += 0.5 * up + 0.25 * ux + 0.25 * uy;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LineKernels for ReferenceBackend {
+    fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
+        for (i, j) in interior(s) {
+            let col = thomas(s, i, j, r.column(i, j));
+            z.column_mut(i, j).copy_from_slice(&col);
+        }
+        Ok(())
     }
 
     fn cg_tridiag(
@@ -248,37 +280,16 @@ impl Backend for ReferenceBackend {
         }
         Ok(())
     }
+}
 
-    fn prolongate(
-        &self,
-        coarse: &LevelStencil,
-        fine: &LevelStencil,
-        u_coarse: &HostField,
-        u_fine: &mut HostField,
-    ) -> Result<()> {
-        let phys = coarse.block.physical();
-        let (ncx, ncy) = (coarse.nx() as isize, coarse.ny() as isize);
-        for (i, j) in interior(fine) {
-            let (ip, jp) = ((i / 2) as isize, (j / 2) as isize);
-            let ix = if i % 2 == 0 { ip - 1 } else { ip + 1 };
-            let jy = if j % 2 == 0 { jp - 1 } else { jp + 1 };
-            let x_ghost = (ix < 0 && phys.west) || (ix >= ncx && phys.east);
-            let y_ghost = (jy < 0 && phys.south) || (jy >= ncy && phys.north);
-            for k in 0..fine.nz {
-                let up = at(u_coarse, (ip + 1) as usize, (jp + 1) as usize, k);
-                let ux = if x_ghost {
-                    -up
-                } else {
-                    at(u_coarse, (ix + 1) as usize, (jp + 1) as usize, k)
-                };
-                let uy = if y_ghost {
-                    -up
-                } else {
-                    at(u_coarse, (ip + 1) as usize, (jy + 1) as usize, k)
-                };
-                u_fine.column_mut(i, j)[k] += 0.5 * up + 0.25 * ux + 0.25 * uy;
-            }
-        }
+impl TransferKernels for ReferenceBackend {
+    fn upload(&self, _s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
+        x.set_interior(host);
+        Ok(())
+    }
+
+    fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
+        x.get_interior(host);
         Ok(())
     }
 

@@ -1,172 +1,148 @@
-//! The line-solve kernels of the CPU backend on groups of `L` adjacent columns of a row. Each runs
-//! in three phases: the right-hand side of the group's column systems (a vectorised loop over k),
-//! the interleaved forward Thomas sweeps, and the backward sweeps that write the result. Each
-//! function takes the row slices of its fields (halo columns included) and works on columns
-//! `i0 .. i0 + L` of row `j`.
+//! The kernels built on the line solve: M⁻¹, the fused CG Tridiag, Smooth, RestrictSmooth.
 
-use super::column::{apply_column, dot, nbrs, thomas_backward, thomas_forward};
-use crate::field::HostField;
-use crate::stencil::LevelStencil;
+use super::*;
+use crate::backend::LineKernels;
 
-/// Columns per interleaved group.
-pub(super) const LANES: usize = 8;
-
-/// Per-thread scratch of a group: right-hand sides, modified super-diagonal, intermediate z.
-pub(super) struct Scratch<'a, const L: usize> {
-    rhs: &'a mut [[f64; L]],
-    cp: &'a mut [[f64; L]],
-    zs: &'a mut [[f64; L]],
-}
-
-/// Values of scratch a group of [`LANES`] columns of height nz needs.
-pub(super) fn scratch_len(nz: usize) -> usize {
-    3 * LANES * nz
-}
-
-impl<'a, const L: usize> Scratch<'a, L> {
-    /// Carves the scratch of an `L`-group out of `buf` ([`scratch_len`] values).
-    #[inline(always)]
-    pub fn new(buf: &'a mut [f64], nz: usize) -> Self {
-        let (rhs, rest) = buf.split_at_mut(L * nz);
-        let (cp, zs) = rest.split_at_mut(L * nz);
-        Self {
-            rhs: &mut rhs.as_chunks_mut::<L>().0[..nz],
-            cp: &mut cp.as_chunks_mut::<L>().0[..nz],
-            zs: &mut zs.as_chunks_mut::<L>().0[..nz],
-        }
-    }
-}
-
-/// Calls `f(i0, true)` for each full group of [`LANES`] columns from `i0` and `f(i, false)` for
-/// each remaining single column.
-#[inline(always)]
-pub(super) fn groups(nx: usize, mut f: impl FnMut(usize, bool)) {
-    let full = nx / LANES * LANES;
-    (0..full).step_by(LANES).for_each(|i| f(i, true));
-    (full..nx).for_each(|i| f(i, false));
-}
-
-/// The `L` columns from `i0` of a row, as one slice.
-#[inline(always)]
-fn cols<const L: usize>(row: &[f64], i0: usize, nz: usize) -> &[f64] {
-    &row[(i0 + 1) * nz..(i0 + 1 + L) * nz]
-}
-
-#[inline(always)]
-fn cols_mut<const L: usize>(row: &mut [f64], i0: usize, nz: usize) -> &mut [f64] {
-    &mut row[(i0 + 1) * nz..(i0 + 1 + L) * nz]
-}
-
-/// z ← M⁻¹ r on columns `i0 .. i0 + L` of row `j`.
-#[inline(always)]
-pub(super) fn line_solve<const L: usize>(
-    s: &LevelStencil,
-    (j, i0): (usize, usize),
-    r: &[f64],
-    z: &mut [f64],
-    buf: &mut [f64],
-) {
-    let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-    let sc = Scratch::<L>::new(buf, nz);
-    let r = cols::<L>(r, i0, nz);
-    for (k, rk) in sc.rhs.iter_mut().enumerate() {
-        *rk = std::array::from_fn(|l| r[l * nz + k]);
-    }
-    let z = cols_mut::<L>(z, i0, nz);
-    thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = zk);
-}
-
-/// r ← r − α q; z ← M⁻¹ r; returns [Σ r·r, Σ r·z] over the group.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn cg_tridiag<const L: usize>(
-    s: &LevelStencil,
-    (j, i0): (usize, usize),
-    q: &[f64],
-    r: &mut [f64],
-    z: &mut [f64],
-    alpha: f64,
-    buf: &mut [f64],
-) -> [f64; 2] {
-    let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-    let sc = Scratch::<L>::new(buf, nz);
-    let q = cols::<L>(q, i0, nz);
-    let r = cols_mut::<L>(r, i0, nz);
-    let z = cols_mut::<L>(z, i0, nz);
-    for l in 0..L {
-        let (rl, ql) = (&mut r[l * nz..][..nz], &q[l * nz..][..nz]);
-        for (k, (rv, qv)) in rl.iter_mut().zip(ql).enumerate() {
-            *rv -= alpha * qv;
-            sc.rhs[k][l] = *rv;
-        }
-    }
-    thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = zk);
-    [dot(r, r), dot(r, z)]
-}
-
-/// u_out ← u_in + ρ M⁻¹ (f − A u_in) on columns `i0 .. i0 + L` of row `j`.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn smooth<const L: usize>(
-    s: &LevelStencil,
-    (j, i0): (usize, usize),
-    f: &[f64],
-    u_in: &HostField,
-    out: &mut [f64],
-    rho: f64,
-    buf: &mut [f64],
-) {
-    let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-    let sc = Scratch::<L>::new(buf, nz);
-    let c = &s.columns[j * nx + i0..][..L];
-    let f = cols::<L>(f, i0, nz);
-    for l in 0..L {
-        let (fl, rhs) = (&f[l * nz..][..nz], &mut *sc.rhs);
-        apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| {
-            rhs[k][l] = fl[k] - au
+impl LineKernels for CpuBackend {
+    // z = M^-1 r; traffic: read r, write z: 2.
+    fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
+        let (nx, nz) = (s.nx(), s.nz);
+        self.pool.install(|| {
+            rows(z)
+                .zip(rows_ref(r))
+                .enumerate()
+                .for_each(|(j, (zr, rr))| {
+                    with_scratch(thomas::scratch_len(nz), |cp| {
+                        groups(nx, |i, full| {
+                            if full {
+                                thomas::line_solve::<LANES>(s, (j, i), rr, zr, cp)
+                            } else {
+                                thomas::line_solve::<1>(s, (j, i), rr, zr, cp)
+                            }
+                        })
+                    })
+                })
         });
+        Ok(())
     }
-    thomas_forward::<L>(c, v, sc.rhs, sc.cp, sc.zs);
-    let u = cols::<L>(
-        &u_in.data[u_in.offset(0, j + 1)..][..u_in.row_len()],
-        i0,
-        nz,
-    );
-    let out = cols_mut::<L>(out, i0, nz);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| {
-        out[l * nz + k] = u[l * nz + k] + rho * zk
-    });
-}
 
-/// f_c ← scale · Σ children of r_f; u_c ← ρ M⁻¹ f_c on coarse columns `i0 .. i0 + L` of coarse
-/// row `j`; `r0`, `r1` are the fine rows 2j and 2j + 1.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(super) fn restrict_smooth<const L: usize>(
-    coarse: &LevelStencil,
-    (j, i0): (usize, usize),
-    (r0, r1): (&[f64], &[f64]),
-    f: &mut [f64],
-    u: &mut [f64],
-    (rho, scale): (f64, f64),
-    buf: &mut [f64],
-) {
-    let (nx, nz, v) = (coarse.nx(), coarse.nz, &*coarse.vertical);
-    let sc = Scratch::<L>::new(buf, nz);
-    let f = cols_mut::<L>(f, i0, nz);
-    for l in 0..L {
-        // The four fine children of coarse column i0 + l: two in each fine row.
-        let o = (2 * (i0 + l) + 1) * nz;
-        let (aw, ae) = (&r0[o..o + nz], &r0[o + nz..o + 2 * nz]);
-        let (bw, be) = (&r1[o..o + nz], &r1[o + nz..o + 2 * nz]);
-        for (k, fv) in f[l * nz..][..nz].iter_mut().enumerate() {
-            *fv = scale * ((aw[k] + ae[k]) + (bw[k] + be[k]));
-            sc.rhs[k][l] = *fv;
-        }
+    // r -= alpha q; z = M^-1 r; sums r.r and r.z; traffic: read q, r; write r, z: 4
+    // (paper's Mem^(C): 9, which counts the Thomas intermediates).
+    fn cg_tridiag(
+        &self,
+        s: &LevelStencil,
+        q: &HostField,
+        r: &mut HostField,
+        z: &mut HostField,
+        alpha: f64,
+    ) -> Result<[f64; 2]> {
+        let (nx, nz) = (s.nx(), s.nz);
+        Ok(self.reduce_rows(s.ny(), |parts| {
+            rows(r)
+                .zip(rows(z))
+                .zip(rows_ref(q))
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(j, (((rrow, zrow), qrow), part))| {
+                    let mut acc = [0.0; 2];
+                    let mut add = |d: [f64; 2]| {
+                        acc[0] += d[0];
+                        acc[1] += d[1];
+                    };
+                    with_scratch(thomas::scratch_len(nz), |cp| {
+                        groups(nx, |i, full| {
+                            add(if full {
+                                thomas::cg_tridiag::<LANES>(s, (j, i), qrow, rrow, zrow, alpha, cp)
+                            } else {
+                                thomas::cg_tridiag::<1>(s, (j, i), qrow, rrow, zrow, alpha, cp)
+                            })
+                        })
+                    });
+                    *part = acc;
+                })
+        }))
     }
-    thomas_forward::<L>(&coarse.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    let u = cols_mut::<L>(u, i0, nz);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| u[l * nz + k] = rho * zk);
+
+    // u_out = u_in + rho M^-1 (f - A u_in); traffic: read f, u_in; write u_out: 3
+    // (paper's two-kernel Smooth: 8).
+    fn smooth(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u_in: &HostField,
+        u_out: &mut HostField,
+        rho: f64,
+    ) -> Result<()> {
+        let (nx, nz) = (s.nx(), s.nz);
+        self.pool.install(|| {
+            rows(u_out)
+                .zip(rows_ref(f))
+                .enumerate()
+                .for_each(|(j, (orow, frow))| {
+                    with_scratch(thomas::scratch_len(nz), |cp| {
+                        groups(nx, |i, full| {
+                            if full {
+                                thomas::smooth::<LANES>(s, (j, i), frow, u_in, orow, rho, cp)
+                            } else {
+                                thomas::smooth::<1>(s, (j, i), frow, u_in, orow, rho, cp)
+                            }
+                        })
+                    })
+                })
+        });
+        Ok(())
+    }
+
+    // f_c = scale * sum of 4 children of r_f; u_c = rho M^-1 f_c; traffic per coarse cell:
+    // read 4, write 2: 6.
+    fn restrict_smooth(
+        &self,
+        fine: &LevelStencil,
+        coarse: &LevelStencil,
+        r_fine: &HostField,
+        f_coarse: &mut HostField,
+        u_coarse: &mut HostField,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()> {
+        debug_assert_eq!(fine.nx(), 2 * coarse.nx());
+        let (nx, nz) = (coarse.nx(), coarse.nz);
+        let frow_len = r_fine.row_len();
+        self.pool.install(|| {
+            rows(f_coarse)
+                .zip(rows(u_coarse))
+                .enumerate()
+                .for_each(|(j, (frow, urow))| {
+                    let r0 = &r_fine.data[r_fine.offset(0, 2 * j + 1)..][..frow_len];
+                    let r1 = &r_fine.data[r_fine.offset(0, 2 * j + 2)..][..frow_len];
+                    let w = (rho, scale);
+                    with_scratch(thomas::scratch_len(nz), |cp| {
+                        groups(nx, |i, full| {
+                            if full {
+                                thomas::restrict_smooth::<LANES>(
+                                    coarse,
+                                    (j, i),
+                                    (r0, r1),
+                                    frow,
+                                    urow,
+                                    w,
+                                    cp,
+                                )
+                            } else {
+                                thomas::restrict_smooth::<1>(
+                                    coarse,
+                                    (j, i),
+                                    (r0, r1),
+                                    frow,
+                                    urow,
+                                    w,
+                                    cp,
+                                )
+                            }
+                        })
+                    })
+                })
+        });
+        Ok(())
+    }
 }

@@ -4,10 +4,14 @@
 
 mod column;
 mod lines;
+mod stencil;
+mod thomas;
+mod transfer;
+mod vector;
 
 use self::column::{apply_column, dot, nbrs};
-use self::lines::{groups, LANES};
-use super::{host_face_methods, Backend};
+use self::thomas::{groups, LANES};
+use super::{host_face_methods, Fields};
 use crate::error::{Result, StrataError};
 use crate::field::HostField;
 use crate::perf::Probes;
@@ -181,8 +185,9 @@ impl CpuBackend {
     }
 }
 
-impl Backend for CpuBackend {
+impl Fields for CpuBackend {
     type Field = HostField;
+
     type LevelOp = LevelStencil;
 
     fn name(&self) -> String {
@@ -197,7 +202,7 @@ impl Backend for CpuBackend {
         // Warm every worker's Thomas scratch so that solves do not allocate.
         let nz = stencil.nz;
         self.pool
-            .broadcast(|_| with_scratch(lines::scratch_len(nz), |_| ()));
+            .broadcast(|_| with_scratch(thomas::scratch_len(nz), |_| ()));
         Ok(stencil.clone())
     }
 
@@ -213,333 +218,6 @@ impl Backend for CpuBackend {
             .install(|| f.data.par_chunks_mut(row).for_each(|r| r.fill(0.0)));
         Ok(f)
     }
-
-    fn upload(&self, _s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
-        x.set_interior(host);
-        Ok(())
-    }
-
-    fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
-        x.get_interior(host);
-        Ok(())
-    }
-
-    fn fill(&self, _s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
-        let nz = x.nz;
-        self.pool
-            .install(|| rows(x).for_each(|r| inner_mut(r, nz).fill(v)));
-        Ok(())
-    }
-
-    fn copy(&self, _s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
-        self.map2(x, y, |x, _| x);
-        Ok(())
-    }
-
-    fn axpy(&self, _s: &LevelStencil, a: f64, x: &HostField, y: &mut HostField) -> Result<()> {
-        self.map2(x, y, |x, y| y + a * x);
-        Ok(())
-    }
-
-    fn xpby(&self, _s: &LevelStencil, x: &HostField, b: f64, y: &mut HostField) -> Result<()> {
-        self.map2(x, y, |x, y| x + b * y);
-        Ok(())
-    }
-
-    fn dot(&self, s: &LevelStencil, x: &HostField, y: &HostField) -> Result<f64> {
-        let nz = s.nz;
-        let [d, _] = self.reduce_rows(s.ny(), |parts| {
-            parts
-                .par_iter_mut()
-                .zip(rows_ref(x).zip(rows_ref(y)))
-                .for_each(|(part, (xr, yr))| {
-                    let sum = inner(xr, nz)
-                        .iter()
-                        .zip(inner(yr, nz))
-                        .fold(0.0, |a, (x, y)| a + x * y);
-                    *part = [sum, 0.0];
-                })
-        });
-        Ok(d)
-    }
-
-    // y = A x; traffic: read x (neighbours cached), write y: 2.
-    fn apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
-        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-        self.pool.install(|| {
-            rows(y).enumerate().for_each(|(j, yr)| {
-                for i in 0..nx {
-                    let c = &s.columns[j * nx + i];
-                    let yc = col_mut(yr, i, nz);
-                    apply_column(c, v, &nbrs(x, i, j), |k, au| yc[k] = au);
-                }
-            })
-        });
-        Ok(())
-    }
-
-    // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3.
-    fn residual(
-        &self,
-        s: &LevelStencil,
-        f: &HostField,
-        u: &HostField,
-        r: &mut HostField,
-    ) -> Result<f64> {
-        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-        let [rr, _] = self.reduce_rows(s.ny(), |parts| {
-            rows(r)
-                .zip(parts.par_iter_mut())
-                .enumerate()
-                .for_each(|(j, (rrow, part))| {
-                    let mut sum = 0.0;
-                    let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
-                    for i in 0..nx {
-                        let c = &s.columns[j * nx + i];
-                        let fc = col(frow, i, nz);
-                        let rc = col_mut(rrow, i, nz);
-                        apply_column(c, v, &nbrs(u, i, j), |k, au| rc[k] = fc[k] - au);
-                        sum += dot(rc, rc);
-                    }
-                    *part = [sum, 0.0];
-                })
-        });
-        Ok(rr)
-    }
-
-    // z = M^-1 r; traffic: read r, write z: 2.
-    fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
-        let (nx, nz) = (s.nx(), s.nz);
-        self.pool.install(|| {
-            rows(z)
-                .zip(rows_ref(r))
-                .enumerate()
-                .for_each(|(j, (zr, rr))| {
-                    with_scratch(lines::scratch_len(nz), |cp| {
-                        groups(nx, |i, full| {
-                            if full {
-                                lines::line_solve::<LANES>(s, (j, i), rr, zr, cp)
-                            } else {
-                                lines::line_solve::<1>(s, (j, i), rr, zr, cp)
-                            }
-                        })
-                    })
-                })
-        });
-        Ok(())
-    }
-
-    // u += alpha p; p = z + beta p; q = A z + beta q; sum p.q
-    // traffic: read z (neighbours cached), u, p, q; write u, p, q: 7 (paper's Mem^(C): 6).
-    fn cg_spmv(
-        &self,
-        s: &LevelStencil,
-        z: &HostField,
-        u: &mut HostField,
-        p: &mut HostField,
-        q: &mut HostField,
-        alpha: f64,
-        beta: f64,
-    ) -> Result<f64> {
-        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
-        let [pq, _] = self.reduce_rows(s.ny(), |parts| {
-            rows(u)
-                .zip(rows(p))
-                .zip(rows(q))
-                .zip(parts.par_iter_mut())
-                .enumerate()
-                .for_each(|(j, (((ur, pr), qr), part))| {
-                    let mut sum = 0.0;
-                    for i in 0..nx {
-                        let c = &s.columns[j * nx + i];
-                        let zn = nbrs(z, i, j);
-                        let uc = col_mut(ur, i, nz);
-                        let pc = col_mut(pr, i, nz);
-                        let qc = col_mut(qr, i, nz);
-                        for k in 0..nz {
-                            let pold = pc[k];
-                            uc[k] += alpha * pold;
-                            pc[k] = zn.c[k] + beta * pold;
-                        }
-                        apply_column(c, v, &zn, |k, az| qc[k] = az + beta * qc[k]);
-                        sum += dot(pc, qc);
-                    }
-                    *part = [sum, 0.0];
-                })
-        });
-        Ok(pq)
-    }
-
-    // r -= alpha q; z = M^-1 r; sums r.r and r.z; traffic: read q, r; write r, z: 4
-    // (paper's Mem^(C): 9, which counts the Thomas intermediates).
-    fn cg_tridiag(
-        &self,
-        s: &LevelStencil,
-        q: &HostField,
-        r: &mut HostField,
-        z: &mut HostField,
-        alpha: f64,
-    ) -> Result<[f64; 2]> {
-        let (nx, nz) = (s.nx(), s.nz);
-        Ok(self.reduce_rows(s.ny(), |parts| {
-            rows(r)
-                .zip(rows(z))
-                .zip(rows_ref(q))
-                .zip(parts.par_iter_mut())
-                .enumerate()
-                .for_each(|(j, (((rrow, zrow), qrow), part))| {
-                    let mut acc = [0.0; 2];
-                    let mut add = |d: [f64; 2]| {
-                        acc[0] += d[0];
-                        acc[1] += d[1];
-                    };
-                    with_scratch(lines::scratch_len(nz), |cp| {
-                        groups(nx, |i, full| {
-                            add(if full {
-                                lines::cg_tridiag::<LANES>(s, (j, i), qrow, rrow, zrow, alpha, cp)
-                            } else {
-                                lines::cg_tridiag::<1>(s, (j, i), qrow, rrow, zrow, alpha, cp)
-                            })
-                        })
-                    });
-                    *part = acc;
-                })
-        }))
-    }
-
-    // u_out = u_in + rho M^-1 (f - A u_in); traffic: read f, u_in; write u_out: 3
-    // (paper's two-kernel Smooth: 8).
-    fn smooth(
-        &self,
-        s: &LevelStencil,
-        f: &HostField,
-        u_in: &HostField,
-        u_out: &mut HostField,
-        rho: f64,
-    ) -> Result<()> {
-        let (nx, nz) = (s.nx(), s.nz);
-        self.pool.install(|| {
-            rows(u_out)
-                .zip(rows_ref(f))
-                .enumerate()
-                .for_each(|(j, (orow, frow))| {
-                    with_scratch(lines::scratch_len(nz), |cp| {
-                        groups(nx, |i, full| {
-                            if full {
-                                lines::smooth::<LANES>(s, (j, i), frow, u_in, orow, rho, cp)
-                            } else {
-                                lines::smooth::<1>(s, (j, i), frow, u_in, orow, rho, cp)
-                            }
-                        })
-                    })
-                })
-        });
-        Ok(())
-    }
-
-    // f_c = scale * sum of 4 children of r_f; u_c = rho M^-1 f_c; traffic per coarse cell:
-    // read 4, write 2: 6.
-    fn restrict_smooth(
-        &self,
-        fine: &LevelStencil,
-        coarse: &LevelStencil,
-        r_fine: &HostField,
-        f_coarse: &mut HostField,
-        u_coarse: &mut HostField,
-        rho: f64,
-        scale: f64,
-    ) -> Result<()> {
-        debug_assert_eq!(fine.nx(), 2 * coarse.nx());
-        let (nx, nz) = (coarse.nx(), coarse.nz);
-        let frow_len = r_fine.row_len();
-        self.pool.install(|| {
-            rows(f_coarse)
-                .zip(rows(u_coarse))
-                .enumerate()
-                .for_each(|(j, (frow, urow))| {
-                    let r0 = &r_fine.data[r_fine.offset(0, 2 * j + 1)..][..frow_len];
-                    let r1 = &r_fine.data[r_fine.offset(0, 2 * j + 2)..][..frow_len];
-                    let w = (rho, scale);
-                    with_scratch(lines::scratch_len(nz), |cp| {
-                        groups(nx, |i, full| {
-                            if full {
-                                lines::restrict_smooth::<LANES>(
-                                    coarse,
-                                    (j, i),
-                                    (r0, r1),
-                                    frow,
-                                    urow,
-                                    w,
-                                    cp,
-                                )
-                            } else {
-                                lines::restrict_smooth::<1>(
-                                    coarse,
-                                    (j, i),
-                                    (r0, r1),
-                                    frow,
-                                    urow,
-                                    w,
-                                    cp,
-                                )
-                            }
-                        })
-                    })
-                })
-        });
-        Ok(())
-    }
-
-    // u_f += P u_c; traffic: read u_f, u_c (cached); write u_f: 3.
-    fn prolongate(
-        &self,
-        coarse: &LevelStencil,
-        fine: &LevelStencil,
-        u_coarse: &HostField,
-        u_fine: &mut HostField,
-    ) -> Result<()> {
-        let phys = coarse.block.physical();
-        let (nx, ncx, ncy, nz) = (fine.nx(), coarse.nx(), coarse.ny(), fine.nz);
-        let ccol = |ih: usize, jh: usize| &u_coarse.data[u_coarse.offset(ih, jh)..][..nz];
-        self.pool.install(|| {
-            rows(u_fine).enumerate().for_each(|(j, frow)| {
-                // Halo-inclusive coarse indices of the parent and of its y neighbour.
-                let jp = j / 2 + 1;
-                let (jy, ghost_y) = if j % 2 == 0 {
-                    (jp - 1, jp == 1 && phys.south)
-                } else {
-                    (jp + 1, jp == ncy && phys.north)
-                };
-                for i in 0..nx {
-                    let ip = i / 2 + 1;
-                    let (ix, ghost_x) = if i % 2 == 0 {
-                        (ip - 1, ip == 1 && phys.west)
-                    } else {
-                        (ip + 1, ip == ncx && phys.east)
-                    };
-                    let up = ccol(ip, jp);
-                    // A ghost parent outside the boundary is −u_P.
-                    let (wx, ux) = if ghost_x {
-                        (-0.25, up)
-                    } else {
-                        (0.25, ccol(ix, jp))
-                    };
-                    let (wy, uy) = if ghost_y {
-                        (-0.25, up)
-                    } else {
-                        (0.25, ccol(ip, jy))
-                    };
-                    let fc = col_mut(frow, i, nz);
-                    for k in 0..nz {
-                        fc[k] += 0.5 * up[k] + wx * ux[k] + wy * uy[k];
-                    }
-                }
-            })
-        });
-        Ok(())
-    }
-
-    host_face_methods!();
 }
 
 impl Probes for CpuBackend {

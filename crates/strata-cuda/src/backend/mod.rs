@@ -1,25 +1,23 @@
-//! [`CudaBackend`]: the [`Backend`] kernels on an NVIDIA GPU.
+//! [`CudaBackend`]: the kernels of `strata::backend::Backend` on an NVIDIA GPU, one file per
+//! concept, mirroring kernels/*.cu and the CPU backend: vector, stencil, lines, transfer.
 
-use crate::kernels::{arch_for, backend_err, Kernels};
+use crate::kernels::{arch_for, backend_err, Kernel as K, Kernels, Tuning, BLOCK_THREADS};
 use crate::layout::DeviceLayout;
 use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use strata::backend::{face_len, Backend, Side};
+use strata::backend::{face_len, Fields, Side};
 use strata::perf::{Kernel, Probes};
 use strata::stencil::LevelStencil;
 use strata::{Result, StrataError};
 
-/// Threads per block of the column kernels (64 × 2 on the fine levels, as in the paper).
-const BLOCK_THREADS: u32 = 128;
-
-/// Launches kernel `$name` of level `$op` over its columns with the given arguments (the
+/// Launches kernel `$kernel` of level `$op` over its columns with the given arguments (the
 /// level's layout first).
 macro_rules! launch_columns {
-    ($self:ident, $op:expr, $name:literal; $($arg:expr),* $(,)?) => {{
-        let mut b = $self.stream.launch_builder($op.k.get($name));
+    ($self:ident, $op:expr, $kernel:expr; $($arg:expr),* $(,)?) => {{
+        let mut b = $self.stream.launch_builder($op.k.get($kernel));
         b.arg(&$op.layout);
         $( b.arg($arg); )*
         // SAFETY: every field argument was checked to have this level's layout, and the column
@@ -73,6 +71,7 @@ pub struct CudaBackend {
     modules: Mutex<HashMap<usize, Arc<Kernels>>>,
     reduce: Mutex<Reduce>,
     pinned: Pinned,
+    tuning: Tuning,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -106,9 +105,15 @@ pub fn device_count() -> Result<usize> {
 }
 
 impl CudaBackend {
-    /// Opens device `ordinal`. Fails with a clear message when the driver, NVRTC or the device is
+    /// Opens device `ordinal` with the kernel options of the environment ([`Tuning::from_env`],
+    /// read here, once). Fails with a clear message when the driver, NVRTC or the device is
     /// missing.
     pub fn new(ordinal: usize) -> Result<Self> {
+        Self::with_tuning(ordinal, Tuning::from_env())
+    }
+
+    /// Opens device `ordinal` with the given kernel options.
+    pub fn with_tuning(ordinal: usize, tuning: Tuning) -> Result<Self> {
         if let Some(why) = unavailable_reason() {
             return Err(backend_err(why));
         }
@@ -132,12 +137,18 @@ impl CudaBackend {
             modules: Mutex::new(HashMap::new()),
             reduce: Mutex::new(reduce),
             pinned: Pinned::default(),
+            tuning,
         })
     }
 
     /// Whether the Smooth kernel was built to store its right-hand side (`-DSMOOTH_STORE_RHS`).
     fn smooth_stores_rhs(&self) -> bool {
-        std::env::var("STRATA_CUDA_OPTIONS").is_ok_and(|o| o.contains("-DSMOOTH_STORE_RHS"))
+        self.tuning.smooth_stores_rhs()
+    }
+
+    /// The kernel build options this backend was created with.
+    pub fn tuning(&self) -> &Tuning {
+        &self.tuning
     }
 
     /// The stream every kernel and copy of this backend runs on (for NCCL).
@@ -155,7 +166,7 @@ impl CudaBackend {
         if let Some(k) = m.get(&nz) {
             return Ok(k.clone());
         }
-        let k = Arc::new(Kernels::load(&self.ctx, nz, self.arch)?);
+        let k = Arc::new(Kernels::load(&self.ctx, nz, self.arch, &self.tuning)?);
         m.insert(nz, k.clone());
         Ok(k)
     }
@@ -181,7 +192,7 @@ impl CudaBackend {
 
     /// Runs the final reduction of `ncomp` components over the level's block partials.
     fn finish_reduce(&self, op: &CudaLevel, r: &mut Reduce, ncomp: usize) -> Result<[f64; 2]> {
-        let f = op.k.get("reduce_f64");
+        let f = op.k.get(K::Reduce);
         let (nb, nc) = (op.blocks as i32, ncomp as i32);
         let cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
@@ -229,12 +240,12 @@ impl CudaBackend {
         }
     }
 
-    /// Launches a face kernel (`pack_face_f64`: field → buffer, `unpack_face_f64`: buffer →
+    /// Launches a face kernel ([`K::PackFace`]: field → buffer, [`K::UnpackFace`]: buffer →
     /// halo) over the count × nz values of one side.
     fn face_launch(
         &self,
         op: &CudaLevel,
-        name: &str,
+        kernel: K,
         side: Side,
         src: &CudaSlice<f64>,
         dst: &mut CudaSlice<f64>,
@@ -250,7 +261,7 @@ impl CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(op.k.get(name));
+        let mut b = self.stream.launch_builder(op.k.get(kernel));
         b.arg(&op.layout).arg(&s).arg(&count).arg(src).arg(dst);
         // SAFETY: the buffer holds count × nz values (checked by the callers); the kernel touches
         // one face layer of the field (interior for pack, halo for unpack).
@@ -267,23 +278,10 @@ fn side_index(side: Side) -> i32 {
     }
 }
 
-/// Default block width of the column kernels (the paper's 64 × 2).
-const BLOCK_X: u32 = 64;
-
-/// The block width: [`BLOCK_X`], or `STRATA_CUDA_BLOCK_X` (a power of two from 8 to 128) for
-/// experiments.
-fn block_x() -> u32 {
-    std::env::var("STRATA_CUDA_BLOCK_X")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|v| v.is_power_of_two() && (8..=BLOCK_THREADS).contains(v))
-        .unwrap_or(BLOCK_X)
-}
-
 /// 128 threads per block: bx × (128 / bx) with bx = 64 where the level is wide enough, narrower
 /// blocks on coarse levels.
-fn column_config(nx: usize, ny: usize) -> (LaunchConfig, usize) {
-    let bx = (nx.next_power_of_two() as u32).clamp(8, block_x());
+fn column_config(nx: usize, ny: usize, block_x: u32) -> (LaunchConfig, usize) {
+    let bx = (nx.next_power_of_two() as u32).clamp(8, block_x);
     let by = BLOCK_THREADS / bx;
     let grid = ((nx as u32).div_ceil(bx), (ny as u32).div_ceil(by));
     (
@@ -296,8 +294,9 @@ fn column_config(nx: usize, ny: usize) -> (LaunchConfig, usize) {
     )
 }
 
-impl Backend for CudaBackend {
+impl Fields for CudaBackend {
     type Field = CudaField;
+
     type LevelOp = CudaLevel;
 
     fn name(&self) -> String {
@@ -322,7 +321,7 @@ impl Backend for CudaBackend {
             .flatten()
             .copied()
             .collect();
-        let (cfg, blocks) = column_config(s.nx(), s.ny());
+        let (cfg, blocks) = column_config(s.nx(), s.ny(), self.tuning.block_x);
         {
             let mut r = self.reduce_lock();
             if r.partials.len() < 2 * blocks {
@@ -355,262 +354,8 @@ impl Backend for CudaBackend {
         })
     }
 
-    fn upload(&self, op: &CudaLevel, host: &[f64], x: &mut CudaField) -> Result<()> {
-        self.check(op, &[x]);
-        let l = op.layout;
-        let row = l.nx as usize * l.nz as usize;
-        assert_eq!(host.len(), row * l.ny as usize, "host array size");
-        let rows = chunk_rows(row, l.ny as usize);
-        let mut pinned = cu(self.pinned.get(&self.ctx, rows * row))?;
-        let mut staging = self.alloc_values(pinned[0].len())?;
-        for (c, j0) in (0..l.ny as usize).step_by(rows).enumerate() {
-            let n = rows.min(l.ny as usize - j0);
-            let buf = &mut pinned[c % 2];
-            // Waits for the device's copy out of this buffer two chunks ago.
-            par_copy(
-                &mut cu(buf.host_mut())?[..n * row],
-                &host[j0 * row..(j0 + n) * row],
-            );
-            cu(self.stream.memcpy_htod(&*buf.slice_mut(), &mut staging))?;
-            cu(buf.used(&self.stream))?;
-            let mut b = self.stream.launch_builder(op.k.get("to_device_f64"));
-            let j0i = j0 as i32;
-            b.arg(&l).arg(&j0i).arg(&staging).arg(&mut x.data);
-            // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
-            cu(unsafe { b.launch(self.transpose_cfg(op, n)) })?;
-        }
-        Ok(())
-    }
-
-    fn download(&self, op: &CudaLevel, x: &CudaField, host: &mut [f64]) -> Result<()> {
-        self.check(op, &[x]);
-        let l = op.layout;
-        let row = l.nx as usize * l.nz as usize;
-        assert_eq!(host.len(), row * l.ny as usize, "host array size");
-        let rows = chunk_rows(row, l.ny as usize);
-        let mut pinned = cu(self.pinned.get(&self.ctx, rows * row))?;
-        let mut staging = self.alloc_values(pinned[0].len())?;
-        let chunks: Vec<usize> = (0..l.ny as usize).step_by(rows).collect();
-        // The host copies chunk c − 1 out of its page-locked buffer while the device transposes
-        // and copies chunk c into the other.
-        let mut copy_out = |c: usize, pinned: &mut [Buffer]| {
-            let (j0, n) = (chunks[c], rows.min(l.ny as usize - chunks[c]));
-            let src = cu(pinned[c % 2].host_mut())?;
-            par_copy(&mut host[j0 * row..(j0 + n) * row], &src[..n * row]);
-            Ok::<(), StrataError>(())
-        };
-        for (c, &j0) in chunks.iter().enumerate() {
-            let n = rows.min(l.ny as usize - j0);
-            let mut b = self.stream.launch_builder(op.k.get("to_host_f64"));
-            let j0i = j0 as i32;
-            b.arg(&l).arg(&j0i).arg(&x.data).arg(&mut staging);
-            // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
-            cu(unsafe { b.launch(self.transpose_cfg(op, n)) })?;
-            let buf = &mut pinned[c % 2];
-            cu(self.stream.memcpy_dtoh(&staging, buf.slice_mut()))?;
-            cu(buf.used(&self.stream))?;
-            if c > 0 {
-                copy_out(c - 1, &mut pinned)?;
-            }
-        }
-        if let Some(last) = chunks.len().checked_sub(1) {
-            copy_out(last, &mut pinned)?;
-        }
-        Ok(())
-    }
-
     fn synchronize(&self) -> Result<()> {
         cu(self.stream.synchronize())
-    }
-
-    fn fill(&self, op: &CudaLevel, x: &mut CudaField, v: f64) -> Result<()> {
-        self.check(op, &[x]);
-        launch_columns!(self, op, "fill_f64"; &mut x.data, &v)
-    }
-
-    fn copy(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
-        self.check(op, &[x, y]);
-        launch_columns!(self, op, "copy_f64"; &x.data, &mut y.data)
-    }
-
-    fn axpy(&self, op: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<()> {
-        self.check(op, &[x, y]);
-        launch_columns!(self, op, "axpy_f64"; &a, &x.data, &mut y.data)
-    }
-
-    fn xpby(&self, op: &CudaLevel, x: &CudaField, beta: f64, y: &mut CudaField) -> Result<()> {
-        self.check(op, &[x, y]);
-        launch_columns!(self, op, "xpby_f64"; &x.data, &beta, &mut y.data)
-    }
-
-    fn dot(&self, op: &CudaLevel, x: &CudaField, y: &CudaField) -> Result<f64> {
-        self.check(op, &[x, y]);
-        let mut r = self.reduce_lock();
-        launch_columns!(self, op, "dot_f64"; &x.data, &y.data, &mut r.partials)?;
-        Ok(self.finish_reduce(op, &mut r, 1)?[0])
-    }
-
-    fn apply(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
-        self.check(op, &[x, y]);
-        launch_columns!(self, op, "apply_f64"; &op.cols, &op.vert, &x.data, &mut y.data)
-    }
-
-    fn residual(
-        &self,
-        op: &CudaLevel,
-        f: &CudaField,
-        u: &CudaField,
-        r: &mut CudaField,
-    ) -> Result<f64> {
-        self.check(op, &[f, u, r]);
-        let mut red = self.reduce_lock();
-        launch_columns!(self, op, "residual_f64"; &op.cols, &op.vert, &f.data, &u.data, &mut r.data, &mut red.partials)?;
-        Ok(self.finish_reduce(op, &mut red, 1)?[0])
-    }
-
-    fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
-        self.check(op, &[r, z]);
-        launch_columns!(self, op, "line_solve_f64"; &op.cols, &op.vert, &r.data, &mut z.data)
-    }
-
-    fn cg_spmv(
-        &self,
-        op: &CudaLevel,
-        z: &CudaField,
-        u: &mut CudaField,
-        p: &mut CudaField,
-        q: &mut CudaField,
-        alpha: f64,
-        beta: f64,
-    ) -> Result<f64> {
-        self.check(op, &[z, u, p, q]);
-        let mut red = self.reduce_lock();
-        launch_columns!(self, op, "cg_spmv_f64"; &op.cols, &op.vert, &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
-        Ok(self.finish_reduce(op, &mut red, 1)?[0])
-    }
-
-    fn cg_tridiag(
-        &self,
-        op: &CudaLevel,
-        q: &CudaField,
-        r: &mut CudaField,
-        z: &mut CudaField,
-        alpha: f64,
-    ) -> Result<[f64; 2]> {
-        self.check(op, &[q, r, z]);
-        let mut red = self.reduce_lock();
-        launch_columns!(self, op, "cg_tridiag_f64"; &op.cols, &op.vert, &q.data, &mut r.data, &mut z.data, &alpha, &mut red.partials)?;
-        self.finish_reduce(op, &mut red, 2)
-    }
-
-    fn smooth(
-        &self,
-        op: &CudaLevel,
-        f: &CudaField,
-        u_in: &CudaField,
-        u_out: &mut CudaField,
-        rho: f64,
-    ) -> Result<()> {
-        self.check(op, &[f, u_in, u_out]);
-        launch_columns!(self, op, "smooth_f64"; &op.cols, &op.vert, &f.data, &u_in.data, &mut u_out.data, &rho)
-    }
-
-    fn restrict_smooth(
-        &self,
-        fine: &CudaLevel,
-        coarse: &CudaLevel,
-        r_fine: &CudaField,
-        f_coarse: &mut CudaField,
-        u_coarse: &mut CudaField,
-        rho: f64,
-        scale: f64,
-    ) -> Result<()> {
-        self.check(fine, &[r_fine]);
-        self.check(coarse, &[f_coarse, u_coarse]);
-        assert_eq!(
-            (fine.layout.nx, fine.layout.ny),
-            (2 * coarse.layout.nx, 2 * coarse.layout.ny)
-        );
-        let mut b = self
-            .stream
-            .launch_builder(coarse.k.get("restrict_smooth_f64"));
-        b.arg(&fine.layout)
-            .arg(&coarse.layout)
-            .arg(&coarse.cols)
-            .arg(&coarse.vert)
-            .arg(&r_fine.data)
-            .arg(&mut f_coarse.data)
-            .arg(&mut u_coarse.data)
-            .arg(&rho)
-            .arg(&scale);
-        // SAFETY: layouts checked; each coarse thread reads its 4 fine children (inside the fine
-        // block, checked to be exactly twice the coarse one) and writes its own coarse column.
-        cu(unsafe { b.launch(coarse.cfg) }).map(|_| ())
-    }
-
-    fn prolongate(
-        &self,
-        coarse: &CudaLevel,
-        fine: &CudaLevel,
-        u_coarse: &CudaField,
-        u_fine: &mut CudaField,
-    ) -> Result<()> {
-        self.check(coarse, &[u_coarse]);
-        self.check(fine, &[u_fine]);
-        assert_eq!(
-            (fine.layout.nx, fine.layout.ny),
-            (2 * coarse.layout.nx, 2 * coarse.layout.ny)
-        );
-        let mut b = self.stream.launch_builder(fine.k.get("prolongate_f64"));
-        b.arg(&coarse.layout)
-            .arg(&fine.layout)
-            .arg(&coarse.phys)
-            .arg(&u_coarse.data)
-            .arg(&mut u_fine.data);
-        // SAFETY: layouts checked; each fine thread reads coarse columns in [−1, n_c] (halo
-        // included) and writes its own fine column.
-        cu(unsafe { b.launch(fine.cfg) }).map(|_| ())
-    }
-
-    type FaceBuffer = CudaSlice<f64>;
-
-    fn alloc_face(&self, len: usize) -> Result<CudaSlice<f64>> {
-        self.alloc_values(len)
-    }
-
-    fn pack_face(
-        &self,
-        op: &CudaLevel,
-        x: &CudaField,
-        side: Side,
-        buf: &mut CudaSlice<f64>,
-    ) -> Result<()> {
-        self.check(op, &[x]);
-        assert_eq!(buf.len(), face_len(&op.stencil, side));
-        self.face_launch(op, "pack_face_f64", side, &x.data, buf)
-    }
-
-    fn unpack_face(
-        &self,
-        op: &CudaLevel,
-        x: &mut CudaField,
-        side: Side,
-        buf: &CudaSlice<f64>,
-    ) -> Result<()> {
-        self.check(op, &[x]);
-        assert_eq!(buf.len(), face_len(&op.stencil, side));
-        self.face_launch(op, "unpack_face_f64", side, buf, &mut x.data)
-    }
-
-    fn face_to_host(&self, buf: &CudaSlice<f64>, host: &mut [f64]) -> Result<()> {
-        assert_eq!(buf.len(), host.len());
-        cu(self.stream.memcpy_dtoh(buf, host))?;
-        cu(self.stream.synchronize())
-    }
-
-    fn face_from_host(&self, host: &[f64], buf: &mut CudaSlice<f64>) -> Result<()> {
-        assert_eq!(buf.len(), host.len());
-        cu(self.stream.memcpy_htod(host, buf))
     }
 }
 
@@ -660,7 +405,7 @@ impl Probes for CudaBackend {
         };
         let (n, a) = (len as i64, 1e-3f64);
         let best = self.best_time(repeats, || {
-            let mut b = self.stream.launch_builder(k.get("update_f64"));
+            let mut b = self.stream.launch_builder(k.get(K::Update));
             b.arg(&n).arg(&a).arg(&x).arg(&mut y);
             // SAFETY: x and y hold n values; the grid-stride loop stays below n.
             cu(unsafe { b.launch(cfg) }).map(|_| ())
@@ -668,3 +413,9 @@ impl Probes for CudaBackend {
         Ok((3 * len * 8) as f64 / best)
     }
 }
+
+// After `launch_columns!`, which they use (macros are in scope from their definition on).
+mod lines;
+mod stencil;
+mod transfer;
+mod vector;

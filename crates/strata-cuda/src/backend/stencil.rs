@@ -1,0 +1,64 @@
+//! The operator kernels (kernels/stencil.cu): A x, the residual, the fused CG SpMV, the prolongation.
+
+use super::*;
+use strata::backend::StencilKernels;
+
+impl StencilKernels for CudaBackend {
+    fn apply(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
+        self.check(op, &[x, y]);
+        launch_columns!(self, op, K::Apply; &op.cols, &op.vert, &x.data, &mut y.data)
+    }
+
+    fn residual(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &CudaField,
+        r: &mut CudaField,
+    ) -> Result<f64> {
+        self.check(op, &[f, u, r]);
+        let mut red = self.reduce_lock();
+        launch_columns!(self, op, K::Residual; &op.cols, &op.vert, &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        Ok(self.finish_reduce(op, &mut red, 1)?[0])
+    }
+
+    fn cg_spmv(
+        &self,
+        op: &CudaLevel,
+        z: &CudaField,
+        u: &mut CudaField,
+        p: &mut CudaField,
+        q: &mut CudaField,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<f64> {
+        self.check(op, &[z, u, p, q]);
+        let mut red = self.reduce_lock();
+        launch_columns!(self, op, K::CgSpmv; &op.cols, &op.vert, &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
+        Ok(self.finish_reduce(op, &mut red, 1)?[0])
+    }
+
+    fn prolongate(
+        &self,
+        coarse: &CudaLevel,
+        fine: &CudaLevel,
+        u_coarse: &CudaField,
+        u_fine: &mut CudaField,
+    ) -> Result<()> {
+        self.check(coarse, &[u_coarse]);
+        self.check(fine, &[u_fine]);
+        assert_eq!(
+            (fine.layout.nx, fine.layout.ny),
+            (2 * coarse.layout.nx, 2 * coarse.layout.ny)
+        );
+        let mut b = self.stream.launch_builder(fine.k.get(K::Prolongate));
+        b.arg(&coarse.layout)
+            .arg(&fine.layout)
+            .arg(&coarse.phys)
+            .arg(&u_coarse.data)
+            .arg(&mut u_fine.data);
+        // SAFETY: layouts checked; each fine thread reads coarse columns in [−1, n_c] (halo
+        // included) and writes its own fine column.
+        cu(unsafe { b.launch(fine.cfg) }).map(|_| ())
+    }
+}

@@ -1,0 +1,140 @@
+//! The operator kernels: A x, the residual, the fused CG SpMV, the prolongation.
+
+use super::*;
+use crate::backend::StencilKernels;
+
+impl StencilKernels for CpuBackend {
+    // y = A x; traffic: read x (neighbours cached), write y: 2.
+    fn apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        self.pool.install(|| {
+            rows(y).enumerate().for_each(|(j, yr)| {
+                for i in 0..nx {
+                    let c = &s.columns[j * nx + i];
+                    let yc = col_mut(yr, i, nz);
+                    apply_column(c, v, &nbrs(x, i, j), |k, au| yc[k] = au);
+                }
+            })
+        });
+        Ok(())
+    }
+
+    // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3.
+    fn residual(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u: &HostField,
+        r: &mut HostField,
+    ) -> Result<f64> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        let [rr, _] = self.reduce_rows(s.ny(), |parts| {
+            rows(r)
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(j, (rrow, part))| {
+                    let mut sum = 0.0;
+                    let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
+                    for i in 0..nx {
+                        let c = &s.columns[j * nx + i];
+                        let fc = col(frow, i, nz);
+                        let rc = col_mut(rrow, i, nz);
+                        apply_column(c, v, &nbrs(u, i, j), |k, au| rc[k] = fc[k] - au);
+                        sum += dot(rc, rc);
+                    }
+                    *part = [sum, 0.0];
+                })
+        });
+        Ok(rr)
+    }
+
+    // u += alpha p; p = z + beta p; q = A z + beta q; sum p.q
+    // traffic: read z (neighbours cached), u, p, q; write u, p, q: 7 (paper's Mem^(C): 6).
+    fn cg_spmv(
+        &self,
+        s: &LevelStencil,
+        z: &HostField,
+        u: &mut HostField,
+        p: &mut HostField,
+        q: &mut HostField,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<f64> {
+        let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+        let [pq, _] = self.reduce_rows(s.ny(), |parts| {
+            rows(u)
+                .zip(rows(p))
+                .zip(rows(q))
+                .zip(parts.par_iter_mut())
+                .enumerate()
+                .for_each(|(j, (((ur, pr), qr), part))| {
+                    let mut sum = 0.0;
+                    for i in 0..nx {
+                        let c = &s.columns[j * nx + i];
+                        let zn = nbrs(z, i, j);
+                        let uc = col_mut(ur, i, nz);
+                        let pc = col_mut(pr, i, nz);
+                        let qc = col_mut(qr, i, nz);
+                        for k in 0..nz {
+                            let pold = pc[k];
+                            uc[k] += alpha * pold;
+                            pc[k] = zn.c[k] + beta * pold;
+                        }
+                        apply_column(c, v, &zn, |k, az| qc[k] = az + beta * qc[k]);
+                        sum += dot(pc, qc);
+                    }
+                    *part = [sum, 0.0];
+                })
+        });
+        Ok(pq)
+    }
+
+    // u_f += P u_c; traffic: read u_f, u_c (cached); write u_f: 3.
+    fn prolongate(
+        &self,
+        coarse: &LevelStencil,
+        fine: &LevelStencil,
+        u_coarse: &HostField,
+        u_fine: &mut HostField,
+    ) -> Result<()> {
+        let phys = coarse.block.physical();
+        let (nx, ncx, ncy, nz) = (fine.nx(), coarse.nx(), coarse.ny(), fine.nz);
+        let ccol = |ih: usize, jh: usize| &u_coarse.data[u_coarse.offset(ih, jh)..][..nz];
+        self.pool.install(|| {
+            rows(u_fine).enumerate().for_each(|(j, frow)| {
+                // Halo-inclusive coarse indices of the parent and of its y neighbour.
+                let jp = j / 2 + 1;
+                let (jy, ghost_y) = if j % 2 == 0 {
+                    (jp - 1, jp == 1 && phys.south)
+                } else {
+                    (jp + 1, jp == ncy && phys.north)
+                };
+                for i in 0..nx {
+                    let ip = i / 2 + 1;
+                    let (ix, ghost_x) = if i % 2 == 0 {
+                        (ip - 1, ip == 1 && phys.west)
+                    } else {
+                        (ip + 1, ip == ncx && phys.east)
+                    };
+                    let up = ccol(ip, jp);
+                    // A ghost parent outside the boundary is −u_P.
+                    let (wx, ux) = if ghost_x {
+                        (-0.25, up)
+                    } else {
+                        (0.25, ccol(ix, jp))
+                    };
+                    let (wy, uy) = if ghost_y {
+                        (-0.25, up)
+                    } else {
+                        (0.25, ccol(ip, jy))
+                    };
+                    let fc = col_mut(frow, i, nz);
+                    for k in 0..nz {
+                        fc[k] += 0.5 * up[k] + wx * ux[k] + wy * uy[k];
+                    }
+                }
+            })
+        });
+        Ok(())
+    }
+}
