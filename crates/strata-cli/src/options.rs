@@ -95,6 +95,7 @@ impl ProblemArgs {
                 Grading::Uniform
             },
             omega: None,
+            coefficients: None,
         }
     }
 }

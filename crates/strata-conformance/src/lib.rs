@@ -19,7 +19,7 @@ use strata::backend::reference::ReferenceBackend;
 use strata::backend::{face_len, Backend};
 use strata::field::HostField;
 use strata::grid::{Block, Side};
-use strata::problem::{Geometry, Grading, ProblemParams, VerticalGrid};
+use strata::problem::{Coefficients, Geometry, Grading, ProblemParams, VerticalGrid};
 use strata::stencil::LevelStencil;
 
 /// Kernels without a line solve: a few ulps.
@@ -421,6 +421,170 @@ pub fn halo_faces<B: Backend>(b: &B) {
             assert_eq!(got, want, "pack {side:?} {:?}", s.block);
         }
     }
+}
+
+/// Coefficient fields of an `n × n × nz` level: smooth variation with a contrast of about 10
+/// (`exp` of a smooth field) times a random factor in [0.5, 1.5), so that neighbouring cells
+/// differ as a model's do.
+pub fn coefficient_fields(n: usize, nz: usize, seed: u64) -> Coefficients {
+    let mut rng = Rng::new(seed);
+    let mut field = |phase: f64| -> Vec<f64> {
+        let mut v = Vec::with_capacity(n * n * nz);
+        for j in 0..n {
+            for i in 0..n {
+                for k in 0..nz {
+                    let (x, y, z) = (
+                        i as f64 / n as f64,
+                        j as f64 / n as f64,
+                        k as f64 / nz as f64,
+                    );
+                    let smooth = (1.2 * (6.0 * x + phase).sin() * (4.0 * y).cos()
+                        + 1.1 * (5.0 * z).sin())
+                    .exp();
+                    v.push(smooth * (1.0 + 0.5 * rng.next_value()));
+                }
+            }
+        }
+        v
+    };
+    Coefficients {
+        n,
+        nz,
+        kx: field(0.0),
+        ky: field(1.0),
+        kz: field(2.0),
+        beta: field(3.0),
+    }
+}
+
+/// Every operator kernel on levels with per-cell coefficients (docs/MODEL.md §15): apply,
+/// residual, line solve, the fused CG kernels, Smooth, RestrictSmooth.
+pub fn cell_coefficient_kernels<B: Backend>(b: &B) {
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(6);
+    for g in [Geometry::Panel, Geometry::Box] {
+        let p = ProblemParams {
+            geometry: g,
+            grading: Grading::Graded,
+            nz: 9,
+            n: 28,
+            ..Default::default()
+        };
+        let coeffs = coefficient_fields(28, 9, 11);
+        let coarse_coeffs = coeffs.coarsen();
+        let v = std::sync::Arc::new(VerticalGrid::new(&p));
+        for block in [
+            Block::whole(28),
+            Block {
+                n: 28,
+                i0: 6,
+                j0: 8,
+                nx: 14,
+                ny: 10,
+            },
+        ] {
+            let s = LevelStencil::with_coefficients(&p, block, v.clone(), Some(&coeffs));
+            let cs = LevelStencil::with_coefficients(
+                &p,
+                block.coarsen(),
+                v.clone(),
+                Some(&coarse_coeffs),
+            );
+            let op = b.prepare_level(&s).expect("prepare_level");
+            let cop = b.prepare_level(&cs).expect("prepare_level");
+            let ctx = format!("{g:?} {block:?} {:?}", b.name());
+            let (x, f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
+            let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
+            let (mut ha, mut da) = (y.clone(), to_backend(b, &op, &y));
+            r.apply(&s, &x, &mut ha).unwrap();
+            b.apply(&op, &dx, &mut da).unwrap();
+            assert!(rel_diff(&to_host(b, &op, &da), &ha) <= TOL, "apply {ctx}");
+            let rr_h = r.residual(&s, &f, &x, &mut ha).unwrap();
+            let rr_d = b.residual(&op, &df, &dx, &mut da).unwrap();
+            assert!(
+                rel_diff(&to_host(b, &op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
+                "residual {ctx}"
+            );
+            r.line_solve(&s, &f, &mut ha).unwrap();
+            b.line_solve(&op, &df, &mut da).unwrap();
+            let hda = to_host(b, &op, &da);
+            let be = line_backward_error(&s, &hda, &f);
+            assert!(
+                rel_diff(&hda, &ha) <= TOL_SOLVE
+                    || be <= backward_tol(line_backward_error(&s, &ha, &f)),
+                "line_solve {ctx}"
+            );
+            // Fused CG.
+            let (u, pp, q) = (rng.field(&s), rng.field(&s), rng.field(&s));
+            let (mut hu, mut hp, mut hq) = (u.clone(), pp.clone(), q.clone());
+            let (mut du, mut dp, mut dq) = (
+                to_backend(b, &op, &u),
+                to_backend(b, &op, &pp),
+                to_backend(b, &op, &q),
+            );
+            let sh = r
+                .cg_spmv(&s, &x, &mut hu, &mut hp, &mut hq, 0.4, 0.6)
+                .unwrap();
+            let sd = b
+                .cg_spmv(&op, &dx, &mut du, &mut dp, &mut dq, 0.4, 0.6)
+                .unwrap();
+            assert!(
+                rel_diff(&to_host(b, &op, &dq), &hq) <= TOL
+                    && rel_diff(&to_host(b, &op, &dp), &hp) <= TOL
+                    && rel_diff(&to_host(b, &op, &du), &hu) <= TOL
+                    && close(sd, sh, TOL_SUM),
+                "cg_spmv {ctx}"
+            );
+            let (mut hr, mut dr) = (f.clone(), to_backend(b, &op, &f));
+            let (mut hz, mut dz) = (y.clone(), to_backend(b, &op, &y));
+            let th = r.cg_tridiag(&s, &hq, &mut hr, &mut hz, 0.8).unwrap();
+            let td = b.cg_tridiag(&op, &dq, &mut dr, &mut dz, 0.8).unwrap();
+            let hdz = to_host(b, &op, &dz);
+            assert!(
+                rel_diff(&to_host(b, &op, &dr), &hr) <= TOL,
+                "tridiag r {ctx}"
+            );
+            assert!(
+                rel_diff(&hdz, &hz) <= TOL_SOLVE
+                    || line_backward_error(&s, &hdz, &hr)
+                        <= backward_tol(line_backward_error(&s, &hz, &hr)),
+                "tridiag z {ctx}"
+            );
+            assert!(close(td[0], th[0], TOL_SUM), "tridiag sums {ctx}");
+            // Smoother and the fused restriction + smoother.
+            let (mut hs, mut ds) = (y.clone(), to_backend(b, &op, &y));
+            r.smooth(&s, &f, &x, &mut hs, 2.0 / 3.0).unwrap();
+            b.smooth(&op, &df, &dx, &mut ds, 2.0 / 3.0).unwrap();
+            assert!(
+                rel_diff(&to_host(b, &op, &ds), &hs) <= TOL_SOLVE,
+                "smooth {ctx}"
+            );
+            let (mut hf, mut hu) = (rng.field(&cs), rng.field(&cs));
+            let (mut cf, mut cu) = (to_backend(b, &cop, &hf), to_backend(b, &cop, &hu));
+            r.restrict_smooth(&s, &cs, &f, &mut hf, &mut hu, 0.6, 1.0)
+                .unwrap();
+            b.restrict_smooth(&op, &cop, &df, &mut cf, &mut cu, 0.6, 1.0)
+                .unwrap();
+            assert!(
+                rel_diff(&to_host(b, &cop, &cf), &hf) <= TOL
+                    && rel_diff(&to_host(b, &cop, &cu), &hu) <= TOL_SOLVE,
+                "restrict_smooth {ctx}"
+            );
+        }
+    }
+}
+
+/// Declares the `#[test]` of the per-cell coefficient kernels for `$backend` (for backends that
+/// take coefficient fields; see [`cell_coefficient_kernels`]).
+#[macro_export]
+macro_rules! cell_coefficient_tests {
+    ($backend:expr $(, #[$attr:meta])*) => {
+        #[test]
+        $(#[$attr])*
+        fn cell_coefficient_kernels_match_the_reference() {
+            $crate::cell_coefficient_kernels(&$backend);
+        }
+    };
 }
 
 /// Declares one `#[test]` per check of the suite for the backend `$backend` (an expression

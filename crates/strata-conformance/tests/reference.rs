@@ -2,3 +2,4 @@
 //! downloads) must give exact agreement here.
 
 strata_conformance::conformance_tests!(strata::backend::reference::ReferenceBackend);
+strata_conformance::cell_coefficient_tests!(strata::backend::reference::ReferenceBackend);

@@ -7,7 +7,10 @@
 use crate::error::Result;
 use crate::grid::check_levels;
 pub use crate::grid::Block;
-use crate::problem::{Column, HorizontalGrid, ProblemParams, VerticalGrid};
+use crate::problem::{
+    CellCoefficients, Coefficients, Column, HorizontalGrid, ProblemParams, VerticalGrid,
+};
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// The operator of one level on one block: column coefficients (row-major, `j * nx + i`) and the
@@ -22,11 +25,55 @@ pub struct LevelStencil {
     pub columns: Vec<Column>,
     /// Vertical vectors a, b, c, d (shared by every level).
     pub vertical: Arc<VerticalGrid>,
+    /// Per-cell coefficient factors of the general operator; `None` for the model problem
+    /// (the fast path: everything per column and per level).
+    pub cells: Option<Arc<CellCoefficients>>,
+}
+
+/// The seven entries of one row of A: the diagonal and the couplings to the neighbours (the
+/// off-diagonal entries, all negative for the SPD operator).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowEntries {
+    /// A_(ijk),(ijk).
+    pub diag: f64,
+    /// Coupling to (i + 1, j, k).
+    pub east: f64,
+    /// Coupling to (i − 1, j, k).
+    pub west: f64,
+    /// Coupling to (i, j + 1, k).
+    pub north: f64,
+    /// Coupling to (i, j − 1, k).
+    pub south: f64,
+    /// Coupling to (i, j, k + 1) (0 in the top cell).
+    pub up: f64,
+    /// Coupling to (i, j, k − 1) (0 in the bottom cell).
+    pub down: f64,
 }
 
 impl LevelStencil {
     /// Builds the stencil of a block by rediscretisation on that level's grid.
     pub fn new(p: &ProblemParams, block: Block, vertical: Arc<VerticalGrid>) -> Self {
+        Self::with_coefficients(p, block, vertical, p.coefficients.as_deref())
+    }
+
+    /// Builds the stencil of a block with the coefficient fields `coeffs` of its level (`None`
+    /// for the model problem).
+    ///
+    /// # Panics
+    /// If `coeffs` is of another level than `block` (a caller's error).
+    pub fn with_coefficients(
+        p: &ProblemParams,
+        block: Block,
+        vertical: Arc<VerticalGrid>,
+        coeffs: Option<&Coefficients>,
+    ) -> Self {
+        if let Some(c) = coeffs {
+            assert_eq!(
+                (c.n, c.nz),
+                (block.n, p.nz),
+                "coefficients of another level"
+            );
+        }
         let grid = HorizontalGrid {
             geometry: p.geometry,
             n: block.n,
@@ -42,6 +89,48 @@ impl LevelStencil {
             nz: p.nz,
             columns,
             vertical,
+            cells: coeffs.map(|c| Arc::new(c.cells(&block))),
+        }
+    }
+
+    /// The entries of row (i, j, k) (block-local indices), with or without cell coefficients
+    /// (docs/MODEL.md §3.4 and §15.1).
+    pub fn row(&self, i: usize, j: usize, k: usize) -> RowEntries {
+        let v = &self.vertical;
+        let col = &self.columns[j * self.nx() + i];
+        let nz = self.nz;
+        let Some(c) = &self.cells else {
+            return RowEntries {
+                diag: col.area * v.amb[k] - col.alpha_t * v.d[k],
+                east: v.d[k] * col.alpha_e,
+                west: v.d[k] * col.alpha_w,
+                north: v.d[k] * col.alpha_n,
+                south: v.d[k] * col.alpha_s,
+                up: col.area * v.b[k],
+                down: col.area * v.c[k],
+            };
+        };
+        let (nx, at) = (self.nx(), (j * self.nx() + i) * nz + k);
+        let fx = |f: usize| c.fx[(j * (nx + 1) + f) * nz + k];
+        let fy = |f: usize| c.fy[(f * nx + i) * nz + k];
+        let east = v.d[k] * col.alpha_e * fx(i + 1);
+        let west = v.d[k] * col.alpha_w * fx(i);
+        let north = v.d[k] * col.alpha_n * fy(j + 1);
+        let south = v.d[k] * col.alpha_s * fy(j);
+        let up = col.area * v.b[k] * c.fz[at];
+        let down = if k > 0 {
+            col.area * v.c[k] * c.fz[at - 1]
+        } else {
+            0.0
+        };
+        RowEntries {
+            diag: col.area * c.beta[at] * v.vol[k] - up - down - east - west - north - south,
+            east,
+            west,
+            north,
+            south,
+            up,
+            down,
         }
     }
 
@@ -68,9 +157,17 @@ pub fn build_levels(p: &ProblemParams, fine: Block, n_levels: usize) -> Result<V
     let vertical = Arc::new(VerticalGrid::new(p));
     let mut out = Vec::with_capacity(n_levels);
     let mut b = fine;
+    // The coefficients of each level: the fine fields, then their averages (docs/MODEL.md §15.3).
+    let mut coeffs = p.coefficients.as_deref().map(Cow::Borrowed);
     for _ in 0..n_levels {
-        out.push(LevelStencil::new(p, b, vertical.clone()));
+        out.push(LevelStencil::with_coefficients(
+            p,
+            b,
+            vertical.clone(),
+            coeffs.as_deref(),
+        ));
         b = b.coarsen();
+        coeffs = coeffs.map(|c| Cow::Owned(c.coarsen()));
     }
     Ok(out)
 }

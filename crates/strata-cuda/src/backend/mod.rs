@@ -304,6 +304,12 @@ impl Fields for CudaBackend {
     }
 
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
+        if s.cells.is_some() {
+            return Err(backend_err(
+                "per-cell coefficient fields are not implemented on the CUDA backend yet; \
+                 use --backend cpu",
+            ));
+        }
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
         let k = self.kernels(s.nz)?;
         let cols: Vec<f64> = s

@@ -20,6 +20,23 @@ fn at(u: &HostField, ih: usize, jh: usize, k: usize) -> f64 {
 
 /// (A u) at interior cell (i, j, k): docs/MODEL.md §3.4 term by term.
 fn apply_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> f64 {
+    if s.cells.is_some() {
+        // The general operator (docs/MODEL.md §15.1): the row's seven entries.
+        let r = s.row(i, j, k);
+        let (ih, jh) = (i + 1, j + 1);
+        let mut out = r.diag * at(u, ih, jh, k)
+            + r.east * at(u, ih + 1, jh, k)
+            + r.west * at(u, ih - 1, jh, k)
+            + r.north * at(u, ih, jh + 1, k)
+            + r.south * at(u, ih, jh - 1, k);
+        if k + 1 < s.nz {
+            out += r.up * at(u, ih, jh, k + 1);
+        }
+        if k > 0 {
+            out += r.down * at(u, ih, jh, k - 1);
+        }
+        return out;
+    }
     let v = &s.vertical;
     let col = &s.columns[j * s.nx() + i];
     let (ih, jh) = (i + 1, j + 1);
@@ -40,12 +57,10 @@ fn apply_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> 
 
 /// Thomas algorithm for the column block A_T of column (i, j): returns z with A_T z = r.
 fn thomas(s: &LevelStencil, i: usize, j: usize, r: &[f64]) -> Vec<f64> {
-    let v = &s.vertical;
-    let col = &s.columns[j * s.nx() + i];
     let nz = s.nz;
-    let diag = |k: usize| col.area * (v.a[k] - v.b[k] - v.c[k]) - col.alpha_t * v.d[k];
-    let upper = |k: usize| col.area * v.b[k];
-    let lower = |k: usize| col.area * v.c[k];
+    let diag = |k: usize| s.row(i, j, k).diag;
+    let upper = |k: usize| s.row(i, j, k).up;
+    let lower = |k: usize| s.row(i, j, k).down;
     let mut cp = vec![0.0; nz];
     let mut z = vec![0.0; nz];
     let m = diag(0);

@@ -4,11 +4,13 @@
 //! sizes and the physical parameters. [`ProblemParams::validate`] checks them; the stencil of each
 //! multigrid level is then built by [`crate::stencil`].
 
+mod coefficients;
 mod horizontal;
 mod manufactured;
 mod rhs;
 mod vertical;
 
+pub use coefficients::{CellCoefficients, Coefficients};
 pub use horizontal::{cell_centre, panel_cell_area, Column, HorizontalGrid};
 pub use manufactured::{manufactured_error, manufactured_rhs, manufactured_solution};
 pub use rhs::{build_rhs, RhsKind};
@@ -16,6 +18,7 @@ pub use vertical::VerticalGrid;
 
 use crate::error::{invalid, Result};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Horizontal geometry of the domain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -61,6 +64,10 @@ pub struct ProblemParams {
     /// Fixed ω, overriding ω = ν h / 2 (the manufactured-solution tests keep ω fixed under
     /// refinement).
     pub omega: Option<f64>,
+    /// Per-cell coefficient fields of the general operator (kx, ky, kz, β), on the fine grid;
+    /// `None` is the model problem, whose operator is stored per column and per level only.
+    #[serde(skip)]
+    pub coefficients: Option<Arc<Coefficients>>,
 }
 
 impl Default for ProblemParams {
@@ -75,6 +82,7 @@ impl Default for ProblemParams {
             delta: 1.0,
             grading: Grading::Uniform,
             omega: None,
+            coefficients: None,
         }
     }
 }
@@ -117,6 +125,18 @@ impl ProblemParams {
         }
         if let Some(w) = self.omega {
             positive("omega", w)?;
+        }
+        if let Some(c) = &self.coefficients {
+            if (c.n, c.nz) != (self.n, self.nz) {
+                return invalid(
+                    "coefficients",
+                    format!(
+                        "are given on {}x{}x{}, the problem is {}x{}x{}",
+                        c.n, c.n, c.nz, self.n, self.n, self.nz
+                    ),
+                );
+            }
+            c.validate()?;
         }
         Ok(())
     }

@@ -20,6 +20,8 @@ pub struct VerticalGrid {
     pub d: Vec<f64>,
     /// a_k − b_k − c_k, the column diagonal without the horizontal part (precomputed).
     pub amb: Vec<f64>,
+    /// V_k, the radial volume factor (cell volume |T| V_k), which β multiplies.
+    pub vol: Vec<f64>,
 }
 
 impl VerticalGrid {
@@ -75,6 +77,7 @@ impl VerticalGrid {
             .collect();
         let d: Vec<f64> = (0..nz).map(|k| -w2 * (faces[k + 1] - faces[k])).collect();
         let amb = (0..nz).map(|k| a[k] - b[k] - c[k]).collect();
+        let vol = (0..nz).map(|k| volume(faces[k], faces[k + 1])).collect();
         Self {
             faces,
             centres,
@@ -83,6 +86,7 @@ impl VerticalGrid {
             c,
             d,
             amb,
+            vol,
         }
     }
 

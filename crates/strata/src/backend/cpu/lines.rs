@@ -6,6 +6,10 @@ use crate::backend::LineKernels;
 impl LineKernels for CpuBackend {
     // z = M^-1 r; traffic: read r, write z: 2.
     fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
+        if s.cells.is_some() {
+            self.cells_line_solve(s, r, z);
+            return Ok(());
+        }
         let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
             rows(z)
@@ -36,6 +40,9 @@ impl LineKernels for CpuBackend {
         z: &mut HostField,
         alpha: f64,
     ) -> Result<[f64; 2]> {
+        if s.cells.is_some() {
+            return Ok(self.cells_cg_tridiag(s, q, r, z, alpha));
+        }
         let (nx, nz) = (s.nx(), s.nz);
         Ok(self.reduce_rows(s.ny(), |parts| {
             rows(r)
@@ -73,6 +80,10 @@ impl LineKernels for CpuBackend {
         u_out: &mut HostField,
         rho: f64,
     ) -> Result<()> {
+        if s.cells.is_some() {
+            self.cells_smooth(s, f, u_in, u_out, rho);
+            return Ok(());
+        }
         let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
             rows(u_out)
@@ -105,6 +116,10 @@ impl LineKernels for CpuBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
+        if coarse.cells.is_some() {
+            self.cells_restrict_smooth(coarse, r_fine, f_coarse, u_coarse, rho, scale);
+            return Ok(());
+        }
         debug_assert_eq!(fine.nx(), 2 * coarse.nx());
         let (nx, nz) = (coarse.nx(), coarse.nz);
         let frow_len = r_fine.row_len();

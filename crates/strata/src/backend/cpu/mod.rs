@@ -2,6 +2,7 @@
 //! allocation after setup, deterministic reductions (a partial per row, summed in row order, so
 //! results are bit-identical run to run and independent of the thread count).
 
+mod cells;
 mod column;
 mod lines;
 mod stencil;

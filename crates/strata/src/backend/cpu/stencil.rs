@@ -6,6 +6,10 @@ use crate::backend::StencilKernels;
 impl StencilKernels for CpuBackend {
     // y = A x; traffic: read x (neighbours cached), write y: 2.
     fn apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
+        if s.cells.is_some() {
+            self.cells_apply(s, x, y);
+            return Ok(());
+        }
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         self.pool.install(|| {
             rows(y).enumerate().for_each(|(j, yr)| {
@@ -27,6 +31,9 @@ impl StencilKernels for CpuBackend {
         u: &HostField,
         r: &mut HostField,
     ) -> Result<f64> {
+        if s.cells.is_some() {
+            return Ok(self.cells_residual(s, f, u, r));
+        }
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         let [rr, _] = self.reduce_rows(s.ny(), |parts| {
             rows(r)
@@ -60,6 +67,9 @@ impl StencilKernels for CpuBackend {
         alpha: f64,
         beta: f64,
     ) -> Result<f64> {
+        if s.cells.is_some() {
+            return Ok(self.cells_cg_spmv(s, z, u, p, q, alpha, beta));
+        }
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         let [pq, _] = self.reduce_rows(s.ny(), |parts| {
             rows(u)

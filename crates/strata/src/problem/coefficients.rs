@@ -1,0 +1,206 @@
+//! Coefficient fields of the general operator −ω² ∇·(α ∇u) + β u = f (docs/MODEL.md §15): the
+//! diagonal of α (`kx`, `ky`, `kz`) and β, per cell of the fine grid.
+
+use crate::error::{invalid, Result};
+use crate::grid::Block;
+
+/// Per-cell coefficient fields of a whole `n × n × nz` level, z-contiguous like the right-hand
+/// side (`v[(j * n + i) * nz + k]`). `kx = ky = kz = 1`, `β = δ` is the model problem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coefficients {
+    /// Horizontal cells per direction.
+    pub n: usize,
+    /// Vertical cells.
+    pub nz: usize,
+    /// α_xx at the cell centres (multiplies the x-face coefficients α^E, α^W).
+    pub kx: Vec<f64>,
+    /// α_yy at the cell centres (multiplies α^N, α^S).
+    pub ky: Vec<f64>,
+    /// α_rr at the cell centres (multiplies the vertical couplings b, c).
+    pub kz: Vec<f64>,
+    /// β, the zero-order coefficient, in place of δ: the row gets β V_k |T|.
+    pub beta: Vec<f64>,
+}
+
+impl Coefficients {
+    /// Constant fields: `kx = ky = kz = 1` and `β = beta` (the model problem with δ = beta).
+    pub fn constant(n: usize, nz: usize, beta: f64) -> Self {
+        let len = n * n * nz;
+        Self {
+            n,
+            nz,
+            kx: vec![1.0; len],
+            ky: vec![1.0; len],
+            kz: vec![1.0; len],
+            beta: vec![beta; len],
+        }
+    }
+
+    /// Checks shapes and values: every field `n · n · nz` long, finite, `kx, ky, kz, β > 0`; the
+    /// error names the field and the first bad cell as (y, x, z).
+    pub fn validate(&self) -> Result<()> {
+        let len = self.n * self.n * self.nz;
+        for (name, v) in self.fields() {
+            if v.len() != len {
+                return invalid(
+                    name,
+                    format!(
+                        "has {} values, the grid {}x{}x{} needs {len}",
+                        v.len(),
+                        self.n,
+                        self.n,
+                        self.nz
+                    ),
+                );
+            }
+            if let Some(p) = v.iter().position(|x| !(x.is_finite() && *x > 0.0)) {
+                let (j, i, k) = (p / (self.n * self.nz), (p / self.nz) % self.n, p % self.nz);
+                return invalid(
+                    name,
+                    format!(
+                        "must be finite and positive, but is {} at (y={j}, x={i}, z={k})",
+                        v[p]
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The fields with their names.
+    pub fn fields(&self) -> [(&'static str, &[f64]); 4] {
+        [
+            ("kx", &self.kx),
+            ("ky", &self.ky),
+            ("kz", &self.kz),
+            ("beta", &self.beta),
+        ]
+    }
+
+    /// The next coarser level (n / 2): each coarse cell takes the arithmetic mean of its four
+    /// children, level by level in the vertical (semi-coarsening keeps nz). See docs/MODEL.md
+    /// §15.3 for why the mean and not the harmonic mean.
+    pub fn coarsen(&self) -> Self {
+        let (n, nz) = (self.n / 2, self.nz);
+        let avg = |v: &[f64]| {
+            let mut out = vec![0.0; n * n * nz];
+            for j in 0..n {
+                for i in 0..n {
+                    for k in 0..nz {
+                        let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
+                        out[(j * n + i) * nz + k] = 0.25
+                            * (at(2 * i, 2 * j)
+                                + at(2 * i + 1, 2 * j)
+                                + at(2 * i, 2 * j + 1)
+                                + at(2 * i + 1, 2 * j + 1));
+                    }
+                }
+            }
+            out
+        };
+        Self {
+            n,
+            nz,
+            kx: avg(&self.kx),
+            ky: avg(&self.ky),
+            kz: avg(&self.kz),
+            beta: avg(&self.beta),
+        }
+    }
+
+    /// Value of field `v` at global cell (i, j, k) of this level.
+    fn at(&self, v: &[f64], i: usize, j: usize, k: usize) -> f64 {
+        v[(j * self.n + i) * self.nz + k]
+    }
+
+    /// The face factors and β of `block` (a block of this level), as the operator uses them.
+    pub fn cells(&self, block: &Block) -> CellCoefficients {
+        assert_eq!(block.n, self.n, "the block is of another level");
+        let (nx, ny, nz) = (block.nx, block.ny, self.nz);
+        let hm = |a: f64, b: f64| 2.0 * a * b / (a + b);
+        let mut fx = vec![0.0; (nx + 1) * ny * nz];
+        let mut fy = vec![0.0; nx * (ny + 1) * nz];
+        let mut fz = vec![0.0; nx * ny * nz];
+        let mut beta = vec![0.0; nx * ny * nz];
+        for j in 0..ny {
+            let gj = block.j0 + j;
+            for f in 0..=nx {
+                // Face f lies between global cells gi − 1 and gi.
+                let gi = block.i0 + f;
+                for k in 0..nz {
+                    let v = match (gi.checked_sub(1), gi < self.n) {
+                        (Some(w), true) => {
+                            hm(self.at(&self.kx, w, gj, k), self.at(&self.kx, gi, gj, k))
+                        }
+                        (Some(w), false) => self.at(&self.kx, w, gj, k),
+                        (None, _) => self.at(&self.kx, gi, gj, k),
+                    };
+                    fx[(j * (nx + 1) + f) * nz + k] = v;
+                }
+            }
+        }
+        for f in 0..=ny {
+            let gj = block.j0 + f;
+            for i in 0..nx {
+                let gi = block.i0 + i;
+                for k in 0..nz {
+                    let v = match (gj.checked_sub(1), gj < self.n) {
+                        (Some(s), true) => {
+                            hm(self.at(&self.ky, gi, s, k), self.at(&self.ky, gi, gj, k))
+                        }
+                        (Some(s), false) => self.at(&self.ky, gi, s, k),
+                        (None, _) => self.at(&self.ky, gi, gj, k),
+                    };
+                    fy[(f * nx + i) * nz + k] = v;
+                }
+            }
+        }
+        for j in 0..ny {
+            for i in 0..nx {
+                let (gi, gj) = (block.i0 + i, block.j0 + j);
+                for k in 0..nz {
+                    let c = (j * nx + i) * nz + k;
+                    beta[c] = self.at(&self.beta, gi, gj, k);
+                    if k + 1 < nz {
+                        fz[c] = hm(
+                            self.at(&self.kz, gi, gj, k),
+                            self.at(&self.kz, gi, gj, k + 1),
+                        );
+                    }
+                }
+            }
+        }
+        CellCoefficients {
+            nx,
+            ny,
+            nz,
+            fx,
+            fy,
+            fz,
+            beta,
+        }
+    }
+}
+
+/// The coefficients of one level's block as the operator uses them: face factors (the harmonic
+/// mean of the two cells beside a face; at a boundary face the cell's own value) that multiply
+/// the model problem's face coefficients, and β per cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellCoefficients {
+    /// Local cells in x.
+    pub nx: usize,
+    /// Local cells in y.
+    pub ny: usize,
+    /// Vertical cells.
+    pub nz: usize,
+    /// x faces, `nx + 1` per row; face `i` is the west face of cell `i`:
+    /// `fx[(j * (nx + 1) + i) * nz + k]`.
+    pub fx: Vec<f64>,
+    /// y faces, `ny + 1` rows of `nx`; face row `j` is the south face of cell row `j`:
+    /// `fy[(j * nx + i) * nz + k]`.
+    pub fy: Vec<f64>,
+    /// The vertical face above cell k (k + ½), `fz[(j * nx + i) * nz + k]`; 0 above the top cell.
+    pub fz: Vec<f64>,
+    /// β per cell, `beta[(j * nx + i) * nz + k]`.
+    pub beta: Vec<f64>,
+}

@@ -1,0 +1,254 @@
+//! The general operator with per-cell coefficient fields (docs/MODEL.md §15): equal to the model
+//! problem's with kx = ky = kz = 1 and β = δ, symmetric, second order on a manufactured solution,
+//! and solved by every solver.
+
+use std::sync::Arc;
+use strata::backend::cpu::CpuBackend;
+use strata::backend::prelude::*;
+use strata::backend::reference::ReferenceBackend;
+use strata::field::HostField;
+use strata::grid::{max_levels, Block, RankGrid};
+use strata::problem::{
+    build_rhs, cell_centre, Coefficients, Geometry, Grading, ProblemParams, RhsKind, VerticalGrid,
+};
+use strata::solver::{SolverConfig, SolverKind};
+use strata::stencil::LevelStencil;
+
+fn random_field(nx: usize, ny: usize, nz: usize, seed: u64) -> HostField {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut f = HostField::zeros(nx, ny, nz);
+    for v in f.data.iter_mut() {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        *v = (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+    }
+    f
+}
+
+fn interior_dot(a: &HostField, b: &HostField) -> f64 {
+    let mut s = 0.0;
+    for j in 0..a.ny {
+        for i in 0..a.nx {
+            for (x, y) in a.column(i, j).iter().zip(b.column(i, j)) {
+                s += x * y;
+            }
+        }
+    }
+    s
+}
+
+/// A field with zero halo (the Dirichlet boundary of a whole level).
+fn with_zero_halo(mut f: HostField) -> HostField {
+    let inner: Vec<f64> = {
+        let mut v = vec![0.0; f.nx * f.ny * f.nz];
+        f.get_interior(&mut v);
+        v
+    };
+    f.data.iter_mut().for_each(|v| *v = 0.0);
+    f.set_interior(&inner);
+    f
+}
+
+fn smooth_coefficients(n: usize, nz: usize, contrast: f64) -> Coefficients {
+    let field = |phase: f64| {
+        let mut v = Vec::with_capacity(n * n * nz);
+        for j in 0..n {
+            for i in 0..n {
+                for k in 0..nz {
+                    let (x, y, z) = (
+                        (i as f64 + 0.5) / n as f64,
+                        (j as f64 + 0.5) / n as f64,
+                        (k as f64 + 0.5) / nz as f64,
+                    );
+                    let s =
+                        ((6.0 * x + phase).sin() * (4.0 * y).cos() + (5.0 * z + phase).sin()) / 2.0;
+                    v.push(contrast.powf(0.5 * s));
+                }
+            }
+        }
+        v
+    };
+    Coefficients {
+        n,
+        nz,
+        kx: field(0.0),
+        ky: field(1.0),
+        kz: field(2.0),
+        beta: field(3.0),
+    }
+}
+
+#[test]
+fn unit_coefficients_give_the_model_operator_to_rounding() {
+    for geometry in [Geometry::Panel, Geometry::Box] {
+        let p = ProblemParams {
+            geometry,
+            grading: Grading::Graded,
+            n: 24,
+            nz: 12,
+            delta: 0.7,
+            ..Default::default()
+        };
+        let v = Arc::new(VerticalGrid::new(&p));
+        let unit = Coefficients::constant(24, 12, 0.7);
+        for block in [
+            Block::whole(24),
+            Block {
+                n: 24,
+                i0: 4,
+                j0: 6,
+                nx: 10,
+                ny: 8,
+            },
+        ] {
+            let model = LevelStencil::new(&p, block, v.clone());
+            let general = LevelStencil::with_coefficients(&p, block, v.clone(), Some(&unit));
+            let x = random_field(block.nx, block.ny, 12, 3);
+            let (mut a, mut b) = (x.clone(), x.clone());
+            ReferenceBackend.apply(&model, &x, &mut a).unwrap();
+            ReferenceBackend.apply(&general, &x, &mut b).unwrap();
+            let cpu = CpuBackend::new(Some(2)).unwrap();
+            let mut c = x.clone();
+            cpu.apply(&general, &x, &mut c).unwrap();
+            for (name, other) in [("reference", &b), ("cpu", &c)] {
+                let (mut d, mut m) = (0.0f64, 0.0f64);
+                for j in 0..block.ny {
+                    for i in 0..block.nx {
+                        for (p, q) in a.column(i, j).iter().zip(other.column(i, j)) {
+                            d = d.max((p - q).abs());
+                            m = m.max(p.abs());
+                        }
+                    }
+                }
+                assert!(d <= 1e-13 * m, "{geometry:?} {block:?} {name}: {:e}", d / m);
+            }
+        }
+    }
+}
+
+#[test]
+fn unit_coefficients_solve_like_the_model_problem() {
+    let p = ProblemParams {
+        n: 32,
+        nz: 16,
+        ..Default::default()
+    };
+    let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(32));
+    let general = ProblemParams {
+        coefficients: Some(Arc::new(Coefficients::constant(32, 16, p.delta))),
+        ..p.clone()
+    };
+    let b = CpuBackend::new(Some(2)).unwrap();
+    for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
+        let cfg = SolverConfig::new(kind).with_levels(4);
+        let a = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+        let g = strata::solve(&b, &general, &cfg, &rhs, &mut |_, _| {}).unwrap();
+        assert_eq!(a.info.iterations, g.info.iterations, "{kind:?}");
+        let scale = a.u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff =
+            a.u.iter()
+                .zip(&g.u)
+                .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(diff <= 1e-10 * scale, "{kind:?}: {:e}", diff / scale);
+    }
+}
+
+#[test]
+fn the_general_operator_is_symmetric_and_positive() {
+    for geometry in [Geometry::Panel, Geometry::Box] {
+        let p = ProblemParams {
+            geometry,
+            n: 16,
+            nz: 10,
+            ..Default::default()
+        };
+        let c = smooth_coefficients(16, 10, 1000.0);
+        let s = LevelStencil::with_coefficients(
+            &p,
+            Block::whole(16),
+            Arc::new(VerticalGrid::new(&p)),
+            Some(&c),
+        );
+        let x = with_zero_halo(random_field(16, 16, 10, 1));
+        let y = with_zero_halo(random_field(16, 16, 10, 2));
+        let (mut ax, mut ay) = (x.clone(), y.clone());
+        ReferenceBackend.apply(&s, &x, &mut ax).unwrap();
+        ReferenceBackend.apply(&s, &y, &mut ay).unwrap();
+        let (yax, xay) = (interior_dot(&y, &ax), interior_dot(&x, &ay));
+        assert!(
+            (yax - xay).abs() <= 1e-13 * yax.abs().max(xay.abs()),
+            "{yax} vs {xay}"
+        );
+        assert!(interior_dot(&x, &ax) > 0.0);
+    }
+}
+
+/// Max error of the manufactured solution u* = sin(πx) sin(πy) cos(πz/H) on the box with
+/// kx = 1 + x, ky = 1 + y, kz = 1 + z/H, β = 1 + xy, fixed ω² = 0.1, λ = 1, H = 0.1, nz = n/2.
+fn box_error(n: usize) -> f64 {
+    use std::f64::consts::PI;
+    let (h, w2) = (0.1f64, 0.1f64);
+    let mut p = ProblemParams {
+        geometry: Geometry::Box,
+        n,
+        nz: n / 2,
+        height: h,
+        omega: Some(w2.sqrt()),
+        ..Default::default()
+    };
+    let v = VerticalGrid::new(&p);
+    let nz = p.nz;
+    let mut c = Coefficients::constant(n, nz, 1.0);
+    let mut rhs = vec![0.0; n * n * nz];
+    let mut exact = vec![0.0; n * n * nz];
+    for j in 0..n {
+        for i in 0..n {
+            let (x, y) = cell_centre(Geometry::Box, n, i, j);
+            for k in 0..nz {
+                let z = v.centres[k];
+                let at = (j * n + i) * nz + k;
+                c.kx[at] = 1.0 + x;
+                c.ky[at] = 1.0 + y;
+                c.kz[at] = 1.0 + z / h;
+                c.beta[at] = 1.0 + x * y;
+                let (sx, cx) = ((PI * x).sin(), (PI * x).cos());
+                let (sy, cy) = ((PI * y).sin(), (PI * y).cos());
+                let (sz, cz) = ((PI * z / h).sin(), (PI * z / h).cos());
+                let u = sx * sy * cz;
+                // ∂x((1 + x) ∂x u), ∂y((1 + y) ∂y u), ∂z((1 + z/H) ∂z u).
+                let dxx = (PI * cx - (1.0 + x) * PI * PI * sx) * sy * cz;
+                let dyy = (PI * cy - (1.0 + y) * PI * PI * sy) * sx * cz;
+                let dzz = (-(PI / h) * sz / h - (1.0 + z / h) * (PI / h) * (PI / h) * cz) * sx * sy;
+                let f = -w2 * (dxx + dyy + dzz) + (1.0 + x * y) * u;
+                let volume = (1.0 / n as f64).powi(2) * v.vol[k];
+                rhs[at] = volume * f;
+                exact[at] = u;
+            }
+        }
+    }
+    p.coefficients = Some(Arc::new(c));
+    let cfg = SolverConfig::new(SolverKind::MgCg)
+        .with_levels(max_levels(n, RankGrid::single()))
+        .with_rtol(1e-12)
+        .with_max_it(300);
+    let b = CpuBackend::new(None).unwrap();
+    let sol = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+    assert!(sol.info.reason.converged(), "{:?}", sol.info.reason);
+    sol.u
+        .iter()
+        .zip(&exact)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()))
+}
+
+#[test]
+fn manufactured_solution_with_varying_coefficients_is_second_order() {
+    let errs: Vec<f64> = [16, 32, 64].iter().map(|&n| box_error(n)).collect();
+    for w in errs.windows(2) {
+        let order = (w[0] / w[1]).log2();
+        assert!(
+            (1.8..2.3).contains(&order),
+            "errors {errs:?}: order {order}"
+        );
+    }
+}
