@@ -194,8 +194,8 @@ impl CpuBackend {
                         apply_col(s, i, j, &un, |k, au| res[k] = fc[k] - au);
                         let oc = col_mut(orow, i, nz);
                         solve_col(s, i, j, res, cp, oc);
-                        for k in 0..nz {
-                            oc[k] = un.c[k] + rho * oc[k];
+                        for (o, u) in oc.iter_mut().zip(un.c) {
+                            *o = u + rho * *o;
                         }
                     }
                 })
@@ -223,11 +223,11 @@ impl CpuBackend {
                     with_scratch(nz, |cp| {
                         for i in 0..nx {
                             let fc = col_mut(frow, i, nz);
-                            for k in 0..nz {
+                            for (k, fk) in fc.iter_mut().enumerate() {
                                 let child = |di: usize, dj: usize| {
                                     r_fine.data[r_fine.offset(2 * i + 1 + di, 2 * j + 1 + dj) + k]
                                 };
-                                fc[k] =
+                                *fk =
                                     scale * (child(0, 0) + child(1, 0) + child(0, 1) + child(1, 1));
                             }
                             let uc = col_mut(urow, i, nz);
