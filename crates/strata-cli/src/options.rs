@@ -22,6 +22,28 @@ pub enum SolverArg {
     Mg,
     /// Flexible CG preconditioned by one multigrid V-cycle.
     MgCg,
+    /// Restarted GCR(k) for non-symmetric operators, preconditioned as --pc says.
+    Gcr,
+    /// BiCGStab for non-symmetric operators, preconditioned as --pc says.
+    Bicgstab,
+}
+
+/// Preconditioner of gcr and bicgstab (command-line form).
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PcArg {
+    /// One vertical line relaxation (M⁻¹).
+    Line,
+    /// One multigrid V(1,1) cycle.
+    Mg,
+}
+
+impl From<PcArg> for strata::solver::Preconditioner {
+    fn from(p: PcArg) -> Self {
+        match p {
+            PcArg::Line => Self::Line,
+            PcArg::Mg => Self::Multigrid,
+        }
+    }
 }
 
 impl From<SolverArg> for SolverKind {
@@ -30,6 +52,8 @@ impl From<SolverArg> for SolverKind {
             SolverArg::Cg => SolverKind::Cg,
             SolverArg::Mg => SolverKind::Mg,
             SolverArg::MgCg => SolverKind::MgCg,
+            SolverArg::Gcr => SolverKind::Gcr,
+            SolverArg::Bicgstab => SolverKind::BiCgStab,
         }
     }
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 use strata::perf::{kernel_cost, rates};
 use strata::problem::{Geometry, Grading, ProblemParams, RhsKind};
 use strata::solver::{
-    Kernel, MgParams, Precision, Profile, SolveInfo, SolveParams, SolverConfig, SolverKind,
+    Kernel, MgParams, Precision, Preconditioner, Profile, SolveInfo, SolveParams, SolverConfig,
+    SolverKind,
 };
 use strata::Solution;
 
@@ -41,7 +42,17 @@ pub fn problem_line(p: &ProblemParams, rhs_file: Option<&Path>, rhs: RhsKind) ->
 pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
     let (mg, params) = (&cfg.multigrid, &cfg.stopping);
     let mut s = format!("solver: {}", cfg.kind.name());
-    if cfg.kind != SolverKind::Cg {
+    if matches!(cfg.kind, SolverKind::Gcr | SolverKind::BiCgStab) {
+        let pc = match cfg.preconditioner {
+            Preconditioner::Line => "line",
+            Preconditioner::Multigrid => "mg",
+        };
+        let _ = write!(s, ", pc {pc}");
+        if cfg.kind == SolverKind::Gcr {
+            let _ = write!(s, ", restart {}", cfg.restart);
+        }
+    }
+    if cfg.uses_multigrid() {
         let _ = write!(
             s,
             " ({} levels, {} coarse steps, rho {:.4})",
@@ -265,7 +276,7 @@ pub fn json(
             ..p.clone()
         },
         solver: cfg.kind.name(),
-        multigrid: (cfg.kind != SolverKind::Cg).then_some(&cfg.multigrid),
+        multigrid: cfg.uses_multigrid().then_some(&cfg.multigrid),
         stopping: &cfg.stopping,
         precision: cfg.precision,
         backend,

@@ -38,11 +38,26 @@ pub fn field_memory(
         hierarchy += 4 * field_bytes(n) + columns(n);
         n /= 2;
     }
-    match cfg.kind {
-        SolverKind::Cg => 6 * fine + columns(p.n),
-        SolverKind::Mg => 2 * fine + hierarchy,
-        SolverKind::MgCg => 7 * fine + hierarchy,
-    }
+    // Per-cell coefficients: four values per cell on every level (fx, fy, fz, β).
+    let cells = if p.coefficients.is_some() {
+        let mut n = p.n;
+        let mut bytes = 0;
+        for _ in 0..cfg.num_levels() {
+            bytes += 4 * (n * n * p.nz * 8) as u64;
+            n /= 2;
+        }
+        bytes
+    } else {
+        0
+    };
+    cells
+        + match cfg.kind {
+            SolverKind::Cg => 6 * fine + columns(p.n),
+            SolverKind::Mg => 2 * fine + hierarchy,
+            SolverKind::MgCg => 7 * fine + hierarchy,
+            SolverKind::Gcr => (3 + 2 * cfg.restart as u64) * fine + hierarchy,
+            SolverKind::BiCgStab => 9 * fine + hierarchy,
+        }
 }
 
 /// Memory the operating system says is available, if it says.

@@ -252,3 +252,75 @@ fn manufactured_solution_with_varying_coefficients_is_second_order() {
         );
     }
 }
+
+/// Coefficients with a jump of `contrast` in kz and β across a layer (as at a tropopause).
+fn layered_coefficients(n: usize, nz: usize, contrast: f64) -> Coefficients {
+    let mut c = Coefficients::constant(n, nz, 1.0);
+    for j in 0..n {
+        for i in 0..n {
+            for k in nz / 2..nz {
+                let at = (j * n + i) * nz + k;
+                c.kz[at] = contrast;
+                c.kx[at] = contrast.sqrt();
+                c.ky[at] = contrast.sqrt();
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn every_solver_solves_the_general_operator() {
+    let n = 32;
+    for (name, coeffs) in [
+        ("smooth 10x", smooth_coefficients(n, 16, 10.0)),
+        ("layer 1000x", layered_coefficients(n, 16, 1000.0)),
+    ] {
+        let p = ProblemParams {
+            n,
+            nz: 16,
+            coefficients: Some(Arc::new(coeffs)),
+            ..Default::default()
+        };
+        let rhs = build_rhs(&p, RhsKind::Random, 5, &Block::whole(n));
+        let b = CpuBackend::new(Some(2)).unwrap();
+        let mut solutions = vec![];
+        for (kind, pc) in [
+            (SolverKind::MgCg, strata::solver::Preconditioner::Multigrid),
+            (SolverKind::Gcr, strata::solver::Preconditioner::Multigrid),
+            (
+                SolverKind::BiCgStab,
+                strata::solver::Preconditioner::Multigrid,
+            ),
+            (SolverKind::Gcr, strata::solver::Preconditioner::Line),
+            (SolverKind::BiCgStab, strata::solver::Preconditioner::Line),
+            (SolverKind::Cg, strata::solver::Preconditioner::Line),
+        ] {
+            let cfg = SolverConfig::new(kind)
+                .with_levels(4)
+                .with_preconditioner(pc)
+                .with_rtol(1e-10)
+                .with_max_it(2000);
+            let sol = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            assert!(
+                sol.info.reason.converged(),
+                "{name} {kind:?} {pc:?}: {:?} after {}",
+                sol.info.reason,
+                sol.info.iterations
+            );
+            solutions.push(sol.u);
+        }
+        let scale = solutions[0].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (s, u) in solutions.iter().enumerate().skip(1) {
+            let diff = u
+                .iter()
+                .zip(&solutions[0])
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(
+                diff <= 1e-6 * scale,
+                "{name}, solver {s}: {:e}",
+                diff / scale
+            );
+        }
+    }
+}

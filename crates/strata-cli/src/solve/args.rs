@@ -9,7 +9,7 @@ use strata::problem::{ProblemParams, RhsKind};
 use strata::solver::{SolveParams, SolverConfig, SolverKind};
 use strata::StrataError;
 
-use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
+use crate::options::{BackendArgs, MgArgs, PcArg, ProblemArgs, SolverArg};
 
 /// Right-hand side (command-line form).
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -59,9 +59,21 @@ pub struct SolveArgs {
         requires = "rhs_file"
     )]
     pub rhs_var: String,
-    /// Solver.
+    /// Solver: cg, mg, mg-cg for the symmetric operator; gcr, bicgstab also for non-symmetric
+    /// ones.
     #[arg(long, value_enum, default_value = "mg")]
     pub solver: SolverArg,
+    /// Preconditioner of gcr and bicgstab.
+    #[arg(long, value_enum, default_value = "mg")]
+    pub pc: PcArg,
+    /// Directions GCR keeps before it restarts (the k of GCR(k)).
+    #[arg(long, default_value_t = 5, value_name = "K")]
+    pub restart: usize,
+    /// Per-cell coefficient fields of the general operator from a NetCDF file: variables kx, ky,
+    /// kz, beta of shape (y, x, z) = (n, n, nz); a missing variable takes the model problem's
+    /// value (1, or --delta for beta).
+    #[arg(long, value_name = "FILE.nc")]
+    pub coefficients: Option<PathBuf>,
     #[command(flatten)]
     pub mg: MgArgs,
     /// Stop when ‖r‖₂/‖r₀‖₂ < rtol (volume-integrated residuals).
@@ -118,6 +130,8 @@ impl Setup {
             p: a.problem.params(a.n),
             cfg: SolverConfig::new(SolverKind::from(a.solver))
                 .with_multigrid(a.mg.params())
+                .with_preconditioner(a.pc.into())
+                .with_restart(a.restart)
                 .with_stopping(SolveParams {
                     rtol: a.rtol,
                     max_it: a.max_it,

@@ -16,7 +16,7 @@ use crate::CliResult;
 use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::grid::{Block, Decomposition, RankGrid};
-use strata::io::{check_writable, read_rhs, Overwrite};
+use strata::io::{check_writable, read_coefficients, read_rhs, Overwrite};
 use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams};
 use strata::solver::SolverConfig;
@@ -49,7 +49,12 @@ impl BackendTask for Task<'_> {
         backend: &B,
     ) -> CliResult<ExitCode> {
         let a = self.args;
-        let setup = Setup::new(&a);
+        let mut setup = Setup::new(&a);
+        if let Some(path) = &a.coefficients {
+            setup.p.validate()?;
+            let c = read_coefficients(path, setup.p.n, setup.p.nz, setup.p.delta)?;
+            setup.p.coefficients = Some(std::sync::Arc::new(c));
+        }
         let Setup { p, cfg } = &setup;
         if self.job.size() > 1 {
             #[cfg(feature = "mpi")]

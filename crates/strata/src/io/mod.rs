@@ -3,5 +3,6 @@
 mod netcdf;
 
 pub use netcdf::{
-    check_writable, read_field, read_rhs, write_fields, FieldGrid, OutputField, Overwrite,
+    check_writable, read_coefficients, read_field, read_rhs, write_fields, FieldGrid, OutputField,
+    Overwrite,
 };

@@ -7,7 +7,7 @@
 //! units and long names.
 
 use crate::error::{Result, StrataError};
-use crate::problem::{cell_centre, Geometry, Grading, ProblemParams, VerticalGrid};
+use crate::problem::{cell_centre, Coefficients, Geometry, Grading, ProblemParams, VerticalGrid};
 use netcdf3::error::ReadError;
 use netcdf3::{DataSet, FileReader, FileWriter, Version};
 use std::path::Path;
@@ -326,6 +326,45 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
         )));
     }
     Ok(data)
+}
+
+/// Reads the coefficient fields of the general operator from a NetCDF file: variables `kx`, `ky`,
+/// `kz`, `beta` of shape `(y, x, z) = (n, n, nz)` (f64 or f32); a missing variable takes the
+/// model problem's value (1 for kx, ky, kz; `delta` for β). At least one must be present, and every
+/// value must be finite and positive.
+pub fn read_coefficients(path: &Path, n: usize, nz: usize, delta: f64) -> Result<Coefficients> {
+    let e = |m: &dyn std::fmt::Display| nc_err(path, m);
+    if !path.exists() {
+        return Err(e(&"no such file"));
+    }
+    let names: Vec<String> = {
+        let r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
+        r.data_set().get_var_names()
+    };
+    let mut c = Coefficients::constant(n, nz, delta);
+    let mut found = 0;
+    for (name, field) in [
+        ("kx", &mut c.kx),
+        ("ky", &mut c.ky),
+        ("kz", &mut c.kz),
+        ("beta", &mut c.beta),
+    ] {
+        if names.iter().any(|v| v == name) {
+            *field = read_rhs(path, name, n, nz)?;
+            found += 1;
+        }
+    }
+    if found == 0 {
+        return Err(e(&format!(
+            "none of the variables kx, ky, kz, beta (variables: {})",
+            names.join(", ")
+        )));
+    }
+    c.validate().map_err(|err| match err {
+        StrataError::InvalidParameter { name, msg } => e(&format!("variable '{name}' {msg}")),
+        other => other,
+    })?;
+    Ok(c)
 }
 
 /// Reads any floating-point variable with its dimension sizes (as stored, slowest first).

@@ -1,6 +1,6 @@
 //! The solver's settings as one value, validated once.
 
-use super::{MgParams, SolveParams, SolverKind};
+use super::{MgParams, Preconditioner, SolveParams, SolverKind};
 use crate::error::Result;
 use crate::grid::{Block, Decomposition, RankGrid};
 use crate::perf::Cost;
@@ -40,6 +40,10 @@ pub struct SolverConfig {
     pub stopping: SolveParams,
     /// Floating-point precision.
     pub precision: Precision,
+    /// Preconditioner of gcr and bicgstab.
+    pub preconditioner: Preconditioner,
+    /// Directions kept by gcr before it restarts (the k of GCR(k)).
+    pub restart: usize,
 }
 
 impl Default for SolverConfig {
@@ -57,6 +61,32 @@ impl SolverConfig {
             multigrid: MgParams::default(),
             stopping: SolveParams::default(),
             precision: Precision::default(),
+            preconditioner: Preconditioner::default(),
+            restart: 5,
+        }
+    }
+
+    /// Sets the preconditioner of gcr and bicgstab.
+    pub fn with_preconditioner(mut self, pc: Preconditioner) -> Self {
+        self.preconditioner = pc;
+        self
+    }
+
+    /// Sets k of GCR(k).
+    pub fn with_restart(mut self, k: usize) -> Self {
+        self.restart = k;
+        self
+    }
+
+    /// Whether the method runs multigrid cycles (mg, mg-cg, and gcr/bicgstab with the
+    /// multigrid preconditioner).
+    pub fn uses_multigrid(&self) -> bool {
+        match self.kind {
+            SolverKind::Cg => false,
+            SolverKind::Mg | SolverKind::MgCg => true,
+            SolverKind::Gcr | SolverKind::BiCgStab => {
+                self.preconditioner == Preconditioner::Multigrid
+            }
         }
     }
 
@@ -116,16 +146,20 @@ impl SolverConfig {
 
     /// Levels the method uses: 1 for cg, the multigrid's L otherwise.
     pub fn num_levels(&self) -> usize {
-        match self.kind {
-            SolverKind::Cg => 1,
-            SolverKind::Mg | SolverKind::MgCg => self.multigrid.n_levels,
+        if self.uses_multigrid() {
+            self.multigrid.n_levels
+        } else {
+            1
         }
     }
 
     /// Checks every setting that does not depend on the grid.
     pub fn validate(&self) -> Result<()> {
-        if self.kind != SolverKind::Cg {
+        if self.uses_multigrid() {
             self.multigrid.validate()?;
+        }
+        if self.kind == SolverKind::Gcr && self.restart < 1 {
+            return crate::error::invalid("restart", "must be at least 1 (got 0)");
         }
         self.stopping.validate()
     }
@@ -147,6 +181,11 @@ impl SolverConfig {
     /// L levels (the paper's 5 give 149.4/67.2/29.6); mg-cg the mg cost plus one SpMV and the CG
     /// vector updates (our count, not the paper's).
     pub fn iteration_cost(&self) -> Cost {
-        self.kind.iteration_cost(self.num_levels())
+        let levels = if self.uses_multigrid() {
+            self.num_levels()
+        } else {
+            0
+        };
+        self.kind.iteration_cost(levels)
     }
 }

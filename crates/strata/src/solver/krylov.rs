@@ -1,0 +1,328 @@
+//! Krylov methods for non-symmetric operators (docs/MODEL.md §15.4): restarted GCR(k), as LFRic
+//! and IFS-FVM use, and BiCGStab, as ENDGame uses; both right-preconditioned by the vertical line
+//! relaxation M⁻¹ or by one tensor-product multigrid V-cycle, and written once over
+//! [`Backend`] and [`Comm`]. GCR is flexible (the preconditioner may change between
+//! iterations), so an inexact V-cycle is fine; BiCGStab assumes a fixed preconditioner, which a
+//! V-cycle from zero is.
+
+use super::monitor::{ConvergedReason, Monitor};
+use super::multigrid::Hierarchy;
+use super::profile::{Kernel, Timer};
+use super::{MgParams, SolveInfo, SolveParams};
+use crate::backend::Backend;
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::stencil::LevelStencil;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// The preconditioner of a Krylov method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preconditioner {
+    /// One vertical line relaxation, z = M⁻¹ r (one Thomas solve per column).
+    Line,
+    /// One tensor-product multigrid V(1,1) cycle from zero.
+    #[default]
+    Multigrid,
+}
+
+/// A preconditioner prepared on a backend: z = P r.
+struct Prepared<B: Backend> {
+    h: Hierarchy<B>,
+    kind: Preconditioner,
+    zero: B::Field,
+}
+
+impl<B: Backend> Prepared<B> {
+    fn new(b: &B, stencils: &[LevelStencil], mg: MgParams, kind: Preconditioner) -> Result<Self> {
+        let mg = match kind {
+            // The line preconditioner needs the fine level only.
+            Preconditioner::Line => MgParams { n_levels: 1, ..mg },
+            Preconditioner::Multigrid => mg,
+        };
+        let h = Hierarchy::new(b, stencils, mg)?;
+        let zero = b.alloc(&h.levels[0].op)?;
+        Ok(Self { h, kind, zero })
+    }
+
+    fn op(&self) -> &B::LevelOp {
+        &self.h.levels[0].op
+    }
+
+    /// z ← P r (r is not changed; the V-cycle borrows it).
+    fn apply<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        r: &mut B::Field,
+        z: &mut B::Field,
+    ) -> Result<()> {
+        match self.kind {
+            Preconditioner::Line => {
+                let op = &self.h.levels[0].op;
+                timer.run(b, Kernel::Smooth, 0, || b.line_solve(op, r, z))?;
+                timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, z))
+            }
+            Preconditioner::Multigrid => self.h.precondition(b, comm, timer, r, z, &self.zero),
+        }
+    }
+}
+
+/// Global ⟨x, y⟩.
+fn gdot<B: Backend, C: Comm<B>>(
+    b: &B,
+    comm: &C,
+    op: &B::LevelOp,
+    x: &B::Field,
+    y: &B::Field,
+) -> Result<f64> {
+    let mut s = [b.dot(op, x, y)?];
+    comm.sum(&mut s)?;
+    Ok(s[0])
+}
+
+/// A reason to stop if a scalar the method divides by is unusable.
+fn breakdown(denominator: f64) -> Option<ConvergedReason> {
+    if !denominator.is_finite() {
+        Some(ConvergedReason::DivergedNanOrInf)
+    } else if denominator == 0.0 {
+        Some(ConvergedReason::DivergedBreakdown)
+    } else {
+        None
+    }
+}
+
+/// Restarted, flexible GCR(k), right-preconditioned.
+pub struct Gcr<B: Backend> {
+    pc: Prepared<B>,
+    r: B::Field,
+    /// Search directions z_i = P r and their images q_i = A z_i, k of each.
+    z: Vec<B::Field>,
+    q: Vec<B::Field>,
+    /// ⟨q_i, q_i⟩ of the current cycle.
+    qq: Vec<f64>,
+}
+
+impl<B: Backend> Gcr<B> {
+    /// Prepares GCR(`restart`) with preconditioner `pc` on the level stencils (finest first).
+    pub fn new(
+        b: &B,
+        stencils: &[LevelStencil],
+        mg: MgParams,
+        pc: Preconditioner,
+        restart: usize,
+    ) -> Result<Self> {
+        if restart < 1 {
+            return crate::error::invalid("restart", "must be at least 1 (got 0)");
+        }
+        let pc = Prepared::new(b, stencils, mg, pc)?;
+        let op = pc.op();
+        let fields = |n: usize| (0..n).map(|_| b.alloc(op)).collect::<Result<Vec<_>>>();
+        Ok(Self {
+            r: b.alloc(op)?,
+            z: fields(restart)?,
+            q: fields(restart)?,
+            qq: vec![0.0; restart],
+            pc,
+        })
+    }
+
+    /// The prepared fine level.
+    pub fn fine(&self) -> &B::LevelOp {
+        self.pc.op()
+    }
+
+    /// Allocates the communicator's buffers and exchanges every level once.
+    pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
+        self.pc.h.prepare_comm(b, comm)
+    }
+
+    /// Solves A u = f from the initial guess in `u`.
+    pub fn solve<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        f: &B::Field,
+        u: &mut B::Field,
+        params: &SolveParams,
+        monitor: &mut dyn FnMut(usize, f64),
+    ) -> Result<SolveInfo> {
+        let start = Instant::now();
+        let mut timer = Timer::new(params.profile, self.pc.h.levels.len());
+        let Self { pc, r, z, q, qq } = self;
+        let k = z.len();
+        comm.exchange(b, pc.op(), u)?;
+        let mut rr = [b.residual(pc.op(), f, u, r)?];
+        comm.sum(&mut rr)?;
+        let mut mon = Monitor::new(params, rr[0], monitor);
+        let mut it = 0;
+        let reason = if let Some(reason) = mon.initial() {
+            reason
+        } else {
+            'outer: loop {
+                for j in 0..k {
+                    it += 1;
+                    pc.apply(b, comm, &mut timer, r, &mut z[j])?;
+                    let op = &pc.h.levels[0].op;
+                    timer.run(b, Kernel::Spmv, 0, || b.apply(op, &z[j], &mut q[j]))?;
+                    // Orthogonalise q_j against the cycle's earlier q_i (modified Gram–Schmidt),
+                    // carrying z_j along so that q_j = A z_j stays true.
+                    let (zs, zj) = z.split_at_mut(j);
+                    let (qs, qj) = q.split_at_mut(j);
+                    let (zj, qj) = (&mut zj[0], &mut qj[0]);
+                    for i in 0..j {
+                        let beta = gdot(b, comm, op, qj, &qs[i])? / qq[i];
+                        b.axpy(op, -beta, &qs[i], qj)?;
+                        b.axpy(op, -beta, &zs[i], zj)?;
+                    }
+                    qq[j] = gdot(b, comm, op, qj, qj)?;
+                    if let Some(reason) = breakdown(qq[j]) {
+                        break 'outer reason;
+                    }
+                    let alpha = gdot(b, comm, op, r, qj)? / qq[j];
+                    b.axpy(op, alpha, zj, u)?;
+                    b.axpy(op, -alpha, qj, r)?;
+                    let rr = gdot(b, comm, op, r, r)?;
+                    if let Some(reason) = mon.step(it, rr) {
+                        break 'outer reason;
+                    }
+                }
+                // Restart: the next cycle builds new directions from the current residual.
+            }
+        };
+        comm.exchange(b, pc.op(), u)?;
+        b.synchronize()?;
+        let seconds = start.elapsed().as_secs_f64();
+        Ok(mon.finish(reason, it, seconds, timer.into_profile()))
+    }
+}
+
+/// BiCGStab, right-preconditioned (van der Vorst 1992); one iteration applies the preconditioner
+/// and the operator twice each.
+pub struct BiCgStab<B: Backend> {
+    pc: Prepared<B>,
+    r: B::Field,
+    rhat: B::Field,
+    p: B::Field,
+    v: B::Field,
+    y: B::Field,
+    t: B::Field,
+}
+
+impl<B: Backend> BiCgStab<B> {
+    /// Prepares BiCGStab with preconditioner `pc` on the level stencils (finest first).
+    pub fn new(b: &B, stencils: &[LevelStencil], mg: MgParams, pc: Preconditioner) -> Result<Self> {
+        let pc = Prepared::new(b, stencils, mg, pc)?;
+        let op = pc.op();
+        Ok(Self {
+            r: b.alloc(op)?,
+            rhat: b.alloc(op)?,
+            p: b.alloc(op)?,
+            v: b.alloc(op)?,
+            y: b.alloc(op)?,
+            t: b.alloc(op)?,
+            pc,
+        })
+    }
+
+    /// The prepared fine level.
+    pub fn fine(&self) -> &B::LevelOp {
+        self.pc.op()
+    }
+
+    /// Allocates the communicator's buffers and exchanges every level once.
+    pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
+        self.pc.h.prepare_comm(b, comm)
+    }
+
+    /// Solves A u = f from the initial guess in `u`.
+    pub fn solve<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        f: &B::Field,
+        u: &mut B::Field,
+        params: &SolveParams,
+        monitor: &mut dyn FnMut(usize, f64),
+    ) -> Result<SolveInfo> {
+        let start = Instant::now();
+        let mut timer = Timer::new(params.profile, self.pc.h.levels.len());
+        let Self {
+            pc,
+            r,
+            rhat,
+            p,
+            v,
+            y,
+            t,
+        } = self;
+        comm.exchange(b, pc.op(), u)?;
+        let mut rr = [b.residual(pc.op(), f, u, r)?];
+        comm.sum(&mut rr)?;
+        let mut mon = Monitor::new(params, rr[0], monitor);
+        let mut it = 0;
+        let reason = if let Some(reason) = mon.initial() {
+            reason
+        } else {
+            let op = &pc.h.levels[0].op;
+            b.copy(op, r, rhat)?;
+            b.fill(op, p, 0.0)?;
+            b.fill(op, v, 0.0)?;
+            let (mut rho, mut alpha, mut omega) = (1.0, 1.0, 1.0);
+            loop {
+                it += 1;
+                let op = &pc.h.levels[0].op;
+                let rho_new = gdot(b, comm, op, rhat, r)?;
+                if let Some(reason) = breakdown(rho_new) {
+                    break reason;
+                }
+                let beta = (rho_new / rho) * (alpha / omega);
+                // p = r + β (p − ω v)
+                b.axpy(op, -omega, v, p)?;
+                b.xpby(op, r, beta, p)?;
+                pc.apply(b, comm, &mut timer, p, y)?;
+                let op = &pc.h.levels[0].op;
+                timer.run(b, Kernel::Spmv, 0, || b.apply(op, y, v))?;
+                let rv = gdot(b, comm, op, rhat, v)?;
+                if let Some(reason) = breakdown(rv) {
+                    break reason;
+                }
+                alpha = rho_new / rv;
+                // s = r − α v (in r), u += α y.
+                b.axpy(op, -alpha, v, r)?;
+                b.axpy(op, alpha, y, u)?;
+                let ss = gdot(b, comm, op, r, r)?;
+                if !params.fixed_iterations && ss.sqrt() < params.rtol * mon.r0 {
+                    if let Some(reason) = mon.step(it, ss) {
+                        break reason;
+                    }
+                }
+                pc.apply(b, comm, &mut timer, r, y)?;
+                let op = &pc.h.levels[0].op;
+                timer.run(b, Kernel::Spmv, 0, || b.apply(op, y, t))?;
+                let tt = gdot(b, comm, op, t, t)?;
+                if let Some(reason) = breakdown(tt) {
+                    break reason;
+                }
+                omega = gdot(b, comm, op, t, r)? / tt;
+                // u += ω z (z in y); r = s − ω t.
+                b.axpy(op, omega, y, u)?;
+                b.axpy(op, -omega, t, r)?;
+                let rr = gdot(b, comm, op, r, r)?;
+                if let Some(reason) = mon.step(it, rr) {
+                    break reason;
+                }
+                if let Some(reason) = breakdown(omega) {
+                    break reason;
+                }
+                rho = rho_new;
+            }
+        };
+        comm.exchange(b, pc.op(), u)?;
+        b.synchronize()?;
+        let seconds = start.elapsed().as_secs_f64();
+        Ok(mon.finish(reason, it, seconds, timer.into_profile()))
+    }
+}
