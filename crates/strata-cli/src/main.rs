@@ -6,6 +6,7 @@ mod bench;
 mod comm_choice;
 mod compare;
 mod job;
+mod operator;
 mod options;
 mod report;
 mod reproduce;
@@ -38,6 +39,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Compare a variable of two NetCDF files (e.g. solutions of two runs).
     Compare(compare::CompareArgs),
+    /// Write the assembled matrix and a right-hand side as Matrix Market files (for SciPy, PETSc).
+    #[command(allow_negative_numbers = true)]
+    Operator(operator::OperatorArgs),
     /// Rerun the paper's experiments: CSV, PNG plots and tables beside the paper's.
     #[command(allow_negative_numbers = true)]
     Reproduce(reproduce::ReproduceArgs),
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Command::Solve(args) => solve::run(args, &job).map_err(solve::flag_error),
         Command::Bench(args) => bench::run(args, &job),
         Command::Compare(args) => compare::run(args),
+        Command::Operator(args) => operator::run(args),
         Command::Reproduce(args) => reproduce::run(args, &job),
     }));
     match result {

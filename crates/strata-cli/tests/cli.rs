@@ -405,3 +405,122 @@ fn bench_measures_bandwidth_and_reports_fractions() {
         .iter()
         .all(|k| k["useful_fraction"].as_f64().unwrap() > 0.0));
 }
+
+/// A coefficient file of an 8 × 8 × 4 problem: kx varies, kz has a jump; `bad` puts a negative
+/// value into kx.
+fn coefficient_file(name: &str, bad: bool) -> PathBuf {
+    use strata::io::{write_fields, FieldGrid, OutputField, Overwrite};
+    let path = tmp(name);
+    let p = strata::problem::ProblemParams {
+        n: 8,
+        nz: 4,
+        ..Default::default()
+    };
+    let len = 8 * 8 * 4;
+    let mut kx: Vec<f64> = (0..len).map(|c| 1.0 + (c % 7) as f64).collect();
+    let kz: Vec<f64> = (0..len)
+        .map(|c| if c % 4 >= 2 { 100.0 } else { 1.0 })
+        .collect();
+    if bad {
+        kx[37] = -1.0;
+    }
+    let field = |name, values| OutputField {
+        name,
+        long_name: name,
+        units: "1",
+        cell_methods: None,
+        values,
+    };
+    write_fields(
+        &path,
+        &FieldGrid { params: p },
+        &[field("kx", &kx), field("kz", &kz)],
+        Overwrite::Replace,
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn coefficient_files_drive_the_general_operator() {
+    let good = coefficient_file("coeffs.nc", false);
+    let g = good.to_str().unwrap();
+    for solver in ["gcr", "bicgstab", "mg-cg", "cg"] {
+        let o = strata(&[
+            "solve",
+            "--n",
+            "8",
+            "--nz",
+            "4",
+            "--levels",
+            "2",
+            "--solver",
+            solver,
+            "--backend",
+            "cpu",
+            "-q",
+            "--coefficients",
+            g,
+        ]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{solver}: {err}");
+        assert!(out.contains("ConvergedRtol"), "{solver}: {out}");
+    }
+    let bad = coefficient_file("bad-coeffs.nc", true);
+    assert_error(
+        &[
+            "solve",
+            "--n",
+            "8",
+            "--nz",
+            "4",
+            "--levels",
+            "2",
+            "--backend",
+            "cpu",
+            "--coefficients",
+            bad.to_str().unwrap(),
+        ],
+        "variable 'kx' must be finite and positive, but is -1 at (y=1, x=1, z=1)",
+    );
+    assert_error(
+        &[
+            "solve",
+            "--n",
+            "16",
+            "--nz",
+            "4",
+            "--levels",
+            "2",
+            "--coefficients",
+            g,
+        ],
+        "has shape [8, 8, 4]",
+    );
+    // The exported matrix is the operator strata assembles from the same file.
+    let mtx = tmp("op.mtx");
+    let o = strata(&[
+        "operator",
+        "--n",
+        "8",
+        "--nz",
+        "4",
+        "--coefficients",
+        g,
+        "--export",
+        mtx.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let read = strata::io::read_matrix_market(&mtx).unwrap();
+    let mut p = strata::problem::ProblemParams {
+        n: 8,
+        nz: 4,
+        ..Default::default()
+    };
+    p.coefficients = Some(std::sync::Arc::new(
+        strata::io::read_coefficients(&good, 8, 4, 1.0).unwrap(),
+    ));
+    assert_eq!(read, strata::matrix::assemble(&p).unwrap());
+    assert!(mtx.with_extension("rhs.mtx").exists());
+}

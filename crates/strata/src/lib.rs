@@ -11,7 +11,8 @@
 //!   serial [`backend::reference::ReferenceBackend`]).
 //! * [`solver`]: fused CG, tensor-product multigrid and MG-preconditioned CG, written once over
 //!   [`backend::Backend`] and [`comm::Comm`].
-//! * [`perf`]: the paper's FLOP and memory-traffic model; [`io`]: NetCDF files.
+//! * [`perf`]: the paper's FLOP and memory-traffic model; [`io`]: NetCDF and Matrix Market files;
+//!   [`matrix`]: the assembled operator, for checking against other solvers.
 //!
 //! Levels are numbered from 0, the finest. Indices are 0-based; fields on the host are
 //! z-contiguous, `u[(j * nx + i) * nz + k]`.
@@ -41,6 +42,7 @@ mod error;
 pub mod field;
 pub mod grid;
 pub mod io;
+pub mod matrix;
 pub mod perf;
 pub mod problem;
 pub mod solver;

@@ -6,9 +6,9 @@ mod args;
 mod distributed;
 mod output;
 
-pub use args::{flag_error, HaloArg, SolveArgs};
+pub use args::{flag_error, rhs_kind, HaloArg, RhsArg, SolveArgs};
 
-use self::args::{overwrite, rank_grid, rhs_kind, Setup};
+use self::args::{overwrite, rank_grid, Setup};
 use self::output::{print_header, progress, report};
 use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;

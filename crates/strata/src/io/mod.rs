@@ -6,3 +6,7 @@ pub use netcdf::{
     check_writable, read_coefficients, read_field, read_rhs, write_fields, FieldGrid, OutputField,
     Overwrite,
 };
+
+mod matrix_market;
+
+pub use matrix_market::{read_matrix_market, write_matrix_market, write_vector_market};
