@@ -340,11 +340,13 @@ fn dense_solve(a: &strata::matrix::SparseMatrix, b: &[f64]) -> Vec<f64> {
             .max_by(|&x, &y| m[x][col].abs().total_cmp(&m[y][col].abs()))
             .unwrap();
         m.swap(col, piv);
-        for r in col + 1..n {
-            let f = m[r][col] / m[col][col];
+        let (top, rest) = m.split_at_mut(col + 1);
+        let pivot = &top[col];
+        for row in rest.iter_mut() {
+            let f = row[col] / pivot[col];
             if f != 0.0 {
-                for c in col..=n {
-                    m[r][c] -= f * m[col][c];
+                for (x, p) in row[col..].iter_mut().zip(&pivot[col..]) {
+                    *x -= f * p;
                 }
             }
         }
