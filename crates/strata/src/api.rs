@@ -6,7 +6,7 @@ use crate::error::{invalid, Result, StrataError};
 use crate::grid::Block;
 use crate::problem::ProblemParams;
 use crate::solver::{SolveInfo, Solver, SolverConfig, SolverKind};
-use crate::stencil::build_levels;
+use crate::stencil::build_levels_with;
 use std::time::Instant;
 
 /// A solution and how it was obtained.
@@ -151,7 +151,7 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     };
     check_memory(backend, &local_p, cfg)?;
     let t = Instant::now();
-    let levels = build_levels(p, block, cfg.num_levels())?;
+    let levels = build_levels_with(p, block, cfg.num_levels(), cfg.multigrid.averaging)?;
     let mut solver = Solver::new(backend, cfg, &levels)?;
     solver.prepare_comm(backend, comm)?;
     let fine = solver.fine();

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::grid::check_levels;
 pub use crate::grid::Block;
 use crate::problem::{
-    CellCoefficients, Coefficients, Column, HorizontalGrid, ProblemParams, VerticalGrid,
+    Averaging, CellCoefficients, Coefficients, Column, HorizontalGrid, ProblemParams, VerticalGrid,
 };
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -152,6 +152,16 @@ impl LevelStencil {
 
 /// Builds the stencils of `levels` levels, finest first, for a fine block of problem `p`.
 pub fn build_levels(p: &ProblemParams, fine: Block, n_levels: usize) -> Result<Vec<LevelStencil>> {
+    build_levels_with(p, fine, n_levels, Averaging::default())
+}
+
+/// [`build_levels`] with the given averaging of coefficient fields onto coarse levels.
+pub fn build_levels_with(
+    p: &ProblemParams,
+    fine: Block,
+    n_levels: usize,
+    averaging: Averaging,
+) -> Result<Vec<LevelStencil>> {
     p.validate()?;
     check_levels(&fine, n_levels)?;
     let vertical = Arc::new(VerticalGrid::new(p));
@@ -167,7 +177,7 @@ pub fn build_levels(p: &ProblemParams, fine: Block, n_levels: usize) -> Result<V
             coeffs.as_deref(),
         ));
         b = b.coarsen();
-        coeffs = coeffs.map(|c| Cow::Owned(c.coarsen()));
+        coeffs = coeffs.map(|c| Cow::Owned(c.coarsen_with(averaging)));
     }
     Ok(out)
 }

@@ -52,6 +52,9 @@ pub struct MgParams {
     pub rho: f64,
     /// Restriction of residuals.
     pub restriction: Restriction,
+    /// How coarse levels average per-cell coefficient fields.
+    #[serde(default)]
+    pub averaging: crate::problem::Averaging,
 }
 
 impl Default for MgParams {
@@ -61,6 +64,7 @@ impl Default for MgParams {
             coarse_steps: 2,
             rho: 2.0 / 3.0,
             restriction: Restriction::Sum,
+            averaging: crate::problem::Averaging::Harmonic,
         }
     }
 }

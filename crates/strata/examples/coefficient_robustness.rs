@@ -1,0 +1,145 @@
+//! Iteration counts of the solvers for the general operator with coefficient fields of growing
+//! contrast, and the two ways of averaging coefficients onto coarse levels (docs/MODEL.md §15,
+//! the table in docs/COEFFICIENTS.md). `cargo run --release --example coefficient_robustness
+//! [n] [nz]` (default 64 64), on the CPU.
+
+use std::sync::Arc;
+use strata::backend::cpu::CpuBackend;
+use strata::grid::Block;
+use strata::problem::{build_rhs, Averaging, Coefficients, ProblemParams, RhsKind};
+use strata::solver::{Preconditioner, SolverConfig, SolverKind};
+
+/// Smooth fields with a contrast of `contrast` between their extremes.
+fn smooth(n: usize, nz: usize, contrast: f64) -> Coefficients {
+    let field = |phase: f64| {
+        let mut v = Vec::with_capacity(n * n * nz);
+        for j in 0..n {
+            for i in 0..n {
+                for k in 0..nz {
+                    let (x, y, z) = (
+                        (i as f64 + 0.5) / n as f64,
+                        (j as f64 + 0.5) / n as f64,
+                        (k as f64 + 0.5) / nz as f64,
+                    );
+                    let s =
+                        ((6.0 * x + phase).sin() * (4.0 * y).cos() + (5.0 * z + phase).sin()) / 2.0;
+                    v.push(contrast.powf(0.5 * s));
+                }
+            }
+        }
+        v
+    };
+    Coefficients {
+        n,
+        nz,
+        kx: field(0.0),
+        ky: field(1.0),
+        kz: field(2.0),
+        beta: field(3.0),
+    }
+}
+
+/// α jumps by `contrast` (kz) and its square root (kx, ky) across a layer at mid-height, as at a
+/// tropopause.
+fn layer(n: usize, nz: usize, contrast: f64) -> Coefficients {
+    let mut c = Coefficients::constant(n, nz, 1.0);
+    for col in 0..n * n {
+        for k in nz / 2..nz {
+            let at = col * nz + k;
+            c.kz[at] = contrast;
+            c.kx[at] = contrast.sqrt();
+            c.ky[at] = contrast.sqrt();
+        }
+    }
+    c
+}
+
+/// Horizontal coefficients that jump by `contrast` between neighbouring columns, a checkerboard
+/// (a rough, unresolved horizontal field: what coarse averaging must summarise).
+fn rough(n: usize, nz: usize, contrast: f64) -> Coefficients {
+    let mut c = Coefficients::constant(n, nz, 1.0);
+    for j in 0..n {
+        for i in 0..n {
+            if (i + j) % 2 == 1 {
+                for k in 0..nz {
+                    let at = (j * n + i) * nz + k;
+                    c.kx[at] = contrast;
+                    c.ky[at] = contrast;
+                }
+            }
+        }
+    }
+    c
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let (n, nz) = (
+        args.first().copied().unwrap_or(64),
+        args.get(1).copied().unwrap_or(64),
+    );
+    let backend = CpuBackend::new(None).expect("cpu backend");
+    let cases: Vec<(&str, Option<Coefficients>)> = vec![
+        ("constant (model problem)", None),
+        ("smooth, contrast 10", Some(smooth(n, nz, 10.0))),
+        ("smooth, contrast 1000", Some(smooth(n, nz, 1000.0))),
+        ("layer jump 1000", Some(layer(n, nz, 1000.0))),
+        ("checkerboard kx, ky 100", Some(rough(n, nz, 100.0))),
+    ];
+    let solvers = [
+        ("cg (line)", SolverKind::Cg, Preconditioner::Line),
+        ("mg-cg", SolverKind::MgCg, Preconditioner::Multigrid),
+        ("gcr(5) + mg", SolverKind::Gcr, Preconditioner::Multigrid),
+        (
+            "bicgstab + mg",
+            SolverKind::BiCgStab,
+            Preconditioner::Multigrid,
+        ),
+        ("gcr(5) + line", SolverKind::Gcr, Preconditioner::Line),
+    ];
+    println!("n = {n}, nz = {nz}, nu = 8.4, rtol 1e-5, random rhs, 5 levels where multigrid");
+    println!(
+        "| coefficients | coarse averaging | {} |",
+        solvers.map(|s| s.0).join(" | ")
+    );
+    println!("|---|---|{}", "---|".repeat(solvers.len()));
+    for (name, coeffs) in &cases {
+        for averaging in [Averaging::Arithmetic, Averaging::Harmonic] {
+            if coeffs.is_none() && averaging == Averaging::Harmonic {
+                continue;
+            }
+            let p = ProblemParams {
+                n,
+                nz,
+                coefficients: coeffs.clone().map(Arc::new),
+                ..Default::default()
+            };
+            let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
+            let mut row = vec![];
+            for (_, kind, pc) in solvers {
+                let mut cfg = SolverConfig::new(kind)
+                    .with_levels(5)
+                    .with_preconditioner(pc)
+                    .with_max_it(3000);
+                cfg.multigrid.averaging = averaging;
+                let sol = strata::solve(&backend, &p, &cfg, &rhs, &mut |_, _| {}).expect("solve");
+                row.push(if sol.info.reason.converged() {
+                    format!("{}", sol.info.iterations)
+                } else {
+                    format!("{:?} ({})", sol.info.reason, sol.info.iterations)
+                });
+            }
+            let avg = if coeffs.is_none() {
+                "—"
+            } else if averaging == Averaging::Arithmetic {
+                "arithmetic"
+            } else {
+                "harmonic"
+            };
+            println!("| {name} | {avg} | {} |", row.join(" | "));
+        }
+    }
+}
