@@ -1,4 +1,5 @@
-//! Decomposition invariance under mpirun (feature `mpi`): cg, mg and mg-cg on 1, 2, 3 and 4 ranks
+//! Decomposition invariance under mpirun (feature `mpi`): cg, mg, mg-cg, gcr and bicgstab (the
+//! last three also with coefficient fields) on 1, 2, 3 and 4 ranks
 //! (oversubscribed) give the serial iteration count and solution (to 1e-10 relative), and a bad
 //! run ends with an error naming the rank instead of hanging.
 #![cfg(feature = "mpi")]
@@ -52,12 +53,57 @@ fn iterations(o: &Output) -> String {
         .to_string()
 }
 
+/// Coefficient fields of the N × N × NZ problem: smooth in x and y, a jump of 100 in kz.
+fn coefficient_file() -> PathBuf {
+    use strata::io::{write_fields, FieldGrid, OutputField, Overwrite};
+    let path = tmp("coefficients.nc");
+    let len = N * N * NZ;
+    let kx: Vec<f64> = (0..len)
+        .map(|c| 1.0 + 0.5 * ((c / NZ) as f64 * 0.37).sin())
+        .collect();
+    let kz: Vec<f64> = (0..len)
+        .map(|c| if c % NZ >= NZ / 2 { 100.0 } else { 1.0 })
+        .collect();
+    let field = |name, values| OutputField {
+        name,
+        long_name: name,
+        units: "1",
+        cell_methods: None,
+        values,
+    };
+    let p = strata::problem::ProblemParams {
+        n: N,
+        nz: NZ,
+        ..Default::default()
+    };
+    write_fields(
+        &path,
+        &FieldGrid { params: p },
+        &[field("kx", &kx), field("ky", &kx), field("kz", &kz)],
+        Overwrite::Replace,
+    )
+    .unwrap();
+    path
+}
+
 #[test]
 fn every_solver_is_decomposition_invariant() {
     let n = N.to_string();
     let nz = NZ.to_string();
-    for solver in ["cg", "mg", "mg-cg"] {
-        let base = [
+    let coeffs = coefficient_file();
+    let cf = coeffs.to_str().unwrap().to_string();
+    for (solver, with_coefficients) in [
+        ("cg", false),
+        ("mg", false),
+        ("mg-cg", false),
+        ("gcr", false),
+        ("bicgstab", false),
+        ("mg-cg", true),
+        ("gcr", true),
+        ("bicgstab", true),
+    ] {
+        let tag = format!("{solver}{}", if with_coefficients { "-coeffs" } else { "" });
+        let mut base = vec![
             "solve",
             "--n",
             &n,
@@ -73,6 +119,10 @@ fn every_solver_is_decomposition_invariant() {
             "--threads",
             "1",
         ];
+        if with_coefficients {
+            base.extend(["--coefficients", &cf]);
+        }
+        let solver = tag.as_str();
         let serial_file = tmp(&format!("{solver}-serial.nc"));
         let mut args = base.to_vec();
         args.extend(["--output", serial_file.to_str().unwrap()]);
