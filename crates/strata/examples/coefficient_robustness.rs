@@ -36,6 +36,7 @@ fn smooth(n: usize, nz: usize, contrast: f64) -> Coefficients {
         ky: field(1.0),
         kz: field(2.0),
         beta: field(3.0),
+        xi: None,
     }
 }
 

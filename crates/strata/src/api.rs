@@ -131,6 +131,17 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
 ) -> Result<Solution> {
     p.validate()?;
     cfg.validate_block(&block)?;
+    let symmetric = p.coefficients.as_ref().is_none_or(|c| c.is_symmetric());
+    if !symmetric && matches!(cfg.kind, SolverKind::Cg | SolverKind::MgCg) {
+        return invalid(
+            "solver",
+            format!(
+                "{} needs a symmetric operator, but the coefficient fields have an advection \
+                 vector (xi): use gcr or bicgstab",
+                cfg.kind.name()
+            ),
+        );
+    }
     let local = block.nx * block.ny * p.nz;
     if rhs.len() != local {
         return invalid(

@@ -8,7 +8,8 @@ use crate::error::Result;
 use crate::grid::check_levels;
 pub use crate::grid::Block;
 use crate::problem::{
-    Averaging, CellCoefficients, Coefficients, Column, HorizontalGrid, ProblemParams, VerticalGrid,
+    face_length, Advection, Averaging, CellCoefficients, Coefficients, Column, HorizontalGrid,
+    ProblemParams, VerticalGrid,
 };
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -84,12 +85,17 @@ impl LevelStencil {
                 columns.push(grid.column(block.i0 + i, block.j0 + j));
             }
         }
+        let cells = coeffs.map(|c| {
+            let mut cells = c.cells(&block);
+            cells.advection = advection(p, &block, &vertical, c);
+            Arc::new(cells)
+        });
         Self {
             block,
             nz: p.nz,
             columns,
             vertical,
-            cells: coeffs.map(|c| Arc::new(c.cells(&block))),
+            cells,
         }
     }
 
@@ -123,7 +129,7 @@ impl LevelStencil {
         } else {
             0.0
         };
-        RowEntries {
+        let mut e = RowEntries {
             diag: col.area * c.beta[at] * v.vol[k] - up - down - east - west - north - south,
             east,
             west,
@@ -131,7 +137,37 @@ impl LevelStencil {
             south,
             up,
             down,
+        };
+        if let Some(a) = &c.advection {
+            // −ω² ∇·(ξ u): the outward flux through each face, u_face = (u + u_neighbour)/2.
+            let (ex, wx) = (
+                a.ax[(j * (nx + 1) + i + 1) * nz + k],
+                a.ax[(j * (nx + 1) + i) * nz + k],
+            );
+            let (ny_, sy) = (
+                a.ay[((j + 1) * nx + i) * nz + k],
+                a.ay[(j * nx + i) * nz + k],
+            );
+            let flux = [
+                (v.d[k] * ex, &mut e.east),
+                (-v.d[k] * wx, &mut e.west),
+                (v.d[k] * ny_, &mut e.north),
+                (-v.d[k] * sy, &mut e.south),
+                (-a.omega2 * col.area * a.az[at], &mut e.up),
+            ];
+            let mut diag = 0.0;
+            for (f, entry) in flux {
+                *entry += 0.5 * f;
+                diag += 0.5 * f;
+            }
+            if k > 0 {
+                let f = a.omega2 * col.area * a.az[at - 1];
+                e.down += 0.5 * f;
+                diag += 0.5 * f;
+            }
+            e.diag += diag;
         }
+        e
     }
 
     /// Local cells in x.
@@ -180,4 +216,65 @@ pub fn build_levels_with(
         coeffs = coeffs.map(|c| Cow::Owned(c.coarsen_with(averaging)));
     }
     Ok(out)
+}
+
+/// The face coefficients of the advection term on `block` (docs/MODEL.md §15.5), if `c` has ξ.
+fn advection(
+    p: &ProblemParams,
+    block: &Block,
+    vertical: &VerticalGrid,
+    c: &Coefficients,
+) -> Option<Advection> {
+    let [xx, xy, xz] = c.xi.as_ref()?;
+    let (nx, ny, nz, n) = (block.nx, block.ny, p.nz, block.n);
+    let mut ax = vec![0.0; (nx + 1) * ny * nz];
+    let mut ay = vec![0.0; nx * (ny + 1) * nz];
+    let mut az = vec![0.0; nx * ny * nz];
+    for j in 0..ny {
+        let gj = block.j0 + j;
+        for f in 0..=nx {
+            let gi = block.i0 + f;
+            if gi == 0 || gi == n {
+                continue; // the physical boundary: no flux
+            }
+            let len = face_length(p.geometry, n, gi, gj);
+            for k in 0..nz {
+                let xi = 0.5 * (c.at(xx, gi - 1, gj, k) + c.at(xx, gi, gj, k));
+                ax[(j * (nx + 1) + f) * nz + k] = len * xi;
+            }
+        }
+    }
+    for f in 0..=ny {
+        let gj = block.j0 + f;
+        if gj == 0 || gj == n {
+            continue;
+        }
+        for i in 0..nx {
+            let gi = block.i0 + i;
+            let len = face_length(p.geometry, n, gj, gi);
+            for k in 0..nz {
+                let xi = 0.5 * (c.at(xy, gi, gj - 1, k) + c.at(xy, gi, gj, k));
+                ay[(f * nx + i) * nz + k] = len * xi;
+            }
+        }
+    }
+    let surface = |r: f64| match p.geometry {
+        crate::problem::Geometry::Panel => r * r,
+        crate::problem::Geometry::Box => 1.0,
+    };
+    for j in 0..ny {
+        for i in 0..nx {
+            let (gi, gj) = (block.i0 + i, block.j0 + j);
+            for k in 0..nz - 1 {
+                let xi = 0.5 * (c.at(xz, gi, gj, k) + c.at(xz, gi, gj, k + 1));
+                az[(j * nx + i) * nz + k] = surface(vertical.faces[k + 1]) * xi;
+            }
+        }
+    }
+    Some(Advection {
+        omega2: p.omega() * p.omega(),
+        ax,
+        ay,
+        az,
+    })
 }

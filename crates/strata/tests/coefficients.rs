@@ -76,6 +76,7 @@ fn smooth_coefficients(n: usize, nz: usize, contrast: f64) -> Coefficients {
         ky: field(1.0),
         kz: field(2.0),
         beta: field(3.0),
+        xi: None,
     }
 }
 
@@ -185,8 +186,10 @@ fn the_general_operator_is_symmetric_and_positive() {
 }
 
 /// Max error of the manufactured solution u* = sin(πx) sin(πy) cos(πz/H) on the box with
-/// kx = 1 + x, ky = 1 + y, kz = 1 + z/H, β = 1 + xy, fixed ω² = 0.1, λ = 1, H = 0.1, nz = n/2.
-fn box_error(n: usize) -> f64 {
+/// kx = 1 + x, ky = 1 + y, kz = 1 + z/H, β = 1 + xy, fixed ω² = 0.1, λ = 1, H = 0.1, nz = n/2;
+/// with `advect`, also ξ = (2(1 + y), −(1 + x), ½ sin(πz/H)) in −ω² ∇·(ξ u) (no flow through
+/// ground and lid), solved by BiCGStab.
+fn box_error(n: usize, advect: bool) -> f64 {
     use std::f64::consts::PI;
     let (h, w2) = (0.1f64, 0.1f64);
     let mut p = ProblemParams {
@@ -220,7 +223,28 @@ fn box_error(n: usize) -> f64 {
                 let dxx = (PI * cx - (1.0 + x) * PI * PI * sx) * sy * cz;
                 let dyy = (PI * cy - (1.0 + y) * PI * PI * sy) * sx * cz;
                 let dzz = (-(PI / h) * sz / h - (1.0 + z / h) * (PI / h) * (PI / h) * cz) * sx * sy;
-                let f = -w2 * (dxx + dyy + dzz) + (1.0 + x * y) * u;
+                let mut f = -w2 * (dxx + dyy + dzz) + (1.0 + x * y) * u;
+                if advect {
+                    let (ux, uy, uz) = (
+                        PI * cx * sy * cz,
+                        PI * sx * cy * cz,
+                        -(PI / h) * sx * sy * sz,
+                    );
+                    // ξ_z vanishes at ground and lid (no flow through them), so the
+                    // conservative form adds −ω² (∂z ξ_z) u.
+                    let (xiz, dxiz) = (0.5 * sz, 0.5 * (PI / h) * cz);
+                    f -= w2 * (2.0 * (1.0 + y) * ux - (1.0 + x) * uy + xiz * uz + dxiz * u);
+                    let xi = c.xi.get_or_insert_with(|| {
+                        [
+                            vec![0.0; n * n * nz],
+                            vec![0.0; n * n * nz],
+                            vec![0.0; n * n * nz],
+                        ]
+                    });
+                    xi[0][at] = 2.0 * (1.0 + y);
+                    xi[1][at] = -(1.0 + x);
+                    xi[2][at] = 0.5 * sz;
+                }
                 let volume = (1.0 / n as f64).powi(2) * v.vol[k];
                 rhs[at] = volume * f;
                 exact[at] = u;
@@ -228,7 +252,12 @@ fn box_error(n: usize) -> f64 {
         }
     }
     p.coefficients = Some(Arc::new(c));
-    let cfg = SolverConfig::new(SolverKind::MgCg)
+    let kind = if advect {
+        SolverKind::BiCgStab
+    } else {
+        SolverKind::MgCg
+    };
+    let cfg = SolverConfig::new(kind)
         .with_levels(max_levels(n, RankGrid::single()))
         .with_rtol(1e-12)
         .with_max_it(300);
@@ -243,13 +272,86 @@ fn box_error(n: usize) -> f64 {
 
 #[test]
 fn manufactured_solution_with_varying_coefficients_is_second_order() {
-    let errs: Vec<f64> = [16, 32, 64].iter().map(|&n| box_error(n)).collect();
-    for w in errs.windows(2) {
-        let order = (w[0] / w[1]).log2();
+    for advect in [false, true] {
+        let errs: Vec<f64> = [16, 32, 64].iter().map(|&n| box_error(n, advect)).collect();
+        for w in errs.windows(2) {
+            let order = (w[0] / w[1]).log2();
+            assert!(
+                (1.8..2.3).contains(&order),
+                "advection {advect}: errors {errs:?}: order {order}"
+            );
+        }
+    }
+}
+
+#[test]
+fn advection_makes_the_operator_non_symmetric_and_only_gcr_bicgstab_take_it() {
+    let n = 16;
+    let mut c = smooth_coefficients(n, 8, 10.0);
+    c.xi = Some([0usize, 1, 2].map(|d| {
+        (0..n * n * 8)
+            .map(|i| ((i * (d + 3)) % 11) as f64 / 5.0 - 1.0)
+            .collect()
+    }));
+    let p = ProblemParams {
+        n,
+        nz: 8,
+        coefficients: Some(Arc::new(c)),
+        ..Default::default()
+    };
+    let s = LevelStencil::new(&p, Block::whole(n), Arc::new(VerticalGrid::new(&p)));
+    let x = with_zero_halo(random_field(n, n, 8, 1));
+    let y = with_zero_halo(random_field(n, n, 8, 2));
+    let (mut ax, mut ay) = (x.clone(), y.clone());
+    ReferenceBackend.apply(&s, &x, &mut ax).unwrap();
+    ReferenceBackend.apply(&s, &y, &mut ay).unwrap();
+    let (yax, xay) = (interior_dot(&y, &ax), interior_dot(&x, &ay));
+    assert!(
+        (yax - xay).abs() > 1e-6 * yax.abs(),
+        "{yax} vs {xay}: still symmetric"
+    );
+    let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(n));
+    let b = CpuBackend::new(Some(2)).unwrap();
+    for kind in [SolverKind::Cg, SolverKind::MgCg] {
+        let cfg = SolverConfig::new(kind).with_levels(3);
+        let e = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
         assert!(
-            (1.8..2.3).contains(&order),
-            "errors {errs:?}: order {order}"
+            e.contains("needs a symmetric operator") && e.contains("gcr"),
+            "{e}"
         );
+    }
+    let a = strata::matrix::assemble(&p).unwrap();
+    let mut solutions = vec![];
+    for kind in [SolverKind::Gcr, SolverKind::BiCgStab, SolverKind::Mg] {
+        let cfg = SolverConfig::new(kind)
+            .with_levels(3)
+            .with_rtol(1e-10)
+            .with_max_it(500);
+        let sol = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+        assert!(
+            sol.info.reason.converged(),
+            "{kind:?}: {:?}",
+            sol.info.reason
+        );
+        // The solution satisfies the assembled non-symmetric system.
+        let au = a.apply(&sol.u);
+        let fs = rhs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let res = au
+            .iter()
+            .zip(&rhs)
+            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(res <= 1e-8 * fs, "{kind:?}: residual {:e}", res / fs);
+        solutions.push(sol.u);
+    }
+    let scale = solutions[0].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for u in &solutions[1..] {
+        let d = u
+            .iter()
+            .zip(&solutions[0])
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(d <= 1e-7 * scale, "{:e}", d / scale);
     }
 }
 

@@ -70,8 +70,9 @@ pub struct SolveArgs {
     #[arg(long, default_value_t = 5, value_name = "K")]
     pub restart: usize,
     /// Per-cell coefficient fields of the general operator from a NetCDF file: variables kx, ky,
-    /// kz, beta of shape (y, x, z) = (n, n, nz); a missing variable takes the model problem's
-    /// value (1, or --delta for beta).
+    /// kz, beta and the advection vector xi_x, xi_y, xi_z, of shape (y, x, z) = (n, n, nz); a
+    /// missing variable takes the model problem's value (1, --delta for beta, 0 for xi). With xi
+    /// the operator is non-symmetric: use --solver gcr or bicgstab.
     #[arg(long, value_name = "FILE.nc")]
     pub coefficients: Option<PathBuf>,
     #[command(flatten)]

@@ -329,9 +329,10 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
 }
 
 /// Reads the coefficient fields of the general operator from a NetCDF file: variables `kx`, `ky`,
-/// `kz`, `beta` of shape `(y, x, z) = (n, n, nz)` (f64 or f32); a missing variable takes the
-/// model problem's value (1 for kx, ky, kz; `delta` for β). At least one must be present, and every
-/// value must be finite and positive.
+/// `kz`, `beta` and the advection vector `xi_x`, `xi_y`, `xi_z`, of shape `(y, x, z) = (n, n, nz)`
+/// (f64 or f32); a missing variable takes the model problem's value (1 for kx, ky, kz; `delta`
+/// for β; 0 for a ξ component, and no advection at all when none is given). At least one must be
+/// present; kx, ky, kz, β must be finite and positive, ξ finite.
 pub fn read_coefficients(path: &Path, n: usize, nz: usize, delta: f64) -> Result<Coefficients> {
     let e = |m: &dyn std::fmt::Display| nc_err(path, m);
     if !path.exists() {
@@ -354,9 +355,23 @@ pub fn read_coefficients(path: &Path, n: usize, nz: usize, delta: f64) -> Result
             found += 1;
         }
     }
+    let len = n * n * nz;
+    if ["xi_x", "xi_y", "xi_z"]
+        .iter()
+        .any(|x| names.iter().any(|v| v == x))
+    {
+        let mut xi = [vec![0.0; len], vec![0.0; len], vec![0.0; len]];
+        for (name, field) in ["xi_x", "xi_y", "xi_z"].into_iter().zip(xi.iter_mut()) {
+            if names.iter().any(|v| v == name) {
+                *field = read_rhs(path, name, n, nz)?;
+                found += 1;
+            }
+        }
+        c.xi = Some(xi);
+    }
     if found == 0 {
         return Err(e(&format!(
-            "none of the variables kx, ky, kz, beta (variables: {})",
+            "none of the variables kx, ky, kz, beta, xi_x, xi_y, xi_z (variables: {})",
             names.join(", ")
         )));
     }

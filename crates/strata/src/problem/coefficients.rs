@@ -35,6 +35,9 @@ pub struct Coefficients {
     pub kz: Vec<f64>,
     /// β, the zero-order coefficient, in place of δ: the row gets β V_k |T|.
     pub beta: Vec<f64>,
+    /// The advection vector ξ = (ξ_x, ξ_y, ξ_z) of −ω² ∇·(ξ u) (docs/MODEL.md §15.5), which
+    /// makes the operator non-symmetric; `None` for none. Any sign; finite.
+    pub xi: Option<[Vec<f64>; 3]>,
 }
 
 impl Coefficients {
@@ -48,7 +51,13 @@ impl Coefficients {
             ky: vec![1.0; len],
             kz: vec![1.0; len],
             beta: vec![beta; len],
+            xi: None,
         }
+    }
+
+    /// Whether the operator is non-symmetric (an advection vector is given).
+    pub fn is_symmetric(&self) -> bool {
+        self.xi.is_none()
     }
 
     /// Checks shapes and values: every field `n · n · nz` long, finite, `kx, ky, kz, β > 0`; the
@@ -79,7 +88,36 @@ impl Coefficients {
                 );
             }
         }
+        for (name, v) in self.xi_fields() {
+            if v.len() != len {
+                return invalid(
+                    name,
+                    format!(
+                        "has {} values, the grid {}x{}x{} needs {len}",
+                        v.len(),
+                        self.n,
+                        self.n,
+                        self.nz
+                    ),
+                );
+            }
+            if let Some(p) = v.iter().position(|x| !x.is_finite()) {
+                let (j, i, k) = (p / (self.n * self.nz), (p / self.nz) % self.n, p % self.nz);
+                return invalid(
+                    name,
+                    format!("must be finite, but is {} at (y={j}, x={i}, z={k})", v[p]),
+                );
+            }
+        }
         Ok(())
+    }
+
+    /// The advection components with their names (none without ξ).
+    pub fn xi_fields(&self) -> Vec<(&'static str, &[f64])> {
+        match &self.xi {
+            Some([x, y, z]) => vec![("xi_x", x), ("xi_y", y), ("xi_z", z)],
+            None => vec![],
+        }
     }
 
     /// The fields with their names.
@@ -129,11 +167,31 @@ impl Coefficients {
             ky: avg(&self.ky),
             kz: avg(&self.kz),
             beta: avg(&self.beta),
+            // ξ is a velocity: the coarse value is the children's plain mean.
+            xi: self.xi.as_ref().map(|[x, y, z]| {
+                let plain = |v: &[f64]| {
+                    let mut out = vec![0.0; n * n * nz];
+                    for j in 0..n {
+                        for i in 0..n {
+                            for k in 0..nz {
+                                let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
+                                out[(j * n + i) * nz + k] = 0.25
+                                    * (at(2 * i, 2 * j)
+                                        + at(2 * i + 1, 2 * j)
+                                        + at(2 * i, 2 * j + 1)
+                                        + at(2 * i + 1, 2 * j + 1));
+                            }
+                        }
+                    }
+                    out
+                };
+                [plain(x), plain(y), plain(z)]
+            }),
         }
     }
 
     /// Value of field `v` at global cell (i, j, k) of this level.
-    fn at(&self, v: &[f64], i: usize, j: usize, k: usize) -> f64 {
+    pub(crate) fn at(&self, v: &[f64], i: usize, j: usize, k: usize) -> f64 {
         v[(j * self.n + i) * self.nz + k]
     }
 
@@ -202,6 +260,7 @@ impl Coefficients {
             fy,
             fz,
             beta,
+            advection: None,
         }
     }
 }
@@ -227,4 +286,22 @@ pub struct CellCoefficients {
     pub fz: Vec<f64>,
     /// β per cell, `beta[(j * nx + i) * nz + k]`.
     pub beta: Vec<f64>,
+    /// The advection term's face coefficients, when ξ is given.
+    pub advection: Option<Advection>,
+}
+
+/// The face coefficients of −ω² ∇·(ξ u) on a block (docs/MODEL.md §15.5): for each face the
+/// geometric factor times the normal component of ξ on it (the mean of the two cells' values);
+/// zero on the physical boundary (no flux through walls, ground or lid).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advection {
+    /// ω².
+    pub omega2: f64,
+    /// x faces as [`CellCoefficients::fx`]: face length × ξ_x.
+    pub ax: Vec<f64>,
+    /// y faces as [`CellCoefficients::fy`]: face length × ξ_y.
+    pub ay: Vec<f64>,
+    /// Vertical faces as [`CellCoefficients::fz`]: the radial surface factor (r̂² on the panel, 1
+    /// on the box) × ξ_z; the cell area |T| multiplies it in the row.
+    pub az: Vec<f64>,
 }

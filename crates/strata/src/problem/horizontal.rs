@@ -42,6 +42,22 @@ pub fn panel_cell_area(x0: f64, x1: f64, y0: f64, y1: f64) -> f64 {
     f(x1, y1) - f(x0, y1) - f(x1, y0) + f(x0, y0)
 }
 
+/// Length of the x face at index `f` (between cells f − 1 and f, 0 ≤ f ≤ n) of row `j` of a level
+/// with `n` cells per direction: on the unit sphere (a great-circle arc) on the panel, h on the
+/// box. The y face at `f` of column `i` is `face_length(geometry, n, f, i)` by symmetry.
+pub fn face_length(geometry: Geometry, n: usize, f: usize, j: usize) -> f64 {
+    match geometry {
+        Geometry::Panel => {
+            let d = 2.0 / n as f64;
+            let xf = -1.0 + f as f64 * d;
+            let (y0, y1) = (-1.0 + j as f64 * d, -1.0 + (j + 1) as f64 * d);
+            let c = (1.0 + xf * xf).sqrt();
+            (y1 / c).atan() - (y0 / c).atan()
+        }
+        Geometry::Box => 1.0 / n as f64,
+    }
+}
+
 /// Centre of cell `(i, j)` (0-based) of a level with `n` cells per direction.
 pub fn cell_centre(geometry: Geometry, n: usize, i: usize, j: usize) -> (f64, f64) {
     match geometry {

@@ -10,8 +10,8 @@ mod manufactured;
 mod rhs;
 mod vertical;
 
-pub use coefficients::{Averaging, CellCoefficients, Coefficients};
-pub use horizontal::{cell_centre, panel_cell_area, Column, HorizontalGrid};
+pub use coefficients::{Advection, Averaging, CellCoefficients, Coefficients};
+pub use horizontal::{cell_centre, face_length, panel_cell_area, Column, HorizontalGrid};
 pub use manufactured::{manufactured_error, manufactured_rhs, manufactured_solution};
 pub use rhs::{build_rhs, RhsKind};
 pub use vertical::VerticalGrid;
