@@ -146,7 +146,10 @@ impl Setup {
 /// Says a library error about a parameter in terms of the flag that sets it (`levels` →
 /// `--levels`), so that the checks live in the library alone.
 pub fn flag_error(e: CliError) -> CliError {
-    const FLAGS: [&str; 15] = [
+    const FLAGS: [&str; 18] = [
+        "restart",
+        "coefficients",
+        "solver",
         "n",
         "nz",
         "cfl",
