@@ -97,6 +97,22 @@ pub fn check_memory<B: Backend>(backend: &B, p: &ProblemParams, cfg: &SolverConf
     }
 }
 
+/// Refuses a solver that cannot take the operator: cg and mg-cg need a symmetric one.
+pub(crate) fn check_operator(p: &ProblemParams, cfg: &SolverConfig) -> Result<()> {
+    let symmetric = p.coefficients.as_ref().is_none_or(|c| c.is_symmetric());
+    if !symmetric && matches!(cfg.kind, SolverKind::Cg | SolverKind::MgCg) {
+        return invalid(
+            "solver",
+            format!(
+                "{} needs a symmetric operator, but the coefficient fields have an advection \
+                 vector (xi): use gcr or bicgstab",
+                cfg.kind.name()
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// Solves problem `p` with right-hand side `rhs` (z-contiguous, n·n·nz) from u₀ = 0 on one
 /// process with `backend`.
 pub fn solve<B: Backend>(
@@ -131,17 +147,7 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
 ) -> Result<Solution> {
     p.validate()?;
     cfg.validate_block(&block)?;
-    let symmetric = p.coefficients.as_ref().is_none_or(|c| c.is_symmetric());
-    if !symmetric && matches!(cfg.kind, SolverKind::Cg | SolverKind::MgCg) {
-        return invalid(
-            "solver",
-            format!(
-                "{} needs a symmetric operator, but the coefficient fields have an advection \
-                 vector (xi): use gcr or bicgstab",
-                cfg.kind.name()
-            ),
-        );
-    }
+    check_operator(p, cfg)?;
     let local = block.nx * block.ny * p.nz;
     if rhs.len() != local {
         return invalid(

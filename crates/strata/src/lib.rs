@@ -44,9 +44,11 @@ pub mod grid;
 pub mod io;
 pub mod matrix;
 pub mod perf;
+mod persistent;
 pub mod problem;
 pub mod solver;
 pub mod stencil;
 
 pub use api::{available_memory, check_memory, field_memory, solve, solve_block, Solution};
 pub use error::{Result, StrataError};
+pub use persistent::PersistentSolver;

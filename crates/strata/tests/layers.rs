@@ -6,9 +6,20 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Bottom first. A module may use `crate::X` only for X earlier in this list.
-const LAYERS: [&str; 12] = [
-    "error", "grid", "problem", "field", "stencil", "matrix", "perf", "backend", "comm", "solver",
-    "io", "api",
+const LAYERS: [&str; 13] = [
+    "error",
+    "grid",
+    "problem",
+    "field",
+    "stencil",
+    "matrix",
+    "perf",
+    "backend",
+    "comm",
+    "solver",
+    "io",
+    "api",
+    "persistent",
 ];
 
 fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

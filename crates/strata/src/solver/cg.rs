@@ -33,6 +33,14 @@ impl<B: Backend> Cg<B> {
     }
 
     /// The prepared fine level.
+    /// Prepares the operator again from `stencil` (new coefficients or ω on the same grid),
+    /// keeping the workspace.
+    pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
+        self.op = b.prepare_level(&stencils[0])?;
+        Ok(())
+    }
+
+    /// The prepared level (see above for its documentation).
     pub fn level(&self) -> &B::LevelOp {
         &self.op
     }

@@ -129,6 +129,11 @@ impl<B: Backend> Gcr<B> {
         })
     }
 
+    /// Prepares the operators again (see [`Hierarchy::replace_operators`]).
+    pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
+        self.pc.h.replace_operators(b, stencils)
+    }
+
     /// The prepared fine level.
     pub fn fine(&self) -> &B::LevelOp {
         self.pc.op()
@@ -225,6 +230,11 @@ impl<B: Backend> BiCgStab<B> {
             t: b.alloc(op)?,
             pc,
         })
+    }
+
+    /// Prepares the operators again (see [`Hierarchy::replace_operators`]).
+    pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
+        self.pc.h.replace_operators(b, stencils)
     }
 
     /// The prepared fine level.

@@ -167,6 +167,18 @@ impl<B: Backend> Solver<B> {
         }
     }
 
+    /// Prepares every level's operator again from `stencils` (new coefficient fields or ω on the
+    /// same grids, from [`crate::stencil::build_levels`]), keeping every field and buffer.
+    pub fn replace_operators(&mut self, backend: &B, stencils: &[LevelStencil]) -> Result<()> {
+        match self {
+            Solver::Cg(s) => s.replace_operators(backend, stencils),
+            Solver::Mg(s) => s.replace_operators(backend, stencils),
+            Solver::MgCg(s) => s.replace_operators(backend, stencils),
+            Solver::Gcr(s) => s.replace_operators(backend, stencils),
+            Solver::BiCgStab(s) => s.replace_operators(backend, stencils),
+        }
+    }
+
     /// The fine level's prepared stencil, to allocate and upload fields with.
     pub fn fine(&self) -> &B::LevelOp {
         match self {

@@ -59,6 +59,20 @@ impl<B: Backend> Hierarchy<B> {
         Ok(Self { levels, params })
     }
 
+    /// Prepares every level's operator again from `stencils` (new coefficients or ω on the same
+    /// grids), keeping the fields.
+    pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
+        // Every new operator first, so that a failure leaves the old ones in place.
+        let ops = stencils[..self.levels.len()]
+            .iter()
+            .map(|s| b.prepare_level(s))
+            .collect::<Result<Vec<_>>>()?;
+        for (l, op) in self.levels.iter_mut().zip(ops) {
+            l.op = op;
+        }
+        Ok(())
+    }
+
     /// Exchanges the halo of every level's `u` once (see [`crate::solver::Solver::prepare_comm`]).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         for l in &mut self.levels {

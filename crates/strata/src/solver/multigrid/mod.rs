@@ -98,6 +98,11 @@ impl<B: Backend> Multigrid<B> {
         })
     }
 
+    /// Prepares the operators again (see [`Hierarchy::replace_operators`]).
+    pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
+        self.h.replace_operators(b, stencils)
+    }
+
     /// The prepared fine level.
     pub fn fine(&self) -> &B::LevelOp {
         &self.h.levels[0].op

@@ -1,0 +1,198 @@
+//! A solver a model can call every time step: set up once (stencils, prepared operators, compiled
+//! kernels, fields, communicator buffers), then solved as often as needed, with the coefficients
+//! or ω updated in place when the model's state changes.
+
+use crate::backend::Backend;
+use crate::comm::{Comm, SerialComm};
+use crate::error::{invalid, Result};
+use crate::grid::Block;
+use crate::problem::{Coefficients, ProblemParams};
+use crate::solver::{SolveInfo, Solver, SolverConfig};
+use crate::stencil::build_levels_with;
+use std::sync::Arc;
+
+/// A solver set up once for a problem on one backend and communicator. Every call of
+/// [`PersistentSolver::solve`] reuses the prepared levels and fields; nothing is allocated after
+/// [`PersistentSolver::new`] (on the CPU backend: one host array in, one out, per call).
+///
+/// ```
+/// use strata::backend::cpu::CpuBackend;
+/// use strata::problem::{build_rhs, ProblemParams, RhsKind};
+/// use strata::grid::Block;
+/// use strata::solver::{SolverConfig, SolverKind};
+/// use strata::PersistentSolver;
+///
+/// let p = ProblemParams { n: 32, nz: 16, ..Default::default() };
+/// let backend = CpuBackend::new(None)?;
+/// let cfg = SolverConfig::new(SolverKind::MgCg).with_levels(4);
+/// let mut solver = PersistentSolver::new(&backend, &p, &cfg)?;
+/// let mut u = vec![0.0; 32 * 32 * 16];
+/// for step in 0..3 {
+///     let rhs = build_rhs(&p, RhsKind::Random, step, &Block::whole(32));
+///     // Warm start from the last step's solution.
+///     let info = solver.solve(&backend, &rhs, &mut u, true)?;
+///     assert!(info.reason.converged());
+/// }
+/// # Ok::<(), strata::StrataError>(())
+/// ```
+pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
+    p: ProblemParams,
+    block: Block,
+    cfg: SolverConfig,
+    comm: C,
+    solver: Solver<B>,
+    f: B::Field,
+    u: B::Field,
+}
+
+impl<B: Backend> PersistentSolver<B> {
+    /// Sets up `cfg`'s solver for the whole problem `p` on one process.
+    pub fn new(backend: &B, p: &ProblemParams, cfg: &SolverConfig) -> Result<Self> {
+        Self::with_comm(backend, SerialComm, p, Block::whole(p.n), cfg)
+    }
+}
+
+impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
+    /// Sets up `cfg`'s solver for this rank's `block` of problem `p`, the ranks joined by `comm`.
+    pub fn with_comm(
+        backend: &B,
+        comm: C,
+        p: &ProblemParams,
+        block: Block,
+        cfg: &SolverConfig,
+    ) -> Result<Self> {
+        p.validate()?;
+        cfg.validate_block(&block)?;
+        crate::api::check_operator(p, cfg)?;
+        let local = ProblemParams {
+            n: block.nx.max(block.ny),
+            ..p.clone()
+        };
+        crate::check_memory(backend, &local, cfg)?;
+        let levels = build_levels_with(p, block, cfg.num_levels(), cfg.multigrid.averaging)?;
+        let mut solver = Solver::new(backend, cfg, &levels)?;
+        solver.prepare_comm(backend, &comm)?;
+        let f = backend.alloc(solver.fine())?;
+        let u = backend.alloc(solver.fine())?;
+        backend.synchronize()?;
+        Ok(Self {
+            p: p.clone(),
+            block,
+            cfg: cfg.clone(),
+            comm,
+            solver,
+            f,
+            u,
+        })
+    }
+
+    /// The problem (with its current coefficients and ω).
+    pub fn problem(&self) -> &ProblemParams {
+        &self.p
+    }
+
+    /// The solver's settings.
+    pub fn config(&self) -> &SolverConfig {
+        &self.cfg
+    }
+
+    /// Values of a field of this rank's block (`nx · ny · nz`).
+    pub fn len(&self) -> usize {
+        self.block.nx * self.block.ny * self.p.nz
+    }
+
+    /// Whether the block is empty (never: blocks have at least one cell).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Solves A u = rhs (host arrays of the block, z-contiguous). With `initial_guess` the solve
+    /// starts from the values in `u` (a model's last step), else from zero.
+    pub fn solve(
+        &mut self,
+        backend: &B,
+        rhs: &[f64],
+        u: &mut [f64],
+        initial_guess: bool,
+    ) -> Result<SolveInfo> {
+        let len = self.len();
+        for (name, n) in [("rhs", rhs.len()), ("u", u.len())] {
+            if n != len {
+                return invalid(
+                    name,
+                    format!(
+                        "has {n} values, the block {}x{}x{} needs {len}",
+                        self.block.nx, self.block.ny, self.p.nz
+                    ),
+                );
+            }
+        }
+        let fine = self.solver.fine();
+        backend.upload(fine, rhs, &mut self.f)?;
+        if initial_guess {
+            backend.upload(fine, u, &mut self.u)?;
+        } else {
+            backend.fill(fine, &mut self.u, 0.0)?;
+        }
+        let info = self.solve_resident(backend)?;
+        backend.download(self.solver.fine(), &self.u, u)?;
+        Ok(info)
+    }
+
+    /// Solves with the right-hand side and the initial guess already in the solver's own fields
+    /// ([`PersistentSolver::fields_mut`]): no transfer at all.
+    pub fn solve_resident(&mut self, backend: &B) -> Result<SolveInfo> {
+        let params = self.cfg.stopping.clone();
+        self.solver.solve(
+            backend,
+            &self.comm,
+            &self.f,
+            &mut self.u,
+            &params,
+            &mut |_, _| {},
+        )
+    }
+
+    /// The right-hand side and solution fields in the backend's memory (device memory on a GPU),
+    /// for callers that keep their data there.
+    pub fn fields_mut(&mut self) -> (&B::LevelOp, &mut B::Field, &mut B::Field) {
+        (self.solver.fine(), &mut self.f, &mut self.u)
+    }
+
+    /// Replaces the coefficient fields (`None`: the model problem's): the stencils of every level
+    /// are built again and the operators prepared again; the solver's fields and buffers stay.
+    pub fn update_coefficients(
+        &mut self,
+        backend: &B,
+        coefficients: Option<Coefficients>,
+    ) -> Result<()> {
+        let p = ProblemParams {
+            coefficients: coefficients.map(Arc::new),
+            ..self.p.clone()
+        };
+        self.rebuild(backend, p)
+    }
+
+    /// Sets ω (the time step changed): as [`PersistentSolver::update_coefficients`].
+    pub fn update_omega(&mut self, backend: &B, omega: f64) -> Result<()> {
+        let p = ProblemParams {
+            omega: Some(omega),
+            ..self.p.clone()
+        };
+        self.rebuild(backend, p)
+    }
+
+    fn rebuild(&mut self, backend: &B, p: ProblemParams) -> Result<()> {
+        p.validate()?;
+        crate::api::check_operator(&p, &self.cfg)?;
+        let levels = build_levels_with(
+            &p,
+            self.block,
+            self.cfg.num_levels(),
+            self.cfg.multigrid.averaging,
+        )?;
+        self.solver.replace_operators(backend, &levels)?;
+        self.p = p;
+        Ok(())
+    }
+}

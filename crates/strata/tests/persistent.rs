@@ -1,0 +1,151 @@
+//! The persistent solver: set up once, solved many times, coefficients and ω updated in place;
+//! every solve equals a one-shot solve of the same problem, bit for bit on the CPU.
+
+use std::sync::Arc;
+use strata::backend::cpu::CpuBackend;
+use strata::grid::Block;
+use strata::problem::{build_rhs, Coefficients, ProblemParams, RhsKind};
+use strata::solver::{SolverConfig, SolverKind};
+use strata::PersistentSolver;
+
+fn problem() -> ProblemParams {
+    ProblemParams {
+        n: 32,
+        nz: 16,
+        ..Default::default()
+    }
+}
+
+fn coefficients(n: usize, nz: usize) -> Coefficients {
+    let mut c = Coefficients::constant(n, nz, 1.0);
+    for (i, v) in c.kx.iter_mut().enumerate() {
+        *v = 1.0 + 0.5 * ((i / nz) as f64 * 0.3).sin();
+    }
+    for (i, v) in c.kz.iter_mut().enumerate() {
+        *v = if i % nz >= nz / 2 { 50.0 } else { 1.0 };
+    }
+    c
+}
+
+#[test]
+fn repeated_solves_equal_one_shot_solves() {
+    let p = problem();
+    let b = CpuBackend::new(Some(2)).unwrap();
+    for kind in [
+        SolverKind::Cg,
+        SolverKind::Mg,
+        SolverKind::MgCg,
+        SolverKind::Gcr,
+        SolverKind::BiCgStab,
+    ] {
+        let cfg = SolverConfig::new(kind).with_levels(4);
+        let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
+        let mut u = vec![0.0; s.len()];
+        for step in 0..3 {
+            let rhs = build_rhs(&p, RhsKind::Random, step, &Block::whole(p.n));
+            let info = s.solve(&b, &rhs, &mut u, false).unwrap();
+            let once = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            assert_eq!(
+                info.iterations, once.info.iterations,
+                "{kind:?} step {step}"
+            );
+            assert_eq!(u, once.u, "{kind:?} step {step}: not bit-identical");
+        }
+    }
+}
+
+#[test]
+fn a_warm_start_begins_at_the_given_solution() {
+    let p = problem();
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let cfg = SolverConfig::new(SolverKind::MgCg)
+        .with_levels(4)
+        .with_rtol(1e-10);
+    let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
+    let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
+    let mut u = vec![0.0; s.len()];
+    let cold = s.solve(&b, &rhs, &mut u, false).unwrap();
+    let warm = s.solve(&b, &rhs, &mut u, true).unwrap();
+    assert!(
+        warm.r0 < 1e-9 * cold.r0,
+        "warm start residual {} vs cold {}",
+        warm.r0,
+        cold.r0
+    );
+}
+
+#[test]
+fn updated_coefficients_and_omega_solve_like_a_new_setup() {
+    let p = problem();
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let cfg = SolverConfig::new(SolverKind::Gcr).with_levels(4);
+    let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
+    let rhs = build_rhs(&p, RhsKind::Random, 4, &Block::whole(p.n));
+    let mut u = vec![0.0; s.len()];
+    // New coefficient fields.
+    let c = coefficients(p.n, p.nz);
+    s.update_coefficients(&b, Some(c.clone())).unwrap();
+    let info = s.solve(&b, &rhs, &mut u, false).unwrap();
+    let with = ProblemParams {
+        coefficients: Some(Arc::new(c)),
+        ..p.clone()
+    };
+    let once = strata::solve(&b, &with, &cfg, &rhs, &mut |_, _| {}).unwrap();
+    assert_eq!(info.iterations, once.info.iterations);
+    assert_eq!(u, once.u);
+    // A new ω, with the coefficients kept.
+    s.update_omega(&b, 0.05).unwrap();
+    s.solve(&b, &rhs, &mut u, false).unwrap();
+    let omega = ProblemParams {
+        omega: Some(0.05),
+        ..with.clone()
+    };
+    let once = strata::solve(&b, &omega, &cfg, &rhs, &mut |_, _| {}).unwrap();
+    assert_eq!(u, once.u);
+    // Back to the model problem.
+    s.update_coefficients(&b, None).unwrap();
+    s.solve(&b, &rhs, &mut u, false).unwrap();
+    let model = ProblemParams {
+        omega: Some(0.05),
+        ..p.clone()
+    };
+    assert_eq!(
+        u,
+        strata::solve(&b, &model, &cfg, &rhs, &mut |_, _| {})
+            .unwrap()
+            .u
+    );
+}
+
+#[test]
+fn bad_calls_are_errors() {
+    let p = problem();
+    let b = CpuBackend::new(Some(1)).unwrap();
+    let cfg = SolverConfig::new(SolverKind::Mg).with_levels(4);
+    let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
+    let mut u = vec![0.0; s.len()];
+    let e = s
+        .solve(&b, &[1.0; 7], &mut u, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rhs has 7 values"), "{e}");
+    let e = s
+        .update_coefficients(&b, Some(Coefficients::constant(16, 16, 1.0)))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("coefficients are given on 16x16x16"), "{e}");
+    let e = s.update_omega(&b, -1.0).unwrap_err().to_string();
+    assert!(e.contains("omega must be finite and positive"), "{e}");
+    // The solver still works after refused updates.
+    let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
+    assert!(s.solve(&b, &rhs, &mut u, false).unwrap().reason.converged());
+    // cg and mg-cg refuse a non-symmetric operator at set-up and at update.
+    let mut adv = coefficients(p.n, p.nz);
+    adv.xi = Some([0, 1, 2].map(|_| vec![0.3; p.n * p.n * p.nz]));
+    let mut cg = PersistentSolver::new(&b, &p, &SolverConfig::new(SolverKind::Cg)).unwrap();
+    let e = cg
+        .update_coefficients(&b, Some(adv))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs a symmetric operator"), "{e}");
+}
