@@ -153,6 +153,23 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         )
     }
 
+    /// y = A x (host arrays of the block): the operator the solver solves with, for checking a
+    /// residual. Uses the solver's resident fields as scratch (a later [`PersistentSolver::solve`]
+    /// uploads its own data; [`PersistentSolver::solve_resident`] callers must reload theirs).
+    pub fn apply(&mut self, backend: &B, x: &[f64], y: &mut [f64]) -> Result<()> {
+        let len = self.len();
+        for (name, n) in [("x", x.len()), ("y", y.len())] {
+            if n != len {
+                return invalid(name, format!("has {n} values, the block needs {len}"));
+            }
+        }
+        let fine = self.solver.fine();
+        backend.upload(fine, x, &mut self.u)?;
+        self.comm.exchange(backend, fine, &mut self.u)?;
+        backend.apply(fine, &self.u, &mut self.f)?;
+        backend.download(fine, &self.f, y)
+    }
+
     /// The right-hand side and solution fields in the backend's memory (device memory on a GPU),
     /// for callers that keep their data there.
     pub fn fields_mut(&mut self) -> (&B::LevelOp, &mut B::Field, &mut B::Field) {

@@ -1,0 +1,690 @@
+//! # libstrata: the C API
+//!
+//! An opaque solver handle over [`strata_core::PersistentSolver`]: create it once for a problem
+//! and solver settings, solve every time step, update coefficient fields or ω in place, destroy
+//! it. Every function returns a [`StrataStatus`]; on an error, [`strata_last_error`] gives a
+//! readable message (per thread). No panic crosses the boundary: one is caught and reported as
+//! [`StrataStatus::InternalError`]. Arrays are the caller's, z-contiguous (k fastest):
+//! `v[(j * n + i) * nz + k]`, host memory. The header `include/strata.h` is generated from this
+//! file by cbindgen (a test keeps it in sync).
+
+#![warn(missing_docs)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use strata_core::backend::cpu::CpuBackend;
+use strata_core::backend::reference::ReferenceBackend;
+use strata_core::problem::{Coefficients, Geometry, Grading, ProblemParams};
+use strata_core::solver::{Preconditioner, SolveInfo, SolverConfig, SolverKind};
+use strata_core::{PersistentSolver, StrataError};
+use strata_cuda::CudaBackend;
+
+/// Status of a call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrataStatus {
+    /// Success.
+    Ok = 0,
+    /// An argument is invalid (a null pointer, a value out of range); see strata_last_error.
+    InvalidArgument = 1,
+    /// The problem does not fit in memory.
+    OutOfMemory = 2,
+    /// The backend failed (no GPU, a CUDA error, a kernel compile error).
+    Backend = 3,
+    /// A file could not be read or written.
+    File = 4,
+    /// Communication between ranks failed.
+    Communication = 5,
+    /// A bug in strata (a caught panic).
+    InternalError = 6,
+}
+
+/// The problem: the model problem's parameters (see `strata solve --help` for their meaning).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct StrataProblem {
+    /// 0: a cubed-sphere panel, 1: the flat box.
+    pub geometry: i32,
+    /// Horizontal cells per direction.
+    pub n: i32,
+    /// Vertical cells.
+    pub nz: i32,
+    /// Vertical Courant number ν (sets ω = ν h / 2 unless `omega` > 0).
+    pub cfl: f64,
+    /// Vertical anisotropy λ.
+    pub lambda: f64,
+    /// Atmosphere height H.
+    pub height: f64,
+    /// Zero-order coefficient δ.
+    pub delta: f64,
+    /// ω itself, if > 0.
+    pub omega: f64,
+    /// 1: graded vertical grid, 0: uniform.
+    pub graded: i32,
+}
+
+/// Solver settings.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct StrataOptions {
+    /// 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab.
+    pub solver: i32,
+    /// Multigrid levels.
+    pub levels: i32,
+    /// Smoother steps on the coarsest level.
+    pub coarse_steps: i32,
+    /// Relative tolerance ‖r‖/‖r₀‖.
+    pub rtol: f64,
+    /// Most iterations.
+    pub max_it: i32,
+    /// Preconditioner of gcr and bicgstab: 0 line relaxation, 1 multigrid.
+    pub preconditioner: i32,
+    /// k of GCR(k).
+    pub restart: i32,
+    /// 0 auto (the GPU when usable), 1 cpu, 2 cuda, 3 reference.
+    pub backend: i32,
+    /// CPU threads (0: all cores).
+    pub threads: i32,
+    /// CUDA device ordinal.
+    pub device: i32,
+}
+
+/// What a solve did.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StrataInfo {
+    /// 1 if it converged (rtol reached, or the fixed iterations run).
+    pub converged: i32,
+    /// Iterations run.
+    pub iterations: i32,
+    /// ‖f − A u₀‖₂.
+    pub initial_residual: f64,
+    /// Final ‖r‖/‖r₀‖.
+    pub relative_residual: f64,
+    /// Seconds in the solver.
+    pub seconds: f64,
+}
+
+// One handle per solver, created once: the size of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Inner {
+    Cpu(CpuBackend, PersistentSolver<CpuBackend>),
+    Reference(ReferenceBackend, PersistentSolver<ReferenceBackend>),
+    Cuda(Box<CudaBackend>, PersistentSolver<CudaBackend>),
+}
+
+/// An opaque solver handle.
+pub struct StrataSolver {
+    inner: Inner,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+fn status_of(e: &StrataError) -> StrataStatus {
+    match e {
+        StrataError::InvalidParameter { .. } => StrataStatus::InvalidArgument,
+        StrataError::OutOfMemory { .. } => StrataStatus::OutOfMemory,
+        StrataError::NetCdf { .. } => StrataStatus::File,
+        StrataError::Backend { .. } => StrataStatus::Backend,
+        StrataError::Comm(_) => StrataStatus::Communication,
+    }
+}
+
+/// Runs `f`, turning errors and panics into a status and the last-error message.
+fn guard(f: impl FnOnce() -> Result<(), StrataError>) -> StrataStatus {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => {
+            set_error("");
+            StrataStatus::Ok
+        }
+        Ok(Err(e)) => {
+            set_error(&e.to_string());
+            status_of(&e)
+        }
+        Err(_) => {
+            set_error("internal error in strata (a panic was caught); please report it");
+            StrataStatus::InternalError
+        }
+    }
+}
+
+fn invalid(msg: &str) -> StrataError {
+    StrataError::invalid("argument", msg)
+}
+
+fn count(name: &str, v: i32) -> Result<usize, StrataError> {
+    usize::try_from(v)
+        .map_err(|_| StrataError::invalid(name, format!("must not be negative (got {v})")))
+}
+
+/// The message of the last failed call on this thread ("" after a successful one). The string
+/// stays valid until the next strata call on this thread.
+#[no_mangle]
+pub extern "C" fn strata_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// Fills `problem` with the paper's model problem at n = 128 (panel, nz 128, ν 8.4, λ 1, H 0.01,
+/// δ 1, uniform grid).
+///
+/// # Safety
+/// `problem` must be null or point to a writable `StrataProblem`.
+#[no_mangle]
+pub unsafe extern "C" fn strata_problem_default(problem: *mut StrataProblem) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a valid pointer or null (checked).
+        let out = unsafe { problem.as_mut() }.ok_or_else(|| invalid("problem is null"))?;
+        let d = ProblemParams::default();
+        *out = StrataProblem {
+            geometry: 0,
+            n: d.n as i32,
+            nz: d.nz as i32,
+            cfl: d.cfl,
+            lambda: d.lambda,
+            height: d.height,
+            delta: d.delta,
+            omega: 0.0,
+            graded: 0,
+        };
+        Ok(())
+    })
+}
+
+/// Fills `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol 1e-5, 500 iterations,
+/// gcr/bicgstab preconditioned by multigrid, GCR(5), backend auto, all cores, device 0.
+///
+/// # Safety
+/// `options` must be null or point to a writable `StrataOptions`.
+#[no_mangle]
+pub unsafe extern "C" fn strata_options_default(options: *mut StrataOptions) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a valid pointer or null (checked).
+        let out = unsafe { options.as_mut() }.ok_or_else(|| invalid("options is null"))?;
+        let c = SolverConfig::default();
+        *out = StrataOptions {
+            solver: 1,
+            levels: c.multigrid.n_levels as i32,
+            coarse_steps: c.multigrid.coarse_steps as i32,
+            rtol: c.stopping.rtol,
+            max_it: c.stopping.max_it as i32,
+            preconditioner: 1,
+            restart: c.restart as i32,
+            backend: 0,
+            threads: 0,
+            device: 0,
+        };
+        Ok(())
+    })
+}
+
+fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
+    Ok(ProblemParams {
+        geometry: match p.geometry {
+            0 => Geometry::Panel,
+            1 => Geometry::Box,
+            g => {
+                return Err(StrataError::invalid(
+                    "geometry",
+                    format!("must be 0 (panel) or 1 (box) (got {g})"),
+                ))
+            }
+        },
+        n: count("n", p.n)?,
+        nz: count("nz", p.nz)?,
+        cfl: p.cfl,
+        lambda: p.lambda,
+        height: p.height,
+        delta: p.delta,
+        grading: if p.graded != 0 {
+            Grading::Graded
+        } else {
+            Grading::Uniform
+        },
+        omega: (p.omega > 0.0).then_some(p.omega),
+        coefficients: None,
+    })
+}
+
+fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
+    let kind = match o.solver {
+        0 => SolverKind::Cg,
+        1 => SolverKind::Mg,
+        2 => SolverKind::MgCg,
+        3 => SolverKind::Gcr,
+        4 => SolverKind::BiCgStab,
+        s => {
+            return Err(StrataError::invalid(
+                "solver",
+                format!("must be 0..4 (got {s})"),
+            ))
+        }
+    };
+    let pc = match o.preconditioner {
+        0 => Preconditioner::Line,
+        1 => Preconditioner::Multigrid,
+        p => {
+            return Err(StrataError::invalid(
+                "preconditioner",
+                format!("must be 0 or 1 (got {p})"),
+            ))
+        }
+    };
+    let cfg = SolverConfig::new(kind)
+        .with_levels(count("levels", o.levels)?)
+        .with_coarse_steps(count("coarse_steps", o.coarse_steps)?)
+        .with_rtol(o.rtol)
+        .with_max_it(count("max_it", o.max_it)?)
+        .with_preconditioner(pc)
+        .with_restart(count("restart", o.restart)?);
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Creates a solver for `problem` with `options` (both required); `*out` receives the handle, to
+/// be released with strata_solver_destroy.
+///
+/// # Safety
+/// `problem` and `options` must be null or valid; `out` must be null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_create(
+    problem: *const StrataProblem,
+    options: *const StrataOptions,
+    out: *mut *mut StrataSolver,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises valid pointers or null (checked).
+        let (p, o, out) = unsafe { (problem.as_ref(), options.as_ref(), out.as_mut()) };
+        let (p, o, out) = (
+            p.ok_or_else(|| invalid("problem is null"))?,
+            o.ok_or_else(|| invalid("options is null"))?,
+            out.ok_or_else(|| invalid("out is null"))?,
+        );
+        *out = std::ptr::null_mut();
+        let params = problem_params(p)?;
+        let cfg = solver_config(o)?;
+        let threads = match count("threads", o.threads)? {
+            0 => None,
+            t => Some(t),
+        };
+        let device = count("device", o.device)?;
+        let cuda = |device| -> Result<Inner, StrataError> {
+            let b = Box::new(CudaBackend::new(device)?);
+            let s = PersistentSolver::new(b.as_ref(), &params, &cfg)?;
+            Ok(Inner::Cuda(b, s))
+        };
+        let cpu = || -> Result<Inner, StrataError> {
+            let b = CpuBackend::new(threads)?;
+            let s = PersistentSolver::new(&b, &params, &cfg)?;
+            Ok(Inner::Cpu(b, s))
+        };
+        let inner = match o.backend {
+            0 if strata_cuda::unavailable_reason().is_none() => cuda(device)?,
+            0 | 1 => cpu()?,
+            2 => cuda(device)?,
+            3 => {
+                let s = PersistentSolver::new(&ReferenceBackend, &params, &cfg)?;
+                Inner::Reference(ReferenceBackend, s)
+            }
+            b => {
+                return Err(StrataError::invalid(
+                    "backend",
+                    format!("must be 0..3 (got {b})"),
+                ))
+            }
+        };
+        *out = Box::into_raw(Box::new(StrataSolver { inner }));
+        Ok(())
+    })
+}
+
+/// Values of one field (n · n · nz): the length of every array this solver takes.
+///
+/// # Safety
+/// `solver` must be null or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_size(
+    solver: *const StrataSolver,
+    size: *mut usize,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null, and a writable size or null.
+        let (s, size) = unsafe { (solver.as_ref(), size.as_mut()) };
+        let (s, size) = (
+            s.ok_or_else(|| invalid("solver is null"))?,
+            size.ok_or_else(|| invalid("size is null"))?,
+        );
+        *size = match &s.inner {
+            Inner::Cpu(_, p) => p.len(),
+            Inner::Reference(_, p) => p.len(),
+            Inner::Cuda(_, p) => p.len(),
+        };
+        Ok(())
+    })
+}
+
+/// An array of the solver's size from a pointer (null: an error naming `name`).
+///
+/// # Safety
+/// `ptr` must be null or point to `len` readable values.
+unsafe fn slice<'a>(ptr: *const f64, len: usize, name: &str) -> Result<&'a [f64], StrataError> {
+    if ptr.is_null() {
+        return Err(StrataError::invalid(name, "is null"));
+    }
+    // SAFETY: non-null, and the caller promises `len` values.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// Solves A u = rhs. `rhs` and `u` hold strata_solver_size values; with `initial_guess` != 0 the
+/// solve starts from `u`, else from zero. `info` (may be null) receives the record; a solve that
+/// does not converge is not an error (see info.converged).
+///
+/// # Safety
+/// `solver` must be a live handle; `rhs` and `u` must hold the solver's size of values (`u`
+/// writable); `info` must be null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_solve(
+    solver: *mut StrataSolver,
+    rhs: *const f64,
+    u: *mut f64,
+    initial_guess: i32,
+    info: *mut StrataInfo,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        let len = match &s.inner {
+            Inner::Cpu(_, p) => p.len(),
+            Inner::Reference(_, p) => p.len(),
+            Inner::Cuda(_, p) => p.len(),
+        };
+        // SAFETY: the caller promises `len` values behind each pointer.
+        let rhs = unsafe { slice(rhs, len, "rhs") }?;
+        if u.is_null() {
+            return Err(StrataError::invalid("u", "is null"));
+        }
+        // SAFETY: non-null, `len` writable values promised by the caller, distinct from rhs.
+        let u = unsafe { std::slice::from_raw_parts_mut(u, len) };
+        let warm = initial_guess != 0;
+        let record: SolveInfo = match &mut s.inner {
+            Inner::Cpu(b, p) => p.solve(b, rhs, u, warm)?,
+            Inner::Reference(b, p) => p.solve(b, rhs, u, warm)?,
+            Inner::Cuda(b, p) => p.solve(b.as_ref(), rhs, u, warm)?,
+        };
+        // SAFETY: null or writable, as promised.
+        if let Some(out) = unsafe { info.as_mut() } {
+            *out = StrataInfo {
+                converged: i32::from(record.reason.converged()),
+                iterations: record.iterations as i32,
+                initial_residual: record.r0,
+                relative_residual: record.relative_residual(),
+                seconds: record.seconds,
+            };
+        }
+        Ok(())
+    })
+}
+
+/// y = A x with the solver's operator (to check a residual).
+///
+/// # Safety
+/// `solver` must be a live handle; `x` and `y` must hold the solver's size of values (`y`
+/// writable).
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_apply(
+    solver: *mut StrataSolver,
+    x: *const f64,
+    y: *mut f64,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        let len = match &s.inner {
+            Inner::Cpu(_, p) => p.len(),
+            Inner::Reference(_, p) => p.len(),
+            Inner::Cuda(_, p) => p.len(),
+        };
+        // SAFETY: `len` values promised by the caller.
+        let x = unsafe { slice(x, len, "x") }?;
+        if y.is_null() {
+            return Err(StrataError::invalid("y", "is null"));
+        }
+        // SAFETY: non-null, `len` writable values promised by the caller.
+        let y = unsafe { std::slice::from_raw_parts_mut(y, len) };
+        match &mut s.inner {
+            Inner::Cpu(b, p) => p.apply(b, x, y),
+            Inner::Reference(b, p) => p.apply(b, x, y),
+            Inner::Cuda(b, p) => p.apply(b.as_ref(), x, y),
+        }
+    })
+}
+
+/// Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
+/// for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
+/// `xi_z`: all null for none, a null component is 0). All null: back to the model problem.
+///
+/// # Safety
+/// `solver` must be a live handle; each non-null array must hold the solver's size of values.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn strata_solver_set_coefficients(
+    solver: *mut StrataSolver,
+    kx: *const f64,
+    ky: *const f64,
+    kz: *const f64,
+    beta: *const f64,
+    xi_x: *const f64,
+    xi_y: *const f64,
+    xi_z: *const f64,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        let p = match &s.inner {
+            Inner::Cpu(_, p) => p.problem().clone(),
+            Inner::Reference(_, p) => p.problem().clone(),
+            Inner::Cuda(_, p) => p.problem().clone(),
+        };
+        let (n, nz) = (p.n, p.nz);
+        let len = n * n * nz;
+        let all = [kx, ky, kz, beta, xi_x, xi_y, xi_z];
+        let coefficients = if all.iter().all(|x| x.is_null()) {
+            None
+        } else {
+            let mut c = Coefficients::constant(n, nz, p.delta);
+            for (ptr, field, name) in [
+                (kx, &mut c.kx, "kx"),
+                (ky, &mut c.ky, "ky"),
+                (kz, &mut c.kz, "kz"),
+                (beta, &mut c.beta, "beta"),
+            ] {
+                if !ptr.is_null() {
+                    // SAFETY: non-null, `len` values promised by the caller.
+                    *field = unsafe { slice(ptr, len, name) }?.to_vec();
+                }
+            }
+            if [xi_x, xi_y, xi_z].iter().any(|x| !x.is_null()) {
+                let mut xi = [vec![0.0; len], vec![0.0; len], vec![0.0; len]];
+                for (ptr, field, name) in [(xi_x, 0, "xi_x"), (xi_y, 1, "xi_y"), (xi_z, 2, "xi_z")]
+                {
+                    if !ptr.is_null() {
+                        // SAFETY: non-null, `len` values promised by the caller.
+                        xi[field] = unsafe { slice(ptr, len, name) }?.to_vec();
+                    }
+                }
+                c.xi = Some(xi);
+            }
+            Some(c)
+        };
+        match &mut s.inner {
+            Inner::Cpu(b, p) => p.update_coefficients(b, coefficients),
+            Inner::Reference(b, p) => p.update_coefficients(b, coefficients),
+            Inner::Cuda(b, p) => p.update_coefficients(b.as_ref(), coefficients),
+        }
+    })
+}
+
+/// Sets ω (a new time step), keeping everything else.
+///
+/// # Safety
+/// `solver` must be a live handle or null.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_set_omega(
+    solver: *mut StrataSolver,
+    omega: f64,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        match &mut s.inner {
+            Inner::Cpu(b, p) => p.update_omega(b, omega),
+            Inner::Reference(b, p) => p.update_omega(b, omega),
+            Inner::Cuda(b, p) => p.update_omega(b.as_ref(), omega),
+        }
+    })
+}
+
+/// Releases a solver (null is ignored).
+///
+/// # Safety
+/// `solver` must be null or a handle from strata_solver_create not yet destroyed.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_destroy(solver: *mut StrataSolver) {
+    if solver.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: a live handle from Box::into_raw in strata_solver_create.
+        drop(unsafe { Box::from_raw(solver) });
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// include/strata.h is what cbindgen makes of this file.
+    #[test]
+    fn the_header_is_in_sync() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut out = Vec::new();
+        cbindgen::Builder::new()
+            .with_src(dir.join("src/lib.rs"))
+            .with_config(cbindgen::Config::from_file(dir.join("cbindgen.toml")).unwrap())
+            .generate()
+            .expect("cbindgen")
+            .write(&mut out);
+        let committed = std::fs::read_to_string(dir.join("include/strata.h")).unwrap_or_default();
+        let generated = String::from_utf8(out).unwrap();
+        if committed != generated {
+            if std::env::var_os("STRATA_BLESS").is_some() {
+                std::fs::write(dir.join("include/strata.h"), &generated).unwrap();
+            } else {
+                panic!("include/strata.h is stale: run `STRATA_BLESS=1 cargo test -p strata-capi` and commit it");
+            }
+        }
+    }
+
+    #[test]
+    fn errors_and_panics_do_not_cross() {
+        let mut p = StrataProblem {
+            geometry: 0,
+            n: 16,
+            nz: 8,
+            cfl: 8.4,
+            lambda: 1.0,
+            height: 0.01,
+            delta: 1.0,
+            omega: 0.0,
+            graded: 0,
+        };
+        let mut o = StrataOptions {
+            solver: 2,
+            levels: 3,
+            coarse_steps: 2,
+            rtol: 1e-8,
+            max_it: 100,
+            preconditioner: 1,
+            restart: 5,
+            backend: 1,
+            threads: 1,
+            device: 0,
+        };
+        let mut s = std::ptr::null_mut();
+        // SAFETY: valid pointers to locals.
+        unsafe {
+            assert_eq!(
+                strata_problem_default(std::ptr::null_mut()),
+                StrataStatus::InvalidArgument
+            );
+            p.n = 15;
+            assert_eq!(
+                strata_solver_create(&p, &o, &mut s),
+                StrataStatus::InvalidArgument
+            );
+            assert!(s.is_null());
+            let msg = std::ffi::CStr::from_ptr(strata_last_error())
+                .to_string_lossy()
+                .into_owned();
+            assert!(msg.contains("levels"), "{msg}");
+            p.n = 16;
+            o.solver = 9;
+            assert_eq!(
+                strata_solver_create(&p, &o, &mut s),
+                StrataStatus::InvalidArgument
+            );
+            o.solver = 2;
+            assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
+            let mut size = 0;
+            assert_eq!(strata_solver_size(s, &mut size), StrataStatus::Ok);
+            assert_eq!(size, 16 * 16 * 8);
+            let rhs = vec![1.0; size];
+            let mut u = vec![0.0; size];
+            let mut info = StrataInfo::default();
+            assert_eq!(
+                strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+                StrataStatus::Ok
+            );
+            assert_eq!(info.converged, 1);
+            let mut au = vec![0.0; size];
+            assert_eq!(
+                strata_solver_apply(s, u.as_ptr(), au.as_mut_ptr()),
+                StrataStatus::Ok
+            );
+            let res = au
+                .iter()
+                .zip(&rhs)
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum::<f64>()
+                .sqrt();
+            assert!(res <= 1e-7 * (size as f64).sqrt(), "{res}");
+            assert_eq!(
+                strata_solver_solve(s, std::ptr::null(), u.as_mut_ptr(), 0, &mut info),
+                StrataStatus::InvalidArgument
+            );
+            let bad = vec![-1.0; size];
+            assert_eq!(
+                strata_solver_set_coefficients(
+                    s,
+                    bad.as_ptr(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    std::ptr::null()
+                ),
+                StrataStatus::InvalidArgument
+            );
+            strata_solver_destroy(s);
+            strata_solver_destroy(std::ptr::null_mut());
+        }
+    }
+}
