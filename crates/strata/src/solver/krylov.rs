@@ -129,7 +129,7 @@ impl<B: Backend> Gcr<B> {
         })
     }
 
-    /// Prepares the operators again (see [`Hierarchy::replace_operators`]).
+    /// Prepares every level's operator again from `stencils`, keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         self.pc.h.replace_operators(b, stencils)
     }
@@ -232,7 +232,7 @@ impl<B: Backend> BiCgStab<B> {
         })
     }
 
-    /// Prepares the operators again (see [`Hierarchy::replace_operators`]).
+    /// Prepares every level's operator again from `stencils`, keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         self.pc.h.replace_operators(b, stencils)
     }

@@ -39,7 +39,7 @@ impl<B: Backend> MgCg<B> {
         })
     }
 
-    /// Prepares the operators again (see [`Hierarchy::replace_operators`]).
+    /// Prepares every level's operator again from `stencils`, keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         self.h.replace_operators(b, stencils)
     }
