@@ -1,0 +1,71 @@
+//! A model's view of the persistent solver on a GPU: creation time, then repeated solves with the
+//! right-hand side already in device memory, each timed from outside (wall clock) against the
+//! solver's own solve time. `persistent_timing [n] [nz] [solver] [steps]` (default 2048 128 mg 5).
+
+use std::time::Instant;
+use strata::backend::prelude::*;
+use strata::grid::Block;
+use strata::problem::{build_rhs, ProblemParams, RhsKind};
+use strata::solver::{SolverConfig, SolverKind};
+use strata::PersistentSolver;
+use strata_cuda::CudaBackend;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: usize = args.first().map_or(Ok(2048), |a| a.parse())?;
+    let nz: usize = args.get(1).map_or(Ok(128), |a| a.parse())?;
+    let kind = match args.get(2).map(String::as_str).unwrap_or("mg") {
+        "cg" => SolverKind::Cg,
+        "mg-cg" => SolverKind::MgCg,
+        "gcr" => SolverKind::Gcr,
+        "bicgstab" => SolverKind::BiCgStab,
+        _ => SolverKind::Mg,
+    };
+    let steps: usize = args.get(3).map_or(Ok(5), |a| a.parse())?;
+    let p = ProblemParams {
+        n,
+        nz,
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let backend = CudaBackend::new(0)?;
+    let backend_s = t.elapsed().as_secs_f64();
+    let cfg = SolverConfig::new(kind);
+    let t = Instant::now();
+    let mut solver = PersistentSolver::new(&backend, &p, &cfg)?;
+    let create_s = t.elapsed().as_secs_f64();
+    let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
+    let mut u = vec![0.0; solver.len()];
+    let t = Instant::now();
+    let first = solver.solve(&backend, &rhs, &mut u, false)?;
+    let first_s = t.elapsed().as_secs_f64();
+    println!(
+        "{} {n}x{n}x{nz}: backend {backend_s:.3} s (context, first NVRTC compile is in creation), \
+         creation {create_s:.3} s, first solve with host arrays {first_s:.4} s ({} its, solver {:.4} s)",
+        kind.name(),
+        first.iterations,
+        first.seconds
+    );
+    // Later time steps: the right-hand side is already on the device (uploaded once here, as a
+    // model on the GPU would have it), the solution stays there.
+    let (op, f, _) = solver.fields_mut();
+    backend.upload(op, &rhs, f)?;
+    println!("  step   wall s   solver s   wall/solver");
+    for step in 0..steps {
+        {
+            let (op, _, u) = solver.fields_mut();
+            backend.fill(op, u, 0.0)?;
+        }
+        backend.synchronize()?;
+        let t = Instant::now();
+        let info = solver.solve_resident(&backend)?;
+        backend.synchronize()?;
+        let wall = t.elapsed().as_secs_f64();
+        println!(
+            "  {step:4} {wall:9.4} {:10.4} {:12.3}",
+            info.seconds,
+            wall / info.seconds
+        );
+    }
+    Ok(())
+}
