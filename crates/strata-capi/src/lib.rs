@@ -119,6 +119,26 @@ pub struct StrataSolver {
     inner: Inner,
 }
 
+impl StrataSolver {
+    /// Values of one field of the solver's block.
+    fn len(&self) -> usize {
+        match &self.inner {
+            Inner::Cpu(_, p) => p.len(),
+            Inner::Reference(_, p) => p.len(),
+            Inner::Cuda(_, p) => p.len(),
+        }
+    }
+
+    /// The problem the solver was set up for (with its current coefficients and ω).
+    fn problem(&self) -> &ProblemParams {
+        match &self.inner {
+            Inner::Cpu(_, p) => p.problem(),
+            Inner::Reference(_, p) => p.problem(),
+            Inner::Cuda(_, p) => p.problem(),
+        }
+    }
+}
+
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
@@ -361,11 +381,7 @@ pub unsafe extern "C" fn strata_solver_size(
             s.ok_or_else(|| invalid("solver is null"))?,
             size.ok_or_else(|| invalid("size is null"))?,
         );
-        *size = match &s.inner {
-            Inner::Cpu(_, p) => p.len(),
-            Inner::Reference(_, p) => p.len(),
-            Inner::Cuda(_, p) => p.len(),
-        };
+        *size = s.len();
         Ok(())
     })
 }
@@ -400,11 +416,7 @@ pub unsafe extern "C" fn strata_solver_solve(
     guard(|| {
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        let len = match &s.inner {
-            Inner::Cpu(_, p) => p.len(),
-            Inner::Reference(_, p) => p.len(),
-            Inner::Cuda(_, p) => p.len(),
-        };
+        let len = s.len();
         // SAFETY: the caller promises `len` values behind each pointer.
         let rhs = unsafe { slice(rhs, len, "rhs") }?;
         if u.is_null() {
@@ -446,11 +458,7 @@ pub unsafe extern "C" fn strata_solver_apply(
     guard(|| {
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        let len = match &s.inner {
-            Inner::Cpu(_, p) => p.len(),
-            Inner::Reference(_, p) => p.len(),
-            Inner::Cuda(_, p) => p.len(),
-        };
+        let len = s.len();
         // SAFETY: `len` values promised by the caller.
         let x = unsafe { slice(x, len, "x") }?;
         if y.is_null() {
@@ -487,11 +495,7 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
     guard(|| {
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        let p = match &s.inner {
-            Inner::Cpu(_, p) => p.problem().clone(),
-            Inner::Reference(_, p) => p.problem().clone(),
-            Inner::Cuda(_, p) => p.problem().clone(),
-        };
+        let p = s.problem().clone();
         let (n, nz) = (p.n, p.nz);
         let len = n * n * nz;
         let all = [kx, ky, kz, beta, xi_x, xi_y, xi_z];

@@ -64,7 +64,9 @@ impl Coefficients {
     /// error names the field and the first bad cell as (y, x, z).
     pub fn validate(&self) -> Result<()> {
         let len = self.n * self.n * self.nz;
-        for (name, v) in self.fields() {
+        let positive = self.fields().into_iter().map(|(n, v)| (n, v, true));
+        let signed = self.xi_fields().into_iter().map(|(n, v)| (n, v, false));
+        for (name, v, must_be_positive) in positive.chain(signed) {
             if v.len() != len {
                 return invalid(
                     name,
@@ -77,35 +79,17 @@ impl Coefficients {
                     ),
                 );
             }
-            if let Some(p) = v.iter().position(|x| !(x.is_finite() && *x > 0.0)) {
+            let bad = |x: &f64| !x.is_finite() || (must_be_positive && *x <= 0.0);
+            if let Some(p) = v.iter().position(bad) {
                 let (j, i, k) = (p / (self.n * self.nz), (p / self.nz) % self.n, p % self.nz);
+                let what = if must_be_positive {
+                    "finite and positive"
+                } else {
+                    "finite"
+                };
                 return invalid(
                     name,
-                    format!(
-                        "must be finite and positive, but is {} at (y={j}, x={i}, z={k})",
-                        v[p]
-                    ),
-                );
-            }
-        }
-        for (name, v) in self.xi_fields() {
-            if v.len() != len {
-                return invalid(
-                    name,
-                    format!(
-                        "has {} values, the grid {}x{}x{} needs {len}",
-                        v.len(),
-                        self.n,
-                        self.n,
-                        self.nz
-                    ),
-                );
-            }
-            if let Some(p) = v.iter().position(|x| !x.is_finite()) {
-                let (j, i, k) = (p / (self.n * self.nz), (p / self.nz) % self.n, p % self.nz);
-                return invalid(
-                    name,
-                    format!("must be finite, but is {} at (y={j}, x={i}, z={k})", v[p]),
+                    format!("must be {what}, but is {} at (y={j}, x={i}, z={k})", v[p]),
                 );
             }
         }
