@@ -1,0 +1,83 @@
+! A model's time loop calling strata from Fortran: set up once, solve every step with a new
+! right-hand side (warm-started from the last solution), change the coefficients halfway, and
+! check each solution's residual with strata's own operator.
+!
+!   gfortran -c fortran/strata.f90 && gfortran examples/fortran/timesteps.f90 strata.o \
+!       -L target/release -lstrata -o timesteps && LD_LIBRARY_PATH=target/release ./timesteps
+program timesteps
+    use, intrinsic :: iso_c_binding
+    use strata
+    implicit none
+    type(strata_problem) :: problem
+    type(strata_options) :: options
+    type(strata_info) :: info
+    type(c_ptr) :: solver
+    integer(c_size_t) :: size
+    real(c_double), allocatable, target :: f(:, :, :), u(:, :, :), au(:, :, :), kz(:, :, :)
+    integer :: step, i, j, k, n, nz
+    real(c_double) :: rel
+
+    call check(strata_problem_default(problem), "strata_problem_default")
+    call check(strata_options_default(options), "strata_options_default")
+    problem%n = 32
+    problem%nz = 16
+    options%solver = 3 ! gcr, preconditioned by a V-cycle
+    options%levels = 4
+    options%backend = 1 ! cpu
+
+    ! Bad input is a status and a message, not a crash.
+    problem%n = 30
+    if (strata_solver_create(problem, options, solver) /= STRATA_INVALID_ARGUMENT) then
+        print *, "n = 30 with 4 levels was accepted"
+        stop 1
+    end if
+    print '(a, a)', "refused as expected: ", strata_error_message()
+    problem%n = 32
+
+    call check(strata_solver_create(problem, options, solver), "strata_solver_create")
+    call check(strata_solver_size(solver, size), "strata_solver_size")
+    n = problem%n
+    nz = problem%nz
+    if (size /= int(n, c_size_t) * n * nz) stop 1
+    ! k fastest: a Fortran array (nz, n, n) is strata's layout as it is.
+    allocate(f(nz, n, n), u(nz, n, n), au(nz, n, n), kz(nz, n, n))
+    u = 0
+    kz = 1
+    kz(nz / 2 + 1:, :, :) = 100
+
+    do step = 0, 3
+        if (step == 2) then
+            call check(strata_solver_set_coefficients(solver, c_null_ptr, c_null_ptr, c_loc(kz), &
+                c_null_ptr, c_null_ptr, c_null_ptr, c_null_ptr), "strata_solver_set_coefficients")
+        end if
+        do j = 1, n
+            do i = 1, n
+                do k = 1, nz
+                    f(k, i, j) = 1e-6 * sin(0.2 * i + 0.1 * j + 0.3 * step) * cos(0.4 * k)
+                end do
+            end do
+        end do
+        call check(strata_solver_solve(solver, f, u, merge(1, 0, step > 0), info), "strata_solver_solve")
+        call check(strata_solver_apply(solver, u, au), "strata_solver_apply")
+        rel = norm2(au - f) / norm2(f)
+        print '(a, i0, a, i0, a, es9.2)', "step ", step, ": ", info%iterations, &
+            " iterations, |f - A u| / |f| = ", rel
+        if (info%converged /= 1 .or. rel > 1e-4) then
+            print *, "the residual check failed"
+            stop 1
+        end if
+    end do
+    call strata_solver_destroy(solver)
+    print '(a)', "ok"
+
+contains
+
+    subroutine check(status, what)
+        integer(c_int), intent(in) :: status
+        character(len=*), intent(in) :: what
+        if (status /= STRATA_OK) then
+            print '(a, a, i0, a, a)', what, " failed (", status, "): ", strata_error_message()
+            stop 1
+        end if
+    end subroutine
+end program timesteps

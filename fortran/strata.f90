@@ -1,0 +1,156 @@
+! strata for Fortran: a module over the C API (libstrata, include/strata.h) with iso_c_binding.
+!
+!   use strata
+!   type(strata_problem) :: problem
+!   type(strata_options) :: options
+!   type(c_ptr) :: solver
+!   status = strata_problem_default(problem)
+!   status = strata_options_default(options)
+!   status = strata_solver_create(problem, options, solver)
+!   status = strata_solver_solve(solver, rhs, u, 0, info)
+!   call strata_solver_destroy(solver)
+!
+! Arrays are z-contiguous, v((j * n + i) * nz + k + 1) with 0-based i, j, k: a Fortran array
+! u(nz, n, n) (k fastest) passes as it is. Every function returns a status (STRATA_OK = 0);
+! strata_error_message() gives the message of the last failed call.
+module strata
+    use, intrinsic :: iso_c_binding
+    implicit none
+    private
+
+    integer(c_int), parameter, public :: STRATA_OK = 0
+    integer(c_int), parameter, public :: STRATA_INVALID_ARGUMENT = 1
+    integer(c_int), parameter, public :: STRATA_OUT_OF_MEMORY = 2
+    integer(c_int), parameter, public :: STRATA_BACKEND = 3
+    integer(c_int), parameter, public :: STRATA_FILE = 4
+    integer(c_int), parameter, public :: STRATA_COMMUNICATION = 5
+    integer(c_int), parameter, public :: STRATA_INTERNAL_ERROR = 6
+
+    ! Mirrors StrataProblem of strata.h.
+    type, bind(c), public :: strata_problem
+        integer(c_int32_t) :: geometry
+        integer(c_int32_t) :: n
+        integer(c_int32_t) :: nz
+        real(c_double) :: cfl
+        real(c_double) :: lambda
+        real(c_double) :: height
+        real(c_double) :: delta
+        real(c_double) :: omega
+        integer(c_int32_t) :: graded
+    end type
+
+    ! Mirrors StrataOptions of strata.h.
+    type, bind(c), public :: strata_options
+        integer(c_int32_t) :: solver
+        integer(c_int32_t) :: levels
+        integer(c_int32_t) :: coarse_steps
+        real(c_double) :: rtol
+        integer(c_int32_t) :: max_it
+        integer(c_int32_t) :: preconditioner
+        integer(c_int32_t) :: restart
+        integer(c_int32_t) :: backend
+        integer(c_int32_t) :: threads
+        integer(c_int32_t) :: device
+    end type
+
+    ! Mirrors StrataInfo of strata.h.
+    type, bind(c), public :: strata_info
+        integer(c_int32_t) :: converged
+        integer(c_int32_t) :: iterations
+        real(c_double) :: initial_residual
+        real(c_double) :: relative_residual
+        real(c_double) :: seconds
+    end type
+
+    public :: strata_problem_default, strata_options_default, strata_solver_create
+    public :: strata_solver_size, strata_solver_solve, strata_solver_apply
+    public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
+    public :: strata_error_message
+
+    interface
+        integer(c_int) function strata_problem_default(problem) bind(c, name="strata_problem_default")
+            import :: c_int, strata_problem
+            type(strata_problem), intent(out) :: problem
+        end function
+
+        integer(c_int) function strata_options_default(options) bind(c, name="strata_options_default")
+            import :: c_int, strata_options
+            type(strata_options), intent(out) :: options
+        end function
+
+        integer(c_int) function strata_solver_create(problem, options, solver) &
+                bind(c, name="strata_solver_create")
+            import :: c_int, c_ptr, strata_problem, strata_options
+            type(strata_problem), intent(in) :: problem
+            type(strata_options), intent(in) :: options
+            type(c_ptr), intent(out) :: solver
+        end function
+
+        integer(c_int) function strata_solver_size(solver, size) bind(c, name="strata_solver_size")
+            import :: c_int, c_ptr, c_size_t
+            type(c_ptr), value :: solver
+            integer(c_size_t), intent(out) :: size
+        end function
+
+        integer(c_int) function strata_solver_solve(solver, rhs, u, initial_guess, info) &
+                bind(c, name="strata_solver_solve")
+            import :: c_int, c_ptr, c_double, c_int32_t, strata_info
+            type(c_ptr), value :: solver
+            real(c_double), intent(in) :: rhs(*)
+            real(c_double), intent(inout) :: u(*)
+            integer(c_int32_t), value :: initial_guess
+            type(strata_info), intent(out) :: info
+        end function
+
+        integer(c_int) function strata_solver_apply(solver, x, y) bind(c, name="strata_solver_apply")
+            import :: c_int, c_ptr, c_double
+            type(c_ptr), value :: solver
+            real(c_double), intent(in) :: x(*)
+            real(c_double), intent(out) :: y(*)
+        end function
+
+        integer(c_int) function strata_solver_set_omega(solver, omega) bind(c, name="strata_solver_set_omega")
+            import :: c_int, c_ptr, c_double
+            type(c_ptr), value :: solver
+            real(c_double), value :: omega
+        end function
+
+        ! Each field: c_loc of an array of the solver's size, or c_null_ptr for the default.
+        integer(c_int) function strata_solver_set_coefficients(solver, kx, ky, kz, beta, xi_x, xi_y, xi_z) &
+                bind(c, name="strata_solver_set_coefficients")
+            import :: c_int, c_ptr
+            type(c_ptr), value :: solver, kx, ky, kz, beta, xi_x, xi_y, xi_z
+        end function
+
+        subroutine strata_solver_destroy(solver) bind(c, name="strata_solver_destroy")
+            import :: c_ptr
+            type(c_ptr), value :: solver
+        end subroutine
+
+        type(c_ptr) function strata_last_error() bind(c, name="strata_last_error")
+            import :: c_ptr
+        end function
+
+        integer(c_size_t) function c_strlen(s) bind(c, name="strlen")
+            import :: c_ptr, c_size_t
+            type(c_ptr), value :: s
+        end function
+    end interface
+
+contains
+
+    ! The message of the last failed strata call on this thread, as a Fortran string.
+    function strata_error_message() result(message)
+        character(len=:), allocatable :: message
+        type(c_ptr) :: p
+        character(kind=c_char), pointer :: chars(:)
+        integer :: i, n
+        p = strata_last_error()
+        n = int(c_strlen(p))
+        call c_f_pointer(p, chars, [n])
+        allocate(character(len=n) :: message)
+        do i = 1, n
+            message(i:i) = chars(i)
+        end do
+    end function
+end module strata
