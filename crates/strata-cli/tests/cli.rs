@@ -524,3 +524,50 @@ fn coefficient_files_drive_the_general_operator() {
     assert_eq!(read, strata::matrix::assemble(&p).unwrap());
     assert!(mtx.with_extension("rhs.mtx").exists());
 }
+
+#[test]
+fn output_files_follow_the_cf_conventions() {
+    let nc = tmp("cf.nc");
+    let o = strata(&[
+        "solve",
+        "--n",
+        "8",
+        "--nz",
+        "4",
+        "--levels",
+        "1",
+        "--graded",
+        "--cfl",
+        "3",
+        "-q",
+        "--output",
+        nc.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let r = netcdf3::FileReader::open(&nc).unwrap();
+    let ds = r.data_set();
+    assert_eq!(
+        ds.get_global_attr_as_string("Conventions").as_deref(),
+        Some("CF-1.8")
+    );
+    // The solution is a point value (not volume-integrated like the right-hand side).
+    assert_eq!(
+        ds.get_var_attr_as_string("u", "units").as_deref(),
+        Some("1")
+    );
+    assert!(!ds
+        .get_var_attr_as_string("u", "long_name")
+        .unwrap()
+        .contains("volume"));
+    assert_eq!(
+        ds.get_var_attr_as_string("rhs", "cell_methods").as_deref(),
+        Some("y: x: z: sum")
+    );
+    assert!(ds.get_var("z_face").is_some(), "no vertical faces");
+    assert!(ds
+        .get_global_attr_as_string("vertical_grid")
+        .unwrap()
+        .starts_with("graded"));
+    let omega = ds.get_global_attr_f64("omega").unwrap()[0];
+    assert!((omega - 3.0 * (2.0 / 8.0) / 2.0).abs() < 1e-15, "{omega}");
+}
