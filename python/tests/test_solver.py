@@ -1,0 +1,94 @@
+"""strata.Solver from Python: NumPy arrays in and out, residuals, warm starts, coefficient
+updates, errors as exceptions, the GIL released during solves."""
+import threading
+
+import numpy as np
+import pytest
+import strata
+
+
+def random_rhs(shape, seed=1):
+    return np.random.default_rng(seed).uniform(-1e-6, 1e-6, shape)
+
+
+@pytest.mark.parametrize("solver", ["cg", "mg", "mg-cg", "gcr", "bicgstab"])
+def test_solutions_satisfy_the_equation(solver):
+    s = strata.Solver(32, 16, solver=solver, levels=4, rtol=1e-8)
+    f = random_rhs(s.shape)
+    u = s.solve(f)
+    assert u.shape == (32, 32, 16) and u.dtype == np.float64
+    assert s.info["converged"], s.info
+    r = np.linalg.norm(s.apply(u) - f) / np.linalg.norm(f)
+    assert r < 1e-7, r
+
+
+def test_out_and_warm_start_reuse_the_callers_array():
+    s = strata.Solver(32, 16, solver="mg-cg", levels=4)
+    f = random_rhs(s.shape)
+    u = np.zeros(s.shape)
+    same = s.solve(f, out=u)
+    assert same is u
+    cold = s.info["initial_residual"]
+    s.solve(f, out=u, x0=u)  # warm start from the last step
+    assert s.info["initial_residual"] < 1e-4 * cold
+
+
+def test_coefficients_and_omega_update_in_place():
+    s = strata.Solver(32, 16, solver="bicgstab", levels=4, rtol=1e-9)
+    f = random_rhs(s.shape, 2)
+    u0 = s.solve(f).copy()
+    kz = np.ones(s.shape)
+    kz[:, :, 8:] = 100.0
+    xi = tuple(np.random.default_rng(d).uniform(-1, 1, s.shape) for d in range(3))
+    s.set_coefficients(kz=kz, xi=xi)
+    u1 = s.solve(f)
+    assert s.info["converged"]
+    assert np.linalg.norm(s.apply(u1) - f) < 1e-8 * np.linalg.norm(f)
+    assert not np.allclose(u0, u1)
+    s.set_coefficients()  # back to the model problem
+    assert np.allclose(s.solve(f), u0, rtol=0, atol=1e-9 * np.abs(u0).max())
+    s.set_omega(0.02)
+    s.solve(f)
+    assert s.info["converged"]
+
+
+def test_errors_are_exceptions():
+    with pytest.raises(ValueError, match="levels"):
+        strata.Solver(30, 16, levels=4)
+    with pytest.raises(ValueError, match="solver must be one of"):
+        strata.Solver(32, 16, solver="sor")
+    s = strata.Solver(16, 8, levels=3)
+    with pytest.raises(ValueError, match=r"shape \(16, 16, 8\)|needs \[16, 16, 8\]"):
+        s.solve(np.zeros((16, 16, 7)))
+    with pytest.raises(ValueError, match="kx must be finite and positive"):
+        s.set_coefficients(kx=-np.ones(s.shape))
+    with pytest.raises(ValueError, match="needs a symmetric operator"):
+        strata.Solver(16, 8, solver="cg").set_coefficients(xi=(np.ones((16, 16, 8)),) * 3)
+    assert s.info is None
+
+
+def test_the_gil_is_released_while_solving():
+    s = strata.Solver(128, 64, solver="cg", rtol=1e-12, max_it=400)
+    f = random_rhs(s.shape)
+    ticks = 0
+    done = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+
+    t = threading.Thread(target=count)
+    t.start()
+    s.solve(f)
+    done.set()
+    t.join()
+    # Python code ran during the solve (the GIL would starve it otherwise).
+    assert ticks > 1000, ticks
+
+
+def test_aliasing_rhs_and_out_is_an_error_not_a_crash():
+    s = strata.Solver(16, 8, levels=3)
+    f = random_rhs(s.shape)
+    with pytest.raises(ValueError, match="other than rhs"):
+        s.solve(f, out=f)
