@@ -65,7 +65,7 @@ module strata
     public :: strata_problem_default, strata_options_default, strata_solver_create
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
-    public :: strata_error_message
+    public :: strata_error_message, strata_solver_create_mpi, strata_solver_block
 
     interface
         integer(c_int) function strata_problem_default(problem) bind(c, name="strata_problem_default")
@@ -84,6 +84,24 @@ module strata
             type(strata_problem), intent(in) :: problem
             type(strata_options), intent(in) :: options
             type(c_ptr), intent(out) :: solver
+        end function
+
+        ! One rank of a distributed solve over the communicator `comm` (an MPI Fortran handle);
+        ! every array is then the rank's block (strata_solver_block), every call collective.
+        integer(c_int) function strata_solver_create_mpi(problem, options, comm, solver) &
+                bind(c, name="strata_solver_create_mpi")
+            import :: c_int, c_int32_t, c_ptr, strata_problem, strata_options
+            type(strata_problem), intent(in) :: problem
+            type(strata_options), intent(in) :: options
+            integer(c_int32_t), value :: comm
+            type(c_ptr), intent(out) :: solver
+        end function
+
+        ! This rank's block: columns i0 .. i0 + nx - 1, rows j0 .. j0 + ny - 1 (0-based).
+        integer(c_int) function strata_solver_block(solver, i0, j0, nx, ny) bind(c, name="strata_solver_block")
+            import :: c_int, c_int32_t, c_ptr
+            type(c_ptr), value :: solver
+            integer(c_int32_t), intent(out) :: i0, j0, nx, ny
         end function
 
         integer(c_int) function strata_solver_size(solver, size) bind(c, name="strata_solver_size")

@@ -170,6 +170,32 @@ enum StrataStatus strata_solver_set_coefficients(struct StrataSolver *solver,
 // `solver` must be a live handle or null.
 enum StrataStatus strata_solver_set_omega(struct StrataSolver *solver, double omega);
 
+// Creates a solver for one rank of a distributed solve over the caller's MPI communicator,
+// given by its Fortran handle (`MPI_Comm_c2f(comm)` from C; the integer from Fortran): the
+// horizontal grid is split over the ranks (the most nearly square rank grid), every array this
+// solver takes is the rank's block ([`strata_solver_block`]), and every call is collective.
+// The CPU backend; MPI must be initialised by the caller, and the solver destroyed before
+// MPI_Finalize. Needs libstrata built with the `mpi` feature.
+//
+// # Safety
+// As [`strata_solver_create`]; `fortran_comm` must be a valid communicator handle.
+enum StrataStatus strata_solver_create_mpi(const struct StrataProblem *problem,
+                                           const struct StrataOptions *options,
+                                           int32_t fortran_comm,
+                                           struct StrataSolver **out);
+
+// This rank's block of the horizontal grid: columns `i0 .. i0 + nx`, rows `j0 .. j0 + ny`
+// (0-based); every array of the solver has `nx · ny · nz` values, `v[(j * nx + i) * nz + k]`
+// in block-local indices. On one process the block is the whole grid.
+//
+// # Safety
+// `solver` must be a live handle; the four outputs must be writable.
+enum StrataStatus strata_solver_block(const struct StrataSolver *solver,
+                                      int32_t *i0,
+                                      int32_t *j0,
+                                      int32_t *nx,
+                                      int32_t *ny);
+
 // Releases a solver (null is ignored).
 //
 // # Safety

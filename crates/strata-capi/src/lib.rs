@@ -109,6 +109,11 @@ pub struct StrataInfo {
 // One handle per solver, created once: the size of the variants does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Inner {
+    #[cfg(feature = "mpi")]
+    CpuMpi(
+        CpuBackend,
+        PersistentSolver<CpuBackend, strata_mpi::MpiComm<CpuBackend>>,
+    ),
     Cpu(CpuBackend, PersistentSolver<CpuBackend>),
     Reference(ReferenceBackend, PersistentSolver<ReferenceBackend>),
     Cuda(Box<CudaBackend>, PersistentSolver<CudaBackend>),
@@ -123,6 +128,8 @@ impl StrataSolver {
     /// Values of one field of the solver's block.
     fn len(&self) -> usize {
         match &self.inner {
+            #[cfg(feature = "mpi")]
+            Inner::CpuMpi(_, p) => p.len(),
             Inner::Cpu(_, p) => p.len(),
             Inner::Reference(_, p) => p.len(),
             Inner::Cuda(_, p) => p.len(),
@@ -132,6 +139,8 @@ impl StrataSolver {
     /// The problem the solver was set up for (with its current coefficients and ω).
     fn problem(&self) -> &ProblemParams {
         match &self.inner {
+            #[cfg(feature = "mpi")]
+            Inner::CpuMpi(_, p) => p.problem(),
             Inner::Cpu(_, p) => p.problem(),
             Inner::Reference(_, p) => p.problem(),
             Inner::Cuda(_, p) => p.problem(),
@@ -426,6 +435,8 @@ pub unsafe extern "C" fn strata_solver_solve(
         let u = unsafe { std::slice::from_raw_parts_mut(u, len) };
         let warm = initial_guess != 0;
         let record: SolveInfo = match &mut s.inner {
+            #[cfg(feature = "mpi")]
+            Inner::CpuMpi(b, p) => p.solve(b, rhs, u, warm)?,
             Inner::Cpu(b, p) => p.solve(b, rhs, u, warm)?,
             Inner::Reference(b, p) => p.solve(b, rhs, u, warm)?,
             Inner::Cuda(b, p) => p.solve(b.as_ref(), rhs, u, warm)?,
@@ -467,6 +478,8 @@ pub unsafe extern "C" fn strata_solver_apply(
         // SAFETY: non-null, `len` writable values promised by the caller.
         let y = unsafe { std::slice::from_raw_parts_mut(y, len) };
         match &mut s.inner {
+            #[cfg(feature = "mpi")]
+            Inner::CpuMpi(b, p) => p.apply(b, x, y),
             Inner::Cpu(b, p) => p.apply(b, x, y),
             Inner::Reference(b, p) => p.apply(b, x, y),
             Inner::Cuda(b, p) => p.apply(b.as_ref(), x, y),
@@ -528,6 +541,8 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
             Some(c)
         };
         match &mut s.inner {
+            #[cfg(feature = "mpi")]
+            Inner::CpuMpi(b, p) => p.update_coefficients(b, coefficients),
             Inner::Cpu(b, p) => p.update_coefficients(b, coefficients),
             Inner::Reference(b, p) => p.update_coefficients(b, coefficients),
             Inner::Cuda(b, p) => p.update_coefficients(b.as_ref(), coefficients),
@@ -548,10 +563,125 @@ pub unsafe extern "C" fn strata_solver_set_omega(
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         match &mut s.inner {
+            #[cfg(feature = "mpi")]
+            Inner::CpuMpi(b, p) => p.update_omega(b, omega),
             Inner::Cpu(b, p) => p.update_omega(b, omega),
             Inner::Reference(b, p) => p.update_omega(b, omega),
             Inner::Cuda(b, p) => p.update_omega(b.as_ref(), omega),
         }
+    })
+}
+
+/// Creates a solver for one rank of a distributed solve over the caller's MPI communicator,
+/// given by its Fortran handle (`MPI_Comm_c2f(comm)` from C; the integer from Fortran): the
+/// horizontal grid is split over the ranks (the most nearly square rank grid), every array this
+/// solver takes is the rank's block ([`strata_solver_block`]), and every call is collective.
+/// The CPU backend; MPI must be initialised by the caller, and the solver destroyed before
+/// MPI_Finalize. Needs libstrata built with the `mpi` feature.
+///
+/// # Safety
+/// As [`strata_solver_create`]; `fortran_comm` must be a valid communicator handle.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_create_mpi(
+    problem: *const StrataProblem,
+    options: *const StrataOptions,
+    fortran_comm: i32,
+    out: *mut *mut StrataSolver,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises valid pointers or null (checked).
+        let (p, o, out) = unsafe { (problem.as_ref(), options.as_ref(), out.as_mut()) };
+        let (p, o, out) = (
+            p.ok_or_else(|| invalid("problem is null"))?,
+            o.ok_or_else(|| invalid("options is null"))?,
+            out.ok_or_else(|| invalid("out is null"))?,
+        );
+        *out = std::ptr::null_mut();
+        #[cfg(feature = "mpi")]
+        {
+            use strata_core::grid::RankGrid;
+            use strata_mpi::mpi::raw::FromRaw;
+            use strata_mpi::mpi::topology::SimpleCommunicator;
+            use strata_mpi::mpi::traits::Communicator;
+            let params = problem_params(p)?;
+            let cfg = solver_config(o)?;
+            let threads = match count("threads", o.threads)? {
+                0 => None,
+                t => Some(t),
+            };
+            // SAFETY: the caller promises a valid Fortran communicator handle; MPI converts it.
+            let raw = unsafe { strata_mpi::mpi::ffi::RSMPI_Comm_f2c(fortran_comm) };
+            // SAFETY: a live communicator of the caller's.
+            let theirs = unsafe { SimpleCommunicator::from_raw(raw) };
+            // strata's messages travel on a duplicate, apart from the model's own (freed with the
+            // solver); the caller's communicator stays the caller's: the wrapper must not free it.
+            let world = theirs.duplicate();
+            std::mem::forget(theirs);
+            let grid = RankGrid::choose(world.size() as usize);
+            let rank = world.rank() as usize;
+            let dec = cfg.validate_for(params.n, grid)?;
+            let comm = strata_mpi::MpiComm::new(world, grid)?;
+            let b = CpuBackend::new(threads)?;
+            let s = PersistentSolver::with_comm(&b, comm, &params, dec.fine_block(rank), &cfg)?;
+            *out = Box::into_raw(Box::new(StrataSolver {
+                inner: Inner::CpuMpi(b, s),
+            }));
+            Ok(())
+        }
+        #[cfg(not(feature = "mpi"))]
+        {
+            let _ = (p, o, fortran_comm);
+            Err(StrataError::Backend {
+                backend: "mpi".into(),
+                msg: "this libstrata was built without MPI (cargo build -p strata-capi --features mpi)"
+                    .into(),
+            })
+        }
+    })
+}
+
+/// This rank's block of the horizontal grid: columns `i0 .. i0 + nx`, rows `j0 .. j0 + ny`
+/// (0-based); every array of the solver has `nx · ny · nz` values, `v[(j * nx + i) * nz + k]`
+/// in block-local indices. On one process the block is the whole grid.
+///
+/// # Safety
+/// `solver` must be a live handle; the four outputs must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_block(
+    solver: *const StrataSolver,
+    i0: *mut i32,
+    j0: *mut i32,
+    nx: *mut i32,
+    ny: *mut i32,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle and writable outputs, or null (checked).
+        let (s, i0, j0, nx, ny) = unsafe {
+            (
+                solver.as_ref(),
+                i0.as_mut(),
+                j0.as_mut(),
+                nx.as_mut(),
+                ny.as_mut(),
+            )
+        };
+        let s = s.ok_or_else(|| invalid("solver is null"))?;
+        let b = match &s.inner {
+            #[cfg(feature = "mpi")]
+            Inner::CpuMpi(_, p) => p.block(),
+            Inner::Cpu(_, p) => p.block(),
+            Inner::Reference(_, p) => p.block(),
+            Inner::Cuda(_, p) => p.block(),
+        };
+        for (out, v, name) in [
+            (i0, b.i0, "i0"),
+            (j0, b.j0, "j0"),
+            (nx, b.nx, "nx"),
+            (ny, b.ny, "ny"),
+        ] {
+            *out.ok_or_else(|| StrataError::invalid(name, "is null"))? = v as i32;
+        }
+        Ok(())
     })
 }
 

@@ -91,6 +91,11 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         &self.p
     }
 
+    /// This rank's block of the fine level.
+    pub fn block(&self) -> crate::grid::Block {
+        self.block
+    }
+
     /// The solver's settings.
     pub fn config(&self) -> &SolverConfig {
         &self.cfg
