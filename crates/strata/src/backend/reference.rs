@@ -58,18 +58,16 @@ fn apply_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> 
 /// Thomas algorithm for the column block A_T of column (i, j): returns z with A_T z = r.
 fn thomas(s: &LevelStencil, i: usize, j: usize, r: &[f64]) -> Vec<f64> {
     let nz = s.nz;
-    let diag = |k: usize| s.row(i, j, k).diag;
-    let upper = |k: usize| s.row(i, j, k).up;
-    let lower = |k: usize| s.row(i, j, k).down;
     let mut cp = vec![0.0; nz];
     let mut z = vec![0.0; nz];
-    let m = diag(0);
-    cp[0] = upper(0) / m;
-    z[0] = r[0] / m;
+    let e = s.row(i, j, 0);
+    cp[0] = e.up / e.diag;
+    z[0] = r[0] / e.diag;
     for k in 1..nz {
-        let m = diag(k) - lower(k) * cp[k - 1];
-        cp[k] = upper(k) / m;
-        z[k] = (r[k] - lower(k) * z[k - 1]) / m;
+        let e = s.row(i, j, k);
+        let m = e.diag - e.down * cp[k - 1];
+        cp[k] = e.up / m;
+        z[k] = (r[k] - e.down * z[k - 1]) / m;
     }
     for k in (0..nz - 1).rev() {
         z[k] -= cp[k] * z[k + 1];

@@ -122,56 +122,47 @@ impl Coefficients {
 
     /// The next coarser level with the given averaging of the four children.
     pub fn coarsen_with(&self, averaging: Averaging) -> Self {
-        let (n, nz) = (self.n / 2, self.nz);
         let mean = |a: f64, b: f64, c: f64, d: f64| match averaging {
             Averaging::Arithmetic => 0.25 * (a + b + c + d),
             Averaging::Harmonic => 4.0 / (1.0 / a + 1.0 / b + 1.0 / c + 1.0 / d),
         };
-        let avg = |v: &[f64]| {
-            let mut out = vec![0.0; n * n * nz];
-            for j in 0..n {
-                for i in 0..n {
-                    for k in 0..nz {
-                        let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
-                        out[(j * n + i) * nz + k] = mean(
-                            at(2 * i, 2 * j),
-                            at(2 * i + 1, 2 * j),
-                            at(2 * i, 2 * j + 1),
-                            at(2 * i + 1, 2 * j + 1),
-                        );
-                    }
-                }
-            }
-            out
-        };
+        // ξ is a velocity: the coarse value is the children's plain mean.
+        let plain = |a: f64, b: f64, c: f64, d: f64| 0.25 * (a + b + c + d);
         Self {
-            n,
-            nz,
-            kx: avg(&self.kx),
-            ky: avg(&self.ky),
-            kz: avg(&self.kz),
-            beta: avg(&self.beta),
-            // ξ is a velocity: the coarse value is the children's plain mean.
+            n: self.n / 2,
+            nz: self.nz,
+            kx: self.coarsen_field(&self.kx, mean),
+            ky: self.coarsen_field(&self.ky, mean),
+            kz: self.coarsen_field(&self.kz, mean),
+            beta: self.coarsen_field(&self.beta, mean),
             xi: self.xi.as_ref().map(|[x, y, z]| {
-                let plain = |v: &[f64]| {
-                    let mut out = vec![0.0; n * n * nz];
-                    for j in 0..n {
-                        for i in 0..n {
-                            for k in 0..nz {
-                                let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
-                                out[(j * n + i) * nz + k] = 0.25
-                                    * (at(2 * i, 2 * j)
-                                        + at(2 * i + 1, 2 * j)
-                                        + at(2 * i, 2 * j + 1)
-                                        + at(2 * i + 1, 2 * j + 1));
-                            }
-                        }
-                    }
-                    out
-                };
-                [plain(x), plain(y), plain(z)]
+                [
+                    self.coarsen_field(x, plain),
+                    self.coarsen_field(y, plain),
+                    self.coarsen_field(z, plain),
+                ]
             }),
         }
+    }
+
+    /// One field on the next coarser level: each coarse cell the `mean` of its four children.
+    fn coarsen_field(&self, v: &[f64], mean: impl Fn(f64, f64, f64, f64) -> f64) -> Vec<f64> {
+        let (n, nz) = (self.n / 2, self.nz);
+        let mut out = vec![0.0; n * n * nz];
+        for j in 0..n {
+            for i in 0..n {
+                for k in 0..nz {
+                    let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
+                    out[(j * n + i) * nz + k] = mean(
+                        at(2 * i, 2 * j),
+                        at(2 * i + 1, 2 * j),
+                        at(2 * i, 2 * j + 1),
+                        at(2 * i + 1, 2 * j + 1),
+                    );
+                }
+            }
+        }
+        out
     }
 
     /// Value of field `v` at global cell (i, j, k) of this level.
