@@ -38,6 +38,13 @@ pub fn field_memory(
         hierarchy += 4 * field_bytes(n) + columns(n);
         n /= 2;
     }
+    // The preconditioner of gcr and bicgstab: a hierarchy and a field of zeros for a V-cycle,
+    // the fine columns for line relaxation.
+    let preconditioner = if cfg.uses_multigrid() {
+        hierarchy + fine
+    } else {
+        columns(p.n)
+    };
     // Per-cell coefficients: four values per cell on every level (fx, fy, fz, β).
     let cells = if p.coefficients.is_some() {
         let mut n = p.n;
@@ -55,8 +62,10 @@ pub fn field_memory(
             SolverKind::Cg => 6 * fine + columns(p.n),
             SolverKind::Mg => 2 * fine + hierarchy,
             SolverKind::MgCg => 7 * fine + hierarchy,
-            SolverKind::Gcr => (3 + 2 * cfg.restart as u64) * fine + hierarchy,
-            SolverKind::BiCgStab => 9 * fine + hierarchy,
+            // f, u, r and 2k directions; with a V-cycle its hierarchy and a field of zeros.
+            SolverKind::Gcr => (3 + 2 * cfg.restart as u64) * fine + preconditioner,
+            // f, u and six more fields (r, r̂, p, v, y, t); the preconditioner likewise.
+            SolverKind::BiCgStab => 8 * fine + preconditioner,
         }
 }
 

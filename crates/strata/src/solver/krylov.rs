@@ -28,26 +28,60 @@ pub enum Preconditioner {
 }
 
 /// A preconditioner prepared on a backend: z = P r.
-struct Prepared<B: Backend> {
-    h: Hierarchy<B>,
-    kind: Preconditioner,
-    zero: B::Field,
+enum Prepared<B: Backend> {
+    /// Line relaxation: the fine level's operator alone.
+    Line(B::LevelOp),
+    /// A V-cycle: the hierarchy, and a fine field of zeros (the cycle's initial guess).
+    Multigrid { h: Hierarchy<B>, zero: B::Field },
 }
 
 impl<B: Backend> Prepared<B> {
     fn new(b: &B, stencils: &[LevelStencil], mg: MgParams, kind: Preconditioner) -> Result<Self> {
-        let mg = match kind {
-            // The line preconditioner needs the fine level only.
-            Preconditioner::Line => MgParams { n_levels: 1, ..mg },
-            Preconditioner::Multigrid => mg,
-        };
-        let h = Hierarchy::new(b, stencils, mg)?;
-        let zero = b.alloc(&h.levels[0].op)?;
-        Ok(Self { h, kind, zero })
+        Ok(match kind {
+            Preconditioner::Line => Prepared::Line(b.prepare_level(&stencils[0])?),
+            Preconditioner::Multigrid => {
+                let h = Hierarchy::new(b, stencils, mg)?;
+                let zero = b.alloc(&h.levels[0].op)?;
+                Prepared::Multigrid { h, zero }
+            }
+        })
     }
 
+    /// The fine level's prepared operator.
     fn op(&self) -> &B::LevelOp {
-        &self.h.levels[0].op
+        match self {
+            Prepared::Line(op) => op,
+            Prepared::Multigrid { h, .. } => &h.levels[0].op,
+        }
+    }
+
+    /// Levels the preconditioner works on (for the profile).
+    fn n_levels(&self) -> usize {
+        match self {
+            Prepared::Line(_) => 1,
+            Prepared::Multigrid { h, .. } => h.levels.len(),
+        }
+    }
+
+    /// Prepares the operators again from `stencils`, keeping the fields.
+    fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
+        match self {
+            Prepared::Line(op) => *op = b.prepare_level(&stencils[0])?,
+            Prepared::Multigrid { h, .. } => h.replace_operators(b, stencils)?,
+        }
+        Ok(())
+    }
+
+    /// Lets `comm` allocate its buffers and exchanges one field of every level once (`scratch`,
+    /// a fine field of the solver's, serves the line preconditioner).
+    fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C, scratch: &mut B::Field) -> Result<()> {
+        match self {
+            Prepared::Line(op) => {
+                comm.prepare(b, op)?;
+                comm.exchange(b, op, scratch)
+            }
+            Prepared::Multigrid { h, .. } => h.prepare_comm(b, comm),
+        }
     }
 
     /// z ← P r (r is not changed; the V-cycle borrows it).
@@ -59,13 +93,12 @@ impl<B: Backend> Prepared<B> {
         r: &mut B::Field,
         z: &mut B::Field,
     ) -> Result<()> {
-        match self.kind {
-            Preconditioner::Line => {
-                let op = &self.h.levels[0].op;
+        match self {
+            Prepared::Line(op) => {
                 timer.run(b, Kernel::Smooth, 0, || b.line_solve(op, r, z))?;
                 timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, z))
             }
-            Preconditioner::Multigrid => self.h.precondition(b, comm, timer, r, z, &self.zero),
+            Prepared::Multigrid { h, zero } => h.precondition(b, comm, timer, r, z, zero),
         }
     }
 }
@@ -131,7 +164,7 @@ impl<B: Backend> Gcr<B> {
 
     /// Prepares every level's operator again from `stencils`, keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
-        self.pc.h.replace_operators(b, stencils)
+        self.pc.replace_operators(b, stencils)
     }
 
     /// The prepared fine level.
@@ -141,7 +174,7 @@ impl<B: Backend> Gcr<B> {
 
     /// Allocates the communicator's buffers and exchanges every level once.
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
-        self.pc.h.prepare_comm(b, comm)
+        self.pc.prepare_comm(b, comm, &mut self.r)
     }
 
     /// Solves A u = f from the initial guess in `u`.
@@ -155,7 +188,7 @@ impl<B: Backend> Gcr<B> {
         monitor: &mut dyn FnMut(usize, f64),
     ) -> Result<SolveInfo> {
         let start = Instant::now();
-        let mut timer = Timer::new(params.profile, self.pc.h.levels.len());
+        let mut timer = Timer::new(params.profile, self.pc.n_levels());
         let Self { pc, r, z, q, qq } = self;
         let k = z.len();
         comm.exchange(b, pc.op(), u)?;
@@ -170,7 +203,7 @@ impl<B: Backend> Gcr<B> {
                 for j in 0..k {
                     it += 1;
                     pc.apply(b, comm, &mut timer, r, &mut z[j])?;
-                    let op = &pc.h.levels[0].op;
+                    let op = pc.op();
                     timer.run(b, Kernel::Spmv, 0, || b.apply(op, &z[j], &mut q[j]))?;
                     // Orthogonalise q_j against the cycle's earlier q_i (modified Gram–Schmidt),
                     // carrying z_j along so that q_j = A z_j stays true.
@@ -234,7 +267,7 @@ impl<B: Backend> BiCgStab<B> {
 
     /// Prepares every level's operator again from `stencils`, keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
-        self.pc.h.replace_operators(b, stencils)
+        self.pc.replace_operators(b, stencils)
     }
 
     /// The prepared fine level.
@@ -244,7 +277,7 @@ impl<B: Backend> BiCgStab<B> {
 
     /// Allocates the communicator's buffers and exchanges every level once.
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
-        self.pc.h.prepare_comm(b, comm)
+        self.pc.prepare_comm(b, comm, &mut self.r)
     }
 
     /// Solves A u = f from the initial guess in `u`.
@@ -258,7 +291,7 @@ impl<B: Backend> BiCgStab<B> {
         monitor: &mut dyn FnMut(usize, f64),
     ) -> Result<SolveInfo> {
         let start = Instant::now();
-        let mut timer = Timer::new(params.profile, self.pc.h.levels.len());
+        let mut timer = Timer::new(params.profile, self.pc.n_levels());
         let Self {
             pc,
             r,
@@ -276,14 +309,14 @@ impl<B: Backend> BiCgStab<B> {
         let reason = if let Some(reason) = mon.initial() {
             reason
         } else {
-            let op = &pc.h.levels[0].op;
+            let op = pc.op();
             b.copy(op, r, rhat)?;
             b.fill(op, p, 0.0)?;
             b.fill(op, v, 0.0)?;
             let (mut rho, mut alpha, mut omega) = (1.0, 1.0, 1.0);
             loop {
                 it += 1;
-                let op = &pc.h.levels[0].op;
+                let op = pc.op();
                 let rho_new = gdot(b, comm, op, rhat, r)?;
                 if let Some(reason) = breakdown(rho_new) {
                     break reason;
@@ -293,7 +326,7 @@ impl<B: Backend> BiCgStab<B> {
                 b.axpy(op, -omega, v, p)?;
                 b.xpby(op, r, beta, p)?;
                 pc.apply(b, comm, &mut timer, p, y)?;
-                let op = &pc.h.levels[0].op;
+                let op = pc.op();
                 timer.run(b, Kernel::Spmv, 0, || b.apply(op, y, v))?;
                 let rv = gdot(b, comm, op, rhat, v)?;
                 if let Some(reason) = breakdown(rv) {
@@ -310,7 +343,7 @@ impl<B: Backend> BiCgStab<B> {
                     }
                 }
                 pc.apply(b, comm, &mut timer, r, y)?;
-                let op = &pc.h.levels[0].op;
+                let op = pc.op();
                 timer.run(b, Kernel::Spmv, 0, || b.apply(op, y, t))?;
                 let tt = gdot(b, comm, op, t, t)?;
                 if let Some(reason) = breakdown(tt) {
