@@ -11,6 +11,13 @@ use strata::grid::RankGrid;
 use strata::grid::Side;
 use strata::Result;
 
+/// The allocator of a level's buffers after [`MpiComm::buffers`] made them: never called.
+fn unreachable_alloc<F>() -> Result<F> {
+    Err(strata::StrataError::Comm(
+        "face buffers of a level were not prepared".into(),
+    ))
+}
+
 /// A communicator over an MPI communicator arranged as a rank grid, for fields of backend `B`.
 /// Faces are packed into the backend's face buffers and travel through host vectors (for a GPU
 /// backend: the host-staged path); all buffers are allocated once per level, at set-up.
@@ -68,6 +75,24 @@ impl<B: Backend> MpiComm<B> {
         Side::ALL.map(|side| self.grid.neighbour(self.rank, side))
     }
 
+    /// Allocates the face buffers of level `lev` the first time it is seen (the backend's, and
+    /// host vectors only where those are device memory); returns whether the backend's faces
+    /// are host memory.
+    fn buffers(&self, b: &B, lev: &B::LevelOp) -> Result<bool> {
+        let has = self.neighbours().map(|n| n.is_some());
+        let mut faces = self.faces.borrow_mut();
+        let faces = faces.level(b, lev, has, |len| b.alloc_face(len))?;
+        let on_host = faces
+            .send
+            .iter()
+            .flatten()
+            .next()
+            .is_none_or(|f| b.face_host(f).is_some());
+        let staging = |len: usize| Ok(if on_host { Vec::new() } else { vec![0.0; len] });
+        self.host.borrow_mut().level(b, lev, has, staging)?;
+        Ok(on_host)
+    }
+
     /// Sums `values` over all ranks (for any backend's communicator built on this one).
     pub fn all_sum(&self, values: &mut [f64]) {
         let mut local = [0.0f64; 8];
@@ -94,31 +119,41 @@ impl<B: Backend> Comm<B> for MpiComm<B> {
     }
 
     fn prepare(&self, b: &B, lev: &B::LevelOp) -> Result<()> {
-        let has = self.neighbours().map(|n| n.is_some());
-        self.faces
-            .borrow_mut()
-            .level(b, lev, has, |len| b.alloc_face(len))?;
-        self.host
-            .borrow_mut()
-            .level(b, lev, has, |len| Ok(vec![0.0; len]))?;
-        Ok(())
+        self.buffers(b, lev).map(|_| ())
     }
 
     fn exchange(&self, b: &B, lev: &B::LevelOp, x: &mut B::Field) -> Result<()> {
         let neighbours = self.neighbours();
-        let has = neighbours.map(|n| n.is_some());
+        let on_host = self.buffers(b, lev)?;
         let mut faces = self.faces.borrow_mut();
-        let faces = faces.level(b, lev, has, |len| b.alloc_face(len))?;
+        let faces = faces.level(b, lev, [false; 4], |_| unreachable_alloc())?;
         let mut host = self.host.borrow_mut();
-        let host = host.level(b, lev, has, |len| Ok(vec![0.0; len]))?;
+        let host = host.level(b, lev, [false; 4], |_| Ok(Vec::new()))?;
         for side in Side::ALL {
             let t = side.index();
-            if let (Some(dev), Some(h)) = (&mut faces.send[t], &mut host.send[t]) {
-                b.pack_face(lev, x, side, dev)?;
-                b.face_to_host(dev, h)?;
+            if let Some(face) = &mut faces.send[t] {
+                b.pack_face(lev, x, side, face)?;
+                if let (false, Some(h)) = (on_host, &mut host.send[t]) {
+                    b.face_to_host(face, h)?;
+                }
             }
         }
-        let (send, recv) = (&host.send, &mut host.recv);
+        // Host faces travel as they are; device faces through the host vectors.
+        let send: [Option<&[f64]>; 4] = std::array::from_fn(|t| {
+            if on_host {
+                faces.send[t].as_ref().and_then(|f| b.face_host(f))
+            } else {
+                host.send[t].as_deref()
+            }
+        });
+        let mut recv: [Option<&mut [f64]>; 4] = if on_host {
+            faces
+                .recv
+                .each_mut()
+                .map(|f| f.as_mut().and_then(|f| b.face_host_mut(f)))
+        } else {
+            host.recv.each_mut().map(|h| h.as_deref_mut())
+        };
         mpi::request::scope(|scope| {
             let mut requests = Vec::with_capacity(8);
             for (side, (sbuf, rbuf)) in Side::ALL.iter().zip(send.iter().zip(recv.iter_mut())) {
@@ -138,9 +173,11 @@ impl<B: Backend> Comm<B> for MpiComm<B> {
         });
         for side in Side::ALL {
             let t = side.index();
-            if let (Some(dev), Some(h)) = (&mut faces.recv[t], &host.recv[t]) {
-                b.face_from_host(h, dev)?;
-                b.unpack_face(lev, x, side, dev)?;
+            if let Some(face) = &mut faces.recv[t] {
+                if let (false, Some(h)) = (on_host, &host.recv[t]) {
+                    b.face_from_host(h, face)?;
+                }
+                b.unpack_face(lev, x, side, face)?;
             }
         }
         Ok(())

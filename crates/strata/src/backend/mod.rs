@@ -51,6 +51,14 @@ macro_rules! host_face_methods {
             Ok(())
         }
 
+        fn face_host<'a>(&self, buf: &'a Vec<f64>) -> Option<&'a [f64]> {
+            Some(buf)
+        }
+
+        fn face_host_mut<'a>(&self, buf: &'a mut Vec<f64>) -> Option<&'a mut [f64]> {
+            Some(buf)
+        }
+
         fn face_to_host(&self, buf: &Vec<f64>, host: &mut [f64]) -> Result<()> {
             host.copy_from_slice(buf);
             Ok(())
@@ -250,8 +258,22 @@ pub trait TransferKernels: Fields {
         buf: &Self::FaceBuffer,
     ) -> Result<()>;
 
+    /// The face buffer's values where the buffer is host memory (the host backends): then a
+    /// communicator that moves host memory (MPI) sends from and receives into it directly, with
+    /// no staging copy. `None`, the default, for device memory.
+    fn face_host<'a>(&self, buf: &'a Self::FaceBuffer) -> Option<&'a [f64]> {
+        let _ = buf;
+        None
+    }
+
+    /// [`TransferKernels::face_host`], writable.
+    fn face_host_mut<'a>(&self, buf: &'a mut Self::FaceBuffer) -> Option<&'a mut [f64]> {
+        let _ = buf;
+        None
+    }
+
     /// Copies a face buffer into host memory (`host.len()` values), for communicators that move
-    /// host memory (MPI); waits until the copy is done.
+    /// host memory (MPI) when the buffer is device memory; waits until the copy is done.
     fn face_to_host(&self, buf: &Self::FaceBuffer, host: &mut [f64]) -> Result<()>;
 
     /// Copies host memory into a face buffer.
