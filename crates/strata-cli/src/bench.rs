@@ -19,7 +19,7 @@ use strata::backend::Backend;
 use strata::grid::{Block, RankGrid};
 use strata::perf::kernel_cost;
 use strata::perf::Probes;
-use strata::problem::{build_rhs, ProblemParams, RhsKind};
+use strata::problem::{build_rhs, Coefficients, ProblemParams, RhsKind};
 use strata::solver::{Kernel, MgParams, SolveParams, SolverConfig, SolverKind};
 
 /// Options of `strata bench`.
@@ -38,6 +38,12 @@ pub struct BenchArgs {
     /// Relative tolerance of the timed solves.
     #[arg(long, default_value_t = 1e-5)]
     pub rtol: f64,
+    /// Also time every solver with smooth synthetic 3D coefficient fields (kx, ky, kz and β
+    /// varying in all three directions between 1/√C and √C, `Coefficients::smooth`) on the
+    /// same grid, beside the model problem; the kernels' traffic then counts the coefficient
+    /// values they read.
+    #[arg(long, value_name = "C")]
+    pub coefficient_contrast: Option<f64>,
     /// Size of each array of the copy-bandwidth measurement, in MiB.
     #[arg(long, default_value_t = 512)]
     pub stream_mib: usize,
@@ -69,6 +75,7 @@ struct Task {
 #[derive(Serialize)]
 struct KernelRow {
     n: usize,
+    operator: String,
     solver: &'static str,
     level: usize,
     kernel: &'static str,
@@ -82,6 +89,7 @@ struct KernelRow {
 #[derive(Serialize)]
 struct SolverRow {
     n: usize,
+    operator: String,
     solver: &'static str,
     summary: Summary,
     useful_fraction: f64,
@@ -116,6 +124,30 @@ impl BackendTask for Task {
             rtol: a.rtol,
             ..Default::default()
         };
+        if let Some(c) = a.coefficient_contrast {
+            if !(c.is_finite() && c >= 1.0) {
+                return Err(format!(
+                    "--coefficient-contrast must be a finite number of at least 1 (got {c})"
+                )
+                .into());
+            }
+        }
+        // The operators to time at size n: the model problem, and the coefficient fields.
+        let operators = |n: usize| -> Vec<(String, ProblemParams)> {
+            let model = a.problem.params(n);
+            let mut ops = vec![("model".to_string(), model.clone())];
+            if let Some(c) = a.coefficient_contrast {
+                let coeffs = Coefficients::smooth(n, model.nz, c);
+                ops.push((
+                    format!("coeff{c}"),
+                    ProblemParams {
+                        coefficients: Some(std::sync::Arc::new(coeffs)),
+                        ..model
+                    },
+                ));
+            }
+            ops
+        };
         // Check everything before the long part.
         let config = |s: SolverArg| {
             SolverConfig::new(s.into())
@@ -124,19 +156,23 @@ impl BackendTask for Task {
         };
         for &n in &a.sizes {
             for &s in &a.solvers {
-                validate(
-                    backend,
-                    &a.problem.params(n),
-                    &config(s),
-                    RankGrid::single(),
-                )?;
+                let mut p = a.problem.params(n);
+                validate(backend, &p, &config(s), RankGrid::single())?;
+                if a.coefficient_contrast.is_some() {
+                    // The memory the coefficient fields add (the estimate needs only whether
+                    // they are symmetric; a placeholder saves building them twice).
+                    p.coefficients =
+                        Some(std::sync::Arc::new(Coefficients::constant(1, p.nz, 1.0)));
+                    strata::check_memory(backend, &p, &config(s))?;
+                }
             }
         }
         println!("backend: {}", backend.name());
         let bytes = a.stream_mib << 20;
         let copy_before = backend.copy_bandwidth(bytes, 10)? / 1e9;
         let update_before = backend.update_bandwidth(bytes, 10)? / 1e9;
-        let bar = progress(a.sizes.len() * a.solvers.len());
+        let per_size = 1 + a.coefficient_contrast.is_some() as usize;
+        let bar = progress(a.sizes.len() * a.solvers.len() * per_size);
         let copy = copy_before;
         let mut report = BenchReport {
             backend: backend.name(),
@@ -149,72 +185,84 @@ impl BackendTask for Task {
             solvers: vec![],
         };
         for &n in &a.sizes {
-            let p = a.problem.params(n);
-            let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
-            for &s in &a.solvers {
-                let kind: SolverKind = s.into();
-                let cfg = config(s);
-                if let Some(b) = &bar {
-                    b.set_message(format!("{} n = {n}", kind.name()));
-                }
-                let mut best: Option<strata::Solution> = None;
-                for _ in 0..a.repeat.max(1) {
-                    let sol = strata::solve(backend, &p, &cfg, &rhs, &mut |_, _| {})?;
-                    if best
-                        .as_ref()
-                        .is_none_or(|b| sol.info.seconds < b.info.seconds)
-                    {
-                        best = Some(sol);
+            for (operator, p) in operators(n) {
+                let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
+                let symmetric = p.coefficients.as_ref().map(|c| c.is_symmetric());
+                for &s in &a.solvers {
+                    let kind: SolverKind = s.into();
+                    let cfg = config(s);
+                    if let Some(b) = &bar {
+                        b.set_message(format!("{} n = {n}", kind.name()));
                     }
-                }
-                let best = best.expect("at least one run");
-                let summary = Summary::new(&p, &cfg, &best);
-                let frac = summary.useful_gbs / copy;
-                // Profiled run: as many iterations as the solve took.
-                let prof_cfg = cfg
-                    .clone()
-                    .with_max_it(best.info.iterations.max(1))
-                    .with_fixed_iterations(true)
-                    .with_profile(true);
-                let prof = strata::solve(backend, &p, &prof_cfg, &rhs, &mut |_, _| {})?;
-                if let Some(prof) = prof.info.profile {
-                    for (lev, stats) in prof.levels.iter().enumerate() {
-                        let cells = ((n >> lev) * (n >> lev) * p.nz) as f64;
-                        for k in Kernel::ALL {
-                            let st = stats[k as usize];
-                            let (Some(cost), Some(moved)) =
-                                (kernel_cost(k), backend.moved_values(k))
-                            else {
-                                continue;
-                            };
-                            if st.calls == 0 {
-                                continue;
-                            }
-                            let t = st.seconds / st.calls as f64;
-                            let useful = cost.mem_cached * 8.0 * cells / t / 1e9;
-                            let moved = moved * 8.0 * cells / t / 1e9;
-                            report.kernels.push(KernelRow {
-                                n,
-                                solver: kind.name(),
-                                level: lev,
-                                kernel: k.name(),
-                                ms_per_call: 1e3 * t,
-                                useful_gbs: useful,
-                                useful_fraction: useful / copy,
-                                moved_gbs: moved,
-                                moved_fraction: moved / copy,
-                            });
+                    let mut best: Option<strata::Solution> = None;
+                    for _ in 0..a.repeat.max(1) {
+                        let sol = strata::solve(backend, &p, &cfg, &rhs, &mut |_, _| {})?;
+                        if best
+                            .as_ref()
+                            .is_none_or(|b| sol.info.seconds < b.info.seconds)
+                        {
+                            best = Some(sol);
                         }
                     }
-                }
-                report.solvers.push(SolverRow {
-                    n,
-                    solver: kind.name(),
-                    summary,
-                    useful_fraction: frac,
-                });
-                if let Some(b) = &bar {
-                    b.inc(1);
+                    let best = best.expect("at least one run");
+                    let summary = Summary::new(&p, &cfg, &best);
+                    let frac = summary.useful_gbs / copy;
+                    // Profiled run: as many iterations as the solve took.
+                    let prof_cfg = cfg
+                        .clone()
+                        .with_max_it(best.info.iterations.max(1))
+                        .with_fixed_iterations(true)
+                        .with_profile(true);
+                    let prof = strata::solve(backend, &p, &prof_cfg, &rhs, &mut |_, _| {})?;
+                    if let Some(prof) = prof.info.profile {
+                        for (lev, stats) in prof.levels.iter().enumerate() {
+                            let cells = ((n >> lev) * (n >> lev) * p.nz) as f64;
+                            for k in Kernel::ALL {
+                                let st = stats[k as usize];
+                                let (Some(cost), Some(mut moved)) =
+                                    (kernel_cost(k), backend.moved_values(k))
+                                else {
+                                    continue;
+                                };
+                                // Coefficient values count as moved and as useful: the kernel
+                                // cannot do without reading them.
+                                let mut useful = cost.mem_cached;
+                                if let Some(sym) = symmetric {
+                                    let extra = backend.coefficient_values(k, sym).unwrap_or(0.0);
+                                    moved += extra;
+                                    useful += extra;
+                                }
+                                if st.calls == 0 {
+                                    continue;
+                                }
+                                let t = st.seconds / st.calls as f64;
+                                let useful = useful * 8.0 * cells / t / 1e9;
+                                let moved = moved * 8.0 * cells / t / 1e9;
+                                report.kernels.push(KernelRow {
+                                    n,
+                                    operator: operator.clone(),
+                                    solver: kind.name(),
+                                    level: lev,
+                                    kernel: k.name(),
+                                    ms_per_call: 1e3 * t,
+                                    useful_gbs: useful,
+                                    useful_fraction: useful / copy,
+                                    moved_gbs: moved,
+                                    moved_fraction: moved / copy,
+                                });
+                            }
+                        }
+                    }
+                    report.solvers.push(SolverRow {
+                        n,
+                        operator: operator.clone(),
+                        solver: kind.name(),
+                        summary,
+                        useful_fraction: frac,
+                    });
+                    if let Some(b) = &bar {
+                        b.inc(1);
+                    }
                 }
             }
         }
@@ -272,8 +320,9 @@ fn tables(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>6} {:>5} {:<15} {:>10} {:>11} {:>8} {:>10} {:>8}",
+        "{:>6} {:>9} {:>6} {:>5} {:<15} {:>10} {:>11} {:>8} {:>10} {:>8}",
         "n",
+        "operator",
         "solver",
         "level",
         "kernel",
@@ -286,8 +335,9 @@ fn tables(r: &BenchReport) -> String {
     for k in &r.kernels {
         let _ = writeln!(
             s,
-            "{:>6} {:>6} {:>5} {:<15} {:>10.3} {:>11.2} {:>7.1}% {:>10.2} {:>7.1}%",
+            "{:>6} {:>9} {:>6} {:>5} {:<15} {:>10.3} {:>11.2} {:>7.1}% {:>10.2} {:>7.1}%",
             k.n,
+            k.operator,
             k.solver,
             k.level,
             k.kernel,
@@ -304,8 +354,9 @@ fn tables(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>6} {:>5} {:>10} {:>10} {:>11} {:>8} {:>11} {:>8}",
+        "{:>6} {:>9} {:>6} {:>5} {:>10} {:>10} {:>11} {:>8} {:>11} {:>8} {:>8}",
         "n",
+        "operator",
         "solver",
         "its",
         "t_iter ms",
@@ -313,14 +364,22 @@ fn tables(r: &BenchReport) -> String {
         "transfers s",
         "GFLOP/s",
         "useful GB/s",
-        "useful%"
+        "useful%",
+        "vs model"
     );
     for v in &r.solvers {
         let m = &v.summary;
+        // Solve time against the model problem's with the same n and solver.
+        let model = r
+            .solvers
+            .iter()
+            .find(|w| w.n == v.n && w.solver == v.solver && w.operator == "model")
+            .map(|w| m.solve_seconds / w.summary.solve_seconds);
         let _ = writeln!(
             s,
-            "{:>6} {:>6} {:>5} {:>10.3} {:>10.4} {:>11.4} {:>8.2} {:>11.2} {:>7.1}%",
+            "{:>6} {:>9} {:>6} {:>5} {:>10.3} {:>10.4} {:>11.4} {:>8.2} {:>11.2} {:>7.1}% {:>7.2}x",
             v.n,
+            v.operator,
             v.solver,
             m.iterations,
             1e3 * m.seconds_per_iteration,
@@ -328,7 +387,8 @@ fn tables(r: &BenchReport) -> String {
             m.transfer_seconds,
             m.gflops,
             m.useful_gbs,
-            100.0 * v.useful_fraction
+            100.0 * v.useful_fraction,
+            model.unwrap_or(f64::NAN)
         );
     }
     s

@@ -81,14 +81,6 @@ __device__ __forceinline__ double apply_at(const double* __restrict__ x, idx_t o
     return diag * mid + c.t * (V_B(V, k) * above + V_C(V, k) * below) + V_D(V, k) * horiz;
 }
 
-// (A x) at (i, j, k), loading the vertical neighbours itself.
-__device__ __forceinline__ double apply_load(const double* __restrict__ x, idx_t o, const Layout& L,
-                                            const Col& c, const double* __restrict__ V, int k) {
-    double below = k > 0 ? x[o - L.sx] : 0.0;
-    double above = k + 1 < NZ ? x[o + L.sx] : 0.0;
-    return apply_at(x, o, L, c, V, k, below, x[o], above);
-}
-
 // Sum of v over the block, written to partials[block] (component `comp` of `ncomp`). Every thread
 // of the block must call it. Fixed shuffle tree: deterministic.
 __device__ __forceinline__ void block_sum(double v, double* __restrict__ partials, int comp, int ncomp) {
@@ -107,21 +99,84 @@ __device__ __forceinline__ void block_sum(double v, double* __restrict__ partial
     }
 }
 
+// The operator of one column, as the line kernels see it: the model problem's column (ColOp:
+// coefficients per column and per level) or a column of a level with per-cell coefficients
+// (CellOp). Both give A x at a cell and the tridiagonal column block A_T (diag, lower, upper);
+// every kernel body is a template over the two.
+struct ColOp {
+    Col c;
+    const double* __restrict__ V;
+    __device__ __forceinline__ double apply(const double* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            double below, double mid, double above) const {
+        return apply_at(x, o, L, c, V, k, below, mid, above);
+    }
+    __device__ __forceinline__ double diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
+    __device__ __forceinline__ double lower(int k) const { return c.t * V_C(V, k); }
+    __device__ __forceinline__ double upper(int k) const { return c.t * V_B(V, k); }
+};
+
+// Per-cell coefficients (docs/MODEL.md §15), stored in the field layout: the diagonal d and the
+// east, north and up entries e, n, u of each row. When the operator is symmetric (sym = 1) a
+// row's west, south and down entries are its neighbours' east, north and up entries (the halo
+// slots i = -1 and j = -1 of e and n hold those of the block's first column and row) and w, s, b
+// are not read; otherwise w, s, b hold them.
+struct CellOp {
+    const double* __restrict__ d;
+    const double* __restrict__ e;
+    const double* __restrict__ n;
+    const double* __restrict__ u;
+    const double* __restrict__ w;
+    const double* __restrict__ s;
+    const double* __restrict__ b;
+    int sym;
+    idx_t o0;  // the column's cell k = 0
+    int sx;
+    __device__ __forceinline__ double apply(const double* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            double below, double mid, double above) const {
+        const double west = sym ? e[o - 1] : w[o];
+        const double south = sym ? n[o - L.plane] : s[o];
+        const double down = sym ? (k > 0 ? u[o - L.sx] : 0.0) : b[o];
+        return d[o] * mid + e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] +
+               south * x[o - L.plane] + u[o] * above + down * below;
+    }
+    __device__ __forceinline__ double diag(int k) const { return d[o0 + (idx_t)k * sx]; }
+    __device__ __forceinline__ double lower(int k) const {
+        const idx_t o = o0 + (idx_t)k * sx;
+        return sym ? (k > 0 ? u[o - sx] : 0.0) : b[o];
+    }
+    __device__ __forceinline__ double upper(int k) const { return u[o0 + (idx_t)k * sx]; }
+};
+
+// The kernel parameters of a level with per-cell coefficients, and its CellOp for column o0.
+#define CELL_PARAMS                                                                                   \
+    const double *__restrict__ cd, const double *__restrict__ ce, const double *__restrict__ cn,      \
+        const double *__restrict__ cu, const double *__restrict__ cw, const double *__restrict__ cs, \
+        const double *__restrict__ cb, int csym
+#define CELL_OP(o0) (CellOp{cd, ce, cn, cu, cw, cs, cb, csym, (o0), L.sx})
+
+// (A x) at (i, j, k) of any column operator, loading the vertical neighbours itself.
+template <class Op>
+__device__ __forceinline__ double op_apply_load(const Op& op, const double* __restrict__ x, idx_t o,
+                                                const Layout& L, int k) {
+    double below = k > 0 ? x[o - L.sx] : 0.0;
+    double above = k + 1 < NZ ? x[o + L.sx] : 0.0;
+    return op.apply(x, o, L, k, below, x[o], above);
+}
+
 // Thomas algorithm for the column block A_T of one column, with checkpoints: the forward sweep
 // keeps only (c'_k, z_k) at every KCH-th level; the backward sweep recomputes each chunk from its
 // checkpoint (calling rhs_again(k)) and back-substitutes it, passing each final z_k to out(k, z).
 // This moves no intermediate through memory (the paper's Smooth stores c' and z: 4 values more).
-template <class Fwd, class Again, class Out>
-__device__ __forceinline__ void thomas(const double* __restrict__ V, double t, double at,
-                                      Fwd rhs_fwd, Again rhs_again, Out out) {
+template <class Op, class Fwd, class Again, class Out>
+__device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_again, Out out) {
     double ck_c[NCH], ck_z[NCH];
     double cp = 0.0, zp = 0.0;
 #pragma unroll FWD_UNROLL
     for (int k = 0; k < NZ; ++k) {
         if (k % KCH == 0) { ck_c[k / KCH] = cp; ck_z[k / KCH] = zp; }
-        const double lower = t * V_C(V, k);
-        const double inv = 1.0 / (t * V_AMB(V, k) - at * V_D(V, k) - lower * cp);
-        cp = t * V_B(V, k) * inv;
+        const double lower = op.lower(k);
+        const double inv = 1.0 / (op.diag(k) - lower * cp);
+        cp = op.upper(k) * inv;
         zp = (rhs_fwd(k) - lower * zp) * inv;
     }
     double next = 0.0;  // c'_{nz-1} = 0 (Neumann top), so z_{nz-1} needs no value above it
@@ -133,9 +188,9 @@ __device__ __forceinline__ void thomas(const double* __restrict__ V, double t, d
         for (int s = 0; s < KCH; ++s) {
             const int k = k0 + s;
             if (k < NZ) {
-                const double lower = t * V_C(V, k);
-                const double inv = 1.0 / (t * V_AMB(V, k) - at * V_D(V, k) - lower * cpp);
-                cpp = t * V_B(V, k) * inv;
+                const double lower = op.lower(k);
+                const double inv = 1.0 / (op.diag(k) - lower * cpp);
+                cpp = op.upper(k) * inv;
                 zpp = (rhs_again(k) - lower * zpp) * inv;
                 cc[s] = cpp;
                 zz[s] = zpp;

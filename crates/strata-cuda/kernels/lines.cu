@@ -1,39 +1,69 @@
-// Kernels with a vertical line solve (one Thomas solve per thread's column, see thomas()).
+// Kernels with a vertical line solve (one Thomas solve per thread's column, see thomas()). As in
+// stencil.cu, each body is a template over the column operator, with a `_cells` kernel for
+// per-cell coefficients beside the model problem's.
 
 // z <- M^-1 r; traffic 3 (read r twice, write z).
+template <class Op>
+__device__ __forceinline__ void line_solve_body(const Layout& L, const Op& op, idx_t o0,
+                                                const double* __restrict__ r, double* __restrict__ z) {
+    auto rhs = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
+    thomas(op, rhs, rhs, [&](int k, double zk) { z[o0 + (idx_t)k * L.sx] = zk; });
+}
+
 extern "C" __global__ void LINE_BOUNDS line_solve_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
                                           const double* __restrict__ r, double* __restrict__ z) {
     THREAD_COLUMN
     if (!active) return;
-    const Col c = load_col(cols, L, i, j);
-    const idx_t o0 = at_(L, i, j, 0);
-    auto rhs = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
-    thomas(V, c.t, c.at, rhs, rhs, [&](int k, double zk) { z[o0 + (idx_t)k * L.sx] = zk; });
+    line_solve_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), r, z);
 }
 
-// Fused CG Tridiag: r <- r - alpha q; z <- M^-1 r; partials of r.r and r.z.
+extern "C" __global__ void LINE_BOUNDS line_solve_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ r,
+                                                double* __restrict__ z) {
+    THREAD_COLUMN
+    if (!active) return;
+    const idx_t o0 = at_(L, i, j, 0);
+    line_solve_body(L, CELL_OP(o0), o0, r, z);
+}
+
+// Fused CG Tridiag: r <- r - alpha q; z <- M^-1 r; adds the column's r.r and r.z to rr, rz.
 // Traffic 5 (read q, r; write r; read r again; write z); the paper's Mem^(C) counts 9.
+template <class Op>
+__device__ __forceinline__ void cg_tridiag_body(const Layout& L, const Op& op, idx_t o0,
+                                                const double* __restrict__ q, double* __restrict__ r,
+                                                double* __restrict__ z, double alpha, double& rr, double& rz) {
+    auto fwd = [&](int k) {
+        const idx_t o = o0 + (idx_t)k * L.sx;
+        const double rk = r[o] - alpha * q[o];
+        r[o] = rk;
+        rr += rk * rk;
+        return rk;
+    };
+    auto again = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
+    thomas(op, fwd, again, [&](int k, double zk) {
+        const idx_t o = o0 + (idx_t)k * L.sx;
+        z[o] = zk;
+        rz += r[o] * zk;
+    });
+}
+
 extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
                                           const double* __restrict__ q, double* __restrict__ r,
                                           double* __restrict__ z, double alpha, double* __restrict__ partials) {
     THREAD_COLUMN
     double rr = 0.0, rz = 0.0;
+    if (active) cg_tridiag_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), q, r, z, alpha, rr, rz);
+    block_sum(rr, partials, 0, 2);
+    block_sum(rz, partials, 1, 2);
+}
+
+extern "C" __global__ void LINE_BOUNDS cg_tridiag_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ q,
+                                                double* __restrict__ r, double* __restrict__ z, double alpha,
+                                                double* __restrict__ partials) {
+    THREAD_COLUMN
+    double rr = 0.0, rz = 0.0;
     if (active) {
-        const Col c = load_col(cols, L, i, j);
         const idx_t o0 = at_(L, i, j, 0);
-        auto fwd = [&](int k) {
-            const idx_t o = o0 + (idx_t)k * L.sx;
-            const double rk = r[o] - alpha * q[o];
-            r[o] = rk;
-            rr += rk * rk;
-            return rk;
-        };
-        auto again = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
-        thomas(V, c.t, c.at, fwd, again, [&](int k, double zk) {
-            const idx_t o = o0 + (idx_t)k * L.sx;
-            z[o] = zk;
-            rz += r[o] * zk;
-        });
+        cg_tridiag_body(L, CELL_OP(o0), o0, q, r, z, alpha, rr, rz);
     }
     block_sum(rr, partials, 0, 2);
     block_sum(rz, partials, 1, 2);
@@ -44,17 +74,14 @@ extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const double* __
 // paper's two Smooth kernels count 8. With SMOOTH_STORE_RHS the forward sweep stores f - A u_in
 // in u_out and the backward sweep reads it back instead of recomputing the stencil: traffic 6,
 // but no second pass over the neighbours.
-extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
-                                      const double* __restrict__ f, const double* __restrict__ u_in,
-                                      double* __restrict__ u_out, double rho) {
-    THREAD_COLUMN
-    if (!active) return;
-    const Col c = load_col(cols, L, i, j);
-    const idx_t o0 = at_(L, i, j, 0);
+template <class Op>
+__device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t o0,
+                                            const double* __restrict__ f, const double* __restrict__ u_in,
+                                            double* __restrict__ u_out, double rho) {
 #ifdef SMOOTH_STORE_RHS
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        const double v = f[o] - apply_load(u_in, o, L, c, V, k);
+        const double v = f[o] - op_apply_load(op, u_in, o, L, k);
         u_out[o] = v;
         return v;
     };
@@ -62,28 +89,41 @@ extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const double* __rest
 #else
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        return f[o] - apply_load(u_in, o, L, c, V, k);
+        return f[o] - op_apply_load(op, u_in, o, L, k);
     };
     auto again = rhs;
 #endif
-    thomas(V, c.t, c.at, rhs, again, [&](int k, double zk) {
+    thomas(op, rhs, again, [&](int k, double zk) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         u_out[o] = u_in[o] + rho * zk;
     });
 }
 
+extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+                                      const double* __restrict__ f, const double* __restrict__ u_in,
+                                      double* __restrict__ u_out, double rho) {
+    THREAD_COLUMN
+    if (!active) return;
+    smooth_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u_in, u_out, rho);
+}
+
+extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ f,
+                                            const double* __restrict__ u_in, double* __restrict__ u_out,
+                                            double rho) {
+    THREAD_COLUMN
+    if (!active) return;
+    const idx_t o0 = at_(L, i, j, 0);
+    smooth_body(L, CELL_OP(o0), o0, f, u_in, u_out, rho);
+}
+
 // Restriction fused with the first smoothing step from zero, per coarse column:
 // f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.
 // Traffic per coarse cell 7 (read 4 children; write f_c; read f_c again; write u_c).
-extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, const double* __restrict__ cols,
-                                               const double* __restrict__ V, const double* __restrict__ rf,
-                                               double* __restrict__ fc, double* __restrict__ uc, double rho,
-                                               double scale) {
-    THREAD_COLUMN
-    if (!active) return;
-    const Col c = load_col(cols, L, i, j);
-    const idx_t o0 = at_(L, i, j, 0);
-    const idx_t f0 = at_(Lf, 2 * i, 2 * j, 0);
+template <class Op>
+__device__ __forceinline__ void restrict_smooth_body(const Layout& Lf, const Layout& L, const Op& op, idx_t o0,
+                                                     idx_t f0, const double* __restrict__ rf,
+                                                     double* __restrict__ fc, double* __restrict__ uc,
+                                                     double rho, double scale) {
     auto fwd = [&](int k) {
         const idx_t of = f0 + (idx_t)k * Lf.sx;
         const double v = scale * ((rf[of] + rf[of + 1]) + (rf[of + Lf.plane] + rf[of + Lf.plane + 1]));
@@ -91,5 +131,24 @@ extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, 
         return v;
     };
     auto again = [&](int k) { return fc[o0 + (idx_t)k * L.sx]; };
-    thomas(V, c.t, c.at, fwd, again, [&](int k, double zk) { uc[o0 + (idx_t)k * L.sx] = rho * zk; });
+    thomas(op, fwd, again, [&](int k, double zk) { uc[o0 + (idx_t)k * L.sx] = rho * zk; });
+}
+
+extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, const double* __restrict__ cols,
+                                               const double* __restrict__ V, const double* __restrict__ rf,
+                                               double* __restrict__ fc, double* __restrict__ uc, double rho,
+                                               double scale) {
+    THREAD_COLUMN
+    if (!active) return;
+    restrict_smooth_body(Lf, L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), at_(Lf, 2 * i, 2 * j, 0), rf,
+                         fc, uc, rho, scale);
+}
+
+extern "C" __global__ void LINE_BOUNDS restrict_smooth_cells_f64(Layout Lf, Layout L, CELL_PARAMS,
+                                                     const double* __restrict__ rf, double* __restrict__ fc,
+                                                     double* __restrict__ uc, double rho, double scale) {
+    THREAD_COLUMN
+    if (!active) return;
+    const idx_t o0 = at_(L, i, j, 0);
+    restrict_smooth_body(Lf, L, CELL_OP(o0), o0, at_(Lf, 2 * i, 2 * j, 0), rf, fc, uc, rho, scale);
 }

@@ -1,77 +1,129 @@
 // Stencil kernels without a line solve. Each thread walks its column upwards keeping the values
-// below, at and above k in registers, so every vertical neighbour is loaded once.
+// below, at and above k in registers, so every vertical neighbour is loaded once. Each body is a
+// template over the column operator (ColOp or CellOp, common.cuh), with one kernel per operator:
+// `name_f64` for the model problem's coefficients, `name_cells_f64` for per-cell coefficients.
 
-// y <- A x; traffic 2.
-extern "C" __global__ void apply_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
-                                     const double* __restrict__ x, double* __restrict__ y) {
-    THREAD_COLUMN
-    if (!active) return;
-    const Col c = load_col(cols, L, i, j);
-    idx_t o = at_(L, i, j, 0);
+// y <- A x; traffic 2 (+ the coefficients: 4 values per cell, 7 when not symmetric).
+template <class Op>
+__device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o, const double* __restrict__ x,
+                                           double* __restrict__ y) {
     double below = 0.0, mid = x[o];
 #pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx) {
         const double above = k + 1 < NZ ? x[o + L.sx] : 0.0;
-        y[o] = apply_at(x, o, L, c, V, k, below, mid, above);
+        y[o] = op.apply(x, o, L, k, below, mid, above);
         below = mid;
         mid = above;
     }
 }
 
-// r <- f - A u, block partials of |r|^2; traffic 3 (the paper's Residual + norm).
+extern "C" __global__ void apply_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+                                     const double* __restrict__ x, double* __restrict__ y) {
+    THREAD_COLUMN
+    if (!active) return;
+    apply_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), x, y);
+}
+
+extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ x,
+                                           double* __restrict__ y) {
+    THREAD_COLUMN
+    if (!active) return;
+    const idx_t o = at_(L, i, j, 0);
+    apply_body(L, CELL_OP(o), o, x, y);
+}
+
+// r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
+template <class Op>
+__device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
+                                                const double* __restrict__ f, const double* __restrict__ u,
+                                                double* __restrict__ r) {
+    double s = 0.0;
+    double below = 0.0, mid = u[o];
+#pragma unroll STENCIL_UNROLL
+    for (int k = 0; k < NZ; ++k, o += L.sx) {
+        const double above = k + 1 < NZ ? u[o + L.sx] : 0.0;
+        const double res = f[o] - op.apply(u, o, L, k, below, mid, above);
+        r[o] = res;
+        s += res * res;
+        below = mid;
+        mid = above;
+    }
+    return s;
+}
+
 extern "C" __global__ void residual_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
                                         const double* __restrict__ f, const double* __restrict__ u,
                                         double* __restrict__ r, double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
+    if (active) s = residual_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, r);
+    block_sum(s, partials, 0, 1);
+}
+
+extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ f,
+                                              const double* __restrict__ u, double* __restrict__ r,
+                                              double* __restrict__ partials) {
+    THREAD_COLUMN
+    double s = 0.0;
     if (active) {
-        const Col c = load_col(cols, L, i, j);
-        idx_t o = at_(L, i, j, 0);
-        double below = 0.0, mid = u[o];
-#pragma unroll STENCIL_UNROLL
-        for (int k = 0; k < NZ; ++k, o += L.sx) {
-            const double above = k + 1 < NZ ? u[o + L.sx] : 0.0;
-            const double res = f[o] - apply_at(u, o, L, c, V, k, below, mid, above);
-            r[o] = res;
-            s += res * res;
-            below = mid;
-            mid = above;
-        }
+        const idx_t o = at_(L, i, j, 0);
+        s = residual_body(L, CELL_OP(o), o, f, u, r);
     }
     block_sum(s, partials, 0, 1);
 }
 
-// Fused CG SpMV: u <- u + alpha p; p <- z + beta p; q <- A z + beta q; partials of p.q.
+// Fused CG SpMV: u <- u + alpha p; p <- z + beta p; q <- A z + beta q; returns the column's p.q.
 // Traffic 7 (read z, u, p, q; write u, p, q); the paper's Mem^(C) counts 6.
+template <class Op>
+__device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, idx_t o,
+                                               const double* __restrict__ z, double* __restrict__ u,
+                                               double* __restrict__ p, double* __restrict__ q, double alpha,
+                                               double beta) {
+    double s = 0.0;
+    double below = 0.0, mid = z[o];
+#pragma unroll STENCIL_UNROLL
+    for (int k = 0; k < NZ; ++k, o += L.sx) {
+        const double above = k + 1 < NZ ? z[o + L.sx] : 0.0;
+        const double pold = p[o];
+        u[o] += alpha * pold;
+        const double pk = mid + beta * pold;
+        const double qk = op.apply(z, o, L, k, below, mid, above) + beta * q[o];
+        p[o] = pk;
+        q[o] = qk;
+        s += pk * qk;
+        below = mid;
+        mid = above;
+    }
+    return s;
+}
+
 extern "C" __global__ void cg_spmv_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
                                        const double* __restrict__ z, double* __restrict__ u,
                                        double* __restrict__ p, double* __restrict__ q, double alpha,
                                        double beta, double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
+    if (active)
+        s = cg_spmv_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), z, u, p, q, alpha, beta);
+    block_sum(s, partials, 0, 1);
+}
+
+extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ z,
+                                             double* __restrict__ u, double* __restrict__ p,
+                                             double* __restrict__ q, double alpha, double beta,
+                                             double* __restrict__ partials) {
+    THREAD_COLUMN
+    double s = 0.0;
     if (active) {
-        const Col c = load_col(cols, L, i, j);
-        idx_t o = at_(L, i, j, 0);
-        double below = 0.0, mid = z[o];
-#pragma unroll STENCIL_UNROLL
-        for (int k = 0; k < NZ; ++k, o += L.sx) {
-            const double above = k + 1 < NZ ? z[o + L.sx] : 0.0;
-            const double pold = p[o];
-            u[o] += alpha * pold;
-            const double pk = mid + beta * pold;
-            const double qk = apply_at(z, o, L, c, V, k, below, mid, above) + beta * q[o];
-            p[o] = pk;
-            q[o] = qk;
-            s += pk * qk;
-            below = mid;
-            mid = above;
-        }
+        const idx_t o = at_(L, i, j, 0);
+        s = cg_spmv_body(L, CELL_OP(o), o, z, u, p, q, alpha, beta);
     }
     block_sum(s, partials, 0, 1);
 }
 
 // u_f <- u_f + P u_c: weights (1/2, 1/4, 1/4) from the parent and its x and y neighbours on the
-// child's side; a neighbour outside the physical boundary is the ghost -u_parent.
+// child's side; a neighbour outside the physical boundary is the ghost -u_parent. The same for
+// every operator (the prolongation does not depend on the coefficients).
 // phys: bit 0 west, 1 east, 2 south, 3 north is a physical boundary of the coarse block.
 // Traffic 2.25 per fine cell.
 extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const double* __restrict__ uc,

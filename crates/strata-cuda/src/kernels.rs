@@ -50,6 +50,20 @@ pub enum Kernel {
     Smooth,
     /// `restrict_smooth_f64` (lines.cu).
     RestrictSmooth,
+    /// `apply_cells_f64` (stencil.cu): [`Kernel::Apply`] for per-cell coefficients.
+    ApplyCells,
+    /// `residual_cells_f64` (stencil.cu): [`Kernel::Residual`] for per-cell coefficients.
+    ResidualCells,
+    /// `cg_spmv_cells_f64` (stencil.cu): [`Kernel::CgSpmv`] for per-cell coefficients.
+    CgSpmvCells,
+    /// `line_solve_cells_f64` (lines.cu): [`Kernel::LineSolve`] for per-cell coefficients.
+    LineSolveCells,
+    /// `cg_tridiag_cells_f64` (lines.cu): [`Kernel::CgTridiag`] for per-cell coefficients.
+    CgTridiagCells,
+    /// `smooth_cells_f64` (lines.cu): [`Kernel::Smooth`] for per-cell coefficients.
+    SmoothCells,
+    /// `restrict_smooth_cells_f64` (lines.cu): [`Kernel::RestrictSmooth`] for per-cell coefficients.
+    RestrictSmoothCells,
     /// `to_device_f64` (transfer.cu).
     ToDevice,
     /// `to_host_f64` (transfer.cu).
@@ -62,7 +76,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 19] = [
+    pub const ALL: [Kernel; 26] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -78,6 +92,13 @@ impl Kernel {
         Kernel::CgTridiag,
         Kernel::Smooth,
         Kernel::RestrictSmooth,
+        Kernel::ApplyCells,
+        Kernel::ResidualCells,
+        Kernel::CgSpmvCells,
+        Kernel::LineSolveCells,
+        Kernel::CgTridiagCells,
+        Kernel::SmoothCells,
+        Kernel::RestrictSmoothCells,
         Kernel::ToDevice,
         Kernel::ToHost,
         Kernel::PackFace,
@@ -102,6 +123,13 @@ impl Kernel {
             Kernel::CgTridiag => "cg_tridiag_f64",
             Kernel::Smooth => "smooth_f64",
             Kernel::RestrictSmooth => "restrict_smooth_f64",
+            Kernel::ApplyCells => "apply_cells_f64",
+            Kernel::ResidualCells => "residual_cells_f64",
+            Kernel::CgSpmvCells => "cg_spmv_cells_f64",
+            Kernel::LineSolveCells => "line_solve_cells_f64",
+            Kernel::CgTridiagCells => "cg_tridiag_cells_f64",
+            Kernel::SmoothCells => "smooth_cells_f64",
+            Kernel::RestrictSmoothCells => "restrict_smooth_cells_f64",
             Kernel::ToDevice => "to_device_f64",
             Kernel::ToHost => "to_host_f64",
             Kernel::PackFace => "pack_face_f64",
@@ -127,6 +155,13 @@ impl Kernel {
             Kernel::CgTridiag => "lines.cu",
             Kernel::Smooth => "lines.cu",
             Kernel::RestrictSmooth => "lines.cu",
+            Kernel::ApplyCells => "stencil.cu",
+            Kernel::ResidualCells => "stencil.cu",
+            Kernel::CgSpmvCells => "stencil.cu",
+            Kernel::LineSolveCells => "lines.cu",
+            Kernel::CgTridiagCells => "lines.cu",
+            Kernel::SmoothCells => "lines.cu",
+            Kernel::RestrictSmoothCells => "lines.cu",
             Kernel::ToDevice => "transfer.cu",
             Kernel::ToHost => "transfer.cu",
             Kernel::PackFace => "transfer.cu",

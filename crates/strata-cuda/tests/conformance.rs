@@ -5,3 +5,8 @@ strata_conformance::conformance_tests!(
     strata_cuda::CudaBackend::new(0).expect("a CUDA device"),
     #[ignore = "needs an NVIDIA GPU"]
 );
+
+strata_conformance::cell_coefficient_tests!(
+    strata_cuda::CudaBackend::new(0).expect("a CUDA device"),
+    #[ignore = "needs an NVIDIA GPU"]
+);

@@ -63,3 +63,66 @@ fn solvers_agree_with_the_cpu_at_128() {
 fn solvers_agree_with_the_cpu_at_512() {
     solvers_agree(512);
 }
+
+/// With per-cell coefficient fields (smooth, contrast 10, and with an advection vector), every
+/// solver that takes the operator gives the CPU's iteration counts and its solution to 1e-9.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn coefficient_solves_agree_with_the_cpu() {
+    use std::sync::Arc;
+    use strata::problem::{Geometry, Grading};
+    use strata::solver::Preconditioner;
+    let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
+    for geometry in [Geometry::Panel, Geometry::Box] {
+        let mut coeffs = strata_conformance::coefficient_fields(96, 64, 5);
+        let advected = Arc::new(coeffs.clone());
+        coeffs.xi = None;
+        let symmetric = Arc::new(coeffs);
+        let base = ProblemParams {
+            n: 96,
+            nz: 64,
+            geometry,
+            grading: Grading::Graded,
+            ..Default::default()
+        };
+        let rhs = build_rhs(&base, RhsKind::Random, 1, &Block::whole(96));
+        let runs = [
+            (symmetric.clone(), SolverConfig::new(SolverKind::MgCg)),
+            (symmetric.clone(), SolverConfig::new(SolverKind::Mg)),
+            (symmetric, SolverConfig::new(SolverKind::Cg)),
+            (advected.clone(), SolverConfig::new(SolverKind::Gcr)),
+            (
+                advected.clone(),
+                SolverConfig::new(SolverKind::BiCgStab).with_preconditioner(Preconditioner::Line),
+            ),
+            (advected, SolverConfig::new(SolverKind::BiCgStab)),
+        ];
+        for (coeffs, cfg) in runs {
+            let p = ProblemParams {
+                coefficients: Some(coeffs),
+                ..base.clone()
+            };
+            let a = strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            let scale = b.u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let diff =
+                a.u.iter()
+                    .zip(&b.u)
+                    .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+            let what = format!("{geometry:?} {} {:?}", cfg.kind.name(), cfg.preconditioner);
+            println!(
+                "coefficients, {what}: gpu {} its, cpu {} its, max rel diff {:.2e}",
+                a.info.iterations,
+                b.info.iterations,
+                diff / scale
+            );
+            assert!(a.info.reason.converged(), "{what}: {:?}", a.info.reason);
+            assert_eq!(a.info.iterations, b.info.iterations, "{what}");
+            assert!(
+                diff <= 1e-9 * scale,
+                "{what}: differ by {:.2e}",
+                diff / scale
+            );
+        }
+    }
+}

@@ -9,37 +9,6 @@ use strata::grid::Block;
 use strata::problem::{build_rhs, Averaging, Coefficients, ProblemParams, RhsKind};
 use strata::solver::{Preconditioner, SolverConfig, SolverKind};
 
-/// Smooth fields with a contrast of `contrast` between their extremes.
-fn smooth(n: usize, nz: usize, contrast: f64) -> Coefficients {
-    let field = |phase: f64| {
-        let mut v = Vec::with_capacity(n * n * nz);
-        for j in 0..n {
-            for i in 0..n {
-                for k in 0..nz {
-                    let (x, y, z) = (
-                        (i as f64 + 0.5) / n as f64,
-                        (j as f64 + 0.5) / n as f64,
-                        (k as f64 + 0.5) / nz as f64,
-                    );
-                    let s =
-                        ((6.0 * x + phase).sin() * (4.0 * y).cos() + (5.0 * z + phase).sin()) / 2.0;
-                    v.push(contrast.powf(0.5 * s));
-                }
-            }
-        }
-        v
-    };
-    Coefficients {
-        n,
-        nz,
-        kx: field(0.0),
-        ky: field(1.0),
-        kz: field(2.0),
-        beta: field(3.0),
-        xi: None,
-    }
-}
-
 /// α jumps by `contrast` (kz) and its square root (kx, ky) across a layer at mid-height, as at a
 /// tropopause.
 fn layer(n: usize, nz: usize, contrast: f64) -> Coefficients {
@@ -85,8 +54,14 @@ fn main() {
     let backend = CpuBackend::new(None).expect("cpu backend");
     let cases: Vec<(&str, Option<Coefficients>)> = vec![
         ("constant (model problem)", None),
-        ("smooth, contrast 10", Some(smooth(n, nz, 10.0))),
-        ("smooth, contrast 1000", Some(smooth(n, nz, 1000.0))),
+        (
+            "smooth, contrast 10",
+            Some(Coefficients::smooth(n, nz, 10.0)),
+        ),
+        (
+            "smooth, contrast 1000",
+            Some(Coefficients::smooth(n, nz, 1000.0)),
+        ),
         ("layer jump 1000", Some(layer(n, nz, 1000.0))),
         ("checkerboard kx, ky 100", Some(rough(n, nz, 100.0))),
     ];

@@ -45,18 +45,7 @@ pub fn field_memory(
     } else {
         columns(p.n)
     };
-    // Per-cell coefficients: four values per cell on every level (fx, fy, fz, β).
-    let cells = if p.coefficients.is_some() {
-        let mut n = p.n;
-        let mut bytes = 0;
-        for _ in 0..cfg.num_levels() {
-            bytes += 4 * (n * n * p.nz * 8) as u64;
-            n /= 2;
-        }
-        bytes
-    } else {
-        0
-    };
+    let cells = cell_memory(p, cfg, &field_bytes);
     cells
         + match cfg.kind {
             SolverKind::Cg => 6 * fine + columns(p.n),
@@ -67,6 +56,28 @@ pub fn field_memory(
             // f, u and six more fields (r, r̂, p, v, y, t); the preconditioner likewise.
             SolverKind::BiCgStab => 8 * fine + preconditioner,
         }
+}
+
+/// Bytes of the per-cell coefficients of a solve of `p` on every level, given the bytes of one
+/// field of an `n × n` level: four values per cell (the host backends' fx, fy, fz, β; the CUDA
+/// backend's diagonal and east, north, up entries), seven with advection; 0 without coefficient
+/// fields.
+pub fn cell_memory(
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    field_bytes: impl Fn(usize) -> u64,
+) -> u64 {
+    let Some(c) = &p.coefficients else {
+        return 0;
+    };
+    let values = if c.is_symmetric() { 4 } else { 7 };
+    let mut n = p.n;
+    let mut bytes = 0;
+    for _ in 0..cfg.num_levels() {
+        bytes += values * field_bytes(n);
+        n /= 2;
+    }
+    bytes
 }
 
 /// Memory the operating system says is available, if it says.
@@ -83,8 +94,19 @@ pub fn check_memory<B: Backend>(backend: &B, p: &ProblemParams, cfg: &SolverConf
     let what = format!("{} on {}x{}x{}", cfg.kind.name(), p.n, p.n, p.nz);
     let fields = field_memory(p, cfg, |n| backend.field_bytes(n, n, p.nz));
     let host_arrays = 2 * p.unknowns() * 8;
+    // A device backend builds the per-cell coefficients on the host first: the input fields,
+    // the face fields of every level and the fine level's entries (seven values per cell) while
+    // they are copied.
+    let host_cells = match &p.coefficients {
+        Some(c) => {
+            let input = if c.is_symmetric() { 4 } else { 7 };
+            (input + 7) * p.unknowns() * 8
+                + cell_memory(p, cfg, |n| (n * n * p.nz * 8) as u64)
+        }
+        None => 0,
+    };
     let (device, host) = match backend.device_memory()? {
-        Some(free) => (Some((fields, free)), host_arrays),
+        Some(free) => (Some((fields, free)), host_arrays + host_cells),
         None => (None, host_arrays + fields),
     };
     if let Some((needed, available)) = device {

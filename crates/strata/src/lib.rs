@@ -49,6 +49,8 @@ pub mod problem;
 pub mod solver;
 pub mod stencil;
 
-pub use api::{available_memory, check_memory, field_memory, solve, solve_block, Solution};
+pub use api::{
+    available_memory, cell_memory, check_memory, field_memory, solve, solve_block, Solution,
+};
 pub use error::{Result, StrataError};
 pub use persistent::PersistentSolver;

@@ -11,6 +11,14 @@ pub trait Probes {
     /// of its level, counting each cached neighbour once; `None` for kernels without a model.
     fn moved_values(&self, kernel: Kernel) -> Option<f64>;
 
+    /// Values (8 bytes each) of per-cell coefficients that `kernel` reads per cell of its level
+    /// on a level with coefficient fields (docs/MODEL.md §15), on top of [`Probes::moved_values`];
+    /// `symmetric` when the operator has no advection term. `None` without a model.
+    fn coefficient_values(&self, kernel: Kernel, symmetric: bool) -> Option<f64> {
+        let _ = (kernel, symmetric);
+        None
+    }
+
     /// Measures the memory bandwidth in bytes per second with a STREAM-style copy of
     /// `bytes` bytes (counting the read and the write), best of `repeats`.
     fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64>;
@@ -116,6 +124,22 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::RestrictSmooth => Some(6.0), // per coarse cell: read 4 children; write f, u
         Kernel::Residual => Some(3.0),       // read f, u; write r
         Kernel::Prolongate => Some(2.25),    // read u_f and a quarter u_c; write u_f
+        Kernel::Vector | Kernel::Halo => None,
+    }
+}
+
+/// Coefficient values the host backends read per cell on a level with per-cell coefficients:
+/// the face fields fx, fy, fz and β (4; 7 with the advection faces), once for each pass that
+/// builds rows ([`crate::stencil::LevelStencil::row`]) — twice in Smooth (the residual and the
+/// line solve).
+pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
+    let per_pass = if symmetric { 4.0 } else { 7.0 };
+    match kernel {
+        Kernel::Spmv | Kernel::Tridiag | Kernel::Residual | Kernel::RestrictSmooth => {
+            Some(per_pass)
+        }
+        Kernel::Smooth => Some(2.0 * per_pass),
+        Kernel::Prolongate => Some(0.0),
         Kernel::Vector | Kernel::Halo => None,
     }
 }

@@ -6,7 +6,7 @@ use strata::backend::LineKernels;
 impl LineKernels for CudaBackend {
     fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
         self.check(op, &[r, z]);
-        launch_columns!(self, op, K::LineSolve; &op.cols, &op.vert, &r.data, &mut z.data)
+        launch_op!(self, op, K::LineSolve, K::LineSolveCells; &r.data, &mut z.data)
     }
 
     fn cg_tridiag(
@@ -19,7 +19,7 @@ impl LineKernels for CudaBackend {
     ) -> Result<[f64; 2]> {
         self.check(op, &[q, r, z]);
         let mut red = self.reduce_lock();
-        launch_columns!(self, op, K::CgTridiag; &op.cols, &op.vert, &q.data, &mut r.data, &mut z.data, &alpha, &mut red.partials)?;
+        launch_op!(self, op, K::CgTridiag, K::CgTridiagCells; &q.data, &mut r.data, &mut z.data, &alpha, &mut red.partials)?;
         self.finish_reduce(op, &mut red, 2)
     }
 
@@ -32,7 +32,7 @@ impl LineKernels for CudaBackend {
         rho: f64,
     ) -> Result<()> {
         self.check(op, &[f, u_in, u_out]);
-        launch_columns!(self, op, K::Smooth; &op.cols, &op.vert, &f.data, &u_in.data, &mut u_out.data, &rho)
+        launch_op!(self, op, K::Smooth, K::SmoothCells; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn restrict_smooth(
@@ -51,18 +51,30 @@ impl LineKernels for CudaBackend {
             (fine.layout.nx, fine.layout.ny),
             (2 * coarse.layout.nx, 2 * coarse.layout.ny)
         );
-        let mut b = self.stream.launch_builder(coarse.k.get(K::RestrictSmooth));
-        b.arg(&fine.layout)
-            .arg(&coarse.layout)
-            .arg(&coarse.cols)
-            .arg(&coarse.vert)
-            .arg(&r_fine.data)
+        let kernel = match coarse.cells {
+            None => K::RestrictSmooth,
+            Some(_) => K::RestrictSmoothCells,
+        };
+        let mut b = self.stream.launch_builder(coarse.k.get(kernel));
+        b.arg(&fine.layout).arg(&coarse.layout);
+        let sym;
+        match &coarse.cells {
+            None => {
+                b.arg(&coarse.cols).arg(&coarse.vert);
+            }
+            Some(c) => {
+                sym = c.sym_flag();
+                for a in c.params() {
+                    b.arg(a);
+                }
+                b.arg(&sym);
+            }
+        }
+        b.arg(&r_fine.data)
             .arg(&mut f_coarse.data)
             .arg(&mut u_coarse.data)
             .arg(&rho)
             .arg(&scale);
-        // SAFETY: layouts checked; each coarse thread reads its 4 fine children (inside the fine
-        // block, checked to be exactly twice the coarse one) and writes its own coarse column.
         cu(unsafe { b.launch(coarse.cfg) }).map(|_| ())
     }
 }

@@ -2,7 +2,7 @@
 //! concept, mirroring kernels/*.cu and the CPU backend: vector, stencil, lines, transfer.
 
 use crate::kernels::{arch_for, backend_err, Kernel as K, Kernels, Tuning, BLOCK_THREADS};
-use crate::layout::DeviceLayout;
+use crate::layout::{self, DeviceLayout};
 use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::collections::HashMap;
@@ -23,6 +23,21 @@ macro_rules! launch_columns {
         // SAFETY: every field argument was checked to have this level's layout, and the column
         // kernels touch only that layout's elements (interior, or halo for reads).
         cu(unsafe { b.launch($op.cfg) }).map(|_| ())
+    }};
+}
+
+/// Launches the kernel of level `$op`'s operator: `$model` with the column coefficients, or
+/// `$cells` with the per-cell entries ([`cells::CellArrays`]), with the given arguments after them.
+macro_rules! launch_op {
+    ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {{
+        match &$op.cells {
+            None => launch_columns!($self, $op, $model; &$op.cols, &$op.vert, $($arg),*),
+            Some(c) => {
+                let [d, e, n, u, w, s, b] = c.params();
+                let sym = c.sym_flag();
+                launch_columns!($self, $op, $cells; d, e, n, u, w, s, b, &sym, $($arg),*)
+            }
+        }
     }};
 }
 
@@ -51,6 +66,8 @@ pub struct CudaLevel {
     vert: CudaSlice<f64>,
     /// Physical-boundary bits: 1 west, 2 east, 4 south, 8 north.
     phys: i32,
+    /// Per-cell entries, for a level with coefficient fields.
+    cells: Option<cells::CellArrays>,
     cfg: LaunchConfig,
     blocks: usize,
     k: Arc<Kernels>,
@@ -304,12 +321,6 @@ impl Fields for CudaBackend {
     }
 
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
-        if s.cells.is_some() {
-            return Err(backend_err(
-                "per-cell coefficient fields are not implemented on the CUDA backend yet; \
-                 use --backend cpu",
-            ));
-        }
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
         let k = self.kernels(s.nz)?;
         let cols: Vec<f64> = s
@@ -343,6 +354,10 @@ impl Fields for CudaBackend {
             cols: cu(self.stream.clone_htod(&cols))?,
             vert: cu(self.stream.clone_htod(&vert))?,
             phys,
+            cells: match s.cells {
+                Some(_) => Some(cells::CellArrays::new(self, s, layout)?),
+                None => None,
+            },
             cfg,
             blocks,
             k,
@@ -376,6 +391,20 @@ impl Probes for CudaBackend {
             Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
             Kernel::Residual => 3.0,       // read f, u; write r
             Kernel::Prolongate => 2.25,    // read u_f and a quarter u_c; write u_f
+            Kernel::Vector | Kernel::Halo => return None,
+        })
+    }
+
+    fn coefficient_values(&self, kernel: Kernel, symmetric: bool) -> Option<f64> {
+        // The entries of cells::CellArrays: d, e, n, u (and w, s, b when not symmetric); the
+        // line solves read the tridiagonal part (d, u and b) in the forward sweep and again in
+        // the backward sweep's recomputation.
+        let (all, tridiag) = if symmetric { (4.0, 2.0) } else { (7.0, 3.0) };
+        Some(match kernel {
+            Kernel::Spmv | Kernel::Residual => all,
+            Kernel::Tridiag | Kernel::RestrictSmooth => 2.0 * tridiag,
+            Kernel::Smooth => 2.0 * all,
+            Kernel::Prolongate => 0.0,
             Kernel::Vector | Kernel::Halo => return None,
         })
     }
@@ -421,6 +450,7 @@ impl Probes for CudaBackend {
 }
 
 // After `launch_columns!`, which they use (macros are in scope from their definition on).
+mod cells;
 mod lines;
 mod stencil;
 mod transfer;

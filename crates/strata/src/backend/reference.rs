@@ -314,6 +314,10 @@ impl Probes for ReferenceBackend {
         crate::perf::host_moved_values(kernel)
     }
 
+    fn coefficient_values(&self, kernel: crate::perf::Kernel, symmetric: bool) -> Option<f64> {
+        crate::perf::host_coefficient_values(kernel, symmetric)
+    }
+
     fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
         let len = (bytes / 16).max(1);
         let src: Vec<f64> = (0..len).map(|i| i as f64).collect();

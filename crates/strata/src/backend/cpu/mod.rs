@@ -226,6 +226,10 @@ impl Probes for CpuBackend {
         crate::perf::host_moved_values(kernel)
     }
 
+    fn coefficient_values(&self, kernel: crate::perf::Kernel, symmetric: bool) -> Option<f64> {
+        crate::perf::host_coefficient_values(kernel, symmetric)
+    }
+
     fn copy_bandwidth(&self, bytes: usize, repeats: usize) -> Result<f64> {
         // An element loop with ordinary stores, as STREAM's copy and our kernels write (`+ 0.0`
         // keeps it from becoming a call to memcpy, whose streaming path differs by machine).

@@ -1,0 +1,209 @@
+//! Levels with per-cell coefficients on the device (docs/MODEL.md §15; the `CellOp` of
+//! kernels/common.cuh): the row entries of [`LevelStencil::row`], stored in the field layout.
+//!
+//! A symmetric level stores four values per cell (the diagonal and the east, north and up
+//! entries; a row's west, south and down entries are its neighbours' east, north and up), a
+//! non-symmetric one (advection) seven. The symmetric form is used only when the entries are
+//! symmetric bit for bit, so both forms give the CPU backend's operator.
+
+use super::*;
+use rayon::prelude::*;
+use strata::stencil::RowEntries;
+
+/// The per-cell entries of one level on the device.
+pub struct CellArrays {
+    d: CudaSlice<f64>,
+    e: CudaSlice<f64>,
+    n: CudaSlice<f64>,
+    u: CudaSlice<f64>,
+    /// West, south and down entries, for an operator that is not symmetric.
+    wsb: Option<[CudaSlice<f64>; 3]>,
+}
+
+impl CellArrays {
+    /// Builds the entries of `s` on the host and copies them to the device.
+    pub(super) fn new(backend: &CudaBackend, s: &LevelStencil, l: DeviceLayout) -> Result<Self> {
+        let host = HostEntries::build(s, l);
+        let symmetric = host.is_symmetric(l);
+        let up = |v: &[f64]| -> Result<CudaSlice<f64>> {
+            let mut d = backend.alloc_values(v.len())?;
+            cu(backend.stream.memcpy_htod(v, &mut d))?;
+            Ok(d)
+        };
+        let [d, e, n, u, w, so, b] = &host.0;
+        Ok(Self {
+            d: up(d)?,
+            e: up(e)?,
+            n: up(n)?,
+            u: up(u)?,
+            wsb: if symmetric {
+                None
+            } else {
+                Some([up(w)?, up(so)?, up(b)?])
+            },
+        })
+    }
+
+    /// Whether the level is stored in the symmetric form (`csym` of the kernels).
+    pub fn symmetric(&self) -> bool {
+        self.wsb.is_none()
+    }
+
+    /// The kernels' `CELL_PARAMS`: d, e, n, u, w, s, b (e, n, u again when symmetric).
+    pub(super) fn params(&self) -> [&CudaSlice<f64>; 7] {
+        match &self.wsb {
+            Some([w, s, b]) => [&self.d, &self.e, &self.n, &self.u, w, s, b],
+            None => [
+                &self.d, &self.e, &self.n, &self.u, &self.e, &self.n, &self.u,
+            ],
+        }
+    }
+
+    /// `csym` of the kernels.
+    pub(super) fn sym_flag(&self) -> i32 {
+        self.symmetric() as i32
+    }
+}
+
+/// The seven entries of every row, in the device layout: d, e, n, u, w, s, b. The halo slot
+/// i = −1 of e holds the west entry of the block's first column, the slot j = −1 of n the south
+/// entry of its first row.
+struct HostEntries([Vec<f64>; 7]);
+
+impl HostEntries {
+    fn build(s: &LevelStencil, l: DeviceLayout) -> Self {
+        let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
+        let (plane, sx) = (l.plane as usize, l.sx as usize);
+        let mut a: [Vec<f64>; 7] = std::array::from_fn(|_| vec![0.0; l.len()]);
+        {
+            let [d, e, n, u, w, so, b] = &mut a;
+            // Planes 1..=ny hold rows j = 0..ny.
+            fn chunks(v: &mut [f64], plane: usize, ny: usize) -> rayon::slice::ChunksMut<'_, f64> {
+                v[plane..(ny + 1) * plane].par_chunks_mut(plane)
+            }
+            (
+                chunks(d, plane, ny),
+                chunks(e, plane, ny),
+                chunks(n, plane, ny),
+                chunks(u, plane, ny),
+                chunks(w, plane, ny),
+                chunks(so, plane, ny),
+                chunks(b, plane, ny),
+            )
+                .into_par_iter()
+                .enumerate()
+                .for_each(|(j, (d, e, n, u, w, so, b))| {
+                    for k in 0..nz {
+                        for i in 0..nx {
+                            let at = k * sx + layout::XOFF + i;
+                            let RowEntries {
+                                diag,
+                                east,
+                                west,
+                                north,
+                                south,
+                                up,
+                                down,
+                            } = s.row(i, j, k);
+                            (d[at], e[at], n[at], u[at]) = (diag, east, north, up);
+                            (w[at], so[at], b[at]) = (west, south, down);
+                            if i == 0 {
+                                e[at - 1] = west;
+                            }
+                        }
+                    }
+                });
+        }
+        // The south entries of row j = 0 into the halo row of n.
+        let (lo, hi) = a.split_at_mut(5);
+        let (n, so) = (&mut lo[2], &hi[0]);
+        for k in 0..nz {
+            for i in 0..nx {
+                let at = k * sx + layout::XOFF + i;
+                n[at] = so[plane + at];
+            }
+        }
+        Self(a)
+    }
+
+    /// Whether every west, south and down entry equals the neighbour's east, north and up entry
+    /// bit for bit (and the bottom row's down entry is zero).
+    fn is_symmetric(&self, l: DeviceLayout) -> bool {
+        let [_, e, n, u, w, so, b] = &self.0;
+        let (plane, sx, nx, nz) = (
+            l.plane as usize,
+            l.sx as usize,
+            l.nx as usize,
+            l.nz as usize,
+        );
+        (1..=l.ny as usize).into_par_iter().all(|jj| {
+            (0..nz).all(|k| {
+                (0..nx).all(|i| {
+                    let o = jj * plane + k * sx + layout::XOFF + i;
+                    let down = if k > 0 { u[o - sx] } else { 0.0 };
+                    w[o].to_bits() == e[o - 1].to_bits()
+                        && so[o].to_bits() == n[o - plane].to_bits()
+                        && b[o].to_bits() == down.to_bits()
+                })
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use strata::grid::Block;
+    use strata::problem::{Geometry, Grading, ProblemParams, VerticalGrid};
+
+    /// The symmetric four-value form is chosen for every symmetric level (so that the kernels'
+    /// traffic model of `coefficient_values` holds), never for one with advection, and its
+    /// entries are those of `LevelStencil::row`.
+    #[test]
+    fn symmetric_form_exactly_when_the_rows_are() {
+        for g in [Geometry::Panel, Geometry::Box] {
+            let p = ProblemParams {
+                geometry: g,
+                grading: Grading::Graded,
+                nz: 7,
+                n: 16,
+                ..Default::default()
+            };
+            let v = Arc::new(VerticalGrid::new(&p));
+            let mut c = strata_conformance::coefficient_fields(16, 7, 3);
+            let block = Block {
+                n: 16,
+                i0: 4,
+                j0: 2,
+                nx: 9,
+                ny: 11,
+            };
+            let l = DeviceLayout::new(block.nx, block.ny, 7).unwrap();
+            let advected = LevelStencil::with_coefficients(&p, block, v.clone(), Some(&c));
+            assert!(!HostEntries::build(&advected, l).is_symmetric(l), "{g:?}");
+            c.xi = None;
+            for coeffs in [c.clone(), c.coarsen()] {
+                let b = if coeffs.n == 16 {
+                    block
+                } else {
+                    block.coarsen()
+                };
+                let l = DeviceLayout::new(b.nx, b.ny, 7).unwrap();
+                let s = LevelStencil::with_coefficients(&p, b, v.clone(), Some(&coeffs));
+                let h = HostEntries::build(&s, l);
+                assert!(h.is_symmetric(l), "{g:?} {b:?}");
+                let [d, e, n, u, ..] = &h.0;
+                let (plane, sx) = (l.plane as usize, l.sx as usize);
+                for (i, j, k) in [(0, 0, 0), (b.nx - 1, b.ny - 1, 6), (3, 2, 4)] {
+                    let r = s.row(i, j, k);
+                    let o = (j + 1) * plane + k * sx + layout::XOFF + i;
+                    assert_eq!(
+                        [d[o], e[o], n[o], u[o], e[o - 1], n[o - plane]],
+                        [r.diag, r.east, r.north, r.up, r.west, r.south]
+                    );
+                }
+            }
+        }
+    }
+}
