@@ -25,6 +25,10 @@ module strata
     integer(c_int), parameter, public :: STRATA_FILE = 4
     integer(c_int), parameter, public :: STRATA_COMMUNICATION = 5
     integer(c_int), parameter, public :: STRATA_INTERNAL_ERROR = 6
+    ! Orders of device arrays (strata_solver_solve_device): u(nz, nx, ny) is k fastest,
+    ! u(nx, ny, nz) x fastest.
+    integer(c_int), parameter, public :: STRATA_ORDER_K_FASTEST = 0
+    integer(c_int), parameter, public :: STRATA_ORDER_X_FASTEST = 1
 
     ! Mirrors StrataProblem of strata.h.
     type, bind(c), public :: strata_problem
@@ -66,6 +70,7 @@ module strata
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
     public :: strata_error_message, strata_solver_create_mpi, strata_solver_block
+    public :: strata_solver_solve_device
 
     interface
         integer(c_int) function strata_problem_default(problem) bind(c, name="strata_problem_default")
@@ -108,6 +113,16 @@ module strata
             import :: c_int, c_ptr, c_size_t
             type(c_ptr), value :: solver
             integer(c_size_t), intent(out) :: size
+        end function
+
+        ! rhs and u are device addresses (c_loc of a CUDA Fortran device array, or of an OpenACC
+        ! array inside `!$acc host_data use_device(rhs, u)`) on a solver of the CUDA backend.
+        integer(c_int) function strata_solver_solve_device(solver, rhs, u, order, initial_guess, info) &
+                bind(c, name="strata_solver_solve_device")
+            import :: c_int, c_ptr, c_int32_t, strata_info
+            type(c_ptr), value :: solver, rhs, u
+            integer(c_int32_t), value :: order, initial_guess
+            type(strata_info), intent(out) :: info
         end function
 
         integer(c_int) function strata_solver_solve(solver, rhs, u, initial_guess, info) &

@@ -29,6 +29,15 @@ typedef enum StrataStatus {
   STRATA_STATUS_INTERNAL_ERROR = 6,
 } StrataStatus;
 
+// Memory orders of device arrays (strata_solver_solve_device): which index is fastest.
+typedef enum StrataOrder {
+  // `v[(j * nx + i) * nz + k]`: a column's levels adjacent (C `v[y][x][z]`, Fortran
+  // `v(k, i, j)`); the order of the host-array calls.
+  STRATA_ORDER_K_FASTEST = 0,
+  // `v[(k * ny + j) * nx + i]`: rows of x adjacent (C `v[z][y][x]`, Fortran `v(i, j, k)`).
+  STRATA_ORDER_X_FASTEST = 1,
+} StrataOrder;
+
 // An opaque solver handle.
 typedef struct StrataSolver StrataSolver;
 
@@ -170,12 +179,53 @@ enum StrataStatus strata_solver_set_coefficients(struct StrataSolver *solver,
 // `solver` must be a live handle or null.
 enum StrataStatus strata_solver_set_omega(struct StrataSolver *solver, double omega);
 
+// Solves A u = rhs with `rhs` and `u` in device memory of the solver's GPU (a solver on the
+// CUDA backend), in `order` (a StrataOrder value): no host round trip, no allocation; the call
+// returns when `u` holds the solution. As strata_solver_solve otherwise. The arrays are read
+// and written on the solver's stream, the legacy default stream (ordered with the caller's
+// work on blocking streams; synchronise a non-blocking stream first).
+//
+// # Safety
+// `solver` must be a live handle; `rhs` and `u` device arrays of the solver's size (`u`
+// writable) in the given order; `info` null or writable.
+enum StrataStatus strata_solver_solve_device(struct StrataSolver *solver,
+                                             const double *rhs,
+                                             double *u,
+                                             int32_t order,
+                                             int32_t initial_guess,
+                                             struct StrataInfo *info);
+
+// As strata_solver_solve_device with any order and padding: `strides` holds the distances (in
+// values, positive) between neighbours in i, j and k. The k-fastest and x-fastest orders run at
+// full bandwidth; any other is gathered element by element on the device.
+//
+// # Safety
+// As strata_solver_solve_device; `strides` must point to 3 values.
+enum StrataStatus strata_solver_solve_device_strided(struct StrataSolver *solver,
+                                                     const double *rhs,
+                                                     double *u,
+                                                     const int64_t *strides,
+                                                     int32_t initial_guess,
+                                                     struct StrataInfo *info);
+
+// y = A x with `x` and `y` in device memory, in `order` (as strata_solver_solve_device).
+//
+// # Safety
+// `solver` must be a live handle; `x` and `y` device arrays of the solver's size (`y` writable).
+enum StrataStatus strata_solver_apply_device(struct StrataSolver *solver,
+                                             const double *x,
+                                             double *y,
+                                             int32_t order);
+
 // Creates a solver for one rank of a distributed solve over the caller's MPI communicator,
 // given by its Fortran handle (`MPI_Comm_c2f(comm)` from C; the integer from Fortran): the
 // horizontal grid is split over the ranks (the most nearly square rank grid), every array this
 // solver takes is the rank's block ([`strata_solver_block`]), and every call is collective.
-// The CPU backend; MPI must be initialised by the caller, and the solver destroyed before
-// MPI_Finalize. Needs libstrata built with the `mpi` feature.
+// The backend as `options.backend` says (0: the GPU where one is usable, 1: the CPU, 2: CUDA),
+// on CUDA device `options.device` (pick it per rank, e.g. the node-local rank modulo the GPUs
+// of the node); halos of GPU ranks are staged through host memory. MPI must be initialised by
+// the caller, and the solver destroyed before MPI_Finalize. Needs libstrata built with the
+// `mpi` feature.
 //
 // # Safety
 // As [`strata_solver_create`]; `fortran_comm` must be a valid communicator handle.

@@ -114,9 +114,58 @@ enum Inner {
         CpuBackend,
         PersistentSolver<CpuBackend, strata_mpi::MpiComm<CpuBackend>>,
     ),
+    #[cfg(feature = "mpi")]
+    CudaMpi(
+        Box<CudaBackend>,
+        PersistentSolver<CudaBackend, strata_mpi::MpiComm<CudaBackend>>,
+    ),
     Cpu(CpuBackend, PersistentSolver<CpuBackend>),
     Reference(ReferenceBackend, PersistentSolver<ReferenceBackend>),
     Cuda(Box<CudaBackend>, PersistentSolver<CudaBackend>),
+}
+
+/// Runs `$body` with `$b` the backend and `$p` the persistent solver of any kind of handle.
+macro_rules! dispatch {
+    ($inner:expr, $b:ident, $p:ident => $body:expr) => {
+        match $inner {
+            #[cfg(feature = "mpi")]
+            Inner::CpuMpi($b, $p) => $body,
+            #[cfg(feature = "mpi")]
+            Inner::CudaMpi($b, $p) => {
+                let $b = $b.as_ref();
+                $body
+            }
+            Inner::Cpu($b, $p) => $body,
+            Inner::Reference($b, $p) => $body,
+            Inner::Cuda($b, $p) => {
+                let $b = $b.as_ref();
+                $body
+            }
+        }
+    };
+}
+
+/// Runs `$body` with `$b` the CUDA backend and `$p` the solver of a handle on the GPU; an error
+/// for a handle on the host.
+macro_rules! dispatch_cuda {
+    ($inner:expr, $b:ident, $p:ident => $body:expr) => {
+        match $inner {
+            #[cfg(feature = "mpi")]
+            Inner::CudaMpi($b, $p) => {
+                let $b = $b.as_ref();
+                $body
+            }
+            Inner::Cuda($b, $p) => {
+                let $b = $b.as_ref();
+                $body
+            }
+            _ => Err(StrataError::invalid(
+                "solver",
+                "is on the CPU: device arrays need a solver created on the CUDA backend \
+                 (options.backend = 2, or 0 where a GPU is usable)",
+            )),
+        }
+    };
 }
 
 /// An opaque solver handle.
@@ -127,24 +176,12 @@ pub struct StrataSolver {
 impl StrataSolver {
     /// Values of one field of the solver's block.
     fn len(&self) -> usize {
-        match &self.inner {
-            #[cfg(feature = "mpi")]
-            Inner::CpuMpi(_, p) => p.len(),
-            Inner::Cpu(_, p) => p.len(),
-            Inner::Reference(_, p) => p.len(),
-            Inner::Cuda(_, p) => p.len(),
-        }
+        dispatch!(&self.inner, _b, p => p.len())
     }
 
     /// The problem the solver was set up for (with its current coefficients and ω).
     fn problem(&self) -> &ProblemParams {
-        match &self.inner {
-            #[cfg(feature = "mpi")]
-            Inner::CpuMpi(_, p) => p.problem(),
-            Inner::Cpu(_, p) => p.problem(),
-            Inner::Reference(_, p) => p.problem(),
-            Inner::Cuda(_, p) => p.problem(),
-        }
+        dispatch!(&self.inner, _b, p => p.problem())
     }
 }
 
@@ -434,23 +471,9 @@ pub unsafe extern "C" fn strata_solver_solve(
         // SAFETY: non-null, `len` writable values promised by the caller, distinct from rhs.
         let u = unsafe { std::slice::from_raw_parts_mut(u, len) };
         let warm = initial_guess != 0;
-        let record: SolveInfo = match &mut s.inner {
-            #[cfg(feature = "mpi")]
-            Inner::CpuMpi(b, p) => p.solve(b, rhs, u, warm)?,
-            Inner::Cpu(b, p) => p.solve(b, rhs, u, warm)?,
-            Inner::Reference(b, p) => p.solve(b, rhs, u, warm)?,
-            Inner::Cuda(b, p) => p.solve(b.as_ref(), rhs, u, warm)?,
-        };
-        // SAFETY: null or writable, as promised.
-        if let Some(out) = unsafe { info.as_mut() } {
-            *out = StrataInfo {
-                converged: i32::from(record.reason.converged()),
-                iterations: record.iterations as i32,
-                initial_residual: record.r0,
-                relative_residual: record.relative_residual(),
-                seconds: record.seconds,
-            };
-        }
+        let record: SolveInfo = dispatch!(&mut s.inner, b, p => p.solve(b, rhs, u, warm)?);
+        // SAFETY: `info` is null or writable, as the caller promises.
+        unsafe { write_info(info, &record) };
         Ok(())
     })
 }
@@ -477,13 +500,7 @@ pub unsafe extern "C" fn strata_solver_apply(
         }
         // SAFETY: non-null, `len` writable values promised by the caller.
         let y = unsafe { std::slice::from_raw_parts_mut(y, len) };
-        match &mut s.inner {
-            #[cfg(feature = "mpi")]
-            Inner::CpuMpi(b, p) => p.apply(b, x, y),
-            Inner::Cpu(b, p) => p.apply(b, x, y),
-            Inner::Reference(b, p) => p.apply(b, x, y),
-            Inner::Cuda(b, p) => p.apply(b.as_ref(), x, y),
-        }
+        dispatch!(&mut s.inner, b, p => p.apply(b, x, y))
     })
 }
 
@@ -540,13 +557,7 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
             }
             Some(c)
         };
-        match &mut s.inner {
-            #[cfg(feature = "mpi")]
-            Inner::CpuMpi(b, p) => p.update_coefficients(b, coefficients),
-            Inner::Cpu(b, p) => p.update_coefficients(b, coefficients),
-            Inner::Reference(b, p) => p.update_coefficients(b, coefficients),
-            Inner::Cuda(b, p) => p.update_coefficients(b.as_ref(), coefficients),
-        }
+        dispatch!(&mut s.inner, b, p => p.update_coefficients(b, coefficients))
     })
 }
 
@@ -562,13 +573,182 @@ pub unsafe extern "C" fn strata_solver_set_omega(
     guard(|| {
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        match &mut s.inner {
-            #[cfg(feature = "mpi")]
-            Inner::CpuMpi(b, p) => p.update_omega(b, omega),
-            Inner::Cpu(b, p) => p.update_omega(b, omega),
-            Inner::Reference(b, p) => p.update_omega(b, omega),
-            Inner::Cuda(b, p) => p.update_omega(b.as_ref(), omega),
+        dispatch!(&mut s.inner, b, p => p.update_omega(b, omega))
+    })
+}
+
+/// Memory orders of device arrays (strata_solver_solve_device): which index is fastest.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrataOrder {
+    /// `v[(j * nx + i) * nz + k]`: a column's levels adjacent (C `v[y][x][z]`, Fortran
+    /// `v(k, i, j)`); the order of the host-array calls.
+    KFastest = 0,
+    /// `v[(k * ny + j) * nx + i]`: rows of x adjacent (C `v[z][y][x]`, Fortran `v(i, j, k)`).
+    XFastest = 1,
+}
+
+/// The device array at `ptr` of the solver's block in `order` (an error for other values).
+///
+/// # Safety
+/// As strata_cuda::DeviceArray::new: the caller promises a device array of the block's size.
+unsafe fn device_array(
+    ptr: *const f64,
+    order: i32,
+    block: strata_core::grid::Block,
+    nz: usize,
+    name: &str,
+) -> Result<strata_cuda::DeviceArray, StrataError> {
+    use strata_cuda::{DeviceArray, Order};
+    let order = match order {
+        0 => Order::KFastest,
+        1 => Order::XFastest,
+        o => {
+            return Err(StrataError::invalid(
+                "order",
+                format!("must be 0 (k fastest) or 1 (x fastest) (got {o})"),
+            ))
         }
+    };
+    if ptr.is_null() {
+        return Err(StrataError::invalid(name, "is null"));
+    }
+    // SAFETY: promised by the caller; the backend checks the address range before use.
+    Ok(unsafe { DeviceArray::with_order(ptr as u64, order, block.nx, block.ny, nz) })
+}
+
+/// The device array at `ptr` with `strides` (3 values: of i, j, k, in values).
+///
+/// # Safety
+/// `strides` must be null or point to 3 values; `ptr` as for device_array.
+unsafe fn strided_array(
+    ptr: *const f64,
+    strides: *const i64,
+    name: &str,
+) -> Result<strata_cuda::DeviceArray, StrataError> {
+    if ptr.is_null() {
+        return Err(StrataError::invalid(name, "is null"));
+    }
+    if strides.is_null() {
+        return Err(StrataError::invalid("strides", "is null"));
+    }
+    // SAFETY: non-null, 3 values promised by the caller.
+    let st = unsafe { std::slice::from_raw_parts(strides, 3) };
+    // SAFETY: promised by the caller; the backend checks the address range before use.
+    Ok(unsafe { strata_cuda::DeviceArray::new(ptr as u64, [st[0], st[1], st[2]]) })
+}
+
+/// Writes the record of a solve to `info` unless it is null.
+///
+/// # Safety
+/// `info` must be null or writable.
+unsafe fn write_info(info: *mut StrataInfo, record: &SolveInfo) {
+    // SAFETY: null or writable, as promised.
+    if let Some(out) = unsafe { info.as_mut() } {
+        *out = StrataInfo {
+            converged: i32::from(record.reason.converged()),
+            iterations: record.iterations as i32,
+            initial_residual: record.r0,
+            relative_residual: record.relative_residual(),
+            seconds: record.seconds,
+        };
+    }
+}
+
+/// Solves A u = rhs with `rhs` and `u` in device memory of the solver's GPU (a solver on the
+/// CUDA backend), in `order` (a StrataOrder value): no host round trip, no allocation; the call
+/// returns when `u` holds the solution. As strata_solver_solve otherwise. The arrays are read
+/// and written on the solver's stream, the legacy default stream (ordered with the caller's
+/// work on blocking streams; synchronise a non-blocking stream first).
+///
+/// # Safety
+/// `solver` must be a live handle; `rhs` and `u` device arrays of the solver's size (`u`
+/// writable) in the given order; `info` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_solve_device(
+    solver: *mut StrataSolver,
+    rhs: *const f64,
+    u: *mut f64,
+    order: i32,
+    initial_guess: i32,
+    info: *mut StrataInfo,
+) -> StrataStatus {
+    guard(|| {
+        use strata_cuda::DeviceSolve;
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        let (block, nz) = (dispatch!(&s.inner, _b, p => p.block()), s.problem().nz);
+        // SAFETY: device arrays of the block promised by the caller (ranges checked on use).
+        let (r, x) = unsafe {
+            (
+                device_array(rhs, order, block, nz, "rhs")?,
+                device_array(u, order, block, nz, "u")?,
+            )
+        };
+        let record = dispatch_cuda!(&mut s.inner, b, p => p.solve_device(b, &r, (initial_guess != 0).then_some(&x), &x))?;
+        // SAFETY: `info` is null or writable, as the caller promises.
+        unsafe { write_info(info, &record) };
+        Ok(())
+    })
+}
+
+/// As strata_solver_solve_device with any order and padding: `strides` holds the distances (in
+/// values, positive) between neighbours in i, j and k. The k-fastest and x-fastest orders run at
+/// full bandwidth; any other is gathered element by element on the device.
+///
+/// # Safety
+/// As strata_solver_solve_device; `strides` must point to 3 values.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_solve_device_strided(
+    solver: *mut StrataSolver,
+    rhs: *const f64,
+    u: *mut f64,
+    strides: *const i64,
+    initial_guess: i32,
+    info: *mut StrataInfo,
+) -> StrataStatus {
+    guard(|| {
+        use strata_cuda::DeviceSolve;
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        // SAFETY: as promised by the caller (ranges checked on use).
+        let (r, x) = unsafe {
+            (
+                strided_array(rhs, strides, "rhs")?,
+                strided_array(u, strides, "u")?,
+            )
+        };
+        let record = dispatch_cuda!(&mut s.inner, b, p => p.solve_device(b, &r, (initial_guess != 0).then_some(&x), &x))?;
+        // SAFETY: `info` is null or writable, as the caller promises.
+        unsafe { write_info(info, &record) };
+        Ok(())
+    })
+}
+
+/// y = A x with `x` and `y` in device memory, in `order` (as strata_solver_solve_device).
+///
+/// # Safety
+/// `solver` must be a live handle; `x` and `y` device arrays of the solver's size (`y` writable).
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_apply_device(
+    solver: *mut StrataSolver,
+    x: *const f64,
+    y: *mut f64,
+    order: i32,
+) -> StrataStatus {
+    guard(|| {
+        use strata_cuda::DeviceSolve;
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        let (block, nz) = (dispatch!(&s.inner, _b, p => p.block()), s.problem().nz);
+        // SAFETY: device arrays of the block promised by the caller (ranges checked on use).
+        let (xa, ya) = unsafe {
+            (
+                device_array(x, order, block, nz, "x")?,
+                device_array(y, order, block, nz, "y")?,
+            )
+        };
+        dispatch_cuda!(&mut s.inner, b, p => p.apply_device(b, &xa, &ya))
     })
 }
 
@@ -576,8 +756,11 @@ pub unsafe extern "C" fn strata_solver_set_omega(
 /// given by its Fortran handle (`MPI_Comm_c2f(comm)` from C; the integer from Fortran): the
 /// horizontal grid is split over the ranks (the most nearly square rank grid), every array this
 /// solver takes is the rank's block ([`strata_solver_block`]), and every call is collective.
-/// The CPU backend; MPI must be initialised by the caller, and the solver destroyed before
-/// MPI_Finalize. Needs libstrata built with the `mpi` feature.
+/// The backend as `options.backend` says (0: the GPU where one is usable, 1: the CPU, 2: CUDA),
+/// on CUDA device `options.device` (pick it per rank, e.g. the node-local rank modulo the GPUs
+/// of the node); halos of GPU ranks are staged through host memory. MPI must be initialised by
+/// the caller, and the solver destroyed before MPI_Finalize. Needs libstrata built with the
+/// `mpi` feature.
 ///
 /// # Safety
 /// As [`strata_solver_create`]; `fortran_comm` must be a valid communicator handle.
@@ -620,12 +803,32 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             let grid = RankGrid::choose(world.size() as usize);
             let rank = world.rank() as usize;
             let dec = cfg.validate_for(params.n, grid)?;
-            let comm = strata_mpi::MpiComm::new(world, grid)?;
-            let b = CpuBackend::new(threads)?;
-            let s = PersistentSolver::with_comm(&b, comm, &params, dec.fine_block(rank), &cfg)?;
-            *out = Box::into_raw(Box::new(StrataSolver {
-                inner: Inner::CpuMpi(b, s),
-            }));
+            let block = dec.fine_block(rank);
+            let cuda = match o.backend {
+                0 => strata_cuda::unavailable_reason().is_none(),
+                1 => false,
+                2 => true,
+                b => {
+                    return Err(StrataError::invalid(
+                        "backend",
+                        format!(
+                        "of a distributed solver must be 0 (auto), 1 (cpu) or 2 (cuda) (got {b})"
+                    ),
+                    ))
+                }
+            };
+            let inner = if cuda {
+                let b = Box::new(CudaBackend::new(count("device", o.device)?)?);
+                let comm = strata_mpi::MpiComm::new(world, grid)?;
+                let s = PersistentSolver::with_comm(b.as_ref(), comm, &params, block, &cfg)?;
+                Inner::CudaMpi(b, s)
+            } else {
+                let b = CpuBackend::new(threads)?;
+                let comm = strata_mpi::MpiComm::new(world, grid)?;
+                let s = PersistentSolver::with_comm(&b, comm, &params, block, &cfg)?;
+                Inner::CpuMpi(b, s)
+            };
+            *out = Box::into_raw(Box::new(StrataSolver { inner }));
             Ok(())
         }
         #[cfg(not(feature = "mpi"))]
@@ -666,13 +869,7 @@ pub unsafe extern "C" fn strata_solver_block(
             )
         };
         let s = s.ok_or_else(|| invalid("solver is null"))?;
-        let b = match &s.inner {
-            #[cfg(feature = "mpi")]
-            Inner::CpuMpi(_, p) => p.block(),
-            Inner::Cpu(_, p) => p.block(),
-            Inner::Reference(_, p) => p.block(),
-            Inner::Cuda(_, p) => p.block(),
-        };
+        let b = dispatch!(&s.inner, _b, p => p.block());
         for (out, v, name) in [
             (i0, b.i0, "i0"),
             (j0, b.j0, "j0"),

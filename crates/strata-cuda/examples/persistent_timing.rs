@@ -32,17 +32,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let backend_s = t.elapsed().as_secs_f64();
     let cfg = SolverConfig::new(kind);
     let t = Instant::now();
+    backend.load_kernels(nz)?;
+    let kernels_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
     let mut solver = PersistentSolver::new(&backend, &p, &cfg)?;
     let create_s = t.elapsed().as_secs_f64();
+    let phases: Vec<String> = solver
+        .setup_phases()
+        .iter()
+        .map(|(name, s)| format!("{name} {s:.3} s"))
+        .collect();
     let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
     let mut u = vec![0.0; solver.len()];
     let t = Instant::now();
     let first = solver.solve(&backend, &rhs, &mut u, false)?;
     let first_s = t.elapsed().as_secs_f64();
     println!(
-        "{} {n}x{n}x{nz}: backend {backend_s:.3} s (context, first NVRTC compile is in creation), \
-         creation {create_s:.3} s, first solve with host arrays {first_s:.4} s ({} its, solver {:.4} s)",
+        "{} {n}x{n}x{nz}: backend {backend_s:.3} s (context), kernels {kernels_s:.3} s (NVRTC or \
+         the disk cache, module load), solver creation {create_s:.3} s ({}), first solve with host \
+         arrays {first_s:.4} s ({} its, solver {:.4} s)",
         kind.name(),
+        phases.join(", "),
         first.iterations,
         first.seconds
     );

@@ -71,3 +71,22 @@ extern "C" __global__ void unpack_face_f64(Layout L, int side, int count, const 
         x[at_(L, i, j, k)] = buf[e];
     }
 }
+
+// Arrays of the caller in device memory (src/backend/borrowed.rs), any strides (in values) of
+// i, j, k: element (i, j, k) at h[i si + j sj + k sk]. Threads over i are consecutive, so the
+// x-fastest order (si = 1) is coalesced on both sides; the k-fastest order goes through the
+// tiled to_device/to_host instead. Launch: block (128), grid (ceil(nx/128), nz, ny).
+
+// x (device layout, interior) <- h.
+extern "C" __global__ void gather_f64(Layout L, const double* __restrict__ h, idx_t si, idx_t sj, idx_t sk,
+                                      double* __restrict__ x) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y, j = blockIdx.z;
+    if (i < L.nx) x[at_(L, i, j, k)] = h[i * si + j * sj + k * sk];
+}
+
+// h <- x (device layout, interior).
+extern "C" __global__ void scatter_f64(Layout L, const double* __restrict__ x, idx_t si, idx_t sj, idx_t sk,
+                                       double* __restrict__ h) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y, j = blockIdx.z;
+    if (i < L.nx) h[i * si + j * sj + k * sk] = x[at_(L, i, j, k)];
+}

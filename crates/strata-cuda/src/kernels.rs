@@ -68,6 +68,10 @@ pub enum Kernel {
     ToDevice,
     /// `to_host_f64` (transfer.cu).
     ToHost,
+    /// `gather_f64` (transfer.cu).
+    Gather,
+    /// `scatter_f64` (transfer.cu).
+    Scatter,
     /// `pack_face_f64` (transfer.cu).
     PackFace,
     /// `unpack_face_f64` (transfer.cu).
@@ -76,7 +80,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 26] = [
+    pub const ALL: [Kernel; 28] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -101,6 +105,8 @@ impl Kernel {
         Kernel::RestrictSmoothCells,
         Kernel::ToDevice,
         Kernel::ToHost,
+        Kernel::Gather,
+        Kernel::Scatter,
         Kernel::PackFace,
         Kernel::UnpackFace,
     ];
@@ -132,6 +138,8 @@ impl Kernel {
             Kernel::RestrictSmoothCells => "restrict_smooth_cells_f64",
             Kernel::ToDevice => "to_device_f64",
             Kernel::ToHost => "to_host_f64",
+            Kernel::Gather => "gather_f64",
+            Kernel::Scatter => "scatter_f64",
             Kernel::PackFace => "pack_face_f64",
             Kernel::UnpackFace => "unpack_face_f64",
         }
@@ -164,6 +172,8 @@ impl Kernel {
             Kernel::RestrictSmoothCells => "lines.cu",
             Kernel::ToDevice => "transfer.cu",
             Kernel::ToHost => "transfer.cu",
+            Kernel::Gather => "transfer.cu",
+            Kernel::Scatter => "transfer.cu",
             Kernel::PackFace => "transfer.cu",
             Kernel::UnpackFace => "transfer.cu",
         }
@@ -273,6 +283,72 @@ pub fn compile_ptx(
     })
 }
 
+/// The folder of the compiled-kernel cache: `STRATA_CACHE_DIR`, else `$XDG_CACHE_HOME/strata`,
+/// else `$HOME/.cache/strata`; `None` (no cache) when none is set or `STRATA_CACHE_DIR` is empty.
+pub fn cache_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    if let Some(d) = std::env::var_os("STRATA_CACHE_DIR") {
+        return (!d.is_empty()).then(|| PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("strata"));
+    }
+    std::env::var_os("HOME")
+        .filter(|d| !d.is_empty())
+        .map(|h| PathBuf::from(h).join(".cache").join("strata"))
+}
+
+/// The cache file of the PTX for these sources, `nz`, `arch` and options: named by a hash of all
+/// of them and of this crate's version, so a change of any compiles afresh.
+fn cache_file(
+    dir: &std::path::Path,
+    nz: usize,
+    arch: &str,
+    options: &[String],
+) -> std::path::PathBuf {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (env!("CARGO_PKG_VERSION"), SOURCES, nz, arch, options).hash(&mut h);
+    dir.join(format!("kernels-{arch}-nz{nz}-{:016x}.ptx", h.finish()))
+}
+
+/// The PTX of [`compile_ptx`], from the on-disk cache ([`cache_dir`]) when a previous process
+/// compiled it, else compiled by NVRTC and stored there (written beside and renamed: a reader
+/// never sees half a file). A cache that cannot be read or written is skipped, not an error.
+/// The CUDA driver caches its own translation of the PTX to machine code likewise.
+pub fn cached_ptx(nz: usize, arch: &'static str, options: &[String]) -> Result<cudarc::nvrtc::Ptx> {
+    cached_ptx_in(cache_dir().as_deref(), nz, arch, options)
+}
+
+/// [`cached_ptx`] with the cache in `dir` (`None`: no cache).
+pub fn cached_ptx_in(
+    dir: Option<&std::path::Path>,
+    nz: usize,
+    arch: &'static str,
+    options: &[String],
+) -> Result<cudarc::nvrtc::Ptx> {
+    let file = dir.map(|d| cache_file(d, nz, arch, options));
+    if let Some(text) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok()) {
+        if text.contains(".entry") {
+            return Ok(cudarc::nvrtc::Ptx::from_src(text));
+        }
+    }
+    let ptx = compile_ptx(nz, arch, options)?;
+    if let Some(f) = file {
+        let tmp = f.with_extension(format!("tmp{}", std::process::id()));
+        let stored = f
+            .parent()
+            .map(|d| std::fs::create_dir_all(d).is_ok())
+            .unwrap_or(false)
+            && std::fs::write(&tmp, ptx.to_src()).is_ok()
+            && std::fs::rename(&tmp, &f).is_ok();
+        if !stored {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+    Ok(ptx)
+}
+
 /// The loaded kernels of one module (one nz), one per [`Kernel`].
 pub struct Kernels {
     fns: Vec<CudaFunction>,
@@ -286,7 +362,7 @@ impl Kernels {
         arch: &'static str,
         tuning: &Tuning,
     ) -> Result<Self> {
-        let ptx = compile_ptx(nz, arch, &tuning.options)?;
+        let ptx = cached_ptx(nz, arch, &tuning.options)?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| backend_err(format!("loading the compiled kernels: {e}")))?;
@@ -312,5 +388,19 @@ pub fn backend_err(msg: impl Into<String>) -> StrataError {
     StrataError::Backend {
         backend: "cuda".into(),
         msg: msg.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kernel;
+
+    /// `Kernels::get` indexes the loaded table by the enum's value: ALL must list the kernels in
+    /// declaration order.
+    #[test]
+    fn all_lists_the_kernels_in_declaration_order() {
+        for (i, k) in Kernel::ALL.iter().enumerate() {
+            assert_eq!(*k as usize, i, "{k:?}");
+        }
     }
 }

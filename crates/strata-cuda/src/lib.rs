@@ -8,8 +8,12 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod device_solve;
 pub mod kernels;
 pub mod layout;
 mod staging;
 
-pub use backend::{device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel};
+pub use backend::{
+    device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel, DeviceArray, Order,
+};
+pub use device_solve::DeviceSolve;

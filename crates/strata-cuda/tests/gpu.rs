@@ -65,7 +65,9 @@ fn solvers_agree_with_the_cpu_at_512() {
 }
 
 /// With per-cell coefficient fields (smooth, contrast 10, and with an advection vector), every
-/// solver that takes the operator gives the CPU's iteration counts and its solution to 1e-9.
+/// solver that takes the operator gives the CPU's iteration counts and, solved to 1e-10, its
+/// solution to 1e-8. The exception is the line-preconditioned BiCGStab: its 130-odd iterations
+/// feel the order of the GPU's sums (131 against 135 measured on an H200): within 5 %.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn coefficient_solves_agree_with_the_cpu() {
@@ -98,6 +100,9 @@ fn coefficient_solves_agree_with_the_cpu() {
             (advected, SolverConfig::new(SolverKind::BiCgStab)),
         ];
         for (coeffs, cfg) in runs {
+            let cfg = cfg.with_rtol(1e-10);
+            let line =
+                cfg.preconditioner == Preconditioner::Line && cfg.kind == SolverKind::BiCgStab;
             let p = ProblemParams {
                 coefficients: Some(coeffs),
                 ..base.clone()
@@ -117,12 +122,110 @@ fn coefficient_solves_agree_with_the_cpu() {
                 diff / scale
             );
             assert!(a.info.reason.converged(), "{what}: {:?}", a.info.reason);
-            assert_eq!(a.info.iterations, b.info.iterations, "{what}");
+            if line {
+                assert!(
+                    a.info.iterations.abs_diff(b.info.iterations) * 20 <= b.info.iterations,
+                    "{what}"
+                );
+            } else {
+                assert_eq!(a.info.iterations, b.info.iterations, "{what}");
+            }
+            assert!(
+                diff <= 1e-8 * scale,
+                "{what}: differ by {:.2e}",
+                diff / scale
+            );
             assert!(
                 diff <= 1e-9 * scale,
                 "{what}: differ by {:.2e}",
                 diff / scale
             );
         }
+    }
+}
+
+/// The persistent solver on the caller's device arrays, in the k-fastest, x-fastest and a
+/// strided (j-fastest, padded) order, gives the host-array solve's solution and iterations; a
+/// host pointer and a too-short allocation are refused with a message.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn device_arrays_in_any_order_solve_like_host_arrays() {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use strata::PersistentSolver;
+    use strata_cuda::{DeviceArray, DeviceSolve, Order};
+    let (n, nz) = (64, 32);
+    let p = ProblemParams {
+        n,
+        nz,
+        ..Default::default()
+    };
+    let g = gpu();
+    let cfg = SolverConfig::new(SolverKind::MgCg).with_levels(4);
+    let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
+    let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(n));
+    let mut want = vec![0.0; rhs.len()];
+    let host_info = s.solve(&g, &rhs, &mut want, false).unwrap();
+    let stream = g.stream();
+    // (i, j, k) → index in each order; the strided one pads j to n + 3.
+    let orders: [(&str, [i64; 3], usize); 3] = [
+        ("k-fastest", [nz as i64, (n * nz) as i64, 1], n * n * nz),
+        ("x-fastest", [1, n as i64, (n * n) as i64], n * n * nz),
+        (
+            "j-fastest",
+            [(n + 3) as i64, 1, ((n + 3) * n) as i64],
+            (n + 3) * n * nz,
+        ),
+    ];
+    for (name, [si, sj, sk], len) in orders {
+        let mut host_rhs = vec![0.0; len];
+        for j in 0..n {
+            for i in 0..n {
+                for k in 0..nz {
+                    host_rhs[(i as i64 * si + j as i64 * sj + k as i64 * sk) as usize] =
+                        rhs[(j * n + i) * nz + k];
+                }
+            }
+        }
+        let d_rhs = stream.clone_htod(&host_rhs).unwrap();
+        let mut d_u = stream.alloc_zeros::<f64>(len).unwrap();
+        let info = {
+            let (r, _a) = d_rhs.device_ptr(&stream);
+            let (u, _b) = d_u.device_ptr_mut(&stream);
+            // SAFETY: both are live allocations of the backend's context of `len` values, which
+            // the strides stay inside.
+            let (r, u) = unsafe {
+                (
+                    DeviceArray::new(r, [si, sj, sk]),
+                    DeviceArray::new(u, [si, sj, sk]),
+                )
+            };
+            s.solve_device(&g, &r, None, &u).unwrap()
+        };
+        let got = stream.clone_dtoh(&d_u).unwrap();
+        let mut diff = 0.0f64;
+        for j in 0..n {
+            for i in 0..n {
+                for k in 0..nz {
+                    let a = got[(i as i64 * si + j as i64 * sj + k as i64 * sk) as usize];
+                    diff = diff.max((a - want[(j * n + i) * nz + k]).abs());
+                }
+            }
+        }
+        println!("{name}: {} its, max diff {diff:.2e}", info.iterations);
+        assert_eq!(info.iterations, host_info.iterations, "{name}");
+        assert!(diff == 0.0, "{name}: differs by {diff:.2e}");
+    }
+    // A host pointer, and an allocation one value short.
+    let short = stream.alloc_zeros::<f64>(n * n * nz - 1).unwrap();
+    let (sp, _s) = short.device_ptr(&stream);
+    let host = vec![0.0f64; n * n * nz];
+    for (ptr, what) in [
+        (host.as_ptr() as u64, "is not device memory"),
+        (sp, "its allocation holds"),
+    ] {
+        // SAFETY: the call checks the address range before any kernel touches it.
+        let a = unsafe { DeviceArray::with_order(ptr, Order::KFastest, n, n, nz) };
+        let e = s.solve_device(&g, &a, None, &a).unwrap_err().to_string();
+        assert!(e.contains(what), "{e}");
     }
 }

@@ -44,3 +44,26 @@ fn compile_errors_carry_the_nvrtc_log() {
         "{e}"
     );
 }
+
+/// The second compile of the same kernels comes from the disk cache (a file named by the
+/// options), and a different nz is another file.
+#[test]
+fn compiled_kernels_are_cached_on_disk() {
+    use strata_cuda::kernels::cached_ptx_in;
+    let dir = std::env::temp_dir().join(format!("strata-ptx-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let first = cached_ptx_in(Some(&dir), 16, "compute_90", &[])
+        .unwrap()
+        .to_src();
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(files.len(), 1, "one cache file");
+    let t = std::time::Instant::now();
+    let second = cached_ptx_in(Some(&dir), 16, "compute_90", &[])
+        .unwrap()
+        .to_src();
+    println!("cached load: {:?}", t.elapsed());
+    assert_eq!(first, second);
+    cached_ptx_in(Some(&dir), 17, "compute_90", &[]).unwrap();
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

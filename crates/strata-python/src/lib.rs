@@ -1,8 +1,10 @@
-//! Python bindings of strata: `strata.Solver`, the persistent solver over NumPy arrays, built
-//! with PyO3 (abi3) and maturin (`pip install ./python`). Arrays have shape `(n, n, nz)` =
-//! `(y, x, z)`, float64, C order: strata's own layout, so they pass without a copy. The GIL is
-//! released while strata solves; every strata error is a Python exception (`ValueError` for bad
-//! arguments, `MemoryError`, `RuntimeError` otherwise).
+//! Python bindings of strata: `strata.Solver`, the persistent solver over NumPy arrays on the
+//! host and CuPy (or any `__cuda_array_interface__` / DLPack) arrays on the GPU, built with PyO3
+//! (abi3) and maturin (`pip install ./python`). Arrays have shape `(n, n, nz)` = `(y, x, z)`,
+//! float64; NumPy arrays in C order (strata's own layout) pass without a copy, device arrays in
+//! any strides without a host round trip. The GIL is released while strata solves; every strata
+//! error is a Python exception (`ValueError` for bad arguments, `MemoryError`, `RuntimeError`
+//! otherwise).
 
 use ::strata::backend::cpu::CpuBackend;
 use ::strata::problem::{Coefficients, Geometry, Grading, ProblemParams};
@@ -12,6 +14,7 @@ use numpy::{PyArray3, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use strata_cuda::{CudaBackend, DeviceArray, DeviceSolve};
 
 fn to_py(e: StrataError) -> PyErr {
     match e {
@@ -28,13 +31,74 @@ fn to_py(e: StrataError) -> PyErr {
 ///        preconditioner="mg", restart=5, threads=None)
 ///
 /// solver is one of "cg", "mg", "mg-cg", "gcr", "bicgstab"; preconditioner ("line" or "mg") is
-/// that of gcr and bicgstab. Runs on the CPU backend (all cores unless `threads` is given).
+/// that of gcr and bicgstab. backend is "auto" (the GPU where one is usable), "cpu" (all cores
+/// unless `threads` is given) or "cuda" (GPU `device`). A solver on the GPU takes NumPy arrays
+/// (copied through the host) and device arrays (CuPy, PyTorch, anything with
+/// `__cuda_array_interface__` or DLPack: read and written on the device); a solver on the CPU
+/// takes NumPy arrays.
 #[pyclass(module = "strata")]
 struct Solver {
-    backend: CpuBackend,
-    inner: PersistentSolver<CpuBackend>,
+    engine: Engine,
     shape: [usize; 3],
     last: Option<SolveInfo>,
+}
+
+/// The backend and persistent solver of a [`Solver`] (one per solver, created once: the size of
+/// the variants does not matter).
+#[allow(clippy::large_enum_variant)]
+enum Engine {
+    Cpu(CpuBackend, PersistentSolver<CpuBackend>),
+    Cuda(Box<CudaBackend>, PersistentSolver<CudaBackend>),
+}
+
+/// Runs `$body` with `$b` the backend and `$p` the persistent solver of either engine.
+macro_rules! engine {
+    ($e:expr, $b:ident, $p:ident => $body:expr) => {
+        match $e {
+            Engine::Cpu($b, $p) => $body,
+            Engine::Cuda($b, $p) => {
+                let $b = $b.as_ref();
+                $body
+            }
+        }
+    };
+}
+
+/// A device array of the caller, as `__cuda_array_interface__` describes it.
+struct Device {
+    array: DeviceArray,
+    readonly: bool,
+    stream: Option<u64>,
+}
+
+/// Whether `obj` is a GPU array (has `__cuda_array_interface__`, or DLPack on a CUDA device).
+fn is_device(obj: &Bound<'_, PyAny>) -> bool {
+    if obj.hasattr("__cuda_array_interface__").unwrap_or(false) {
+        return true;
+    }
+    // DLPack device type 2 is kDLCUDA.
+    obj.call_method0("__dlpack_device__")
+        .and_then(|d| d.extract::<(i32, i32)>())
+        .is_ok_and(|(t, _)| t == 2)
+}
+
+/// The `__cuda_array_interface__` of a device array; a DLPack-only array is viewed through
+/// `cupy.from_dlpack` (no copy).
+fn interface<'py>(obj: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+    let obj = if obj.hasattr("__cuda_array_interface__")? {
+        obj.clone()
+    } else {
+        let cupy = obj.py().import("cupy").map_err(|_| {
+            PyValueError::new_err(
+                "a DLPack device array without __cuda_array_interface__ needs CuPy to be viewed",
+            )
+        })?;
+        cupy.call_method1("from_dlpack", (obj,))?
+    };
+    let cai = obj
+        .getattr("__cuda_array_interface__")?
+        .downcast_into::<PyDict>()?;
+    Ok((obj, cai))
 }
 
 fn kind_of(name: &str) -> PyResult<SolverKind> {
@@ -53,6 +117,119 @@ fn kind_of(name: &str) -> PyResult<SolverKind> {
 }
 
 impl Solver {
+    /// Reads a device array's interface: shape (n, n, nz), float64, strides into i, j, k.
+    fn device(&self, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Device> {
+        let (_, cai) = interface(obj)?;
+        let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+            cai.get_item(k)?
+                .ok_or_else(|| PyValueError::new_err(format!("{name}: no {k:?} in its interface")))
+        };
+        let shape: Vec<usize> = get("shape")?.extract()?;
+        self.check_shape(name, &shape)?;
+        let typestr: String = get("typestr")?.extract()?;
+        if typestr != "<f8" {
+            return Err(PyValueError::new_err(format!(
+                "{name} has type {typestr:?}, strata needs float64 ('<f8')"
+            )));
+        }
+        let (ptr, readonly): (u64, bool) = get("data")?.extract()?;
+        let strides: Option<Vec<i64>> = cai
+            .get_item("strides")?
+            .map(|s| s.extract())
+            .transpose()?
+            .flatten();
+        let [ny, nx, nz] = self.shape;
+        // Python axes (y, x, z); strata's strides are of (i = x, j = y, k = z), in values.
+        let [sy, sx, sz] = match strides {
+            None => [(nx * nz) as i64, nz as i64, 1],
+            Some(s) if s.len() == 3 && s.iter().all(|v| v % 8 == 0) => {
+                [s[0] / 8, s[1] / 8, s[2] / 8]
+            }
+            Some(s) => {
+                return Err(PyValueError::new_err(format!(
+                    "{name} has strides {s:?} (bytes), not whole float64 values"
+                )))
+            }
+        };
+        let _ = ny;
+        let stream: Option<u64> = cai
+            .get_item("stream")?
+            .map(|s| s.extract::<Option<u64>>())
+            .transpose()?
+            .flatten();
+        Ok(Device {
+            // SAFETY: the exporter promises a live device allocation at `ptr` with these shape
+            // and strides while the object lives (we hold it for the call); the backend checks
+            // the address range before any kernel touches it.
+            array: unsafe { DeviceArray::new(ptr, [sx, sy, sz]) },
+            readonly,
+            stream,
+        })
+    }
+
+    /// The device path of `solve`.
+    fn solve_on_device<'py>(
+        &mut self,
+        py: Python<'py>,
+        rhs: &Bound<'py, PyAny>,
+        out: Option<Bound<'py, PyAny>>,
+        x0: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let out = match out {
+            Some(o) if is_device(&o) => o,
+            Some(_) => {
+                return Err(PyValueError::new_err(
+                    "out must be a device array when rhs is one",
+                ))
+            }
+            None => new_device_array(py, self.shape)?,
+        };
+        let r = self.device("rhs", rhs)?;
+        let u = self.device("out", &out)?;
+        if u.readonly {
+            return Err(PyValueError::new_err("out is read-only"));
+        }
+        let x = match &x0 {
+            Some(x) if is_device(x) => Some(self.device("x0", x)?),
+            Some(_) => {
+                return Err(PyValueError::new_err(
+                    "x0 must be a device array when rhs is one",
+                ))
+            }
+            None => None,
+        };
+        let Engine::Cuda(b, p) = &mut self.engine else {
+            return Err(on_cpu("rhs"));
+        };
+        let mut all = vec![&r, &u];
+        all.extend(x.as_ref());
+        wait(b, &all)?;
+        let b = b.as_ref();
+        let x0 = x.as_ref().map(|d| &d.array);
+        let info = py
+            .detach(|| p.solve_device(b, &r.array, x0, &u.array))
+            .map_err(to_py)?;
+        self.last = Some(info);
+        Ok(out)
+    }
+
+    /// The values of an (n, n, nz) array, NumPy or device, in strata's order (a copy).
+    fn host_values(&self, name: &str, a: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+        let a = if is_device(a) {
+            let (view, _) = interface(a)?;
+            a.py().import("cupy")?.call_method1("asnumpy", (view,))?
+        } else {
+            a.clone()
+        };
+        let a: PyReadonlyArray3<'_, f64> = a.extract().map_err(|_| {
+            PyValueError::new_err(format!(
+                "{name} must be a float64 array of shape (n, n, nz)"
+            ))
+        })?;
+        self.check_shape(name, a.shape())?;
+        a.to_vec().map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
     /// A read-only view of an (n, n, nz) float64 array as a slice (no copy when C-contiguous).
     fn check_shape(&self, name: &str, shape: &[usize]) -> PyResult<()> {
         if shape != self.shape {
@@ -70,7 +247,7 @@ impl Solver {
     #[new]
     #[pyo3(signature = (n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01,
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
-        preconditioner="mg", restart=5, threads=None))]
+        preconditioner="mg", restart=5, threads=None, backend="auto", device=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -91,7 +268,19 @@ impl Solver {
         preconditioner: &str,
         restart: usize,
         threads: Option<usize>,
+        backend: &str,
+        device: usize,
     ) -> PyResult<Self> {
+        let cuda = match backend {
+            "auto" => strata_cuda::unavailable_reason().is_none(),
+            "cpu" => false,
+            "cuda" => true,
+            b => {
+                return Err(PyValueError::new_err(format!(
+                    "backend must be 'auto', 'cpu' or 'cuda' (got {b:?})"
+                )))
+            }
+        };
         let geometry = match geometry {
             "panel" => Geometry::Panel,
             "box" => Geometry::Box,
@@ -133,31 +322,62 @@ impl Solver {
             .with_max_it(max_it)
             .with_preconditioner(pc)
             .with_restart(restart);
-        let backend = CpuBackend::new(threads).map_err(to_py)?;
-        let inner = py
-            .detach(|| PersistentSolver::new(&backend, &p, &cfg))
-            .map_err(to_py)?;
+        let engine = if cuda {
+            let b = Box::new(CudaBackend::new(device).map_err(to_py)?);
+            let s = py
+                .detach(|| PersistentSolver::new(b.as_ref(), &p, &cfg))
+                .map_err(to_py)?;
+            Engine::Cuda(b, s)
+        } else {
+            let b = CpuBackend::new(threads).map_err(to_py)?;
+            let s = py
+                .detach(|| PersistentSolver::new(&b, &p, &cfg))
+                .map_err(to_py)?;
+            Engine::Cpu(b, s)
+        };
         Ok(Self {
-            backend,
-            inner,
+            engine,
             shape: [n, n, nz],
             last: None,
         })
     }
 
-    /// solve(rhs, out=None, x0=None) -> ndarray
+    /// solve(rhs, out=None, x0=None) -> array
     ///
     /// Solves A u = rhs (volume-integrated, shape (n, n, nz), float64). The solution goes to
     /// `out` if given (it may be `x0`: a model's warm start), else to a new array. With `x0` the
     /// solve starts there, else from zero. Non-convergence is not an exception: see `info`.
+    ///
+    /// NumPy arrays (C order) on either backend; on a GPU solver also device arrays (CuPy,
+    /// PyTorch, any `__cuda_array_interface__` or DLPack array) of any strides, read and written
+    /// on the device with no host round trip (a new `out` is then a CuPy array). A (nz, n, n)
+    /// array `a` in x-fastest order passes as `a.transpose(1, 2, 0)`, without a copy.
     #[pyo3(signature = (rhs, out=None, x0=None))]
     fn solve<'py>(
         &mut self,
         py: Python<'py>,
-        rhs: PyReadonlyArray3<'py, f64>,
-        out: Option<Bound<'py, PyArray3<f64>>>,
-        x0: Option<PyReadonlyArray3<'py, f64>>,
-    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        rhs: &Bound<'py, PyAny>,
+        out: Option<Bound<'py, PyAny>>,
+        x0: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if is_device(rhs) {
+            return self.solve_on_device(py, rhs, out, x0);
+        }
+        let rhs: PyReadonlyArray3<'py, f64> = rhs.extract().map_err(|_| {
+            PyValueError::new_err(
+                "rhs must be a float64 NumPy array of shape (n, n, nz), or a device array",
+            )
+        })?;
+        let out: Option<Bound<'py, PyArray3<f64>>> = out
+            .map(|o| o.downcast_into::<PyArray3<f64>>())
+            .transpose()
+            .map_err(|_| {
+                PyValueError::new_err("out must be a float64 NumPy array when rhs is one")
+            })?;
+        let x0: Option<PyReadonlyArray3<'py, f64>> =
+            x0.map(|x| x.extract()).transpose().map_err(|_| {
+                PyValueError::new_err("x0 must be a float64 NumPy array when rhs is one")
+            })?;
         self.check_shape("rhs", rhs.shape())?;
         let out = match out {
             Some(o) => {
@@ -196,21 +416,36 @@ impl Solver {
             if let Some(x0) = &x0 {
                 u.copy_from_slice(x0);
             }
-            let (backend, inner) = (&self.backend, &mut self.inner);
-            let info = py
-                .detach(|| inner.solve(backend, rhs, u, warm))
+            let info = engine!(&mut self.engine, b, p => py.detach(|| p.solve(b, rhs, u, warm)))
                 .map_err(to_py)?;
             self.last = Some(info);
         }
-        Ok(out)
+        Ok(out.into_any())
     }
 
-    /// apply(x) -> ndarray: A x with the solver's operator (to check a residual).
+    /// apply(x) -> array: A x with the solver's operator (to check a residual); a device array
+    /// for a device `x` (on a GPU solver), else a NumPy array.
     fn apply<'py>(
         &mut self,
         py: Python<'py>,
-        x: PyReadonlyArray3<'py, f64>,
-    ) -> PyResult<Bound<'py, PyArray3<f64>>> {
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if is_device(x) {
+            let xa = self.device("x", x)?;
+            let y = new_device_array(py, self.shape)?;
+            let ya = self.device("y", &y)?;
+            let Engine::Cuda(b, p) = &mut self.engine else {
+                return Err(on_cpu("x"));
+            };
+            wait(b, &[&xa])?;
+            let b = b.as_ref();
+            py.detach(|| p.apply_device(b, &xa.array, &ya.array))
+                .map_err(to_py)?;
+            return Ok(y);
+        }
+        let x: PyReadonlyArray3<'py, f64> = x
+            .extract()
+            .map_err(|_| PyValueError::new_err("x must be a float64 array of shape (n, n, nz)"))?;
         self.check_shape("x", x.shape())?;
         let x = x
             .as_slice()
@@ -219,37 +454,34 @@ impl Solver {
         {
             let mut guard = y.readwrite();
             let ys = guard.as_slice_mut().expect("a new array is contiguous");
-            let (backend, inner) = (&self.backend, &mut self.inner);
-            py.detach(|| inner.apply(backend, x, ys)).map_err(to_py)?;
+            engine!(&mut self.engine, b, p => py.detach(|| p.apply(b, x, ys))).map_err(to_py)?;
         }
-        Ok(y)
+        Ok(y.into_any())
     }
 
     /// set_coefficients(kx=None, ky=None, kz=None, beta=None, xi=None)
     ///
     /// Replaces the coefficient fields of the general operator (arrays of shape (n, n, nz); None:
     /// the model problem's value) and the advection vector `xi` (a tuple of three arrays, or
-    /// None). All None: back to the model problem.
+    /// None). All None: back to the model problem. NumPy or device arrays (device arrays are
+    /// read through the host once: this is set-up, not the per-step solve).
     #[pyo3(signature = (kx=None, ky=None, kz=None, beta=None, xi=None))]
     fn set_coefficients<'py>(
         &mut self,
         py: Python<'py>,
-        kx: Option<PyReadonlyArray3<'py, f64>>,
-        ky: Option<PyReadonlyArray3<'py, f64>>,
-        kz: Option<PyReadonlyArray3<'py, f64>>,
-        beta: Option<PyReadonlyArray3<'py, f64>>,
-        xi: Option<(
-            PyReadonlyArray3<'py, f64>,
-            PyReadonlyArray3<'py, f64>,
-            PyReadonlyArray3<'py, f64>,
-        )>,
+        kx: Option<Bound<'py, PyAny>>,
+        ky: Option<Bound<'py, PyAny>>,
+        kz: Option<Bound<'py, PyAny>>,
+        beta: Option<Bound<'py, PyAny>>,
+        xi: Option<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     ) -> PyResult<()> {
         let [n, _, nz] = self.shape;
         let none = kx.is_none() && ky.is_none() && kz.is_none() && beta.is_none() && xi.is_none();
+        let delta = engine!(&self.engine, _b, p => p.problem().delta);
         let coefficients = if none {
             None
         } else {
-            let mut c = Coefficients::constant(n, nz, self.inner.problem().delta);
+            let mut c = Coefficients::constant(n, nz, delta);
             for (a, field, name) in [
                 (&kx, &mut c.kx, "kx"),
                 (&ky, &mut c.ky, "ky"),
@@ -257,36 +489,45 @@ impl Solver {
                 (&beta, &mut c.beta, "beta"),
             ] {
                 if let Some(a) = a {
-                    self.check_shape(name, a.shape())?;
-                    *field = a
-                        .to_vec()
-                        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                    *field = self.host_values(name, a)?;
                 }
             }
             if let Some((x, y, z)) = &xi {
-                let mut v = vec![];
-                for (a, name) in [(x, "xi[0]"), (y, "xi[1]"), (z, "xi[2]")] {
-                    self.check_shape(name, a.shape())?;
-                    v.push(
-                        a.to_vec()
-                            .map_err(|e| PyValueError::new_err(e.to_string()))?,
-                    );
-                }
-                let [a, b, c3]: [Vec<f64>; 3] = v.try_into().expect("three components");
-                c.xi = Some([a, b, c3]);
+                c.xi = Some([
+                    self.host_values("xi[0]", x)?,
+                    self.host_values("xi[1]", y)?,
+                    self.host_values("xi[2]", z)?,
+                ]);
             }
             Some(c)
         };
-        let (backend, inner) = (&self.backend, &mut self.inner);
-        py.detach(|| inner.update_coefficients(backend, coefficients))
+        engine!(&mut self.engine, b, p => py.detach(|| p.update_coefficients(b, coefficients)))
             .map_err(to_py)
     }
 
     /// set_omega(omega): a new time step size, everything else kept.
     fn set_omega(&mut self, py: Python<'_>, omega: f64) -> PyResult<()> {
-        let (backend, inner) = (&self.backend, &mut self.inner);
-        py.detach(|| inner.update_omega(backend, omega))
-            .map_err(to_py)
+        engine!(&mut self.engine, b, p => py.detach(|| p.update_omega(b, omega))).map_err(to_py)
+    }
+
+    /// Seconds of each phase of the solver's creation (a dict: checks, stencils, operators and
+    /// fields, communicator and fields).
+    #[getter]
+    fn setup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (name, s) in engine!(&self.engine, _b, p => p.setup_phases()) {
+            d.set_item(*name, *s)?;
+        }
+        Ok(d)
+    }
+
+    /// The backend the solver runs on: "cpu" or "cuda".
+    #[getter]
+    fn backend(&self) -> &'static str {
+        match self.engine {
+            Engine::Cpu(..) => "cpu",
+            Engine::Cuda(..) => "cuda",
+        }
     }
 
     /// The record of the last solve: a dict with converged, reason, iterations, initial_residual,
@@ -314,15 +555,45 @@ impl Solver {
     }
 
     fn __repr__(&self) -> String {
-        let p = self.inner.problem();
+        let (p, kind) = engine!(&self.engine, _b, s => (s.problem().clone(), s.config().kind));
         format!(
             "strata.Solver(n={}, nz={}, solver={:?}, backend={:?})",
             p.n,
             p.nz,
-            self.inner.config().kind.name(),
-            "cpu"
+            kind.name(),
+            self.backend()
         )
     }
+}
+
+/// The error for a device array given to a solver on the CPU.
+fn on_cpu(name: &str) -> PyErr {
+    PyValueError::new_err(format!(
+        "{name} is a GPU array, but this solver runs on the CPU: create it with backend='cuda' \
+         (or pass NumPy arrays)"
+    ))
+}
+
+/// A new CuPy float64 array of `shape` (the output of a device solve without `out`).
+fn new_device_array<'py>(py: Python<'py>, shape: [usize; 3]) -> PyResult<Bound<'py, PyAny>> {
+    let cupy = py.import("cupy").map_err(|_| {
+        PyValueError::new_err("pass out= (a device array): CuPy is not installed to make one")
+    })?;
+    cupy.call_method1("empty", ((shape[0], shape[1], shape[2]), "float64"))
+}
+
+/// Waits for the work the exporters queued on the arrays' streams (`__cuda_array_interface__`
+/// version 3: None or 1, the legacy default stream, need nothing: the backend's stream is
+/// ordered with it).
+fn wait(b: &CudaBackend, arrays: &[&Device]) -> PyResult<()> {
+    for d in arrays {
+        if let Some(s) = d.stream.filter(|&s| s != 1) {
+            // SAFETY: the exporter names a live stream of the array's device (or 2, the
+            // per-thread default stream).
+            unsafe { b.wait_for_stream(s) }.map_err(to_py)?;
+        }
+    }
+    Ok(())
 }
 
 /// strata: matrix-free solvers for the elliptic pressure-correction equation of atmospheric

@@ -100,8 +100,7 @@ pub fn check_memory<B: Backend>(backend: &B, p: &ProblemParams, cfg: &SolverConf
     let host_cells = match &p.coefficients {
         Some(c) => {
             let input = if c.is_symmetric() { 4 } else { 7 };
-            (input + 7) * p.unknowns() * 8
-                + cell_memory(p, cfg, |n| (n * n * p.nz * 8) as u64)
+            (input + 7) * p.unknowns() * 8 + cell_memory(p, cfg, |n| (n * n * p.nz * 8) as u64)
         }
         None => 0,
     };

@@ -43,6 +43,7 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     solver: Solver<B>,
     f: B::Field,
     u: B::Field,
+    setup: Vec<(&'static str, f64)>,
 }
 
 impl<B: Backend> PersistentSolver<B> {
@@ -61,6 +62,12 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         block: Block,
         cfg: &SolverConfig,
     ) -> Result<Self> {
+        let mut setup = Vec::new();
+        let mut clock = std::time::Instant::now();
+        let mut phase = |name: &'static str| {
+            setup.push((name, clock.elapsed().as_secs_f64()));
+            clock = std::time::Instant::now();
+        };
         p.validate()?;
         cfg.validate_block(&block)?;
         crate::api::check_operator(p, cfg)?;
@@ -69,12 +76,17 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             ..p.clone()
         };
         crate::check_memory(backend, &local, cfg)?;
+        phase("checks");
         let levels = build_levels_with(p, block, cfg.num_levels(), cfg.multigrid.averaging)?;
+        phase("stencils");
         let mut solver = Solver::new(backend, cfg, &levels)?;
+        backend.synchronize()?;
+        phase("operators and fields");
         solver.prepare_comm(backend, &comm)?;
         let f = backend.alloc(solver.fine())?;
         let u = backend.alloc(solver.fine())?;
         backend.synchronize()?;
+        phase("communicator and fields");
         Ok(Self {
             p: p.clone(),
             block,
@@ -83,7 +95,15 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             solver,
             f,
             u,
+            setup,
         })
+    }
+
+    /// Seconds of each phase of the set-up ([`PersistentSolver::with_comm`]): the checks, the
+    /// stencils of every level (host), the operators prepared and fields allocated on the
+    /// backend (with a GPU's first kernel compile), the communicator's buffers.
+    pub fn setup_phases(&self) -> &[(&'static str, f64)] {
+        &self.setup
     }
 
     /// The problem (with its current coefficients and ω).
@@ -168,11 +188,27 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
                 return invalid(name, format!("has {n} values, the block needs {len}"));
             }
         }
+        self.apply_with(
+            backend,
+            |op, field| backend.upload(op, x, field),
+            |op, field| backend.download(op, field, y),
+        )
+    }
+
+    /// y = A x, with x loaded into a solver field by `load` and y stored from one by `store`: for
+    /// arrays other than host slices (a GPU backend's device arrays). Uses the solver's resident
+    /// fields as scratch, as [`PersistentSolver::apply`].
+    pub fn apply_with(
+        &mut self,
+        backend: &B,
+        load: impl FnOnce(&B::LevelOp, &mut B::Field) -> Result<()>,
+        store: impl FnOnce(&B::LevelOp, &B::Field) -> Result<()>,
+    ) -> Result<()> {
         let fine = self.solver.fine();
-        backend.upload(fine, x, &mut self.u)?;
+        load(fine, &mut self.u)?;
         self.comm.exchange(backend, fine, &mut self.u)?;
         backend.apply(fine, &self.u, &mut self.f)?;
-        backend.download(fine, &self.f, y)
+        store(fine, &self.f)
     }
 
     /// The right-hand side and solution fields in the backend's memory (device memory on a GPU),

@@ -23,7 +23,7 @@ pub struct LevelStencil {
     /// Vertical cells.
     pub nz: usize,
     /// Column coefficients, `nx * ny`, row-major.
-    pub columns: Vec<Column>,
+    pub columns: Arc<[Column]>,
     /// Vertical vectors a, b, c, d (shared by every level).
     pub vertical: Arc<VerticalGrid>,
     /// Per-cell coefficient factors of the general operator; `None` for the model problem
@@ -79,12 +79,22 @@ impl LevelStencil {
             geometry: p.geometry,
             n: block.n,
         };
-        let mut columns = Vec::with_capacity(block.nx * block.ny);
-        for j in 0..block.ny {
-            for i in 0..block.nx {
-                columns.push(grid.column(block.i0 + i, block.j0 + j));
-            }
-        }
+        // In parallel, written in place: O(n²) evaluations of the panel geometry, and the pages
+        // of the array, are most of a large set-up.
+        let columns: Arc<[Column]> = {
+            use rayon::prelude::*;
+            let nx = block.nx;
+            let mut cols = Arc::<[Column]>::new_uninit_slice(block.nx * block.ny);
+            Arc::get_mut(&mut cols)
+                .expect("a new Arc is unique")
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(c, out)| {
+                    out.write(grid.column(block.i0 + c % nx, block.j0 + c / nx));
+                });
+            // SAFETY: every element was written by the loop above.
+            unsafe { cols.assume_init() }
+        };
         let cells = coeffs.map(|c| {
             let mut cells = c.cells(&block);
             cells.advection = advection(p, &block, &vertical, c);

@@ -7,7 +7,6 @@
 //! symmetric bit for bit, so both forms give the CPU backend's operator.
 
 use super::*;
-use rayon::prelude::*;
 use strata::stencil::RowEntries;
 
 /// The per-cell entries of one level on the device.

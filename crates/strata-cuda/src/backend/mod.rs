@@ -5,6 +5,7 @@ use crate::kernels::{arch_for, backend_err, Kernel as K, Kernels, Tuning, BLOCK_
 use crate::layout::{self, DeviceLayout};
 use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -178,6 +179,12 @@ impl CudaBackend {
         cu(self.ctx.mem_get_info())
     }
 
+    /// Compiles (or reads from the disk cache) and loads the kernels for `nz` levels now,
+    /// instead of at the first level prepared: to time or to hide the first set-up.
+    pub fn load_kernels(&self, nz: usize) -> Result<()> {
+        self.kernels(nz).map(|_| ())
+    }
+
     fn kernels(&self, nz: usize) -> Result<Arc<Kernels>> {
         let mut m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(k) = m.get(&nz) {
@@ -323,15 +330,15 @@ impl Fields for CudaBackend {
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
         let k = self.kernels(s.nz)?;
-        let cols: Vec<f64> = s
-            .columns
-            .iter()
-            .flat_map(|c| {
-                [
+        // Six values per column, filled in parallel (a large level has millions of columns).
+        let mut cols = vec![0.0; 6 * s.columns.len()];
+        cols.par_chunks_mut(6)
+            .zip(s.columns.par_iter())
+            .for_each(|(out, c)| {
+                out.copy_from_slice(&[
                     c.area, c.alpha_e, c.alpha_w, c.alpha_n, c.alpha_s, c.alpha_t,
-                ]
-            })
-            .collect();
+                ])
+            });
         let v = &s.vertical;
         let vert: Vec<f64> = [&v.amb, &v.b, &v.c, &v.d]
             .into_iter()
@@ -449,7 +456,10 @@ impl Probes for CudaBackend {
     }
 }
 
+pub use borrowed::{DeviceArray, Order};
+
 // After `launch_columns!`, which they use (macros are in scope from their definition on).
+mod borrowed;
 mod cells;
 mod lines;
 mod stencil;

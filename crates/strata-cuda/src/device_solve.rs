@@ -1,0 +1,69 @@
+//! The persistent solver on device arrays: [`DeviceSolve`] for
+//! `PersistentSolver<CudaBackend, _>`, the call a model with its fields on the GPU makes every
+//! time step.
+
+use crate::{CudaBackend, DeviceArray};
+use strata::backend::prelude::*;
+use strata::comm::Comm;
+use strata::solver::SolveInfo;
+use strata::{PersistentSolver, Result};
+
+/// Solves and applies the operator with the caller's arrays in device memory: the right-hand
+/// side is read into the solver's field and the solution written back on the device, one pass
+/// each (no host round trip, no allocation); see [`DeviceArray`] for the accepted orders.
+pub trait DeviceSolve {
+    /// Solves A u = rhs, starting from `x0` (it may be `u` itself: a model's warm start) or
+    /// from zero. Returns when `u` holds the solution.
+    fn solve_device(
+        &mut self,
+        backend: &CudaBackend,
+        rhs: &DeviceArray,
+        x0: Option<&DeviceArray>,
+        u: &DeviceArray,
+    ) -> Result<SolveInfo>;
+
+    /// y = A x with the solver's operator (uses the solver's fields as scratch, as
+    /// [`PersistentSolver::apply`]).
+    fn apply_device(
+        &mut self,
+        backend: &CudaBackend,
+        x: &DeviceArray,
+        y: &DeviceArray,
+    ) -> Result<()>;
+}
+
+impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
+    fn solve_device(
+        &mut self,
+        backend: &CudaBackend,
+        rhs: &DeviceArray,
+        x0: Option<&DeviceArray>,
+        u: &DeviceArray,
+    ) -> Result<SolveInfo> {
+        let (op, f, x) = self.fields_mut();
+        backend.import(op, rhs, f)?;
+        match x0 {
+            Some(x0) => backend.import(op, x0, x)?,
+            None => backend.fill(op, x, 0.0)?,
+        }
+        let info = self.solve_resident(backend)?;
+        let (op, _, x) = self.fields_mut();
+        backend.export(op, x, u)?;
+        backend.synchronize()?;
+        Ok(info)
+    }
+
+    fn apply_device(
+        &mut self,
+        backend: &CudaBackend,
+        x: &DeviceArray,
+        y: &DeviceArray,
+    ) -> Result<()> {
+        self.apply_with(
+            backend,
+            |op, field| backend.import(op, x, field),
+            |op, field| backend.export(op, field, y),
+        )?;
+        backend.synchronize()
+    }
+}

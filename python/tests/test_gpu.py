@@ -1,0 +1,91 @@
+"""strata.Solver on the GPU from Python: CuPy arrays in and out with no host round trip, any
+strides, warm starts, the operator on the device, PyTorch tensors, errors. Skipped where CuPy or
+a GPU is missing (the GPU check script runs them on the GPU machine)."""
+import numpy as np
+import pytest
+import strata
+
+cp = pytest.importorskip("cupy")
+try:
+    if cp.cuda.runtime.getDeviceCount() < 1:
+        pytest.skip("no GPU", allow_module_level=True)
+except Exception:  # no driver
+    pytest.skip("no GPU", allow_module_level=True)
+
+
+def rhs(shape, seed=1):
+    return np.random.default_rng(seed).uniform(-1e-6, 1e-6, shape)
+
+
+def test_cupy_in_cupy_out_equals_the_numpy_solve():
+    s = strata.Solver(64, 32, solver="mg-cg", levels=4, rtol=1e-9, backend="cuda")
+    assert s.backend == "cuda"
+    f = rhs(s.shape)
+    host = s.solve(f)
+    fd = cp.asarray(f)
+    ud = s.solve(fd)
+    assert isinstance(ud, cp.ndarray) and ud.shape == s.shape
+    assert np.array_equal(cp.asnumpy(ud), host)
+    r = cp.linalg.norm(s.apply(ud) - fd) / cp.linalg.norm(fd)
+    assert float(r) < 1e-8
+    # out= in place, warm start from it
+    out = cp.zeros(s.shape)
+    assert s.solve(fd, out=out) is out
+    cold = s.info["initial_residual"]
+    s.solve(fd, out=out, x0=out)
+    assert s.info["initial_residual"] < 1e-4 * cold
+
+
+def test_any_strides_on_the_device():
+    s = strata.Solver(32, 16, solver="mg", levels=4, rtol=1e-9, backend="cuda")
+    f = rhs(s.shape, 2)
+    want = s.solve(f)
+    # x fastest: a (nz, n, n) array viewed as (y, x, z)
+    fx = cp.ascontiguousarray(cp.asarray(f).transpose(2, 0, 1))
+    ux = cp.zeros_like(fx)
+    s.solve(fx.transpose(1, 2, 0), out=ux.transpose(1, 2, 0))
+    assert np.array_equal(cp.asnumpy(ux.transpose(1, 2, 0)), want)
+    # Fortran order (y fastest), and a padded slice
+    ff = cp.asfortranarray(cp.asarray(f))
+    assert np.array_equal(cp.asnumpy(s.solve(ff)), want)
+    big = cp.zeros((32, 40, 16))
+    big[:, :32, :] = cp.asarray(f)
+    assert np.array_equal(cp.asnumpy(s.solve(big[:, :32, :])), want)
+
+
+def test_torch_tensors_pass_too():
+    torch = pytest.importorskip("torch")
+    s = strata.Solver(32, 16, solver="mg", levels=4, rtol=1e-9, backend="cuda")
+    f = rhs(s.shape, 3)
+    t = torch.tensor(f, device="cuda")
+    out = torch.zeros_like(t)
+    s.solve(t, out=out)
+    assert np.array_equal(out.cpu().numpy(), s.solve(f))
+
+
+def test_device_errors():
+    s = strata.Solver(16, 8, levels=3, backend="cuda")
+    with pytest.raises(ValueError, match="shape"):
+        s.solve(cp.zeros((16, 16, 9)))
+    with pytest.raises(ValueError, match="float64"):
+        s.solve(cp.zeros(s.shape, dtype=cp.float32))
+    with pytest.raises(ValueError, match="out must be a device array"):
+        s.solve(cp.zeros(s.shape), out=np.zeros(s.shape))
+    c = strata.Solver(16, 8, levels=3, backend="cpu")
+    with pytest.raises(ValueError, match="runs on the CPU"):
+        c.solve(cp.zeros(c.shape))
+
+
+def test_coefficients_from_device_arrays():
+    s = strata.Solver(32, 16, solver="bicgstab", levels=4, rtol=1e-9, backend="cuda")
+    c = strata.Solver(32, 16, solver="bicgstab", levels=4, rtol=1e-9, backend="cpu")
+    kz = np.ones(s.shape)
+    kz[:, :, 8:] = 100.0
+    xi = tuple(np.random.default_rng(d).uniform(-1, 1, s.shape) for d in range(3))
+    s.set_coefficients(kz=cp.asarray(kz), xi=tuple(cp.asarray(x) for x in xi))
+    c.set_coefficients(kz=kz, xi=xi)
+    f = rhs(s.shape, 4)
+    ug = cp.asnumpy(s.solve(cp.asarray(f)))
+    uc = c.solve(f)
+    assert s.info["iterations"] == c.info["iterations"]
+    assert np.abs(ug - uc).max() <= 1e-9 * np.abs(uc).max()
