@@ -217,6 +217,24 @@ enum StrataStatus strata_solver_apply_device(struct StrataSolver *solver,
                                              double *y,
                                              int32_t order);
 
+// As strata_solver_set_coefficients with the fields in device memory of the solver's GPU, in
+// `order` (a StrataOrder value; each null for the model problem's value, all null: back to the
+// model problem). Set-up, not the per-step path: the fields are read on the device and copied to
+// the host once, where strata prepares every level's coefficients.
+//
+// # Safety
+// `solver` must be a live handle on the CUDA backend; each non-null pointer a device array of
+// the solver's size in `order`.
+enum StrataStatus strata_solver_set_coefficients_device(struct StrataSolver *solver,
+                                                        const double *kx,
+                                                        const double *ky,
+                                                        const double *kz,
+                                                        const double *beta,
+                                                        const double *xi_x,
+                                                        const double *xi_y,
+                                                        const double *xi_z,
+                                                        int32_t order);
+
 // Creates a solver for one rank of a distributed solve over the caller's MPI communicator,
 // given by its Fortran handle (`MPI_Comm_c2f(comm)` from C; the integer from Fortran): the
 // horizontal grid is split over the ranks (the most nearly square rank grid), every array this

@@ -752,6 +752,79 @@ pub unsafe extern "C" fn strata_solver_apply_device(
     })
 }
 
+/// As strata_solver_set_coefficients with the fields in device memory of the solver's GPU, in
+/// `order` (a StrataOrder value; each null for the model problem's value, all null: back to the
+/// model problem). Set-up, not the per-step path: the fields are read on the device and copied to
+/// the host once, where strata prepares every level's coefficients.
+///
+/// # Safety
+/// `solver` must be a live handle on the CUDA backend; each non-null pointer a device array of
+/// the solver's size in `order`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn strata_solver_set_coefficients_device(
+    solver: *mut StrataSolver,
+    kx: *const f64,
+    ky: *const f64,
+    kz: *const f64,
+    beta: *const f64,
+    xi_x: *const f64,
+    xi_y: *const f64,
+    xi_z: *const f64,
+    order: i32,
+) -> StrataStatus {
+    guard(|| {
+        use strata_cuda::DeviceSolve;
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        let p = s.problem().clone();
+        let block = dispatch!(&s.inner, _b, p => p.block());
+        let all = [kx, ky, kz, beta, xi_x, xi_y, xi_z];
+        let coefficients = if all.iter().all(|x| x.is_null()) {
+            None
+        } else {
+            let names = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", "xi_z"];
+            let mut host: Vec<Option<Vec<f64>>> = Vec::with_capacity(7);
+            for (ptr, name) in all.into_iter().zip(names) {
+                host.push(if ptr.is_null() {
+                    None
+                } else {
+                    // SAFETY: a device array of the block promised by the caller (its range
+                    // is checked before use).
+                    let a = unsafe { device_array(ptr, order, block, p.nz, name) }?;
+                    Some(dispatch_cuda!(&mut s.inner, b, q => q.read_device(b, &a))?)
+                });
+            }
+            let len = block.nx * block.ny * p.nz;
+            let mut c = Coefficients::constant(p.n, p.nz, p.delta);
+            if len != c.kx.len() {
+                return Err(StrataError::invalid(
+                    "solver",
+                    "is one rank of several: coefficient fields of a distributed solver are not \
+                     taken from device arrays yet",
+                ));
+            }
+            let mut it = host.into_iter();
+            for field in [&mut c.kx, &mut c.ky, &mut c.kz, &mut c.beta] {
+                if let Some(v) = it.next().flatten() {
+                    *field = v;
+                }
+            }
+            let xi: Vec<Option<Vec<f64>>> = it.collect();
+            if xi.iter().any(Option::is_some) {
+                let mut v = xi.into_iter().map(|x| x.unwrap_or_else(|| vec![0.0; len]));
+                c.xi = Some([
+                    v.next().expect("three"),
+                    v.next().expect("three"),
+                    v.next().expect("three"),
+                ]);
+            }
+            Some(c)
+        };
+        dispatch_cuda!(&mut s.inner, b, q => q.update_coefficients(b, coefficients))
+    })
+}
+
 /// Creates a solver for one rank of a distributed solve over the caller's MPI communicator,
 /// given by its Fortran handle (`MPI_Comm_c2f(comm)` from C; the integer from Fortran): the
 /// horizontal grid is split over the ranks (the most nearly square rank grid), every array this

@@ -42,6 +42,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|(name, s)| format!("{name} {s:.3} s"))
         .collect();
+    // What allocating fields costs on this device: four more fine-level fields (zeroed).
+    let t = Instant::now();
+    let extra = (0..4)
+        .map(|_| backend.alloc(solver.fields_mut().0))
+        .collect::<Result<Vec<_>, _>>()?;
+    backend.synchronize()?;
+    let alloc_s = t.elapsed().as_secs_f64();
+    let gb = 4.0 * backend.field_bytes(n, n, nz) as f64 / 1e9;
+    drop(extra);
+    println!("  allocating 4 fine fields ({gb:.1} GB, zeroed): {alloc_s:.3} s");
     let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
     let mut u = vec![0.0; solver.len()];
     let t = Instant::now();

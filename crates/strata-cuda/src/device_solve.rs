@@ -22,6 +22,11 @@ pub trait DeviceSolve {
         u: &DeviceArray,
     ) -> Result<SolveInfo>;
 
+    /// The values of a device array of the block, in strata's host order (k fastest): read on
+    /// the device into a solver field, then copied to the host once (for coefficient fields,
+    /// which strata prepares on the host; uses the solver's right-hand-side field as scratch).
+    fn read_device(&mut self, backend: &CudaBackend, a: &DeviceArray) -> Result<Vec<f64>>;
+
     /// y = A x with the solver's operator (uses the solver's fields as scratch, as
     /// [`PersistentSolver::apply`]).
     fn apply_device(
@@ -51,6 +56,14 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
         backend.export(op, x, u)?;
         backend.synchronize()?;
         Ok(info)
+    }
+
+    fn read_device(&mut self, backend: &CudaBackend, a: &DeviceArray) -> Result<Vec<f64>> {
+        let mut host = vec![0.0; self.len()];
+        let (op, f, _) = self.fields_mut();
+        backend.import(op, a, f)?;
+        backend.download(op, f, &mut host)?;
+        Ok(host)
     }
 
     fn apply_device(
