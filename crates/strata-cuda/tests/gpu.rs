@@ -135,11 +135,6 @@ fn coefficient_solves_agree_with_the_cpu() {
                 "{what}: differ by {:.2e}",
                 diff / scale
             );
-            assert!(
-                diff <= 1e-9 * scale,
-                "{what}: differ by {:.2e}",
-                diff / scale
-            );
         }
     }
 }

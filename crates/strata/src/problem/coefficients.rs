@@ -3,6 +3,7 @@
 
 use crate::error::{invalid, Result};
 use crate::grid::Block;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// How a coarse multigrid level's coefficients are made from the four children's
@@ -61,7 +62,6 @@ impl Coefficients {
     /// cell centres of the unit cube. No advection. Built in parallel (one column's levels from
     /// a horizontal and a vertical factor).
     pub fn smooth(n: usize, nz: usize, contrast: f64) -> Self {
-        use rayon::prelude::*;
         let field = |phase: f64| -> Vec<f64> {
             let vertical: Vec<f64> = (0..nz)
                 .map(|k| {
@@ -116,7 +116,7 @@ impl Coefficients {
                 );
             }
             let bad = |x: &f64| !x.is_finite() || (must_be_positive && *x <= 0.0);
-            if let Some(p) = v.iter().position(bad) {
+            if let Some(p) = v.par_iter().position_first(bad) {
                 let (j, i, k) = (p / (self.n * self.nz), (p / self.nz) % self.n, p % self.nz);
                 let what = if must_be_positive {
                     "finite and positive"
@@ -182,14 +182,18 @@ impl Coefficients {
     }
 
     /// One field on the next coarser level: each coarse cell the `mean` of its four children.
-    fn coarsen_field(&self, v: &[f64], mean: impl Fn(f64, f64, f64, f64) -> f64) -> Vec<f64> {
+    fn coarsen_field(
+        &self,
+        v: &[f64],
+        mean: impl Fn(f64, f64, f64, f64) -> f64 + Sync,
+    ) -> Vec<f64> {
         let (n, nz) = (self.n / 2, self.nz);
         let mut out = vec![0.0; n * n * nz];
-        for j in 0..n {
+        out.par_chunks_mut((n * nz).max(1)).enumerate().for_each(|(j, row)| {
             for i in 0..n {
                 for k in 0..nz {
                     let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
-                    out[(j * n + i) * nz + k] = mean(
+                    row[i * nz + k] = mean(
                         at(2 * i, 2 * j),
                         at(2 * i + 1, 2 * j),
                         at(2 * i, 2 * j + 1),
@@ -197,7 +201,7 @@ impl Coefficients {
                     );
                 }
             }
-        }
+        });
         out
     }
 
@@ -211,58 +215,62 @@ impl Coefficients {
         assert_eq!(block.n, self.n, "the block is of another level");
         let (nx, ny, nz) = (block.nx, block.ny, self.nz);
         let hm = |a: f64, b: f64| 2.0 * a * b / (a + b);
+        // Row by row in parallel: at a model's size this is half a billion cells.
         let mut fx = vec![0.0; (nx + 1) * ny * nz];
         let mut fy = vec![0.0; nx * (ny + 1) * nz];
         let mut fz = vec![0.0; nx * ny * nz];
         let mut beta = vec![0.0; nx * ny * nz];
-        for j in 0..ny {
-            let gj = block.j0 + j;
-            for f in 0..=nx {
-                // Face f lies between global cells gi − 1 and gi.
-                let gi = block.i0 + f;
-                for k in 0..nz {
-                    let v = match (gi.checked_sub(1), gi < self.n) {
-                        (Some(w), true) => {
-                            hm(self.at(&self.kx, w, gj, k), self.at(&self.kx, gi, gj, k))
-                        }
-                        (Some(w), false) => self.at(&self.kx, w, gj, k),
-                        (None, _) => self.at(&self.kx, gi, gj, k),
-                    };
-                    fx[(j * (nx + 1) + f) * nz + k] = v;
+        fx.par_chunks_mut((nx + 1) * nz)
+            .enumerate()
+            .for_each(|(j, row)| {
+                let gj = block.j0 + j;
+                for f in 0..=nx {
+                    // Face f lies between global cells gi − 1 and gi.
+                    let gi = block.i0 + f;
+                    for k in 0..nz {
+                        row[f * nz + k] = match (gi.checked_sub(1), gi < self.n) {
+                            (Some(w), true) => {
+                                hm(self.at(&self.kx, w, gj, k), self.at(&self.kx, gi, gj, k))
+                            }
+                            (Some(w), false) => self.at(&self.kx, w, gj, k),
+                            (None, _) => self.at(&self.kx, gi, gj, k),
+                        };
+                    }
                 }
-            }
-        }
-        for f in 0..=ny {
+            });
+        fy.par_chunks_mut(nx * nz).enumerate().for_each(|(f, row)| {
             let gj = block.j0 + f;
             for i in 0..nx {
                 let gi = block.i0 + i;
                 for k in 0..nz {
-                    let v = match (gj.checked_sub(1), gj < self.n) {
+                    row[i * nz + k] = match (gj.checked_sub(1), gj < self.n) {
                         (Some(s), true) => {
                             hm(self.at(&self.ky, gi, s, k), self.at(&self.ky, gi, gj, k))
                         }
                         (Some(s), false) => self.at(&self.ky, gi, s, k),
                         (None, _) => self.at(&self.ky, gi, gj, k),
                     };
-                    fy[(f * nx + i) * nz + k] = v;
                 }
             }
-        }
-        for j in 0..ny {
-            for i in 0..nx {
-                let (gi, gj) = (block.i0 + i, block.j0 + j);
-                for k in 0..nz {
-                    let c = (j * nx + i) * nz + k;
-                    beta[c] = self.at(&self.beta, gi, gj, k);
-                    if k + 1 < nz {
-                        fz[c] = hm(
-                            self.at(&self.kz, gi, gj, k),
-                            self.at(&self.kz, gi, gj, k + 1),
-                        );
+        });
+        fz.par_chunks_mut(nx * nz)
+            .zip(beta.par_chunks_mut(nx * nz))
+            .enumerate()
+            .for_each(|(j, (fzr, br))| {
+                for i in 0..nx {
+                    let (gi, gj) = (block.i0 + i, block.j0 + j);
+                    for k in 0..nz {
+                        let c = i * nz + k;
+                        br[c] = self.at(&self.beta, gi, gj, k);
+                        if k + 1 < nz {
+                            fzr[c] = hm(
+                                self.at(&self.kz, gi, gj, k),
+                                self.at(&self.kz, gi, gj, k + 1),
+                            );
+                        }
                     }
                 }
-            }
-        }
+            });
         CellCoefficients {
             nx,
             ny,
