@@ -655,6 +655,26 @@ unsafe fn write_info(info: *mut StrataInfo, record: &SolveInfo) {
     }
 }
 
+/// Solves with the device arrays `r` (the right-hand side) and `x` (the solution, and the
+/// initial guess when `initial_guess` != 0) and writes the record to `info`.
+///
+/// # Safety
+/// `info` must be null or writable.
+unsafe fn solve_device_arrays(
+    s: &mut StrataSolver,
+    r: &strata_cuda::DeviceArray,
+    x: &strata_cuda::DeviceArray,
+    initial_guess: i32,
+    info: *mut StrataInfo,
+) -> Result<(), StrataError> {
+    use strata_cuda::DeviceSolve;
+    let x0 = (initial_guess != 0).then_some(x);
+    let record = dispatch_cuda!(&mut s.inner, b, p => p.solve_device(b, r, x0, x))?;
+    // SAFETY: null or writable, as promised.
+    unsafe { write_info(info, &record) };
+    Ok(())
+}
+
 /// Solves A u = rhs with `rhs` and `u` in device memory of the solver's GPU (a solver on the
 /// CUDA backend), in `order` (a StrataOrder value): no host round trip, no allocation; the call
 /// returns when `u` holds the solution. As strata_solver_solve otherwise. The arrays are read
@@ -674,7 +694,6 @@ pub unsafe extern "C" fn strata_solver_solve_device(
     info: *mut StrataInfo,
 ) -> StrataStatus {
     guard(|| {
-        use strata_cuda::DeviceSolve;
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         let (block, nz) = (dispatch!(&s.inner, _b, p => p.block()), s.problem().nz);
@@ -685,10 +704,8 @@ pub unsafe extern "C" fn strata_solver_solve_device(
                 device_array(u, order, block, nz, "u")?,
             )
         };
-        let record = dispatch_cuda!(&mut s.inner, b, p => p.solve_device(b, &r, (initial_guess != 0).then_some(&x), &x))?;
         // SAFETY: `info` is null or writable, as the caller promises.
-        unsafe { write_info(info, &record) };
-        Ok(())
+        unsafe { solve_device_arrays(s, &r, &x, initial_guess, info) }
     })
 }
 
@@ -708,7 +725,6 @@ pub unsafe extern "C" fn strata_solver_solve_device_strided(
     info: *mut StrataInfo,
 ) -> StrataStatus {
     guard(|| {
-        use strata_cuda::DeviceSolve;
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         // SAFETY: as promised by the caller (ranges checked on use).
@@ -718,10 +734,8 @@ pub unsafe extern "C" fn strata_solver_solve_device_strided(
                 strided_array(u, strides, "u")?,
             )
         };
-        let record = dispatch_cuda!(&mut s.inner, b, p => p.solve_device(b, &r, (initial_guess != 0).then_some(&x), &x))?;
         // SAFETY: `info` is null or writable, as the caller promises.
-        unsafe { write_info(info, &record) };
-        Ok(())
+        unsafe { solve_device_arrays(s, &r, &x, initial_guess, info) }
     })
 }
 

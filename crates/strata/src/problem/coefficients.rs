@@ -189,19 +189,21 @@ impl Coefficients {
     ) -> Vec<f64> {
         let (n, nz) = (self.n / 2, self.nz);
         let mut out = vec![0.0; n * n * nz];
-        out.par_chunks_mut((n * nz).max(1)).enumerate().for_each(|(j, row)| {
-            for i in 0..n {
-                for k in 0..nz {
-                    let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
-                    row[i * nz + k] = mean(
-                        at(2 * i, 2 * j),
-                        at(2 * i + 1, 2 * j),
-                        at(2 * i, 2 * j + 1),
-                        at(2 * i + 1, 2 * j + 1),
-                    );
+        out.par_chunks_mut((n * nz).max(1))
+            .enumerate()
+            .for_each(|(j, row)| {
+                for i in 0..n {
+                    for k in 0..nz {
+                        let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
+                        row[i * nz + k] = mean(
+                            at(2 * i, 2 * j),
+                            at(2 * i + 1, 2 * j),
+                            at(2 * i, 2 * j + 1),
+                            at(2 * i + 1, 2 * j + 1),
+                        );
+                    }
                 }
-            }
-        });
+            });
         out
     }
 
