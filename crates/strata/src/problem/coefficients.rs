@@ -116,7 +116,14 @@ impl Coefficients {
                 );
             }
             let bad = |x: &f64| !x.is_finite() || (must_be_positive && *x <= 0.0);
-            if let Some(p) = v.par_iter().position_first(bad) {
+            // In parallel, a chunk at a time (a per-element parallel search costs more than the
+            // test).
+            const CHUNK: usize = 1 << 16;
+            let first = v
+                .par_chunks(CHUNK)
+                .enumerate()
+                .find_map_first(|(c, chunk)| chunk.iter().position(bad).map(|p| c * CHUNK + p));
+            if let Some(p) = first {
                 let (j, i, k) = (p / (self.n * self.nz), (p / self.nz) % self.n, p % self.nz);
                 let what = if must_be_positive {
                     "finite and positive"
@@ -192,15 +199,12 @@ impl Coefficients {
         out.par_chunks_mut((n * nz).max(1))
             .enumerate()
             .for_each(|(j, row)| {
-                for i in 0..n {
+                for (i, o) in row.chunks_mut(nz).enumerate() {
+                    let child = |ii: usize, jj: usize| &v[(jj * self.n + ii) * nz..][..nz];
+                    let (a, b) = (child(2 * i, 2 * j), child(2 * i + 1, 2 * j));
+                    let (c, d) = (child(2 * i, 2 * j + 1), child(2 * i + 1, 2 * j + 1));
                     for k in 0..nz {
-                        let at = |ii: usize, jj: usize| v[(jj * self.n + ii) * nz + k];
-                        row[i * nz + k] = mean(
-                            at(2 * i, 2 * j),
-                            at(2 * i + 1, 2 * j),
-                            at(2 * i, 2 * j + 1),
-                            at(2 * i + 1, 2 * j + 1),
-                        );
+                        o[k] = mean(a[k], b[k], c[k], d[k]);
                     }
                 }
             });
@@ -217,7 +221,17 @@ impl Coefficients {
         assert_eq!(block.n, self.n, "the block is of another level");
         let (nx, ny, nz) = (block.nx, block.ny, self.nz);
         let hm = |a: f64, b: f64| 2.0 * a * b / (a + b);
-        // Row by row in parallel: at a model's size this is half a billion cells.
+        // Row by row in parallel, a column's nz values at a time (contiguous: the loops over k
+        // vectorise): at a model's size this is half a billion cells.
+        let n = self.n;
+        fn column(v: &[f64], n: usize, nz: usize, i: usize, j: usize) -> &[f64] {
+            &v[(j * n + i) * nz..][..nz]
+        }
+        let faces = |out: &mut [f64], a: &[f64], b: &[f64]| {
+            for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+                *o = hm(*a, *b);
+            }
+        };
         let mut fx = vec![0.0; (nx + 1) * ny * nz];
         let mut fy = vec![0.0; nx * (ny + 1) * nz];
         let mut fz = vec![0.0; nx * ny * nz];
@@ -226,32 +240,32 @@ impl Coefficients {
             .enumerate()
             .for_each(|(j, row)| {
                 let gj = block.j0 + j;
-                for f in 0..=nx {
+                for (f, out) in row.chunks_mut(nz).enumerate() {
                     // Face f lies between global cells gi − 1 and gi.
                     let gi = block.i0 + f;
-                    for k in 0..nz {
-                        row[f * nz + k] = match (gi.checked_sub(1), gi < self.n) {
-                            (Some(w), true) => {
-                                hm(self.at(&self.kx, w, gj, k), self.at(&self.kx, gi, gj, k))
-                            }
-                            (Some(w), false) => self.at(&self.kx, w, gj, k),
-                            (None, _) => self.at(&self.kx, gi, gj, k),
-                        };
+                    match (gi.checked_sub(1), gi < self.n) {
+                        (Some(w), true) => faces(
+                            out,
+                            column(&self.kx, n, nz, w, gj),
+                            column(&self.kx, n, nz, gi, gj),
+                        ),
+                        (Some(w), false) => out.copy_from_slice(column(&self.kx, n, nz, w, gj)),
+                        (None, _) => out.copy_from_slice(column(&self.kx, n, nz, gi, gj)),
                     }
                 }
             });
         fy.par_chunks_mut(nx * nz).enumerate().for_each(|(f, row)| {
             let gj = block.j0 + f;
-            for i in 0..nx {
+            for (i, out) in row.chunks_mut(nz).enumerate() {
                 let gi = block.i0 + i;
-                for k in 0..nz {
-                    row[i * nz + k] = match (gj.checked_sub(1), gj < self.n) {
-                        (Some(s), true) => {
-                            hm(self.at(&self.ky, gi, s, k), self.at(&self.ky, gi, gj, k))
-                        }
-                        (Some(s), false) => self.at(&self.ky, gi, s, k),
-                        (None, _) => self.at(&self.ky, gi, gj, k),
-                    };
+                match (gj.checked_sub(1), gj < self.n) {
+                    (Some(s), true) => faces(
+                        out,
+                        column(&self.ky, n, nz, gi, s),
+                        column(&self.ky, n, nz, gi, gj),
+                    ),
+                    (Some(s), false) => out.copy_from_slice(column(&self.ky, n, nz, gi, s)),
+                    (None, _) => out.copy_from_slice(column(&self.ky, n, nz, gi, gj)),
                 }
             }
         });
@@ -259,18 +273,11 @@ impl Coefficients {
             .zip(beta.par_chunks_mut(nx * nz))
             .enumerate()
             .for_each(|(j, (fzr, br))| {
-                for i in 0..nx {
+                for (i, (fzc, bc)) in fzr.chunks_mut(nz).zip(br.chunks_mut(nz)).enumerate() {
                     let (gi, gj) = (block.i0 + i, block.j0 + j);
-                    for k in 0..nz {
-                        let c = i * nz + k;
-                        br[c] = self.at(&self.beta, gi, gj, k);
-                        if k + 1 < nz {
-                            fzr[c] = hm(
-                                self.at(&self.kz, gi, gj, k),
-                                self.at(&self.kz, gi, gj, k + 1),
-                            );
-                        }
-                    }
+                    bc.copy_from_slice(column(&self.beta, n, nz, gi, gj));
+                    let kz = column(&self.kz, n, nz, gi, gj);
+                    faces(&mut fzc[..nz - 1], &kz[..nz - 1], &kz[1..]);
                 }
             });
         CellCoefficients {
