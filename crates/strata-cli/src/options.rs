@@ -134,6 +134,19 @@ pub struct MgArgs {
     /// 150 at ν = 840 with 5 levels).
     #[arg(long, default_value_t = 2)]
     pub coarse_steps: usize,
+    /// Smoother of the V-cycle: the paper's block-Jacobi line relaxation (damped by 2/3), or
+    /// red-black line Gauss–Seidel (fewer cycles; symmetric, so mg-cg may use it).
+    #[arg(long, value_enum, default_value = "jacobi")]
+    pub smoother: SmootherArg,
+}
+
+/// `--smoother`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmootherArg {
+    /// Block-Jacobi line relaxation (the paper's).
+    Jacobi,
+    /// Red-black line Gauss–Seidel.
+    RedBlack,
 }
 
 impl MgArgs {
@@ -142,6 +155,10 @@ impl MgArgs {
         MgParams {
             n_levels: self.levels,
             coarse_steps: self.coarse_steps,
+            smoother: match self.smoother {
+                SmootherArg::Jacobi => strata::solver::Smoother::Jacobi,
+                SmootherArg::RedBlack => strata::solver::Smoother::RedBlack,
+            },
             ..Default::default()
         }
     }

@@ -92,17 +92,24 @@ fn every_solver_is_decomposition_invariant() {
     let nz = NZ.to_string();
     let coeffs = coefficient_file();
     let cf = coeffs.to_str().unwrap().to_string();
-    for (solver, with_coefficients) in [
-        ("cg", false),
-        ("mg", false),
-        ("mg-cg", false),
-        ("gcr", false),
-        ("bicgstab", false),
-        ("mg-cg", true),
-        ("gcr", true),
-        ("bicgstab", true),
+    // (solver, coefficient fields, red-black smoother)
+    for (solver, with_coefficients, red_black) in [
+        ("cg", false, false),
+        ("mg", false, false),
+        ("mg-cg", false, false),
+        ("gcr", false, false),
+        ("bicgstab", false, false),
+        ("mg-cg", true, false),
+        ("gcr", true, false),
+        ("bicgstab", true, false),
+        ("mg", false, true),
+        ("mg-cg", true, true),
     ] {
-        let tag = format!("{solver}{}", if with_coefficients { "-coeffs" } else { "" });
+        let tag = format!(
+            "{solver}{}{}",
+            if with_coefficients { "-coeffs" } else { "" },
+            if red_black { "-rb" } else { "" }
+        );
         let mut base = vec![
             "solve",
             "--n",
@@ -121,6 +128,9 @@ fn every_solver_is_decomposition_invariant() {
         ];
         if with_coefficients {
             base.extend(["--coefficients", &cf]);
+        }
+        if red_black {
+            base.extend(["--smoother", "red-black"]);
         }
         let solver = tag.as_str();
         let serial_file = tmp(&format!("{solver}-serial.nc"));

@@ -110,6 +110,10 @@ struct ColOp {
                                             double below, double mid, double above) const {
         return apply_at(x, o, L, c, V, k, below, mid, above);
     }
+    // The horizontal couplings alone, (H x) at (i, j, k).
+    __device__ __forceinline__ double horizontal(const double* x, idx_t o, const Layout& L, int k) const {
+        return V_D(V, k) * (c.ae * x[o + 1] + c.aw * x[o - 1] + c.an * x[o + L.plane] + c.as * x[o - L.plane]);
+    }
     __device__ __forceinline__ double diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
     __device__ __forceinline__ double lower(int k) const { return c.t * V_C(V, k); }
     __device__ __forceinline__ double upper(int k) const { return c.t * V_B(V, k); }
@@ -138,6 +142,11 @@ struct CellOp {
         const double down = sym ? (k > 0 ? u[o - L.sx] : 0.0) : b[o];
         return d[o] * mid + e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] +
                south * x[o - L.plane] + u[o] * above + down * below;
+    }
+    __device__ __forceinline__ double horizontal(const double* x, idx_t o, const Layout& L, int k) const {
+        const double west = sym ? e[o - 1] : w[o];
+        const double south = sym ? n[o - L.plane] : s[o];
+        return e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] + south * x[o - L.plane];
     }
     __device__ __forceinline__ double diag(int k) const { return d[o0 + (idx_t)k * sx]; }
     __device__ __forceinline__ double lower(int k) const {

@@ -116,6 +116,37 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, c
     smooth_body(L, CELL_OP(o0), o0, f, u_in, u_out, rho);
 }
 
+// One half-sweep of red-black line relaxation, in place: every column with (i + j + parity) even
+// (parity = (i0 + j0 + colour) mod 2: the global colour) becomes T^-1 (f - H u), its exact solve
+// given its neighbours, which have the other colour and are not written here. The column's own
+// old values are not read (the backward sweep's recomputation reads f and the neighbours only),
+// so writing in place is safe. Half the threads of a block idle.
+template <class Op>
+__device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op, idx_t o0,
+                                                  const double* __restrict__ f, double* u) {
+    auto rhs = [&](int k) {
+        const idx_t o = o0 + (idx_t)k * L.sx;
+        return f[o] - op.horizontal(u, o, L, k);
+    };
+    thomas(op, rhs, rhs, [&](int k, double zk) { u[o0 + (idx_t)k * L.sx] = zk; });
+}
+
+extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const double* __restrict__ cols,
+                                            const double* __restrict__ V, const double* __restrict__ f,
+                                            double* u, int parity) {
+    THREAD_COLUMN
+    if (!active || ((i + j + parity) & 1)) return;
+    smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u);
+}
+
+extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ f,
+                                                  double* u, int parity) {
+    THREAD_COLUMN
+    if (!active || ((i + j + parity) & 1)) return;
+    const idx_t o0 = at_(L, i, j, 0);
+    smooth_color_body(L, CELL_OP(o0), o0, f, u);
+}
+
 // Restriction fused with the first smoothing step from zero, per coarse column:
 // f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.
 // Traffic per coarse cell 7 (read 4 children; write f_c; read f_c again; write u_c).

@@ -64,6 +64,10 @@ pub enum Kernel {
     SmoothCells,
     /// `restrict_smooth_cells_f64` (lines.cu): [`Kernel::RestrictSmooth`] for per-cell coefficients.
     RestrictSmoothCells,
+    /// `smooth_color_f64` (lines.cu).
+    SmoothColor,
+    /// `smooth_color_cells_f64` (lines.cu).
+    SmoothColorCells,
     /// `to_device_f64` (transfer.cu).
     ToDevice,
     /// `to_host_f64` (transfer.cu).
@@ -80,7 +84,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 28] = [
+    pub const ALL: [Kernel; 30] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -103,6 +107,8 @@ impl Kernel {
         Kernel::CgTridiagCells,
         Kernel::SmoothCells,
         Kernel::RestrictSmoothCells,
+        Kernel::SmoothColor,
+        Kernel::SmoothColorCells,
         Kernel::ToDevice,
         Kernel::ToHost,
         Kernel::Gather,
@@ -136,6 +142,8 @@ impl Kernel {
             Kernel::CgTridiagCells => "cg_tridiag_cells_f64",
             Kernel::SmoothCells => "smooth_cells_f64",
             Kernel::RestrictSmoothCells => "restrict_smooth_cells_f64",
+            Kernel::SmoothColor => "smooth_color_f64",
+            Kernel::SmoothColorCells => "smooth_color_cells_f64",
             Kernel::ToDevice => "to_device_f64",
             Kernel::ToHost => "to_host_f64",
             Kernel::Gather => "gather_f64",
@@ -170,6 +178,8 @@ impl Kernel {
             Kernel::CgTridiagCells => "lines.cu",
             Kernel::SmoothCells => "lines.cu",
             Kernel::RestrictSmoothCells => "lines.cu",
+            Kernel::SmoothColor => "lines.cu",
+            Kernel::SmoothColorCells => "lines.cu",
             Kernel::ToDevice => "transfer.cu",
             Kernel::ToHost => "transfer.cu",
             Kernel::Gather => "transfer.cu",

@@ -41,6 +41,8 @@ pub enum Kernel {
     Smooth,
     /// Multigrid RestrictSmooth.
     RestrictSmooth,
+    /// One half-sweep of the red-black line smoother (`smooth_color`).
+    SmoothColor,
     /// Residual (with its norm).
     Residual,
     /// Multigrid Prolongate.
@@ -53,11 +55,12 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 8] = [
+    pub const ALL: [Kernel; 9] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
         Kernel::RestrictSmooth,
+        Kernel::SmoothColor,
         Kernel::Residual,
         Kernel::Prolongate,
         Kernel::Vector,
@@ -71,6 +74,7 @@ impl Kernel {
             Kernel::Tridiag => "Tridiag",
             Kernel::Smooth => "Smooth",
             Kernel::RestrictSmooth => "RestrictSmooth",
+            Kernel::SmoothColor => "SmoothColor",
             Kernel::Residual => "Residual",
             Kernel::Prolongate => "Prolongate",
             Kernel::Vector => "Vector",
@@ -103,6 +107,8 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
         Kernel::Spmv => c(32.0, 12.0, 6.0),
         Kernel::Tridiag => c(22.0, 12.0, 9.0),
         Kernel::Smooth => c(37.0, 17.0, 8.0),
+        // Half a sweep: the paper's Smooth on half the columns.
+        Kernel::SmoothColor => c(18.5, 8.5, 4.0),
         Kernel::RestrictSmooth => c(17.0, 12.0, 6.0),
         Kernel::Residual => c(23.0, 9.0, 3.0),
         Kernel::Prolongate => c(6.0, 5.0, 3.0),
@@ -121,6 +127,7 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::Spmv => Some(7.0),           // read z, u, p, q; write u, p, q
         Kernel::Tridiag => Some(4.0),        // read q, r; write r, z
         Kernel::Smooth => Some(3.0),         // read f, u_in; write u_out
+        Kernel::SmoothColor => Some(1.5),    // half the columns: read f, u; write u
         Kernel::RestrictSmooth => Some(6.0), // per coarse cell: read 4 children; write f, u
         Kernel::Residual => Some(3.0),       // read f, u; write r
         Kernel::Prolongate => Some(2.25),    // read u_f and a quarter u_c; write u_f
@@ -139,6 +146,7 @@ pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
             Some(per_pass)
         }
         Kernel::Smooth => Some(2.0 * per_pass),
+        Kernel::SmoothColor => Some(per_pass),
         Kernel::Prolongate => Some(0.0),
         Kernel::Vector | Kernel::Halo => None,
     }

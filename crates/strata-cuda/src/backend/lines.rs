@@ -35,6 +35,19 @@ impl LineKernels for CudaBackend {
         launch_op!(self, op, K::Smooth, K::SmoothCells; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
+    fn smooth_color(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &mut CudaField,
+        color: usize,
+    ) -> Result<()> {
+        self.check(op, &[f, u]);
+        let b = op.stencil.block;
+        let parity = ((b.i0 + b.j0 + color) % 2) as i32;
+        launch_op!(self, op, K::SmoothColor, K::SmoothColorCells; &f.data, &mut u.data, &parity)
+    }
+
     fn restrict_smooth(
         &self,
         fine: &CudaLevel,

@@ -395,6 +395,9 @@ impl Probes for CudaBackend {
             Kernel::Tridiag => 5.0, // read q, r, r again; write r, z
             Kernel::Smooth if self.smooth_stores_rhs() => 6.0, // read f, u, u_out, u; write u_out twice
             Kernel::Smooth => 5.0,                             // read f, u twice; write u_out
+            // Half the columns, but every other column of a row shares its memory sectors:
+            // f and the neighbours read in full, twice; u written (half, in full sectors).
+            Kernel::SmoothColor => 5.0,
             Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
             Kernel::Residual => 3.0,       // read f, u; write r
             Kernel::Prolongate => 2.25,    // read u_f and a quarter u_c; write u_f
@@ -411,6 +414,7 @@ impl Probes for CudaBackend {
             Kernel::Spmv | Kernel::Residual => all,
             Kernel::Tridiag | Kernel::RestrictSmooth => 2.0 * tridiag,
             Kernel::Smooth => 2.0 * all,
+            Kernel::SmoothColor => all,
             Kernel::Prolongate => 0.0,
             Kernel::Vector | Kernel::Halo => return None,
         })

@@ -9,6 +9,7 @@
 //! Traffic comments use the paper's unit: one 8-byte value read or written per cell.
 
 pub mod cpu;
+mod line_gs;
 pub mod reference;
 
 /// The backend traits, for calling kernels on a concrete backend type:
@@ -206,6 +207,19 @@ pub trait LineKernels: Fields {
         u_in: &Self::Field,
         u_out: &mut Self::Field,
         rho: f64,
+    ) -> Result<()>;
+
+    /// One half-sweep of red-black line relaxation (line Gauss–Seidel): every column (i, j) of
+    /// `color` — `(i0 + i + j0 + j) % 2 == color` in global indices, so that a decomposition
+    /// colours as one block does — is solved exactly given its neighbours' current values,
+    /// `u_c ← T_c⁻¹ (f − H u)_c` (T_c the column's block of A, H the horizontal couplings), in
+    /// place. Columns of the other colour are neither written nor needed from this call.
+    fn smooth_color(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &mut Self::Field,
+        color: usize,
     ) -> Result<()>;
 
     /// Restriction fused with the first smoothing step from a zero guess:

@@ -266,6 +266,33 @@ impl LineKernels for ReferenceBackend {
         self.axpy(s, rho, &z, u_out)
     }
 
+    fn smooth_color(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u: &mut HostField,
+        color: usize,
+    ) -> Result<()> {
+        let nz = s.nz;
+        let (mut cp, mut z) = (vec![0.0; nz], vec![0.0; nz]);
+        for (i, j) in interior(s) {
+            if !super::line_gs::has_color(s, i, j, color) {
+                continue;
+            }
+            let (ih, jh) = (i + 1, j + 1);
+            let col = |a: usize, b: usize| &u.data[u.offset(a, b)..][..nz];
+            let nbrs = [
+                col(ih + 1, jh),
+                col(ih - 1, jh),
+                col(ih, jh + 1),
+                col(ih, jh - 1),
+            ];
+            super::line_gs::solve_given_neighbours(s, i, j, f.column(i, j), nbrs, &mut cp, &mut z);
+            u.column_mut(i, j).copy_from_slice(&z);
+        }
+        Ok(())
+    }
+
     fn restrict_smooth(
         &self,
         _fine: &LevelStencil,

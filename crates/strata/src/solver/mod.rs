@@ -22,7 +22,7 @@ pub use config::{Precision, SolverConfig};
 pub use krylov::{BiCgStab, Gcr, Preconditioner};
 pub use mgcg::MgCg;
 pub use monitor::{ConvergedReason, SolveInfo, SolveParams};
-pub use multigrid::{MgParams, Multigrid, Restriction};
+pub use multigrid::{MgParams, Multigrid, Restriction, Smoother};
 pub use profile::{Kernel, KernelStat, Profile};
 pub use textbook::textbook_pcg;
 

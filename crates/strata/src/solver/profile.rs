@@ -19,7 +19,7 @@ pub struct KernelStat {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Profile {
     /// `levels[lev][kernel as usize]`.
-    pub levels: Vec<[KernelStat; 8]>,
+    pub levels: Vec<[KernelStat; Kernel::ALL.len()]>,
 }
 
 impl Profile {
@@ -41,7 +41,7 @@ impl Timer {
     pub(crate) fn new(enabled: bool, levels: usize) -> Self {
         Self {
             profile: enabled.then(|| Profile {
-                levels: vec![[KernelStat::default(); 8]; levels],
+                levels: vec![[KernelStat::default(); Kernel::ALL.len()]; levels],
             }),
         }
     }

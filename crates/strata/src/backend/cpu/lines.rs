@@ -72,6 +72,42 @@ impl LineKernels for CpuBackend {
 
     // u_out = u_in + rho M^-1 (f - A u_in); traffic: read f, u_in; write u_out: 3
     // (paper's two-kernel Smooth: 8).
+    fn smooth_color(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u: &mut HostField,
+        color: usize,
+    ) -> Result<()> {
+        use crate::backend::line_gs::{has_color, solve_given_neighbours};
+        let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
+        let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
+        let data = ColumnWriter(u.data.as_mut_ptr());
+        self.pool.install(|| {
+            (0..ny).into_par_iter().for_each(|j| {
+                with_scratch(2 * nz, |scratch| {
+                    let (cp, z) = scratch.split_at_mut(nz);
+                    for i in (0..nx).filter(|&i| has_color(s, i, j, color)) {
+                        let (ih, jh) = (i + 1, j + 1);
+                        // SAFETY: the four neighbours of a column of `color` have the other
+                        // colour, which no thread writes in this call, and each thread writes
+                        // only its own columns of `color`: the slices below are never written
+                        // while they are read, and the one written is this thread's alone. All
+                        // lie inside `u.data` (halo included), which outlives the loop.
+                        let nbrs = unsafe {
+                            [(ih + 1, jh), (ih - 1, jh), (ih, jh + 1), (ih, jh - 1)]
+                                .map(|(a, b)| data.column(offset(a, b), nz))
+                        };
+                        solve_given_neighbours(s, i, j, f.column(i, j), nbrs, cp, z);
+                        // SAFETY: as above: column (i, j) is written by this thread only.
+                        unsafe { data.column_mut(offset(ih, jh), nz) }.copy_from_slice(z);
+                    }
+                })
+            })
+        });
+        Ok(())
+    }
+
     fn smooth(
         &self,
         s: &LevelStencil,
@@ -159,5 +195,34 @@ impl LineKernels for CpuBackend {
                 })
         });
         Ok(())
+    }
+}
+
+/// The columns of a field shared by the threads of a red-black half-sweep, each column read or
+/// written through its own slice (see `smooth_color` for why they never overlap).
+struct ColumnWriter(*mut f64);
+
+// SAFETY: the pointer is only turned into slices of columns that no two threads write, and that
+// no thread writes while another reads (the colouring); the field outlives the parallel loop.
+unsafe impl Sync for ColumnWriter {}
+
+impl ColumnWriter {
+    /// The column of `nz` values at `offset`.
+    ///
+    /// # Safety
+    /// In bounds, and not written by anyone while the slice lives.
+    unsafe fn column(&self, offset: usize, nz: usize) -> &[f64] {
+        // SAFETY: promised by the caller.
+        unsafe { std::slice::from_raw_parts(self.0.add(offset), nz) }
+    }
+
+    /// The column of `nz` values at `offset`, to write.
+    ///
+    /// # Safety
+    /// In bounds, and neither read nor written by anyone else while the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn column_mut(&self, offset: usize, nz: usize) -> &mut [f64] {
+        // SAFETY: promised by the caller.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(offset), nz) }
     }
 }

@@ -1,6 +1,6 @@
 //! The V-cycle of docs/MODEL.md §9.2 with the paper's fused kernels; level 0 is the finest.
 
-use super::Hierarchy;
+use super::{Hierarchy, Smoother};
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::Result;
@@ -28,14 +28,15 @@ impl<B: Backend> Hierarchy<B> {
         // Down: pre-smooth. A coarser level restricts the finer residual and smooths from zero
         // in one kernel (RestrictSmooth).
         match (lev, start) {
-            (0, Start::Current) => self.smooth(b, comm, timer, 0)?,
+            (0, Start::Current) => self.smooth(b, comm, timer, 0, false)?,
             (0, Start::Zero(zero)) => self.smooth_from_zero(b, comm, timer, zero)?,
             _ => self.restrict_smooth(b, comm, timer, lev)?,
         }
         if lev == self.levels.len() - 1 {
             // Coarsest: the remaining smoothing steps are the coarse solve.
-            for _ in 1..self.params.coarse_steps {
-                self.smooth(b, comm, timer, lev)?;
+            for step in 1..self.params.coarse_steps {
+                // Red-black alternates its order (black first on odd steps): a palindrome.
+                self.smooth(b, comm, timer, lev, step % 2 == 1)?;
             }
             return Ok(());
         }
@@ -44,7 +45,7 @@ impl<B: Backend> Hierarchy<B> {
         self.vcycle(b, comm, timer, lev + 1, Start::Current)?;
         // Up: add the interpolated correction, post-smooth.
         self.prolongate(b, comm, timer, lev)?;
-        self.smooth(b, comm, timer, lev)
+        self.smooth(b, comm, timer, lev, true)
     }
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (the preconditioner of mg-cg). `zero` is a
@@ -73,12 +74,19 @@ impl<B: Backend> Hierarchy<B> {
         timer: &mut Timer,
         zero: &B::Field,
     ) -> Result<()> {
-        let rho = self.params.rho;
+        // Red-black from zero: the red half-sweep is T⁻¹ f on the red columns, which the Jacobi
+        // step from zero with ρ = 1 gives (its black values the black half-sweep replaces).
+        let red_black = self.params.smoother == Smoother::RedBlack;
+        let rho = if red_black { 1.0 } else { self.params.rho };
         let l = &mut self.levels[0];
         timer.run(b, Kernel::Smooth, 0, || {
             b.smooth(&l.op, &l.f, zero, &mut l.u, rho)
         })?;
-        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, &l.op, &mut l.u))
+        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, &l.op, &mut l.u))?;
+        if red_black {
+            self.half_sweep(b, comm, timer, 0, 1)?;
+        }
+        Ok(())
     }
 
     /// r_lev ← f_lev − A u_lev (no halo: the restriction reads the interior only).
@@ -114,17 +122,56 @@ impl<B: Backend> Hierarchy<B> {
         timer: &mut Timer,
         lev: usize,
     ) -> Result<()> {
-        let (rho, scale) = (self.params.rho, self.params.restriction.scale());
+        // Red-black from zero, as in smooth_from_zero: ρ = 1, then the black half-sweep.
+        let red_black = self.params.smoother == Smoother::RedBlack;
+        let rho = if red_black { 1.0 } else { self.params.rho };
+        let scale = self.params.restriction.scale();
         let (finer, this) = self.levels.split_at_mut(lev);
         let (fine, l) = (&finer[lev - 1], &mut this[0]);
         timer.run(b, Kernel::RestrictSmooth, lev, || {
             b.restrict_smooth(&fine.op, &l.op, &fine.r, &mut l.f, &mut l.u, rho, scale)
         })?;
+        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))?;
+        if red_black {
+            self.half_sweep(b, comm, timer, lev, 1)?;
+        }
+        Ok(())
+    }
+
+    /// One red-black half-sweep of `color` on level `lev`, and the halo.
+    fn half_sweep<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        lev: usize,
+        color: usize,
+    ) -> Result<()> {
+        let l = &mut self.levels[lev];
+        timer.run(b, Kernel::SmoothColor, lev, || {
+            b.smooth_color(&l.op, &l.f, &mut l.u, color)
+        })?;
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))
     }
 
-    /// u ← u + ρ M⁻¹ (f − A u) on level `lev` (out of place, then swapped), and its halo.
-    fn smooth<C: Comm<B>>(&mut self, b: &B, comm: &C, timer: &mut Timer, lev: usize) -> Result<()> {
+    /// One smoothing step on level `lev`, and its halo: block Jacobi u ← u + ρ M⁻¹ (f − A u)
+    /// (out of place, then swapped), or a red-black sweep (red then black; black then red when
+    /// `reverse`, as after the coarse correction).
+    fn smooth<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        lev: usize,
+        reverse: bool,
+    ) -> Result<()> {
+        if self.params.smoother == Smoother::RedBlack {
+            let order = if reverse { [1, 0] } else { [0, 1] };
+            for color in order {
+                self.half_sweep(b, comm, timer, lev, color)?;
+            }
+            return Ok(());
+        }
         let rho = self.params.rho;
         let l = &mut self.levels[lev];
         timer.run(b, Kernel::Smooth, lev, || {
@@ -132,5 +179,74 @@ impl<B: Backend> Hierarchy<B> {
         })?;
         std::mem::swap(&mut l.u, &mut l.u_alt);
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::CpuBackend;
+    use crate::backend::prelude::*;
+    use crate::comm::SerialComm;
+    use crate::grid::Block;
+    use crate::problem::{Grading, ProblemParams};
+    use crate::solver::MgParams;
+    use crate::stencil::build_levels_with;
+
+    /// The smoothing of the cycle is symmetric, ⟨S r₁, r₂⟩ = ⟨r₁, S r₂⟩, with either smoother:
+    /// on one level (the cycle is then its coarsest level's smoothing steps, 2 or 4 of them),
+    /// red-black runs red-black, black-red, … (a palindrome). (With coarse levels the cycle is
+    /// not exactly symmetric with either smoother: the prolongation is not the restriction's
+    /// transpose.)
+    #[test]
+    fn the_smoothing_is_symmetric() {
+        let p = ProblemParams {
+            n: 32,
+            nz: 16,
+            grading: Grading::Graded,
+            ..Default::default()
+        };
+        let b = CpuBackend::new(Some(2)).unwrap();
+        let stencils = build_levels_with(&p, Block::whole(32), 1, Default::default()).unwrap();
+        for (smoother, steps) in [
+            (Smoother::Jacobi, 2),
+            (Smoother::RedBlack, 2),
+            (Smoother::RedBlack, 4),
+        ] {
+            let params = MgParams {
+                n_levels: 1,
+                coarse_steps: steps,
+                smoother,
+                ..Default::default()
+            };
+            let mut h = Hierarchy::new(&b, &stencils, params).unwrap();
+            let fine = &h.levels[0].op;
+            let zero = b.alloc(fine).unwrap();
+            let n = 32 * 32 * 16;
+            let field = |seed: u64| {
+                let mut x = b.alloc(fine).unwrap();
+                let v: Vec<f64> = (0..n)
+                    .map(|i| ((i as u64 * 2654435761 + seed * 97) % 1000) as f64 / 500.0 - 1.0)
+                    .collect();
+                b.upload(fine, &v, &mut x).unwrap();
+                x
+            };
+            let mut timer = Timer::new(false, 1);
+            let (mut r1, mut r2) = (field(1), field(2));
+            let (mut z1, mut z2) = (field(3), field(4));
+            h.precondition(&b, &SerialComm, &mut timer, &mut r1, &mut z1, &zero)
+                .unwrap();
+            h.precondition(&b, &SerialComm, &mut timer, &mut r2, &mut z2, &zero)
+                .unwrap();
+            let fine = &h.levels[0].op;
+            let (a, c) = (
+                b.dot(fine, &z1, &r2).unwrap(),
+                b.dot(fine, &r1, &z2).unwrap(),
+            );
+            assert!(
+                (a - c).abs() <= 1e-12 * a.abs().max(c.abs()),
+                "{smoother:?} x {steps}: <S r1, r2> = {a:e}, <r1, S r2> = {c:e}"
+            );
+        }
     }
 }

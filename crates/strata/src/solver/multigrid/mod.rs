@@ -55,6 +55,24 @@ pub struct MgParams {
     /// How coarse levels average per-cell coefficient fields.
     #[serde(default)]
     pub averaging: crate::problem::Averaging,
+    /// The smoother.
+    #[serde(default)]
+    pub smoother: Smoother,
+}
+
+/// The smoother of the V-cycle (docs/MODEL.md §9.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Smoother {
+    /// The paper's block-Jacobi vertical line relaxation, damped by ρ.
+    #[default]
+    Jacobi,
+    /// Red-black line Gauss–Seidel: the columns of one checkerboard colour are solved exactly
+    /// given the others, then the others (ρ is not used). Red then black before the coarse
+    /// correction, black then red after it (and alternating on the coarsest level), so that
+    /// the V-cycle stays symmetric for mg-cg when the coarsest level takes an even number of
+    /// steps (the default 2).
+    RedBlack,
 }
 
 impl Default for MgParams {
@@ -65,6 +83,7 @@ impl Default for MgParams {
             rho: 2.0 / 3.0,
             restriction: Restriction::Sum,
             averaging: crate::problem::Averaging::Harmonic,
+            smoother: Smoother::Jacobi,
         }
     }
 }
