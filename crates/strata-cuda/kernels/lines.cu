@@ -120,7 +120,9 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, c
 // (parity = (i0 + j0 + colour) mod 2: the global colour) becomes T^-1 (f - H u), its exact solve
 // given its neighbours, which have the other colour and are not written here. The column's own
 // old values are not read (the backward sweep's recomputation reads f and the neighbours only),
-// so writing in place is safe. Half the threads of a block idle.
+// so writing in place is safe. One thread per column of the colour: thread x of row j takes
+// column i = 2 x + ((j + parity) & 1) (launched over ceil(nx / 2) threads in x), so no thread
+// idles (the kernel is bound by each thread's division chain, not by bandwidth).
 template <class Op>
 __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op, idx_t o0,
                                                   const double* __restrict__ f, double* u) {
@@ -131,18 +133,21 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
     thomas(op, rhs, rhs, [&](int k, double zk) { u[o0 + (idx_t)k * L.sx] = zk; });
 }
 
+#define COLOR_COLUMN                                                      \
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;                  \
+    const int i = 2 * (blockIdx.x * blockDim.x + threadIdx.x) + ((j + parity) & 1); \
+    if (i >= L.nx || j >= L.ny) return;
+
 extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const double* __restrict__ cols,
                                             const double* __restrict__ V, const double* __restrict__ f,
                                             double* u, int parity) {
-    THREAD_COLUMN
-    if (!active || ((i + j + parity) & 1)) return;
+    COLOR_COLUMN
     smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u);
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ f,
                                                   double* u, int parity) {
-    THREAD_COLUMN
-    if (!active || ((i + j + parity) & 1)) return;
+    COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
     smooth_color_body(L, CELL_OP(o0), o0, f, u);
 }

@@ -45,7 +45,25 @@ impl LineKernels for CudaBackend {
         self.check(op, &[f, u]);
         let b = op.stencil.block;
         let parity = ((b.i0 + b.j0 + color) % 2) as i32;
-        launch_op!(self, op, K::SmoothColor, K::SmoothColorCells; &f.data, &mut u.data, &parity)
+        // Half as many threads in x: one per column of the colour (kernels/lines.cu).
+        let cfg = column_config(
+            (op.layout.nx as usize).div_ceil(2),
+            op.layout.ny as usize,
+            self.tuning.block_x,
+        )
+        .0;
+        let kernel = match op.cells {
+            None => K::SmoothColor,
+            Some(_) => K::SmoothColorCells,
+        };
+        let sym = sym_flag(op);
+        let mut l = self.stream.launch_builder(op.k.get(kernel));
+        l.arg(&op.layout);
+        push_operator(&mut l, op, &sym);
+        l.arg(&f.data).arg(&mut u.data).arg(&parity);
+        // SAFETY: layouts checked; each thread solves one column of the colour of this level
+        // (inside the layout) and reads only its neighbours (halo included).
+        cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
     fn restrict_smooth(
@@ -68,21 +86,10 @@ impl LineKernels for CudaBackend {
             None => K::RestrictSmooth,
             Some(_) => K::RestrictSmoothCells,
         };
+        let sym = sym_flag(coarse);
         let mut b = self.stream.launch_builder(coarse.k.get(kernel));
         b.arg(&fine.layout).arg(&coarse.layout);
-        let sym;
-        match &coarse.cells {
-            None => {
-                b.arg(&coarse.cols).arg(&coarse.vert);
-            }
-            Some(c) => {
-                sym = c.sym_flag();
-                for a in c.params() {
-                    b.arg(a);
-                }
-                b.arg(&sym);
-            }
-        }
+        push_operator(&mut b, coarse, &sym);
         b.arg(&r_fine.data)
             .arg(&mut f_coarse.data)
             .arg(&mut u_coarse.data)

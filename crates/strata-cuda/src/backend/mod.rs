@@ -42,6 +42,27 @@ macro_rules! launch_op {
     }};
 }
 
+/// Pushes the arguments of level `op`'s operator: the column coefficients and vertical vectors,
+/// or the per-cell entries and `sym` (`CELL_PARAMS`, which `sym` must hold the flag of).
+fn push_operator<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, op: &'a CudaLevel, sym: &'a i32) {
+    match &op.cells {
+        None => {
+            b.arg(&op.cols).arg(&op.vert);
+        }
+        Some(c) => {
+            for a in c.params() {
+                b.arg(a);
+            }
+            b.arg(sym);
+        }
+    }
+}
+
+/// The `csym` flag of level `op` (0 without per-cell entries).
+fn sym_flag(op: &CudaLevel) -> i32 {
+    op.cells.as_ref().map_or(0, |c| c.sym_flag())
+}
+
 fn cu<T>(r: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
     r.map_err(|e| backend_err(format!("CUDA driver: {e}")))
 }
