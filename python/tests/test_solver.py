@@ -92,3 +92,14 @@ def test_aliasing_rhs_and_out_is_an_error_not_a_crash():
     f = random_rhs(s.shape)
     with pytest.raises(ValueError, match="other than rhs"):
         s.solve(f, out=f)
+
+
+def test_the_example_time_loop_runs():
+    import pathlib
+    import subprocess
+    import sys
+
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "timesteps.py"
+    out = subprocess.run([sys.executable, str(example), "cpu"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("ok")

@@ -71,7 +71,7 @@ typedef struct StrataOptions {
   int32_t levels;
   // Smoother steps on the coarsest level.
   int32_t coarse_steps;
-  // Relative tolerance ‖r‖/‖r₀‖.
+  // Relative tolerance: stop when ‖r‖ < rtol ‖f‖ (PETSc's default; ‖r‖/‖r₀‖ from zero).
   double rtol;
   // Most iterations.
   int32_t max_it;
@@ -95,7 +95,7 @@ typedef struct StrataInfo {
   int32_t iterations;
   // ‖f − A u₀‖₂.
   double initial_residual;
-  // Final ‖r‖/‖r₀‖.
+  // Final ‖r‖ / ‖f‖.
   double relative_residual;
   // Seconds in the solver.
   double seconds;

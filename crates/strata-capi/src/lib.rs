@@ -74,7 +74,7 @@ pub struct StrataOptions {
     pub levels: i32,
     /// Smoother steps on the coarsest level.
     pub coarse_steps: i32,
-    /// Relative tolerance ‖r‖/‖r₀‖.
+    /// Relative tolerance: stop when ‖r‖ < rtol ‖f‖ (PETSc's default; ‖r‖/‖r₀‖ from zero).
     pub rtol: f64,
     /// Most iterations.
     pub max_it: i32,
@@ -100,7 +100,7 @@ pub struct StrataInfo {
     pub iterations: i32,
     /// ‖f − A u₀‖₂.
     pub initial_residual: f64,
-    /// Final ‖r‖/‖r₀‖.
+    /// Final ‖r‖ / ‖f‖.
     pub relative_residual: f64,
     /// Seconds in the solver.
     pub seconds: f64,

@@ -93,7 +93,7 @@ pub struct Summary {
     pub reason: String,
     /// Iterations.
     pub iterations: usize,
-    /// Final ‖r‖/‖r₀‖.
+    /// Final ‖r‖ / ‖f‖ (‖r‖/‖r₀‖ from a zero guess).
     pub relative_residual: f64,
     /// Seconds per iteration.
     pub seconds_per_iteration: f64,

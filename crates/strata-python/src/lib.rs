@@ -30,6 +30,8 @@ fn to_py(e: StrataError) -> PyErr {
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None)
 ///
+/// rtol stops a solve when |f - A u| < rtol |f| (2-norms of the volume-integrated fields; from a
+/// zero guess the same as |r| / |r0| < rtol; a warm start must meet it too).
 /// solver is one of "cg", "mg", "mg-cg", "gcr", "bicgstab"; preconditioner ("line" or "mg") is
 /// that of gcr and bicgstab. backend is "auto" (the GPU where one is usable), "cpu" (all cores
 /// unless `threads` is given) or "cuda" (GPU `device`). A solver on the GPU takes NumPy arrays

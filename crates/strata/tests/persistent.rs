@@ -149,3 +149,53 @@ fn bad_calls_are_errors() {
         .to_string();
     assert!(e.contains("needs a symmetric operator"), "{e}");
 }
+
+/// rtol is relative to ‖f‖ (PETSc's default): a warm start far off the new solution (the
+/// coefficients changed) still ends with ‖f − A u‖ < rtol ‖f‖, which the paper's rule (relative
+/// to ‖r₀‖) does not promise; from zero the two rules are the same.
+#[test]
+fn rtol_is_relative_to_the_rhs_so_warm_starts_meet_it() {
+    use strata::solver::{RelativeTo, SolveParams};
+    let p = problem();
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let rhs = build_rhs(&p, RhsKind::Random, 4, &Block::whole(p.n));
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let mut finals = vec![];
+    for relative_to in [RelativeTo::Rhs, RelativeTo::InitialResidual] {
+        let cfg = SolverConfig::new(SolverKind::MgCg)
+            .with_levels(4)
+            .with_stopping(SolveParams {
+                rtol: 1e-6,
+                relative_to,
+                ..Default::default()
+            });
+        let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
+        let mut u = vec![0.0; s.len()];
+        let cold = s.solve(&b, &rhs, &mut u, false).unwrap();
+        assert_eq!(
+            cold.reference, cold.r0,
+            "{relative_to:?}: from zero r0 = |f|"
+        );
+        s.update_coefficients(&b, Some(coefficients(p.n, p.nz)))
+            .unwrap();
+        let warm = s.solve(&b, &rhs, &mut u, true).unwrap();
+        let mut au = vec![0.0; s.len()];
+        s.apply(&b, &u, &mut au).unwrap();
+        let r: Vec<f64> = au.iter().zip(&rhs).map(|(a, f)| a - f).collect();
+        let rel = norm(&r) / norm(&rhs);
+        assert!(
+            warm.r0 > norm(&rhs),
+            "the warm start is far off: r0 {:e}",
+            warm.r0
+        );
+        match relative_to {
+            RelativeTo::Rhs => {
+                assert!(rel < 1e-6, "|f - A u| / |f| = {rel:e}");
+                assert!((warm.relative_residual() - rel).abs() <= 1e-3 * rel);
+            }
+            RelativeTo::InitialResidual => assert_eq!(warm.reference, warm.r0),
+        }
+        finals.push(rel);
+    }
+    assert!(finals[1] > finals[0], "{finals:?}");
+}

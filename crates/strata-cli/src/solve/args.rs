@@ -77,7 +77,8 @@ pub struct SolveArgs {
     pub coefficients: Option<PathBuf>,
     #[command(flatten)]
     pub mg: MgArgs,
-    /// Stop when ‖r‖₂/‖r₀‖₂ < rtol (volume-integrated residuals).
+    /// Stop when ‖r‖₂ < rtol ‖f‖₂ (volume-integrated residuals; from the zero initial guess this
+    /// is ‖r‖₂/‖r₀‖₂ < rtol).
     #[arg(long, default_value_t = 1e-5)]
     pub rtol: f64,
     /// Most iterations (CG steps or V-cycles).
@@ -138,6 +139,7 @@ impl Setup {
                     max_it: a.max_it,
                     fixed_iterations: a.fixed_iterations,
                     profile: a.profile,
+                    ..Default::default()
                 }),
         }
     }

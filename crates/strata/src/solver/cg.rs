@@ -71,6 +71,7 @@ impl<B: Backend> Cg<B> {
         let mut s = [
             timer.run(b, Kernel::Residual, 0, || b.residual(op, f, u, r))?,
             0.0,
+            b.dot(op, f, f)?,
         ];
         b.line_solve(op, r, z)?;
         s[1] = b.dot(op, r, z)?;
@@ -79,7 +80,7 @@ impl<B: Backend> Cg<B> {
         b.fill(op, p, 0.0)?;
         b.fill(op, q, 0.0)?;
         let mut kappa = s[1];
-        let mut mon = Monitor::new(params, s[0], monitor);
+        let mut mon = Monitor::new(params, s[0], s[2], monitor);
         let (mut alpha, mut beta) = (0.0, 0.0);
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {

@@ -192,9 +192,9 @@ impl<B: Backend> Gcr<B> {
         let Self { pc, r, z, q, qq } = self;
         let k = z.len();
         comm.exchange(b, pc.op(), u)?;
-        let mut rr = [b.residual(pc.op(), f, u, r)?];
+        let mut rr = [b.residual(pc.op(), f, u, r)?, b.dot(pc.op(), f, f)?];
         comm.sum(&mut rr)?;
-        let mut mon = Monitor::new(params, rr[0], monitor);
+        let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {
             reason
@@ -302,9 +302,9 @@ impl<B: Backend> BiCgStab<B> {
             t,
         } = self;
         comm.exchange(b, pc.op(), u)?;
-        let mut rr = [b.residual(pc.op(), f, u, r)?];
+        let mut rr = [b.residual(pc.op(), f, u, r)?, b.dot(pc.op(), f, f)?];
         comm.sum(&mut rr)?;
-        let mut mon = Monitor::new(params, rr[0], monitor);
+        let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {
             reason

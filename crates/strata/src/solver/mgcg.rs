@@ -75,9 +75,10 @@ impl<B: Backend> MgCg<B> {
             zero,
         } = self;
         comm.exchange(b, &h.levels[0].op, u)?;
-        let mut rr = [b.residual(&h.levels[0].op, f, u, r)?];
+        let fine = &h.levels[0].op;
+        let mut rr = [b.residual(fine, f, u, r)?, b.dot(fine, f, f)?];
         comm.sum(&mut rr)?;
-        let mut mon = Monitor::new(params, rr[0], monitor);
+        let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {
             reason

@@ -21,7 +21,7 @@ pub use cg::Cg;
 pub use config::{Precision, SolverConfig};
 pub use krylov::{BiCgStab, Gcr, Preconditioner};
 pub use mgcg::MgCg;
-pub use monitor::{ConvergedReason, SolveInfo, SolveParams};
+pub use monitor::{ConvergedReason, RelativeTo, SolveInfo, SolveParams};
 pub use multigrid::{MgParams, Multigrid, Restriction, Smoother};
 pub use profile::{Kernel, KernelStat, Profile};
 pub use textbook::textbook_pcg;
@@ -190,7 +190,8 @@ impl<B: Backend> Solver<B> {
         }
     }
 
-    /// Solves A u = f from the initial guess in `u`; `monitor(it, ‖r‖/‖r₀‖)` sees every iteration.
+    /// Solves A u = f from the initial guess in `u`; `monitor(it, ‖r‖ / reference)` sees every iteration
+    /// (the reference of [`SolveParams::relative_to`]).
     pub fn solve<C: Comm<B>>(
         &mut self,
         backend: &B,

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// Why a solve stopped (PETSc's names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ConvergedReason {
-    /// ‖r‖/‖r₀‖ < rtol.
+    /// ‖r‖ < rtol · ‖f‖ (or ‖r₀‖, [`SolveParams::relative_to`]).
     ConvergedRtol,
     /// The fixed number of iterations was run.
     ConvergedIts,
@@ -30,11 +30,27 @@ impl ConvergedReason {
     }
 }
 
+/// What `rtol` is relative to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RelativeTo {
+    /// ‖f‖₂, the right-hand side (PETSc's default): a warm start that is already close stops
+    /// early, and one that is far off (new coefficients) still reaches ‖r‖ < rtol ‖f‖. From a
+    /// zero initial guess the same as the initial residual.
+    #[default]
+    Rhs,
+    /// ‖r₀‖₂, the initial residual (the paper's rule; PETSc's `-ksp_converged_use_initial_residual_norm`).
+    InitialResidual,
+}
+
 /// The stopping rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SolveParams {
-    /// Relative tolerance on ‖r‖₂/‖r₀‖₂ (volume-integrated residuals).
+    /// Relative tolerance on ‖r‖₂ (volume-integrated residuals), relative to `relative_to`.
     pub rtol: f64,
+    /// What `rtol` is relative to.
+    #[serde(default)]
+    pub relative_to: RelativeTo,
     /// Most iterations.
     pub max_it: usize,
     /// Run exactly `max_it` iterations, ignoring `rtol` (for timing).
@@ -47,6 +63,7 @@ impl Default for SolveParams {
     fn default() -> Self {
         Self {
             rtol: 1e-5,
+            relative_to: RelativeTo::Rhs,
             max_it: 500,
             fixed_iterations: false,
             profile: false,
@@ -79,6 +96,9 @@ pub struct SolveInfo {
     pub iterations: usize,
     /// ‖r₀‖₂.
     pub r0: f64,
+    /// The norm `rtol` was relative to (‖f‖₂ or ‖r₀‖₂, [`SolveParams::relative_to`]).
+    #[serde(default)]
+    pub reference: f64,
     /// ‖r‖₂ after each iteration; entry 0 is ‖r₀‖₂.
     pub residuals: Vec<f64>,
     /// Wall time of the solve in seconds (excluding setup and transfers).
@@ -88,10 +108,15 @@ pub struct SolveInfo {
 }
 
 impl SolveInfo {
-    /// Final ‖r‖/‖r₀‖ (0 when r₀ = 0).
+    /// Final ‖r‖ relative to the stopping rule's reference norm (0 when that is 0).
     pub fn relative_residual(&self) -> f64 {
+        let reference = if self.reference > 0.0 {
+            self.reference
+        } else {
+            self.r0
+        };
         match self.residuals.last() {
-            Some(r) if self.r0 > 0.0 => r / self.r0,
+            Some(r) if reference > 0.0 => r / reference,
             _ => 0.0,
         }
     }
@@ -101,22 +126,31 @@ impl SolveInfo {
 pub(super) struct Monitor<'a> {
     params: &'a SolveParams,
     pub r0: f64,
+    /// The norm rtol is relative to.
+    reference: f64,
     pub residuals: Vec<f64>,
     callback: &'a mut dyn FnMut(usize, f64),
 }
 
 impl<'a> Monitor<'a> {
+    /// The monitor of a solve with ‖r₀‖² = `r0_squared` and ‖f‖² = `f_squared`.
     pub fn new(
         params: &'a SolveParams,
         r0_squared: f64,
+        f_squared: f64,
         callback: &'a mut dyn FnMut(usize, f64),
     ) -> Self {
         let r0 = r0_squared.sqrt();
+        let reference = match params.relative_to {
+            RelativeTo::Rhs => f_squared.sqrt(),
+            RelativeTo::InitialResidual => r0,
+        };
         let mut residuals = Vec::with_capacity(params.max_it + 1);
         residuals.push(r0);
         Self {
             params,
             r0,
+            reference,
             residuals,
             callback,
         }
@@ -124,10 +158,13 @@ impl<'a> Monitor<'a> {
 
     /// A reason to stop before iterating, if any.
     pub fn initial(&self) -> Option<ConvergedReason> {
-        if !self.r0.is_finite() {
+        if !(self.r0.is_finite() && self.reference.is_finite()) {
             Some(ConvergedReason::DivergedNanOrInf)
         } else if self.r0 == 0.0 {
             Some(ConvergedReason::ConvergedAtol)
+        } else if !self.params.fixed_iterations && self.r0 < self.params.rtol * self.reference {
+            // A warm start that already meets the rule (never from zero: there r₀ = ‖f‖).
+            Some(ConvergedReason::ConvergedRtol)
         } else if self.params.max_it == 0 {
             Some(if self.params.fixed_iterations {
                 ConvergedReason::ConvergedIts
@@ -143,14 +180,14 @@ impl<'a> Monitor<'a> {
     pub fn step(&mut self, it: usize, r_squared: f64) -> Option<ConvergedReason> {
         let r = r_squared.sqrt();
         self.residuals.push(r);
-        (self.callback)(it, r / self.r0);
+        (self.callback)(it, r / self.reference);
         if !r_squared.is_finite() {
             return Some(ConvergedReason::DivergedNanOrInf);
         }
         if self.params.fixed_iterations {
             return (it >= self.params.max_it).then_some(ConvergedReason::ConvergedIts);
         }
-        if r < self.params.rtol * self.r0 {
+        if r < self.params.rtol * self.reference {
             Some(ConvergedReason::ConvergedRtol)
         } else if it >= self.params.max_it {
             Some(ConvergedReason::DivergedMaxIt)
@@ -181,6 +218,7 @@ impl<'a> Monitor<'a> {
             reason,
             iterations,
             r0: self.r0,
+            reference: self.reference,
             residuals: self.residuals,
             seconds,
             profile,

@@ -34,7 +34,7 @@ pub fn textbook_pcg<B: Backend, C: Comm<B>>(
     b.apply(op, &p, &mut q)?;
     let mut kappa = dot(&r, &z)?;
     let mut cb = |_: usize, _: f64| {};
-    let mut mon = Monitor::new(params, dot(&r, &r)?, &mut cb);
+    let mut mon = Monitor::new(params, dot(&r, &r)?, dot(f, f)?, &mut cb);
     let mut it = 0;
     let reason = if let Some(reason) = mon.initial() {
         reason

@@ -150,9 +150,10 @@ impl<B: Backend> Multigrid<B> {
         // The hierarchy iterates on its own fine u; the caller's u is swapped in and out.
         std::mem::swap(u, &mut l.u);
         comm.exchange(b, &l.op, &mut l.u)?;
-        let mut rr = [h.fine_residual(b, &mut timer)?];
+        let mut rr = [h.fine_residual(b, &mut timer)?, 0.0];
+        rr[1] = b.dot(&h.levels[0].op, f, f)?;
         comm.sum(&mut rr)?;
-        let mut mon = Monitor::new(params, rr[0], monitor);
+        let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {
             reason
