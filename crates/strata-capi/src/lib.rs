@@ -617,6 +617,26 @@ unsafe fn device_array(
     Ok(unsafe { DeviceArray::with_order(ptr as u64, order, block.nx, block.ny, nz) })
 }
 
+/// The two device arrays `a` and `b` of the solver's block in `order`.
+///
+/// # Safety
+/// As device_array, for both.
+unsafe fn device_pair(
+    s: &StrataSolver,
+    (a, a_name): (*const f64, &str),
+    (b, b_name): (*const f64, &str),
+    order: i32,
+) -> Result<(strata_cuda::DeviceArray, strata_cuda::DeviceArray), StrataError> {
+    let (block, nz) = (dispatch!(&s.inner, _b, p => p.block()), s.problem().nz);
+    // SAFETY: promised by the caller (ranges checked on use).
+    unsafe {
+        Ok((
+            device_array(a, order, block, nz, a_name)?,
+            device_array(b, order, block, nz, b_name)?,
+        ))
+    }
+}
+
 /// The device array at `ptr` with `strides` (3 values: of i, j, k, in values).
 ///
 /// # Safety
@@ -696,14 +716,8 @@ pub unsafe extern "C" fn strata_solver_solve_device(
     guard(|| {
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        let (block, nz) = (dispatch!(&s.inner, _b, p => p.block()), s.problem().nz);
         // SAFETY: device arrays of the block promised by the caller (ranges checked on use).
-        let (r, x) = unsafe {
-            (
-                device_array(rhs, order, block, nz, "rhs")?,
-                device_array(u, order, block, nz, "u")?,
-            )
-        };
+        let (r, x) = unsafe { device_pair(s, (rhs, "rhs"), (u, "u"), order)? };
         // SAFETY: `info` is null or writable, as the caller promises.
         unsafe { solve_device_arrays(s, &r, &x, initial_guess, info) }
     })
@@ -754,14 +768,8 @@ pub unsafe extern "C" fn strata_solver_apply_device(
         use strata_cuda::DeviceSolve;
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        let (block, nz) = (dispatch!(&s.inner, _b, p => p.block()), s.problem().nz);
         // SAFETY: device arrays of the block promised by the caller (ranges checked on use).
-        let (xa, ya) = unsafe {
-            (
-                device_array(x, order, block, nz, "x")?,
-                device_array(y, order, block, nz, "y")?,
-            )
-        };
+        let (xa, ya) = unsafe { device_pair(s, (x, "x"), (y, "y"), order)? };
         dispatch_cuda!(&mut s.inner, b, p => p.apply_device(b, &xa, &ya))
     })
 }

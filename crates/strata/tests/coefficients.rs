@@ -50,36 +50,6 @@ fn with_zero_halo(mut f: HostField) -> HostField {
     f
 }
 
-fn smooth_coefficients(n: usize, nz: usize, contrast: f64) -> Coefficients {
-    let field = |phase: f64| {
-        let mut v = Vec::with_capacity(n * n * nz);
-        for j in 0..n {
-            for i in 0..n {
-                for k in 0..nz {
-                    let (x, y, z) = (
-                        (i as f64 + 0.5) / n as f64,
-                        (j as f64 + 0.5) / n as f64,
-                        (k as f64 + 0.5) / nz as f64,
-                    );
-                    let s =
-                        ((6.0 * x + phase).sin() * (4.0 * y).cos() + (5.0 * z + phase).sin()) / 2.0;
-                    v.push(contrast.powf(0.5 * s));
-                }
-            }
-        }
-        v
-    };
-    Coefficients {
-        n,
-        nz,
-        kx: field(0.0),
-        ky: field(1.0),
-        kz: field(2.0),
-        beta: field(3.0),
-        xi: None,
-    }
-}
-
 #[test]
 fn unit_coefficients_give_the_model_operator_to_rounding() {
     for geometry in [Geometry::Panel, Geometry::Box] {
@@ -164,7 +134,7 @@ fn the_general_operator_is_symmetric_and_positive() {
             nz: 10,
             ..Default::default()
         };
-        let c = smooth_coefficients(16, 10, 1000.0);
+        let c = Coefficients::smooth(16, 10, 1000.0);
         let s = LevelStencil::with_coefficients(
             &p,
             Block::whole(16),
@@ -287,7 +257,7 @@ fn manufactured_solution_with_varying_coefficients_is_second_order() {
 #[test]
 fn advection_makes_the_operator_non_symmetric_and_only_gcr_bicgstab_take_it() {
     let n = 16;
-    let mut c = smooth_coefficients(n, 8, 10.0);
+    let mut c = Coefficients::smooth(n, 8, 10.0);
     c.xi = Some([0usize, 1, 2].map(|d| {
         (0..n * n * 8)
             .map(|i| ((i * (d + 3)) % 11) as f64 / 5.0 - 1.0)
@@ -375,7 +345,7 @@ fn layered_coefficients(n: usize, nz: usize, contrast: f64) -> Coefficients {
 fn every_solver_solves_the_general_operator() {
     let n = 32;
     for (name, coeffs) in [
-        ("smooth 10x", smooth_coefficients(n, 16, 10.0)),
+        ("smooth 10x", Coefficients::smooth(n, 16, 10.0)),
         ("layer 1000x", layered_coefficients(n, 16, 1000.0)),
     ] {
         let p = ProblemParams {
@@ -465,7 +435,7 @@ fn dense_solve(a: &strata::matrix::SparseMatrix, b: &[f64]) -> Vec<f64> {
 fn the_assembled_matrix_is_the_operator_the_solvers_use() {
     for (geometry, coeffs) in [
         (Geometry::Panel, None),
-        (Geometry::Box, Some(smooth_coefficients(8, 6, 100.0))),
+        (Geometry::Box, Some(Coefficients::smooth(8, 6, 100.0))),
         (Geometry::Panel, Some(layered_coefficients(8, 6, 1000.0))),
     ] {
         let p = ProblemParams {
