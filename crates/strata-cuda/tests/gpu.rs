@@ -220,3 +220,65 @@ fn device_arrays_in_any_order_solve_like_host_arrays() {
         assert!(e.contains(what), "{e}");
     }
 }
+
+/// The memory estimate that refuses too-large problems (`strata::field_memory`, with this
+/// backend's padded field size) is what a persistent solver takes on the device, to 5 % and
+/// 64 MiB (reduction scratch, the compiled module), for every solver and with coefficient fields.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_memory_estimate_is_what_the_device_gives() {
+    use std::sync::Arc;
+    use strata::backend::prelude::*;
+    use strata::PersistentSolver;
+    let g = gpu();
+    let base = ProblemParams {
+        n: 512,
+        nz: 128,
+        ..Default::default()
+    };
+    g.load_kernels(base.nz).unwrap();
+    let coeffs = Arc::new(strata::problem::Coefficients::smooth(512, 128, 10.0));
+    let mut runs: Vec<(ProblemParams, SolverConfig)> = [
+        SolverKind::Cg,
+        SolverKind::Mg,
+        SolverKind::MgCg,
+        SolverKind::Gcr,
+        SolverKind::BiCgStab,
+    ]
+    .into_iter()
+    .map(|k| (base.clone(), SolverConfig::new(k)))
+    .collect();
+    runs.push((
+        ProblemParams {
+            coefficients: Some(coeffs),
+            ..base.clone()
+        },
+        SolverConfig::new(SolverKind::MgCg),
+    ));
+    for (p, cfg) in runs {
+        g.synchronize().unwrap();
+        let before = g.memory().unwrap().0 as f64;
+        let s = PersistentSolver::new(&g, &p, &cfg).unwrap();
+        g.synchronize().unwrap();
+        let used = before - g.memory().unwrap().0 as f64;
+        let estimate = strata::field_memory(&p, &cfg, |n| g.field_bytes(n, n, p.nz)) as f64;
+        let unknowns = p.unknowns() as f64;
+        println!(
+            "{} {}: device {:.1} B/unknown, estimate {:.1} B/unknown",
+            cfg.kind.name(),
+            if p.coefficients.is_some() {
+                "coefficients"
+            } else {
+                "model"
+            },
+            used / unknowns,
+            estimate / unknowns
+        );
+        assert!(
+            (used - estimate).abs() <= 0.05 * estimate + 64.0 * 1024.0 * 1024.0,
+            "{}: device {used:e} B, estimate {estimate:e} B",
+            cfg.kind.name()
+        );
+        drop(s);
+    }
+}

@@ -35,7 +35,8 @@ pub fn field_memory(
     let mut hierarchy = 0;
     let mut n = p.n;
     for _ in 0..cfg.num_levels() {
-        hierarchy += 4 * field_bytes(n) + columns(n);
+        // u, f and the work field (residual and smoother buffer) of every level.
+        hierarchy += 3 * field_bytes(n) + columns(n);
         n /= 2;
     }
     // The preconditioner of gcr and bicgstab: a hierarchy and a field of zeros for a V-cycle,

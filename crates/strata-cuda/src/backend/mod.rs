@@ -406,6 +406,18 @@ impl Fields for CudaBackend {
     fn synchronize(&self) -> Result<()> {
         cu(self.stream.synchronize())
     }
+
+    fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
+        // The padded device layout; a block too large for it is refused elsewhere, with a
+        // message: count it as the host layout here.
+        DeviceLayout::new(nx, ny, nz)
+            .map(|l| l.bytes())
+            .unwrap_or(((nx + 2) * (ny + 2) * nz * 8) as u64)
+    }
+
+    fn device_memory(&self) -> Result<Option<u64>> {
+        Ok(Some(self.memory()?.0 as u64))
+    }
 }
 
 impl Probes for CudaBackend {

@@ -89,11 +89,12 @@ impl<B: Backend> Hierarchy<B> {
         Ok(())
     }
 
-    /// r_lev ← f_lev − A u_lev (no halo: the restriction reads the interior only).
+    /// r_lev ← f_lev − A u_lev into the level's work field (no halo: the restriction reads the
+    /// interior only).
     fn residual(&mut self, b: &B, timer: &mut Timer, lev: usize) -> Result<()> {
         let l = &mut self.levels[lev];
         timer.run(b, Kernel::Residual, lev, || {
-            b.residual(&l.op, &l.f, &l.u, &mut l.r)
+            b.residual(&l.op, &l.f, &l.u, &mut l.work)
         })?;
         Ok(())
     }
@@ -129,7 +130,7 @@ impl<B: Backend> Hierarchy<B> {
         let (finer, this) = self.levels.split_at_mut(lev);
         let (fine, l) = (&finer[lev - 1], &mut this[0]);
         timer.run(b, Kernel::RestrictSmooth, lev, || {
-            b.restrict_smooth(&fine.op, &l.op, &fine.r, &mut l.f, &mut l.u, rho, scale)
+            b.restrict_smooth(&fine.op, &l.op, &fine.work, &mut l.f, &mut l.u, rho, scale)
         })?;
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))?;
         if red_black {
@@ -175,9 +176,9 @@ impl<B: Backend> Hierarchy<B> {
         let rho = self.params.rho;
         let l = &mut self.levels[lev];
         timer.run(b, Kernel::Smooth, lev, || {
-            b.smooth(&l.op, &l.f, &l.u, &mut l.u_alt, rho)
+            b.smooth(&l.op, &l.f, &l.u, &mut l.work, rho)
         })?;
-        std::mem::swap(&mut l.u, &mut l.u_alt);
+        std::mem::swap(&mut l.u, &mut l.work);
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))
     }
 }

@@ -1,4 +1,5 @@
-//! The multigrid hierarchy: per level the prepared operator and the fields u, u_alt, f, r.
+//! The multigrid hierarchy: per level the prepared operator and the fields u, f and one work
+//! field (the residual, and the out-of-place smoother's second buffer).
 
 use super::MgParams;
 use crate::backend::Backend;
@@ -6,19 +7,20 @@ use crate::comm::Comm;
 use crate::error::{invalid, Result};
 use crate::stencil::LevelStencil;
 
-/// One level's operator and fields. The smoother is out of place: it writes `u_alt` and the two
-/// are swapped, which needs no second kernel to avoid the race on u.
+/// One level's operator and fields. The block-Jacobi smoother is out of place: it writes `work`
+/// and the two are swapped, which needs no second kernel to avoid the race on u. The residual
+/// lives in `work` too: in a V-cycle it is written after the pre-smoothing (whose swap left the
+/// old iterate there, dead) and read by the next level's restriction before the post-smoothing
+/// writes `work` again (three fields per level, not four: docs/PERFORMANCE.md, memory).
 pub struct MgLevel<B: Backend> {
     /// The level's prepared stencil.
     pub op: B::LevelOp,
     /// Current iterate (the correction on coarse levels).
     pub u: B::Field,
-    /// Second buffer of the out-of-place smoother.
-    pub u_alt: B::Field,
+    /// The residual, and the second buffer of the out-of-place smoother.
+    pub work: B::Field,
     /// Right-hand side (the restricted residual on coarse levels).
     pub f: B::Field,
-    /// Residual.
-    pub r: B::Field,
 }
 
 /// The levels, finest first, and the multigrid parameters.
@@ -49,9 +51,8 @@ impl<B: Backend> Hierarchy<B> {
                 let op = b.prepare_level(s)?;
                 Ok(MgLevel {
                     u: b.alloc(&op)?,
-                    u_alt: b.alloc(&op)?,
+                    work: b.alloc(&op)?,
                     f: b.alloc(&op)?,
-                    r: b.alloc(&op)?,
                     op,
                 })
             })

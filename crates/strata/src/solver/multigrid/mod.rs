@@ -110,7 +110,7 @@ pub struct Multigrid<B: Backend> {
 }
 
 impl<B: Backend> Multigrid<B> {
-    /// Prepares the levels (finest first) and allocates u, u_alt, f, r on each.
+    /// Prepares the levels (finest first) and allocates u, f and a work field on each.
     pub fn new(backend: &B, stencils: &[LevelStencil], params: MgParams) -> Result<Self> {
         Ok(Self {
             h: Hierarchy::new(backend, stencils, params)?,
@@ -180,7 +180,7 @@ impl<B: Backend> Hierarchy<B> {
     pub(crate) fn fine_residual(&mut self, b: &B, timer: &mut Timer) -> Result<f64> {
         let l = &mut self.levels[0];
         timer.run(b, Kernel::Residual, 0, || {
-            b.residual(&l.op, &l.f, &l.u, &mut l.r)
+            b.residual(&l.op, &l.f, &l.u, &mut l.work)
         })
     }
 }
