@@ -231,13 +231,15 @@ fn the_memory_estimate_is_what_the_device_gives() {
     use strata::backend::prelude::*;
     use strata::PersistentSolver;
     let g = gpu();
+    // The model problem at 2048² × 128 (the padding of the layout is 3 % there), the
+    // coefficient fields at 1024² × 128.
     let base = ProblemParams {
-        n: 512,
+        n: 2048,
         nz: 128,
         ..Default::default()
     };
     g.load_kernels(base.nz).unwrap();
-    let coeffs = Arc::new(strata::problem::Coefficients::smooth(512, 128, 10.0));
+    let coeffs = Arc::new(strata::problem::Coefficients::smooth(1024, 128, 10.0));
     let mut runs: Vec<(ProblemParams, SolverConfig)> = [
         SolverKind::Cg,
         SolverKind::Mg,
@@ -250,6 +252,7 @@ fn the_memory_estimate_is_what_the_device_gives() {
     .collect();
     runs.push((
         ProblemParams {
+            n: 1024,
             coefficients: Some(coeffs),
             ..base.clone()
         },
