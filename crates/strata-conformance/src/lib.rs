@@ -238,6 +238,12 @@ pub fn stencil_kernels<B: Backend>(b: &B) {
             rel_diff(&to_host(b, &op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
             "residual {ctx}"
         );
+        let mut dr = to_backend(b, &op, &y);
+        b.residual_only(&op, &df, &dx, &mut dr).unwrap();
+        assert!(
+            rel_diff(&to_host(b, &op, &dr), &ha) <= TOL,
+            "residual_only {ctx}"
+        );
         let spread = rounding_spread(&f, |f_in| {
             let mut z = f_in.clone();
             r.line_solve(&s, f_in, &mut z).unwrap();

@@ -22,6 +22,19 @@ impl StencilKernels for CudaBackend {
         Ok(self.finish_reduce(op, &mut red, 1)?[0])
     }
 
+    fn residual_only(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &CudaField,
+        r: &mut CudaField,
+    ) -> Result<()> {
+        self.check(op, &[f, u, r]);
+        // The same kernel; its block partials are left unread (no wait for the host).
+        let mut red = self.reduce_lock();
+        launch_op!(self, op, K::Residual, K::ResidualCells; &f.data, &u.data, &mut r.data, &mut red.partials)
+    }
+
     fn cg_spmv(
         &self,
         op: &CudaLevel,

@@ -155,6 +155,19 @@ pub trait StencilKernels: Fields {
         r: &mut Self::Field,
     ) -> Result<f64>;
 
+    /// r ← f − A u where the norm is not needed (the V-cycle's coarse-grid residuals): a GPU
+    /// then does not wait for the norm's reduction to reach the host. By default
+    /// [`StencilKernels::residual`] with the norm dropped.
+    fn residual_only(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &Self::Field,
+        r: &mut Self::Field,
+    ) -> Result<()> {
+        self.residual(op, f, u, r).map(|_| ())
+    }
+
     /// Fused CG SpMV (docs/MODEL.md §8.2): u ← u + α p; p ← z + β p; q ← A z + β q; returns the local
     /// Σ p·q.
     #[allow(clippy::too_many_arguments)]

@@ -94,9 +94,8 @@ impl<B: Backend> Hierarchy<B> {
     fn residual(&mut self, b: &B, timer: &mut Timer, lev: usize) -> Result<()> {
         let l = &mut self.levels[lev];
         timer.run(b, Kernel::Residual, lev, || {
-            b.residual(&l.op, &l.f, &l.u, &mut l.work)
-        })?;
-        Ok(())
+            b.residual_only(&l.op, &l.f, &l.u, &mut l.work)
+        })
     }
 
     /// u_lev ← u_lev + P u_{lev+1}, and the halo of u_lev.
