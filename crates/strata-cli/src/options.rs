@@ -138,6 +138,10 @@ pub struct MgArgs {
     /// red-black line Gauss–Seidel (fewer cycles; symmetric, so mg-cg may use it).
     #[arg(long, value_enum, default_value = "jacobi")]
     pub smoother: SmootherArg,
+    /// Damping ρ of the block-Jacobi smoother, in (0, 2) (the paper's 2/3; red-black does not
+    /// use it).
+    #[arg(long, default_value_t = 2.0 / 3.0)]
+    pub rho: f64,
 }
 
 /// `--smoother`.
@@ -155,6 +159,7 @@ impl MgArgs {
         MgParams {
             n_levels: self.levels,
             coarse_steps: self.coarse_steps,
+            rho: self.rho,
             smoother: match self.smoother {
                 SmootherArg::Jacobi => strata::solver::Smoother::Jacobi,
                 SmootherArg::RedBlack => strata::solver::Smoother::RedBlack,

@@ -148,7 +148,7 @@ impl Setup {
 /// Says a library error about a parameter in terms of the flag that sets it (`levels` →
 /// `--levels`), so that the checks live in the library alone.
 pub fn flag_error(e: CliError) -> CliError {
-    const FLAGS: [&str; 18] = [
+    const FLAGS: [&str; 19] = [
         "restart",
         "coefficients",
         "solver",
@@ -160,6 +160,7 @@ pub fn flag_error(e: CliError) -> CliError {
         "delta",
         "levels",
         "coarse_steps",
+        "rho",
         "rtol",
         "max_it",
         "threads",
