@@ -504,6 +504,32 @@ pub unsafe extern "C" fn strata_solver_apply(
     })
 }
 
+/// The names of the seven coefficient arrays, in the order of the set_coefficients calls.
+const COEFFICIENT_NAMES: [&str; 7] = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", "xi_z"];
+
+/// Coefficient fields of an `n × n × nz` problem from the arrays given (in
+/// [`COEFFICIENT_NAMES`] order; `None`: the model problem's value, 1 or δ for β, 0 for a ξ
+/// component); `None` when no array is given (the model problem).
+fn coefficients_from(p: &ProblemParams, given: Vec<Option<Vec<f64>>>) -> Option<Coefficients> {
+    if given.iter().all(Option::is_none) {
+        return None;
+    }
+    let len = p.n * p.n * p.nz;
+    let mut c = Coefficients::constant(p.n, p.nz, p.delta);
+    let mut it = given.into_iter();
+    for field in [&mut c.kx, &mut c.ky, &mut c.kz, &mut c.beta] {
+        if let Some(v) = it.next().flatten() {
+            *field = v;
+        }
+    }
+    let xi: Vec<Option<Vec<f64>>> = it.collect();
+    if xi.iter().any(Option::is_some) {
+        let mut v = xi.into_iter().map(|x| x.unwrap_or_else(|| vec![0.0; len]));
+        c.xi = Some([v.next()?, v.next()?, v.next()?]);
+    }
+    Some(c)
+}
+
 /// Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
 /// for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
 /// `xi_z`: all null for none, a null component is 0). All null: back to the model problem.
@@ -528,35 +554,19 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
         let p = s.problem().clone();
         let (n, nz) = (p.n, p.nz);
         let len = n * n * nz;
-        let all = [kx, ky, kz, beta, xi_x, xi_y, xi_z];
-        let coefficients = if all.iter().all(|x| x.is_null()) {
-            None
-        } else {
-            let mut c = Coefficients::constant(n, nz, p.delta);
-            for (ptr, field, name) in [
-                (kx, &mut c.kx, "kx"),
-                (ky, &mut c.ky, "ky"),
-                (kz, &mut c.kz, "kz"),
-                (beta, &mut c.beta, "beta"),
-            ] {
-                if !ptr.is_null() {
-                    // SAFETY: non-null, `len` values promised by the caller.
-                    *field = unsafe { slice(ptr, len, name) }?.to_vec();
-                }
-            }
-            if [xi_x, xi_y, xi_z].iter().any(|x| !x.is_null()) {
-                let mut xi = [vec![0.0; len], vec![0.0; len], vec![0.0; len]];
-                for (ptr, field, name) in [(xi_x, 0, "xi_x"), (xi_y, 1, "xi_y"), (xi_z, 2, "xi_z")]
-                {
-                    if !ptr.is_null() {
-                        // SAFETY: non-null, `len` values promised by the caller.
-                        xi[field] = unsafe { slice(ptr, len, name) }?.to_vec();
-                    }
-                }
-                c.xi = Some(xi);
-            }
-            Some(c)
-        };
+        let mut given = Vec::with_capacity(7);
+        for (ptr, name) in [kx, ky, kz, beta, xi_x, xi_y, xi_z]
+            .into_iter()
+            .zip(COEFFICIENT_NAMES)
+        {
+            // SAFETY: each non-null pointer holds `len` values, promised by the caller.
+            given.push(if ptr.is_null() {
+                None
+            } else {
+                Some(unsafe { slice(ptr, len, name) }?.to_vec())
+            });
+        }
+        let coefficients = coefficients_from(&p, given);
         dispatch!(&mut s.inner, b, p => p.update_coefficients(b, coefficients))
     })
 }
@@ -801,48 +811,28 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         let p = s.problem().clone();
         let block = dispatch!(&s.inner, _b, p => p.block());
-        let all = [kx, ky, kz, beta, xi_x, xi_y, xi_z];
-        let coefficients = if all.iter().all(|x| x.is_null()) {
-            None
-        } else {
-            let names = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", "xi_z"];
-            let mut host: Vec<Option<Vec<f64>>> = Vec::with_capacity(7);
-            for (ptr, name) in all.into_iter().zip(names) {
-                host.push(if ptr.is_null() {
-                    None
-                } else {
-                    // SAFETY: a device array of the block promised by the caller (its range
-                    // is checked before use).
-                    let a = unsafe { device_array(ptr, order, block, p.nz, name) }?;
-                    Some(dispatch_cuda!(&mut s.inner, b, q => q.read_device(b, &a))?)
-                });
-            }
-            let len = block.nx * block.ny * p.nz;
-            let mut c = Coefficients::constant(p.n, p.nz, p.delta);
-            if len != c.kx.len() {
-                return Err(StrataError::invalid(
-                    "solver",
-                    "is one rank of several: coefficient fields of a distributed solver are not \
-                     taken from device arrays yet",
-                ));
-            }
-            let mut it = host.into_iter();
-            for field in [&mut c.kx, &mut c.ky, &mut c.kz, &mut c.beta] {
-                if let Some(v) = it.next().flatten() {
-                    *field = v;
-                }
-            }
-            let xi: Vec<Option<Vec<f64>>> = it.collect();
-            if xi.iter().any(Option::is_some) {
-                let mut v = xi.into_iter().map(|x| x.unwrap_or_else(|| vec![0.0; len]));
-                c.xi = Some([
-                    v.next().expect("three"),
-                    v.next().expect("three"),
-                    v.next().expect("three"),
-                ]);
-            }
-            Some(c)
-        };
+        if block.nx * block.ny != p.n * p.n {
+            return Err(StrataError::invalid(
+                "solver",
+                "is one rank of several: coefficient fields of a distributed solver are not \
+                 taken from device arrays yet",
+            ));
+        }
+        let mut given = Vec::with_capacity(7);
+        for (ptr, name) in [kx, ky, kz, beta, xi_x, xi_y, xi_z]
+            .into_iter()
+            .zip(COEFFICIENT_NAMES)
+        {
+            given.push(if ptr.is_null() {
+                None
+            } else {
+                // SAFETY: a device array of the block promised by the caller (its range is
+                // checked before use).
+                let a = unsafe { device_array(ptr, order, block, p.nz, name) }?;
+                Some(dispatch_cuda!(&mut s.inner, b, q => q.read_device(b, &a))?)
+            });
+        }
+        let coefficients = coefficients_from(&p, given);
         dispatch_cuda!(&mut s.inner, b, q => q.update_coefficients(b, coefficients))
     })
 }
