@@ -4,6 +4,7 @@
 
 mod block;
 mod decomposition;
+pub mod sphere;
 
 pub use block::{Block, Side, Sides};
 pub use decomposition::{max_levels, split, Decomposition, RankGrid};
