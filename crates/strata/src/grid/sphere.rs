@@ -305,6 +305,9 @@ mod table {
         }
         println!("{rows}");
         let doc = include_str!("../../../../docs/MODEL.md");
-        assert!(doc.contains(&rows), "docs/MODEL.md §16 is not this table:\n{rows}");
+        assert!(
+            doc.contains(&rows),
+            "docs/MODEL.md §16 is not this table:\n{rows}"
+        );
     }
 }
