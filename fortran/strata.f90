@@ -55,6 +55,8 @@ module strata
         integer(c_int32_t) :: backend
         integer(c_int32_t) :: threads
         integer(c_int32_t) :: device
+        integer(c_int32_t) :: smoother
+        real(c_double) :: rho
     end type
 
     ! Mirrors StrataInfo of strata.h.

@@ -103,3 +103,19 @@ def test_the_example_time_loop_runs():
     out = subprocess.run([sys.executable, str(example), "cpu"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("ok")
+
+
+def test_smoother_choices_take_fewer_cycles():
+    f = random_rhs((64, 64, 32), 5)
+    its = {}
+    for name, kwargs in [("jacobi", {}), ("rho 0.8", {"rho": 0.8}), ("red-black", {"smoother": "red-black"})]:
+        s = strata.Solver(64, 32, solver="mg", levels=4, backend="cpu", **kwargs)
+        u = s.solve(f)
+        assert s.info["converged"], name
+        assert np.linalg.norm(s.apply(u) - f) < 1e-4 * np.linalg.norm(f)
+        its[name] = s.info["iterations"]
+    assert its["rho 0.8"] < its["jacobi"] and its["red-black"] < its["jacobi"], its
+    with pytest.raises(ValueError, match="smoother must be"):
+        strata.Solver(16, 8, levels=3, smoother="sor")
+    with pytest.raises(ValueError, match="rho"):
+        strata.Solver(16, 8, levels=3, rho=2.5)

@@ -85,6 +85,12 @@ typedef struct StrataOptions {
   int32_t threads;
   // CUDA device ordinal.
   int32_t device;
+  // Multigrid smoother: 0 the paper's block-Jacobi line relaxation, 1 red-black line
+  // Gauss–Seidel.
+  int32_t smoother;
+  // Damping ρ of the block-Jacobi smoother, in (0, 2) (2/3 by default; 0.8 takes fewer
+  // cycles, docs/PERFORMANCE.md).
+  double rho;
 } StrataOptions;
 
 // What a solve did.

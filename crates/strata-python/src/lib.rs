@@ -28,8 +28,11 @@ fn to_py(e: StrataError) -> PyErr {
 ///
 /// Solver(n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01, delta=1.0,
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
-///        preconditioner="mg", restart=5, threads=None)
+///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
+///        smoother="jacobi", rho=2/3)
 ///
+/// smoother is the multigrid smoother: "jacobi" (the paper's block-Jacobi line relaxation,
+/// damped by rho; rho=0.8 takes fewer cycles) or "red-black" (line Gauss-Seidel).
 /// rtol stops a solve when |f - A u| < rtol |f| (2-norms of the volume-integrated fields; from a
 /// zero guess the same as |r| / |r0| < rtol; a warm start must meet it too).
 /// solver is one of "cg", "mg", "mg-cg", "gcr", "bicgstab"; preconditioner ("line" or "mg") is
@@ -249,7 +252,8 @@ impl Solver {
     #[new]
     #[pyo3(signature = (n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01,
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
-        preconditioner="mg", restart=5, threads=None, backend="auto", device=0))]
+        preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother="jacobi",
+        rho=2.0/3.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -272,7 +276,18 @@ impl Solver {
         threads: Option<usize>,
         backend: &str,
         device: usize,
+        smoother: &str,
+        rho: f64,
     ) -> PyResult<Self> {
+        let smoother = match smoother {
+            "jacobi" => ::strata::solver::Smoother::Jacobi,
+            "red-black" => ::strata::solver::Smoother::RedBlack,
+            s => {
+                return Err(PyValueError::new_err(format!(
+                    "smoother must be 'jacobi' or 'red-black' (got {s:?})"
+                )))
+            }
+        };
         let cuda = match backend {
             "auto" => strata_cuda::unavailable_reason().is_none(),
             "cpu" => false,
@@ -323,7 +338,9 @@ impl Solver {
             .with_rtol(rtol)
             .with_max_it(max_it)
             .with_preconditioner(pc)
-            .with_restart(restart);
+            .with_restart(restart)
+            .with_smoother(smoother)
+            .with_rho(rho);
         let engine = if cuda {
             let b = Box::new(CudaBackend::new(device).map_err(to_py)?);
             let s = py

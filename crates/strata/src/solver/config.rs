@@ -102,6 +102,18 @@ impl SolverConfig {
         self
     }
 
+    /// Sets the multigrid smoother.
+    pub fn with_smoother(mut self, smoother: super::Smoother) -> Self {
+        self.multigrid.smoother = smoother;
+        self
+    }
+
+    /// Sets the damping ρ of the block-Jacobi smoother.
+    pub fn with_rho(mut self, rho: f64) -> Self {
+        self.multigrid.rho = rho;
+        self
+    }
+
     /// Sets the smoother steps on the coarsest level.
     pub fn with_coarse_steps(mut self, steps: usize) -> Self {
         self.multigrid.coarse_steps = steps;
