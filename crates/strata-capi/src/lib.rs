@@ -527,12 +527,25 @@ pub unsafe extern "C" fn strata_solver_apply(
 /// The names of the seven coefficient arrays, in the order of the set_coefficients calls.
 const COEFFICIENT_NAMES: [&str; 7] = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", "xi_z"];
 
-/// Coefficient fields of an `n × n × nz` problem from the arrays given (in
-/// [`COEFFICIENT_NAMES`] order; `None`: the model problem's value, 1 or δ for β, 0 for a ξ
-/// component); `None` when no array is given (the model problem).
-fn coefficients_from(p: &ProblemParams, given: Vec<Option<Vec<f64>>>) -> Option<Coefficients> {
-    if given.iter().all(Option::is_none) {
-        return None;
+/// Coefficient fields of an `n × n × nz` problem from the seven arrays of the set_coefficients
+/// calls (in [`COEFFICIENT_NAMES`] order; null: the model problem's value, 1 or δ for β, 0 for a
+/// ξ component), each non-null one read by `read(pointer, name)`; `None` when all are null (the
+/// model problem).
+fn coefficients_from(
+    p: &ProblemParams,
+    pointers: [*const f64; 7],
+    mut read: impl FnMut(*const f64, &str) -> Result<Vec<f64>, StrataError>,
+) -> Result<Option<Coefficients>, StrataError> {
+    if pointers.iter().all(|x| x.is_null()) {
+        return Ok(None);
+    }
+    let mut given = Vec::with_capacity(7);
+    for (ptr, name) in pointers.into_iter().zip(COEFFICIENT_NAMES) {
+        given.push(if ptr.is_null() {
+            None
+        } else {
+            Some(read(ptr, name)?)
+        });
     }
     let len = p.n * p.n * p.nz;
     let mut c = Coefficients::constant(p.n, p.nz, p.delta);
@@ -545,9 +558,13 @@ fn coefficients_from(p: &ProblemParams, given: Vec<Option<Vec<f64>>>) -> Option<
     let xi: Vec<Option<Vec<f64>>> = it.collect();
     if xi.iter().any(Option::is_some) {
         let mut v = xi.into_iter().map(|x| x.unwrap_or_else(|| vec![0.0; len]));
-        c.xi = Some([v.next()?, v.next()?, v.next()?]);
+        c.xi = v
+            .next()
+            .zip(v.next())
+            .zip(v.next())
+            .map(|((a, b), c)| [a, b, c]);
     }
-    Some(c)
+    Ok(Some(c))
 }
 
 /// Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
@@ -574,19 +591,11 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
         let p = s.problem().clone();
         let (n, nz) = (p.n, p.nz);
         let len = n * n * nz;
-        let mut given = Vec::with_capacity(7);
-        for (ptr, name) in [kx, ky, kz, beta, xi_x, xi_y, xi_z]
-            .into_iter()
-            .zip(COEFFICIENT_NAMES)
-        {
-            // SAFETY: each non-null pointer holds `len` values, promised by the caller.
-            given.push(if ptr.is_null() {
-                None
-            } else {
-                Some(unsafe { slice(ptr, len, name) }?.to_vec())
-            });
-        }
-        let coefficients = coefficients_from(&p, given);
+        let coefficients =
+            coefficients_from(&p, [kx, ky, kz, beta, xi_x, xi_y, xi_z], |ptr, name| {
+                // SAFETY: a non-null pointer to `len` values, promised by the caller.
+                unsafe { slice(ptr, len, name) }.map(<[f64]>::to_vec)
+            })?;
         dispatch!(&mut s.inner, b, p => p.update_coefficients(b, coefficients))
     })
 }
@@ -838,21 +847,13 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
                  taken from device arrays yet",
             ));
         }
-        let mut given = Vec::with_capacity(7);
-        for (ptr, name) in [kx, ky, kz, beta, xi_x, xi_y, xi_z]
-            .into_iter()
-            .zip(COEFFICIENT_NAMES)
-        {
-            given.push(if ptr.is_null() {
-                None
-            } else {
-                // SAFETY: a device array of the block promised by the caller (its range is
-                // checked before use).
+        let coefficients =
+            coefficients_from(&p, [kx, ky, kz, beta, xi_x, xi_y, xi_z], |ptr, name| {
+                // SAFETY: a device array of the block promised by the caller (its range is checked
+                // before use).
                 let a = unsafe { device_array(ptr, order, block, p.nz, name) }?;
-                Some(dispatch_cuda!(&mut s.inner, b, q => q.read_device(b, &a))?)
-            });
-        }
-        let coefficients = coefficients_from(&p, given);
+                dispatch_cuda!(&mut s.inner, b, q => q.read_device(b, &a))
+            })?;
         dispatch_cuda!(&mut s.inner, b, q => q.update_coefficients(b, coefficients))
     })
 }
