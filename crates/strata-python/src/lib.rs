@@ -106,19 +106,18 @@ fn interface<'py>(obj: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound
     Ok((obj, cai))
 }
 
-fn kind_of(name: &str) -> PyResult<SolverKind> {
-    Ok(match name {
-        "cg" => SolverKind::Cg,
-        "mg" => SolverKind::Mg,
-        "mg-cg" => SolverKind::MgCg,
-        "gcr" => SolverKind::Gcr,
-        "bicgstab" => SolverKind::BiCgStab,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "solver must be one of cg, mg, mg-cg, gcr, bicgstab (got {other:?})"
+/// The value named `got` among `options` for the keyword `what`, or a ValueError listing them.
+fn choose<T: Copy>(what: &str, got: &str, options: &[(&str, T)]) -> PyResult<T> {
+    match options.iter().find(|(name, _)| *name == got) {
+        Some((_, v)) => Ok(*v),
+        None => {
+            let names: Vec<String> = options.iter().map(|(n, _)| format!("'{n}'")).collect();
+            Err(PyValueError::new_err(format!(
+                "{what} must be one of {} (got {got:?})",
+                names.join(", ")
             )))
         }
-    })
+    }
 }
 
 impl Solver {
@@ -279,43 +278,47 @@ impl Solver {
         smoother: &str,
         rho: f64,
     ) -> PyResult<Self> {
-        let smoother = match smoother {
-            "jacobi" => ::strata::solver::Smoother::Jacobi,
-            "red-black" => ::strata::solver::Smoother::RedBlack,
-            s => {
-                return Err(PyValueError::new_err(format!(
-                    "smoother must be 'jacobi' or 'red-black' (got {s:?})"
-                )))
-            }
+        use ::strata::solver::Smoother;
+        let smoother = choose(
+            "smoother",
+            smoother,
+            &[
+                ("jacobi", Smoother::Jacobi),
+                ("red-black", Smoother::RedBlack),
+            ],
+        )?;
+        let cuda = match choose(
+            "backend",
+            backend,
+            &[("auto", None), ("cpu", Some(false)), ("cuda", Some(true))],
+        )? {
+            Some(c) => c,
+            None => strata_cuda::unavailable_reason().is_none(),
         };
-        let cuda = match backend {
-            "auto" => strata_cuda::unavailable_reason().is_none(),
-            "cpu" => false,
-            "cuda" => true,
-            b => {
-                return Err(PyValueError::new_err(format!(
-                    "backend must be 'auto', 'cpu' or 'cuda' (got {b:?})"
-                )))
-            }
-        };
-        let geometry = match geometry {
-            "panel" => Geometry::Panel,
-            "box" => Geometry::Box,
-            g => {
-                return Err(PyValueError::new_err(format!(
-                    "geometry must be 'panel' or 'box' (got {g:?})"
-                )))
-            }
-        };
-        let pc = match preconditioner {
-            "line" => Preconditioner::Line,
-            "mg" => Preconditioner::Multigrid,
-            p => {
-                return Err(PyValueError::new_err(format!(
-                    "preconditioner must be 'line' or 'mg' (got {p:?})"
-                )))
-            }
-        };
+        let geometry = choose(
+            "geometry",
+            geometry,
+            &[("panel", Geometry::Panel), ("box", Geometry::Box)],
+        )?;
+        let pc = choose(
+            "preconditioner",
+            preconditioner,
+            &[
+                ("line", Preconditioner::Line),
+                ("mg", Preconditioner::Multigrid),
+            ],
+        )?;
+        let kind = choose(
+            "solver",
+            solver,
+            &[
+                ("cg", SolverKind::Cg),
+                ("mg", SolverKind::Mg),
+                ("mg-cg", SolverKind::MgCg),
+                ("gcr", SolverKind::Gcr),
+                ("bicgstab", SolverKind::BiCgStab),
+            ],
+        )?;
         let p = ProblemParams {
             geometry,
             n,
@@ -332,7 +335,7 @@ impl Solver {
             omega,
             coefficients: None,
         };
-        let cfg = SolverConfig::new(kind_of(solver)?)
+        let cfg = SolverConfig::new(kind)
             .with_levels(levels)
             .with_coarse_steps(coarse_steps)
             .with_rtol(rtol)
