@@ -52,11 +52,8 @@ impl LineKernels for CudaBackend {
             self.tuning.block_x,
         )
         .0;
-        let kernel = match op.cells {
-            None => K::SmoothColor,
-            Some(_) => K::SmoothColorCells,
-        };
         let sym = sym_flag(op);
+        let kernel = op_kernel(op, K::SmoothColor, K::SmoothColorCells);
         let mut l = self.stream.launch_builder(op.k.get(kernel));
         l.arg(&op.layout);
         push_operator(&mut l, op, &sym);
@@ -82,10 +79,7 @@ impl LineKernels for CudaBackend {
             (fine.layout.nx, fine.layout.ny),
             (2 * coarse.layout.nx, 2 * coarse.layout.ny)
         );
-        let kernel = match coarse.cells {
-            None => K::RestrictSmooth,
-            Some(_) => K::RestrictSmoothCells,
-        };
+        let kernel = op_kernel(coarse, K::RestrictSmooth, K::RestrictSmoothCells);
         let sym = sym_flag(coarse);
         let mut b = self.stream.launch_builder(coarse.k.get(kernel));
         b.arg(&fine.layout).arg(&coarse.layout);

@@ -27,19 +27,31 @@ macro_rules! launch_columns {
     }};
 }
 
-/// Launches the kernel of level `$op`'s operator: `$model` with the column coefficients, or
-/// `$cells` with the per-cell entries ([`cells::CellArrays`]), with the given arguments after them.
+/// Launches the kernel of level `$op`'s operator over its columns: `$model` with the column
+/// coefficients, or `$cells` with the per-cell entries ([`cells::CellArrays`]); the level's
+/// layout and operator arguments ([`push_operator`]) first, then the given arguments.
 macro_rules! launch_op {
     ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {{
-        match &$op.cells {
-            None => launch_columns!($self, $op, $model; &$op.cols, &$op.vert, $($arg),*),
-            Some(c) => {
-                let [d, e, n, u, w, s, b] = c.params();
-                let sym = c.sym_flag();
-                launch_columns!($self, $op, $cells; d, e, n, u, w, s, b, &sym, $($arg),*)
-            }
-        }
+        let op = $op;
+        let sym = sym_flag(op);
+        let mut b = $self.stream.launch_builder(op.k.get(op_kernel(op, $model, $cells)));
+        b.arg(&op.layout);
+        push_operator(&mut b, op, &sym);
+        $( b.arg($arg); )*
+        // SAFETY: every field argument was checked to have this level's layout, and the column
+        // kernels touch only that layout's elements (interior, or halo for reads).
+        cu(unsafe { b.launch(op.cfg) }).map(|_| ())
     }};
+}
+
+/// The kernel of level `op`'s operator: `model` with column coefficients, `cells` with
+/// per-cell entries.
+fn op_kernel(op: &CudaLevel, model: K, cells: K) -> K {
+    if op.cells.is_some() {
+        cells
+    } else {
+        model
+    }
 }
 
 /// Pushes the arguments of level `op`'s operator: the column coefficients and vertical vectors,
