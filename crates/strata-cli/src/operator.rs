@@ -82,6 +82,7 @@ pub fn run(a: OperatorArgs) -> CliResult<ExitCode> {
             match p.geometry {
                 strata::problem::Geometry::Panel => "panel",
                 strata::problem::Geometry::Box => "box",
+                strata::problem::Geometry::Sphere => "sphere",
             },
             p.n,
             p.n,

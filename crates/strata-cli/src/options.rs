@@ -11,6 +11,8 @@ pub enum GeometryArg {
     Panel,
     /// The flat box `[0,1]² × [0,H]`.
     Box,
+    /// The whole cubed sphere: six panels of n × n columns, no lateral boundary.
+    Sphere,
 }
 
 /// Solver (command-line form).
@@ -106,6 +108,7 @@ impl ProblemArgs {
             geometry: match self.geometry {
                 GeometryArg::Panel => Geometry::Panel,
                 GeometryArg::Box => Geometry::Box,
+                GeometryArg::Sphere => Geometry::Sphere,
             },
             n,
             nz: self.nz,

@@ -16,6 +16,7 @@ pub fn problem_line(p: &ProblemParams, rhs_file: Option<&Path>, rhs: RhsKind) ->
     let geometry = match p.geometry {
         Geometry::Panel => "panel",
         Geometry::Box => "box",
+        Geometry::Sphere => "sphere (6 panels)",
     };
     let grading = match p.grading {
         Grading::Uniform => "uniform",

@@ -144,7 +144,14 @@ pub fn level(g: Geometry, block: Block, nz: usize) -> LevelStencil {
 /// Blocks of `nx × ny` of an `n × n` level: at the south-west corner, at the north-east corner,
 /// in the interior; and a whole odd level.
 pub fn blocks(n: usize, nx: usize, ny: usize) -> Vec<Block> {
-    let at = |i0, j0| Block { n, i0, j0, nx, ny };
+    let at = |i0, j0| Block {
+        n,
+        i0,
+        j0,
+        nx,
+        ny,
+        panel: None,
+    };
     vec![at(0, 0), at(n - nx, n - ny), at(6, 8), Block::whole(13)]
 }
 
@@ -577,6 +584,7 @@ pub fn cell_coefficient_kernels<B: Backend>(b: &B) {
                 j0: 8,
                 nx: 14,
                 ny: 10,
+                panel: None,
             },
         ] {
             let s = LevelStencil::with_coefficients(&p, block, v.clone(), Some(&coeffs));

@@ -72,6 +72,21 @@ extern "C" __global__ void unpack_face_f64(Layout L, int side, int count, const 
     }
 }
 
+// The halo of x across `side` <- the interior layer of src next to `src_side` (another block of
+// this process, the same face length), the other way along the face if `reversed`: the
+// exchange between tiles of the sphere, with no buffer. Launch: threads over (t, k).
+extern "C" __global__ void copy_halo_f64(Layout S, int src_side, const double* __restrict__ src, Layout L,
+                                         int side, int count, int reversed, double* __restrict__ x) {
+    const idx_t n = (idx_t)count * NZ;
+    for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
+        const int t = (int)(e / NZ), k = (int)(e % NZ);
+        int si, sj, i, j;
+        face_column(S, src_side, reversed ? count - 1 - t : t, 0, si, sj);
+        face_column(L, side, t, 1, i, j);
+        x[at_(L, i, j, k)] = src[at_(S, si, sj, k)];
+    }
+}
+
 // Arrays of the caller in device memory (src/backend/borrowed.rs), any strides (in values) of
 // i, j, k: element (i, j, k) at h[i si + j sj + k sk]. Threads over i are consecutive, so the
 // x-fastest order (si = 1) is coalesced on both sides; the k-fastest order goes through the

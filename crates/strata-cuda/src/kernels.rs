@@ -80,11 +80,13 @@ pub enum Kernel {
     PackFace,
     /// `unpack_face_f64` (transfer.cu).
     UnpackFace,
+    /// `copy_halo_f64` (transfer.cu).
+    CopyHalo,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 30] = [
+    pub const ALL: [Kernel; 31] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -115,6 +117,7 @@ impl Kernel {
         Kernel::Scatter,
         Kernel::PackFace,
         Kernel::UnpackFace,
+        Kernel::CopyHalo,
     ];
 
     /// The kernel's `extern "C"` name (suffixed by precision).
@@ -150,6 +153,7 @@ impl Kernel {
             Kernel::Scatter => "scatter_f64",
             Kernel::PackFace => "pack_face_f64",
             Kernel::UnpackFace => "unpack_face_f64",
+            Kernel::CopyHalo => "copy_halo_f64",
         }
     }
 
@@ -186,6 +190,7 @@ impl Kernel {
             Kernel::Scatter => "transfer.cu",
             Kernel::PackFace => "transfer.cu",
             Kernel::UnpackFace => "transfer.cu",
+            Kernel::CopyHalo => "transfer.cu",
         }
     }
 }

@@ -1,12 +1,13 @@
 //! The high-level entry point: build, solve, read back, on any backend.
 
+use crate::backend::tiled::Tiled;
 use crate::backend::Backend;
-use crate::comm::{Comm, SerialComm};
+use crate::comm::{Comm, SerialComm, SphereComm};
 use crate::error::{invalid, Result, StrataError};
 use crate::grid::Block;
-use crate::problem::ProblemParams;
+use crate::problem::{Geometry, ProblemParams};
 use crate::solver::{SolveInfo, Solver, SolverConfig, SolverKind};
-use crate::stencil::build_levels_with;
+use crate::stencil::{build_levels_with, build_sphere_levels};
 use std::time::Instant;
 
 /// A solution and how it was obtained.
@@ -91,10 +92,30 @@ pub fn available_memory() -> Option<u64> {
 
 /// Refuses a problem that would not fit: the fields in the backend's memory (the device's, or the
 /// host's), the right-hand side and solution arrays in host memory.
+/// On the sphere, six panels' worth.
 pub fn check_memory<B: Backend>(backend: &B, p: &ProblemParams, cfg: &SolverConfig) -> Result<()> {
-    let what = format!("{} on {}x{}x{}", cfg.kind.name(), p.n, p.n, p.nz);
-    let fields = field_memory(p, cfg, |n| backend.field_bytes(n, n, p.nz));
-    let host_arrays = 2 * p.unknowns() * 8;
+    check_memory_of(backend, p, cfg, p.panels() as u64)
+}
+
+/// [`check_memory`] for `copies` blocks of `p.n × p.n` columns (the tiles of a sphere rank).
+fn check_memory_of<B: Backend>(
+    backend: &B,
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    copies: u64,
+) -> Result<()> {
+    let what = match p.geometry {
+        Geometry::Sphere => format!(
+            "{} on {copies} sphere tiles of {}x{}x{}",
+            cfg.kind.name(),
+            p.n,
+            p.n,
+            p.nz
+        ),
+        _ => format!("{} on {}x{}x{}", cfg.kind.name(), p.n, p.n, p.nz),
+    };
+    let fields = copies * field_memory(p, cfg, |n| backend.field_bytes(n, n, p.nz));
+    let host_arrays = 2 * copies * (p.n * p.n * p.nz) as u64 * 8;
     // A device backend builds the per-cell coefficients on the host first: the input fields,
     // the face fields of every level and the fine level's entries (seven values per cell) while
     // they are copied.
@@ -153,6 +174,10 @@ pub fn solve<B: Backend>(
     rhs: &[f64],
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
+    if p.geometry == Geometry::Sphere {
+        let tiles = crate::grid::sphere::tiles(p.n, 1);
+        return solve_tiles(&Tiled::new(backend), &SphereComm, p, &tiles, cfg, rhs, monitor);
+    }
     solve_block(
         backend,
         &SerialComm,
@@ -200,7 +225,58 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     check_memory(backend, &local_p, cfg)?;
     let t = Instant::now();
     let levels = build_levels_with(p, block, cfg.num_levels(), cfg.multigrid.averaging)?;
-    let mut solver = Solver::new(backend, cfg, &levels)?;
+    solve_levels(backend, comm, &levels, cfg, rhs, t, monitor)
+}
+
+/// Solves the sphere problem `p` on this rank's `tiles` of the fine level
+/// ([`crate::grid::sphere::rank_tiles`]; all six panels on one process, with [`SphereComm`]):
+/// `rhs` and the returned solution are the tiles' host arrays one after the other.
+pub fn solve_tiles<'b, B: Backend, C: Comm<Tiled<'b, B>>>(
+    backend: &Tiled<'b, B>,
+    comm: &C,
+    p: &ProblemParams,
+    tiles: &[Block],
+    cfg: &SolverConfig,
+    rhs: &[f64],
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<Solution> {
+    p.validate()?;
+    cfg.validate()?;
+    let cells: usize = tiles.iter().map(|b| b.nx * b.ny * p.nz).sum();
+    if rhs.len() != cells {
+        return invalid(
+            "rhs",
+            format!(
+                "has {} values, the {} tiles need {cells}",
+                rhs.len(),
+                tiles.len()
+            ),
+        );
+    }
+    if let Some(t) = tiles.first() {
+        let tile_p = ProblemParams {
+            n: t.nx,
+            ..p.clone()
+        };
+        check_memory_of(backend.inner(), &tile_p, cfg, tiles.len() as u64)?;
+    }
+    let t = Instant::now();
+    let levels = build_sphere_levels(p, tiles, cfg.num_levels())?;
+    solve_levels(backend, comm, &levels, cfg, rhs, t, monitor)
+}
+
+/// Set-up from the built `levels` (started at `t`), the solve, and the solution read back.
+fn solve_levels<B: Backend, C: Comm<B>>(
+    backend: &B,
+    comm: &C,
+    levels: &[crate::stencil::LevelStencil],
+    cfg: &SolverConfig,
+    rhs: &[f64],
+    t: Instant,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<Solution> {
+    let local = rhs.len();
+    let mut solver = Solver::new(backend, cfg, levels)?;
     solver.prepare_comm(backend, comm)?;
     let fine = solver.fine();
     let mut f = backend.alloc(fine)?;

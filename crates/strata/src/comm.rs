@@ -7,9 +7,11 @@
 //! and the compiler, not a run-time check, says which pairs work. [`SerialComm`] is the
 //! single-process communicator: the halo keeps its Dirichlet zeros and sums are local.
 
-use crate::backend::{face_len, Backend};
-use crate::error::Result;
-use crate::grid::Side;
+use crate::backend::tiled::{Tiled, TiledLevel};
+use crate::backend::{face_len, Backend, Fields};
+use crate::error::{invalid, Result};
+use crate::grid::{sphere, Side};
+use crate::stencil::LevelStencil;
 
 /// Halo exchange and global reductions for fields of backend `B`.
 pub trait Comm<B: Backend> {
@@ -45,12 +47,121 @@ impl<B: Backend> Comm<B> for SerialComm {
         1
     }
 
-    fn prepare(&self, _b: &B, _lev: &B::LevelOp) -> Result<()> {
-        Ok(())
+    fn prepare(&self, b: &B, lev: &B::LevelOp) -> Result<()> {
+        refuse_tiles(b.stencil(lev))
     }
 
     fn exchange(&self, _b: &B, _lev: &B::LevelOp, _x: &mut B::Field) -> Result<()> {
         Ok(())
+    }
+
+    fn sum(&self, _values: &mut [f64]) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Refuses the levels of the sphere: their halos join tiles, which only [`SphereComm`] fills
+/// (a communicator that left them at zero would solve six walled panels instead, silently).
+pub fn refuse_tiles(s: &LevelStencil) -> Result<()> {
+    if s.tiles.is_some() {
+        return invalid(
+            "comm",
+            "the sphere's tiles need the sphere's communicator (SphereComm) to fill their halos",
+        );
+    }
+    Ok(())
+}
+
+/// The communicator of a sphere whose tiles are all in this process: each halo is filled from
+/// the tile across it ([`crate::grid::sphere::tile_link`], rotated or reversed across panel
+/// edges) by the inner backend's [`crate::backend::TransferKernels::copy_halo`]; sums are
+/// local (the tiled backend already adds its tiles' partials).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SphereComm;
+
+/// Where the halo of local tile `t` across `side` comes from: the local tile, its side, and
+/// whether reversed; `None` if that tile is not in `tiles`.
+pub fn sphere_source(tiles: &[LevelStencil], t: usize, side: Side) -> Option<(usize, Side, bool)> {
+    let (block, src_side, reversed) = sphere::tile_link(&tiles[t].block, side);
+    let s = tiles.iter().position(|x| x.block == block)?;
+    Some((s, src_side, reversed))
+}
+
+/// Fills every halo of the tiles of `x` whose source tile is local (all of them for a
+/// single-process sphere).
+pub fn exchange_local_tiles<B: Backend>(
+    b: &Tiled<'_, B>,
+    lev: &TiledLevel<B>,
+    x: &mut [B::Field],
+) -> Result<()> {
+    let tiles = tile_stencils(b.stencil(lev))?;
+    for t in 0..tiles.len() {
+        for side in Side::ALL {
+            if let Some((s, src_side, reversed)) = sphere_source(tiles, t, side) {
+                let (src, dst) = pair(x, s, t);
+                b.inner().copy_halo(
+                    &lev.tiles[s],
+                    src,
+                    src_side,
+                    &lev.tiles[t],
+                    dst,
+                    side,
+                    reversed,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tile_stencils(s: &LevelStencil) -> Result<&[LevelStencil]> {
+    match &s.tiles {
+        Some(t) => Ok(t),
+        None => invalid("comm", "the sphere's communicator serves the sphere's levels only"),
+    }
+}
+
+/// `(&v[a], &mut v[b])` for `a ≠ b`.
+fn pair<T>(v: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
+    assert_ne!(a, b, "a tile is never its own neighbour");
+    if a < b {
+        let (l, r) = v.split_at_mut(b);
+        (&l[a], &mut r[0])
+    } else {
+        let (l, r) = v.split_at_mut(a);
+        (&r[0], &mut l[b])
+    }
+}
+
+impl<B: Backend> Comm<Tiled<'_, B>> for SphereComm {
+    fn rank(&self) -> usize {
+        0
+    }
+
+    fn size(&self) -> usize {
+        1
+    }
+
+    fn prepare(&self, b: &Tiled<'_, B>, lev: &TiledLevel<B>) -> Result<()> {
+        let tiles = tile_stencils(b.stencil(lev))?;
+        for t in 0..tiles.len() {
+            for side in Side::ALL {
+                if sphere_source(tiles, t, side).is_none() {
+                    return invalid(
+                        "tiles",
+                        format!(
+                            "{:?} has no neighbour across {side:?} in this process: a sphere on one process needs all its tiles",
+                            tiles[t].block
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn exchange(&self, b: &Tiled<'_, B>, lev: &TiledLevel<B>, x: &mut Vec<B::Field>) -> Result<()> {
+        exchange_local_tiles(b, lev, x)
     }
 
     fn sum(&self, _values: &mut [f64]) -> Result<()> {
@@ -92,6 +203,7 @@ impl<F> FaceStore<F> {
         mut alloc: impl FnMut(usize) -> Result<F>,
     ) -> Result<&mut Faces<F>> {
         let s = b.stencil(lev);
+        refuse_tiles(s)?;
         let key = (face_len(s, Side::West), face_len(s, Side::South));
         let at = match self.levels.iter().position(|f| f.key == key) {
             Some(at) => at,

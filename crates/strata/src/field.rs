@@ -118,6 +118,22 @@ impl HostField {
         }
     }
 
+    /// Fills the halo across `side` with the interior layer of `src` next to `src_side`, the
+    /// other way along the face if `reversed`: the halo exchange between two blocks of one
+    /// process (the tiles of the sphere, docs/MODEL.md §16).
+    pub fn copy_halo_from(&mut self, side: Side, src: &HostField, src_side: Side, reversed: bool) {
+        let (nz, count) = (self.nz, self.face_count(side));
+        assert_eq!(count, src.face_count(src_side), "face lengths");
+        assert_eq!(nz, src.nz, "nz");
+        for t in 0..count {
+            let s = if reversed { count - 1 - t } else { t };
+            let ((si, sj), _) = src.face_columns(src_side, s);
+            let (_, (i, j)) = self.face_columns(side, t);
+            let (so, o) = (src.offset(si, sj), self.offset(i, j));
+            self.data[o..o + nz].copy_from_slice(&src.data[so..so + nz]);
+        }
+    }
+
     /// Writes `buf` (face order) into the halo across `side`.
     pub fn unpack_face(&mut self, side: Side, buf: &[f64]) {
         let nz = self.nz;

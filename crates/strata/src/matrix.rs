@@ -38,6 +38,12 @@ impl SparseMatrix {
 /// entries per row, the Dirichlet boundary folded into the diagonal as the solvers see it.
 pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
     p.validate()?;
+    if p.geometry == crate::problem::Geometry::Sphere {
+        return crate::error::invalid(
+            "geometry",
+            "sphere: assembling the six panels' matrix is not supported (the panel and box are)",
+        );
+    }
     let (n, nz) = (p.n, p.nz);
     let s = LevelStencil::new(p, Block::whole(n), Arc::new(VerticalGrid::new(p)));
     let index = |i: usize, j: usize, k: usize| (j * n + i) * nz + k;

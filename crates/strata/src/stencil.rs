@@ -29,6 +29,10 @@ pub struct LevelStencil {
     /// Per-cell coefficient factors of the general operator; `None` for the model problem
     /// (the fast path: everything per column and per level).
     pub cells: Option<Arc<CellCoefficients>>,
+    /// On the sphere, the level's tiles (blocks of panels), each a stencil of its own; this
+    /// stencil then only counts them (`block.ny` is the tiles' rows together, `columns` is
+    /// empty) and is prepared by [`crate::backend::tiled::Tiled`] alone. `None` elsewhere.
+    pub tiles: Option<Arc<[LevelStencil]>>,
 }
 
 /// The seven entries of one row of A: the diagonal and the couplings to the neighbours (the
@@ -106,7 +110,20 @@ impl LevelStencil {
             columns,
             vertical,
             cells,
+            tiles: None,
         }
+    }
+
+    /// Checks that this is the stencil of one block, which every backend but
+    /// [`crate::backend::tiled::Tiled`] requires.
+    pub fn check_single(&self) -> Result<()> {
+        if self.tiles.is_some() {
+            return crate::error::invalid(
+                "geometry",
+                "sphere: the level is a set of tiles, prepared by the tiled backend (strata::backend::tiled::Tiled) only",
+            );
+        }
+        Ok(())
     }
 
     /// The entries of row (i, j, k) (block-local indices), with or without cell coefficients
@@ -209,6 +226,12 @@ pub fn build_levels_with(
     averaging: Averaging,
 ) -> Result<Vec<LevelStencil>> {
     p.validate()?;
+    if p.geometry == crate::problem::Geometry::Sphere {
+        return crate::error::invalid(
+            "geometry",
+            "sphere: its levels are tiles of six panels, built by build_sphere_levels",
+        );
+    }
     check_levels(&fine, n_levels)?;
     let vertical = Arc::new(VerticalGrid::new(p));
     let mut out = Vec::with_capacity(n_levels);
@@ -224,6 +247,56 @@ pub fn build_levels_with(
         ));
         b = b.coarsen();
         coeffs = coeffs.map(|c| Cow::Owned(c.coarsen_with(averaging)));
+    }
+    Ok(out)
+}
+
+/// Builds the levels of a sphere problem `p` (`geometry = Sphere`) for this rank's fine tiles
+/// `tiles` (from [`crate::grid::sphere::rank_tiles`]), finest first: each level a stencil of
+/// tiles ([`LevelStencil::tiles`]), every tile coarsened as one block is.
+pub fn build_sphere_levels(
+    p: &ProblemParams,
+    tiles: &[Block],
+    n_levels: usize,
+) -> Result<Vec<LevelStencil>> {
+    p.validate()?;
+    if p.geometry != crate::problem::Geometry::Sphere {
+        return crate::error::invalid("geometry", "sphere levels need geometry = sphere");
+    }
+    let Some(first) = tiles.first() else {
+        return crate::error::invalid("tiles", "none were given");
+    };
+    for t in tiles {
+        if t.panel.is_none() || t.nx != t.ny || t.nx != first.nx || t.n != p.n {
+            return crate::error::invalid(
+                "tiles",
+                format!("{t:?} is not a square tile of an {0}x{0} panel like the others", p.n),
+            );
+        }
+        check_levels(t, n_levels)?;
+    }
+    let vertical = Arc::new(VerticalGrid::new(p));
+    let mut out = Vec::with_capacity(n_levels);
+    let mut level: Vec<Block> = tiles.to_vec();
+    for _ in 0..n_levels {
+        let stencils: Arc<[LevelStencil]> = level
+            .iter()
+            .map(|&b| LevelStencil::new(p, b, vertical.clone()))
+            .collect();
+        let t = level[0];
+        out.push(LevelStencil {
+            block: Block {
+                ny: t.ny * level.len(),
+                ..Block::whole(t.n)
+            }
+            .with_nx(t.nx),
+            nz: p.nz,
+            columns: Arc::from(Vec::new()),
+            vertical: vertical.clone(),
+            cells: None,
+            tiles: Some(stencils),
+        });
+        level = level.iter().map(Block::coarsen).collect();
     }
     Ok(out)
 }
@@ -269,7 +342,7 @@ fn advection(
         }
     }
     let surface = |r: f64| match p.geometry {
-        crate::problem::Geometry::Panel => r * r,
+        crate::problem::Geometry::Panel | crate::problem::Geometry::Sphere => r * r,
         crate::problem::Geometry::Box => 1.0,
     };
     for j in 0..ny {

@@ -71,6 +71,7 @@ fn unit_coefficients_give_the_model_operator_to_rounding() {
                 j0: 6,
                 nx: 10,
                 ny: 8,
+                panel: None,
             },
         ] {
             let model = LevelStencil::new(&p, block, v.clone());

@@ -15,10 +15,10 @@ use crate::job::Job;
 use crate::CliResult;
 use std::process::ExitCode;
 use strata::backend::Backend;
-use strata::grid::{Block, Decomposition, RankGrid};
+use strata::grid::{sphere, Block, Decomposition, RankGrid};
 use strata::io::{check_writable, read_coefficients, read_rhs, Overwrite};
 use strata::perf::Probes;
-use strata::problem::{build_rhs, ProblemParams};
+use strata::problem::{build_rhs, build_rhs_tiles, Geometry, ProblemParams};
 use strata::solver::SolverConfig;
 
 /// Runs `strata solve`.
@@ -62,7 +62,13 @@ impl BackendTask for Task<'_> {
         }
         validate(backend, p, cfg, RankGrid::single())?;
         let rhs = match &a.rhs_file {
+            Some(_) if p.geometry == Geometry::Sphere => {
+                return Err("--rhs-file: reading a sphere's right-hand side is not supported yet (use --rhs)".into())
+            }
             Some(path) => read_rhs(path, &a.rhs_var, p.n, p.nz)?,
+            None if p.geometry == Geometry::Sphere => {
+                build_rhs_tiles(p, rhs_kind(a.rhs), a.seed, &sphere::tiles(p.n, 1))
+            }
             None => build_rhs(p, rhs_kind(a.rhs), a.seed, &Block::whole(p.n)),
         };
         print_header(&a, &setup, &backend.name());

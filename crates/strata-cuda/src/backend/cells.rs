@@ -177,6 +177,7 @@ mod tests {
                 j0: 2,
                 nx: 9,
                 ny: 11,
+                panel: None,
             };
             let l = DeviceLayout::new(block.nx, block.ny, 7).unwrap();
             let advected = LevelStencil::with_coefficients(&p, block, v.clone(), Some(&c));

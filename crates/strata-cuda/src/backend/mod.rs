@@ -361,6 +361,7 @@ impl Fields for CudaBackend {
     }
 
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
+        s.check_single()?;
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
         let k = self.kernels(s.nz)?;
         // Six values per column, filled in parallel (a large level has millions of columns).

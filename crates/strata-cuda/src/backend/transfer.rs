@@ -98,6 +98,37 @@ impl TransferKernels for CudaBackend {
         self.face_launch(op, K::UnpackFace, side, buf, &mut x.data)
     }
 
+    fn copy_halo(
+        &self,
+        src_op: &CudaLevel,
+        src: &CudaField,
+        src_side: Side,
+        op: &CudaLevel,
+        x: &mut CudaField,
+        side: Side,
+        reversed: bool,
+    ) -> Result<()> {
+        self.check(src_op, &[src]);
+        self.check(op, &[x]);
+        let nz = op.layout.nz as usize;
+        let count = face_len(&op.stencil, side) / nz;
+        assert_eq!(face_len(&src_op.stencil, src_side), count * nz);
+        let (s, d) = (side_index(src_side), side_index(side));
+        let (count, rev) = (count as i32, i32::from(reversed));
+        let n = count as u32 * op.layout.nz as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(256).max(1), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(op.k.get(K::CopyHalo));
+        b.arg(&src_op.layout).arg(&s).arg(&src.data).arg(&op.layout);
+        b.arg(&d).arg(&count).arg(&rev).arg(&mut x.data);
+        // SAFETY: both fields match their layouts (checked above) and the faces have `count`
+        // columns of nz values each; the kernel reads src's interior layer and writes x's halo.
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
+    }
+
     fn face_to_host(&self, buf: &CudaSlice<f64>, host: &mut [f64]) -> Result<()> {
         assert_eq!(buf.len(), host.len());
         cu(self.stream.memcpy_dtoh(buf, host))?;

@@ -11,6 +11,7 @@
 pub mod cpu;
 mod line_gs;
 pub mod reference;
+pub mod tiled;
 
 /// The backend traits, for calling kernels on a concrete backend type:
 /// `use strata::backend::prelude::*;`.
@@ -54,6 +55,25 @@ macro_rules! host_face_methods {
 
         fn face_host<'a>(&self, buf: &'a Vec<f64>) -> Option<&'a [f64]> {
             Some(buf)
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        fn copy_halo(
+            &self,
+            src_op: &LevelStencil,
+            src: &HostField,
+            src_side: $crate::grid::Side,
+            op: &LevelStencil,
+            x: &mut HostField,
+            side: $crate::grid::Side,
+            reversed: bool,
+        ) -> Result<()> {
+            assert_eq!(
+                $crate::backend::face_len(src_op, src_side),
+                $crate::backend::face_len(op, side)
+            );
+            x.copy_halo_from(side, src, src_side, reversed);
+            Ok(())
         }
 
         fn face_host_mut<'a>(&self, buf: &'a mut Vec<f64>) -> Option<&'a mut [f64]> {
@@ -283,6 +303,22 @@ pub trait TransferKernels: Fields {
         x: &mut Self::Field,
         side: Side,
         buf: &Self::FaceBuffer,
+    ) -> Result<()>;
+
+    /// Fills the halo of `x` across `side` with the interior layer of `src` next to `src_side`
+    /// (another block of this process, of the same face length), the other way along the face
+    /// if `reversed`: a halo exchange with no buffer, for the tiles of the sphere
+    /// (docs/MODEL.md §16), whose edges may meet rotated or reversed.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_halo(
+        &self,
+        src_op: &Self::LevelOp,
+        src: &Self::Field,
+        src_side: Side,
+        op: &Self::LevelOp,
+        x: &mut Self::Field,
+        side: Side,
+        reversed: bool,
     ) -> Result<()>;
 
     /// The face buffer's values where the buffer is host memory (the host backends): then a

@@ -107,6 +107,7 @@ impl Fields for ReferenceBackend {
     }
 
     fn prepare_level(&self, stencil: &LevelStencil) -> Result<LevelStencil> {
+        stencil.check_single()?;
         Ok(stencil.clone())
     }
 

@@ -14,6 +14,10 @@ pub struct Block {
     pub nx: usize,
     /// Local cells in y.
     pub ny: usize,
+    /// The panel of the cubed sphere this block is part of (`Some` on `--geometry sphere`,
+    /// docs/MODEL.md §16), `None` on the one-panel and box problems. A block of the closed
+    /// sphere has no physical boundary: every side has a neighbour.
+    pub panel: Option<usize>,
 }
 
 impl Block {
@@ -25,7 +29,21 @@ impl Block {
             j0: 0,
             nx: n,
             ny: n,
+            panel: None,
         }
+    }
+
+    /// The whole `n × n` panel `panel` of the cubed sphere.
+    pub fn panel(panel: usize, n: usize) -> Self {
+        Self {
+            panel: Some(panel),
+            ..Self::whole(n)
+        }
+    }
+
+    /// The block with `nx` local cells in x.
+    pub fn with_nx(self, nx: usize) -> Self {
+        Self { nx, ..self }
     }
 
     /// The block on the next coarser level (every index halved).
@@ -36,11 +54,20 @@ impl Block {
             j0: self.j0 / 2,
             nx: self.nx / 2,
             ny: self.ny / 2,
+            panel: self.panel,
         }
     }
 
-    /// Which sides of the block are on the physical (Dirichlet) boundary.
+    /// Which sides of the block are on the physical (Dirichlet) boundary: none on the sphere.
     pub fn physical(&self) -> Sides {
+        if self.panel.is_some() {
+            return Sides {
+                west: false,
+                east: false,
+                south: false,
+                north: false,
+            };
+        }
         Sides {
             west: self.i0 == 0,
             east: self.i0 + self.nx == self.n,

@@ -137,6 +137,7 @@ impl Decomposition {
             j0: j0 * f,
             nx: nx * f,
             ny: ny * f,
+            panel: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The whole cubed sphere (docs/MODEL.md §16): six gnomonic panels, how their edges meet, and
-//! the geometry of a face shared by cells of two panels. Groundwork of `--geometry sphere`; the
-//! operator and the solvers do not use it yet.
+//! the geometry of a face shared by cells of two panels, and the tiles (blocks of panels) that
+//! `--geometry sphere` is split into, with where each tile's halos come from.
 //!
 //! Panel `p` maps its gnomonic coordinates `(x, y) ∈ [−1, 1]²` to the unit sphere by
 //! `P = (c + x·e_x + y·e_y) / |c + x·e_x + y·e_y|`, with `(c, e_x, e_y)` the panel's right-handed
@@ -8,7 +8,9 @@
 //! along it run the other way, is derived from this geometry ([`neighbour`]), not written out by
 //! hand.
 
-use super::Side;
+use super::{split, Block, Side};
+use crate::error::{invalid, Result};
+use std::sync::OnceLock;
 
 /// Number of panels.
 pub const PANELS: usize = 6;
@@ -114,6 +116,12 @@ pub fn neighbour(panel: usize, side: Side) -> Link {
     }
 }
 
+/// [`neighbour`] of every panel and side, derived once.
+pub fn links() -> &'static [[Link; 4]; PANELS] {
+    static LINKS: OnceLock<[[Link; 4]; PANELS]> = OnceLock::new();
+    LINKS.get_or_init(|| std::array::from_fn(|p| Side::ALL.map(|s| neighbour(p, s))))
+}
+
 /// The two end points of face `f` (0 ≤ f < n) along edge `side` of panel `panel` with `n` cells
 /// per direction, in the order of growing position along the edge.
 pub fn edge_face(panel: usize, side: Side, f: usize, n: usize) -> [[f64; 3]; 2] {
@@ -188,6 +196,111 @@ pub fn cross_face_coefficient(panel: usize, side: Side, f: usize, n: usize) -> f
     arc(e0, e1) / arc(a, b)
 }
 
+/// The coefficient of the face across a panel edge at position `f` along it, on a sphere of
+/// `n × n` panels: [`cross_face_coefficient`] of panel 0's east edge at `min(f, n − 1 − f)`.
+/// All 24 panel edges are congruent (the cube's rotations and reflections map any one onto
+/// any other, keeping lengths), so one canonical evaluation serves every edge; and since a face
+/// is at position `f` on one side and `f` or `n − 1 − f` on the other, both rows read the same
+/// evaluation: the operator is symmetric bit for bit on any tiling (docs/MODEL.md §16).
+pub fn edge_coefficient(n: usize, f: usize) -> f64 {
+    cross_face_coefficient(0, Side::East, f.min(n - 1 - f), n)
+}
+
+/// The tiles of a sphere of `n × n` panels, each panel split into `k × k` equal blocks: panel
+/// after panel, rows of blocks south to north, west to east within a row. The order is the
+/// order of a sphere field's tiles on the host (`[tile][j][i][k]`).
+pub fn tiles(n: usize, k: usize) -> Vec<Block> {
+    let m = n / k;
+    let mut out = Vec::with_capacity(PANELS * k * k);
+    for panel in 0..PANELS {
+        for cy in 0..k {
+            for cx in 0..k {
+                out.push(Block {
+                    n,
+                    i0: cx * m,
+                    j0: cy * m,
+                    nx: m,
+                    ny: m,
+                    panel: Some(panel),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The fine-level tiles of rank `rank` of `ranks` for a sphere of `n × n` panels solved with
+/// `n_levels` multigrid levels: for up to six ranks whole panels (several per rank when there
+/// are fewer ranks than panels), beyond that every panel split into `k × k` blocks with the
+/// smallest `k` giving each rank a tile; consecutive tiles per rank (block sizes differ by at
+/// most one tile). Every level's tiles must halve exactly, and the blocks of a panel must have
+/// equal sizes (a reversed edge would otherwise meet blocks of other sizes).
+pub fn rank_tiles(n: usize, n_levels: usize, ranks: usize, rank: usize) -> Result<Vec<Block>> {
+    let ranks = ranks.max(1);
+    let mut k = 1;
+    while PANELS * k * k < ranks {
+        k += 1;
+    }
+    let coarse = n >> (n_levels.max(1) - 1);
+    if n_levels < 1 || n_levels > 63 || coarse << (n_levels - 1) != n {
+        return invalid(
+            "levels",
+            format!(
+                "{n_levels} needs n divisible by 2^{} (n = {n})",
+                n_levels.saturating_sub(1)
+            ),
+        );
+    }
+    if coarse % k != 0 {
+        return invalid(
+            "ranks",
+            format!(
+                "{ranks} ranks split every panel into {k}x{k} blocks, which needs the coarsest \
+                 level's {coarse} cells per panel side to be divisible by {k} (n = {n}, {n_levels} levels)"
+            ),
+        );
+    }
+    let all = tiles(n, k);
+    let (start, len) = split(all.len(), ranks, rank);
+    Ok(all[start..start + len].to_vec())
+}
+
+/// Where the halo across `side` of the tile `b` comes from: the tile it is read from, the side
+/// of that tile whose interior layer it is, and whether the cells run the other way along it.
+/// `b` must be a tile of [`tiles`] (square, of a panel) or a coarsening of one.
+pub fn tile_link(b: &Block, side: Side) -> (Block, Side, bool) {
+    let (n, m) = (b.n, b.nx);
+    let panel = b.panel.expect("a tile of the sphere");
+    let inside = match side {
+        Side::West => (b.i0 >= m).then(|| (b.i0 - m, b.j0)),
+        Side::East => (b.i0 + m < n).then_some((b.i0 + m, b.j0)),
+        Side::South => (b.j0 >= m).then(|| (b.i0, b.j0 - m)),
+        Side::North => (b.j0 + m < n).then_some((b.i0, b.j0 + m)),
+    };
+    if let Some((i0, j0)) = inside {
+        return (Block { i0, j0, ..*b }, side.opposite(), false);
+    }
+    let l = links()[panel][side.index()];
+    let q = match side {
+        Side::West | Side::East => b.j0,
+        Side::South | Side::North => b.i0,
+    };
+    let along = if l.reversed { n - q - m } else { q };
+    let (i0, j0) = match l.side {
+        Side::West => (0, along),
+        Side::East => (n - m, along),
+        Side::South => (along, 0),
+        Side::North => (along, n - m),
+    };
+    let other = Block {
+        i0,
+        j0,
+        panel: Some(l.panel),
+        ..*b
+    };
+    (other, l.side, l.reversed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +371,60 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn one_canonical_edge_coefficient_is_every_edge_s() {
+        let n = 24;
+        for p in 0..PANELS {
+            for side in Side::ALL {
+                for f in 0..n {
+                    let a = cross_face_coefficient(p, side, f, n);
+                    let c = edge_coefficient(n, f);
+                    assert!((a - c).abs() < 1e-13 * c, "{p} {side:?} {f}: {a} {c}");
+                }
+            }
+        }
+        for f in 0..n {
+            assert_eq!(edge_coefficient(n, f), edge_coefficient(n, n - 1 - f));
+        }
+    }
+
+    #[test]
+    fn tile_links_lead_back_and_cover_every_tile_side_once() {
+        for k in [1, 2, 3] {
+            let n = 6 * k;
+            let all = tiles(n, k);
+            let mut seen = std::collections::HashSet::new();
+            for t in &all {
+                for side in Side::ALL {
+                    let (o, os, rev) = tile_link(t, side);
+                    assert!(all.contains(&o), "{t:?} {side:?} -> {o:?}");
+                    assert_eq!(tile_link(&o, os), (*t, side, rev), "{t:?} {side:?}");
+                    assert!(seen.insert((o, os)), "{o:?} {os:?} read twice");
+                    // Coarsened tiles link the coarsened way.
+                    if k == 2 {
+                        let (c, cs, crev) = tile_link(&t.coarsen(), side);
+                        assert_eq!((c, cs, crev), (o.coarsen(), os, rev));
+                    }
+                }
+            }
+            assert_eq!(seen.len(), 4 * all.len());
+        }
+    }
+
+    #[test]
+    fn ranks_get_whole_panels_then_blocks_of_every_panel() {
+        let count = |ranks, rank| rank_tiles(64, 3, ranks, rank).unwrap().len();
+        assert_eq!(count(1, 0), 6);
+        assert_eq!([count(4, 0), count(4, 1), count(4, 2), count(4, 3)], [2, 2, 1, 1]);
+        assert_eq!(count(6, 5), 1);
+        // 7 … 24 ranks: 2 × 2 blocks of every panel.
+        assert_eq!(rank_tiles(64, 3, 24, 23).unwrap()[0].nx, 32);
+        let e = rank_tiles(12, 3, 24, 0).unwrap_err().to_string();
+        assert!(e.contains("divisible by 2"), "{e}");
+        let all: Vec<Block> = (0..5).flat_map(|r| rank_tiles(16, 2, 5, r).unwrap()).collect();
+        assert_eq!(all, tiles(16, 1));
     }
 
     #[test]

@@ -128,13 +128,14 @@ pub fn write_fields(
         return Err(e(&"exists; not overwriting it"));
     }
     let ds = definition(p, fields).map_err(|m| e(&m))?;
+    let panels = p.panels();
     for f in fields {
-        if f.values.len() != n * n * nz {
+        if f.values.len() != panels * n * n * nz {
             return Err(e(&format!(
-                "field {} has {} values, the grid {n}x{n}x{nz} needs {}",
+                "field {} has {} values, the grid {panels}x{n}x{n}x{nz} needs {}",
                 f.name,
                 f.values.len(),
-                n * n * nz
+                panels * n * n * nz
             )));
         }
     }
@@ -186,15 +187,22 @@ fn definition(p: &ProblemParams, fields: &[OutputField]) -> std::result::Result<
     for (dim, len) in [("y", n), ("x", n), ("z", nz), ("z_face", nz + 1)] {
         ds.add_fixed_dim(dim, len).map_err(m)?;
     }
+    // The sphere's fields are six panels, [panel][y][x][z] (docs/MODEL.md §16).
+    let dims: &[&str] = if p.geometry == Geometry::Sphere {
+        ds.add_fixed_dim("panel", p.panels()).map_err(m)?;
+        &["panel", "y", "x", "z"]
+    } else {
+        &["y", "x", "z"]
+    };
     let (zlong, hlong) = match p.geometry {
-        Geometry::Panel => (
+        Geometry::Panel | Geometry::Sphere => (
             "radius of the cell centre, in Earth radii",
             "gnomonic coordinate of the cell centre (tangent of the central angle)",
         ),
         Geometry::Box => ("height of the cell centre", "coordinate of the cell centre"),
     };
     let zface_long = match p.geometry {
-        Geometry::Panel => "radius of the vertical cell faces, in Earth radii",
+        Geometry::Panel | Geometry::Sphere => "radius of the vertical cell faces, in Earth radii",
         Geometry::Box => "height of the vertical cell faces",
     };
     let coords = [
@@ -213,7 +221,7 @@ fn definition(p: &ProblemParams, fields: &[OutputField]) -> std::result::Result<
         }
     }
     for f in fields {
-        ds.add_var_f64(f.name, &["y", "x", "z"]).map_err(m)?;
+        ds.add_var_f64(f.name, dims).map_err(m)?;
         ds.add_var_attr_string(f.name, "long_name", f.long_name)
             .map_err(m)?;
         ds.add_var_attr_string(f.name, "units", f.units)
@@ -226,6 +234,7 @@ fn definition(p: &ProblemParams, fields: &[OutputField]) -> std::result::Result<
     let geometry = match p.geometry {
         Geometry::Panel => "panel",
         Geometry::Box => "box",
+        Geometry::Sphere => "sphere (six gnomonic panels, docs/MODEL.md section 16)",
     };
     let grading = match p.grading {
         Grading::Uniform => "uniform",

@@ -47,7 +47,7 @@ pub fn panel_cell_area(x0: f64, x1: f64, y0: f64, y1: f64) -> f64 {
 /// box. The y face at `f` of column `i` is `face_length(geometry, n, f, i)` by symmetry.
 pub fn face_length(geometry: Geometry, n: usize, f: usize, j: usize) -> f64 {
     match geometry {
-        Geometry::Panel => {
+        Geometry::Panel | Geometry::Sphere => {
             let d = 2.0 / n as f64;
             let xf = -1.0 + f as f64 * d;
             let (y0, y1) = (-1.0 + j as f64 * d, -1.0 + (j + 1) as f64 * d);
@@ -61,7 +61,7 @@ pub fn face_length(geometry: Geometry, n: usize, f: usize, j: usize) -> f64 {
 /// Centre of cell `(i, j)` (0-based) of a level with `n` cells per direction.
 pub fn cell_centre(geometry: Geometry, n: usize, i: usize, j: usize) -> (f64, f64) {
     match geometry {
-        Geometry::Panel => {
+        Geometry::Panel | Geometry::Sphere => {
             let d = 2.0 / n as f64;
             (-1.0 + (i as f64 + 0.5) * d, -1.0 + (j as f64 + 0.5) * d)
         }
@@ -76,7 +76,7 @@ impl HorizontalGrid {
     /// Spacing of the computational coordinates (2/n on the panel, 1/n on the box).
     pub fn spacing(&self) -> f64 {
         match self.geometry {
-            Geometry::Panel => 2.0 / self.n as f64,
+            Geometry::Panel | Geometry::Sphere => 2.0 / self.n as f64,
             Geometry::Box => 1.0 / self.n as f64,
         }
     }
@@ -109,6 +109,24 @@ impl HorizontalGrid {
                 } else {
                     2.0 * phi(y - 0.25 * d, x)
                 };
+                let area = panel_cell_area(x - 0.5 * d, x + 0.5 * d, y - 0.5 * d, y + 0.5 * d);
+                (ae, aw, an, as_, area)
+            }
+            Geometry::Sphere => {
+                // A panel of the closed sphere: the faces on the panel's edges join the cells
+                // of the next panel (docs/MODEL.md §16); the interior is the panel's.
+                let edge = crate::grid::sphere::edge_coefficient;
+                let interior = |inside: bool, v: f64, along: usize| {
+                    if inside {
+                        v
+                    } else {
+                        edge(n, along)
+                    }
+                };
+                let ae = interior(i + 1 < n, phi(x + 0.5 * d, y), j);
+                let aw = interior(i > 0, phi(x - 0.5 * d, y), j);
+                let an = interior(j + 1 < n, phi(y + 0.5 * d, x), i);
+                let as_ = interior(j > 0, phi(y - 0.5 * d, x), i);
                 let area = panel_cell_area(x - 0.5 * d, x + 0.5 * d, y - 0.5 * d, y + 0.5 * d);
                 (ae, aw, an, as_, area)
             }

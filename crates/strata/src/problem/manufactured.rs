@@ -6,12 +6,15 @@
 use super::{cell_centre, Geometry, HorizontalGrid, ProblemParams, VerticalGrid};
 use std::f64::consts::PI;
 
-/// The exact solution u*(x, y, r) at a point (computational coordinates, radius or height).
+/// The exact solution u*(x, y, r) at a point (computational coordinates, radius or height; on
+/// the sphere the coordinates of panel 0, the others through [`sphere_solution`]).
 pub fn manufactured_solution(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
     let h = p.height;
     match p.geometry {
         Geometry::Box => (PI * x).sin() * (PI * y).sin() * (PI * r / h).cos(),
         Geometry::Panel => s(x) * s(y) * (PI * (r - 1.0) / h).cos(),
+        // (x, y) of panel 0; the other panels through `sphere_solution`.
+        Geometry::Sphere => sphere_solution(p, crate::grid::sphere::point(0, x, y), r),
     }
 }
 
@@ -36,7 +39,30 @@ pub fn manufactured_rhs(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
                     + (x * ds(x) * s(y) + y * s(x) * ds(y)) * c / sq);
             -w2 * (lt / (r * r) + l2 * s(x) * s(y) * (cpp + 2.0 / r * cp)) + p.delta * u
         }
+        Geometry::Sphere => sphere_rhs(p, crate::grid::sphere::point(0, x, y), r),
     }
+}
+
+/// The spherical harmonic of degree 2 of the sphere's manufactured solution at the unit vector
+/// `q`: `Y = 2q_z² − q_x² − q_y² + q_x q_y` (Δ_S² Y = −6 Y).
+fn harmonic(q: [f64; 3]) -> f64 {
+    2.0 * q[2] * q[2] - q[0] * q[0] - q[1] * q[1] + q[0] * q[1]
+}
+
+/// The sphere's manufactured solution u* = Y(q) cos(π (r − 1)/H) at the point `q` of the unit
+/// sphere and radius `r` (docs/MODEL.md §16).
+pub fn sphere_solution(p: &ProblemParams, q: [f64; 3], r: f64) -> f64 {
+    harmonic(q) * (PI * (r - 1.0) / p.height).cos()
+}
+
+/// f = (−ω²(r⁻² Δ_S² + λ² r⁻² ∂_r r² ∂_r) + δ) u* for [`sphere_solution`], pointwise.
+pub fn sphere_rhs(p: &ProblemParams, q: [f64; 3], r: f64) -> f64 {
+    let (w2, l2, h) = (p.omega() * p.omega(), p.lambda * p.lambda, p.height);
+    let y = harmonic(q);
+    let c = (PI * (r - 1.0) / h).cos();
+    let cp = -(PI / h) * (PI * (r - 1.0) / h).sin();
+    let cpp = -(PI / h) * (PI / h) * c;
+    -w2 * (-6.0 * y * c / (r * r) + l2 * y * (cpp + 2.0 / r * cp)) + p.delta * y * c
 }
 
 fn s(t: f64) -> f64 {
@@ -47,8 +73,8 @@ fn ds(t: f64) -> f64 {
     (PI / 2.0) * (PI * (t + 1.0) / 2.0).cos()
 }
 
-/// Max and volume-weighted RMS error of a whole-grid solution `u` (z-contiguous) against the
-/// manufactured solution, at the cell centres.
+/// Max and volume-weighted RMS error of a whole-grid solution `u` (z-contiguous; on the sphere
+/// the six panels one after the other) against the manufactured solution, at the cell centres.
 pub fn manufactured_error(p: &ProblemParams, u: &[f64]) -> (f64, f64) {
     let vert = VerticalGrid::new(p);
     let grid = HorizontalGrid {
@@ -56,13 +82,19 @@ pub fn manufactured_error(p: &ProblemParams, u: &[f64]) -> (f64, f64) {
         n: p.n,
     };
     let (mut emax, mut e2, mut vol) = (0.0f64, 0.0, 0.0);
-    for j in 0..p.n {
-        for i in 0..p.n {
+    for (panel, j, i) in
+        (0..p.panels()).flat_map(|q| (0..p.n).flat_map(move |j| (0..p.n).map(move |i| (q, j, i))))
+    {
+        {
             let (x, y) = cell_centre(p.geometry, p.n, i, j);
             let area = grid.column(i, j).area;
             for k in 0..p.nz {
-                let exact = manufactured_solution(p, x, y, vert.centres[k]);
-                let e = (u[(j * p.n + i) * p.nz + k] - exact).abs();
+                let r = vert.centres[k];
+                let exact = match p.geometry {
+                    Geometry::Sphere => sphere_solution(p, crate::grid::sphere::point(panel, x, y), r),
+                    _ => manufactured_solution(p, x, y, r),
+                };
+                let e = (u[((panel * p.n + j) * p.n + i) * p.nz + k] - exact).abs();
                 let w = area * vert.volume_factor(p.geometry, k);
                 emax = emax.max(e);
                 e2 += w * e * e;

@@ -12,8 +12,10 @@ mod vertical;
 
 pub use coefficients::{Advection, Averaging, CellCoefficients, Coefficients};
 pub use horizontal::{cell_centre, face_length, panel_cell_area, Column, HorizontalGrid};
-pub use manufactured::{manufactured_error, manufactured_rhs, manufactured_solution};
-pub use rhs::{build_rhs, RhsKind};
+pub use manufactured::{
+    manufactured_error, manufactured_rhs, manufactured_solution, sphere_rhs, sphere_solution,
+};
+pub use rhs::{build_rhs, build_rhs_tiles, RhsKind};
 pub use vertical::VerticalGrid;
 
 use crate::error::{invalid, Result};
@@ -29,6 +31,9 @@ pub enum Geometry {
     Panel,
     /// The flat Cartesian box `[0, 1]² × [0, H]`.
     Box,
+    /// The whole cubed sphere: six panels of `n × n` columns, no lateral boundary
+    /// (docs/MODEL.md §16).
+    Sphere,
 }
 
 /// Spacing of the vertical grid.
@@ -91,7 +96,7 @@ impl ProblemParams {
     /// Horizontal grid spacing h used in ω = ν h / 2: 2/n on the panel, 1/n on the box.
     pub fn h(&self) -> f64 {
         match self.geometry {
-            Geometry::Panel => 2.0 / self.n as f64,
+            Geometry::Panel | Geometry::Sphere => 2.0 / self.n as f64,
             Geometry::Box => 1.0 / self.n as f64,
         }
     }
@@ -101,9 +106,17 @@ impl ProblemParams {
         self.omega.unwrap_or(0.5 * self.cfl * self.h())
     }
 
-    /// Number of unknowns n² nz.
+    /// Number of unknowns: n² nz, six times that on the sphere.
     pub fn unknowns(&self) -> u64 {
-        (self.n as u64) * (self.n as u64) * (self.nz as u64)
+        self.panels() as u64 * (self.n as u64) * (self.n as u64) * (self.nz as u64)
+    }
+
+    /// Panels of n × n columns: six on the sphere, else one.
+    pub fn panels(&self) -> usize {
+        match self.geometry {
+            Geometry::Sphere => crate::grid::sphere::PANELS,
+            Geometry::Panel | Geometry::Box => 1,
+        }
     }
 
     /// Checks every parameter; the error names the first one that is wrong.
@@ -125,6 +138,21 @@ impl ProblemParams {
         }
         if let Some(w) = self.omega {
             positive("omega", w)?;
+        }
+        if self.geometry == Geometry::Sphere {
+            if self.delta == 0.0 {
+                return invalid(
+                    "delta",
+                    "= 0 on the sphere makes the operator singular (a closed surface has no \
+                     boundary to fix the constant: A·1 = 0); use delta > 0",
+                );
+            }
+            if self.coefficients.is_some() {
+                return invalid(
+                    "coefficients",
+                    "fields on the sphere are not supported yet (the panel and box take them)",
+                );
+            }
         }
         if let Some(c) = &self.coefficients {
             if (c.n, c.nz) != (self.n, self.nz) {

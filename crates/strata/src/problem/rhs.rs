@@ -1,6 +1,8 @@
 //! Right-hand sides (docs/MODEL.md §6): seeded random, smooth bump, manufactured solution.
 
+use super::manufactured::sphere_rhs;
 use super::{cell_centre, manufactured_rhs, Geometry, HorizontalGrid, ProblemParams, VerticalGrid};
+use crate::grid::sphere;
 use crate::grid::Block;
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +34,10 @@ pub(crate) fn uniform_pm1(seed: u64, idx: u64) -> f64 {
 }
 
 /// Builds the volume-integrated right-hand side f̄ = |T| V_k f(centre) (docs/MODEL.md §3.5) on a block
-/// of the fine grid, z-contiguous: `out[(j * nx + i) * nz + k]` for local `(i, j)`.
+/// of the fine grid, z-contiguous: `out[(j * nx + i) * nz + k]` for local `(i, j)`. On the
+/// sphere the block is a tile of one panel ([`crate::grid::sphere::tiles`]); the random field
+/// is keyed by the panel too, the bump is centred on panel 0 at (0.3, −0.2), and the
+/// manufactured solution is a spherical harmonic (docs/MODEL.md §16).
 pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> Vec<f64> {
     let vert = VerticalGrid::new(p);
     let hgrid = HorizontalGrid {
@@ -50,10 +55,22 @@ pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> 
             for (k, v) in col.iter_mut().enumerate() {
                 let vol = area * vert.volume_factor(p.geometry, k);
                 let r = vert.centres[k];
-                let f = match kind {
-                    RhsKind::Random => uniform_pm1(seed, ((j * p.n + i) * nz + k) as u64),
-                    RhsKind::Bump => bump(p, x, y, r),
-                    RhsKind::Manufactured => manufactured_rhs(p, x, y, r),
+                let panel = block.panel.unwrap_or(0);
+                let f = match (kind, p.geometry) {
+                    (RhsKind::Random, _) => {
+                        uniform_pm1(seed, (((panel * p.n + j) * p.n + i) * nz + k) as u64)
+                    }
+                    (RhsKind::Bump, Geometry::Sphere) => {
+                        let (a, b) = (sphere::point(panel, x, y), sphere::point(0, 0.3, -0.2));
+                        let d2: f64 = (0..3).map(|d| (a[d] - b[d]) * (a[d] - b[d])).sum();
+                        let zeta = (r - 1.0) / p.height;
+                        (-d2 / 0.1 - (zeta - 0.5) * (zeta - 0.5) / 0.05).exp()
+                    }
+                    (RhsKind::Bump, _) => bump(p, x, y, r),
+                    (RhsKind::Manufactured, Geometry::Sphere) => {
+                        sphere_rhs(p, sphere::point(panel, x, y), r)
+                    }
+                    (RhsKind::Manufactured, _) => manufactured_rhs(p, x, y, r),
                 };
                 *v = vol * f;
             }
@@ -62,10 +79,19 @@ pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> 
     out
 }
 
+/// [`build_rhs`] of every tile of `tiles`, one after the other (the host layout of a sphere
+/// field, [`crate::backend::tiled`]).
+pub fn build_rhs_tiles(p: &ProblemParams, kind: RhsKind, seed: u64, tiles: &[Block]) -> Vec<f64> {
+    tiles
+        .iter()
+        .flat_map(|t| build_rhs(p, kind, seed, t))
+        .collect()
+}
+
 /// f = exp(−((x−0.3)² + (y+0.2)²)/0.1 − (ζ−0.5)²/0.05), ζ the relative height.
 fn bump(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
     let base = match p.geometry {
-        Geometry::Panel => 1.0,
+        Geometry::Panel | Geometry::Sphere => 1.0,
         Geometry::Box => 0.0,
     };
     let zeta = (r - base) / p.height;

@@ -29,7 +29,7 @@ impl VerticalGrid {
     pub fn new(p: &ProblemParams) -> Self {
         let nz = p.nz;
         let base = match p.geometry {
-            Geometry::Panel => 1.0,
+            Geometry::Panel | Geometry::Sphere => 1.0,
             Geometry::Box => 0.0,
         };
         let faces: Vec<f64> = (0..=nz)
@@ -45,11 +45,11 @@ impl VerticalGrid {
         let centres: Vec<f64> = (0..nz).map(|k| 0.5 * (faces[k] + faces[k + 1])).collect();
         // Surface factor r² on the sphere, 1 on the box; volume ∫ r² dr or Δz.
         let surface = |r: f64| match p.geometry {
-            Geometry::Panel => r * r,
+            Geometry::Panel | Geometry::Sphere => r * r,
             Geometry::Box => 1.0,
         };
         let volume = |lo: f64, hi: f64| match p.geometry {
-            Geometry::Panel => (hi * hi * hi - lo * lo * lo) / 3.0,
+            Geometry::Panel | Geometry::Sphere => (hi * hi * hi - lo * lo * lo) / 3.0,
             Geometry::Box => hi - lo,
         };
         let w2 = p.omega() * p.omega();
@@ -99,7 +99,7 @@ impl VerticalGrid {
     pub fn volume_factor(&self, geometry: Geometry, k: usize) -> f64 {
         let (lo, hi) = (self.faces[k], self.faces[k + 1]);
         match geometry {
-            Geometry::Panel => (hi * hi * hi - lo * lo * lo) / 3.0,
+            Geometry::Panel | Geometry::Sphere => (hi * hi * hi - lo * lo * lo) / 3.0,
             Geometry::Box => hi - lo,
         }
     }

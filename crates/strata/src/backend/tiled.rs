@@ -1,0 +1,363 @@
+//! The tiled backend: the fields of a sphere problem as tiles (blocks of panels) of another
+//! backend (docs/MODEL.md §16).
+//!
+//! [`Tiled`] wraps any backend: a field is one inner field per tile, a level's operator one
+//! inner operator per tile ([`LevelStencil::tiles`]), and every kernel runs tile after tile
+//! (reductions add the tiles' partials). The solvers, written over [`Backend`], run on the
+//! sphere unchanged. Halos between tiles, which may meet rotated or reversed across a panel
+//! edge, are filled by the sphere's communicator ([`crate::comm::SphereComm`]) with
+//! [`TransferKernels::copy_halo`] of the inner backend; the tiled backend's own face methods
+//! refuse, so a communicator that knows nothing of tiles cannot leave them unfilled.
+//!
+//! A host array of a tiled field is the tiles' host arrays one after the other, each
+//! `[j][i][k]` (z-contiguous) — for whole panels, `[panel][j][i][k]`.
+
+use super::{Backend, Fields, LineKernels, Side, StencilKernels, TransferKernels, VectorKernels};
+use crate::error::{invalid, Result};
+use crate::stencil::LevelStencil;
+
+/// Any backend, over the tiles of the sphere.
+pub struct Tiled<'a, B> {
+    inner: &'a B,
+}
+
+impl<'a, B: Backend> Tiled<'a, B> {
+    /// The tiled view of `inner`.
+    pub fn new(inner: &'a B) -> Self {
+        Self { inner }
+    }
+
+    /// The backend every tile runs on.
+    pub fn inner(&self) -> &'a B {
+        self.inner
+    }
+}
+
+/// A level of the tiled backend: the stencil of tiles and each tile's prepared operator.
+pub struct TiledLevel<B: Fields> {
+    stencil: LevelStencil,
+    /// The tiles' operators, in the order of [`LevelStencil::tiles`].
+    pub tiles: Vec<B::LevelOp>,
+}
+
+fn refuse<T>() -> Result<T> {
+    invalid(
+        "comm",
+        "the tiles of the sphere exchange halos through the sphere's communicator (SphereComm), not through face buffers",
+    )
+}
+
+impl<B: Backend> Fields for Tiled<'_, B> {
+    type Field = Vec<B::Field>;
+    type LevelOp = TiledLevel<B>;
+
+    fn name(&self) -> String {
+        format!("{} (sphere tiles)", self.inner.name())
+    }
+
+    fn prepare_level(&self, stencil: &LevelStencil) -> Result<TiledLevel<B>> {
+        let Some(tiles) = &stencil.tiles else {
+            return invalid(
+                "geometry",
+                "the tiled backend prepares the levels of the sphere (built by build_sphere_levels) only",
+            );
+        };
+        Ok(TiledLevel {
+            stencil: stencil.clone(),
+            tiles: tiles
+                .iter()
+                .map(|s| self.inner.prepare_level(s))
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    fn stencil<'a>(&self, op: &'a TiledLevel<B>) -> &'a LevelStencil {
+        &op.stencil
+    }
+
+    fn alloc(&self, op: &TiledLevel<B>) -> Result<Vec<B::Field>> {
+        op.tiles.iter().map(|o| self.inner.alloc(o)).collect()
+    }
+
+    fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
+        self.inner.field_bytes(nx, ny, nz)
+    }
+
+    fn device_memory(&self) -> Result<Option<u64>> {
+        self.inner.device_memory()
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
+    }
+}
+
+impl<B: Backend> VectorKernels for Tiled<'_, B> {
+    fn fill(&self, op: &Self::LevelOp, x: &mut Self::Field, v: f64) -> Result<()> {
+        for (o, x) in op.tiles.iter().zip(x) {
+            self.inner.fill(o, x, v)?;
+        }
+        Ok(())
+    }
+
+    fn copy(&self, op: &Self::LevelOp, x: &Self::Field, y: &mut Self::Field) -> Result<()> {
+        for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
+            self.inner.copy(o, x, y)?;
+        }
+        Ok(())
+    }
+
+    fn axpy(&self, op: &Self::LevelOp, a: f64, x: &Self::Field, y: &mut Self::Field) -> Result<()> {
+        for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
+            self.inner.axpy(o, a, x, y)?;
+        }
+        Ok(())
+    }
+
+    fn xpby(&self, op: &Self::LevelOp, x: &Self::Field, b: f64, y: &mut Self::Field) -> Result<()> {
+        for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
+            self.inner.xpby(o, x, b, y)?;
+        }
+        Ok(())
+    }
+
+    fn dot(&self, op: &Self::LevelOp, x: &Self::Field, y: &Self::Field) -> Result<f64> {
+        let mut s = 0.0;
+        for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
+            s += self.inner.dot(o, x, y)?;
+        }
+        Ok(s)
+    }
+}
+
+impl<B: Backend> StencilKernels for Tiled<'_, B> {
+    fn apply(&self, op: &Self::LevelOp, x: &Self::Field, y: &mut Self::Field) -> Result<()> {
+        for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
+            self.inner.apply(o, x, y)?;
+        }
+        Ok(())
+    }
+
+    fn residual(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &Self::Field,
+        r: &mut Self::Field,
+    ) -> Result<f64> {
+        let mut s = 0.0;
+        for (i, o) in op.tiles.iter().enumerate() {
+            s += self.inner.residual(o, &f[i], &u[i], &mut r[i])?;
+        }
+        Ok(s)
+    }
+
+    fn residual_only(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &Self::Field,
+        r: &mut Self::Field,
+    ) -> Result<()> {
+        for (i, o) in op.tiles.iter().enumerate() {
+            self.inner.residual_only(o, &f[i], &u[i], &mut r[i])?;
+        }
+        Ok(())
+    }
+
+    fn cg_spmv(
+        &self,
+        op: &Self::LevelOp,
+        z: &Self::Field,
+        u: &mut Self::Field,
+        p: &mut Self::Field,
+        q: &mut Self::Field,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<f64> {
+        let mut s = 0.0;
+        for (i, o) in op.tiles.iter().enumerate() {
+            s += self
+                .inner
+                .cg_spmv(o, &z[i], &mut u[i], &mut p[i], &mut q[i], alpha, beta)?;
+        }
+        Ok(s)
+    }
+
+    fn prolongate(
+        &self,
+        coarse: &Self::LevelOp,
+        fine: &Self::LevelOp,
+        u_coarse: &Self::Field,
+        u_fine: &mut Self::Field,
+    ) -> Result<()> {
+        for (i, (c, f)) in coarse.tiles.iter().zip(&fine.tiles).enumerate() {
+            self.inner.prolongate(c, f, &u_coarse[i], &mut u_fine[i])?;
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend> LineKernels for Tiled<'_, B> {
+    fn line_solve(&self, op: &Self::LevelOp, r: &Self::Field, z: &mut Self::Field) -> Result<()> {
+        for ((o, r), z) in op.tiles.iter().zip(r).zip(z) {
+            self.inner.line_solve(o, r, z)?;
+        }
+        Ok(())
+    }
+
+    fn cg_tridiag(
+        &self,
+        op: &Self::LevelOp,
+        q: &Self::Field,
+        r: &mut Self::Field,
+        z: &mut Self::Field,
+        alpha: f64,
+    ) -> Result<[f64; 2]> {
+        let mut s = [0.0; 2];
+        for (i, o) in op.tiles.iter().enumerate() {
+            let [a, b] = self.inner.cg_tridiag(o, &q[i], &mut r[i], &mut z[i], alpha)?;
+            s[0] += a;
+            s[1] += b;
+        }
+        Ok(s)
+    }
+
+    fn smooth(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u_in: &Self::Field,
+        u_out: &mut Self::Field,
+        rho: f64,
+    ) -> Result<()> {
+        for (i, o) in op.tiles.iter().enumerate() {
+            self.inner.smooth(o, &f[i], &u_in[i], &mut u_out[i], rho)?;
+        }
+        Ok(())
+    }
+
+    fn smooth_color(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &mut Self::Field,
+        color: usize,
+    ) -> Result<()> {
+        for (i, o) in op.tiles.iter().enumerate() {
+            self.inner.smooth_color(o, &f[i], &mut u[i], color)?;
+        }
+        Ok(())
+    }
+
+    fn restrict_smooth(
+        &self,
+        fine: &Self::LevelOp,
+        coarse: &Self::LevelOp,
+        r_fine: &Self::Field,
+        f_coarse: &mut Self::Field,
+        u_coarse: &mut Self::Field,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()> {
+        for (i, (fo, co)) in fine.tiles.iter().zip(&coarse.tiles).enumerate() {
+            self.inner.restrict_smooth(
+                fo,
+                co,
+                &r_fine[i],
+                &mut f_coarse[i],
+                &mut u_coarse[i],
+                rho,
+                scale,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl<B: Backend> Tiled<'_, B> {
+    /// The tiles' parts of a host array of the whole level, as (operator, start, length).
+    fn parts<'o>(
+        &self,
+        op: &'o TiledLevel<B>,
+        len: usize,
+    ) -> Result<impl Iterator<Item = (&'o B::LevelOp, usize, usize)> + 'o> {
+        let sizes: Vec<usize> = op
+            .stencil
+            .tiles
+            .iter()
+            .flat_map(|t| t.iter().map(LevelStencil::cells))
+            .collect();
+        let total: usize = sizes.iter().sum();
+        if len != total {
+            return invalid(
+                "host array",
+                format!("has {len} values, the tiles need {total}"),
+            );
+        }
+        let starts: Vec<usize> = sizes
+            .iter()
+            .scan(0, |a, &s| {
+                let at = *a;
+                *a += s;
+                Some(at)
+            })
+            .collect();
+        Ok(op
+            .tiles
+            .iter()
+            .zip(starts.into_iter().zip(sizes))
+            .map(|(o, (s, l))| (o, s, l)))
+    }
+}
+
+impl<B: Backend> TransferKernels for Tiled<'_, B> {
+    fn upload(&self, op: &Self::LevelOp, host: &[f64], x: &mut Self::Field) -> Result<()> {
+        for ((o, s, l), x) in self.parts(op, host.len())?.zip(x) {
+            self.inner.upload(o, &host[s..s + l], x)?;
+        }
+        Ok(())
+    }
+
+    fn download(&self, op: &Self::LevelOp, x: &Self::Field, host: &mut [f64]) -> Result<()> {
+        for ((o, s, l), x) in self.parts(op, host.len())?.zip(x) {
+            self.inner.download(o, x, &mut host[s..s + l])?;
+        }
+        Ok(())
+    }
+
+    type FaceBuffer = ();
+
+    fn alloc_face(&self, _len: usize) -> Result<()> {
+        refuse()
+    }
+
+    fn pack_face(&self, _: &Self::LevelOp, _: &Self::Field, _: Side, _: &mut ()) -> Result<()> {
+        refuse()
+    }
+
+    fn unpack_face(&self, _: &Self::LevelOp, _: &mut Self::Field, _: Side, _: &()) -> Result<()> {
+        refuse()
+    }
+
+    fn copy_halo(
+        &self,
+        _: &Self::LevelOp,
+        _: &Self::Field,
+        _: Side,
+        _: &Self::LevelOp,
+        _: &mut Self::Field,
+        _: Side,
+        _: bool,
+    ) -> Result<()> {
+        refuse()
+    }
+
+    fn face_to_host(&self, _: &(), _: &mut [f64]) -> Result<()> {
+        refuse()
+    }
+
+    fn face_from_host(&self, _: &[f64], _: &mut ()) -> Result<()> {
+        refuse()
+    }
+}
