@@ -176,7 +176,15 @@ pub fn solve<B: Backend>(
 ) -> Result<Solution> {
     if p.geometry == Geometry::Sphere {
         let tiles = crate::grid::sphere::tiles(p.n, 1);
-        return solve_tiles(&Tiled::new(backend), &SphereComm, p, &tiles, cfg, rhs, monitor);
+        return solve_tiles(
+            &Tiled::new(backend),
+            &SphereComm,
+            p,
+            &tiles,
+            cfg,
+            rhs,
+            monitor,
+        );
     }
     solve_block(
         backend,

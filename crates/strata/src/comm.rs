@@ -117,7 +117,10 @@ pub fn exchange_local_tiles<B: Backend>(
 fn tile_stencils(s: &LevelStencil) -> Result<&[LevelStencil]> {
     match &s.tiles {
         Some(t) => Ok(t),
-        None => invalid("comm", "the sphere's communicator serves the sphere's levels only"),
+        None => invalid(
+            "comm",
+            "the sphere's communicator serves the sphere's levels only",
+        ),
     }
 }
 

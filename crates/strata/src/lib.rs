@@ -50,7 +50,8 @@ pub mod solver;
 pub mod stencil;
 
 pub use api::{
-    available_memory, cell_memory, check_memory, field_memory, solve, solve_block, Solution,
+    available_memory, cell_memory, check_memory, field_memory, solve, solve_block, solve_tiles,
+    Solution,
 };
 pub use error::{Result, StrataError};
 pub use persistent::PersistentSolver;

@@ -270,7 +270,10 @@ pub fn build_sphere_levels(
         if t.panel.is_none() || t.nx != t.ny || t.nx != first.nx || t.n != p.n {
             return crate::error::invalid(
                 "tiles",
-                format!("{t:?} is not a square tile of an {0}x{0} panel like the others", p.n),
+                format!(
+                    "{t:?} is not a square tile of an {0}x{0} panel like the others",
+                    p.n
+                ),
             );
         }
         check_levels(t, n_levels)?;

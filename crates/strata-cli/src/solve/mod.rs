@@ -62,9 +62,10 @@ impl BackendTask for Task<'_> {
         }
         validate(backend, p, cfg, RankGrid::single())?;
         let rhs = match &a.rhs_file {
-            Some(_) if p.geometry == Geometry::Sphere => {
-                return Err("--rhs-file: reading a sphere's right-hand side is not supported yet (use --rhs)".into())
-            }
+            Some(_) if p.geometry == Geometry::Sphere => return Err(
+                "--rhs-file: reading a sphere's right-hand side is not supported yet (use --rhs)"
+                    .into(),
+            ),
             Some(path) => read_rhs(path, &a.rhs_var, p.n, p.nz)?,
             None if p.geometry == Geometry::Sphere => {
                 build_rhs_tiles(p, rhs_kind(a.rhs), a.seed, &sphere::tiles(p.n, 1))

@@ -216,7 +216,9 @@ impl<B: Backend> LineKernels for Tiled<'_, B> {
     ) -> Result<[f64; 2]> {
         let mut s = [0.0; 2];
         for (i, o) in op.tiles.iter().enumerate() {
-            let [a, b] = self.inner.cg_tridiag(o, &q[i], &mut r[i], &mut z[i], alpha)?;
+            let [a, b] = self
+                .inner
+                .cg_tridiag(o, &q[i], &mut r[i], &mut z[i], alpha)?;
             s[0] += a;
             s[1] += b;
         }

@@ -2,7 +2,7 @@
 
 /// A rectangular block `[i0, i0 + nx) × [j0, j0 + ny)` of a level with `n × n` cells: the whole
 /// level on one process, or one rank's subdomain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Block {
     /// Global cells per direction on this level.
     pub n: usize,
@@ -91,7 +91,7 @@ pub struct Sides {
 }
 
 /// A side of a block, for halo exchange.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Side {
     /// Towards i − 1.
     West,

@@ -417,13 +417,18 @@ mod tests {
     fn ranks_get_whole_panels_then_blocks_of_every_panel() {
         let count = |ranks, rank| rank_tiles(64, 3, ranks, rank).unwrap().len();
         assert_eq!(count(1, 0), 6);
-        assert_eq!([count(4, 0), count(4, 1), count(4, 2), count(4, 3)], [2, 2, 1, 1]);
+        assert_eq!(
+            [count(4, 0), count(4, 1), count(4, 2), count(4, 3)],
+            [2, 2, 1, 1]
+        );
         assert_eq!(count(6, 5), 1);
         // 7 … 24 ranks: 2 × 2 blocks of every panel.
         assert_eq!(rank_tiles(64, 3, 24, 23).unwrap()[0].nx, 32);
         let e = rank_tiles(12, 3, 24, 0).unwrap_err().to_string();
         assert!(e.contains("divisible by 2"), "{e}");
-        let all: Vec<Block> = (0..5).flat_map(|r| rank_tiles(16, 2, 5, r).unwrap()).collect();
+        let all: Vec<Block> = (0..5)
+            .flat_map(|r| rank_tiles(16, 2, 5, r).unwrap())
+            .collect();
         assert_eq!(all, tiles(16, 1));
     }
 

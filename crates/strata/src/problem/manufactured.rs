@@ -91,7 +91,9 @@ pub fn manufactured_error(p: &ProblemParams, u: &[f64]) -> (f64, f64) {
             for k in 0..p.nz {
                 let r = vert.centres[k];
                 let exact = match p.geometry {
-                    Geometry::Sphere => sphere_solution(p, crate::grid::sphere::point(panel, x, y), r),
+                    Geometry::Sphere => {
+                        sphere_solution(p, crate::grid::sphere::point(panel, x, y), r)
+                    }
                     _ => manufactured_solution(p, x, y, r),
                 };
                 let e = (u[((panel * p.n + j) * p.n + i) * p.nz + k] - exact).abs();

@@ -1,0 +1,236 @@
+//! The whole sphere (docs/MODEL.md §16): the operator across panel edges is symmetric bit for
+//! bit and conserves (its horizontal fluxes cancel), any tiling of the panels gives the same
+//! solve, multigrid converges as on one panel, and what cannot work is refused.
+
+use strata::backend::cpu::CpuBackend;
+use strata::backend::prelude::*;
+use strata::backend::reference::ReferenceBackend;
+use strata::backend::tiled::Tiled;
+use strata::comm::{Comm, SerialComm, SphereComm};
+use strata::grid::sphere;
+use strata::problem::{build_rhs_tiles, Geometry, ProblemParams, RhsKind, VerticalGrid};
+use strata::solver::{Solver, SolverConfig, SolverKind};
+use strata::stencil::{build_levels, build_sphere_levels};
+
+fn sphere_params(n: usize, nz: usize) -> ProblemParams {
+    ProblemParams {
+        geometry: Geometry::Sphere,
+        n,
+        nz,
+        ..Default::default()
+    }
+}
+
+/// y ← A x on the sphere, `x` a host array of the tiles: upload, exchange the halos, apply.
+fn apply<B: Backend>(b: &B, p: &ProblemParams, k: usize, x: &[f64]) -> Vec<f64> {
+    let t = Tiled::new(b);
+    let levels = build_sphere_levels(p, &sphere::tiles(p.n, k), 1).unwrap();
+    let op = t.prepare_level(&levels[0]).unwrap();
+    SphereComm.prepare(&t, &op).unwrap();
+    let (mut xf, mut yf) = (t.alloc(&op).unwrap(), t.alloc(&op).unwrap());
+    t.upload(&op, x, &mut xf).unwrap();
+    SphereComm.exchange(&t, &op, &mut xf).unwrap();
+    t.apply(&op, &xf, &mut yf).unwrap();
+    let mut y = vec![0.0; x.len()];
+    t.download(&op, &yf, &mut y).unwrap();
+    y
+}
+
+#[test]
+fn the_operator_is_symmetric_bit_for_bit_with_four_neighbours_everywhere() {
+    let (n, nz) = (4, 3);
+    let p = sphere_params(n, nz);
+    let size = 6 * n * n * nz;
+    let cols: Vec<Vec<f64>> = (0..size)
+        .map(|c| {
+            let mut e = vec![0.0; size];
+            e[c] = 1.0;
+            apply(&ReferenceBackend, &p, 1, &e)
+        })
+        .collect();
+    for i in 0..size {
+        let mut horizontal = 0;
+        for j in 0..size {
+            assert_eq!(cols[j][i].to_bits(), cols[i][j].to_bits(), "A[{i}][{j}]");
+            // Off-diagonal entries in other columns (not i ± 1 of the same column) are the
+            // horizontal couplings.
+            if j / nz != i / nz && cols[j][i] != 0.0 {
+                assert!(cols[j][i] < 0.0);
+                horizontal += 1;
+            }
+        }
+        assert_eq!(horizontal, 4, "row {i}: a closed surface has no wall");
+        assert!(cols[i][i] > 0.0);
+    }
+}
+
+#[test]
+fn horizontal_fluxes_cancel_a_constant_sees_only_the_zero_order_term() {
+    // A·1 = |T| a_k in every cell (a_k = δ V_k): the rows' horizontal and vertical fluxes of a
+    // constant vanish, across panel edges as inside; with the symmetry above, the sum of all
+    // rows' horizontal fluxes is zero for any field (conservation).
+    let (n, nz) = (16, 8);
+    let p = sphere_params(n, nz);
+    let b = CpuBackend::new(Some(2)).unwrap();
+    for k in [1, 2] {
+        let y = apply(&b, &p, k, &vec![1.0; 6 * n * n * nz]);
+        let vert = VerticalGrid::new(&p);
+        let grid = strata::problem::HorizontalGrid {
+            geometry: p.geometry,
+            n,
+        };
+        let mut at = 0;
+        for t in sphere::tiles(n, k) {
+            for j in t.j0..t.j0 + t.ny {
+                for i in t.i0..t.i0 + t.nx {
+                    let col = grid.column(i, j);
+                    for kk in 0..nz {
+                        let want = col.area * vert.a[kk];
+                        // To rounding of the row's largest terms, which cancel.
+                        let scale = want.abs()
+                            + (vert.d[kk] * col.alpha_t).abs()
+                            + col.area * (vert.b[kk].abs() + vert.c[kk].abs());
+                        assert!(
+                            (y[at] - want).abs() < 1e-13 * scale,
+                            "tile {t:?} ({i}, {j}, {kk}): {} vs {want}",
+                            y[at]
+                        );
+                        at += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A solve of `p` on the tiles of `k × k` blocks per panel, in one process; the solution
+/// reordered to whole panels ([panel][j][i][k]) and the iteration count.
+fn solve_tiled<B: Backend>(
+    b: &B,
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    k: usize,
+) -> (Vec<f64>, usize) {
+    let tiles = sphere::tiles(p.n, k);
+    let rhs = build_rhs_tiles(p, RhsKind::Random, 3, &tiles);
+    let sol = strata::solve_tiles(
+        &Tiled::new(b),
+        &SphereComm,
+        p,
+        &tiles,
+        cfg,
+        &rhs,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(sol.info.reason.converged(), "{:?}", sol.info.reason);
+    let (n, nz) = (p.n, p.nz);
+    let mut whole = vec![0.0; 6 * n * n * nz];
+    let mut src = sol.u.chunks(nz);
+    for t in &tiles {
+        for j in t.j0..t.j0 + t.ny {
+            for i in t.i0..t.i0 + t.nx {
+                let o = ((t.panel.unwrap() * n + j) * n + i) * nz;
+                whole[o..o + nz].copy_from_slice(src.next().unwrap());
+            }
+        }
+    }
+    (whole, sol.info.iterations)
+}
+
+#[test]
+fn any_tiling_and_any_backend_give_the_same_solve() {
+    let p = sphere_params(16, 8);
+    let cfg = SolverConfig::new(SolverKind::MgCg)
+        .with_levels(3)
+        .with_rtol(1e-9);
+    let cpu = CpuBackend::new(Some(2)).unwrap();
+    let (u1, it1) = solve_tiled(&cpu, &p, &cfg, 1);
+    let (u2, it2) = solve_tiled(&cpu, &p, &cfg, 2);
+    let (ur, itr) = solve_tiled(&ReferenceBackend, &p, &cfg, 1);
+    assert_eq!((it1, it2, itr), (it1, it1, it1));
+    let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (a, b) in u1.iter().zip(&u2).chain(u1.iter().zip(&ur)) {
+        assert!((a - b).abs() < 1e-10 * scale, "{a} {b}");
+    }
+    // The one-process entry point is the same solve.
+    let tiles = sphere::tiles(p.n, 1);
+    let rhs = build_rhs_tiles(&p, RhsKind::Random, 3, &tiles);
+    let sol = strata::solve(&cpu, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+    assert_eq!(sol.info.iterations, it1);
+    assert_eq!(sol.u, u1);
+}
+
+#[test]
+fn multigrid_converges_on_the_sphere_as_on_one_panel() {
+    let cpu = CpuBackend::new(Some(2)).unwrap();
+    for n in [32, 64] {
+        for kind in [SolverKind::Mg, SolverKind::MgCg] {
+            let cfg = SolverConfig::new(kind).with_levels(4);
+            let sphere_its = solve_tiled(&cpu, &sphere_params(n, 32), &cfg, 1).1;
+            let panel = ProblemParams {
+                geometry: Geometry::Panel,
+                ..sphere_params(n, 32)
+            };
+            let rhs = strata::problem::build_rhs(
+                &panel,
+                RhsKind::Random,
+                3,
+                &strata::grid::Block::whole(n),
+            );
+            let panel_its = strata::solve(&cpu, &panel, &cfg, &rhs, &mut |_, _| {})
+                .unwrap()
+                .info
+                .iterations;
+            eprintln!("n = {n}, {kind:?}: sphere {sphere_its}, panel {panel_its}");
+            assert!(
+                sphere_its <= panel_its + 1,
+                "n = {n}, {kind:?}: sphere {sphere_its}, panel {panel_its}"
+            );
+        }
+    }
+}
+
+#[test]
+fn what_cannot_work_on_the_sphere_is_refused() {
+    let msg = |e: strata::StrataError| e.to_string();
+    // δ = 0: singular on a closed surface.
+    let p = ProblemParams {
+        delta: 0.0,
+        ..sphere_params(8, 4)
+    };
+    assert!(msg(p.validate().unwrap_err()).contains("singular"));
+    let p = sphere_params(8, 4);
+    // The levels of one panel cannot be built for the sphere (they would be walled).
+    let e = build_levels(&p, strata::grid::Block::whole(8), 1).unwrap_err();
+    assert!(msg(e).contains("build_sphere_levels"));
+    // A backend that is not tiled refuses the sphere's levels.
+    let levels = build_sphere_levels(&p, &sphere::tiles(8, 1), 2).unwrap();
+    let cpu = CpuBackend::new(Some(1)).unwrap();
+    assert!(msg(cpu.prepare_level(&levels[0]).err().unwrap()).contains("tiled"));
+    // A communicator that does not fill the tiles' halos is refused at set-up.
+    let t = Tiled::new(&cpu);
+    let mut solver = Solver::new(
+        &t,
+        &SolverConfig::new(SolverKind::Mg).with_levels(2),
+        &levels,
+    )
+    .unwrap();
+    let e = solver.prepare_comm(&t, &SerialComm).err().unwrap();
+    assert!(msg(e).contains("SphereComm"));
+    // A process that lacks some tiles cannot exchange with them alone.
+    let some = sphere::rank_tiles(8, 2, 2, 0).unwrap();
+    let e = strata::solve_tiles(
+        &t,
+        &SphereComm,
+        &p,
+        &some,
+        &SolverConfig::new(SolverKind::Mg).with_levels(2),
+        &build_rhs_tiles(&p, RhsKind::Random, 1, &some),
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(msg(e).contains("needs all its tiles"));
+    // No assembled matrix for the sphere (yet): a clear error, not the panel's matrix.
+    assert!(msg(strata::matrix::assemble(&p).unwrap_err()).contains("sphere"));
+}
