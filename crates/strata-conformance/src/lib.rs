@@ -522,6 +522,36 @@ pub fn halo_faces<B: Backend>(b: &B) {
             assert_eq!(got, want, "pack {side:?} {:?}", s.block);
         }
     }
+    copy_halos(b, &mut rng);
+}
+
+/// copy_halo fills a halo from another field's interior layer on any side, either way along
+/// it (the sphere's tiles): checked through `apply`, whose edge rows read that halo.
+fn copy_halos<B: Backend>(b: &B, rng: &mut Rng) {
+    for g in [Geometry::Panel, Geometry::Box] {
+        let s = level(g, Block::whole(7), 5);
+        let op = b.prepare_level(&s).expect("prepare_level");
+        for src_side in Side::ALL {
+            for side in Side::ALL {
+                for reversed in [false, true] {
+                    let (x, mut y) = (rng.field(&s), rng.field(&s));
+                    let (dx, mut dy) = (to_backend(b, &op, &x), to_backend(b, &op, &y));
+                    b.copy_halo(&op, &dx, src_side, &op, &mut dy, side, reversed)
+                        .expect("copy_halo");
+                    y.copy_halo_from(side, &x, src_side, reversed);
+                    let mut want = HostField::zeros(s.nx(), s.ny(), s.nz);
+                    ReferenceBackend.apply(&s, &y, &mut want).unwrap();
+                    let mut got = b.alloc(&op).unwrap();
+                    b.apply(&op, &dy, &mut got).unwrap();
+                    let d = rel_diff(&to_host(b, &op, &got), &want);
+                    assert!(
+                        d < 1e-12,
+                        "{src_side:?} -> {side:?} reversed {reversed}: {d:e}"
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Coefficient fields of an `n × n × nz` level: smooth variation with a contrast of about 10
