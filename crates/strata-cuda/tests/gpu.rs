@@ -285,3 +285,64 @@ fn the_memory_estimate_is_what_the_device_gives() {
         drop(s);
     }
 }
+
+/// The sphere (six panels as tiles, halos across panel edges by copy_halo) on the GPU gives the
+/// CPU's iteration counts and solution, whole panels and 2 × 2 blocks of every panel alike.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sphere_solves_agree_with_the_cpu() {
+    use strata::backend::tiled::Tiled;
+    use strata::comm::SphereComm;
+    use strata::grid::sphere;
+    let p = ProblemParams {
+        geometry: strata::problem::Geometry::Sphere,
+        n: 64,
+        nz: 32,
+        ..Default::default()
+    };
+    let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
+    for k in [1, 2] {
+        let tiles = sphere::tiles(p.n, k);
+        let rhs = strata::problem::build_rhs_tiles(&p, RhsKind::Random, 1, &tiles);
+        for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
+            let cfg = SolverConfig::new(kind).with_levels(4).with_rtol(1e-10);
+            let run = |b: &dyn Fn() -> strata::Result<strata::Solution>| b().unwrap();
+            let a = run(&|| {
+                strata::solve_tiles(
+                    &Tiled::new(&g),
+                    &SphereComm,
+                    &p,
+                    &tiles,
+                    &cfg,
+                    &rhs,
+                    &mut |_, _| {},
+                )
+            });
+            let b = run(&|| {
+                strata::solve_tiles(
+                    &Tiled::new(&c),
+                    &SphereComm,
+                    &p,
+                    &tiles,
+                    &cfg,
+                    &rhs,
+                    &mut |_, _| {},
+                )
+            });
+            let rel = max_rel_diff(&a.u, &b.u);
+            println!(
+                "sphere 6x{}^2 x {} tiles {k}x{k} {}: gpu {} its, cpu {} its, max rel diff {rel:.2e}",
+                p.n,
+                p.nz,
+                kind.name(),
+                a.info.iterations,
+                b.info.iterations
+            );
+            assert!(
+                a.info.iterations.abs_diff(b.info.iterations) <= 1,
+                "{kind:?}"
+            );
+            assert!(rel < 1e-8, "{kind:?}: {rel:e}");
+        }
+    }
+}
