@@ -6,13 +6,16 @@
 //! point-to-point) and sums reductions (allreduce). The solvers are unchanged: they call the
 //! communicator where the paper exchanges. Device fields travel through host buffers (the
 //! host-staged path), or with the `nccl` feature by NCCL between device buffers ([`NcclComm`]).
+//! On the sphere, [`SphereMpiComm`] joins the tiles of the six panels held by different ranks.
 #![warn(missing_docs)]
 
 mod comm;
 #[cfg(feature = "nccl")]
 mod nccl;
+mod sphere;
 
 pub use comm::MpiComm;
 pub use mpi;
 #[cfg(feature = "nccl")]
 pub use nccl::{nccl_available, NcclComm};
+pub use sphere::SphereMpiComm;

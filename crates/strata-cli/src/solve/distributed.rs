@@ -7,14 +7,16 @@ use crate::comm_choice::{CommTask, HaloPaths};
 use crate::job::Job;
 use crate::CliResult;
 use std::process::ExitCode;
+use strata::backend::tiled::Tiled;
 use strata::backend::Backend;
 use strata::comm::Comm;
-use strata::grid::{Block, Decomposition, RankGrid};
+use strata::grid::{sphere, Block, Decomposition, RankGrid};
 use strata::io::read_rhs;
-use strata::problem::{build_rhs, ProblemParams};
-use strata::solve_block;
+use strata::problem::{build_rhs, build_rhs_tiles, Geometry, ProblemParams};
+use strata::{solve_block, solve_tiles};
 use strata_mpi::mpi::datatype::PartitionMut;
 use strata_mpi::mpi::traits::*;
+use strata_mpi::SphereMpiComm;
 
 /// The distributed solve of `strata solve`: chooses the halo path, then solves.
 pub fn solve<B: HaloPaths>(
@@ -23,6 +25,9 @@ pub fn solve<B: HaloPaths>(
     backend: &B,
     job: &Job,
 ) -> CliResult<ExitCode> {
+    if s.p.geometry == Geometry::Sphere {
+        return solve_sphere(a, s, backend, job);
+    }
     let grid = rank_grid(a.ranks.as_deref(), job.size())?;
     struct Task<'a, B> {
         a: &'a SolveArgs,
@@ -37,6 +42,156 @@ pub fn solve<B: HaloPaths>(
         }
     }
     backend.with_comm(a.halo, grid, job, Task { a, s, backend, job })
+}
+
+/// The sphere's tiles over the job's ranks: whole panels up to six ranks, blocks of every panel
+/// beyond (docs/MODEL.md §16); halos through MPI (host memory).
+fn solve_sphere<B: Backend>(
+    a: &SolveArgs,
+    s: &Setup,
+    backend: &B,
+    job: &Job,
+) -> CliResult<ExitCode> {
+    if a.ranks.is_some() {
+        return Err("--ranks: the sphere's ranks take whole panels or equal blocks of every panel; leave --ranks out".into());
+    }
+    if a.halo == crate::solve::HaloArg::Nccl {
+        return Err(
+            "--halo nccl: the sphere's halos travel through MPI (use --halo mpi or auto)".into(),
+        );
+    }
+    if a.rhs_file.is_some() {
+        return Err(
+            "--rhs-file: reading a sphere's right-hand side is not supported yet (use --rhs)"
+                .into(),
+        );
+    }
+    let world = job.world().ok_or("MPI is not initialised")?;
+    let (size, rank) = (job.size(), job.rank());
+    let levels = s.cfg.num_levels();
+    s.p.validate()?;
+    s.cfg.validate()?;
+    let tiles = sphere::rank_tiles(s.p.n, levels, size, rank)?;
+    let k = s.p.n / tiles[0].nx;
+    let comm = SphereMpiComm::<B>::new(world.duplicate(), k);
+    let rhs = build_rhs_tiles(&s.p, rhs_kind(a.rhs), a.seed, &tiles);
+    let root = job.is_root();
+    if root {
+        print_header(
+            a,
+            s,
+            &format!(
+                "{} x {size} ranks ({} tiles of {}x{}), halos by mpi",
+                backend.name(),
+                6 * k * k,
+                tiles[0].nx,
+                tiles[0].ny
+            ),
+        );
+    }
+    let bar = if root {
+        progress(&s.cfg.stopping, a.quiet)
+    } else {
+        None
+    };
+    let mut monitor = |it: usize, rel: f64| {
+        if let Some(b) = &bar {
+            b.set_position(it as u64);
+            b.set_message(format!("rel. residual {rel:.3e}"));
+        }
+    };
+    let tiled = Tiled::new(backend);
+    let mut sol = solve_tiles(&tiled, &comm, &s.p, &tiles, &s.cfg, &rhs, &mut monitor)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let needed =
+        a.output.is_some() || (matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none());
+    let (u, f) = if needed {
+        let all: Vec<Vec<Block>> = (0..size)
+            .map(|r| sphere::rank_tiles(s.p.n, levels, size, r))
+            .collect::<strata::Result<_>>()?;
+        (
+            gather_tiles(&world, &all, &s.p, &sol.u)?,
+            gather_tiles(&world, &all, &s.p, &rhs)?,
+        )
+    } else {
+        (Some(Vec::new()), Some(Vec::new()))
+    };
+    if !root {
+        return Ok(ExitCode::SUCCESS);
+    }
+    sol.u = u.expect("rank 0 gathers");
+    let name = format!("{} on {size} ranks", backend.name());
+    report(a, s, &name, &sol, &f.expect("rank 0 gathers"))
+}
+
+/// Gathers every rank's tiles onto rank 0 as whole panels, `[panel][j][i][k]`.
+fn gather_tiles(
+    world: &strata_mpi::mpi::topology::SimpleCommunicator,
+    all: &[Vec<Block>],
+    p: &ProblemParams,
+    local: &[f64],
+) -> CliResult<Option<Vec<f64>>> {
+    let nz = p.nz;
+    let counts: Vec<usize> = all
+        .iter()
+        .map(|t| t.iter().map(|b| b.nx * b.ny * nz).sum())
+        .collect();
+    let Some(packed) = gather_counts(world, &counts, p, local)? else {
+        return Ok(None);
+    };
+    let n = p.n;
+    let mut global = vec![0.0; p.panels() * n * n * nz];
+    let mut src = packed.chunks(nz);
+    for b in all.iter().flatten() {
+        let panel = b.panel.expect("a tile of the sphere");
+        for j in b.j0..b.j0 + b.ny {
+            for i in b.i0..b.i0 + b.nx {
+                let o = ((panel * n + j) * n + i) * nz;
+                global[o..o + nz].copy_from_slice(src.next().expect("every rank's values"));
+            }
+        }
+    }
+    Ok(Some(global))
+}
+
+/// Gathers `local` (`counts[r]` values from rank r) onto rank 0, in rank order.
+fn gather_counts(
+    world: &strata_mpi::mpi::topology::SimpleCommunicator,
+    counts: &[usize],
+    p: &ProblemParams,
+    local: &[f64],
+) -> CliResult<Option<Vec<f64>>> {
+    // MPI counts and displacements are 32-bit: refuse (on every rank alike) what they cannot say.
+    if p.unknowns() > i32::MAX as u64 {
+        return Err(format!(
+            "gathering {} values for the output exceeds MPI's 32-bit counts; run without --output",
+            p.unknowns()
+        )
+        .into());
+    }
+    let root = world.process_at_rank(0);
+    if world.rank() != 0 {
+        root.gather_varcount_into(local);
+        return Ok(None);
+    }
+    let counts: Vec<i32> = counts.iter().map(|&c| c as i32).collect();
+    let displs: Vec<i32> = counts
+        .iter()
+        .scan(0i32, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let mut packed = vec![0.0; total];
+    {
+        let mut part = PartitionMut::new(&mut packed[..], counts, &displs[..]);
+        root.gather_varcount_into_root(local, &mut part);
+    }
+    Ok(Some(packed))
 }
 
 /// The distributed solve over a given communicator.
@@ -129,40 +284,24 @@ fn gather(
     p: &ProblemParams,
     local: &[f64],
 ) -> CliResult<Option<Vec<f64>>> {
-    let root = world.process_at_rank(0);
     let size = world.size() as usize;
-    // MPI counts and displacements are 32-bit: refuse (on every rank alike) what they cannot say.
-    if p.unknowns() > i32::MAX as u64 {
-        return Err(format!(
-            "gathering {} values for the output exceeds MPI's 32-bit counts; run without --output",
-            p.unknowns()
-        )
-        .into());
-    }
-    if world.rank() != 0 {
-        root.gather_varcount_into(local);
-        return Ok(None);
-    }
     let blocks: Vec<Block> = (0..size).map(|r| dec.fine_block(r)).collect();
-    let counts: Vec<i32> = blocks.iter().map(|b| (b.nx * b.ny * p.nz) as i32).collect();
-    let displs: Vec<i32> = counts
+    let counts: Vec<usize> = blocks.iter().map(|b| b.nx * b.ny * p.nz).collect();
+    let Some(packed) = gather_counts(world, &counts, p, local)? else {
+        return Ok(None);
+    };
+    let displs: Vec<usize> = counts
         .iter()
-        .scan(0i64, |acc, &c| {
+        .scan(0, |acc, &c| {
             let d = *acc;
-            *acc += c as i64;
-            Some(d as i32)
+            *acc += c;
+            Some(d)
         })
         .collect();
-    let total: usize = counts.iter().map(|&c| c as usize).sum();
-    let mut packed = vec![0.0; total];
-    {
-        let mut part = PartitionMut::new(&mut packed[..], counts, &displs[..]);
-        root.gather_varcount_into_root(local, &mut part);
-    }
     let mut global = vec![0.0; p.n * p.n * p.nz];
     let nz = p.nz;
     for (b, &d) in blocks.iter().zip(&displs) {
-        let mut src = d as usize;
+        let mut src = d;
         for j in 0..b.ny {
             for i in 0..b.nx {
                 let o = ((b.j0 + j) * p.n + b.i0 + i) * nz;

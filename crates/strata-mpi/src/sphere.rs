@@ -1,0 +1,218 @@
+//! [`SphereMpiComm`]: the sphere's tiles over MPI ranks (docs/MODEL.md §16). A halo whose
+//! source tile is on this rank is copied in place ([`strata::comm::exchange_local_tiles`]); one
+//! whose source is on another rank travels as a message of that tile's face, reversed on
+//! arrival where the edge runs the other way. Sums by allreduce.
+
+use mpi::collective::SystemOperation;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use std::cell::RefCell;
+use strata::backend::prelude::*;
+use strata::backend::tiled::{Tiled, TiledLevel};
+use strata::comm::{exchange_local_tiles, Comm};
+use strata::grid::sphere::{tile_link, PANELS};
+use strata::grid::{split, Block, Side};
+use strata::stencil::LevelStencil;
+use strata::{Result, StrataError};
+
+/// One halo of a local tile that another rank fills, and the face this rank sends back.
+struct Remote<F> {
+    /// The local tile.
+    tile: usize,
+    /// Its side: the halo received and the face sent.
+    side: Side,
+    /// The rank of the tile across.
+    peer: i32,
+    /// Tag of the face this rank sends (the receiver's tile and side).
+    tag_out: i32,
+    /// Tag of the face this rank receives (this tile and side).
+    tag_in: i32,
+    /// Whether the received face runs the other way along the edge.
+    reversed: bool,
+    send: F,
+    recv: F,
+    host_send: Vec<f64>,
+    host_recv: Vec<f64>,
+}
+
+/// The remote halos of one level size.
+struct Level<F> {
+    nx: usize,
+    remotes: Vec<Remote<F>>,
+}
+
+/// A communicator of the sphere's tiles over MPI, for a tiled backend over `B`.
+pub struct SphereMpiComm<B: Backend> {
+    world: SimpleCommunicator,
+    rank: usize,
+    size: usize,
+    /// Blocks per panel side.
+    k: usize,
+    levels: RefCell<Vec<Level<B::FaceBuffer>>>,
+}
+
+impl<B: Backend> SphereMpiComm<B> {
+    /// The communicator of a sphere whose tiles ([`strata::grid::sphere::rank_tiles`]) are
+    /// split over the ranks of `world`, with `k × k` blocks per panel (the `k` those tiles
+    /// were made with: `n / tile.nx`).
+    pub fn new(world: SimpleCommunicator, k: usize) -> Self {
+        Self {
+            rank: world.rank() as usize,
+            size: world.size() as usize,
+            world,
+            k,
+            levels: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The index of a tile among all `6 k²` (the order of `sphere::tiles`).
+    fn global(&self, b: &Block) -> usize {
+        let panel = b.panel.expect("a tile of the sphere");
+        (panel * self.k + b.j0 / b.ny) * self.k + b.i0 / b.nx
+    }
+
+    /// The rank that holds tile `g` (consecutive tiles per rank, as `rank_tiles` splits them).
+    fn owner(&self, g: usize) -> usize {
+        let total = PANELS * self.k * self.k;
+        (0..self.size)
+            .find(|&r| {
+                let (s, l) = split(total, self.size, r);
+                (s..s + l).contains(&g)
+            })
+            .expect("every tile has a rank")
+    }
+
+    /// The remote halos of a level's tiles, with their buffers.
+    fn remotes(
+        &self,
+        b: &Tiled<'_, B>,
+        tiles: &[LevelStencil],
+    ) -> Result<Vec<Remote<B::FaceBuffer>>> {
+        let mut out = Vec::new();
+        for (t, s) in tiles.iter().enumerate() {
+            for side in Side::ALL {
+                let (other, other_side, reversed) = tile_link(&s.block, side);
+                if tiles.iter().any(|x| x.block == other) {
+                    continue;
+                }
+                let peer = self.owner(self.global(&other));
+                if peer == self.rank {
+                    return Err(StrataError::invalid(
+                        "tiles",
+                        format!("{other:?} belongs to this rank but was not given to it"),
+                    ));
+                }
+                let len = strata::backend::face_len(s, side);
+                out.push(Remote {
+                    tile: t,
+                    side,
+                    peer: peer as i32,
+                    tag_out: (4 * self.global(&other) + other_side.index()) as i32,
+                    tag_in: (4 * self.global(&s.block) + side.index()) as i32,
+                    reversed,
+                    send: b.inner().alloc_face(len)?,
+                    recv: b.inner().alloc_face(len)?,
+                    host_send: vec![0.0; len],
+                    host_recv: vec![0.0; len],
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn tiles_of(s: &LevelStencil) -> Result<&[LevelStencil]> {
+    s.tiles.as_deref().ok_or_else(|| {
+        StrataError::invalid(
+            "comm",
+            "the sphere's communicator serves the sphere's levels only",
+        )
+    })
+}
+
+/// Reverses the order of the columns (`nz` values each) of a face.
+fn reverse_columns(v: &mut [f64], nz: usize) {
+    v.reverse();
+    for c in v.chunks_mut(nz) {
+        c.reverse();
+    }
+}
+
+impl<B: Backend> Comm<Tiled<'_, B>> for SphereMpiComm<B> {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn prepare(&self, b: &Tiled<'_, B>, lev: &TiledLevel<B>) -> Result<()> {
+        let tiles = tiles_of(b.stencil(lev))?;
+        let nx = tiles.first().map_or(0, |t| t.nx());
+        if self.levels.borrow().iter().any(|l| l.nx == nx) {
+            return Ok(());
+        }
+        let remotes = self.remotes(b, tiles)?;
+        self.levels.borrow_mut().push(Level { nx, remotes });
+        Ok(())
+    }
+
+    fn exchange(&self, b: &Tiled<'_, B>, lev: &TiledLevel<B>, x: &mut Vec<B::Field>) -> Result<()> {
+        let tiles = tiles_of(b.stencil(lev))?;
+        let nx = tiles.first().map_or(0, |t| t.nx());
+        let mut levels = self.levels.borrow_mut();
+        let Some(level) = levels.iter_mut().find(|l| l.nx == nx) else {
+            return Err(StrataError::Comm(
+                "the sphere's halos of a level were not prepared".into(),
+            ));
+        };
+        let inner = b.inner();
+        for r in &mut level.remotes {
+            inner.pack_face(&lev.tiles[r.tile], &x[r.tile], r.side, &mut r.send)?;
+            inner.face_to_host(&r.send, &mut r.host_send)?;
+        }
+        mpi::request::scope(|scope| {
+            let mut requests = Vec::with_capacity(2 * level.remotes.len());
+            for r in &mut level.remotes {
+                let p = self.world.process_at_rank(r.peer);
+                requests.push(p.immediate_receive_into_with_tag(
+                    scope,
+                    &mut r.host_recv[..],
+                    r.tag_in,
+                ));
+                requests.push(p.immediate_send_with_tag(scope, &r.host_send[..], r.tag_out));
+            }
+            for q in requests {
+                q.wait();
+            }
+        });
+        let nz = tiles.first().map_or(1, |t| t.nz);
+        for r in &mut level.remotes {
+            if r.reversed {
+                reverse_columns(&mut r.host_recv, nz);
+            }
+            inner.face_from_host(&r.host_recv, &mut r.recv)?;
+            inner.unpack_face(&lev.tiles[r.tile], &mut x[r.tile], r.side, &r.recv)?;
+        }
+        drop(levels);
+        exchange_local_tiles(b, lev, x)
+    }
+
+    fn sum(&self, values: &mut [f64]) -> Result<()> {
+        let local = values.to_vec();
+        self.world
+            .all_reduce_into(&local[..], values, SystemOperation::sum());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reversing_a_face_keeps_each_column_in_order() {
+        let mut v = vec![0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 20.0, 21.0, 22.0];
+        super::reverse_columns(&mut v, 3);
+        assert_eq!(v, [20.0, 21.0, 22.0, 10.0, 11.0, 12.0, 0.0, 1.0, 2.0]);
+    }
+}
