@@ -32,7 +32,7 @@ module strata
 
     ! Mirrors StrataProblem of strata.h.
     type, bind(c), public :: strata_problem
-        integer(c_int32_t) :: geometry
+        integer(c_int32_t) :: geometry  ! 0 panel, 1 box, 2 sphere (six panels, [panel][j][i][k])
         integer(c_int32_t) :: n
         integer(c_int32_t) :: nz
         real(c_double) :: cfl

@@ -119,3 +119,24 @@ def test_smoother_choices_take_fewer_cycles():
         strata.Solver(16, 8, levels=3, smoother="sor")
     with pytest.raises(ValueError, match="rho"):
         strata.Solver(16, 8, levels=3, rho=2.5)
+
+
+@pytest.mark.parametrize("solver", ["cg", "mg", "mg-cg"])
+def test_the_whole_sphere(solver):
+    # Six panels of 16 x 16 columns, stacked along y: reshape(6, n, n, nz)[p] is panel p.
+    s = strata.Solver(16, 8, geometry="sphere", solver=solver, levels=3, rtol=1e-9)
+    assert s.shape == (6 * 16, 16, 8)
+    f = random_rhs(s.shape, 3)
+    u = s.solve(f)
+    assert s.info["converged"], s.info
+    r = np.linalg.norm(s.apply(u) - f) / np.linalg.norm(f)
+    assert r < 1e-8, r
+    # The panels are joined: a right-hand side on panel 0 alone moves every panel's solution
+    # near its edges with panel 0 (panels 1-5 all touch panel 0's edges but one, the opposite).
+    g = np.zeros(s.shape).reshape(6, 16, 16, 8)
+    g[0] = 1e-6
+    v = s.solve(g.reshape(s.shape)).reshape(6, 16, 16, 8)
+    assert all(np.abs(v[p]).max() > 0 for p in (1, 3, 4, 5))
+    assert np.abs(v[2]).max() < np.abs(v[1]).max()
+    with pytest.raises(ValueError, match="singular"):
+        strata.Solver(16, 8, geometry="sphere", delta=0.0, levels=3)

@@ -43,9 +43,10 @@ typedef struct StrataSolver StrataSolver;
 
 // The problem: the model problem's parameters (see `strata solve --help` for their meaning).
 typedef struct StrataProblem {
-  // 0: a cubed-sphere panel, 1: the flat box.
+  // 0: a cubed-sphere panel, 1: the flat box, 2: the whole sphere (six panels of n × n
+  // columns; a field is the six panels one after the other, `[panel][j][i][k]`).
   int32_t geometry;
-  // Horizontal cells per direction.
+  // Horizontal cells per direction (per panel on the sphere).
   int32_t n;
   // Vertical cells.
   int32_t nz;

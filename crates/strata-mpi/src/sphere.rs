@@ -8,7 +8,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
 use strata::backend::prelude::*;
-use strata::backend::tiled::{Tiled, TiledLevel};
+use strata::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
 use strata::comm::{exchange_local_tiles, Comm};
 use strata::grid::sphere::{tile_link, PANELS};
 use strata::grid::{split, Block, Side};
@@ -83,9 +83,9 @@ impl<B: Backend> SphereMpiComm<B> {
     }
 
     /// The remote halos of a level's tiles, with their buffers.
-    fn remotes(
+    fn remotes<H: Handle<Inner = B>>(
         &self,
-        b: &Tiled<'_, B>,
+        b: &Tiled<H>,
         tiles: &[LevelStencil],
     ) -> Result<Vec<Remote<B::FaceBuffer>>> {
         let mut out = Vec::new();
@@ -138,7 +138,7 @@ fn reverse_columns(v: &mut [f64], nz: usize) {
     }
 }
 
-impl<B: Backend> Comm<Tiled<'_, B>> for SphereMpiComm<B> {
+impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
     fn rank(&self) -> usize {
         self.rank
     }
@@ -147,7 +147,7 @@ impl<B: Backend> Comm<Tiled<'_, B>> for SphereMpiComm<B> {
         self.size
     }
 
-    fn prepare(&self, b: &Tiled<'_, B>, lev: &TiledLevel<B>) -> Result<()> {
+    fn prepare(&self, b: &Tiled<H>, lev: &TiledLevel<B>) -> Result<()> {
         let tiles = tiles_of(b.stencil(lev))?;
         let nx = tiles.first().map_or(0, |t| t.nx());
         if self.levels.borrow().iter().any(|l| l.nx == nx) {
@@ -158,7 +158,12 @@ impl<B: Backend> Comm<Tiled<'_, B>> for SphereMpiComm<B> {
         Ok(())
     }
 
-    fn exchange(&self, b: &Tiled<'_, B>, lev: &TiledLevel<B>, x: &mut Vec<B::Field>) -> Result<()> {
+    fn exchange(
+        &self,
+        b: &Tiled<H>,
+        lev: &TiledLevel<B>,
+        x: &mut Vec<InnerField<H>>,
+    ) -> Result<()> {
         let tiles = tiles_of(b.stencil(lev))?;
         let nx = tiles.first().map_or(0, |t| t.nx());
         let mut levels = self.levels.borrow_mut();

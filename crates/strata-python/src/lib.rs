@@ -1,12 +1,15 @@
 //! Python bindings of strata: `strata.Solver`, the persistent solver over NumPy arrays on the
 //! host and CuPy (or any `__cuda_array_interface__` / DLPack) arrays on the GPU, built with PyO3
-//! (abi3) and maturin (`pip install ./python`). Arrays have shape `(n, n, nz)` = `(y, x, z)`,
+//! (abi3) and maturin (`pip install ./python`). Arrays have shape `(n, n, nz)` = `(y, x, z)`
+//! (on the sphere `(6 n, n, nz)`: the six panels stacked along y),
 //! float64; NumPy arrays in C order (strata's own layout) pass without a copy, device arrays in
 //! any strides without a host round trip. The GIL is released while strata solves; every strata
 //! error is a Python exception (`ValueError` for bad arguments, `MemoryError`, `RuntimeError`
 //! otherwise).
 
 use ::strata::backend::cpu::CpuBackend;
+use ::strata::backend::tiled::Tiled;
+use ::strata::comm::SphereComm;
 use ::strata::problem::{Coefficients, Geometry, Grading, ProblemParams};
 use ::strata::solver::{Preconditioner, SolveInfo, SolverConfig, SolverKind};
 use ::strata::{PersistentSolver, StrataError};
@@ -54,7 +57,18 @@ struct Solver {
 enum Engine {
     Cpu(CpuBackend, PersistentSolver<CpuBackend>),
     Cuda(Box<CudaBackend>, PersistentSolver<CudaBackend>),
+    CpuSphere(
+        Sphere<CpuBackend>,
+        PersistentSolver<Sphere<CpuBackend>, SphereComm>,
+    ),
+    CudaSphere(
+        Sphere<CudaBackend>,
+        PersistentSolver<Sphere<CudaBackend>, SphereComm>,
+    ),
 }
+
+/// A backend over the six panels of the sphere, owning it.
+type Sphere<B> = Tiled<Box<B>>;
 
 /// Runs `$body` with `$b` the backend and `$p` the persistent solver of either engine.
 macro_rules! engine {
@@ -65,6 +79,8 @@ macro_rules! engine {
                 let $b = $b.as_ref();
                 $body
             }
+            Engine::CpuSphere($b, $p) => $body,
+            Engine::CudaSphere($b, $p) => $body,
         }
     };
 }
@@ -121,6 +137,11 @@ fn choose<T: Copy>(what: &str, got: &str, options: &[(&str, T)]) -> PyResult<T> 
 }
 
 impl Solver {
+    /// Whether the solver is on the sphere (host arrays only).
+    fn is_sphere(&self) -> bool {
+        matches!(self.engine, Engine::CpuSphere(..) | Engine::CudaSphere(..))
+    }
+
     /// Reads a device array's interface: shape (n, n, nz), float64, strides into i, j, k.
     fn device(&self, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Device> {
         let (_, cai) = interface(obj)?;
@@ -298,7 +319,11 @@ impl Solver {
         let geometry = choose(
             "geometry",
             geometry,
-            &[("panel", Geometry::Panel), ("box", Geometry::Box)],
+            &[
+                ("panel", Geometry::Panel),
+                ("box", Geometry::Box),
+                ("sphere", Geometry::Sphere),
+            ],
         )?;
         let pc = choose(
             "preconditioner",
@@ -344,7 +369,20 @@ impl Solver {
             .with_restart(restart)
             .with_smoother(smoother)
             .with_rho(rho);
-        let engine = if cuda {
+        let sphere = geometry == Geometry::Sphere;
+        let engine = if cuda && sphere {
+            let b = Tiled::new(Box::new(CudaBackend::new(device).map_err(to_py)?));
+            let s = py
+                .detach(|| PersistentSolver::sphere(&b, &p, &cfg))
+                .map_err(to_py)?;
+            Engine::CudaSphere(b, s)
+        } else if sphere {
+            let b = Tiled::new(Box::new(CpuBackend::new(threads).map_err(to_py)?));
+            let s = py
+                .detach(|| PersistentSolver::sphere(&b, &p, &cfg))
+                .map_err(to_py)?;
+            Engine::CpuSphere(b, s)
+        } else if cuda {
             let b = Box::new(CudaBackend::new(device).map_err(to_py)?);
             let s = py
                 .detach(|| PersistentSolver::new(b.as_ref(), &p, &cfg))
@@ -359,7 +397,8 @@ impl Solver {
         };
         Ok(Self {
             engine,
-            shape: [n, n, nz],
+            // The sphere's six panels stacked along y: a.reshape(6, n, n, nz)[p] is panel p.
+            shape: [p.panels() * n, n, nz],
             last: None,
         })
     }
@@ -383,6 +422,9 @@ impl Solver {
         x0: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if is_device(rhs) {
+            if self.is_sphere() {
+                return Err(on_sphere("rhs"));
+            }
             return self.solve_on_device(py, rhs, out, x0);
         }
         let rhs: PyReadonlyArray3<'py, f64> = rhs.extract().map_err(|_| {
@@ -453,6 +495,9 @@ impl Solver {
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if is_device(x) {
+            if self.is_sphere() {
+                return Err(on_sphere("x"));
+            }
             let xa = self.device("x", x)?;
             let y = new_device_array(py, self.shape)?;
             let ya = self.device("y", &y)?;
@@ -547,8 +592,8 @@ impl Solver {
     #[getter]
     fn backend(&self) -> &'static str {
         match self.engine {
-            Engine::Cpu(..) => "cpu",
-            Engine::Cuda(..) => "cuda",
+            Engine::Cpu(..) | Engine::CpuSphere(..) => "cpu",
+            Engine::Cuda(..) | Engine::CudaSphere(..) => "cuda",
         }
     }
 
@@ -570,7 +615,8 @@ impl Solver {
         Ok(Some(d))
     }
 
-    /// The shape of every array: (n, n, nz) = (y, x, z).
+    /// The shape of every array: (n, n, nz) = (y, x, z); on the sphere (6 n, n, nz), the six
+    /// panels stacked along y (`a.reshape(6, n, n, nz)[p]` is panel p, no copy).
     #[getter]
     fn shape(&self) -> (usize, usize, usize) {
         (self.shape[0], self.shape[1], self.shape[2])
@@ -586,6 +632,14 @@ impl Solver {
             self.backend()
         )
     }
+}
+
+/// The error for a device array given to a solver of the sphere.
+fn on_sphere(name: &str) -> PyErr {
+    PyValueError::new_err(format!(
+        "{name} is a GPU array: device arrays of the sphere's six panels are not supported yet \
+         (pass NumPy arrays)"
+    ))
 }
 
 /// The error for a device array given to a solver on the CPU.

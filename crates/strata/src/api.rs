@@ -1,6 +1,6 @@
 //! The high-level entry point: build, solve, read back, on any backend.
 
-use crate::backend::tiled::Tiled;
+use crate::backend::tiled::{Handle, Tiled};
 use crate::backend::Backend;
 use crate::comm::{Comm, SerialComm, SphereComm};
 use crate::error::{invalid, Result, StrataError};
@@ -98,7 +98,7 @@ pub fn check_memory<B: Backend>(backend: &B, p: &ProblemParams, cfg: &SolverConf
 }
 
 /// [`check_memory`] for `copies` blocks of `p.n × p.n` columns (the tiles of a sphere rank).
-fn check_memory_of<B: Backend>(
+pub(crate) fn check_memory_of<B: Backend>(
     backend: &B,
     p: &ProblemParams,
     cfg: &SolverConfig,
@@ -239,8 +239,8 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
 /// Solves the sphere problem `p` on this rank's `tiles` of the fine level
 /// ([`crate::grid::sphere::rank_tiles`]; all six panels on one process, with [`SphereComm`]):
 /// `rhs` and the returned solution are the tiles' host arrays one after the other.
-pub fn solve_tiles<'b, B: Backend, C: Comm<Tiled<'b, B>>>(
-    backend: &Tiled<'b, B>,
+pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
+    backend: &Tiled<H>,
     comm: &C,
     p: &ProblemParams,
     tiles: &[Block],

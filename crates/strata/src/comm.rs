@@ -7,8 +7,8 @@
 //! and the compiler, not a run-time check, says which pairs work. [`SerialComm`] is the
 //! single-process communicator: the halo keeps its Dirichlet zeros and sums are local.
 
-use crate::backend::tiled::{Tiled, TiledLevel};
-use crate::backend::{face_len, Backend, Fields};
+use crate::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
+use crate::backend::{face_len, Backend, Fields, TransferKernels};
 use crate::error::{invalid, Result};
 use crate::grid::{sphere, Side};
 use crate::stencil::LevelStencil;
@@ -89,10 +89,10 @@ pub fn sphere_source(tiles: &[LevelStencil], t: usize, side: Side) -> Option<(us
 
 /// Fills every halo of the tiles of `x` whose source tile is local (all of them for a
 /// single-process sphere).
-pub fn exchange_local_tiles<B: Backend>(
-    b: &Tiled<'_, B>,
-    lev: &TiledLevel<B>,
-    x: &mut [B::Field],
+pub fn exchange_local_tiles<H: Handle>(
+    b: &Tiled<H>,
+    lev: &TiledLevel<H::Inner>,
+    x: &mut [InnerField<H>],
 ) -> Result<()> {
     let tiles = tile_stencils(b.stencil(lev))?;
     for t in 0..tiles.len() {
@@ -136,7 +136,7 @@ fn pair<T>(v: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
     }
 }
 
-impl<B: Backend> Comm<Tiled<'_, B>> for SphereComm {
+impl<H: Handle> Comm<Tiled<H>> for SphereComm {
     fn rank(&self) -> usize {
         0
     }
@@ -145,7 +145,7 @@ impl<B: Backend> Comm<Tiled<'_, B>> for SphereComm {
         1
     }
 
-    fn prepare(&self, b: &Tiled<'_, B>, lev: &TiledLevel<B>) -> Result<()> {
+    fn prepare(&self, b: &Tiled<H>, lev: &TiledLevel<H::Inner>) -> Result<()> {
         let tiles = tile_stencils(b.stencil(lev))?;
         for t in 0..tiles.len() {
             for side in Side::ALL {
@@ -163,7 +163,12 @@ impl<B: Backend> Comm<Tiled<'_, B>> for SphereComm {
         Ok(())
     }
 
-    fn exchange(&self, b: &Tiled<'_, B>, lev: &TiledLevel<B>, x: &mut Vec<B::Field>) -> Result<()> {
+    fn exchange(
+        &self,
+        b: &Tiled<H>,
+        lev: &TiledLevel<H::Inner>,
+        x: &mut Vec<InnerField<H>>,
+    ) -> Result<()> {
         exchange_local_tiles(b, lev, x)
     }
 

@@ -2,13 +2,16 @@
 //! kernels, fields, communicator buffers), then solved as often as needed, with the coefficients
 //! or ω updated in place when the model's state changes.
 
+use crate::backend::tiled::{Handle, Tiled};
 use crate::backend::Backend;
+use crate::comm::SphereComm;
 use crate::comm::{Comm, SerialComm};
 use crate::error::{invalid, Result};
+use crate::grid::sphere;
 use crate::grid::Block;
 use crate::problem::{Coefficients, ProblemParams};
 use crate::solver::{SolveInfo, Solver, SolverConfig};
-use crate::stencil::build_levels_with;
+use crate::stencil::{build_levels_with, build_sphere_levels, LevelStencil};
 use std::sync::Arc;
 
 /// A solver set up once for a problem on one backend and communicator. Every call of
@@ -37,7 +40,8 @@ use std::sync::Arc;
 /// ```
 pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     p: ProblemParams,
-    block: Block,
+    /// This rank's fine block, or on the sphere its tiles.
+    tiles: Vec<Block>,
     cfg: SolverConfig,
     comm: C,
     solver: Solver<B>,
@@ -47,9 +51,44 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
 }
 
 impl<B: Backend> PersistentSolver<B> {
-    /// Sets up `cfg`'s solver for the whole problem `p` on one process.
+    /// Sets up `cfg`'s solver for the whole problem `p` on one process (not the sphere: see
+    /// [`PersistentSolver::sphere`]).
     pub fn new(backend: &B, p: &ProblemParams, cfg: &SolverConfig) -> Result<Self> {
         Self::with_comm(backend, SerialComm, p, Block::whole(p.n), cfg)
+    }
+}
+
+impl<H: Handle> PersistentSolver<Tiled<H>, SphereComm> {
+    /// Sets up `cfg`'s solver for the whole sphere `p` (six panels) on one process: fields are
+    /// the six panels one after the other, `[panel][j][i][k]`.
+    pub fn sphere(backend: &Tiled<H>, p: &ProblemParams, cfg: &SolverConfig) -> Result<Self> {
+        Self::with_tiles(backend, SphereComm, p, &sphere::tiles(p.n, 1), cfg)
+    }
+}
+
+impl<H: Handle, C: Comm<Tiled<H>>> PersistentSolver<Tiled<H>, C> {
+    /// Sets up `cfg`'s solver for this rank's `tiles` of the sphere `p`
+    /// ([`crate::grid::sphere::rank_tiles`]), joined by `comm`: fields are the tiles' host
+    /// arrays one after the other.
+    pub fn with_tiles(
+        backend: &Tiled<H>,
+        comm: C,
+        p: &ProblemParams,
+        tiles: &[Block],
+        cfg: &SolverConfig,
+    ) -> Result<Self> {
+        Self::set_up(backend, comm, p, tiles.to_vec(), cfg, |backend, p, cfg| {
+            p.validate()?;
+            cfg.validate()?;
+            if let Some(t) = tiles.first() {
+                let tile_p = ProblemParams {
+                    n: t.nx,
+                    ..p.clone()
+                };
+                crate::api::check_memory_of(backend.inner(), &tile_p, cfg, tiles.len() as u64)?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -62,6 +101,26 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         block: Block,
         cfg: &SolverConfig,
     ) -> Result<Self> {
+        Self::set_up(backend, comm, p, vec![block], cfg, |backend, p, cfg| {
+            cfg.validate_block(&block)?;
+            crate::api::check_operator(p, cfg)?;
+            let local = ProblemParams {
+                n: block.nx.max(block.ny),
+                ..p.clone()
+            };
+            crate::check_memory(backend, &local, cfg)
+        })
+    }
+
+    /// The set-up of a block or of tiles, after `check`.
+    fn set_up(
+        backend: &B,
+        comm: C,
+        p: &ProblemParams,
+        tiles: Vec<Block>,
+        cfg: &SolverConfig,
+        check: impl FnOnce(&B, &ProblemParams, &SolverConfig) -> Result<()>,
+    ) -> Result<Self> {
         let mut setup = Vec::new();
         let mut clock = std::time::Instant::now();
         let mut phase = |name: &'static str| {
@@ -69,15 +128,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             clock = std::time::Instant::now();
         };
         p.validate()?;
-        cfg.validate_block(&block)?;
-        crate::api::check_operator(p, cfg)?;
-        let local = ProblemParams {
-            n: block.nx.max(block.ny),
-            ..p.clone()
-        };
-        crate::check_memory(backend, &local, cfg)?;
+        check(backend, p, cfg)?;
         phase("checks");
-        let levels = build_levels_with(p, block, cfg.num_levels(), cfg.multigrid.averaging)?;
+        let levels = levels_of(p, &tiles, cfg)?;
         phase("stencils");
         let mut solver = Solver::new(backend, cfg, &levels)?;
         backend.synchronize()?;
@@ -89,7 +142,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         phase("communicator and fields");
         Ok(Self {
             p: p.clone(),
-            block,
+            tiles,
             cfg: cfg.clone(),
             comm,
             solver,
@@ -111,9 +164,14 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         &self.p
     }
 
-    /// This rank's block of the fine level.
+    /// This rank's block of the fine level (on the sphere its first tile).
     pub fn block(&self) -> crate::grid::Block {
-        self.block
+        self.tiles[0]
+    }
+
+    /// This rank's block, or on the sphere its tiles, in the order of a field's host array.
+    pub fn tiles(&self) -> &[Block] {
+        &self.tiles
     }
 
     /// The solver's settings.
@@ -121,9 +179,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         &self.cfg
     }
 
-    /// Values of a field of this rank's block (`nx · ny · nz`).
+    /// Values of a field of this rank's block (`nx · ny · nz`), or of its tiles together.
     pub fn len(&self) -> usize {
-        self.block.nx * self.block.ny * self.p.nz
+        self.tiles.iter().map(|b| b.nx * b.ny * self.p.nz).sum()
     }
 
     /// Whether the block is empty (never: blocks have at least one cell).
@@ -143,13 +201,13 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         let len = self.len();
         for (name, n) in [("rhs", rhs.len()), ("u", u.len())] {
             if n != len {
-                return invalid(
-                    name,
-                    format!(
-                        "has {n} values, the block {}x{}x{} needs {len}",
-                        self.block.nx, self.block.ny, self.p.nz
-                    ),
-                );
+                let what = match self.tiles.as_slice() {
+                    [b] if b.panel.is_none() => {
+                        format!("the block {}x{}x{}", b.nx, b.ny, self.p.nz)
+                    }
+                    t => format!("the {} sphere tiles", t.len()),
+                };
+                return invalid(name, format!("has {n} values, {what} needs {len}"));
             }
         }
         let fine = self.solver.fine();
@@ -243,14 +301,19 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     fn rebuild(&mut self, backend: &B, p: ProblemParams) -> Result<()> {
         p.validate()?;
         crate::api::check_operator(&p, &self.cfg)?;
-        let levels = build_levels_with(
-            &p,
-            self.block,
-            self.cfg.num_levels(),
-            self.cfg.multigrid.averaging,
-        )?;
+        let levels = levels_of(&p, &self.tiles, &self.cfg)?;
         self.solver.replace_operators(backend, &levels)?;
         self.p = p;
         Ok(())
+    }
+}
+
+/// The levels of a block (`[block]`) or of the sphere's tiles.
+fn levels_of(p: &ProblemParams, tiles: &[Block], cfg: &SolverConfig) -> Result<Vec<LevelStencil>> {
+    match tiles {
+        [b] if b.panel.is_none() => {
+            build_levels_with(p, *b, cfg.num_levels(), cfg.multigrid.averaging)
+        }
+        _ => build_sphere_levels(p, tiles, cfg.num_levels()),
     }
 }

@@ -234,3 +234,45 @@ fn what_cannot_work_on_the_sphere_is_refused() {
     // No assembled matrix for the sphere (yet): a clear error, not the panel's matrix.
     assert!(msg(strata::matrix::assemble(&p).unwrap_err()).contains("sphere"));
 }
+
+/// A persistent solver on the sphere gives the same solve whatever it did before: the initial
+/// guess's halo is exchanged at the start of a solve, not left from an earlier apply (a bug
+/// this test found: cg's first residual read the halo an apply had left in the same field).
+#[test]
+fn a_persistent_solver_on_the_sphere_repeats_its_solves() {
+    use strata::PersistentSolver;
+    let p = sphere_params(16, 8);
+    let cpu = Tiled::new(Box::new(CpuBackend::new(Some(2)).unwrap()));
+    let tiles = sphere::tiles(16, 1);
+    for kind in [
+        SolverKind::Cg,
+        SolverKind::Mg,
+        SolverKind::MgCg,
+        SolverKind::BiCgStab,
+    ] {
+        let cfg = SolverConfig::new(kind).with_levels(3).with_rtol(1e-9);
+        let mut s = PersistentSolver::sphere(&cpu, &p, &cfg).unwrap();
+        let (f, g) = (
+            build_rhs_tiles(&p, RhsKind::Random, 1, &tiles),
+            build_rhs_tiles(&p, RhsKind::Bump, 1, &tiles),
+        );
+        let mut first = vec![0.0; s.len()];
+        s.solve(&cpu, &g, &mut first, false).unwrap();
+        let mut u = vec![0.0; s.len()];
+        s.solve(&cpu, &f, &mut u, false).unwrap();
+        let mut au = vec![0.0; s.len()];
+        s.apply(&cpu, &u, &mut au).unwrap();
+        let mut again = vec![0.0; s.len()];
+        s.solve(&cpu, &g, &mut again, false).unwrap();
+        assert_eq!(first, again, "{kind:?}");
+        // And the apply is the operator the solve satisfied.
+        let r: f64 = au
+            .iter()
+            .zip(&f)
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum::<f64>()
+            .sqrt();
+        let nf: f64 = f.iter().map(|v| v * v).sum::<f64>().sqrt();
+        assert!(r < 2e-9 * nf, "{kind:?}: {r:e}");
+    }
+}

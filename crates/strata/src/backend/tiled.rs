@@ -16,20 +16,47 @@ use super::{Backend, Fields, LineKernels, Side, StencilKernels, TransferKernels,
 use crate::error::{invalid, Result};
 use crate::stencil::LevelStencil;
 
-/// Any backend, over the tiles of the sphere.
-pub struct Tiled<'a, B> {
-    inner: &'a B,
+/// Any backend, over the tiles of the sphere: `H` is how the tiled backend holds the inner one
+/// (a reference `&B` for a solve, a `Box<B>` or `Arc<B>` where both live together, as in a
+/// persistent solver behind the C and Python interfaces).
+pub struct Tiled<H> {
+    inner: H,
 }
 
-impl<'a, B: Backend> Tiled<'a, B> {
+/// How [`Tiled`] holds its inner backend: anything that dereferences to a backend.
+pub trait Handle: Sync {
+    /// The inner backend.
+    type Inner: Backend;
+    /// The inner backend.
+    fn backend(&self) -> &Self::Inner;
+}
+
+impl<T: std::ops::Deref + Sync> Handle for T
+where
+    T::Target: Backend + Sized,
+{
+    type Inner = T::Target;
+
+    fn backend(&self) -> &T::Target {
+        self
+    }
+}
+
+/// A field of the inner backend of `H`.
+pub type InnerField<H> = <<H as Handle>::Inner as Fields>::Field;
+
+/// A level operator of the inner backend of `H`.
+pub type InnerOp<H> = <<H as Handle>::Inner as Fields>::LevelOp;
+
+impl<H: Handle> Tiled<H> {
     /// The tiled view of `inner`.
-    pub fn new(inner: &'a B) -> Self {
+    pub fn new(inner: H) -> Self {
         Self { inner }
     }
 
     /// The backend every tile runs on.
-    pub fn inner(&self) -> &'a B {
-        self.inner
+    pub fn inner(&self) -> &H::Inner {
+        self.inner.backend()
     }
 }
 
@@ -47,15 +74,15 @@ fn refuse<T>() -> Result<T> {
     )
 }
 
-impl<B: Backend> Fields for Tiled<'_, B> {
-    type Field = Vec<B::Field>;
-    type LevelOp = TiledLevel<B>;
+impl<H: Handle> Fields for Tiled<H> {
+    type Field = Vec<InnerField<H>>;
+    type LevelOp = TiledLevel<H::Inner>;
 
     fn name(&self) -> String {
-        format!("{} (sphere tiles)", self.inner.name())
+        format!("{} (sphere tiles)", self.inner().name())
     }
 
-    fn prepare_level(&self, stencil: &LevelStencil) -> Result<TiledLevel<B>> {
+    fn prepare_level(&self, stencil: &LevelStencil) -> Result<TiledLevel<H::Inner>> {
         let Some(tiles) = &stencil.tiles else {
             return invalid(
                 "geometry",
@@ -66,57 +93,57 @@ impl<B: Backend> Fields for Tiled<'_, B> {
             stencil: stencil.clone(),
             tiles: tiles
                 .iter()
-                .map(|s| self.inner.prepare_level(s))
+                .map(|s| self.inner().prepare_level(s))
                 .collect::<Result<_>>()?,
         })
     }
 
-    fn stencil<'a>(&self, op: &'a TiledLevel<B>) -> &'a LevelStencil {
+    fn stencil<'a>(&self, op: &'a TiledLevel<H::Inner>) -> &'a LevelStencil {
         &op.stencil
     }
 
-    fn alloc(&self, op: &TiledLevel<B>) -> Result<Vec<B::Field>> {
-        op.tiles.iter().map(|o| self.inner.alloc(o)).collect()
+    fn alloc(&self, op: &TiledLevel<H::Inner>) -> Result<Vec<InnerField<H>>> {
+        op.tiles.iter().map(|o| self.inner().alloc(o)).collect()
     }
 
     fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
-        self.inner.field_bytes(nx, ny, nz)
+        self.inner().field_bytes(nx, ny, nz)
     }
 
     fn device_memory(&self) -> Result<Option<u64>> {
-        self.inner.device_memory()
+        self.inner().device_memory()
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.inner.synchronize()
+        self.inner().synchronize()
     }
 }
 
-impl<B: Backend> VectorKernels for Tiled<'_, B> {
+impl<H: Handle> VectorKernels for Tiled<H> {
     fn fill(&self, op: &Self::LevelOp, x: &mut Self::Field, v: f64) -> Result<()> {
         for (o, x) in op.tiles.iter().zip(x) {
-            self.inner.fill(o, x, v)?;
+            self.inner().fill(o, x, v)?;
         }
         Ok(())
     }
 
     fn copy(&self, op: &Self::LevelOp, x: &Self::Field, y: &mut Self::Field) -> Result<()> {
         for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
-            self.inner.copy(o, x, y)?;
+            self.inner().copy(o, x, y)?;
         }
         Ok(())
     }
 
     fn axpy(&self, op: &Self::LevelOp, a: f64, x: &Self::Field, y: &mut Self::Field) -> Result<()> {
         for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
-            self.inner.axpy(o, a, x, y)?;
+            self.inner().axpy(o, a, x, y)?;
         }
         Ok(())
     }
 
     fn xpby(&self, op: &Self::LevelOp, x: &Self::Field, b: f64, y: &mut Self::Field) -> Result<()> {
         for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
-            self.inner.xpby(o, x, b, y)?;
+            self.inner().xpby(o, x, b, y)?;
         }
         Ok(())
     }
@@ -124,16 +151,16 @@ impl<B: Backend> VectorKernels for Tiled<'_, B> {
     fn dot(&self, op: &Self::LevelOp, x: &Self::Field, y: &Self::Field) -> Result<f64> {
         let mut s = 0.0;
         for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
-            s += self.inner.dot(o, x, y)?;
+            s += self.inner().dot(o, x, y)?;
         }
         Ok(s)
     }
 }
 
-impl<B: Backend> StencilKernels for Tiled<'_, B> {
+impl<H: Handle> StencilKernels for Tiled<H> {
     fn apply(&self, op: &Self::LevelOp, x: &Self::Field, y: &mut Self::Field) -> Result<()> {
         for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
-            self.inner.apply(o, x, y)?;
+            self.inner().apply(o, x, y)?;
         }
         Ok(())
     }
@@ -147,7 +174,7 @@ impl<B: Backend> StencilKernels for Tiled<'_, B> {
     ) -> Result<f64> {
         let mut s = 0.0;
         for (i, o) in op.tiles.iter().enumerate() {
-            s += self.inner.residual(o, &f[i], &u[i], &mut r[i])?;
+            s += self.inner().residual(o, &f[i], &u[i], &mut r[i])?;
         }
         Ok(s)
     }
@@ -160,7 +187,7 @@ impl<B: Backend> StencilKernels for Tiled<'_, B> {
         r: &mut Self::Field,
     ) -> Result<()> {
         for (i, o) in op.tiles.iter().enumerate() {
-            self.inner.residual_only(o, &f[i], &u[i], &mut r[i])?;
+            self.inner().residual_only(o, &f[i], &u[i], &mut r[i])?;
         }
         Ok(())
     }
@@ -178,7 +205,7 @@ impl<B: Backend> StencilKernels for Tiled<'_, B> {
         let mut s = 0.0;
         for (i, o) in op.tiles.iter().enumerate() {
             s += self
-                .inner
+                .inner()
                 .cg_spmv(o, &z[i], &mut u[i], &mut p[i], &mut q[i], alpha, beta)?;
         }
         Ok(s)
@@ -192,16 +219,17 @@ impl<B: Backend> StencilKernels for Tiled<'_, B> {
         u_fine: &mut Self::Field,
     ) -> Result<()> {
         for (i, (c, f)) in coarse.tiles.iter().zip(&fine.tiles).enumerate() {
-            self.inner.prolongate(c, f, &u_coarse[i], &mut u_fine[i])?;
+            self.inner()
+                .prolongate(c, f, &u_coarse[i], &mut u_fine[i])?;
         }
         Ok(())
     }
 }
 
-impl<B: Backend> LineKernels for Tiled<'_, B> {
+impl<H: Handle> LineKernels for Tiled<H> {
     fn line_solve(&self, op: &Self::LevelOp, r: &Self::Field, z: &mut Self::Field) -> Result<()> {
         for ((o, r), z) in op.tiles.iter().zip(r).zip(z) {
-            self.inner.line_solve(o, r, z)?;
+            self.inner().line_solve(o, r, z)?;
         }
         Ok(())
     }
@@ -217,7 +245,7 @@ impl<B: Backend> LineKernels for Tiled<'_, B> {
         let mut s = [0.0; 2];
         for (i, o) in op.tiles.iter().enumerate() {
             let [a, b] = self
-                .inner
+                .inner()
                 .cg_tridiag(o, &q[i], &mut r[i], &mut z[i], alpha)?;
             s[0] += a;
             s[1] += b;
@@ -234,7 +262,8 @@ impl<B: Backend> LineKernels for Tiled<'_, B> {
         rho: f64,
     ) -> Result<()> {
         for (i, o) in op.tiles.iter().enumerate() {
-            self.inner.smooth(o, &f[i], &u_in[i], &mut u_out[i], rho)?;
+            self.inner()
+                .smooth(o, &f[i], &u_in[i], &mut u_out[i], rho)?;
         }
         Ok(())
     }
@@ -247,7 +276,7 @@ impl<B: Backend> LineKernels for Tiled<'_, B> {
         color: usize,
     ) -> Result<()> {
         for (i, o) in op.tiles.iter().enumerate() {
-            self.inner.smooth_color(o, &f[i], &mut u[i], color)?;
+            self.inner().smooth_color(o, &f[i], &mut u[i], color)?;
         }
         Ok(())
     }
@@ -263,7 +292,7 @@ impl<B: Backend> LineKernels for Tiled<'_, B> {
         scale: f64,
     ) -> Result<()> {
         for (i, (fo, co)) in fine.tiles.iter().zip(&coarse.tiles).enumerate() {
-            self.inner.restrict_smooth(
+            self.inner().restrict_smooth(
                 fo,
                 co,
                 &r_fine[i],
@@ -277,13 +306,13 @@ impl<B: Backend> LineKernels for Tiled<'_, B> {
     }
 }
 
-impl<B: Backend> Tiled<'_, B> {
+impl<H: Handle> Tiled<H> {
     /// The tiles' parts of a host array of the whole level, as (operator, start, length).
     fn parts<'o>(
         &self,
-        op: &'o TiledLevel<B>,
+        op: &'o TiledLevel<H::Inner>,
         len: usize,
-    ) -> Result<impl Iterator<Item = (&'o B::LevelOp, usize, usize)> + 'o> {
+    ) -> Result<impl Iterator<Item = (&'o InnerOp<H>, usize, usize)> + 'o> {
         let sizes: Vec<usize> = op
             .stencil
             .tiles
@@ -313,17 +342,17 @@ impl<B: Backend> Tiled<'_, B> {
     }
 }
 
-impl<B: Backend> TransferKernels for Tiled<'_, B> {
+impl<H: Handle> TransferKernels for Tiled<H> {
     fn upload(&self, op: &Self::LevelOp, host: &[f64], x: &mut Self::Field) -> Result<()> {
         for ((o, s, l), x) in self.parts(op, host.len())?.zip(x) {
-            self.inner.upload(o, &host[s..s + l], x)?;
+            self.inner().upload(o, &host[s..s + l], x)?;
         }
         Ok(())
     }
 
     fn download(&self, op: &Self::LevelOp, x: &Self::Field, host: &mut [f64]) -> Result<()> {
         for ((o, s, l), x) in self.parts(op, host.len())?.zip(x) {
-            self.inner.download(o, x, &mut host[s..s + l])?;
+            self.inner().download(o, x, &mut host[s..s + l])?;
         }
         Ok(())
     }
