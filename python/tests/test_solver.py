@@ -138,5 +138,13 @@ def test_the_whole_sphere(solver):
     v = s.solve(g.reshape(s.shape)).reshape(6, 16, 16, 8)
     assert all(np.abs(v[p]).max() > 0 for p in (1, 3, 4, 5))
     assert np.abs(v[2]).max() < np.abs(v[1]).max()
+    # Coefficient fields on the six panels, in the same (6 n, n, nz) arrays.
+    y = np.linspace(1.0, 3.0, s.shape[0])[:, None, None]
+    s.set_coefficients(kx=np.ones(s.shape) * y, kz=np.full(s.shape, 5.0))
+    u = s.solve(f)
+    assert s.info["converged"], s.info
+    assert np.linalg.norm(s.apply(u) - f) / np.linalg.norm(f) < 1e-8
+    with pytest.raises(ValueError, match="xi"):
+        s.set_coefficients(xi=(np.ones(s.shape), np.ones(s.shape), np.ones(s.shape)))
     with pytest.raises(ValueError, match="singular"):
         strata.Solver(16, 8, geometry="sphere", delta=0.0, levels=3)

@@ -580,8 +580,8 @@ fn coefficients_from(
             Some(read(ptr, name)?)
         });
     }
-    let len = p.n * p.n * p.nz;
-    let mut c = Coefficients::constant(p.n, p.nz, p.delta);
+    let len = p.panels() * p.n * p.n * p.nz;
+    let mut c = Coefficients::constant_panels(p.panels(), p.n, p.nz, p.delta);
     let mut it = given.into_iter();
     for field in [&mut c.kx, &mut c.ky, &mut c.kz, &mut c.beta] {
         if let Some(v) = it.next().flatten() {

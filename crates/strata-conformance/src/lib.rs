@@ -579,6 +579,7 @@ pub fn coefficient_fields(n: usize, nz: usize, seed: u64) -> Coefficients {
         v
     };
     Coefficients {
+        panels: 1,
         n,
         nz,
         kx: field(0.0),

@@ -301,9 +301,15 @@ fn sphere_solves_agree_with_the_cpu() {
         ..Default::default()
     };
     let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
-    for k in [1, 2] {
+    let with_fields = ProblemParams {
+        coefficients: Some(std::sync::Arc::new(
+            strata::problem::Coefficients::smooth_sphere(p.n, p.nz, 100.0),
+        )),
+        ..p.clone()
+    };
+    for (k, p) in [(1, &p), (2, &p), (2, &with_fields)] {
         let tiles = sphere::tiles(p.n, k);
-        let rhs = strata::problem::build_rhs_tiles(&p, RhsKind::Random, 1, &tiles);
+        let rhs = strata::problem::build_rhs_tiles(p, RhsKind::Random, 1, &tiles);
         for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
             let cfg = SolverConfig::new(kind).with_levels(4).with_rtol(1e-10);
             let run = |b: &dyn Fn() -> strata::Result<strata::Solution>| b().unwrap();
@@ -311,7 +317,7 @@ fn sphere_solves_agree_with_the_cpu() {
                 strata::solve_tiles(
                     &Tiled::new(&g),
                     &SphereComm,
-                    &p,
+                    p,
                     &tiles,
                     &cfg,
                     &rhs,
@@ -322,7 +328,7 @@ fn sphere_solves_agree_with_the_cpu() {
                 strata::solve_tiles(
                     &Tiled::new(&c),
                     &SphereComm,
-                    &p,
+                    p,
                     &tiles,
                     &cfg,
                     &rhs,
@@ -331,9 +337,10 @@ fn sphere_solves_agree_with_the_cpu() {
             });
             let rel = max_rel_diff(&a.u, &b.u);
             println!(
-                "sphere 6x{}^2 x {} tiles {k}x{k} {}: gpu {} its, cpu {} its, max rel diff {rel:.2e}",
+                "sphere 6x{}^2 x {} tiles {k}x{k}{} {}: gpu {} its, cpu {} its, max rel diff {rel:.2e}",
                 p.n,
                 p.nz,
+                if p.coefficients.is_some() { " coefficient fields" } else { "" },
                 kind.name(),
                 a.info.iterations,
                 b.info.iterations

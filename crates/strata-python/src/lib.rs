@@ -542,13 +542,14 @@ impl Solver {
         beta: Option<Bound<'py, PyAny>>,
         xi: Option<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     ) -> PyResult<()> {
-        let [n, _, nz] = self.shape;
+        let [_, n, nz] = self.shape;
+        let panels = engine!(&self.engine, _b, p => p.problem().panels());
         let none = kx.is_none() && ky.is_none() && kz.is_none() && beta.is_none() && xi.is_none();
         let delta = engine!(&self.engine, _b, p => p.problem().delta);
         let coefficients = if none {
             None
         } else {
-            let mut c = Coefficients::constant(n, nz, delta);
+            let mut c = Coefficients::constant_panels(panels, n, nz, delta);
             for (a, field, name) in [
                 (&kx, &mut c.kx, "kx"),
                 (&ky, &mut c.ky, "ky"),

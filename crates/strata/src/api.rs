@@ -122,7 +122,8 @@ pub(crate) fn check_memory_of<B: Backend>(
     let host_cells = match &p.coefficients {
         Some(c) => {
             let input = if c.is_symmetric() { 4 } else { 7 };
-            (input + 7) * p.unknowns() * 8 + cell_memory(p, cfg, |n| (n * n * p.nz * 8) as u64)
+            (input + 7) * copies * (p.n * p.n * p.nz) as u64 * 8
+                + copies * cell_memory(p, cfg, |n| (n * n * p.nz * 8) as u64)
         }
         None => 0,
     };
@@ -269,7 +270,7 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
         check_memory_of(backend.inner(), &tile_p, cfg, tiles.len() as u64)?;
     }
     let t = Instant::now();
-    let levels = build_sphere_levels(p, tiles, cfg.num_levels())?;
+    let levels = build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging)?;
     solve_levels(backend, comm, &levels, cfg, rhs, t, monitor)
 }
 

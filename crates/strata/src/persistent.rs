@@ -314,6 +314,6 @@ fn levels_of(p: &ProblemParams, tiles: &[Block], cfg: &SolverConfig) -> Result<V
         [b] if b.panel.is_none() => {
             build_levels_with(p, *b, cfg.num_levels(), cfg.multigrid.averaging)
         }
-        _ => build_sphere_levels(p, tiles, cfg.num_levels()),
+        _ => build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging),
     }
 }

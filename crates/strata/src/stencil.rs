@@ -258,6 +258,7 @@ pub fn build_sphere_levels(
     p: &ProblemParams,
     tiles: &[Block],
     n_levels: usize,
+    averaging: Averaging,
 ) -> Result<Vec<LevelStencil>> {
     p.validate()?;
     if p.geometry != crate::problem::Geometry::Sphere {
@@ -281,11 +282,14 @@ pub fn build_sphere_levels(
     let vertical = Arc::new(VerticalGrid::new(p));
     let mut out = Vec::with_capacity(n_levels);
     let mut level: Vec<Block> = tiles.to_vec();
+    // The coefficients of each level, coarsened panel by panel.
+    let mut coeffs = p.coefficients.as_deref().map(Cow::Borrowed);
     for _ in 0..n_levels {
         let stencils: Arc<[LevelStencil]> = level
             .iter()
-            .map(|&b| LevelStencil::new(p, b, vertical.clone()))
+            .map(|&b| LevelStencil::with_coefficients(p, b, vertical.clone(), coeffs.as_deref()))
             .collect();
+        coeffs = coeffs.map(|c| Cow::Owned(c.coarsen_with(averaging)));
         let t = level[0];
         out.push(LevelStencil {
             block: Block {

@@ -52,6 +52,9 @@ impl BackendTask for Task<'_> {
         let mut setup = Setup::new(&a);
         if let Some(path) = &a.coefficients {
             setup.p.validate()?;
+            if setup.p.geometry == Geometry::Sphere {
+                return Err("--coefficients: reading a sphere's coefficient fields from a file is not supported yet (the library, C and Python interfaces take them)".into());
+            }
             let c = read_coefficients(path, setup.p.n, setup.p.nz, setup.p.delta)?;
             setup.p.coefficients = Some(std::sync::Arc::new(c));
         }

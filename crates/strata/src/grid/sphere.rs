@@ -242,7 +242,7 @@ pub fn rank_tiles(n: usize, n_levels: usize, ranks: usize, rank: usize) -> Resul
         k += 1;
     }
     let coarse = n >> (n_levels.max(1) - 1);
-    if n_levels < 1 || n_levels > 63 || coarse << (n_levels - 1) != n {
+    if !(1..=63).contains(&n_levels) || coarse << (n_levels - 1) != n {
         return invalid(
             "levels",
             format!(
@@ -251,7 +251,7 @@ pub fn rank_tiles(n: usize, n_levels: usize, ranks: usize, rank: usize) -> Resul
             ),
         );
     }
-    if coarse % k != 0 {
+    if !coarse.is_multiple_of(k) {
         return invalid(
             "ranks",
             format!(

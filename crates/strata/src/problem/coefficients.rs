@@ -2,7 +2,7 @@
 //! diagonal of α (`kx`, `ky`, `kz`) and β, per cell of the fine grid.
 
 use crate::error::{invalid, Result};
-use crate::grid::Block;
+use crate::grid::{sphere, Block, Side};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -21,9 +21,13 @@ pub enum Averaging {
 }
 
 /// Per-cell coefficient fields of a whole `n × n × nz` level, z-contiguous like the right-hand
-/// side (`v[(j * n + i) * nz + k]`). `kx = ky = kz = 1`, `β = δ` is the model problem.
+/// side (`v[(j * n + i) * nz + k]`); on the sphere six such panels one after the other
+/// (`v[((panel * n + j) * n + i) * nz + k]`, `panels = 6`). `kx = ky = kz = 1`, `β = δ` is the
+/// model problem. On the sphere `kx` and `ky` are along each panel's own x and y.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Coefficients {
+    /// Panels of `n × n` columns: 1, or 6 on the sphere.
+    pub panels: usize,
     /// Horizontal cells per direction.
     pub n: usize,
     /// Vertical cells.
@@ -44,8 +48,14 @@ pub struct Coefficients {
 impl Coefficients {
     /// Constant fields: `kx = ky = kz = 1` and `β = beta` (the model problem with δ = beta).
     pub fn constant(n: usize, nz: usize, beta: f64) -> Self {
-        let len = n * n * nz;
+        Self::constant_panels(1, n, nz, beta)
+    }
+
+    /// [`Coefficients::constant`] on `panels` panels (6: the sphere).
+    pub fn constant_panels(panels: usize, n: usize, nz: usize, beta: f64) -> Self {
+        let len = panels * n * n * nz;
         Self {
+            panels,
             n,
             nz,
             kx: vec![1.0; len],
@@ -81,6 +91,43 @@ impl Coefficients {
             v
         };
         Self {
+            panels: 1,
+            n,
+            nz,
+            kx: field(0.0),
+            ky: field(1.0),
+            kz: field(2.0),
+            beta: field(3.0),
+            xi: None,
+        }
+    }
+
+    /// [`Coefficients::smooth`] on the six panels of the sphere: the same construction with the
+    /// horizontal factor a smooth function of the cell centre's position on the unit sphere,
+    /// `contrast^(sin(3X + φ) cos(2Y) / 4 + Z / 4)`, so that the fields are continuous across
+    /// panel edges.
+    pub fn smooth_sphere(n: usize, nz: usize, contrast: f64) -> Self {
+        let field = |phase: f64| -> Vec<f64> {
+            let vertical: Vec<f64> = (0..nz)
+                .map(|k| {
+                    let z = (k as f64 + 0.5) / nz as f64;
+                    contrast.powf(0.25 * (5.0 * z + phase).sin())
+                })
+                .collect();
+            let mut v = vec![0.0; sphere::PANELS * n * n * nz];
+            v.par_chunks_mut(nz).enumerate().for_each(|(col, out)| {
+                let (i, j, panel) = (col % n, (col / n) % n, col / (n * n));
+                let q = sphere::cell_centre(panel, i, j, n);
+                let s = 0.25 * (3.0 * q[0] + phase).sin() * (2.0 * q[1]).cos() + 0.25 * q[2];
+                let h = contrast.powf(s);
+                for (o, z) in out.iter_mut().zip(&vertical) {
+                    *o = h * z;
+                }
+            });
+            v
+        };
+        Self {
+            panels: sphere::PANELS,
             n,
             nz,
             kx: field(0.0),
@@ -99,7 +146,13 @@ impl Coefficients {
     /// Checks shapes and values: every field `n · n · nz` long, finite, `kx, ky, kz, β > 0`; the
     /// error names the field and the first bad cell as (y, x, z).
     pub fn validate(&self) -> Result<()> {
-        let len = self.n * self.n * self.nz;
+        if self.panels != 1 && self.panels != 6 {
+            return invalid(
+                "coefficients",
+                format!("have {} panels: 1, or 6 on the sphere", self.panels),
+            );
+        }
+        let len = self.len();
         let positive = self.fields().into_iter().map(|(n, v)| (n, v, true));
         let signed = self.xi_fields().into_iter().map(|(n, v)| (n, v, false));
         for (name, v, must_be_positive) in positive.chain(signed) {
@@ -107,8 +160,13 @@ impl Coefficients {
                 return invalid(
                     name,
                     format!(
-                        "has {} values, the grid {}x{}x{} needs {len}",
+                        "has {} values, the grid {}{}x{}x{} needs {len}",
                         v.len(),
+                        if self.panels > 1 {
+                            format!("{}x", self.panels)
+                        } else {
+                            String::new()
+                        },
                         self.n,
                         self.n,
                         self.nz
@@ -124,7 +182,13 @@ impl Coefficients {
                 .enumerate()
                 .find_map_first(|(c, chunk)| chunk.iter().position(bad).map(|p| c * CHUNK + p));
             if let Some(p) = first {
-                let (j, i, k) = (p / (self.n * self.nz), (p / self.nz) % self.n, p % self.nz);
+                let q = p % (self.n * self.n * self.nz);
+                let (j, i, k) = (q / (self.n * self.nz), (q / self.nz) % self.n, q % self.nz);
+                let panel = if self.panels > 1 {
+                    format!("panel={}, ", p / (self.n * self.n * self.nz))
+                } else {
+                    String::new()
+                };
                 let what = if must_be_positive {
                     "finite and positive"
                 } else {
@@ -132,11 +196,24 @@ impl Coefficients {
                 };
                 return invalid(
                     name,
-                    format!("must be {what}, but is {} at (y={j}, x={i}, z={k})", v[p]),
+                    format!(
+                        "must be {what}, but is {} at ({panel}y={j}, x={i}, z={k})",
+                        v[p]
+                    ),
                 );
             }
         }
         Ok(())
+    }
+
+    /// Values of each field: panels · n² · nz.
+    pub fn len(&self) -> usize {
+        self.panels * self.n * self.n * self.nz
+    }
+
+    /// Whether the fields are empty (never for a valid level).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The advection components with their names (none without ξ).
@@ -172,6 +249,7 @@ impl Coefficients {
         // ξ is a velocity: the coarse value is the children's plain mean.
         let plain = |a: f64, b: f64, c: f64, d: f64| 0.25 * (a + b + c + d);
         Self {
+            panels: self.panels,
             n: self.n / 2,
             nz: self.nz,
             kx: self.coarsen_field(&self.kx, mean),
@@ -195,10 +273,13 @@ impl Coefficients {
         mean: impl Fn(f64, f64, f64, f64) -> f64 + Sync,
     ) -> Vec<f64> {
         let (n, nz) = (self.n / 2, self.nz);
-        let mut out = vec![0.0; n * n * nz];
+        let mut out = vec![0.0; self.panels * n * n * nz];
         out.par_chunks_mut((n * nz).max(1))
             .enumerate()
-            .for_each(|(j, row)| {
+            .for_each(|(row_index, row)| {
+                // Rows of every panel in turn.
+                let (panel, j) = (row_index / n, row_index % n);
+                let v = &v[panel * self.n * self.n * nz..];
                 for (i, o) in row.chunks_mut(nz).enumerate() {
                     let child = |ii: usize, jj: usize| &v[(jj * self.n + ii) * nz..][..nz];
                     let (a, b) = (child(2 * i, 2 * j), child(2 * i + 1, 2 * j));
@@ -216,7 +297,11 @@ impl Coefficients {
         v[(j * self.n + i) * self.nz + k]
     }
 
-    /// The face factors and β of `block` (a block of this level), as the operator uses them.
+    /// The face factors and β of `block` (a block of this level, on the sphere a tile of one
+    /// of its panels), as the operator uses them. On the sphere a face on a panel edge takes
+    /// the harmonic mean of this cell's coefficient normal to the edge and the neighbouring
+    /// panel's cell's coefficient normal to the same edge (its kx or ky, whichever crosses it):
+    /// the same value from both sides, bit for bit (docs/MODEL.md §16).
     pub fn cells(&self, block: &Block) -> CellCoefficients {
         assert_eq!(block.n, self.n, "the block is of another level");
         let (nx, ny, nz) = (block.nx, block.ny, self.nz);
@@ -224,9 +309,29 @@ impl Coefficients {
         // Row by row in parallel, a column's nz values at a time (contiguous: the loops over k
         // vectorise): at a model's size this is half a billion cells.
         let n = self.n;
-        fn column(v: &[f64], n: usize, nz: usize, i: usize, j: usize) -> &[f64] {
-            &v[(j * n + i) * nz..][..nz]
+        let plane = n * n * nz;
+        let panel = block.panel.unwrap_or(0);
+        assert!(
+            panel < self.panels && (block.panel.is_some() == (self.panels > 1)),
+            "a sphere's coefficients for its tiles, a panel's for its blocks"
+        );
+        let off = panel * plane;
+        fn column(off: usize, v: &[f64], n: usize, nz: usize, i: usize, j: usize) -> &[f64] {
+            &v[off + (j * n + i) * nz..][..nz]
         }
+        // The face across a panel edge of the sphere: the neighbouring panel's coefficient
+        // normal to it, in the cell beside it.
+        let across = |side: Side, along: usize| -> &[f64] {
+            let l = sphere::links()[panel][side.index()];
+            let g = if l.reversed { n - 1 - along } else { along };
+            let (i, j) = sphere::edge_cell(l.side, g, n);
+            let v = match l.side {
+                Side::West | Side::East => &self.kx,
+                Side::South | Side::North => &self.ky,
+            };
+            &v[l.panel * plane + (j * n + i) * nz..][..nz]
+        };
+        let closed = block.panel.is_some();
         let faces = |out: &mut [f64], a: &[f64], b: &[f64]| {
             for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
                 *o = hm(*a, *b);
@@ -246,11 +351,23 @@ impl Coefficients {
                     match (gi.checked_sub(1), gi < self.n) {
                         (Some(w), true) => faces(
                             out,
-                            column(&self.kx, n, nz, w, gj),
-                            column(&self.kx, n, nz, gi, gj),
+                            column(off, &self.kx, n, nz, w, gj),
+                            column(off, &self.kx, n, nz, gi, gj),
                         ),
-                        (Some(w), false) => out.copy_from_slice(column(&self.kx, n, nz, w, gj)),
-                        (None, _) => out.copy_from_slice(column(&self.kx, n, nz, gi, gj)),
+                        (Some(w), false) if closed => faces(
+                            out,
+                            column(off, &self.kx, n, nz, w, gj),
+                            across(Side::East, gj),
+                        ),
+                        (None, _) if closed => faces(
+                            out,
+                            across(Side::West, gj),
+                            column(off, &self.kx, n, nz, gi, gj),
+                        ),
+                        (Some(w), false) => {
+                            out.copy_from_slice(column(off, &self.kx, n, nz, w, gj))
+                        }
+                        (None, _) => out.copy_from_slice(column(off, &self.kx, n, nz, gi, gj)),
                     }
                 }
             });
@@ -261,11 +378,21 @@ impl Coefficients {
                 match (gj.checked_sub(1), gj < self.n) {
                     (Some(s), true) => faces(
                         out,
-                        column(&self.ky, n, nz, gi, s),
-                        column(&self.ky, n, nz, gi, gj),
+                        column(off, &self.ky, n, nz, gi, s),
+                        column(off, &self.ky, n, nz, gi, gj),
                     ),
-                    (Some(s), false) => out.copy_from_slice(column(&self.ky, n, nz, gi, s)),
-                    (None, _) => out.copy_from_slice(column(&self.ky, n, nz, gi, gj)),
+                    (Some(s), false) if closed => faces(
+                        out,
+                        column(off, &self.ky, n, nz, gi, s),
+                        across(Side::North, gi),
+                    ),
+                    (None, _) if closed => faces(
+                        out,
+                        across(Side::South, gi),
+                        column(off, &self.ky, n, nz, gi, gj),
+                    ),
+                    (Some(s), false) => out.copy_from_slice(column(off, &self.ky, n, nz, gi, s)),
+                    (None, _) => out.copy_from_slice(column(off, &self.ky, n, nz, gi, gj)),
                 }
             }
         });
@@ -275,8 +402,8 @@ impl Coefficients {
             .for_each(|(j, (fzr, br))| {
                 for (i, (fzc, bc)) in fzr.chunks_mut(nz).zip(br.chunks_mut(nz)).enumerate() {
                     let (gi, gj) = (block.i0 + i, block.j0 + j);
-                    bc.copy_from_slice(column(&self.beta, n, nz, gi, gj));
-                    let kz = column(&self.kz, n, nz, gi, gj);
+                    bc.copy_from_slice(column(off, &self.beta, n, nz, gi, gj));
+                    let kz = column(off, &self.kz, n, nz, gi, gj);
                     faces(&mut fzc[..nz - 1], &kz[..nz - 1], &kz[1..]);
                 }
             });

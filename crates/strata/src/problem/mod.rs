@@ -147,14 +147,29 @@ impl ProblemParams {
                      boundary to fix the constant: A·1 = 0); use delta > 0",
                 );
             }
-            if self.coefficients.is_some() {
+            if self
+                .coefficients
+                .as_ref()
+                .is_some_and(|c| !c.is_symmetric())
+            {
                 return invalid(
                     "coefficients",
-                    "fields on the sphere are not supported yet (the panel and box take them)",
+                    "an advection vector (xi) on the sphere is not supported yet (its components \
+                     would change frame across panel edges); kx, ky, kz and beta are",
                 );
             }
         }
         if let Some(c) = &self.coefficients {
+            if c.panels != self.panels() {
+                return invalid(
+                    "coefficients",
+                    format!(
+                        "are given on {} panels, the problem has {}",
+                        c.panels,
+                        self.panels()
+                    ),
+                );
+            }
             if (c.n, c.nz) != (self.n, self.nz) {
                 return invalid(
                     "coefficients",
