@@ -4,15 +4,17 @@
 use crate::job::Job;
 use crate::solve::HaloArg;
 use crate::CliResult;
+use strata::backend::tiled::Tiled;
 use strata::backend::Backend;
 use strata::comm::Comm;
+use strata::grid::Block;
 use strata::grid::RankGrid;
 use strata::problem::{build_rhs, ProblemParams};
 use strata::solve_block;
 use strata::solver::SolverConfig;
 use strata_cuda::CudaBackend;
 use strata_mpi::mpi::traits::*;
-use strata_mpi::MpiComm;
+use strata_mpi::{MpiComm, SphereMpiComm};
 
 /// Work to run over the job's communicator, whichever halo path was chosen.
 pub trait CommTask<B: Backend> {
@@ -20,6 +22,16 @@ pub trait CommTask<B: Backend> {
     type Output;
     /// Runs the work over `comm` on the rank grid `grid`; `halo` names the path for reports.
     fn run<C: Comm<B>>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<Self::Output>;
+}
+
+/// Work to run over the sphere's communicator, whichever halo path was chosen.
+pub trait SphereTask<B: Backend> {
+    /// What the work returns.
+    type Output;
+    /// Runs the work over `comm`; `halo` names the path for reports.
+    fn run<C>(self, comm: &C, halo: &str) -> CliResult<Self::Output>
+    where
+        C: for<'a> Comm<Tiled<&'a B>>;
 }
 
 /// The halo paths the ranks of a backend can take: MPI for every backend (through host buffers
@@ -42,6 +54,26 @@ pub trait HaloPaths: Backend + Sized {
         let world = job.world().ok_or("MPI is not initialised")?;
         let comm = MpiComm::<Self>::new(world.duplicate(), grid)?;
         task.run(&comm, grid, "mpi")
+    }
+
+    /// Builds the sphere's communicator for this rank's fine `tiles` (`k × k` blocks per
+    /// panel) and runs `task` over it: MPI for every backend, NCCL for the CUDA backend alone.
+    fn with_sphere_comm<T: SphereTask<Self>>(
+        &self,
+        halo: HaloArg,
+        job: &Job,
+        k: usize,
+        tiles: &[Block],
+        task: T,
+    ) -> CliResult<T::Output> {
+        let _ = tiles;
+        if halo == HaloArg::Nccl {
+            return Err(
+                "--halo nccl moves device memory: it needs GPU ranks (--backend cuda)".into(),
+            );
+        }
+        let world = job.world().ok_or("MPI is not initialised")?;
+        task.run(&SphereMpiComm::<Self>::new(world.duplicate(), k), "mpi")
     }
 }
 
@@ -71,6 +103,34 @@ impl HaloPaths for CudaBackend {
         }
         let comm = MpiComm::<Self>::new(world.duplicate(), grid)?;
         task.run(&comm, grid, "mpi (host-staged)")
+    }
+
+    /// NCCL between device buffers under `nccl`, and under `auto` where it is built and found;
+    /// else MPI through host buffers.
+    fn with_sphere_comm<T: SphereTask<Self>>(
+        &self,
+        halo: HaloArg,
+        job: &Job,
+        k: usize,
+        tiles: &[Block],
+        task: T,
+    ) -> CliResult<T::Output> {
+        let world = job.world().ok_or("MPI is not initialised")?;
+        #[cfg(feature = "nccl")]
+        if halo == HaloArg::Nccl || (halo == HaloArg::Auto && strata_mpi::nccl_available()) {
+            let comm = strata_mpi::SphereNcclComm::new(world.duplicate(), k, tiles, self)?;
+            return task.run(&comm, "nccl");
+        }
+        #[cfg(not(feature = "nccl"))]
+        let _ = tiles;
+        #[cfg(not(feature = "nccl"))]
+        if halo == HaloArg::Nccl {
+            return Err("--halo nccl: this strata was built without the nccl feature".into());
+        }
+        task.run(
+            &SphereMpiComm::<Self>::new(world.duplicate(), k),
+            "mpi (host-staged)",
+        )
     }
 }
 

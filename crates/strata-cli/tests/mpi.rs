@@ -359,7 +359,7 @@ fn the_sphere_is_decomposition_invariant() {
             );
         }
     }
-    // --ranks does not apply to the sphere; NCCL halos are not (yet) its.
+    // --ranks does not apply to the sphere (its ranks take whole panels or blocks of each).
     let o = mpirun(
         2,
         &[

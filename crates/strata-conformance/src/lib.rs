@@ -520,6 +520,11 @@ pub fn halo_faces<B: Backend>(b: &B) {
             let mut want = vec![0.0; len];
             x.pack_face(side, &mut want);
             assert_eq!(got, want, "pack {side:?} {:?}", s.block);
+            // Reversed in place, columns kept in order.
+            b.reverse_face(&op, &mut face).unwrap();
+            b.face_to_host(&face, &mut got).unwrap();
+            strata::field::reverse_columns(&mut want, s.nz);
+            assert_eq!(got, want, "reverse {side:?} {:?}", s.block);
         }
     }
     copy_halos(b, &mut rng);

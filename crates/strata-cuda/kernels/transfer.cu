@@ -87,6 +87,19 @@ extern "C" __global__ void copy_halo_f64(Layout S, int src_side, const double* _
     }
 }
 
+// Reverses the order of the `count` columns (nz values each) of a face buffer, in place: thread
+// (t, k) for t < count / 2 swaps column t with column count - 1 - t.
+extern "C" __global__ void reverse_face_f64(int count, double* __restrict__ buf) {
+    const idx_t n = (idx_t)(count / 2) * NZ;
+    for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
+        const int t = (int)(e / NZ), k = (int)(e % NZ);
+        const idx_t a = (idx_t)t * NZ + k, b = (idx_t)(count - 1 - t) * NZ + k;
+        const double v = buf[a];
+        buf[a] = buf[b];
+        buf[b] = v;
+    }
+}
+
 // Arrays of the caller in device memory (src/backend/borrowed.rs), any strides (in values) of
 // i, j, k: element (i, j, k) at h[i si + j sj + k sk]. Threads over i are consecutive, so the
 // x-fastest order (si = 1) is coalesced on both sides; the k-fastest order goes through the

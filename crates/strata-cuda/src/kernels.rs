@@ -82,11 +82,13 @@ pub enum Kernel {
     UnpackFace,
     /// `copy_halo_f64` (transfer.cu).
     CopyHalo,
+    /// `reverse_face_f64` (transfer.cu).
+    ReverseFace,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 31] = [
+    pub const ALL: [Kernel; 32] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -118,6 +120,7 @@ impl Kernel {
         Kernel::PackFace,
         Kernel::UnpackFace,
         Kernel::CopyHalo,
+        Kernel::ReverseFace,
     ];
 
     /// The kernel's `extern "C"` name (suffixed by precision).
@@ -154,6 +157,7 @@ impl Kernel {
             Kernel::PackFace => "pack_face_f64",
             Kernel::UnpackFace => "unpack_face_f64",
             Kernel::CopyHalo => "copy_halo_f64",
+            Kernel::ReverseFace => "reverse_face_f64",
         }
     }
 
@@ -191,6 +195,7 @@ impl Kernel {
             Kernel::PackFace => "transfer.cu",
             Kernel::UnpackFace => "transfer.cu",
             Kernel::CopyHalo => "transfer.cu",
+            Kernel::ReverseFace => "transfer.cu",
         }
     }
 }

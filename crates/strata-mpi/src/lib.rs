@@ -19,3 +19,5 @@ pub use mpi;
 #[cfg(feature = "nccl")]
 pub use nccl::{nccl_available, NcclComm};
 pub use sphere::SphereMpiComm;
+#[cfg(feature = "nccl")]
+pub use sphere::SphereNcclComm;

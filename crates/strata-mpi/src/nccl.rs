@@ -14,7 +14,7 @@ use strata::grid::Side;
 use strata::{Result, StrataError};
 use strata_cuda::{CudaBackend, CudaField, CudaLevel};
 
-fn nccl_err(e: impl std::fmt::Debug) -> StrataError {
+pub(crate) fn nccl_err(e: impl std::fmt::Debug) -> StrataError {
     StrataError::Comm(format!("NCCL: {e:?}"))
 }
 
@@ -37,38 +37,60 @@ impl NcclComm {
     /// Builds the NCCL communicator of the job (rank 0 makes the id, MPI broadcasts it), on the
     /// stream of `backend`.
     pub fn new(world: SimpleCommunicator, grid: RankGrid, backend: &CudaBackend) -> Result<Self> {
-        if !nccl_available() {
-            return Err(StrataError::Comm(
-                "the NCCL library (libnccl.so) was not found; use --halo mpi".into(),
-            ));
-        }
         let mpi = MpiComm::new(world, grid)?;
-        let (rank, size) = (mpi.rank(), grid.size());
-        let stream = backend.stream();
-        stream
-            .context()
-            .bind_to_thread()
-            .map_err(|e| StrataError::Comm(format!("CUDA: {e}")))?;
-        let mut raw = [0i8; 128];
-        if rank == 0 {
-            let id = cudarc::nccl::Id::new().map_err(nccl_err)?;
-            for (r, c) in raw.iter_mut().zip(id.internal()) {
-                *r = *c;
-            }
-        }
-        mpi.world().process_at_rank(0).broadcast_into(&mut raw[..]);
-        let id = cudarc::nccl::Id::uninit(raw.map(|c| c as _));
-        let nccl =
-            cudarc::nccl::Comm::from_rank(stream.clone(), rank, size, id).map_err(nccl_err)?;
-        // NCCL connects to a peer at the first send or receive, which costs about a second:
-        // do it here, in the setup, with one value to and from every neighbour.
-        let cu = |e: cudarc::driver::DriverError| StrataError::Comm(format!("CUDA: {e}"));
+        let rank = mpi.rank();
         let peers: Vec<i32> = Side::ALL
             .iter()
             .filter_map(|&side| grid.neighbour(rank, side).map(|p| p as i32))
             .collect();
+        let nccl = bootstrap(mpi.world(), backend, &peers)?;
+        Ok(Self {
+            mpi,
+            nccl,
+            faces: RefCell::new(FaceStore::default()),
+        })
+    }
+
+    /// The rank grid.
+    pub fn grid(&self) -> RankGrid {
+        self.mpi.grid()
+    }
+}
+
+/// The NCCL communicator of the ranks of `world` on the stream of `backend` (rank 0 makes the
+/// id, MPI broadcasts it), connected to `peers` already: NCCL connects to a peer at the first
+/// send or receive, which costs about a second, so that is done here, in the set-up, with one
+/// value to and from every peer.
+pub(crate) fn bootstrap(
+    world: &SimpleCommunicator,
+    backend: &CudaBackend,
+    peers: &[i32],
+) -> Result<cudarc::nccl::Comm> {
+    if !nccl_available() {
+        return Err(StrataError::Comm(
+            "the NCCL library (libnccl.so) was not found; use --halo mpi".into(),
+        ));
+    }
+    let (rank, size) = (world.rank() as usize, world.size() as usize);
+    let stream = backend.stream();
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(|e| StrataError::Comm(format!("CUDA: {e}")))?;
+    let mut raw = [0i8; 128];
+    if rank == 0 {
+        let id = cudarc::nccl::Id::new().map_err(nccl_err)?;
+        for (r, c) in raw.iter_mut().zip(id.internal()) {
+            *r = *c;
+        }
+    }
+    world.process_at_rank(0).broadcast_into(&mut raw[..]);
+    let id = cudarc::nccl::Id::uninit(raw.map(|c| c as _));
+    let nccl = cudarc::nccl::Comm::from_rank(stream.clone(), rank, size, id).map_err(nccl_err)?;
+    let cu = |e: cudarc::driver::DriverError| StrataError::Comm(format!("CUDA: {e}"));
+    {
         let mut bufs = Vec::new();
-        for _ in &peers {
+        for _ in peers {
             bufs.push((
                 stream.alloc_zeros::<f64>(1).map_err(cu)?,
                 stream.alloc_zeros::<f64>(1).map_err(cu)?,
@@ -81,18 +103,9 @@ impl NcclComm {
                 group.recv(recv.as_view_mut(), *peer).map_err(nccl_err)?;
             }
         }
-        stream.synchronize().map_err(cu)?;
-        Ok(Self {
-            mpi,
-            nccl,
-            faces: RefCell::new(FaceStore::default()),
-        })
     }
-
-    /// The rank grid.
-    pub fn grid(&self) -> RankGrid {
-        self.mpi.grid()
-    }
+    stream.synchronize().map_err(cu)?;
+    Ok(nccl)
 }
 
 impl NcclComm {

@@ -41,7 +41,9 @@ struct Level<F> {
     remotes: Vec<Remote<F>>,
 }
 
-/// A communicator of the sphere's tiles over MPI, for a tiled backend over `B`.
+/// A communicator of the sphere's tiles over MPI, for a tiled backend over `B`. Faces travel
+/// through host vectors (for a GPU backend: host-staged); [`SphereNcclComm`] moves device faces
+/// with NCCL.
 pub struct SphereMpiComm<B: Backend> {
     world: SimpleCommunicator,
     rank: usize,
@@ -80,6 +82,20 @@ impl<B: Backend> SphereMpiComm<B> {
                 (s..s + l).contains(&g)
             })
             .expect("every tile has a rank")
+    }
+
+    /// The ranks that hold a tile across an edge of one of `tiles` (this rank's fine tiles).
+    pub fn peers(&self, tiles: &[Block]) -> Vec<i32> {
+        let mut peers: Vec<i32> = tiles
+            .iter()
+            .flat_map(|t| Side::ALL.map(|side| tile_link(t, side).0))
+            .map(|o| self.owner(self.global(&o)))
+            .filter(|&r| r != self.rank)
+            .map(|r| r as i32)
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
+        peers
     }
 
     /// The remote halos of a level's tiles, with their buffers.
@@ -121,6 +137,15 @@ impl<B: Backend> SphereMpiComm<B> {
     }
 }
 
+/// The remote halos prepared for a level of `tiles`.
+fn level_of<'a, F>(levels: &'a mut [Level<F>], tiles: &[LevelStencil]) -> Result<&'a mut Level<F>> {
+    let nx = tiles.first().map_or(0, |t| t.nx());
+    levels
+        .iter_mut()
+        .find(|l| l.nx == nx)
+        .ok_or_else(|| StrataError::Comm("the sphere's halos of a level were not prepared".into()))
+}
+
 fn tiles_of(s: &LevelStencil) -> Result<&[LevelStencil]> {
     s.tiles.as_deref().ok_or_else(|| {
         StrataError::invalid(
@@ -128,14 +153,6 @@ fn tiles_of(s: &LevelStencil) -> Result<&[LevelStencil]> {
             "the sphere's communicator serves the sphere's levels only",
         )
     })
-}
-
-/// Reverses the order of the columns (`nz` values each) of a face.
-fn reverse_columns(v: &mut [f64], nz: usize) {
-    v.reverse();
-    for c in v.chunks_mut(nz) {
-        c.reverse();
-    }
 }
 
 impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
@@ -165,13 +182,8 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
         x: &mut Vec<InnerField<H>>,
     ) -> Result<()> {
         let tiles = tiles_of(b.stencil(lev))?;
-        let nx = tiles.first().map_or(0, |t| t.nx());
         let mut levels = self.levels.borrow_mut();
-        let Some(level) = levels.iter_mut().find(|l| l.nx == nx) else {
-            return Err(StrataError::Comm(
-                "the sphere's halos of a level were not prepared".into(),
-            ));
-        };
+        let level = level_of(&mut levels, tiles)?;
         let inner = b.inner();
         for r in &mut level.remotes {
             inner.pack_face(&lev.tiles[r.tile], &x[r.tile], r.side, &mut r.send)?;
@@ -195,7 +207,7 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
         let nz = tiles.first().map_or(1, |t| t.nz);
         for r in &mut level.remotes {
             if r.reversed {
-                reverse_columns(&mut r.host_recv, nz);
+                strata::field::reverse_columns(&mut r.host_recv, nz);
             }
             inner.face_from_host(&r.host_recv, &mut r.recv)?;
             inner.unpack_face(&lev.tiles[r.tile], &mut x[r.tile], r.side, &r.recv)?;
@@ -212,12 +224,96 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn reversing_a_face_keeps_each_column_in_order() {
-        let mut v = vec![0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 20.0, 21.0, 22.0];
-        super::reverse_columns(&mut v, 3);
-        assert_eq!(v, [20.0, 21.0, 22.0, 10.0, 11.0, 12.0, 0.0, 1.0, 2.0]);
+/// The sphere's tiles over GPU ranks, device faces moved by NCCL (no host copies): the
+/// remote halos of [`SphereMpiComm`] (whose MPI communicator bootstraps NCCL and sums the
+/// reductions), sent and received in one NCCL group, sends and receives between two ranks in
+/// the order of their tags (NCCL matches them in order), reversed on the device on arrival.
+#[cfg(feature = "nccl")]
+pub struct SphereNcclComm {
+    mpi: SphereMpiComm<strata_cuda::CudaBackend>,
+    nccl: cudarc::nccl::Comm,
+}
+
+#[cfg(feature = "nccl")]
+impl SphereNcclComm {
+    /// The communicator of this rank's fine `tiles` (`k × k` blocks per panel) over the ranks of
+    /// `world`, on the stream of `backend`.
+    pub fn new(
+        world: SimpleCommunicator,
+        k: usize,
+        tiles: &[Block],
+        backend: &strata_cuda::CudaBackend,
+    ) -> Result<Self> {
+        let mpi = SphereMpiComm::new(world, k);
+        let nccl = crate::nccl::bootstrap(&mpi.world, backend, &mpi.peers(tiles))?;
+        Ok(Self { mpi, nccl })
+    }
+}
+
+#[cfg(feature = "nccl")]
+impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclComm {
+    fn rank(&self) -> usize {
+        self.mpi.rank
+    }
+
+    fn size(&self) -> usize {
+        self.mpi.size
+    }
+
+    fn prepare(&self, b: &Tiled<H>, lev: &TiledLevel<strata_cuda::CudaBackend>) -> Result<()> {
+        self.mpi.prepare(b, lev)
+    }
+
+    fn exchange(
+        &self,
+        b: &Tiled<H>,
+        lev: &TiledLevel<strata_cuda::CudaBackend>,
+        x: &mut Vec<InnerField<H>>,
+    ) -> Result<()> {
+        use crate::nccl::nccl_err;
+        let tiles = tiles_of(b.stencil(lev))?;
+        let mut levels = self.mpi.levels.borrow_mut();
+        let level = level_of(&mut levels, tiles)?;
+        let inner = b.inner();
+        for r in &mut level.remotes {
+            inner.pack_face(&lev.tiles[r.tile], &x[r.tile], r.side, &mut r.send)?;
+        }
+        // Between two ranks in the order of the tags: the k-th send from A to B is B's k-th
+        // receive from A.
+        let mut sends = Vec::with_capacity(level.remotes.len());
+        let mut recvs = Vec::with_capacity(level.remotes.len());
+        for r in &mut level.remotes {
+            sends.push(((r.peer, r.tag_out), &r.send));
+            recvs.push(((r.peer, r.tag_in), &mut r.recv));
+        }
+        sends.sort_by_key(|s| s.0);
+        recvs.sort_by_key(|r| r.0);
+        {
+            let mut group = self.nccl.group();
+            for ((peer, _), buf) in &sends {
+                group.send(buf.as_view(), *peer).map_err(nccl_err)?;
+            }
+            for ((peer, _), buf) in &mut recvs {
+                group.recv(buf.as_view_mut(), *peer).map_err(nccl_err)?;
+            }
+        }
+        drop((sends, recvs));
+        for r in &mut level.remotes {
+            let op = &lev.tiles[r.tile];
+            if r.reversed {
+                inner.reverse_face(op, &mut r.recv)?;
+            }
+            inner.unpack_face(op, &mut x[r.tile], r.side, &r.recv)?;
+        }
+        drop(levels);
+        exchange_local_tiles(b, lev, x)
+    }
+
+    fn sum(&self, values: &mut [f64]) -> Result<()> {
+        let local = values.to_vec();
+        self.mpi
+            .world
+            .all_reduce_into(&local[..], values, SystemOperation::sum());
+        Ok(())
     }
 }

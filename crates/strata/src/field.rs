@@ -144,3 +144,21 @@ impl HostField {
         }
     }
 }
+
+/// Reverses the order of the columns (`nz` values each, kept in order) of a face buffer.
+pub fn reverse_columns(v: &mut [f64], nz: usize) {
+    v.reverse();
+    for c in v.chunks_mut(nz) {
+        c.reverse();
+    }
+}
+
+#[cfg(test)]
+mod reverse_tests {
+    #[test]
+    fn reversing_a_face_keeps_each_column_in_order() {
+        let mut v = vec![0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 20.0, 21.0, 22.0];
+        super::reverse_columns(&mut v, 3);
+        assert_eq!(v, [20.0, 21.0, 22.0, 10.0, 11.0, 12.0, 0.0, 1.0, 2.0]);
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::args::{rank_grid, rhs_kind, RhsArg, Setup, SolveArgs};
 use super::output::{print_header, progress, report};
-use crate::comm_choice::{CommTask, HaloPaths};
+use crate::comm_choice::{CommTask, HaloPaths, SphereTask};
 use crate::job::Job;
 use crate::CliResult;
 use std::process::ExitCode;
@@ -16,7 +16,6 @@ use strata::problem::{build_rhs, build_rhs_tiles, Geometry, ProblemParams};
 use strata::{solve_block, solve_tiles};
 use strata_mpi::mpi::datatype::PartitionMut;
 use strata_mpi::mpi::traits::*;
-use strata_mpi::SphereMpiComm;
 
 /// The distributed solve of `strata solve`: chooses the halo path, then solves.
 pub fn solve<B: HaloPaths>(
@@ -46,7 +45,7 @@ pub fn solve<B: HaloPaths>(
 
 /// The sphere's tiles over the job's ranks: whole panels up to six ranks, blocks of every panel
 /// beyond (docs/MODEL.md §16); halos through MPI (host memory).
-fn solve_sphere<B: Backend>(
+fn solve_sphere<B: HaloPaths>(
     a: &SolveArgs,
     s: &Setup,
     backend: &B,
@@ -55,33 +54,76 @@ fn solve_sphere<B: Backend>(
     if a.ranks.is_some() {
         return Err("--ranks: the sphere's ranks take whole panels or equal blocks of every panel; leave --ranks out".into());
     }
-    if a.halo == crate::solve::HaloArg::Nccl {
-        return Err(
-            "--halo nccl: the sphere's halos travel through MPI (use --halo mpi or auto)".into(),
-        );
-    }
     if a.rhs_file.is_some() {
         return Err(
             "--rhs-file: reading a sphere's right-hand side is not supported yet (use --rhs)"
                 .into(),
         );
     }
-    let world = job.world().ok_or("MPI is not initialised")?;
     let (size, rank) = (job.size(), job.rank());
-    let levels = s.cfg.num_levels();
     s.p.validate()?;
     s.cfg.validate()?;
-    let tiles = sphere::rank_tiles(s.p.n, levels, size, rank)?;
+    let tiles = sphere::rank_tiles(s.p.n, s.cfg.num_levels(), size, rank)?;
     let k = s.p.n / tiles[0].nx;
-    let comm = SphereMpiComm::<B>::new(world.duplicate(), k);
-    let rhs = build_rhs_tiles(&s.p, rhs_kind(a.rhs), a.seed, &tiles);
+    struct Task<'a, B> {
+        a: &'a SolveArgs,
+        s: &'a Setup,
+        backend: &'a B,
+        job: &'a Job,
+        tiles: &'a [Block],
+        k: usize,
+    }
+    impl<B: Backend> SphereTask<B> for Task<'_, B> {
+        type Output = ExitCode;
+        fn run<C>(self, comm: &C, halo: &str) -> CliResult<ExitCode>
+        where
+            C: for<'c> Comm<Tiled<&'c B>>,
+        {
+            let Task {
+                a,
+                s,
+                backend,
+                job,
+                tiles,
+                k,
+            } = self;
+            solve_sphere_with(a, s, backend, job, (tiles, k), comm, halo)
+        }
+    }
+    let task = Task {
+        a,
+        s,
+        backend,
+        job,
+        tiles: &tiles,
+        k,
+    };
+    backend.with_sphere_comm(a.halo, job, k, &tiles, task)
+}
+
+/// The sphere's solve of this rank's fine `tiles` (`k × k` blocks per panel) over `comm`.
+fn solve_sphere_with<B: Backend, C>(
+    a: &SolveArgs,
+    s: &Setup,
+    backend: &B,
+    job: &Job,
+    (tiles, k): (&[Block], usize),
+    comm: &C,
+    halo: &str,
+) -> CliResult<ExitCode>
+where
+    C: for<'c> Comm<Tiled<&'c B>>,
+{
+    let world = job.world().ok_or("MPI is not initialised")?;
+    let (size, levels) = (job.size(), s.cfg.num_levels());
+    let rhs = build_rhs_tiles(&s.p, rhs_kind(a.rhs), a.seed, tiles);
     let root = job.is_root();
     if root {
         print_header(
             a,
             s,
             &format!(
-                "{} x {size} ranks ({} tiles of {}x{}), halos by mpi",
+                "{} x {size} ranks ({} tiles of {}x{}), halos by {halo}",
                 backend.name(),
                 6 * k * k,
                 tiles[0].nx,
@@ -101,7 +143,7 @@ fn solve_sphere<B: Backend>(
         }
     };
     let tiled = Tiled::new(backend);
-    let mut sol = solve_tiles(&tiled, &comm, &s.p, &tiles, &s.cfg, &rhs, &mut monitor)?;
+    let mut sol = solve_tiles(&tiled, comm, &s.p, tiles, &s.cfg, &rhs, &mut monitor)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

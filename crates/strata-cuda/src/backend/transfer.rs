@@ -129,6 +129,23 @@ impl TransferKernels for CudaBackend {
         cu(unsafe { b.launch(cfg) }).map(|_| ())
     }
 
+    fn reverse_face(&self, op: &CudaLevel, buf: &mut CudaSlice<f64>) -> Result<()> {
+        let nz = op.layout.nz as usize;
+        assert_eq!(buf.len() % nz, 0, "a face of whole columns");
+        let count = (buf.len() / nz) as i32;
+        let n = (count / 2) as u32 * nz as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(256).max(1), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(op.k.get(K::ReverseFace));
+        b.arg(&count).arg(buf);
+        // SAFETY: the buffer holds `count` whole columns of nz values (asserted); each thread
+        // swaps two values of distinct columns, and no two threads touch the same value.
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
+    }
+
     fn face_to_host(&self, buf: &CudaSlice<f64>, host: &mut [f64]) -> Result<()> {
         assert_eq!(buf.len(), host.len());
         cu(self.stream.memcpy_dtoh(buf, host))?;

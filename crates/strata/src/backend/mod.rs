@@ -57,6 +57,11 @@ macro_rules! host_face_methods {
             Some(buf)
         }
 
+        fn reverse_face(&self, op: &LevelStencil, buf: &mut Vec<f64>) -> Result<()> {
+            $crate::field::reverse_columns(buf, op.nz);
+            Ok(())
+        }
+
         #[allow(clippy::too_many_arguments)]
         fn copy_halo(
             &self,
@@ -320,6 +325,10 @@ pub trait TransferKernels: Fields {
         side: Side,
         reversed: bool,
     ) -> Result<()>;
+
+    /// Reverses the order of a face buffer's columns (`nz` values each, kept in order): a face
+    /// received across a panel edge of the sphere that runs the other way there.
+    fn reverse_face(&self, op: &Self::LevelOp, buf: &mut Self::FaceBuffer) -> Result<()>;
 
     /// The face buffer's values where the buffer is host memory (the host backends): then a
     /// communicator that moves host memory (MPI) sends from and receives into it directly, with

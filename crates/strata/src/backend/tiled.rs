@@ -384,6 +384,10 @@ impl<H: Handle> TransferKernels for Tiled<H> {
         refuse()
     }
 
+    fn reverse_face(&self, _: &Self::LevelOp, _: &mut ()) -> Result<()> {
+        refuse()
+    }
+
     fn face_to_host(&self, _: &(), _: &mut [f64]) -> Result<()> {
         refuse()
     }
