@@ -35,11 +35,14 @@ pub fn field_memory(
     let fine = field_bytes(p.n);
     let mut hierarchy = 0;
     let mut n = p.n;
-    for _ in 0..cfg.num_levels() {
-        // u, f and the work field (residual and smoother buffer) of every level.
-        hierarchy += 3 * field_bytes(n) + columns(n);
+    for lev in 0..cfg.num_levels() {
+        // u, f and the work field (residual and smoother buffer) of every level; the finest
+        // level's u and f are the caller's, with two fields of the coarsest size to swap with.
+        let own = if lev == 0 { 1 } else { 3 };
+        hierarchy += own * field_bytes(n) + columns(n);
         n /= 2;
     }
+    hierarchy += 2 * field_bytes(p.n >> (cfg.num_levels() - 1));
     // The preconditioner of gcr and bicgstab: a hierarchy and a field of zeros for a V-cycle,
     // the fine columns for line relaxation.
     let preconditioner = if cfg.uses_multigrid() {

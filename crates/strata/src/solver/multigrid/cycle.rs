@@ -1,10 +1,25 @@
 //! The V-cycle of docs/MODEL.md §9.2 with the paper's fused kernels; level 0 is the finest.
 
+use super::hierarchy::MgLevel;
 use super::{Hierarchy, Smoother};
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::solver::profile::{Kernel, Timer};
+
+/// A level's operator, right-hand side (`f0`, the caller's, on the finest level), iterate and
+/// work field, borrowed apart.
+type Parts<'a, B> = (
+    &'a <B as crate::backend::Fields>::LevelOp,
+    &'a <B as crate::backend::Fields>::Field,
+    &'a mut <B as crate::backend::Fields>::Field,
+    &'a mut <B as crate::backend::Fields>::Field,
+);
+
+fn parts<'a, B: Backend>(l: &'a mut MgLevel<B>, lev: usize, f0: &'a B::Field) -> Parts<'a, B> {
+    let MgLevel { op, u, work, f } = l;
+    (op, if lev == 0 { f0 } else { f }, u, work)
+}
 
 /// Where the fine level's first smoothing step starts.
 pub(crate) enum Start<'a, B: Backend> {
@@ -16,7 +31,8 @@ pub(crate) enum Start<'a, B: Backend> {
 
 impl<B: Backend> Hierarchy<B> {
     /// One V(1,1)-cycle from level `lev` down: the paper's Algorithm 1 (docs/MODEL.md §9.2),
-    /// with its fused kernels. Level 0 is the finest; every coarser level starts from zero.
+    /// with its fused kernels. Level 0 is the finest, with right-hand side `f0` (the caller's)
+    /// and the caller's iterate swapped into its `u`; every coarser level starts from zero.
     pub(crate) fn vcycle<C: Comm<B>>(
         &mut self,
         b: &B,
@@ -24,28 +40,29 @@ impl<B: Backend> Hierarchy<B> {
         timer: &mut Timer,
         lev: usize,
         start: Start<'_, B>,
+        f0: &B::Field,
     ) -> Result<()> {
         // Down: pre-smooth. A coarser level restricts the finer residual and smooths from zero
         // in one kernel (RestrictSmooth).
         match (lev, start) {
-            (0, Start::Current) => self.smooth(b, comm, timer, 0, false)?,
-            (0, Start::Zero(zero)) => self.smooth_from_zero(b, comm, timer, zero)?,
-            _ => self.restrict_smooth(b, comm, timer, lev)?,
+            (0, Start::Current) => self.smooth(b, comm, timer, 0, false, f0)?,
+            (0, Start::Zero(zero)) => self.smooth_from_zero(b, comm, timer, zero, f0)?,
+            _ => self.restrict_smooth(b, comm, timer, lev, f0)?,
         }
         if lev == self.levels.len() - 1 {
             // Coarsest: the remaining smoothing steps are the coarse solve.
             for step in 1..self.params.coarse_steps {
                 // Red-black alternates its order (black first on odd steps): a palindrome.
-                self.smooth(b, comm, timer, lev, step % 2 == 1)?;
+                self.smooth(b, comm, timer, lev, step % 2 == 1, f0)?;
             }
             return Ok(());
         }
-        self.residual(b, timer, lev)?;
+        self.residual(b, timer, lev, f0)?;
         // Recursion: the coarse-level correction.
-        self.vcycle(b, comm, timer, lev + 1, Start::Current)?;
+        self.vcycle(b, comm, timer, lev + 1, Start::Current, f0)?;
         // Up: add the interpolated correction, post-smooth.
         self.prolongate(b, comm, timer, lev)?;
-        self.smooth(b, comm, timer, lev, true)
+        self.smooth(b, comm, timer, lev, true, f0)
     }
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (the preconditioner of mg-cg). `zero` is a
@@ -55,15 +72,11 @@ impl<B: Backend> Hierarchy<B> {
         b: &B,
         comm: &C,
         timer: &mut Timer,
-        r: &mut B::Field,
+        r: &B::Field,
         z: &mut B::Field,
         zero: &B::Field,
     ) -> Result<()> {
-        std::mem::swap(r, &mut self.levels[0].f);
-        let cycle = self.vcycle(b, comm, timer, 0, Start::Zero(zero));
-        std::mem::swap(r, &mut self.levels[0].f);
-        std::mem::swap(z, &mut self.levels[0].u);
-        cycle
+        self.with_fine_u(z, |h| h.vcycle(b, comm, timer, 0, Start::Zero(zero), r))
     }
 
     /// u₀ ← ρ M⁻¹ f₀ (a smoothing step from zero on the finest level), and its halo.
@@ -73,29 +86,26 @@ impl<B: Backend> Hierarchy<B> {
         comm: &C,
         timer: &mut Timer,
         zero: &B::Field,
+        f0: &B::Field,
     ) -> Result<()> {
         // Red-black from zero: the red half-sweep is T⁻¹ f on the red columns, which the Jacobi
         // step from zero with ρ = 1 gives (its black values the black half-sweep replaces).
         let red_black = self.params.smoother == Smoother::RedBlack;
         let rho = if red_black { 1.0 } else { self.params.rho };
-        let l = &mut self.levels[0];
-        timer.run(b, Kernel::Smooth, 0, || {
-            b.smooth(&l.op, &l.f, zero, &mut l.u, rho)
-        })?;
-        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, &l.op, &mut l.u))?;
+        let (op, f, u, _) = parts(&mut self.levels[0], 0, f0);
+        timer.run(b, Kernel::Smooth, 0, || b.smooth(op, f, zero, u, rho))?;
+        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, u))?;
         if red_black {
-            self.half_sweep(b, comm, timer, 0, 1)?;
+            self.half_sweep(b, comm, timer, 0, 1, f0)?;
         }
         Ok(())
     }
 
     /// r_lev ← f_lev − A u_lev into the level's work field (no halo: the restriction reads the
     /// interior only).
-    fn residual(&mut self, b: &B, timer: &mut Timer, lev: usize) -> Result<()> {
-        let l = &mut self.levels[lev];
-        timer.run(b, Kernel::Residual, lev, || {
-            b.residual_only(&l.op, &l.f, &l.u, &mut l.work)
-        })
+    fn residual(&mut self, b: &B, timer: &mut Timer, lev: usize, f0: &B::Field) -> Result<()> {
+        let (op, f, u, work) = parts(&mut self.levels[lev], lev, f0);
+        timer.run(b, Kernel::Residual, lev, || b.residual_only(op, f, u, work))
     }
 
     /// u_lev ← u_lev + P u_{lev+1}, and the halo of u_lev.
@@ -121,6 +131,7 @@ impl<B: Backend> Hierarchy<B> {
         comm: &C,
         timer: &mut Timer,
         lev: usize,
+        f0: &B::Field,
     ) -> Result<()> {
         // Red-black from zero, as in smooth_from_zero: ρ = 1, then the black half-sweep.
         let red_black = self.params.smoother == Smoother::RedBlack;
@@ -133,7 +144,7 @@ impl<B: Backend> Hierarchy<B> {
         })?;
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))?;
         if red_black {
-            self.half_sweep(b, comm, timer, lev, 1)?;
+            self.half_sweep(b, comm, timer, lev, 1, f0)?;
         }
         Ok(())
     }
@@ -146,12 +157,13 @@ impl<B: Backend> Hierarchy<B> {
         timer: &mut Timer,
         lev: usize,
         color: usize,
+        f0: &B::Field,
     ) -> Result<()> {
-        let l = &mut self.levels[lev];
+        let (op, f, u, _) = parts(&mut self.levels[lev], lev, f0);
         timer.run(b, Kernel::SmoothColor, lev, || {
-            b.smooth_color(&l.op, &l.f, &mut l.u, color)
+            b.smooth_color(op, f, u, color)
         })?;
-        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))
+        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, op, u))
     }
 
     /// One smoothing step on level `lev`, and its halo: block Jacobi u ← u + ρ M⁻¹ (f − A u)
@@ -164,21 +176,20 @@ impl<B: Backend> Hierarchy<B> {
         timer: &mut Timer,
         lev: usize,
         reverse: bool,
+        f0: &B::Field,
     ) -> Result<()> {
         if self.params.smoother == Smoother::RedBlack {
             let order = if reverse { [1, 0] } else { [0, 1] };
             for color in order {
-                self.half_sweep(b, comm, timer, lev, color)?;
+                self.half_sweep(b, comm, timer, lev, color, f0)?;
             }
             return Ok(());
         }
         let rho = self.params.rho;
-        let l = &mut self.levels[lev];
-        timer.run(b, Kernel::Smooth, lev, || {
-            b.smooth(&l.op, &l.f, &l.u, &mut l.work, rho)
-        })?;
-        std::mem::swap(&mut l.u, &mut l.work);
-        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))
+        let (op, f, u, work) = parts(&mut self.levels[lev], lev, f0);
+        timer.run(b, Kernel::Smooth, lev, || b.smooth(op, f, u, work, rho))?;
+        std::mem::swap(u, work);
+        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, op, u))
     }
 }
 
@@ -232,11 +243,11 @@ mod tests {
                 x
             };
             let mut timer = Timer::new(false, 1);
-            let (mut r1, mut r2) = (field(1), field(2));
+            let (r1, r2) = (field(1), field(2));
             let (mut z1, mut z2) = (field(3), field(4));
-            h.precondition(&b, &SerialComm, &mut timer, &mut r1, &mut z1, &zero)
+            h.precondition(&b, &SerialComm, &mut timer, &r1, &mut z1, &zero)
                 .unwrap();
-            h.precondition(&b, &SerialComm, &mut timer, &mut r2, &mut z2, &zero)
+            h.precondition(&b, &SerialComm, &mut timer, &r2, &mut z2, &zero)
                 .unwrap();
             let fine = &h.levels[0].op;
             let (a, c) = (

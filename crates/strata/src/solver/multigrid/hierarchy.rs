@@ -1,5 +1,7 @@
 //! The multigrid hierarchy: per level the prepared operator and the fields u, f and one work
-//! field (the residual, and the out-of-place smoother's second buffer).
+//! field (the residual, and the out-of-place smoother's second buffer). The finest level keeps
+//! only its work field: its u is the caller's (swapped in for a cycle) and its f is the caller's
+//! right-hand side (passed to the cycle), so a solve holds no copy of either.
 
 use super::MgParams;
 use crate::backend::Backend;
@@ -15,11 +17,15 @@ use crate::stencil::LevelStencil;
 pub struct MgLevel<B: Backend> {
     /// The level's prepared stencil.
     pub op: B::LevelOp,
-    /// Current iterate (the correction on coarse levels).
+    /// Current iterate (the correction on coarse levels). On the finest level a field of the
+    /// coarsest level's size while no cycle runs: the caller's iterate is swapped in for a
+    /// cycle and out after it.
     pub u: B::Field,
     /// The residual, and the second buffer of the out-of-place smoother.
     pub work: B::Field,
-    /// Right-hand side (the restricted residual on coarse levels).
+    /// Right-hand side (the restricted residual on coarse levels). Never read on the finest
+    /// level (the cycle reads the caller's right-hand side): a field of the coarsest level's
+    /// size.
     pub f: B::Field,
 }
 
@@ -45,14 +51,25 @@ impl<B: Backend> Hierarchy<B> {
                 ),
             );
         }
-        let levels = stencils[..params.n_levels]
+        let ops = stencils[..params.n_levels]
             .iter()
-            .map(|s| {
-                let op = b.prepare_level(s)?;
+            .map(|s| b.prepare_level(s))
+            .collect::<Result<Vec<_>>>()?;
+        let coarsest = ops.last().expect("at least one level");
+        // The finest level's u and f are the caller's: here small placeholders to swap with.
+        let (u0, f0) = (b.alloc(coarsest)?, b.alloc(coarsest)?);
+        let mut parked = Some((u0, f0));
+        let levels = ops
+            .into_iter()
+            .map(|op| {
+                let (u, f) = match parked.take() {
+                    Some(uf) => uf,
+                    None => (b.alloc(&op)?, b.alloc(&op)?),
+                };
                 Ok(MgLevel {
-                    u: b.alloc(&op)?,
+                    u,
                     work: b.alloc(&op)?,
-                    f: b.alloc(&op)?,
+                    f,
                     op,
                 })
             })
@@ -74,12 +91,28 @@ impl<B: Backend> Hierarchy<B> {
         Ok(())
     }
 
-    /// Exchanges the halo of every level's `u` once (see [`crate::solver::Solver::prepare_comm`]).
+    /// Exchanges the halo of every level's `u` once (see [`crate::solver::Solver::prepare_comm`];
+    /// on the finest level its work field, of the level's size).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
-        for l in &mut self.levels {
+        for (lev, l) in self.levels.iter_mut().enumerate() {
             comm.prepare(b, &l.op)?;
-            comm.exchange(b, &l.op, &mut l.u)?;
+            let x = if lev == 0 { &mut l.work } else { &mut l.u };
+            comm.exchange(b, &l.op, x)?;
         }
         Ok(())
+    }
+
+    /// Runs `cycle` with `u` (a fine-level field of the caller) as the finest level's iterate,
+    /// and swaps it back out afterwards, also when `cycle` fails: the caller never keeps the
+    /// placeholder.
+    pub(crate) fn with_fine_u<T>(
+        &mut self,
+        u: &mut B::Field,
+        cycle: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        std::mem::swap(u, &mut self.levels[0].u);
+        let out = cycle(self);
+        std::mem::swap(u, &mut self.levels[0].u);
+        out
     }
 }

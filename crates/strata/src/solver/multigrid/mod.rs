@@ -144,31 +144,31 @@ impl<B: Backend> Multigrid<B> {
     ) -> Result<SolveInfo> {
         let start = Instant::now();
         let mut timer = Timer::new(params.profile, self.h.levels.len());
-        let h = &mut self.h;
-        let l = &mut h.levels[0];
-        b.copy(&l.op, f, &mut l.f)?;
-        // The hierarchy iterates on its own fine u; the caller's u is swapped in and out.
-        std::mem::swap(u, &mut l.u);
-        comm.exchange(b, &l.op, &mut l.u)?;
-        let mut rr = [h.fine_residual(b, &mut timer)?, 0.0];
-        rr[1] = b.dot(&h.levels[0].op, f, f)?;
-        comm.sum(&mut rr)?;
-        let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
-        let mut it = 0;
-        let reason = if let Some(reason) = mon.initial() {
-            reason
-        } else {
-            loop {
-                it += 1;
-                h.vcycle(b, comm, &mut timer, 0, Start::Current)?;
-                let mut rr = [h.fine_residual(b, &mut timer)?];
-                comm.sum(&mut rr)?;
-                if let Some(reason) = mon.step(it, rr[0]) {
-                    break reason;
+        // The hierarchy iterates on the caller's u (swapped into its finest level) and reads
+        // the caller's f: no copy of either.
+        let (mon, reason, it) = self.h.with_fine_u(u, |h| {
+            let l = &mut h.levels[0];
+            comm.exchange(b, &l.op, &mut l.u)?;
+            let mut rr = [h.fine_residual(b, &mut timer, f)?, 0.0];
+            rr[1] = b.dot(&h.levels[0].op, f, f)?;
+            comm.sum(&mut rr)?;
+            let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
+            let mut it = 0;
+            let reason = if let Some(reason) = mon.initial() {
+                reason
+            } else {
+                loop {
+                    it += 1;
+                    h.vcycle(b, comm, &mut timer, 0, Start::Current, f)?;
+                    let mut rr = [h.fine_residual(b, &mut timer, f)?];
+                    comm.sum(&mut rr)?;
+                    if let Some(reason) = mon.step(it, rr[0]) {
+                        break reason;
+                    }
                 }
-            }
-        };
-        std::mem::swap(u, &mut h.levels[0].u);
+            };
+            Ok((mon, reason, it))
+        })?;
         b.synchronize()?;
         let seconds = start.elapsed().as_secs_f64();
         Ok(mon.finish(reason, it, seconds, timer.into_profile()))
@@ -177,10 +177,10 @@ impl<B: Backend> Multigrid<B> {
 
 impl<B: Backend> Hierarchy<B> {
     /// r₀ = f₀ − A u₀ on the fine level, returning the local ‖r₀‖².
-    pub(crate) fn fine_residual(&mut self, b: &B, timer: &mut Timer) -> Result<f64> {
+    pub(crate) fn fine_residual(&mut self, b: &B, timer: &mut Timer, f: &B::Field) -> Result<f64> {
         let l = &mut self.levels[0];
         timer.run(b, Kernel::Residual, 0, || {
-            b.residual(&l.op, &l.f, &l.u, &mut l.work)
+            b.residual(&l.op, f, &l.u, &mut l.work)
         })
     }
 }
