@@ -187,7 +187,8 @@ enum StrataStatus strata_solver_set_coefficients(struct StrataSolver *solver,
 enum StrataStatus strata_solver_set_omega(struct StrataSolver *solver, double omega);
 
 // Solves A u = rhs with `rhs` and `u` in device memory of the solver's GPU (a solver on the
-// CUDA backend), in `order` (a StrataOrder value): no host round trip, no allocation; the call
+// CUDA backend), in `order` (a StrataOrder value; on the sphere the six panels one after the
+// other, each in `order`): no host round trip, no allocation; the call
 // returns when `u` holds the solution. As strata_solver_solve otherwise. The arrays are read
 // and written on the solver's stream, the legacy default stream (ordered with the caller's
 // work on blocking streams; synchronise a non-blocking stream first).

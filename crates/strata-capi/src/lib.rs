@@ -181,11 +181,7 @@ macro_rules! dispatch_cuda {
                 let $b = $b.as_ref();
                 $body
             }
-            Inner::CudaSphere(..) => Err(StrataError::invalid(
-                "solver",
-                "is on the sphere: device arrays of the sphere's six panels are not supported yet \
-                 (pass host arrays)",
-            )),
+            Inner::CudaSphere($b, $p) => $body,
             _ => Err(StrataError::invalid(
                 "solver",
                 "is on the CPU: device arrays need a solver created on the CUDA backend \
@@ -768,7 +764,8 @@ unsafe fn solve_device_arrays(
 }
 
 /// Solves A u = rhs with `rhs` and `u` in device memory of the solver's GPU (a solver on the
-/// CUDA backend), in `order` (a StrataOrder value): no host round trip, no allocation; the call
+/// CUDA backend), in `order` (a StrataOrder value; on the sphere the six panels one after the
+/// other, each in `order`): no host round trip, no allocation; the call
 /// returns when `u` holds the solution. As strata_solver_solve otherwise. The arrays are read
 /// and written on the solver's stream, the legacy default stream (ordered with the caller's
 /// work on blocking streams; synchronise a non-blocking stream first).

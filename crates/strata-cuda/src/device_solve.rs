@@ -4,6 +4,7 @@
 
 use crate::{CudaBackend, DeviceArray};
 use strata::backend::prelude::*;
+use strata::backend::tiled::{Handle, Tiled};
 use strata::comm::Comm;
 use strata::solver::SolveInfo;
 use strata::{PersistentSolver, Result};
@@ -12,11 +13,14 @@ use strata::{PersistentSolver, Result};
 /// side is read into the solver's field and the solution written back on the device, one pass
 /// each (no host round trip, no allocation); see [`DeviceArray`] for the accepted orders.
 pub trait DeviceSolve {
+    /// The backend the solver runs on: the CUDA backend, or the sphere's tiles over it.
+    type Backend;
+
     /// Solves A u = rhs, starting from `x0` (it may be `u` itself: a model's warm start) or
     /// from zero. Returns when `u` holds the solution.
     fn solve_device(
         &mut self,
-        backend: &CudaBackend,
+        backend: &Self::Backend,
         rhs: &DeviceArray,
         x0: Option<&DeviceArray>,
         u: &DeviceArray,
@@ -25,22 +29,24 @@ pub trait DeviceSolve {
     /// The values of a device array of the block, in strata's host order (k fastest): read on
     /// the device into a solver field, then copied to the host once (for coefficient fields,
     /// which strata prepares on the host; uses the solver's right-hand-side field as scratch).
-    fn read_device(&mut self, backend: &CudaBackend, a: &DeviceArray) -> Result<Vec<f64>>;
+    fn read_device(&mut self, backend: &Self::Backend, a: &DeviceArray) -> Result<Vec<f64>>;
 
     /// y = A x with the solver's operator (uses the solver's fields as scratch, as
     /// [`PersistentSolver::apply`]).
     fn apply_device(
         &mut self,
-        backend: &CudaBackend,
+        backend: &Self::Backend,
         x: &DeviceArray,
         y: &DeviceArray,
     ) -> Result<()>;
 }
 
 impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
+    type Backend = CudaBackend;
+
     fn solve_device(
         &mut self,
-        backend: &CudaBackend,
+        backend: &Self::Backend,
         rhs: &DeviceArray,
         x0: Option<&DeviceArray>,
         u: &DeviceArray,
@@ -58,7 +64,7 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
         Ok(info)
     }
 
-    fn read_device(&mut self, backend: &CudaBackend, a: &DeviceArray) -> Result<Vec<f64>> {
+    fn read_device(&mut self, backend: &Self::Backend, a: &DeviceArray) -> Result<Vec<f64>> {
         let mut host = vec![0.0; self.len()];
         let (op, f, _) = self.fields_mut();
         backend.import(op, a, f)?;
@@ -68,7 +74,7 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
 
     fn apply_device(
         &mut self,
-        backend: &CudaBackend,
+        backend: &Self::Backend,
         x: &DeviceArray,
         y: &DeviceArray,
     ) -> Result<()> {
@@ -78,5 +84,70 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
             |op, field| backend.export(op, field, y),
         )?;
         backend.synchronize()
+    }
+}
+
+/// The sphere: `DeviceArray`s of the whole sphere (panel 0's array with the panel stride,
+/// [`DeviceArray::with_panel_stride`]; an order implies panels one after the other), read and
+/// written tile by tile on the device.
+impl<H: Handle<Inner = CudaBackend>, C: Comm<Tiled<H>>> DeviceSolve
+    for PersistentSolver<Tiled<H>, C>
+{
+    type Backend = Tiled<H>;
+
+    fn solve_device(
+        &mut self,
+        backend: &Tiled<H>,
+        rhs: &DeviceArray,
+        x0: Option<&DeviceArray>,
+        u: &DeviceArray,
+    ) -> Result<SolveInfo> {
+        let (g, tiles) = (backend.inner(), self.tiles().to_vec());
+        let (op, f, x) = self.fields_mut();
+        for (t, b) in tiles.iter().enumerate() {
+            g.import(&op.tiles[t], &rhs.tile(b)?, &mut f[t])?;
+            match x0 {
+                Some(x0) => g.import(&op.tiles[t], &x0.tile(b)?, &mut x[t])?,
+                None => g.fill(&op.tiles[t], &mut x[t], 0.0)?,
+            }
+        }
+        let info = self.solve_resident(backend)?;
+        let (op, _, x) = self.fields_mut();
+        for (t, b) in tiles.iter().enumerate() {
+            g.export(&op.tiles[t], &x[t], &u.tile(b)?)?;
+        }
+        g.synchronize()?;
+        Ok(info)
+    }
+
+    fn read_device(&mut self, backend: &Tiled<H>, a: &DeviceArray) -> Result<Vec<f64>> {
+        let (g, tiles) = (backend.inner(), self.tiles().to_vec());
+        let mut host = vec![0.0; self.len()];
+        let (op, f, _) = self.fields_mut();
+        for (t, b) in tiles.iter().enumerate() {
+            g.import(&op.tiles[t], &a.tile(b)?, &mut f[t])?;
+        }
+        backend.download(op, f, &mut host)?;
+        Ok(host)
+    }
+
+    fn apply_device(&mut self, backend: &Tiled<H>, x: &DeviceArray, y: &DeviceArray) -> Result<()> {
+        let (g, tiles) = (backend.inner(), self.tiles().to_vec());
+        self.apply_with(
+            backend,
+            |op, field| {
+                for (t, b) in tiles.iter().enumerate() {
+                    g.import(&op.tiles[t], &x.tile(b)?, &mut field[t])?;
+                }
+                Ok(())
+            },
+            |op, field| {
+                for (t, b) in tiles.iter().enumerate() {
+                    g.export(&op.tiles[t], &field[t], &y.tile(b)?)?;
+                }
+                Ok(())
+            },
+        )?;
+        g.synchronize()
     }
 }

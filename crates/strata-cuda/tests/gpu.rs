@@ -353,3 +353,124 @@ fn sphere_solves_agree_with_the_cpu() {
         }
     }
 }
+
+/// The sphere with its fields in device memory: six panels one after the other in either
+/// order, or panels padded apart (a panel stride), on whole panels and on 2 × 2 tiles of every
+/// panel, give the host arrays' solve bit for bit.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn sphere_device_arrays_solve_like_host_arrays() {
+    use cudarc::driver::{DevicePtr, DevicePtrMut};
+    use strata::backend::tiled::Tiled;
+    use strata::comm::SphereComm;
+    use strata::grid::sphere;
+    use strata::PersistentSolver;
+    use strata_cuda::{DeviceArray, DeviceSolve};
+    let (n, nz) = (32, 16);
+    let p = ProblemParams {
+        geometry: strata::problem::Geometry::Sphere,
+        n,
+        nz,
+        ..Default::default()
+    };
+    let g = Tiled::new(Box::new(gpu()));
+    let cfg = SolverConfig::new(SolverKind::MgCg).with_levels(3);
+    let whole = sphere::tiles(n, 1);
+    // The host arrays are whole panels, [panel][j][i][k].
+    let rhs = strata::problem::build_rhs_tiles(&p, RhsKind::Random, 5, &whole);
+    for k in [1, 2] {
+        let tiles = sphere::tiles(n, k);
+        let mut s = PersistentSolver::with_tiles(&g, SphereComm, &p, &tiles, &cfg).unwrap();
+        // The tiles' host order, for the host solve.
+        let to_tiles = |a: &[f64]| -> Vec<f64> {
+            let mut out = Vec::with_capacity(a.len());
+            for t in &tiles {
+                for j in t.j0..t.j0 + t.ny {
+                    for i in t.i0..t.i0 + t.nx {
+                        let o = ((t.panel.unwrap() * n + j) * n + i) * nz;
+                        out.extend_from_slice(&a[o..o + nz]);
+                    }
+                }
+            }
+            out
+        };
+        let mut want = vec![0.0; rhs.len()];
+        let host_info = s.solve(&g, &to_tiles(&rhs), &mut want, false).unwrap();
+        let stream = g.inner().stream();
+        // (strides of i, j, k; panel stride; length): k-fastest, x-fastest, panels padded apart.
+        let pad = (n * n * nz + 1000) as i64;
+        let layouts: [(&str, [i64; 3], i64, usize); 3] = [
+            (
+                "k-fastest",
+                [nz as i64, (n * nz) as i64, 1],
+                (n * n * nz) as i64,
+                6 * n * n * nz,
+            ),
+            (
+                "x-fastest",
+                [1, n as i64, (n * n) as i64],
+                (n * n * nz) as i64,
+                6 * n * n * nz,
+            ),
+            (
+                "padded panels",
+                [nz as i64, (n * nz) as i64, 1],
+                pad,
+                6 * pad as usize,
+            ),
+        ];
+        for (name, [si, sj, sk], ps, len) in layouts {
+            let at = |panel: usize, i: usize, j: usize, kk: usize| {
+                (panel as i64 * ps + i as i64 * si + j as i64 * sj + kk as i64 * sk) as usize
+            };
+            let mut host_rhs = vec![0.0; len];
+            for panel in 0..6 {
+                for j in 0..n {
+                    for i in 0..n {
+                        for kk in 0..nz {
+                            host_rhs[at(panel, i, j, kk)] =
+                                rhs[((panel * n + j) * n + i) * nz + kk];
+                        }
+                    }
+                }
+            }
+            let d_rhs = stream.clone_htod(&host_rhs).unwrap();
+            let mut d_u = stream.alloc_zeros::<f64>(len).unwrap();
+            let info = {
+                let (r, _a) = d_rhs.device_ptr(&stream);
+                let (u, _b) = d_u.device_ptr_mut(&stream);
+                // SAFETY: live allocations of `len` values of the backend's context, which the
+                // strides and the panel stride stay inside.
+                let (r, u) = unsafe {
+                    (
+                        DeviceArray::new(r, [si, sj, sk]).with_panel_stride(ps),
+                        DeviceArray::new(u, [si, sj, sk]).with_panel_stride(ps),
+                    )
+                };
+                s.solve_device(&g, &r, None, &u).unwrap()
+            };
+            let got = stream.clone_dtoh(&d_u).unwrap();
+            // `want` is in the tiles' order; compare through the same map.
+            let mut mine = vec![0.0; rhs.len()];
+            for panel in 0..6 {
+                for j in 0..n {
+                    for i in 0..n {
+                        for kk in 0..nz {
+                            mine[((panel * n + j) * n + i) * nz + kk] = got[at(panel, i, j, kk)];
+                        }
+                    }
+                }
+            }
+            let diff = to_tiles(&mine)
+                .iter()
+                .zip(&want)
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            println!(
+                "sphere device arrays, tiles {k}x{k}, {name}: {} its, max diff {diff:.2e}",
+                info.iterations
+            );
+            assert_eq!(info.iterations, host_info.iterations, "{name}");
+            assert!(diff == 0.0, "{name}: differs by {diff:.2e}");
+        }
+    }
+}

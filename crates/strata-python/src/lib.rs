@@ -85,6 +85,25 @@ macro_rules! engine {
     };
 }
 
+/// Runs `$body` with `$g` the CUDA backend (for stream waits), `$b` the solver's backend and `$p`
+/// the persistent solver of an engine on the GPU (one panel or the sphere); `$else` otherwise.
+macro_rules! engine_cuda {
+    ($e:expr, $g:ident, $b:ident, $p:ident => $body:expr, else $other:expr) => {
+        match $e {
+            Engine::Cuda($b, $p) => {
+                let $b = $b.as_ref();
+                let $g = $b;
+                $body
+            }
+            Engine::CudaSphere($b, $p) => {
+                let $g = $b.inner();
+                $body
+            }
+            _ => $other,
+        }
+    };
+}
+
 /// A device array of the caller, as `__cuda_array_interface__` describes it.
 struct Device {
     array: DeviceArray,
@@ -137,11 +156,6 @@ fn choose<T: Copy>(what: &str, got: &str, options: &[(&str, T)]) -> PyResult<T> 
 }
 
 impl Solver {
-    /// Whether the solver is on the sphere (host arrays only).
-    fn is_sphere(&self) -> bool {
-        matches!(self.engine, Engine::CpuSphere(..) | Engine::CudaSphere(..))
-    }
-
     /// Reads a device array's interface: shape (n, n, nz), float64, strides into i, j, k.
     fn device(&self, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Device> {
         let (_, cai) = interface(obj)?;
@@ -186,7 +200,8 @@ impl Solver {
             // SAFETY: the exporter promises a live device allocation at `ptr` with these shape
             // and strides while the object lives (we hold it for the call); the backend checks
             // the address range before any kernel touches it.
-            array: unsafe { DeviceArray::new(ptr, [sx, sy, sz]) },
+            // On the sphere the panels are stacked along y: panel p starts n rows further.
+            array: unsafe { DeviceArray::new(ptr, [sx, sy, sz]) }.with_panel_stride(nx as i64 * sy),
             readonly,
             stream,
         })
@@ -223,17 +238,13 @@ impl Solver {
             }
             None => None,
         };
-        let Engine::Cuda(b, p) = &mut self.engine else {
-            return Err(on_cpu("rhs"));
-        };
         let mut all = vec![&r, &u];
         all.extend(x.as_ref());
-        wait(b, &all)?;
-        let b = b.as_ref();
         let x0 = x.as_ref().map(|d| &d.array);
-        let info = py
-            .detach(|| p.solve_device(b, &r.array, x0, &u.array))
-            .map_err(to_py)?;
+        let info = engine_cuda!(&mut self.engine, g, b, p => {
+            wait(g, &all)?;
+            py.detach(|| p.solve_device(b, &r.array, x0, &u.array)).map_err(to_py)?
+        }, else return Err(on_cpu("rhs")));
         self.last = Some(info);
         Ok(out)
     }
@@ -422,9 +433,6 @@ impl Solver {
         x0: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if is_device(rhs) {
-            if self.is_sphere() {
-                return Err(on_sphere("rhs"));
-            }
             return self.solve_on_device(py, rhs, out, x0);
         }
         let rhs: PyReadonlyArray3<'py, f64> = rhs.extract().map_err(|_| {
@@ -495,19 +503,13 @@ impl Solver {
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if is_device(x) {
-            if self.is_sphere() {
-                return Err(on_sphere("x"));
-            }
             let xa = self.device("x", x)?;
             let y = new_device_array(py, self.shape)?;
             let ya = self.device("y", &y)?;
-            let Engine::Cuda(b, p) = &mut self.engine else {
-                return Err(on_cpu("x"));
-            };
-            wait(b, &[&xa])?;
-            let b = b.as_ref();
-            py.detach(|| p.apply_device(b, &xa.array, &ya.array))
-                .map_err(to_py)?;
+            engine_cuda!(&mut self.engine, g, b, p => {
+                wait(g, &[&xa])?;
+                py.detach(|| p.apply_device(b, &xa.array, &ya.array)).map_err(to_py)?
+            }, else return Err(on_cpu("x")));
             return Ok(y);
         }
         let x: PyReadonlyArray3<'py, f64> = x
@@ -633,14 +635,6 @@ impl Solver {
             self.backend()
         )
     }
-}
-
-/// The error for a device array given to a solver of the sphere.
-fn on_sphere(name: &str) -> PyErr {
-    PyValueError::new_err(format!(
-        "{name} is a GPU array: device arrays of the sphere's six panels are not supported yet \
-         (pass NumPy arrays)"
-    ))
 }
 
 /// The error for a device array given to a solver on the CPU.

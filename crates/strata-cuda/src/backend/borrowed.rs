@@ -26,6 +26,9 @@ pub enum Order {
 pub struct DeviceArray {
     ptr: u64,
     strides: [i64; 3],
+    /// On the sphere, the distance in values from one panel's (0, 0, 0) to the next's; 0 when
+    /// not given.
+    panel: i64,
 }
 
 impl DeviceArray {
@@ -37,7 +40,11 @@ impl DeviceArray {
     /// for the block, and nothing else may use the memory while a call reads or writes it
     /// (the backend's stream is the legacy default stream, ordered with other blocking streams).
     pub unsafe fn new(ptr: u64, strides: [i64; 3]) -> Self {
-        Self { ptr, strides }
+        Self {
+            ptr,
+            strides,
+            panel: 0,
+        }
     }
 
     /// An array at `ptr` of an `nx × ny × nz` block in `order`.
@@ -50,7 +57,36 @@ impl DeviceArray {
             Order::KFastest => [nz, nx * nz, 1],
             Order::XFastest => [1, nx, nx * ny],
         };
-        Self { ptr, strides }
+        // A field of the sphere in either order is its panels one after the other.
+        Self {
+            ptr,
+            strides,
+            panel: nx * ny * nz,
+        }
+    }
+
+    /// The same array with panels of the sphere `panel` values apart (the array of panel 0 is
+    /// `self`): a field of the whole sphere, `[panel]` slowest.
+    pub fn with_panel_stride(self, panel: i64) -> Self {
+        Self { panel, ..self }
+    }
+
+    /// The part of a sphere's array that holds tile `b` (a block of one panel): the same
+    /// strides from the tile's first cell. Needs the panel stride.
+    pub fn tile(&self, b: &strata::grid::Block) -> Result<Self> {
+        let panel = b.panel.unwrap_or(0) as i64;
+        if panel > 0 && self.panel <= 0 {
+            return Err(strata::StrataError::invalid(
+                "array",
+                "of the sphere needs the distance between panels (an order, or a panel stride)",
+            ));
+        }
+        let [si, sj, _] = self.strides;
+        let offset = panel * self.panel + b.i0 as i64 * si + b.j0 as i64 * sj;
+        Ok(Self {
+            ptr: self.ptr + 8 * offset as u64,
+            ..*self
+        })
     }
 
     /// The device address.
