@@ -68,11 +68,20 @@ module strata
         real(c_double) :: seconds
     end type
 
+    ! Mirrors StrataTile: a block of one panel of the sphere (panel -1: a panel or box problem).
+    type, bind(c), public :: strata_tile
+        integer(c_int32_t) :: panel
+        integer(c_int32_t) :: i0
+        integer(c_int32_t) :: j0
+        integer(c_int32_t) :: nx
+        integer(c_int32_t) :: ny
+    end type
+
     public :: strata_problem_default, strata_options_default, strata_solver_create
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
     public :: strata_error_message, strata_solver_create_mpi, strata_solver_block
-    public :: strata_solver_solve_device
+    public :: strata_solver_solve_device, strata_solver_tiles
 
     interface
         integer(c_int) function strata_problem_default(problem) bind(c, name="strata_problem_default")
@@ -109,6 +118,17 @@ module strata
             import :: c_int, c_int32_t, c_ptr
             type(c_ptr), value :: solver
             integer(c_int32_t), intent(out) :: i0, j0, nx, ny
+        end function
+
+        ! The solver's tiles in the order of its arrays (the sphere's panels or blocks of panels of
+        ! this rank): up to `capacity` of them into `tiles`, their number into `count`.
+        integer(c_int) function strata_solver_tiles(solver, tiles, capacity, count) &
+                bind(c, name="strata_solver_tiles")
+            import :: c_int, c_int32_t, c_ptr, strata_tile
+            type(c_ptr), value :: solver
+            type(strata_tile), intent(out) :: tiles(*)
+            integer(c_int32_t), value :: capacity
+            integer(c_int32_t), intent(out) :: count
         end function
 
         integer(c_int) function strata_solver_size(solver, size) bind(c, name="strata_solver_size")

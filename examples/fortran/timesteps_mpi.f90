@@ -1,5 +1,7 @@
 ! The Fortran time loop on several ranks: MPI initialised by the program, strata given its
 ! communicator; each rank fills and solves its own block, the residual summed over the ranks.
+! Then the whole sphere on the same ranks: each rank's tiles (strata_solver_tiles) as the last
+! index of its arrays.
 !
 !   mpif90 -I <dir of strata.mod> examples/fortran/timesteps_mpi.f90 strata.o -L target/release -lstrata
 !   LD_LIBRARY_PATH=target/release mpirun -n 2 ./timesteps_mpi
@@ -16,6 +18,10 @@ program timesteps_mpi
     integer(c_int32_t) :: i0, j0, nx, ny
     integer :: ierr, rank, size, step, i, j, k, nz
     real(c_double) :: local(2), total(2), rel
+    type(strata_tile) :: tiles(64)
+    integer(c_int32_t) :: ntiles
+    real(c_double), allocatable :: fs(:, :, :, :), us(:, :, :, :), aus(:, :, :, :)
+    integer :: t
 
     call MPI_Init(ierr)
     call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -54,6 +60,39 @@ program timesteps_mpi
             call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
         end if
     end do
+    call strata_solver_destroy(solver)
+
+    ! The whole sphere: six panels of 16 x 16 columns over the same ranks.
+    problem%geometry = 2
+    problem%n = 16
+    options%levels = 3
+    call check(strata_solver_create_mpi(problem, options, int(MPI_COMM_WORLD, c_int32_t), solver), &
+        "strata_solver_create_mpi (sphere)")
+    call check(strata_solver_tiles(solver, tiles, 64_c_int32_t, ntiles), "strata_solver_tiles")
+    nx = tiles(1)%nx
+    ny = tiles(1)%ny
+    allocate(fs(nz, nx, ny, ntiles), us(nz, nx, ny, ntiles), aus(nz, nx, ny, ntiles))
+    do t = 1, ntiles
+        do j = 1, ny
+            do i = 1, nx
+                do k = 1, nz
+                    fs(k, i, j, t) = 1e-6 * cos(0.3 * (tiles(t)%i0 + i) + 0.2 * (tiles(t)%j0 + j) &
+                        + tiles(t)%panel) * cos(0.4 * k)
+                end do
+            end do
+        end do
+    end do
+    call check(strata_solver_solve(solver, fs, us, 0, info), "strata_solver_solve (sphere)")
+    call check(strata_solver_apply(solver, us, aus), "strata_solver_apply (sphere)")
+    local = [sum((aus - fs)**2), sum(fs**2)]
+    call MPI_Allreduce(local, total, 2, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+    rel = sqrt(total(1) / total(2))
+    if (rank == 0) print '(a, i0, a, i0, a, i0, a, es9.2)', "sphere, ranks ", size, ", tiles on rank 0: ", &
+        ntiles, ": ", info%iterations, " iterations, |f - A u| / |f| = ", rel
+    if (info%converged /= 1 .or. rel > 1e-4) then
+        print *, "rank", rank, ": the sphere's residual check failed"
+        call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+    end if
     call strata_solver_destroy(solver)
     if (rank == 0) print '(a)', "ok"
     call MPI_Finalize(ierr)

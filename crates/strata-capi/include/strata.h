@@ -108,6 +108,20 @@ typedef struct StrataInfo {
   double seconds;
 } StrataInfo;
 
+// One tile of the sphere held by a solver: a block of one panel (docs/MODEL.md §16).
+typedef struct StrataTile {
+  // The panel (0 … 5); -1 for the block of a panel or box problem.
+  int32_t panel;
+  // First column of the panel in the tile.
+  int32_t i0;
+  // First row of the panel in the tile.
+  int32_t j0;
+  // Columns.
+  int32_t nx;
+  // Rows.
+  int32_t ny;
+} StrataTile;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -260,9 +274,23 @@ enum StrataStatus strata_solver_create_mpi(const struct StrataProblem *problem,
                                            int32_t fortran_comm,
                                            struct StrataSolver **out);
 
+// The tiles of this solver, in the order of its arrays (each array is the tiles' blocks one
+// after the other, each `v[(j * nx + i) * nz + k]` in tile-local indices): on one process the
+// six whole panels of the sphere, on ranks this rank's panels or blocks of panels. A solver
+// of a panel or box problem has one tile, its block, with panel -1. Writes up to `capacity`
+// tiles to `tiles` (may be null when `capacity` is 0) and their number to `count`.
+//
+// # Safety
+// `solver` must be a live handle; `count` writable; `tiles` writable for `capacity` values.
+enum StrataStatus strata_solver_tiles(const struct StrataSolver *solver,
+                                      struct StrataTile *tiles,
+                                      int32_t capacity,
+                                      int32_t *count);
+
 // This rank's block of the horizontal grid: columns `i0 .. i0 + nx`, rows `j0 .. j0 + ny`
 // (0-based); every array of the solver has `nx · ny · nz` values, `v[(j * nx + i) * nz + k]`
-// in block-local indices. On one process the block is the whole grid.
+// in block-local indices. On one process the block is the whole grid. On the sphere the first
+// of the solver's tiles ([`strata_solver_tiles`] gives them all).
 //
 // # Safety
 // `solver` must be a live handle; the four outputs must be writable.

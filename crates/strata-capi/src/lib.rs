@@ -139,6 +139,16 @@ enum Inner {
         Sphere<CudaBackend>,
         PersistentSolver<Sphere<CudaBackend>, SphereComm>,
     ),
+    #[cfg(feature = "mpi")]
+    CpuSphereMpi(
+        Sphere<CpuBackend>,
+        PersistentSolver<Sphere<CpuBackend>, strata_mpi::SphereMpiComm<CpuBackend>>,
+    ),
+    #[cfg(feature = "mpi")]
+    CudaSphereMpi(
+        Sphere<CudaBackend>,
+        PersistentSolver<Sphere<CudaBackend>, strata_mpi::SphereMpiComm<CudaBackend>>,
+    ),
 }
 
 /// A backend over the six panels of the sphere, owning it.
@@ -163,6 +173,10 @@ macro_rules! dispatch {
             }
             Inner::CpuSphere($b, $p) => $body,
             Inner::CudaSphere($b, $p) => $body,
+            #[cfg(feature = "mpi")]
+            Inner::CpuSphereMpi($b, $p) => $body,
+            #[cfg(feature = "mpi")]
+            Inner::CudaSphereMpi($b, $p) => $body,
         }
     };
 }
@@ -182,6 +196,8 @@ macro_rules! dispatch_cuda {
                 $body
             }
             Inner::CudaSphere($b, $p) => $body,
+            #[cfg(feature = "mpi")]
+            Inner::CudaSphereMpi($b, $p) => $body,
             _ => Err(StrataError::invalid(
                 "solver",
                 "is on the CPU: device arrays need a solver created on the CUDA backend \
@@ -938,8 +954,6 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             std::mem::forget(theirs);
             let grid = RankGrid::choose(world.size() as usize);
             let rank = world.rank() as usize;
-            let dec = cfg.validate_for(params.n, grid)?;
-            let block = dec.fine_block(rank);
             let cuda = match o.backend {
                 0 => strata_cuda::unavailable_reason().is_none(),
                 1 => false,
@@ -953,6 +967,30 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
                     ))
                 }
             };
+            if params.geometry == Geometry::Sphere {
+                // Whole panels up to six ranks, blocks of every panel beyond.
+                params.validate()?;
+                let size = world.size() as usize;
+                let tiles =
+                    strata_core::grid::sphere::rank_tiles(params.n, cfg.num_levels(), size, rank)?;
+                let k = params.n / tiles[0].nx;
+                use strata_mpi::SphereMpiComm;
+                let inner = if cuda {
+                    let b = Tiled::new(Box::new(CudaBackend::new(count("device", o.device)?)?));
+                    let comm = SphereMpiComm::new(world, k);
+                    let s = PersistentSolver::with_tiles(&b, comm, &params, &tiles, &cfg)?;
+                    Inner::CudaSphereMpi(b, s)
+                } else {
+                    let b = Tiled::new(Box::new(CpuBackend::new(threads)?));
+                    let comm = SphereMpiComm::new(world, k);
+                    let s = PersistentSolver::with_tiles(&b, comm, &params, &tiles, &cfg)?;
+                    Inner::CpuSphereMpi(b, s)
+                };
+                *out = Box::into_raw(Box::new(StrataSolver { inner }));
+                return Ok(());
+            }
+            let dec = cfg.validate_for(params.n, grid)?;
+            let block = dec.fine_block(rank);
             let inner = if cuda {
                 let b = Box::new(CudaBackend::new(count("device", o.device)?)?);
                 let comm = strata_mpi::MpiComm::new(world, grid)?;
@@ -979,9 +1017,73 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
     })
 }
 
+/// One tile of the sphere held by a solver: a block of one panel (docs/MODEL.md §16).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StrataTile {
+    /// The panel (0 … 5); -1 for the block of a panel or box problem.
+    pub panel: i32,
+    /// First column of the panel in the tile.
+    pub i0: i32,
+    /// First row of the panel in the tile.
+    pub j0: i32,
+    /// Columns.
+    pub nx: i32,
+    /// Rows.
+    pub ny: i32,
+}
+
+/// The tiles of this solver, in the order of its arrays (each array is the tiles' blocks one
+/// after the other, each `v[(j * nx + i) * nz + k]` in tile-local indices): on one process the
+/// six whole panels of the sphere, on ranks this rank's panels or blocks of panels. A solver
+/// of a panel or box problem has one tile, its block, with panel -1. Writes up to `capacity`
+/// tiles to `tiles` (may be null when `capacity` is 0) and their number to `count`.
+///
+/// # Safety
+/// `solver` must be a live handle; `count` writable; `tiles` writable for `capacity` values.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_tiles(
+    solver: *const StrataSolver,
+    tiles: *mut StrataTile,
+    capacity: i32,
+    count: *mut i32,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle and a writable count, or null (checked).
+        let (s, count) = unsafe { (solver.as_ref(), count.as_mut()) };
+        let s = s.ok_or_else(|| invalid("solver is null"))?;
+        let count = count.ok_or_else(|| invalid("count is null"))?;
+        let mine: Vec<StrataTile> = dispatch!(&s.inner, _b, p => p.tiles())
+            .iter()
+            .map(|b| StrataTile {
+                panel: b.panel.map_or(-1, |p| p as i32),
+                i0: b.i0 as i32,
+                j0: b.j0 as i32,
+                nx: b.nx as i32,
+                ny: b.ny as i32,
+            })
+            .collect();
+        *count = mine.len() as i32;
+        let capacity = usize::try_from(capacity)
+            .map_err(|_| StrataError::invalid("capacity", "must not be negative"))?;
+        if capacity > 0 {
+            if tiles.is_null() {
+                return Err(invalid("tiles is null"));
+            }
+            // SAFETY: `capacity` writable values promised by the caller.
+            let out = unsafe { std::slice::from_raw_parts_mut(tiles, capacity) };
+            for (o, t) in out.iter_mut().zip(&mine) {
+                *o = *t;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// This rank's block of the horizontal grid: columns `i0 .. i0 + nx`, rows `j0 .. j0 + ny`
 /// (0-based); every array of the solver has `nx · ny · nz` values, `v[(j * nx + i) * nz + k]`
-/// in block-local indices. On one process the block is the whole grid.
+/// in block-local indices. On one process the block is the whole grid. On the sphere the first
+/// of the solver's tiles ([`strata_solver_tiles`] gives them all).
 ///
 /// # Safety
 /// `solver` must be a live handle; the four outputs must be writable.
