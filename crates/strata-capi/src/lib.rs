@@ -1139,6 +1139,39 @@ pub unsafe extern "C" fn strata_solver_destroy(solver: *mut StrataSolver) {
 mod tests {
     use super::*;
 
+    /// A 16 × 16 × 8 problem of `geometry` for the tests.
+    fn test_problem(geometry: i32) -> StrataProblem {
+        StrataProblem {
+            geometry,
+            n: 16,
+            nz: 8,
+            cfl: 8.4,
+            lambda: 1.0,
+            height: 0.01,
+            delta: 1.0,
+            omega: 0.0,
+            graded: 0,
+        }
+    }
+
+    /// mg-cg on 3 levels, one CPU thread, to `rtol`.
+    fn test_options(rtol: f64) -> StrataOptions {
+        StrataOptions {
+            solver: 2,
+            levels: 3,
+            coarse_steps: 2,
+            rtol,
+            max_it: 100,
+            preconditioner: 1,
+            restart: 5,
+            backend: 1,
+            threads: 1,
+            device: 0,
+            smoother: 0,
+            rho: 2.0 / 3.0,
+        }
+    }
+
     /// include/strata.h is what cbindgen makes of this file.
     #[test]
     fn the_header_is_in_sync() {
@@ -1165,31 +1198,8 @@ mod tests {
     /// and the residual of A u (the handle's apply, halos across panel edges) is small.
     #[test]
     fn a_solver_on_the_sphere() {
-        let mut p = StrataProblem {
-            geometry: 2,
-            n: 16,
-            nz: 8,
-            cfl: 8.4,
-            lambda: 1.0,
-            height: 0.01,
-            delta: 1.0,
-            omega: 0.0,
-            graded: 0,
-        };
-        let o = StrataOptions {
-            solver: 2,
-            levels: 3,
-            coarse_steps: 2,
-            rtol: 1e-9,
-            max_it: 100,
-            preconditioner: 1,
-            restart: 5,
-            backend: 1,
-            threads: 1,
-            device: 0,
-            smoother: 0,
-            rho: 2.0 / 3.0,
-        };
+        let mut p = test_problem(2);
+        let o = test_options(1e-9);
         let mut s = std::ptr::null_mut();
         // SAFETY: valid pointers to locals; the handle is destroyed once.
         unsafe {
@@ -1240,31 +1250,8 @@ mod tests {
 
     #[test]
     fn errors_and_panics_do_not_cross() {
-        let mut p = StrataProblem {
-            geometry: 0,
-            n: 16,
-            nz: 8,
-            cfl: 8.4,
-            lambda: 1.0,
-            height: 0.01,
-            delta: 1.0,
-            omega: 0.0,
-            graded: 0,
-        };
-        let mut o = StrataOptions {
-            solver: 2,
-            levels: 3,
-            coarse_steps: 2,
-            rtol: 1e-8,
-            max_it: 100,
-            preconditioner: 1,
-            restart: 5,
-            backend: 1,
-            threads: 1,
-            device: 0,
-            smoother: 0,
-            rho: 2.0 / 3.0,
-        };
+        let mut p = test_problem(0);
+        let mut o = test_options(1e-8);
         let mut s = std::ptr::null_mut();
         // SAFETY: valid pointers to locals.
         unsafe {

@@ -117,55 +117,25 @@ where
     let world = job.world().ok_or("MPI is not initialised")?;
     let (size, levels) = (job.size(), s.cfg.num_levels());
     let rhs = build_rhs_tiles(&s.p, rhs_kind(a.rhs), a.seed, tiles);
-    let root = job.is_root();
-    if root {
-        print_header(
-            a,
-            s,
-            &format!(
-                "{} x {size} ranks ({} tiles of {}x{}), halos by {halo}",
-                backend.name(),
-                6 * k * k,
-                tiles[0].nx,
-                tiles[0].ny
-            ),
-        );
-    }
-    let bar = if root {
-        progress(&s.cfg.stopping, a.quiet)
-    } else {
-        None
-    };
-    let mut monitor = |it: usize, rel: f64| {
-        if let Some(b) = &bar {
-            b.set_position(it as u64);
-            b.set_message(format!("rel. residual {rel:.3e}"));
-        }
-    };
+    let header = format!(
+        "{} x {size} ranks ({} tiles of {}x{}), halos by {halo}",
+        backend.name(),
+        6 * k * k,
+        tiles[0].nx,
+        tiles[0].ny
+    );
+    let all: Vec<Vec<Block>> = (0..size)
+        .map(|r| sphere::rank_tiles(s.p.n, levels, size, r))
+        .collect::<strata::Result<_>>()?;
     let tiled = Tiled::new(backend);
-    let mut sol = solve_tiles(&tiled, comm, &s.p, tiles, &s.cfg, &rhs, &mut monitor)?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    let needed =
-        a.output.is_some() || (matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none());
-    let (u, f) = if needed {
-        let all: Vec<Vec<Block>> = (0..size)
-            .map(|r| sphere::rank_tiles(s.p.n, levels, size, r))
-            .collect::<strata::Result<_>>()?;
-        (
-            gather_tiles(&world, &all, &s.p, &sol.u)?,
-            gather_tiles(&world, &all, &s.p, &rhs)?,
-        )
-    } else {
-        (Some(Vec::new()), Some(Vec::new()))
-    };
-    if !root {
-        return Ok(ExitCode::SUCCESS);
-    }
-    sol.u = u.expect("rank 0 gathers");
-    let name = format!("{} on {size} ranks", backend.name());
-    report(a, s, &name, &sol, &f.expect("rank 0 gathers"))
+    solve_and_report(
+        (a, s, job),
+        &header,
+        &format!("{} on {size} ranks", backend.name()),
+        &rhs,
+        |monitor| solve_tiles(&tiled, comm, &s.p, tiles, &s.cfg, &rhs, monitor),
+        |local| gather_tiles(&world, &all, &s.p, local),
+    )
 }
 
 /// Gathers every rank's tiles onto rank 0 as whole panels, `[panel][j][i][k]`.
@@ -258,19 +228,37 @@ fn solve_with<B: Backend, C: Comm<B>>(
         Some(path) => extract(&read_rhs(path, &a.rhs_var, s.p.n, s.p.nz)?, &s.p, &block),
         None => build_rhs(&s.p, rhs_kind(a.rhs), a.seed, &block),
     };
+    let header = format!(
+        "{} x {} ranks ({}x{}), halos by {halo}",
+        backend.name(),
+        grid.size(),
+        grid.px,
+        grid.py
+    );
+    solve_and_report(
+        (a, s, job),
+        &header,
+        &format!("{} on {} ranks", backend.name(), grid.size()),
+        &rhs,
+        |monitor| solve_block(backend, comm, &s.p, block, &s.cfg, &rhs, monitor),
+        |local| gather(&world, &dec, &s.p, local),
+    )
+}
+
+/// What every distributed solve shares: the header and progress bar on rank 0, the solve
+/// (`solve`, given the progress monitor), the solution and right-hand side gathered onto rank 0
+/// where they are needed (by `gather`: the output file, the manufactured error), the report.
+fn solve_and_report(
+    (a, s, job): (&SolveArgs, &Setup, &Job),
+    header: &str,
+    name: &str,
+    rhs: &[f64],
+    solve: impl FnOnce(&mut dyn FnMut(usize, f64)) -> strata::Result<strata::Solution>,
+    gather: impl Fn(&[f64]) -> CliResult<Option<Vec<f64>>>,
+) -> CliResult<ExitCode> {
     let root = job.is_root();
     if root {
-        print_header(
-            a,
-            s,
-            &format!(
-                "{} x {} ranks ({}x{}), halos by {halo}",
-                backend.name(),
-                grid.size(),
-                grid.px,
-                grid.py
-            ),
-        );
+        print_header(a, s, header);
     }
     let bar = if root {
         progress(&s.cfg.stopping, a.quiet)
@@ -283,7 +271,7 @@ fn solve_with<B: Backend, C: Comm<B>>(
             b.set_message(format!("rel. residual {rel:.3e}"));
         }
     };
-    let mut sol = solve_block(backend, comm, &s.p, block, &s.cfg, &rhs, &mut monitor)?;
+    let mut sol = solve(&mut monitor)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -291,10 +279,7 @@ fn solve_with<B: Backend, C: Comm<B>>(
     let needed =
         a.output.is_some() || (matches!(a.rhs, RhsArg::Manufactured) && a.rhs_file.is_none());
     let (u, f) = if needed {
-        (
-            gather(&world, &dec, &s.p, &sol.u)?,
-            gather(&world, &dec, &s.p, &rhs)?,
-        )
+        (gather(&sol.u)?, gather(rhs)?)
     } else {
         (Some(Vec::new()), Some(Vec::new()))
     };
@@ -302,8 +287,7 @@ fn solve_with<B: Backend, C: Comm<B>>(
         return Ok(ExitCode::SUCCESS);
     }
     sol.u = u.expect("rank 0 gathers");
-    let name = format!("{} on {} ranks", backend.name(), grid.size());
-    report(a, s, &name, &sol, &f.expect("rank 0 gathers"))
+    report(a, s, name, &sol, &f.expect("rank 0 gathers"))
 }
 
 /// The block's part of a whole-grid array (z-contiguous).

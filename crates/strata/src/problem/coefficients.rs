@@ -72,34 +72,11 @@ impl Coefficients {
     /// cell centres of the unit cube. No advection. Built in parallel (one column's levels from
     /// a horizontal and a vertical factor).
     pub fn smooth(n: usize, nz: usize, contrast: f64) -> Self {
-        let field = |phase: f64| -> Vec<f64> {
-            let vertical: Vec<f64> = (0..nz)
-                .map(|k| {
-                    let z = (k as f64 + 0.5) / nz as f64;
-                    contrast.powf(0.25 * (5.0 * z + phase).sin())
-                })
-                .collect();
-            let mut v = vec![0.0; n * n * nz];
-            v.par_chunks_mut(nz).enumerate().for_each(|(col, out)| {
-                let (i, j) = (col % n, col / n);
-                let (x, y) = ((i as f64 + 0.5) / n as f64, (j as f64 + 0.5) / n as f64);
-                let h = contrast.powf(0.25 * (6.0 * x + phase).sin() * (4.0 * y).cos());
-                for (o, z) in out.iter_mut().zip(&vertical) {
-                    *o = h * z;
-                }
-            });
-            v
-        };
-        Self {
-            panels: 1,
-            n,
-            nz,
-            kx: field(0.0),
-            ky: field(1.0),
-            kz: field(2.0),
-            beta: field(3.0),
-            xi: None,
-        }
+        Self::smooth_with(1, n, nz, contrast, |col, phase| {
+            let (i, j) = (col % n, col / n);
+            let (x, y) = ((i as f64 + 0.5) / n as f64, (j as f64 + 0.5) / n as f64);
+            0.25 * (6.0 * x + phase).sin() * (4.0 * y).cos()
+        })
     }
 
     /// [`Coefficients::smooth`] on the six panels of the sphere: the same construction with the
@@ -107,6 +84,22 @@ impl Coefficients {
     /// `contrast^(sin(3X + φ) cos(2Y) / 4 + Z / 4)`, so that the fields are continuous across
     /// panel edges.
     pub fn smooth_sphere(n: usize, nz: usize, contrast: f64) -> Self {
+        Self::smooth_with(sphere::PANELS, n, nz, contrast, |col, phase| {
+            let (i, j, panel) = (col % n, (col / n) % n, col / (n * n));
+            let q = sphere::cell_centre(panel, i, j, n);
+            0.25 * (3.0 * q[0] + phase).sin() * (2.0 * q[1]).cos() + 0.25 * q[2]
+        })
+    }
+
+    /// The smooth fields of `panels` panels: each field (its own phase φ) is
+    /// `contrast^(h(column, φ)) · contrast^(sin(5z + φ)/4)`, built in parallel column by column.
+    fn smooth_with(
+        panels: usize,
+        n: usize,
+        nz: usize,
+        contrast: f64,
+        h: impl Fn(usize, f64) -> f64 + Sync,
+    ) -> Self {
         let field = |phase: f64| -> Vec<f64> {
             let vertical: Vec<f64> = (0..nz)
                 .map(|k| {
@@ -114,20 +107,17 @@ impl Coefficients {
                     contrast.powf(0.25 * (5.0 * z + phase).sin())
                 })
                 .collect();
-            let mut v = vec![0.0; sphere::PANELS * n * n * nz];
+            let mut v = vec![0.0; panels * n * n * nz];
             v.par_chunks_mut(nz).enumerate().for_each(|(col, out)| {
-                let (i, j, panel) = (col % n, (col / n) % n, col / (n * n));
-                let q = sphere::cell_centre(panel, i, j, n);
-                let s = 0.25 * (3.0 * q[0] + phase).sin() * (2.0 * q[1]).cos() + 0.25 * q[2];
-                let h = contrast.powf(s);
+                let horizontal = contrast.powf(h(col, phase));
                 for (o, z) in out.iter_mut().zip(&vertical) {
-                    *o = h * z;
+                    *o = horizontal * z;
                 }
             });
             v
         };
         Self {
-            panels: sphere::PANELS,
+            panels,
             n,
             nz,
             kx: field(0.0),
