@@ -307,10 +307,32 @@ fn sphere_solves_agree_with_the_cpu() {
         )),
         ..p.clone()
     };
-    for (k, p) in [(1, &p), (2, &p), (2, &with_fields)] {
+    // An advection vector too (non-symmetric: gcr and bicgstab).
+    let with_advection = {
+        let mut c = strata::problem::Coefficients::smooth_sphere(p.n, p.nz, 100.0);
+        let len = c.len();
+        let wave = |s: usize| -> Vec<f64> {
+            (0..len)
+                .map(|m| ((m * (7 + s)) % 97) as f64 / 48.5 - 1.0)
+                .collect()
+        };
+        c.xi = Some([wave(0), wave(1), wave(2)]);
+        ProblemParams {
+            coefficients: Some(std::sync::Arc::new(c)),
+            ..p.clone()
+        }
+    };
+    let symmetric = [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg];
+    let general = [SolverKind::Gcr, SolverKind::BiCgStab];
+    for (k, p, kinds) in [
+        (1, &p, &symmetric[..]),
+        (2, &p, &symmetric[..]),
+        (2, &with_fields, &symmetric[..]),
+        (2, &with_advection, &general[..]),
+    ] {
         let tiles = sphere::tiles(p.n, k);
         let rhs = strata::problem::build_rhs_tiles(p, RhsKind::Random, 1, &tiles);
-        for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
+        for &kind in kinds {
             let cfg = SolverConfig::new(kind).with_levels(4).with_rtol(1e-10);
             let run = |b: &dyn Fn() -> strata::Result<strata::Solution>| b().unwrap();
             let a = run(&|| {
@@ -340,7 +362,11 @@ fn sphere_solves_agree_with_the_cpu() {
                 "sphere 6x{}^2 x {} tiles {k}x{k}{} {}: gpu {} its, cpu {} its, max rel diff {rel:.2e}",
                 p.n,
                 p.nz,
-                if p.coefficients.is_some() { " coefficient fields" } else { "" },
+                match &p.coefficients {
+                    Some(c) if !c.is_symmetric() => " coefficient fields + advection",
+                    Some(_) => " coefficient fields",
+                    None => "",
+                },
                 kind.name(),
                 a.info.iterations,
                 b.info.iterations

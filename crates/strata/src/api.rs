@@ -254,6 +254,7 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
 ) -> Result<Solution> {
     p.validate()?;
     cfg.validate()?;
+    check_operator(p, cfg)?;
     let cells: usize = tiles.iter().map(|b| b.nx * b.ny * p.nz).sum();
     if rhs.len() != cells {
         return invalid(

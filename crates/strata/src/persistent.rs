@@ -80,6 +80,7 @@ impl<H: Handle, C: Comm<Tiled<H>>> PersistentSolver<Tiled<H>, C> {
         Self::set_up(backend, comm, p, tiles.to_vec(), cfg, |backend, p, cfg| {
             p.validate()?;
             cfg.validate()?;
+            crate::api::check_operator(p, cfg)?;
             if let Some(t) = tiles.first() {
                 let tile_p = ProblemParams {
                     n: t.nx,

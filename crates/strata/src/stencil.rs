@@ -5,8 +5,8 @@
 //! `n / 2^lev` cells per direction (horizontal semi-coarsening, nz fixed).
 
 use crate::error::Result;
-use crate::grid::check_levels;
 pub use crate::grid::Block;
+use crate::grid::{check_levels, sphere, Side};
 use crate::problem::{
     face_length, Advection, Averaging, CellCoefficients, Coefficients, Column, HorizontalGrid,
     ProblemParams, VerticalGrid,
@@ -309,6 +309,11 @@ pub fn build_sphere_levels(
 }
 
 /// The face coefficients of the advection term on `block` (docs/MODEL.md §15.5), if `c` has ξ.
+/// On the sphere (a tile of panel `block.panel`) a face on a panel edge takes the mean of this
+/// cell's normal component and the neighbouring panel's cell's component along the same
+/// direction (its ξ_x or ξ_y, signed by how the two panels' axes meet there), and the edge's
+/// canonical length: both sides store the same value (negated where both count it outward),
+/// so the fluxes through the edge cancel (docs/MODEL.md §16).
 fn advection(
     p: &ProblemParams,
     block: &Block,
@@ -317,6 +322,40 @@ fn advection(
 ) -> Option<Advection> {
     let [xx, xy, xz] = c.xi.as_ref()?;
     let (nx, ny, nz, n) = (block.nx, block.ny, p.nz, block.n);
+    let panel = block.panel.unwrap_or(0);
+    let at =
+        |v: &[f64], pnl: usize, i: usize, j: usize, k: usize| v[((pnl * n + j) * n + i) * nz + k];
+    // The neighbouring panel's cell across `side` at position `along`, its ξ along this
+    // panel's +x (west/east faces) or +y (south/north faces) at the edge.
+    let across = |side: Side, along: usize, k: usize| -> f64 {
+        let l = sphere::links()[panel][side.index()];
+        let g = if l.reversed { n - 1 - along } else { along };
+        let (i, j) = sphere::edge_cell(l.side, g, n);
+        // Its outward normal: ± its x or y axis.
+        let (v, out) = match l.side {
+            Side::West => (xx, -1.0),
+            Side::East => (xx, 1.0),
+            Side::South => (xy, -1.0),
+            Side::North => (xy, 1.0),
+        };
+        // This panel's +x or +y at its east/north edge is the neighbour's inward normal, at
+        // its west/south edge the neighbour's outward normal.
+        let this = match side {
+            Side::East | Side::North => -1.0,
+            Side::West | Side::South => 1.0,
+        };
+        this * out * at(v, l.panel, i, j, k)
+    };
+    let closed = block.panel.is_some();
+    // The length of face `f` of row `j`; on a panel edge of the sphere the canonical one (the
+    // same bits from both panels).
+    let length = |f: usize, j: usize| {
+        if closed && (f == 0 || f == n) {
+            face_length(p.geometry, n, 0, j.min(n - 1 - j))
+        } else {
+            face_length(p.geometry, n, f, j)
+        }
+    };
     let mut ax = vec![0.0; (nx + 1) * ny * nz];
     let mut ay = vec![0.0; nx * (ny + 1) * nz];
     let mut az = vec![0.0; nx * ny * nz];
@@ -324,27 +363,35 @@ fn advection(
         let gj = block.j0 + j;
         for f in 0..=nx {
             let gi = block.i0 + f;
-            if gi == 0 || gi == n {
+            if !closed && (gi == 0 || gi == n) {
                 continue; // the physical boundary: no flux
             }
-            let len = face_length(p.geometry, n, gi, gj);
+            let len = length(gi, gj);
             for k in 0..nz {
-                let xi = 0.5 * (c.at(xx, gi - 1, gj, k) + c.at(xx, gi, gj, k));
-                ax[(j * (nx + 1) + f) * nz + k] = len * xi;
+                let (w, e) = match (gi.checked_sub(1), gi < n) {
+                    (Some(w), true) => (at(xx, panel, w, gj, k), at(xx, panel, gi, gj, k)),
+                    (Some(w), false) => (at(xx, panel, w, gj, k), across(Side::East, gj, k)),
+                    (None, _) => (across(Side::West, gj, k), at(xx, panel, gi, gj, k)),
+                };
+                ax[(j * (nx + 1) + f) * nz + k] = len * (0.5 * (w + e));
             }
         }
     }
     for f in 0..=ny {
         let gj = block.j0 + f;
-        if gj == 0 || gj == n {
+        if !closed && (gj == 0 || gj == n) {
             continue;
         }
         for i in 0..nx {
             let gi = block.i0 + i;
-            let len = face_length(p.geometry, n, gj, gi);
+            let len = length(gj, gi);
             for k in 0..nz {
-                let xi = 0.5 * (c.at(xy, gi, gj - 1, k) + c.at(xy, gi, gj, k));
-                ay[(f * nx + i) * nz + k] = len * xi;
+                let (s_, n_) = match (gj.checked_sub(1), gj < n) {
+                    (Some(s_), true) => (at(xy, panel, gi, s_, k), at(xy, panel, gi, gj, k)),
+                    (Some(s_), false) => (at(xy, panel, gi, s_, k), across(Side::North, gi, k)),
+                    (None, _) => (across(Side::South, gi, k), at(xy, panel, gi, gj, k)),
+                };
+                ay[(f * nx + i) * nz + k] = len * (0.5 * (s_ + n_));
             }
         }
     }
@@ -356,7 +403,7 @@ fn advection(
         for i in 0..nx {
             let (gi, gj) = (block.i0 + i, block.j0 + j);
             for k in 0..nz - 1 {
-                let xi = 0.5 * (c.at(xz, gi, gj, k) + c.at(xz, gi, gj, k + 1));
+                let xi = 0.5 * (at(xz, panel, gi, gj, k) + at(xz, panel, gi, gj, k + 1));
                 az[(j * nx + i) * nz + k] = surface(vertical.faces[k + 1]) * xi;
             }
         }

@@ -282,11 +282,6 @@ impl Coefficients {
         out
     }
 
-    /// Value of field `v` at global cell (i, j, k) of this level.
-    pub(crate) fn at(&self, v: &[f64], i: usize, j: usize, k: usize) -> f64 {
-        v[(j * self.n + i) * self.nz + k]
-    }
-
     /// The face factors and β of `block` (a block of this level, on the sphere a tile of one
     /// of its panels), as the operator uses them. On the sphere a face on a panel edge takes
     /// the harmonic mean of this cell's coefficient normal to the edge and the neighbouring

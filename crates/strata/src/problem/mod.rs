@@ -139,25 +139,12 @@ impl ProblemParams {
         if let Some(w) = self.omega {
             positive("omega", w)?;
         }
-        if self.geometry == Geometry::Sphere {
-            if self.delta == 0.0 {
-                return invalid(
-                    "delta",
-                    "= 0 on the sphere makes the operator singular (a closed surface has no \
-                     boundary to fix the constant: A·1 = 0); use delta > 0",
-                );
-            }
-            if self
-                .coefficients
-                .as_ref()
-                .is_some_and(|c| !c.is_symmetric())
-            {
-                return invalid(
-                    "coefficients",
-                    "an advection vector (xi) on the sphere is not supported yet (its components \
-                     would change frame across panel edges); kx, ky, kz and beta are",
-                );
-            }
+        if self.geometry == Geometry::Sphere && self.delta == 0.0 {
+            return invalid(
+                "delta",
+                "= 0 on the sphere makes the operator singular (a closed surface has no \
+                 boundary to fix the constant: A·1 = 0); use delta > 0",
+            );
         }
         if let Some(c) = &self.coefficients {
             if c.panels != self.panels() {
