@@ -134,3 +134,41 @@ fn output_carries_cf_attributes_and_every_parameter() {
     assert_eq!(faces, expected);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The sphere's fields are written with a panel dimension and read back exactly; coefficient
+/// fields of six panels too; a panel's field is refused for the sphere.
+#[test]
+fn sphere_fields_round_trip_with_a_panel_dimension() {
+    use strata::grid::sphere;
+    use strata::io::{read_coefficients_panels, read_field, read_panels};
+    use strata::problem::{build_rhs_tiles, Geometry};
+    let dir = std::env::temp_dir().join(format!("strata-nc-sphere-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sphere.nc");
+    let _ = std::fs::remove_file(&path);
+    let g = FieldGrid {
+        params: ProblemParams {
+            geometry: Geometry::Sphere,
+            n: 4,
+            nz: 3,
+            ..Default::default()
+        },
+    };
+    let rhs = build_rhs_tiles(&g.params, RhsKind::Random, 3, &sphere::tiles(4, 1));
+    let kz: Vec<f64> = rhs.iter().map(|v| 2.0 + v).collect();
+    let fields = [
+        OutputField::rhs(&rhs),
+        OutputField {
+            name: "kz",
+            ..OutputField::rhs(&kz)
+        },
+    ];
+    write_fields(&path, &g, &fields, Overwrite::Refuse).unwrap();
+    assert_eq!(read_field(&path, "rhs").unwrap().1, [6, 4, 4, 3]);
+    assert_eq!(read_panels(&path, "rhs", 6, 4, 3).unwrap(), rhs);
+    let c = read_coefficients_panels(&path, 6, 4, 3, 1.0).unwrap();
+    assert_eq!((c.panels, &c.kz), (6, &kz));
+    assert!(c.kx.iter().all(|&v| v == 1.0));
+    let e = read_rhs(&path, "rhs", 4, 3).unwrap_err().to_string();
+    assert!(e.contains("[4, 4, 3] (y, x, z)"), "{e}");
+}

@@ -11,7 +11,7 @@ use strata::backend::tiled::Tiled;
 use strata::backend::Backend;
 use strata::comm::Comm;
 use strata::grid::{sphere, Block, Decomposition, RankGrid};
-use strata::io::read_rhs;
+use strata::io::{read_panels, read_rhs};
 use strata::problem::{build_rhs, build_rhs_tiles, Geometry, ProblemParams};
 use strata::{solve_block, solve_tiles};
 use strata_mpi::mpi::datatype::PartitionMut;
@@ -53,12 +53,6 @@ fn solve_sphere<B: HaloPaths>(
 ) -> CliResult<ExitCode> {
     if a.ranks.is_some() {
         return Err("--ranks: the sphere's ranks take whole panels or equal blocks of every panel; leave --ranks out".into());
-    }
-    if a.rhs_file.is_some() {
-        return Err(
-            "--rhs-file: reading a sphere's right-hand side is not supported yet (use --rhs)"
-                .into(),
-        );
     }
     let (size, rank) = (job.size(), job.rank());
     s.p.validate()?;
@@ -116,7 +110,14 @@ where
 {
     let world = job.world().ok_or("MPI is not initialised")?;
     let (size, levels) = (job.size(), s.cfg.num_levels());
-    let rhs = build_rhs_tiles(&s.p, rhs_kind(a.rhs), a.seed, tiles);
+    let rhs = match &a.rhs_file {
+        Some(path) => {
+            let p = &s.p;
+            let whole = read_panels(path, &a.rhs_var, p.panels(), p.n, p.nz)?;
+            tiles.iter().flat_map(|t| extract(&whole, p, t)).collect()
+        }
+        None => build_rhs_tiles(&s.p, rhs_kind(a.rhs), a.seed, tiles),
+    };
     let header = format!(
         "{} x {size} ranks ({} tiles of {}x{}), halos by {halo}",
         backend.name(),
@@ -290,13 +291,15 @@ fn solve_and_report(
     report(a, s, name, &sol, &f.expect("rank 0 gathers"))
 }
 
-/// The block's part of a whole-grid array (z-contiguous).
+/// The block's part of a whole-grid array (z-contiguous; on the sphere the block is a tile of
+/// panel `b.panel` of the six panels' array).
 fn extract(global: &[f64], p: &ProblemParams, b: &Block) -> Vec<f64> {
     let nz = p.nz;
+    let panel = b.panel.unwrap_or(0);
     let mut out = Vec::with_capacity(b.nx * b.ny * nz);
     for j in 0..b.ny {
         for i in 0..b.nx {
-            let o = ((b.j0 + j) * p.n + b.i0 + i) * nz;
+            let o = ((panel * p.n + b.j0 + j) * p.n + b.i0 + i) * nz;
             out.extend_from_slice(&global[o..o + nz]);
         }
     }

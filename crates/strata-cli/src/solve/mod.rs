@@ -16,7 +16,7 @@ use crate::CliResult;
 use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::grid::{sphere, Block, Decomposition, RankGrid};
-use strata::io::{check_writable, read_coefficients, read_rhs, Overwrite};
+use strata::io::{check_writable, read_coefficients_panels, read_panels, Overwrite};
 use strata::perf::Probes;
 use strata::problem::{build_rhs, build_rhs_tiles, Geometry, ProblemParams};
 use strata::solver::SolverConfig;
@@ -52,10 +52,8 @@ impl BackendTask for Task<'_> {
         let mut setup = Setup::new(&a);
         if let Some(path) = &a.coefficients {
             setup.p.validate()?;
-            if setup.p.geometry == Geometry::Sphere {
-                return Err("--coefficients: reading a sphere's coefficient fields from a file is not supported yet (the library, C and Python interfaces take them)".into());
-            }
-            let c = read_coefficients(path, setup.p.n, setup.p.nz, setup.p.delta)?;
+            let p = &setup.p;
+            let c = read_coefficients_panels(path, p.panels(), p.n, p.nz, p.delta)?;
             setup.p.coefficients = Some(std::sync::Arc::new(c));
         }
         let Setup { p, cfg } = &setup;
@@ -65,11 +63,8 @@ impl BackendTask for Task<'_> {
         }
         validate(backend, p, cfg, RankGrid::single())?;
         let rhs = match &a.rhs_file {
-            Some(_) if p.geometry == Geometry::Sphere => return Err(
-                "--rhs-file: reading a sphere's right-hand side is not supported yet (use --rhs)"
-                    .into(),
-            ),
-            Some(path) => read_rhs(path, &a.rhs_var, p.n, p.nz)?,
+            // On the sphere the six panels, whole: the host order of one process's tiles.
+            Some(path) => read_panels(path, &a.rhs_var, p.panels(), p.n, p.nz)?,
             None if p.geometry == Geometry::Sphere => {
                 build_rhs_tiles(p, rhs_kind(a.rhs), a.seed, &sphere::tiles(p.n, 1))
             }

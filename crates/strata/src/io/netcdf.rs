@@ -298,6 +298,12 @@ fn read_error(path: &Path, err: &ReadError) -> String {
 /// Reads a right-hand side variable of shape `(y, x, z) = (n, n, nz)` (f64 or f32), checking the
 /// shape and that every value is finite.
 pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>> {
+    read_panels(path, var, 1, n, nz)
+}
+
+/// [`read_rhs`] of a field of `panels` panels: with one panel of shape `(y, x, z) = (n, n, nz)`,
+/// with six (the sphere, as strata writes it) of shape `(panel, y, x, z) = (6, n, n, nz)`.
+pub fn read_panels(path: &Path, var: &str, panels: usize, n: usize, nz: usize) -> Result<Vec<f64>> {
     let e = |m: &dyn std::fmt::Display| nc_err(path, m);
     if !path.exists() {
         return Err(e(&"no such file"));
@@ -311,9 +317,14 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
         )));
     };
     let shape: Vec<usize> = v.get_dims().iter().map(|d| d.size()).collect();
-    if shape != [n, n, nz] {
+    let (want, axes): (Vec<usize>, &str) = if panels == 1 {
+        (vec![n, n, nz], "y, x, z")
+    } else {
+        (vec![panels, n, n, nz], "panel, y, x, z")
+    };
+    if shape != want {
         return Err(e(&format!(
-            "variable '{var}' has shape {shape:?} ({}), the problem needs [{n}, {n}, {nz}] (y, x, z)",
+            "variable '{var}' has shape {shape:?} ({}), the problem needs {want:?} ({axes})",
             v.dim_names().join(", ")
         )));
     }
@@ -328,9 +339,15 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
         }
     };
     if let Some(pos) = data.iter().position(|x| !x.is_finite()) {
-        let (j, i, k) = (pos / (n * nz), (pos / nz) % n, pos % nz);
+        let q = pos % (n * n * nz);
+        let (j, i, k) = (q / (n * nz), (q / nz) % n, q % nz);
+        let panel = if panels > 1 {
+            format!("panel={}, ", pos / (n * n * nz))
+        } else {
+            String::new()
+        };
         return Err(e(&format!(
-            "variable '{var}' has a non-finite value ({}) at (y={j}, x={i}, z={k})",
+            "variable '{var}' has a non-finite value ({}) at ({panel}y={j}, x={i}, z={k})",
             data[pos]
         )));
     }
@@ -343,6 +360,18 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
 /// for β; 0 for a ξ component, and no advection at all when none is given). At least one must be
 /// present; kx, ky, kz, β must be finite and positive, ξ finite.
 pub fn read_coefficients(path: &Path, n: usize, nz: usize, delta: f64) -> Result<Coefficients> {
+    read_coefficients_panels(path, 1, n, nz, delta)
+}
+
+/// [`read_coefficients`] for `panels` panels (6: the sphere, each variable of shape
+/// `(panel, y, x, z)`, ξ_x and ξ_y along each panel's own axes).
+pub fn read_coefficients_panels(
+    path: &Path,
+    panels: usize,
+    n: usize,
+    nz: usize,
+    delta: f64,
+) -> Result<Coefficients> {
     let e = |m: &dyn std::fmt::Display| nc_err(path, m);
     if !path.exists() {
         return Err(e(&"no such file"));
@@ -351,7 +380,7 @@ pub fn read_coefficients(path: &Path, n: usize, nz: usize, delta: f64) -> Result
         let r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
         r.data_set().get_var_names()
     };
-    let mut c = Coefficients::constant(n, nz, delta);
+    let mut c = Coefficients::constant_panels(panels, n, nz, delta);
     let mut found = 0;
     for (name, field) in [
         ("kx", &mut c.kx),
@@ -360,11 +389,11 @@ pub fn read_coefficients(path: &Path, n: usize, nz: usize, delta: f64) -> Result
         ("beta", &mut c.beta),
     ] {
         if names.iter().any(|v| v == name) {
-            *field = read_rhs(path, name, n, nz)?;
+            *field = read_panels(path, name, panels, n, nz)?;
             found += 1;
         }
     }
-    let len = n * n * nz;
+    let len = panels * n * n * nz;
     if ["xi_x", "xi_y", "xi_z"]
         .iter()
         .any(|x| names.iter().any(|v| v == x))
@@ -372,7 +401,7 @@ pub fn read_coefficients(path: &Path, n: usize, nz: usize, delta: f64) -> Result
         let mut xi = [vec![0.0; len], vec![0.0; len], vec![0.0; len]];
         for (name, field) in ["xi_x", "xi_y", "xi_z"].into_iter().zip(xi.iter_mut()) {
             if names.iter().any(|v| v == name) {
-                *field = read_rhs(path, name, n, nz)?;
+                *field = read_panels(path, name, panels, n, nz)?;
                 found += 1;
             }
         }
