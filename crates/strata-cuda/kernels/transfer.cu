@@ -87,6 +87,32 @@ extern "C" __global__ void copy_halo_f64(Layout S, int src_side, const double* _
     }
 }
 
+// Several halos of equal-sized blocks in one launch (the tiles of the sphere): link blockIdx.y
+// fills the halo of `dst` across `side` from the interior layer of `src` next to `src_side`, the
+// other way along the face if `reversed`. Launch: grid (ceil(count nz / 256), links), threads
+// over (t, k). The links go by value in the kernel's parameters (HALO_LINKS at most per launch).
+#define HALO_LINKS 32
+struct HaloLink {
+    const double* src;
+    double* dst;
+    int src_side, side, reversed, pad;
+};
+struct HaloBatch {
+    int links, pad;
+    HaloLink l[HALO_LINKS];
+};
+extern "C" __global__ void copy_halos_f64(Layout L, int count, HaloBatch b) {
+    const HaloLink h = b.l[blockIdx.y];
+    const idx_t n = (idx_t)count * NZ;
+    for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
+        const int t = (int)(e / NZ), k = (int)(e % NZ);
+        int si, sj, i, j;
+        face_column(L, h.src_side, h.reversed ? count - 1 - t : t, 0, si, sj);
+        face_column(L, h.side, t, 1, i, j);
+        h.dst[at_(L, i, j, k)] = h.src[at_(L, si, sj, k)];
+    }
+}
+
 // Reverses the order of the `count` columns (nz values each) of a face buffer, in place: thread
 // (t, k) for t < count / 2 swaps column t with column count - 1 - t.
 extern "C" __global__ void reverse_face_f64(int count, double* __restrict__ buf) {

@@ -84,11 +84,13 @@ pub enum Kernel {
     CopyHalo,
     /// `reverse_face_f64` (transfer.cu).
     ReverseFace,
+    /// `copy_halos_f64` (transfer.cu).
+    CopyHalos,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 32] = [
+    pub const ALL: [Kernel; 33] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -121,6 +123,7 @@ impl Kernel {
         Kernel::UnpackFace,
         Kernel::CopyHalo,
         Kernel::ReverseFace,
+        Kernel::CopyHalos,
     ];
 
     /// The kernel's `extern "C"` name (suffixed by precision).
@@ -158,6 +161,7 @@ impl Kernel {
             Kernel::UnpackFace => "unpack_face_f64",
             Kernel::CopyHalo => "copy_halo_f64",
             Kernel::ReverseFace => "reverse_face_f64",
+            Kernel::CopyHalos => "copy_halos_f64",
         }
     }
 
@@ -196,6 +200,7 @@ impl Kernel {
             Kernel::UnpackFace => "transfer.cu",
             Kernel::CopyHalo => "transfer.cu",
             Kernel::ReverseFace => "transfer.cu",
+            Kernel::CopyHalos => "transfer.cu",
         }
     }
 }

@@ -8,7 +8,7 @@
 //! single-process communicator: the halo keeps its Dirichlet zeros and sums are local.
 
 use crate::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
-use crate::backend::{face_len, Backend, Fields, TransferKernels};
+use crate::backend::{face_len, Backend, Fields, HaloLink, TransferKernels};
 use crate::error::{invalid, Result};
 use crate::grid::{sphere, Side};
 use crate::stencil::LevelStencil;
@@ -88,30 +88,28 @@ pub fn sphere_source(tiles: &[LevelStencil], t: usize, side: Side) -> Option<(us
 }
 
 /// Fills every halo of the tiles of `x` whose source tile is local (all of them for a
-/// single-process sphere).
+/// single-process sphere), in one [`TransferKernels::copy_halos`].
 pub fn exchange_local_tiles<H: Handle>(
     b: &Tiled<H>,
     lev: &TiledLevel<H::Inner>,
     x: &mut [InnerField<H>],
 ) -> Result<()> {
     let tiles = tile_stencils(b.stencil(lev))?;
-    for t in 0..tiles.len() {
+    let mut links = Vec::with_capacity(4 * tiles.len());
+    for dst in 0..tiles.len() {
         for side in Side::ALL {
-            if let Some((s, src_side, reversed)) = sphere_source(tiles, t, side) {
-                let (src, dst) = pair(x, s, t);
-                b.inner().copy_halo(
-                    &lev.tiles[s],
-                    src,
-                    src_side,
-                    &lev.tiles[t],
+            if let Some((src, src_side, reversed)) = sphere_source(tiles, dst, side) {
+                links.push(HaloLink {
                     dst,
                     side,
+                    src,
+                    src_side,
                     reversed,
-                )?;
+                });
             }
         }
     }
-    Ok(())
+    b.inner().copy_halos(&lev.tiles, x, &links)
 }
 
 fn tile_stencils(s: &LevelStencil) -> Result<&[LevelStencil]> {
@@ -121,18 +119,6 @@ fn tile_stencils(s: &LevelStencil) -> Result<&[LevelStencil]> {
             "comm",
             "the sphere's communicator serves the sphere's levels only",
         ),
-    }
-}
-
-/// `(&v[a], &mut v[b])` for `a ≠ b`.
-fn pair<T>(v: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
-    assert_ne!(a, b, "a tile is never its own neighbour");
-    if a < b {
-        let (l, r) = v.split_at_mut(b);
-        (&l[a], &mut r[0])
-    } else {
-        let (l, r) = v.split_at_mut(a);
-        (&r[0], &mut l[b])
     }
 }
 

@@ -129,6 +129,85 @@ impl TransferKernels for CudaBackend {
         cu(unsafe { b.launch(cfg) }).map(|_| ())
     }
 
+    fn copy_halos(
+        &self,
+        ops: &[CudaLevel],
+        x: &mut [CudaField],
+        links: &[strata::backend::HaloLink],
+    ) -> Result<()> {
+        use cudarc::driver::DevicePtr;
+        let Some(first) = ops.first() else {
+            return Ok(());
+        };
+        let layout = first.layout;
+        // One launch per batch needs blocks of one layout (the tiles of a level are).
+        if ops.iter().any(|o| o.layout != layout) {
+            for l in links {
+                let (src, dst) = strata::backend::pair(x, l.src, l.dst);
+                self.copy_halo(
+                    &ops[l.src],
+                    src,
+                    l.src_side,
+                    &ops[l.dst],
+                    dst,
+                    l.side,
+                    l.reversed,
+                )?;
+            }
+            return Ok(());
+        }
+        for (o, f) in ops.iter().zip(x.iter()) {
+            self.check(o, &[f]);
+        }
+        // Square blocks: every face has nx (= ny) columns.
+        assert_eq!(layout.nx, layout.ny, "tiles are square");
+        let count = layout.nx;
+        // The fields' device addresses; `x` is borrowed exclusively for the launch, and each
+        // link's kernel reads only the interior layer of its source and writes only the halo
+        // of its destination, so the raw addresses alias nothing that is written twice.
+        let mut guards = Vec::with_capacity(x.len());
+        let ptrs: Vec<u64> = x
+            .iter()
+            .map(|f| {
+                let (p, g) = f.data.device_ptr(&self.stream);
+                guards.push(g);
+                p
+            })
+            .collect();
+        let n = count as u32 * layout.nz as u32;
+        for chunk in links.chunks(HALO_LINKS) {
+            let mut batch = HaloBatch {
+                links: chunk.len() as i32,
+                pad: 0,
+                l: [HaloLinkDesc::default(); HALO_LINKS],
+            };
+            for (d, l) in batch.l.iter_mut().zip(chunk) {
+                *d = HaloLinkDesc {
+                    src: ptrs[l.src],
+                    dst: ptrs[l.dst],
+                    src_side: side_index(l.src_side),
+                    side: side_index(l.side),
+                    reversed: i32::from(l.reversed),
+                    pad: 0,
+                };
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (n.div_ceil(256).max(1), chunk.len() as u32, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = self.stream.launch_builder(first.k.get(K::CopyHalos));
+            b.arg(&layout).arg(&count).arg(&batch);
+            // SAFETY: every address is a live field of `layout` (checked above), held
+            // exclusively through `x` for the launch; link y reads `count` columns of nz values
+            // of its source's interior layer and writes its destination's halo (disjoint cells,
+            // and no two links write the same halo: each tile side is filled once).
+            cu(unsafe { b.launch(cfg) })?;
+        }
+        drop(guards);
+        Ok(())
+    }
+
     fn reverse_face(&self, op: &CudaLevel, buf: &mut CudaSlice<f64>) -> Result<()> {
         let nz = op.layout.nz as usize;
         assert_eq!(buf.len() % nz, 0, "a face of whole columns");
@@ -157,3 +236,32 @@ impl TransferKernels for CudaBackend {
         cu(self.stream.memcpy_htod(host, buf))
     }
 }
+
+/// Links per launch of `copy_halos_f64` (`HALO_LINKS` of kernels/transfer.cu).
+const HALO_LINKS: usize = 32;
+
+/// `HaloLink` of kernels/transfer.cu: device addresses, sides, direction.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct HaloLinkDesc {
+    src: u64,
+    dst: u64,
+    src_side: i32,
+    side: i32,
+    reversed: i32,
+    pad: i32,
+}
+
+/// `HaloBatch` of kernels/transfer.cu, passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct HaloBatch {
+    links: i32,
+    pad: i32,
+    l: [HaloLinkDesc; HALO_LINKS],
+}
+
+// SAFETY: plain #[repr(C)] data laid out as the C structs `HaloLink` (two 8-byte addresses,
+// four i32: 32 bytes) and `HaloBatch` (two i32, then the links at offset 8) of
+// kernels/transfer.cu; the addresses are device pointers the kernel dereferences.
+unsafe impl cudarc::driver::DeviceRepr for HaloBatch {}

@@ -100,6 +100,35 @@ pub(crate) use host_face_methods;
 
 use crate::error::Result;
 pub use crate::grid::Side;
+
+/// One halo filled from another block of the same process ([`TransferKernels::copy_halos`]):
+/// the halo of block `dst` across `side` from the interior layer of block `src` next to
+/// `src_side`, the other way along the face if `reversed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HaloLink {
+    /// The block whose halo is filled (an index into the blocks).
+    pub dst: usize,
+    /// Its side.
+    pub side: Side,
+    /// The block read (another index).
+    pub src: usize,
+    /// The side of `src` whose interior layer is read.
+    pub src_side: Side,
+    /// Whether the cells run the other way along the face.
+    pub reversed: bool,
+}
+
+/// `(&v[a], &mut v[b])` for `a ≠ b`.
+pub fn pair<T>(v: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
+    assert_ne!(a, b, "a block is never its own neighbour");
+    if a < b {
+        let (l, r) = v.split_at_mut(b);
+        (&l[a], &mut r[0])
+    } else {
+        let (l, r) = v.split_at_mut(a);
+        (&r[0], &mut l[b])
+    }
+}
 use crate::stencil::LevelStencil;
 
 /// Values on one face of a level's block: `ny * nz` for west/east, `nx * nz` for south/north.
@@ -329,6 +358,30 @@ pub trait TransferKernels: Fields {
     /// Reverses the order of a face buffer's columns (`nz` values each, kept in order): a face
     /// received across a panel edge of the sphere that runs the other way there.
     fn reverse_face(&self, op: &Self::LevelOp, buf: &mut Self::FaceBuffer) -> Result<()>;
+
+    /// [`TransferKernels::copy_halo`] for every link of `links` (`ops` and `x` the blocks'
+    /// operators and fields): the halo exchange between the tiles of one process, which a GPU
+    /// does in one launch rather than one per face. By default one `copy_halo` per link.
+    fn copy_halos(
+        &self,
+        ops: &[Self::LevelOp],
+        x: &mut [Self::Field],
+        links: &[HaloLink],
+    ) -> Result<()> {
+        for l in links {
+            let (src, dst) = pair(x, l.src, l.dst);
+            self.copy_halo(
+                &ops[l.src],
+                src,
+                l.src_side,
+                &ops[l.dst],
+                dst,
+                l.side,
+                l.reversed,
+            )?;
+        }
+        Ok(())
+    }
 
     /// The face buffer's values where the buffer is host memory (the host backends): then a
     /// communicator that moves host memory (MPI) sends from and receives into it directly, with
