@@ -34,6 +34,8 @@ fn to_py(e: StrataError) -> PyErr {
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
 ///        smoother="jacobi", rho=2/3)
 ///
+/// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
+/// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
 /// smoother is the multigrid smoother: "jacobi" (the paper's block-Jacobi line relaxation,
 /// damped by rho; rho=0.8 takes fewer cycles) or "red-black" (line Gauss-Seidel).
 /// rtol stops a solve when |f - A u| < rtol |f| (2-norms of the volume-integrated fields; from a
