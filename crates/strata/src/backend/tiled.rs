@@ -5,9 +5,11 @@
 //! inner operator per tile ([`LevelStencil::tiles`]), and every kernel runs tile after tile
 //! (reductions add the tiles' partials). The solvers, written over [`Backend`], run on the
 //! sphere unchanged. Halos between tiles, which may meet rotated or reversed across a panel
-//! edge, are filled by the sphere's communicator ([`crate::comm::SphereComm`]) with
-//! [`TransferKernels::copy_halo`] of the inner backend; the tiled backend's own face methods
-//! refuse, so a communicator that knows nothing of tiles cannot leave them unfilled.
+//! edge, are filled by the sphere's communicators ([`crate::comm::SphereComm`] in one process,
+//! `strata_mpi::SphereMpiComm` / `SphereNcclComm` over ranks) with
+//! [`TransferKernels::copy_halos`] of the inner backend (one launch per exchange on a GPU) and,
+//! between ranks, its face buffers; the tiled backend's own face methods refuse, so a
+//! communicator that knows nothing of tiles cannot leave them unfilled.
 //!
 //! A host array of a tiled field is the tiles' host arrays one after the other, each
 //! `[j][i][k]` (z-contiguous) — for whole panels, `[panel][j][i][k]`.
