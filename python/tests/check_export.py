@@ -1,5 +1,6 @@
 """The exported operator, checked as a SciPy user would (the operator issue's verification (b)):
-`strata operator --export` writes A and f as Matrix Market files, `strata solve --output` writes
+`strata operator --export` writes A and f as Matrix Market files (the panel, the box, coefficient
+fields with advection, and the whole sphere), `strata solve --output` writes
 strata's solution u as NetCDF-3; SciPy reads both, checks A u = f, solves A x = f directly and
 compares x with u. Run by scripts/test; usage: python3 check_export.py path/to/strata WORKDIR
 """
@@ -45,6 +46,7 @@ def main(strata, work):
         ("model", [], "mg-cg"),
         ("box-graded", ["--geometry", "box", "--graded", "--cfl", "20"], "mg-cg"),
         ("coefficients-advection", ["--coefficients", str(coeffs)], "bicgstab"),
+        ("sphere", ["--geometry", "sphere"], "mg-cg"),
     ]
     for name, extra, solver in cases:
         common = ["--n", str(n), "--nz", str(nz), *extra]
@@ -58,7 +60,10 @@ def main(strata, work):
         with scipy.io.netcdf_file(str(sol), "r", mmap=False) as nc:
             u = np.array(nc.variables["u"][:], dtype=float).ravel()  # (y, x, z), z fastest
             f_nc = np.array(nc.variables["rhs"][:], dtype=float).ravel()
-        assert a.shape == (n * n * nz, n * n * nz), a.shape
+        unknowns = (6 if name == "sphere" else 1) * n * n * nz
+        assert a.shape == (unknowns, unknowns), a.shape
+        if "advection" not in name:
+            assert abs(a - a.T).max() == 0.0, f"{name}: A is not symmetric bit for bit"
         assert np.array_equal(f, f_nc), f"{name}: the exported rhs is not the solved one"
         residual = np.abs(a @ u - f).max() / np.abs(f).max()
         assert residual < 1e-9, f"{name}: |A u - f| / |f| = {residual:.2e}"

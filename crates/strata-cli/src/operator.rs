@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use strata::grid::Block;
 use strata::io::{
-    check_writable, read_coefficients, write_matrix_market, write_vector_market, Overwrite,
+    check_writable, read_coefficients_panels, write_matrix_market, write_vector_market, Overwrite,
 };
 use strata::problem::build_rhs;
 
@@ -64,17 +64,22 @@ pub fn run(a: OperatorArgs) -> CliResult<ExitCode> {
     check_writable(&a.export, overwrite, "export")?;
     check_writable(&rhs_path, overwrite, "export")?;
     if let Some(path) = &a.coefficients {
-        p.coefficients = Some(std::sync::Arc::new(read_coefficients(
-            path, p.n, p.nz, p.delta,
+        p.coefficients = Some(std::sync::Arc::new(read_coefficients_panels(
+            path,
+            p.panels(),
+            p.n,
+            p.nz,
+            p.delta,
         )?));
     }
     let m = strata::matrix::assemble(&p)?;
-    let rhs = build_rhs(
-        &p,
-        crate::solve::rhs_kind(a.rhs),
-        a.seed,
-        &Block::whole(p.n),
-    );
+    let kind = crate::solve::rhs_kind(a.rhs);
+    let rhs = match p.geometry {
+        strata::problem::Geometry::Sphere => {
+            strata::problem::build_rhs_tiles(&p, kind, a.seed, &strata::grid::sphere::tiles(p.n, 1))
+        }
+        _ => build_rhs(&p, kind, a.seed, &Block::whole(p.n)),
+    };
     let comment = vec![
         format!(
             "strata {}: {} {}x{}x{}, omega {}, lambda {}, H {}, delta {}{}",
@@ -97,7 +102,11 @@ pub fn run(a: OperatorArgs) -> CliResult<ExitCode> {
                 ""
             }
         ),
-        "unknown (i, j, k) is row (j * n + i) * nz + k + 1; rows are volume-integrated".into(),
+        if p.geometry == strata::problem::Geometry::Sphere {
+            "unknown (panel, i, j, k) is row ((panel * n + j) * n + i) * nz + k + 1; rows are volume-integrated".into()
+        } else {
+            "unknown (i, j, k) is row (j * n + i) * nz + k + 1; rows are volume-integrated".into()
+        },
     ];
     write_matrix_market(&a.export, &m, &comment)?;
     write_vector_market(&rhs_path, &rhs, &comment)?;

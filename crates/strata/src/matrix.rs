@@ -2,12 +2,13 @@
 //! for `strata operator --export` (PETSc users have `-mat_view` for this).
 //!
 //! Unknowns are numbered as the host arrays are laid out, z fastest:
-//! `row = (j * n + i) * nz + k` (0-based here; Matrix Market files are 1-based).
+//! `row = (j * n + i) * nz + k` (0-based here; Matrix Market files are 1-based); on the sphere
+//! `row = ((panel * n + j) * n + i) * nz + k`.
 
 use crate::error::Result;
-use crate::grid::Block;
-use crate::problem::{ProblemParams, VerticalGrid};
-use crate::stencil::LevelStencil;
+use crate::grid::{sphere, Block, Side};
+use crate::problem::{Geometry, ProblemParams, VerticalGrid};
+use crate::stencil::{build_sphere_levels, LevelStencil};
 use std::sync::Arc;
 
 /// A sparse matrix in coordinate form, rows in order, each row's entries by column.
@@ -35,54 +36,82 @@ impl SparseMatrix {
 }
 
 /// Assembles the fine-level operator of `p` (with its coefficient fields, if any): at most seven
-/// entries per row, the Dirichlet boundary folded into the diagonal as the solvers see it.
+/// entries per row, the Dirichlet boundary folded into the diagonal as the solvers see it; on
+/// the sphere the six panels, the couplings across panel edges to the cells of the neighbouring
+/// panels (docs/MODEL.md §16) — assembled from the rows and the edge links, not from the halo
+/// exchange the solvers use, so the two can be checked against each other.
 pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
     p.validate()?;
-    if p.geometry == crate::problem::Geometry::Sphere {
-        return crate::error::invalid(
-            "geometry",
-            "sphere: assembling the six panels' matrix is not supported (the panel and box are)",
-        );
-    }
     let (n, nz) = (p.n, p.nz);
-    let s = LevelStencil::new(p, Block::whole(n), Arc::new(VerticalGrid::new(p)));
-    let index = |i: usize, j: usize, k: usize| (j * n + i) * nz + k;
-    let size = n * n * nz;
+    let vertical = Arc::new(VerticalGrid::new(p));
+    let stencils: Vec<LevelStencil> = match p.geometry {
+        Geometry::Sphere => {
+            let tiles = sphere::tiles(n, 1);
+            let levels = build_sphere_levels(p, &tiles, 1, Default::default())?;
+            levels[0].tiles.as_deref().unwrap_or_default().to_vec()
+        }
+        _ => vec![LevelStencil::new(p, Block::whole(n), vertical)],
+    };
+    let index = |panel: usize, i: usize, j: usize, k: usize| ((panel * n + j) * n + i) * nz + k;
+    // The cell next to (i, j) of `panel` across `side`: in the panel, or across its edge.
+    let next = |panel: usize, i: usize, j: usize, side: Side| -> Option<(usize, usize, usize)> {
+        let inside = match side {
+            Side::West => i.checked_sub(1).map(|i| (i, j)),
+            Side::East => (i + 1 < n).then_some((i + 1, j)),
+            Side::South => j.checked_sub(1).map(|j| (i, j)),
+            Side::North => (j + 1 < n).then_some((i, j + 1)),
+        };
+        if let Some((i, j)) = inside {
+            return Some((panel, i, j));
+        }
+        if p.geometry != Geometry::Sphere {
+            return None; // the wall
+        }
+        let l = sphere::links()[panel][side.index()];
+        let along = match side {
+            Side::West | Side::East => j,
+            Side::South | Side::North => i,
+        };
+        let g = if l.reversed { n - 1 - along } else { along };
+        let (i, j) = sphere::edge_cell(l.side, g, n);
+        Some((l.panel, i, j))
+    };
+    let size = stencils.len() * n * n * nz;
     let (mut rows, mut cols, mut values) = (
         Vec::with_capacity(7 * size),
         Vec::with_capacity(7 * size),
         Vec::with_capacity(7 * size),
     );
-    for j in 0..n {
-        for i in 0..n {
-            for k in 0..nz {
-                let e = s.row(i, j, k);
-                let row = index(i, j, k);
-                let mut entries = vec![(row, e.diag)];
-                if j > 0 {
-                    entries.push((index(i, j - 1, k), e.south));
-                }
-                if i > 0 {
-                    entries.push((index(i - 1, j, k), e.west));
-                }
-                if k > 0 {
-                    entries.push((index(i, j, k - 1), e.down));
-                }
-                if k + 1 < nz {
-                    entries.push((index(i, j, k + 1), e.up));
-                }
-                if i + 1 < n {
-                    entries.push((index(i + 1, j, k), e.east));
-                }
-                if j + 1 < n {
-                    entries.push((index(i, j + 1, k), e.north));
-                }
-                entries.sort_by_key(|&(c, _)| c);
-                for (c, v) in entries {
-                    if v != 0.0 {
-                        rows.push(row);
-                        cols.push(c);
-                        values.push(v);
+    for (panel, s) in stencils.iter().enumerate() {
+        for j in 0..n {
+            for i in 0..n {
+                for k in 0..nz {
+                    let e = s.row(i, j, k);
+                    let row = index(panel, i, j, k);
+                    let mut entries = vec![(row, e.diag)];
+                    for (side, v) in [
+                        (Side::West, e.west),
+                        (Side::East, e.east),
+                        (Side::South, e.south),
+                        (Side::North, e.north),
+                    ] {
+                        if let Some((q, a, b)) = next(panel, i, j, side) {
+                            entries.push((index(q, a, b, k), v));
+                        }
+                    }
+                    if k > 0 {
+                        entries.push((index(panel, i, j, k - 1), e.down));
+                    }
+                    if k + 1 < nz {
+                        entries.push((index(panel, i, j, k + 1), e.up));
+                    }
+                    entries.sort_by_key(|&(c, _)| c);
+                    for (c, v) in entries {
+                        if v != 0.0 {
+                            rows.push(row);
+                            cols.push(c);
+                            values.push(v);
+                        }
                     }
                 }
             }

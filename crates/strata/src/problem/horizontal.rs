@@ -86,26 +86,30 @@ impl HorizontalGrid {
         let n = self.n;
         let d = self.spacing();
         let (x, y) = cell_centre(self.geometry, n, i, j);
+        // The gnomonic coordinate of face f (between cells f − 1 and f).
+        let face = |f: usize| -1.0 + f as f64 * d;
         let (ae, aw, an, as_, area) = match self.geometry {
             Geometry::Panel => {
-                // Interior faces at the midpoint; boundary faces 2φ at the quarter point.
+                // Interior faces at the midpoint; boundary faces 2φ at the quarter point. The
+                // midpoint is the face's own coordinate, computed from its index, so that both
+                // cells beside a face get the same bits (A symmetric bit for bit).
                 let ae = if i + 1 < n {
-                    phi(x + 0.5 * d, y)
+                    phi(face(i + 1), y)
                 } else {
                     2.0 * phi(x + 0.25 * d, y)
                 };
                 let aw = if i > 0 {
-                    phi(x - 0.5 * d, y)
+                    phi(face(i), y)
                 } else {
                     2.0 * phi(x - 0.25 * d, y)
                 };
                 let an = if j + 1 < n {
-                    phi(y + 0.5 * d, x)
+                    phi(face(j + 1), x)
                 } else {
                     2.0 * phi(y + 0.25 * d, x)
                 };
                 let as_ = if j > 0 {
-                    phi(y - 0.5 * d, x)
+                    phi(face(j), x)
                 } else {
                     2.0 * phi(y - 0.25 * d, x)
                 };
@@ -123,10 +127,10 @@ impl HorizontalGrid {
                         edge(n, along)
                     }
                 };
-                let ae = interior(i + 1 < n, phi(x + 0.5 * d, y), j);
-                let aw = interior(i > 0, phi(x - 0.5 * d, y), j);
-                let an = interior(j + 1 < n, phi(y + 0.5 * d, x), i);
-                let as_ = interior(j > 0, phi(y - 0.5 * d, x), i);
+                let ae = interior(i + 1 < n, phi(face(i + 1), y), j);
+                let aw = interior(i > 0, phi(face(i), y), j);
+                let an = interior(j + 1 < n, phi(face(j + 1), x), i);
+                let as_ = interior(j > 0, phi(face(j), x), i);
                 let area = panel_cell_area(x - 0.5 * d, x + 0.5 * d, y - 0.5 * d, y + 0.5 * d);
                 (ae, aw, an, as_, area)
             }
