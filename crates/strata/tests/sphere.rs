@@ -3,6 +3,8 @@
 //! solve, multigrid converges as on one panel, and what cannot work is refused.
 #![allow(clippy::needless_range_loop)] // dense-matrix index loops read best as loops
 
+mod common;
+
 use strata::backend::cpu::CpuBackend;
 use strata::backend::prelude::*;
 use strata::backend::reference::ReferenceBackend;
@@ -280,18 +282,7 @@ fn the_assembled_matrix_is_the_operator_the_solvers_apply() {
             .fold(0.0f64, |s, (u, v)| s.max((u - v).abs()));
         assert!(diff < 1e-13 * scale, "{name}: {:e}", diff / scale);
         if name != "advection" {
-            let mut entries: Vec<(usize, usize, u64)> = m
-                .rows
-                .iter()
-                .zip(&m.cols)
-                .zip(&m.values)
-                .map(|((&r, &c), v)| (r, c, v.to_bits()))
-                .collect();
-            let mut transposed: Vec<(usize, usize, u64)> =
-                entries.iter().map(|&(r, c, v)| (c, r, v)).collect();
-            entries.sort_unstable();
-            transposed.sort_unstable();
-            assert_eq!(entries, transposed, "{name}: A = Aᵀ bit for bit");
+            assert!(common::symmetric_bits(&m), "{name}: A = Aᵀ bit for bit");
         }
     }
 }

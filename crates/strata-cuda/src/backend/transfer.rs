@@ -142,19 +142,7 @@ impl TransferKernels for CudaBackend {
         let layout = first.layout;
         // One launch per batch needs blocks of one layout (the tiles of a level are).
         if ops.iter().any(|o| o.layout != layout) {
-            for l in links {
-                let (src, dst) = strata::backend::pair(x, l.src, l.dst);
-                self.copy_halo(
-                    &ops[l.src],
-                    src,
-                    l.src_side,
-                    &ops[l.dst],
-                    dst,
-                    l.side,
-                    l.reversed,
-                )?;
-            }
-            return Ok(());
+            return strata::backend::copy_halos_one_by_one(self, ops, x, links);
         }
         for (o, f) in ops.iter().zip(x.iter()) {
             self.check(o, &[f]);

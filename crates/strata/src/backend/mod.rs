@@ -118,6 +118,29 @@ pub struct HaloLink {
     pub reversed: bool,
 }
 
+/// [`TransferKernels::copy_halos`] as one [`TransferKernels::copy_halo`] per link: the default,
+/// and the fallback of a backend whose batched form does not apply.
+pub fn copy_halos_one_by_one<B: TransferKernels + ?Sized>(
+    b: &B,
+    ops: &[B::LevelOp],
+    x: &mut [B::Field],
+    links: &[HaloLink],
+) -> Result<()> {
+    for l in links {
+        let (src, dst) = pair(x, l.src, l.dst);
+        b.copy_halo(
+            &ops[l.src],
+            src,
+            l.src_side,
+            &ops[l.dst],
+            dst,
+            l.side,
+            l.reversed,
+        )?;
+    }
+    Ok(())
+}
+
 /// `(&v[a], &mut v[b])` for `a ≠ b`.
 pub fn pair<T>(v: &mut [T], a: usize, b: usize) -> (&T, &mut T) {
     assert_ne!(a, b, "a block is never its own neighbour");
@@ -368,19 +391,7 @@ pub trait TransferKernels: Fields {
         x: &mut [Self::Field],
         links: &[HaloLink],
     ) -> Result<()> {
-        for l in links {
-            let (src, dst) = pair(x, l.src, l.dst);
-            self.copy_halo(
-                &ops[l.src],
-                src,
-                l.src_side,
-                &ops[l.dst],
-                dst,
-                l.side,
-                l.reversed,
-            )?;
-        }
-        Ok(())
+        copy_halos_one_by_one(self, ops, x, links)
     }
 
     /// The face buffer's values where the buffer is host memory (the host backends): then a

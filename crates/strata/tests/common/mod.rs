@@ -44,3 +44,19 @@ pub fn rel_diff(a: &HostField, b: &HostField) -> f64 {
         d / m
     }
 }
+
+/// Whether the assembled matrix equals its transpose bit for bit.
+pub fn symmetric_bits(m: &strata::matrix::SparseMatrix) -> bool {
+    let mut entries: Vec<(usize, usize, u64)> = m
+        .rows
+        .iter()
+        .zip(&m.cols)
+        .zip(&m.values)
+        .map(|((&r, &c), v)| (r, c, v.to_bits()))
+        .collect();
+    let mut transposed: Vec<(usize, usize, u64)> =
+        entries.iter().map(|&(r, c, v)| (c, r, v)).collect();
+    entries.sort_unstable();
+    transposed.sort_unstable();
+    entries == transposed
+}
