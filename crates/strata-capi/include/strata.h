@@ -182,9 +182,11 @@ enum StrataStatus strata_solver_apply(struct StrataSolver *solver, const double 
 // Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
 // for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
 // `xi_z`: all null for none, a null component is 0). All null: back to the model problem.
+// Each array is the whole problem's field, `n · n · nz` values (six panels of them on the
+// sphere, `[panel][j][i][k]`), on every rank of a distributed solver alike.
 //
 // # Safety
-// `solver` must be a live handle; each non-null array must hold the solver's size of values.
+// `solver` must be a live handle; each non-null array must hold the whole problem's values.
 enum StrataStatus strata_solver_set_coefficients(struct StrataSolver *solver,
                                                  const double *kx,
                                                  const double *ky,

@@ -615,9 +615,11 @@ fn coefficients_from(
 /// Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
 /// for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
 /// `xi_z`: all null for none, a null component is 0). All null: back to the model problem.
+/// Each array is the whole problem's field, `n · n · nz` values (six panels of them on the
+/// sphere, `[panel][j][i][k]`), on every rank of a distributed solver alike.
 ///
 /// # Safety
-/// `solver` must be a live handle; each non-null array must hold the solver's size of values.
+/// `solver` must be a live handle; each non-null array must hold the whole problem's values.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn strata_solver_set_coefficients(
@@ -634,8 +636,7 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         let p = s.problem().clone();
-        let (n, nz) = (p.n, p.nz);
-        let len = n * n * nz;
+        let len = p.unknowns() as usize;
         let coefficients =
             coefficients_from(&p, [kx, ky, kz, beta, xi_x, xi_y, xi_z], |ptr, name| {
                 // SAFETY: a non-null pointer to `len` values, promised by the caller.
@@ -886,7 +887,8 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         let p = s.problem().clone();
         let block = dispatch!(&s.inner, _b, p => p.block());
-        if block.nx * block.ny != p.n * p.n {
+        // The device path reads the solver's own arrays: all of the problem on one process only.
+        if s.len() as u64 != p.unknowns() {
             return Err(StrataError::invalid(
                 "solver",
                 "is one rank of several: coefficient fields of a distributed solver are not \
@@ -1235,6 +1237,29 @@ mod tests {
             let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
             let res = norm(&mut au.iter().zip(&rhs).map(|(a, b)| a - b));
             assert!(res <= 2e-9 * norm(&mut rhs.iter().copied()), "{res}");
+            // Coefficient fields of the six panels (6 n² nz values): the solve is the library's
+            // with them.
+            let kz: Vec<f64> = (0..size).map(|m| 1.0 + (m % 11) as f64).collect();
+            let null = std::ptr::null();
+            assert_eq!(
+                strata_solver_set_coefficients(s, null, null, kz.as_ptr(), null, null, null, null),
+                StrataStatus::Ok,
+                "{}",
+                std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy()
+            );
+            assert_eq!(
+                strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+                StrataStatus::Ok
+            );
+            let mut c = strata_core::problem::Coefficients::constant_panels(6, 16, 8, 1.0);
+            c.kz = kz;
+            let with = strata_core::problem::ProblemParams {
+                coefficients: Some(std::sync::Arc::new(c)),
+                ..params.clone()
+            };
+            let want = strata_core::solve(&b, &with, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            assert_eq!(info.iterations as usize, want.info.iterations);
+            assert_eq!(u, want.u);
             strata_solver_destroy(s);
             // δ = 0 is singular on the closed sphere.
             p.delta = 0.0;
