@@ -8,9 +8,9 @@
 //! single-process communicator: the halo keeps its Dirichlet zeros and sums are local.
 
 use crate::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
-use crate::backend::{face_len, Backend, Fields, HaloLink, TransferKernels};
+use crate::backend::{face_len, Backend, Fields, TransferKernels};
 use crate::error::{invalid, Result};
-use crate::grid::{sphere, Side};
+use crate::grid::Side;
 use crate::stencil::LevelStencil;
 
 /// Halo exchange and global reductions for fields of backend `B`.
@@ -74,42 +74,20 @@ pub fn refuse_tiles(s: &LevelStencil) -> Result<()> {
 
 /// The communicator of a sphere whose tiles are all in this process: each halo is filled from
 /// the tile across it ([`crate::grid::sphere::tile_link`], rotated or reversed across panel
-/// edges) by the inner backend's [`crate::backend::TransferKernels::copy_halo`]; sums are
+/// edges) by the inner backend's [`crate::backend::TransferKernels::copy_halos`]; sums are
 /// local (the tiled backend already adds its tiles' partials).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SphereComm;
 
-/// Where the halo of local tile `t` across `side` comes from: the local tile, its side, and
-/// whether reversed; `None` if that tile is not in `tiles`.
-pub fn sphere_source(tiles: &[LevelStencil], t: usize, side: Side) -> Option<(usize, Side, bool)> {
-    let (block, src_side, reversed) = sphere::tile_link(&tiles[t].block, side);
-    let s = tiles.iter().position(|x| x.block == block)?;
-    Some((s, src_side, reversed))
-}
-
 /// Fills every halo of the tiles of `x` whose source tile is local (all of them for a
-/// single-process sphere), in one [`TransferKernels::copy_halos`].
+/// single-process sphere): the level's [`TiledLevel::local_links`] in one
+/// [`TransferKernels::copy_halos`].
 pub fn exchange_local_tiles<H: Handle>(
     b: &Tiled<H>,
     lev: &TiledLevel<H::Inner>,
     x: &mut [InnerField<H>],
 ) -> Result<()> {
-    let tiles = tile_stencils(b.stencil(lev))?;
-    let mut links = Vec::with_capacity(4 * tiles.len());
-    for dst in 0..tiles.len() {
-        for side in Side::ALL {
-            if let Some((src, src_side, reversed)) = sphere_source(tiles, dst, side) {
-                links.push(HaloLink {
-                    dst,
-                    side,
-                    src,
-                    src_side,
-                    reversed,
-                });
-            }
-        }
-    }
-    b.inner().copy_halos(&lev.tiles, x, &links)
+    b.inner().copy_halos(&lev.tiles, x, &lev.local_links)
 }
 
 fn tile_stencils(s: &LevelStencil) -> Result<&[LevelStencil]> {
@@ -133,14 +111,14 @@ impl<H: Handle> Comm<Tiled<H>> for SphereComm {
 
     fn prepare(&self, b: &Tiled<H>, lev: &TiledLevel<H::Inner>) -> Result<()> {
         let tiles = tile_stencils(b.stencil(lev))?;
-        for t in 0..tiles.len() {
+        for (t, tile) in tiles.iter().enumerate() {
             for side in Side::ALL {
-                if sphere_source(tiles, t, side).is_none() {
+                if !lev.local_links.iter().any(|l| l.dst == t && l.side == side) {
                     return invalid(
                         "tiles",
                         format!(
                             "{:?} has no neighbour across {side:?} in this process: a sphere on one process needs all its tiles",
-                            tiles[t].block
+                            tile.block
                         ),
                     );
                 }

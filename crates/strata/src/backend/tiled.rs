@@ -14,8 +14,11 @@
 //! A host array of a tiled field is the tiles' host arrays one after the other, each
 //! `[j][i][k]` (z-contiguous) — for whole panels, `[panel][j][i][k]`.
 
-use super::{Backend, Fields, LineKernels, Side, StencilKernels, TransferKernels, VectorKernels};
+use super::{
+    Backend, Fields, HaloLink, LineKernels, Side, StencilKernels, TransferKernels, VectorKernels,
+};
 use crate::error::{invalid, Result};
+use crate::grid::sphere;
 use crate::stencil::LevelStencil;
 
 /// Any backend, over the tiles of the sphere: `H` is how the tiled backend holds the inner one
@@ -62,11 +65,35 @@ impl<H: Handle> Tiled<H> {
     }
 }
 
-/// A level of the tiled backend: the stencil of tiles and each tile's prepared operator.
+/// A level of the tiled backend: the stencil of tiles, each tile's prepared operator, and the
+/// halos filled from tiles of this process (derived once, here, not at every exchange).
 pub struct TiledLevel<B: Fields> {
     stencil: LevelStencil,
     /// The tiles' operators, in the order of [`LevelStencil::tiles`].
     pub tiles: Vec<B::LevelOp>,
+    /// Every tile side whose source tile is among this level's tiles (indices into `tiles`);
+    /// the other sides face tiles of other ranks.
+    pub local_links: Vec<HaloLink>,
+}
+
+/// The halos of `tiles` (a level's tiles of one process) that come from tiles among them.
+fn local_links(tiles: &[LevelStencil]) -> Vec<HaloLink> {
+    let mut links = Vec::with_capacity(4 * tiles.len());
+    for (dst, t) in tiles.iter().enumerate() {
+        for side in Side::ALL {
+            let (block, src_side, reversed) = sphere::tile_link(&t.block, side);
+            if let Some(src) = tiles.iter().position(|x| x.block == block) {
+                links.push(HaloLink {
+                    dst,
+                    side,
+                    src,
+                    src_side,
+                    reversed,
+                });
+            }
+        }
+    }
+    links
 }
 
 fn refuse<T>() -> Result<T> {
@@ -97,6 +124,7 @@ impl<H: Handle> Fields for Tiled<H> {
                 .iter()
                 .map(|s| self.inner().prepare_level(s))
                 .collect::<Result<_>>()?,
+            local_links: local_links(tiles),
         })
     }
 
