@@ -67,13 +67,11 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
         if p.geometry != Geometry::Sphere {
             return None; // the wall
         }
-        let l = sphere::links()[panel][side.index()];
         let along = match side {
             Side::West | Side::East => j,
             Side::South | Side::North => i,
         };
-        let g = if l.reversed { n - 1 - along } else { along };
-        let (i, j) = sphere::edge_cell(l.side, g, n);
+        let (l, (i, j)) = sphere::cell_across(panel, side, along, n);
         Some((l.panel, i, j))
     };
     let size = stencils.len() * n * n * nz;

@@ -328,9 +328,7 @@ fn advection(
     // The neighbouring panel's cell across `side` at position `along`, its ξ along this
     // panel's +x (west/east faces) or +y (south/north faces) at the edge.
     let across = |side: Side, along: usize, k: usize| -> f64 {
-        let l = sphere::links()[panel][side.index()];
-        let g = if l.reversed { n - 1 - along } else { along };
-        let (i, j) = sphere::edge_cell(l.side, g, n);
+        let (l, (i, j)) = sphere::cell_across(panel, side, along, n);
         // Its outward normal: ± its x or y axis.
         let (v, out) = match l.side {
             Side::West => (xx, -1.0),

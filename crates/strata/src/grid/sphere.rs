@@ -116,6 +116,25 @@ pub fn neighbour(panel: usize, side: Side) -> Link {
     }
 }
 
+impl Link {
+    /// The position on the neighbouring panel's edge of position `f` (of `n`) on this one.
+    pub fn along(&self, f: usize, n: usize) -> usize {
+        if self.reversed {
+            n - 1 - f
+        } else {
+            f
+        }
+    }
+}
+
+/// The cell across edge `side` of panel `panel` (`n` cells per direction) from this panel's
+/// edge cell at position `along`: the link to the neighbouring panel, and the cell's `(i, j)`
+/// there.
+pub fn cell_across(panel: usize, side: Side, along: usize, n: usize) -> (Link, (usize, usize)) {
+    let l = links()[panel][side.index()];
+    (l, edge_cell(l.side, l.along(along, n), n))
+}
+
 /// [`neighbour`] of every panel and side, derived once.
 pub fn links() -> &'static [[Link; 4]; PANELS] {
     static LINKS: OnceLock<[[Link; 4]; PANELS]> = OnceLock::new();
@@ -180,10 +199,9 @@ pub fn edge_cell(side: Side, f: usize, n: usize) -> (usize, usize) {
 /// face's end points and the two centres taken in a fixed order, so both panels get the same
 /// value bit for bit (the operator stays symmetric).
 pub fn cross_face_coefficient(panel: usize, side: Side, f: usize, n: usize) -> f64 {
-    let link = neighbour(panel, side);
-    let g = if link.reversed { n - 1 - f } else { f };
+    let (link, (k, l)) = cell_across(panel, side, f, n);
+    let g = link.along(f, n);
     let (i, j) = edge_cell(side, f, n);
-    let (k, l) = edge_cell(link.side, g, n);
     let mine = (panel, cell_centre(panel, i, j, n));
     let theirs = (link.panel, cell_centre(link.panel, k, l, n));
     // The lower panel's view of the face and of the pair of centres, whichever side asks.

@@ -307,9 +307,7 @@ impl Coefficients {
         // The face across a panel edge of the sphere: the neighbouring panel's coefficient
         // normal to it, in the cell beside it.
         let across = |side: Side, along: usize| -> &[f64] {
-            let l = sphere::links()[panel][side.index()];
-            let g = if l.reversed { n - 1 - along } else { along };
-            let (i, j) = sphere::edge_cell(l.side, g, n);
+            let (l, (i, j)) = sphere::cell_across(panel, side, along, n);
             let v = match l.side {
                 Side::West | Side::East => &self.kx,
                 Side::South | Side::North => &self.ky,
