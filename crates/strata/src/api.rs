@@ -101,7 +101,7 @@ pub fn check_memory<B: Backend>(backend: &B, p: &ProblemParams, cfg: &SolverConf
 }
 
 /// [`check_memory`] for `copies` blocks of `p.n × p.n` columns (the tiles of a sphere rank).
-pub(crate) fn check_memory_of<B: Backend>(
+fn check_memory_of<B: Backend>(
     backend: &B,
     p: &ProblemParams,
     cfg: &SolverConfig,
@@ -252,9 +252,7 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
     rhs: &[f64],
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
-    p.validate()?;
-    cfg.validate()?;
-    check_operator(p, cfg)?;
+    check_tiles(backend.inner(), p, cfg, tiles)?;
     let cells: usize = tiles.iter().map(|b| b.nx * b.ny * p.nz).sum();
     if rhs.len() != cells {
         return invalid(
@@ -266,16 +264,30 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
             ),
         );
     }
+    let t = Instant::now();
+    let levels = build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging)?;
+    solve_levels(backend, comm, &levels, cfg, rhs, t, monitor)
+}
+
+/// The checks of a sphere solve on `tiles` before anything is built: the parameters, the
+/// operator against the solver, and the memory of the tiles on `backend` (the inner one).
+pub(crate) fn check_tiles<B: Backend>(
+    backend: &B,
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    tiles: &[Block],
+) -> Result<()> {
+    p.validate()?;
+    cfg.validate()?;
+    check_operator(p, cfg)?;
     if let Some(t) = tiles.first() {
         let tile_p = ProblemParams {
             n: t.nx,
             ..p.clone()
         };
-        check_memory_of(backend.inner(), &tile_p, cfg, tiles.len() as u64)?;
+        check_memory_of(backend, &tile_p, cfg, tiles.len() as u64)?;
     }
-    let t = Instant::now();
-    let levels = build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging)?;
-    solve_levels(backend, comm, &levels, cfg, rhs, t, monitor)
+    Ok(())
 }
 
 /// Set-up from the built `levels` (started at `t`), the solve, and the solution read back.

@@ -78,17 +78,7 @@ impl<H: Handle, C: Comm<Tiled<H>>> PersistentSolver<Tiled<H>, C> {
         cfg: &SolverConfig,
     ) -> Result<Self> {
         Self::set_up(backend, comm, p, tiles.to_vec(), cfg, |backend, p, cfg| {
-            p.validate()?;
-            cfg.validate()?;
-            crate::api::check_operator(p, cfg)?;
-            if let Some(t) = tiles.first() {
-                let tile_p = ProblemParams {
-                    n: t.nx,
-                    ..p.clone()
-                };
-                crate::api::check_memory_of(backend.inner(), &tile_p, cfg, tiles.len() as u64)?;
-            }
-            Ok(())
+            crate::api::check_tiles(backend.inner(), p, cfg, tiles)
         })
     }
 }
