@@ -67,7 +67,10 @@ impl<B: Backend> Cg<B> {
         let Self { op, r, z, p, q } = self;
         let op = &*op;
 
-        // r = f − A u; z = M⁻¹ r; κ = ⟨r, z⟩; p = q = 0.
+        // r = f − A u (with the guess's halo: a caller sets only the interior, and a halo left
+        // from another use of the field, an earlier apply, must not enter); z = M⁻¹ r;
+        // κ = ⟨r, z⟩; p = q = 0.
+        comm.exchange(b, op, u)?;
         let mut s = [
             timer.run(b, Kernel::Residual, 0, || b.residual(op, f, u, r))?,
             0.0,

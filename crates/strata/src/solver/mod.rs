@@ -191,9 +191,8 @@ impl<B: Backend> Solver<B> {
     }
 
     /// Solves A u = f from the initial guess in `u`; `monitor(it, ‖r‖ / reference)` sees every iteration
-    /// (the reference of [`SolveParams::relative_to`]). The guess's halo is exchanged first: its
-    /// interior is all a caller sets, and a halo left from another use of the field (a warm
-    /// start, an earlier `apply` into the same field) must not enter the first residual.
+    /// (the reference of [`SolveParams::relative_to`]). Every solver exchanges the guess's halo
+    /// before its first residual: a caller sets only the interior.
     pub fn solve<C: Comm<B>>(
         &mut self,
         backend: &B,
@@ -203,7 +202,6 @@ impl<B: Backend> Solver<B> {
         params: &SolveParams,
         monitor: &mut dyn FnMut(usize, f64),
     ) -> Result<SolveInfo> {
-        comm.exchange(backend, self.fine(), u)?;
         match self {
             Solver::Cg(s) => s.solve(backend, comm, f, u, params, monitor),
             Solver::Mg(s) => s.solve(backend, comm, f, u, params, monitor),
