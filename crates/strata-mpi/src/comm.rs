@@ -95,18 +95,22 @@ impl<B: Backend> MpiComm<B> {
 
     /// Sums `values` over all ranks (for any backend's communicator built on this one).
     pub fn all_sum(&self, values: &mut [f64]) {
-        let mut local = [0.0f64; 8];
-        if values.len() > local.len() {
-            let copy = values.to_vec();
-            self.world
-                .all_reduce_into(&copy[..], values, SystemOperation::sum());
-            return;
-        }
-        let local = &mut local[..values.len()];
-        local.copy_from_slice(values);
-        self.world
-            .all_reduce_into(&local[..], values, SystemOperation::sum());
+        all_sum(&self.world, values);
     }
+}
+
+/// Replaces each of `values` by its sum over the ranks of `world` (allreduce; no allocation for
+/// the few values a solver sums at once).
+pub(crate) fn all_sum(world: &SimpleCommunicator, values: &mut [f64]) {
+    let mut local = [0.0f64; 8];
+    if values.len() > local.len() {
+        let copy = values.to_vec();
+        world.all_reduce_into(&copy[..], values, SystemOperation::sum());
+        return;
+    }
+    let local = &mut local[..values.len()];
+    local.copy_from_slice(values);
+    world.all_reduce_into(&local[..], values, SystemOperation::sum());
 }
 
 impl<B: Backend> Comm<B> for MpiComm<B> {

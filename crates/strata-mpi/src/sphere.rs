@@ -3,7 +3,6 @@
 //! whose source is on another rank travels as a message of that tile's face, reversed on
 //! arrival where the edge runs the other way. Sums by allreduce.
 
-use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
@@ -217,9 +216,7 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
     }
 
     fn sum(&self, values: &mut [f64]) -> Result<()> {
-        let local = values.to_vec();
-        self.world
-            .all_reduce_into(&local[..], values, SystemOperation::sum());
+        crate::comm::all_sum(&self.world, values);
         Ok(())
     }
 }
@@ -310,10 +307,7 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
     }
 
     fn sum(&self, values: &mut [f64]) -> Result<()> {
-        let local = values.to_vec();
-        self.mpi
-            .world
-            .all_reduce_into(&local[..], values, SystemOperation::sum());
+        crate::comm::all_sum(&self.mpi.world, values);
         Ok(())
     }
 }
