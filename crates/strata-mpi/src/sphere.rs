@@ -97,19 +97,21 @@ impl<B: Backend> SphereMpiComm<B> {
         peers
     }
 
-    /// The remote halos of a level's tiles, with their buffers.
+    /// The remote halos of a level's tiles (the sides its local links do not fill), with their
+    /// buffers.
     fn remotes<H: Handle<Inner = B>>(
         &self,
         b: &Tiled<H>,
+        lev: &TiledLevel<B>,
         tiles: &[LevelStencil],
     ) -> Result<Vec<Remote<B::FaceBuffer>>> {
         let mut out = Vec::new();
         for (t, s) in tiles.iter().enumerate() {
             for side in Side::ALL {
-                let (other, other_side, reversed) = tile_link(&s.block, side);
-                if tiles.iter().any(|x| x.block == other) {
+                if lev.local_links.iter().any(|l| l.dst == t && l.side == side) {
                     continue;
                 }
+                let (other, other_side, reversed) = tile_link(&s.block, side);
                 let peer = self.owner(self.global(&other));
                 if peer == self.rank {
                     return Err(StrataError::invalid(
@@ -169,7 +171,7 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
         if self.levels.borrow().iter().any(|l| l.nx == nx) {
             return Ok(());
         }
-        let remotes = self.remotes(b, tiles)?;
+        let remotes = self.remotes(b, lev, tiles)?;
         self.levels.borrow_mut().push(Level { nx, remotes });
         Ok(())
     }
