@@ -145,6 +145,29 @@ pub struct MgArgs {
     /// use it).
     #[arg(long, default_value_t = 2.0 / 3.0)]
     pub rho: f64,
+    /// Precision: `f64` everywhere, or `mixed`: the outer Krylov iteration (mg-cg, gcr,
+    /// bicgstab; for mg, fp64 defect correction) and its stopping test in fp64, the multigrid
+    /// preconditioner's fields stored in fp32 (half the bytes per cycle).
+    #[arg(long, value_enum, default_value = "f64")]
+    pub precision: PrecisionArg,
+}
+
+/// `--precision`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrecisionArg {
+    /// fp64 everywhere.
+    F64,
+    /// fp64 outer iteration, fp32 multigrid.
+    Mixed,
+}
+
+impl From<PrecisionArg> for strata::solver::Precision {
+    fn from(p: PrecisionArg) -> Self {
+        match p {
+            PrecisionArg::F64 => strata::solver::Precision::F64,
+            PrecisionArg::Mixed => strata::solver::Precision::Mixed,
+        }
+    }
 }
 
 /// `--smoother`.

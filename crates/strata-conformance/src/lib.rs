@@ -19,6 +19,7 @@ use strata::backend::reference::ReferenceBackend;
 use strata::backend::{face_len, Backend};
 use strata::field::HostField;
 use strata::grid::{Block, Side};
+use strata::precision::Storage;
 use strata::problem::{Coefficients, Geometry, Grading, ProblemParams, VerticalGrid};
 use strata::stencil::LevelStencil;
 
@@ -751,6 +752,177 @@ pub fn cell_coefficient_kernels<B: Backend>(b: &B) {
     }
 }
 
+/// Kernels on fields stored in fp32 (values rounded on store, arithmetic in fp64): a few fp32
+/// ulps, relative to the largest value.
+pub const TOL_F32: f64 = 1e-6;
+
+/// `h` rounded to fp32, halo included (what an fp32 field holds).
+fn rounded(h: &HostField) -> HostField {
+    let mut r = h.clone();
+    r.data.iter_mut().for_each(|v| *v = Storage::F32.round(*v));
+    r
+}
+
+/// Every kernel of a level prepared in single precision against the reference's (which rounds
+/// every stored value to fp32): fields really hold fp32 (a value that fp32 cannot represent
+/// comes back rounded), conversions between fp64 and fp32 fields round once and copy the halo,
+/// and each kernel agrees with the reference to [`TOL_F32`] (line solves: or a backward error
+/// of fp32 size on the same stored input).
+pub fn single_precision_kernels<B: Backend>(b: &B) {
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(11);
+    let mut cases = vec![];
+    for g in [Geometry::Panel, Geometry::Box] {
+        for nz in [7, 128] {
+            for block in blocks(82, 37, 29).into_iter().skip(2) {
+                cases.push(level(g, block, nz));
+            }
+        }
+    }
+    for s64 in cases {
+        let s = s64.with_storage(Storage::F32);
+        let (op, op64) = (
+            b.prepare_level(&s).expect("prepare_level"),
+            b.prepare_level(&s64).expect("prepare_level"),
+        );
+        let ctx = format!("fp32 {:?} nz={} {:?}", s.block, s.nz, b.name());
+        // Storage: 0.1 is not an fp32 number.
+        let mut d = b.alloc(&op).unwrap();
+        b.upload(&op, &vec![0.1; s.cells()], &mut d).unwrap();
+        let back = to_host(b, &op, &d);
+        assert_eq!(back.column(0, 0)[0], 0.1f32 as f64, "fp32 storage {ctx}");
+        // convert: fp64 → fp32 rounds (halo too), fp32 → fp64 is exact.
+        let x64 = rng.field(&s64);
+        let dx64 = to_backend(b, &op64, &x64);
+        let mut dx32 = b.alloc(&op).unwrap();
+        b.convert(&op64, &dx64, &op, &mut dx32).unwrap();
+        let mut back64 = b.alloc(&op64).unwrap();
+        b.convert(&op, &dx32, &op64, &mut back64).unwrap();
+        let x = rounded(&x64);
+        assert_eq!(
+            rel_diff(&to_host(b, &op64, &back64), &x),
+            0.0,
+            "convert {ctx}"
+        );
+        // The halo came along: A applied to the converted field reads it.
+        let (mut ha, mut da) = (x.clone(), b.alloc(&op64).unwrap());
+        r.apply(&s64, &x, &mut ha).unwrap();
+        b.apply(&op64, &back64, &mut da).unwrap();
+        assert!(
+            rel_diff(&to_host(b, &op64, &da), &ha) <= TOL,
+            "convert halo {ctx}"
+        );
+        // The kernels, on fp32 inputs (halos included).
+        let (f, y) = (rounded(&rng.field(&s)), rounded(&rng.field(&s)));
+        let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
+        let check = |name: &str, d: &B::Field, h: &HostField| {
+            let e = rel_diff(&to_host(b, &op, d), h);
+            assert!(e <= TOL_F32, "{name} {ctx}: {e:e}");
+        };
+        let (mut hy, mut dy) = (y.clone(), to_backend(b, &op, &y));
+        r.axpy(&s, 0.7, &x, &mut hy).unwrap();
+        b.axpy(&op, 0.7, &dx, &mut dy).unwrap();
+        check("axpy", &dy, &hy);
+        let (dd, dr) = (b.dot(&op, &dx, &df).unwrap(), r.dot(&s, &x, &f).unwrap());
+        assert!(close(dd, dr, TOL_SUM), "dot {ctx}: {dd} vs {dr}");
+        let (mut ha, mut da) = (y.clone(), to_backend(b, &op, &y));
+        r.apply(&s, &x, &mut ha).unwrap();
+        b.apply(&op, &dx, &mut da).unwrap();
+        check("apply", &da, &ha);
+        let rr_h = r.residual(&s, &f, &x, &mut ha).unwrap();
+        let rr_d = b.residual(&op, &df, &dx, &mut da).unwrap();
+        check("residual", &da, &ha);
+        assert!(close(rr_d, rr_h, TOL_F32), "residual norm {ctx}");
+        let (u, p, q) = (
+            rounded(&rng.field(&s)),
+            rounded(&rng.field(&s)),
+            rounded(&rng.field(&s)),
+        );
+        let (mut hu, mut hp, mut hq) = (u.clone(), p.clone(), q.clone());
+        let (mut du, mut dp, mut dq) = (
+            to_backend(b, &op, &u),
+            to_backend(b, &op, &p),
+            to_backend(b, &op, &q),
+        );
+        let sh = r
+            .cg_spmv(&s, &x, &mut hu, &mut hp, &mut hq, 0.4, 0.6)
+            .unwrap();
+        let sd = b
+            .cg_spmv(&op, &dx, &mut du, &mut dp, &mut dq, 0.4, 0.6)
+            .unwrap();
+        check("spmv u", &du, &hu);
+        check("spmv p", &dp, &hp);
+        check("spmv q", &dq, &hq);
+        assert!(close(sd, sh, TOL_F32), "spmv sum {ctx}");
+        // Line solves: forward agreement, or a backward error of fp32 size.
+        let solved = |name: &str, d: &B::Field, h: &HostField, rhs: &HostField| {
+            let hd = to_host(b, &op, d);
+            let fwd = rel_diff(&hd, h);
+            let be = line_backward_error(&s, &hd, rhs);
+            assert!(
+                fwd <= TOL_F32 || be <= 1e-6,
+                "{name} {ctx}: forward {fwd:e}, backward error {be:e}"
+            );
+        };
+        r.line_solve(&s, &f, &mut ha).unwrap();
+        b.line_solve(&op, &df, &mut da).unwrap();
+        solved("line_solve", &da, &ha, &f);
+        let (mut hr, mut dr) = (y.clone(), to_backend(b, &op, &y));
+        let (mut hz, mut dz) = (u.clone(), to_backend(b, &op, &u));
+        r.cg_tridiag(&s, &hq, &mut hr, &mut hz, 0.8).unwrap();
+        b.cg_tridiag(&op, &dq, &mut dr, &mut dz, 0.8).unwrap();
+        check("tridiag r", &dr, &hr);
+        solved("tridiag z", &dz, &hz, &hr);
+        let (mut hs, mut ds) = (y.clone(), to_backend(b, &op, &y));
+        r.smooth(&s, &f, &x, &mut hs, 2.0 / 3.0).unwrap();
+        b.smooth(&op, &df, &dx, &mut ds, 2.0 / 3.0).unwrap();
+        let e = rel_diff(&to_host(b, &op, &ds), &hs);
+        assert!(e <= TOL_F32, "smooth {ctx}: {e:e}");
+        let (mut hc, mut dc) = (x.clone(), to_backend(b, &op, &x));
+        r.smooth_color(&s, &f, &mut hc, 0).unwrap();
+        b.smooth_color(&op, &df, &mut dc, 0).unwrap();
+        let e = rel_diff(&to_host(b, &op, &dc), &hc);
+        assert!(e <= TOL_F32, "smooth_color {ctx}: {e:e}");
+    }
+    // Between levels: RestrictSmooth and Prolongate on fp32 levels.
+    let fine_block = Block {
+        n: 148,
+        i0: 6,
+        j0: 8,
+        nx: 74,
+        ny: 58,
+        panel: None,
+    };
+    let fs = level(Geometry::Panel, fine_block, 9).with_storage(Storage::F32);
+    let cs = level(Geometry::Panel, fine_block.coarsen(), 9).with_storage(Storage::F32);
+    let (fo, co) = (b.prepare_level(&fs).unwrap(), b.prepare_level(&cs).unwrap());
+    let rf = rounded(&rng.field(&fs));
+    let (mut hf, mut hu) = (rounded(&rng.field(&cs)), rounded(&rng.field(&cs)));
+    let (mut df, mut du) = (to_backend(b, &co, &hf), to_backend(b, &co, &hu));
+    r.restrict_smooth(&fs, &cs, &rf, &mut hf, &mut hu, 0.6, 1.0)
+        .unwrap();
+    let drf = to_backend(b, &fo, &rf);
+    b.restrict_smooth(&fo, &co, &drf, &mut df, &mut du, 0.6, 1.0)
+        .unwrap();
+    assert!(
+        rel_diff(&to_host(b, &co, &df), &hf) <= TOL_F32,
+        "fp32 restrict f"
+    );
+    assert!(
+        rel_diff(&to_host(b, &co, &du), &hu) <= TOL_F32,
+        "fp32 restrict u"
+    );
+    let (uc, uf) = (rounded(&rng.field(&cs)), rounded(&rng.field(&fs)));
+    let (mut hp, mut dp) = (uf.clone(), to_backend(b, &fo, &uf));
+    r.prolongate(&cs, &fs, &uc, &mut hp).unwrap();
+    let duc = to_backend(b, &co, &uc);
+    b.prolongate(&co, &fo, &duc, &mut dp).unwrap();
+    assert!(
+        rel_diff(&to_host(b, &fo, &dp), &hp) <= TOL_F32,
+        "fp32 prolongate"
+    );
+}
+
 /// Declares the `#[test]` of the per-cell coefficient kernels for `$backend` (for backends that
 /// take coefficient fields; see [`cell_coefficient_kernels`]).
 #[macro_export]
@@ -797,6 +969,12 @@ macro_rules! conformance_tests {
         $(#[$attr])*
         fn halo_faces_are_exact() {
             $crate::halo_faces(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn single_precision_kernels_match_the_reference() {
+            $crate::single_precision_kernels(&$backend);
         }
     };
 }

@@ -17,6 +17,19 @@
 
 typedef long long idx_t;
 
+// The type fields are stored in: double, or float for the fp32 levels of a mixed-precision solve
+// (-DREAL=float). Arithmetic is double in both builds (values are widened on load and rounded
+// once on store), so kernels keep their _f64 names; the per-cell coefficients of a level are
+// stored in REAL too, the column coefficients and vertical vectors (a few values per column) in
+// double.
+#ifndef REAL
+#define REAL double
+#endif
+typedef REAL real;
+
+// v as a field of this build stores it (what a later read of the stored value returns).
+__device__ __forceinline__ double stored(double v) { return (double)(real)v; }
+
 #define XOFF 32
 // Thomas checkpoint interval: the backward sweep recomputes each chunk of KCH levels from a
 // checkpoint instead of storing the modified super-diagonal and the intermediate solution.
@@ -73,7 +86,7 @@ __device__ __forceinline__ Col load_col(const double* __restrict__ cols, const L
 #define V_D(V, k) __ldg((V) + 3 * NZ + (k))
 
 // (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
-__device__ __forceinline__ double apply_at(const double* __restrict__ x, idx_t o, const Layout& L,
+__device__ __forceinline__ double apply_at(const real* __restrict__ x, idx_t o, const Layout& L,
                                           const Col& c, const double* __restrict__ V, int k,
                                           double below, double mid, double above) {
     double diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
@@ -106,12 +119,12 @@ __device__ __forceinline__ void block_sum(double v, double* __restrict__ partial
 struct ColOp {
     Col c;
     const double* __restrict__ V;
-    __device__ __forceinline__ double apply(const double* __restrict__ x, idx_t o, const Layout& L, int k,
+    __device__ __forceinline__ double apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
                                             double below, double mid, double above) const {
         return apply_at(x, o, L, c, V, k, below, mid, above);
     }
     // The horizontal couplings alone, (H x) at (i, j, k).
-    __device__ __forceinline__ double horizontal(const double* x, idx_t o, const Layout& L, int k) const {
+    __device__ __forceinline__ double horizontal(const real* x, idx_t o, const Layout& L, int k) const {
         return V_D(V, k) * (c.ae * x[o + 1] + c.aw * x[o - 1] + c.an * x[o + L.plane] + c.as * x[o - L.plane]);
     }
     __device__ __forceinline__ double diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
@@ -125,28 +138,28 @@ struct ColOp {
 // slots i = -1 and j = -1 of e and n hold those of the block's first column and row) and w, s, b
 // are not read; otherwise w, s, b hold them.
 struct CellOp {
-    const double* __restrict__ d;
-    const double* __restrict__ e;
-    const double* __restrict__ n;
-    const double* __restrict__ u;
-    const double* __restrict__ w;
-    const double* __restrict__ s;
-    const double* __restrict__ b;
+    const real* __restrict__ d;
+    const real* __restrict__ e;
+    const real* __restrict__ n;
+    const real* __restrict__ u;
+    const real* __restrict__ w;
+    const real* __restrict__ s;
+    const real* __restrict__ b;
     int sym;
     idx_t o0;  // the column's cell k = 0
     int sx;
-    __device__ __forceinline__ double apply(const double* __restrict__ x, idx_t o, const Layout& L, int k,
+    __device__ __forceinline__ double apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
                                             double below, double mid, double above) const {
         const double west = sym ? e[o - 1] : w[o];
         const double south = sym ? n[o - L.plane] : s[o];
         const double down = sym ? (k > 0 ? u[o - L.sx] : 0.0) : b[o];
-        return d[o] * mid + e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] +
-               south * x[o - L.plane] + u[o] * above + down * below;
+        return (double)d[o] * mid + (double)e[o] * x[o + 1] + west * x[o - 1] +
+               (double)n[o] * x[o + L.plane] + south * x[o - L.plane] + (double)u[o] * above + down * below;
     }
-    __device__ __forceinline__ double horizontal(const double* x, idx_t o, const Layout& L, int k) const {
+    __device__ __forceinline__ double horizontal(const real* x, idx_t o, const Layout& L, int k) const {
         const double west = sym ? e[o - 1] : w[o];
         const double south = sym ? n[o - L.plane] : s[o];
-        return e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] + south * x[o - L.plane];
+        return (double)e[o] * x[o + 1] + west * x[o - 1] + (double)n[o] * x[o + L.plane] + south * x[o - L.plane];
     }
     __device__ __forceinline__ double diag(int k) const { return d[o0 + (idx_t)k * sx]; }
     __device__ __forceinline__ double lower(int k) const {
@@ -158,14 +171,14 @@ struct CellOp {
 
 // The kernel parameters of a level with per-cell coefficients, and its CellOp for column o0.
 #define CELL_PARAMS                                                                                   \
-    const double *__restrict__ cd, const double *__restrict__ ce, const double *__restrict__ cn,      \
-        const double *__restrict__ cu, const double *__restrict__ cw, const double *__restrict__ cs, \
-        const double *__restrict__ cb, int csym
+    const real *__restrict__ cd, const real *__restrict__ ce, const real *__restrict__ cn,      \
+        const real *__restrict__ cu, const real *__restrict__ cw, const real *__restrict__ cs, \
+        const real *__restrict__ cb, int csym
 #define CELL_OP(o0) (CellOp{cd, ce, cn, cu, cw, cs, cb, csym, (o0), L.sx})
 
 // (A x) at (i, j, k) of any column operator, loading the vertical neighbours itself.
 template <class Op>
-__device__ __forceinline__ double op_apply_load(const Op& op, const double* __restrict__ x, idx_t o,
+__device__ __forceinline__ double op_apply_load(const Op& op, const real* __restrict__ x, idx_t o,
                                                 const Layout& L, int k) {
     double below = k > 0 ? x[o - L.sx] : 0.0;
     double above = k + 1 < NZ ? x[o + L.sx] : 0.0;

@@ -5,20 +5,20 @@
 // z <- M^-1 r; traffic 3 (read r twice, write z).
 template <class Op>
 __device__ __forceinline__ void line_solve_body(const Layout& L, const Op& op, idx_t o0,
-                                                const double* __restrict__ r, double* __restrict__ z) {
+                                                const real* __restrict__ r, real* __restrict__ z) {
     auto rhs = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
     thomas(op, rhs, rhs, [&](int k, double zk) { z[o0 + (idx_t)k * L.sx] = zk; });
 }
 
 extern "C" __global__ void LINE_BOUNDS line_solve_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
-                                          const double* __restrict__ r, double* __restrict__ z) {
+                                          const real* __restrict__ r, real* __restrict__ z) {
     THREAD_COLUMN
     if (!active) return;
     line_solve_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), r, z);
 }
 
-extern "C" __global__ void LINE_BOUNDS line_solve_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ r,
-                                                double* __restrict__ z) {
+extern "C" __global__ void LINE_BOUNDS line_solve_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ r,
+                                                real* __restrict__ z) {
     THREAD_COLUMN
     if (!active) return;
     const idx_t o0 = at_(L, i, j, 0);
@@ -29,11 +29,11 @@ extern "C" __global__ void LINE_BOUNDS line_solve_cells_f64(Layout L, CELL_PARAM
 // Traffic 5 (read q, r; write r; read r again; write z); the paper's Mem^(C) counts 9.
 template <class Op>
 __device__ __forceinline__ void cg_tridiag_body(const Layout& L, const Op& op, idx_t o0,
-                                                const double* __restrict__ q, double* __restrict__ r,
-                                                double* __restrict__ z, double alpha, double& rr, double& rz) {
+                                                const real* __restrict__ q, real* __restrict__ r,
+                                                real* __restrict__ z, double alpha, double& rr, double& rz) {
     auto fwd = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        const double rk = r[o] - alpha * q[o];
+        const double rk = stored(r[o] - alpha * q[o]);
         r[o] = rk;
         rr += rk * rk;
         return rk;
@@ -47,8 +47,8 @@ __device__ __forceinline__ void cg_tridiag_body(const Layout& L, const Op& op, i
 }
 
 extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
-                                          const double* __restrict__ q, double* __restrict__ r,
-                                          double* __restrict__ z, double alpha, double* __restrict__ partials) {
+                                          const real* __restrict__ q, real* __restrict__ r,
+                                          real* __restrict__ z, double alpha, double* __restrict__ partials) {
     THREAD_COLUMN
     double rr = 0.0, rz = 0.0;
     if (active) cg_tridiag_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), q, r, z, alpha, rr, rz);
@@ -56,8 +56,8 @@ extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const double* __
     block_sum(rz, partials, 1, 2);
 }
 
-extern "C" __global__ void LINE_BOUNDS cg_tridiag_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ q,
-                                                double* __restrict__ r, double* __restrict__ z, double alpha,
+extern "C" __global__ void LINE_BOUNDS cg_tridiag_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ q,
+                                                real* __restrict__ r, real* __restrict__ z, double alpha,
                                                 double* __restrict__ partials) {
     THREAD_COLUMN
     double rr = 0.0, rz = 0.0;
@@ -76,12 +76,12 @@ extern "C" __global__ void LINE_BOUNDS cg_tridiag_cells_f64(Layout L, CELL_PARAM
 // but no second pass over the neighbours.
 template <class Op>
 __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t o0,
-                                            const double* __restrict__ f, const double* __restrict__ u_in,
-                                            double* __restrict__ u_out, double rho) {
+                                            const real* __restrict__ f, const real* __restrict__ u_in,
+                                            real* __restrict__ u_out, double rho) {
 #ifdef SMOOTH_STORE_RHS
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        const double v = f[o] - op_apply_load(op, u_in, o, L, k);
+        const double v = stored(f[o] - op_apply_load(op, u_in, o, L, k));
         u_out[o] = v;
         return v;
     };
@@ -100,15 +100,15 @@ __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
-                                      const double* __restrict__ f, const double* __restrict__ u_in,
-                                      double* __restrict__ u_out, double rho) {
+                                      const real* __restrict__ f, const real* __restrict__ u_in,
+                                      real* __restrict__ u_out, double rho) {
     THREAD_COLUMN
     if (!active) return;
     smooth_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u_in, u_out, rho);
 }
 
-extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ f,
-                                            const double* __restrict__ u_in, double* __restrict__ u_out,
+extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                            const real* __restrict__ u_in, real* __restrict__ u_out,
                                             double rho) {
     THREAD_COLUMN
     if (!active) return;
@@ -125,7 +125,7 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, c
 // idles (the kernel is bound by each thread's division chain, not by bandwidth).
 template <class Op>
 __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op, idx_t o0,
-                                                  const double* __restrict__ f, double* u) {
+                                                  const real* __restrict__ f, real* u) {
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         return f[o] - op.horizontal(u, o, L, k);
@@ -139,14 +139,14 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
     if (i >= L.nx || j >= L.ny) return;
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const double* __restrict__ cols,
-                                            const double* __restrict__ V, const double* __restrict__ f,
-                                            double* u, int parity) {
+                                            const double* __restrict__ V, const real* __restrict__ f,
+                                            real* u, int parity) {
     COLOR_COLUMN
     smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u);
 }
 
-extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ f,
-                                                  double* u, int parity) {
+extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                                  real* u, int parity) {
     COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
     smooth_color_body(L, CELL_OP(o0), o0, f, u);
@@ -157,12 +157,12 @@ extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PAR
 // Traffic per coarse cell 7 (read 4 children; write f_c; read f_c again; write u_c).
 template <class Op>
 __device__ __forceinline__ void restrict_smooth_body(const Layout& Lf, const Layout& L, const Op& op, idx_t o0,
-                                                     idx_t f0, const double* __restrict__ rf,
-                                                     double* __restrict__ fc, double* __restrict__ uc,
+                                                     idx_t f0, const real* __restrict__ rf,
+                                                     real* __restrict__ fc, real* __restrict__ uc,
                                                      double rho, double scale) {
     auto fwd = [&](int k) {
         const idx_t of = f0 + (idx_t)k * Lf.sx;
-        const double v = scale * ((rf[of] + rf[of + 1]) + (rf[of + Lf.plane] + rf[of + Lf.plane + 1]));
+        const double v = stored(scale * (((double)rf[of] + rf[of + 1]) + ((double)rf[of + Lf.plane] + rf[of + Lf.plane + 1])));
         fc[o0 + (idx_t)k * L.sx] = v;
         return v;
     };
@@ -171,8 +171,8 @@ __device__ __forceinline__ void restrict_smooth_body(const Layout& Lf, const Lay
 }
 
 extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, const double* __restrict__ cols,
-                                               const double* __restrict__ V, const double* __restrict__ rf,
-                                               double* __restrict__ fc, double* __restrict__ uc, double rho,
+                                               const double* __restrict__ V, const real* __restrict__ rf,
+                                               real* __restrict__ fc, real* __restrict__ uc, double rho,
                                                double scale) {
     THREAD_COLUMN
     if (!active) return;
@@ -181,8 +181,8 @@ extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, 
 }
 
 extern "C" __global__ void LINE_BOUNDS restrict_smooth_cells_f64(Layout Lf, Layout L, CELL_PARAMS,
-                                                     const double* __restrict__ rf, double* __restrict__ fc,
-                                                     double* __restrict__ uc, double rho, double scale) {
+                                                     const real* __restrict__ rf, real* __restrict__ fc,
+                                                     real* __restrict__ uc, double rho, double scale) {
     THREAD_COLUMN
     if (!active) return;
     const idx_t o0 = at_(L, i, j, 0);

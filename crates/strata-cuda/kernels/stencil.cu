@@ -5,8 +5,8 @@
 
 // y <- A x; traffic 2 (+ the coefficients: 4 values per cell, 7 when not symmetric).
 template <class Op>
-__device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o, const double* __restrict__ x,
-                                           double* __restrict__ y) {
+__device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o, const real* __restrict__ x,
+                                           real* __restrict__ y) {
     double below = 0.0, mid = x[o];
 #pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx) {
@@ -18,14 +18,14 @@ __device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t 
 }
 
 extern "C" __global__ void apply_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
-                                     const double* __restrict__ x, double* __restrict__ y) {
+                                     const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
     apply_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), x, y);
 }
 
-extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ x,
-                                           double* __restrict__ y) {
+extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ x,
+                                           real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
     const idx_t o = at_(L, i, j, 0);
@@ -35,8 +35,8 @@ extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, const double* 
 // r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
 template <class Op>
 __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
-                                                const double* __restrict__ f, const double* __restrict__ u,
-                                                double* __restrict__ r) {
+                                                const real* __restrict__ f, const real* __restrict__ u,
+                                                real* __restrict__ r) {
     double s = 0.0;
     double below = 0.0, mid = u[o];
 #pragma unroll STENCIL_UNROLL
@@ -52,16 +52,16 @@ __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, i
 }
 
 extern "C" __global__ void residual_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
-                                        const double* __restrict__ f, const double* __restrict__ u,
-                                        double* __restrict__ r, double* __restrict__ partials) {
+                                        const real* __restrict__ f, const real* __restrict__ u,
+                                        real* __restrict__ r, double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
     if (active) s = residual_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, r);
     block_sum(s, partials, 0, 1);
 }
 
-extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ f,
-                                              const double* __restrict__ u, double* __restrict__ r,
+extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                              const real* __restrict__ u, real* __restrict__ r,
                                               double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
@@ -76,8 +76,8 @@ extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, const doubl
 // Traffic 7 (read z, u, p, q; write u, p, q); the paper's Mem^(C) counts 6.
 template <class Op>
 __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, idx_t o,
-                                               const double* __restrict__ z, double* __restrict__ u,
-                                               double* __restrict__ p, double* __restrict__ q, double alpha,
+                                               const real* __restrict__ z, real* __restrict__ u,
+                                               real* __restrict__ p, real* __restrict__ q, double alpha,
                                                double beta) {
     double s = 0.0;
     double below = 0.0, mid = z[o];
@@ -98,8 +98,8 @@ __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, id
 }
 
 extern "C" __global__ void cg_spmv_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
-                                       const double* __restrict__ z, double* __restrict__ u,
-                                       double* __restrict__ p, double* __restrict__ q, double alpha,
+                                       const real* __restrict__ z, real* __restrict__ u,
+                                       real* __restrict__ p, real* __restrict__ q, double alpha,
                                        double beta, double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
@@ -108,9 +108,9 @@ extern "C" __global__ void cg_spmv_f64(Layout L, const double* __restrict__ cols
     block_sum(s, partials, 0, 1);
 }
 
-extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, const double* __restrict__ z,
-                                             double* __restrict__ u, double* __restrict__ p,
-                                             double* __restrict__ q, double alpha, double beta,
+extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ z,
+                                             real* __restrict__ u, real* __restrict__ p,
+                                             real* __restrict__ q, double alpha, double beta,
                                              double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
@@ -126,8 +126,8 @@ extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, const double
 // every operator (the prolongation does not depend on the coefficients).
 // phys: bit 0 west, 1 east, 2 south, 3 north is a physical boundary of the coarse block.
 // Traffic 2.25 per fine cell.
-extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const double* __restrict__ uc,
-                                          double* __restrict__ uf) {
+extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const real* __restrict__ uc,
+                                          real* __restrict__ uf) {
     THREAD_COLUMN
     if (!active) return;
     const int ip = i >> 1, jp = j >> 1;

@@ -8,7 +8,7 @@
 #define TILE 32
 
 // x (device layout, interior) <- h (host layout).
-extern "C" __global__ void to_device_f64(Layout L, int j0, const double* __restrict__ h, double* __restrict__ x) {
+extern "C" __global__ void to_device_f64(Layout L, int j0, const double* __restrict__ h, real* __restrict__ x) {
     __shared__ double tile[TILE][TILE + 1];
     const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, jr = blockIdx.z;
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
@@ -23,7 +23,7 @@ extern "C" __global__ void to_device_f64(Layout L, int j0, const double* __restr
 }
 
 // h (host layout) <- x (device layout, interior).
-extern "C" __global__ void to_host_f64(Layout L, int j0, const double* __restrict__ x, double* __restrict__ h) {
+extern "C" __global__ void to_host_f64(Layout L, int j0, const real* __restrict__ x, double* __restrict__ h) {
     __shared__ double tile[TILE][TILE + 1];
     const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, jr = blockIdx.z;
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
@@ -49,7 +49,7 @@ __device__ __forceinline__ void face_column(const Layout& L, int side, int t, in
 }
 
 // buf[t * nz + k] <- the interior layer next to `side`. Launch: threads over (t, k).
-extern "C" __global__ void pack_face_f64(Layout L, int side, int count, const double* __restrict__ x,
+extern "C" __global__ void pack_face_f64(Layout L, int side, int count, const real* __restrict__ x,
                                          double* __restrict__ buf) {
     const idx_t n = (idx_t)count * NZ;
     for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
@@ -62,7 +62,7 @@ extern "C" __global__ void pack_face_f64(Layout L, int side, int count, const do
 
 // The halo across `side` <- buf[t * nz + k].
 extern "C" __global__ void unpack_face_f64(Layout L, int side, int count, const double* __restrict__ buf,
-                                           double* __restrict__ x) {
+                                           real* __restrict__ x) {
     const idx_t n = (idx_t)count * NZ;
     for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
         const int t = (int)(e / NZ), k = (int)(e % NZ);
@@ -75,8 +75,8 @@ extern "C" __global__ void unpack_face_f64(Layout L, int side, int count, const 
 // The halo of x across `side` <- the interior layer of src next to `src_side` (another block of
 // this process, the same face length), the other way along the face if `reversed`: the
 // exchange between tiles of the sphere, with no buffer. Launch: threads over (t, k).
-extern "C" __global__ void copy_halo_f64(Layout S, int src_side, const double* __restrict__ src, Layout L,
-                                         int side, int count, int reversed, double* __restrict__ x) {
+extern "C" __global__ void copy_halo_f64(Layout S, int src_side, const real* __restrict__ src, Layout L,
+                                         int side, int count, int reversed, real* __restrict__ x) {
     const idx_t n = (idx_t)count * NZ;
     for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
         const int t = (int)(e / NZ), k = (int)(e % NZ);
@@ -93,8 +93,8 @@ extern "C" __global__ void copy_halo_f64(Layout S, int src_side, const double* _
 // over (t, k). The links go by value in the kernel's parameters (HALO_LINKS at most per launch).
 #define HALO_LINKS 32
 struct HaloLink {
-    const double* src;
-    double* dst;
+    const real* src;
+    real* dst;
     int src_side, side, reversed, pad;
 };
 struct HaloBatch {
@@ -133,13 +133,13 @@ extern "C" __global__ void reverse_face_f64(int count, double* __restrict__ buf)
 
 // x (device layout, interior) <- h.
 extern "C" __global__ void gather_f64(Layout L, const double* __restrict__ h, idx_t si, idx_t sj, idx_t sk,
-                                      double* __restrict__ x) {
+                                      real* __restrict__ x) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y, j = blockIdx.z;
     if (i < L.nx) x[at_(L, i, j, k)] = h[i * si + j * sj + k * sk];
 }
 
 // h <- x (device layout, interior).
-extern "C" __global__ void scatter_f64(Layout L, const double* __restrict__ x, idx_t si, idx_t sj, idx_t sk,
+extern "C" __global__ void scatter_f64(Layout L, const real* __restrict__ x, idx_t si, idx_t sj, idx_t sk,
                                        double* __restrict__ h) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y, j = blockIdx.z;
     if (i < L.nx) h[i * si + j * sj + k * sk] = x[at_(L, i, j, k)];

@@ -1,7 +1,7 @@
 // Vector operations on the interior of a field, the bandwidth probe, and the final reduction.
 
 // x <- v; traffic 1.
-extern "C" __global__ void fill_f64(Layout L, double* __restrict__ x, double v) {
+extern "C" __global__ void fill_f64(Layout L, real* __restrict__ x, double v) {
     THREAD_COLUMN
     if (!active) return;
     idx_t o = at_(L, i, j, 0);
@@ -9,7 +9,7 @@ extern "C" __global__ void fill_f64(Layout L, double* __restrict__ x, double v) 
 }
 
 // y <- x; traffic 2.
-extern "C" __global__ void copy_f64(Layout L, const double* __restrict__ x, double* __restrict__ y) {
+extern "C" __global__ void copy_f64(Layout L, const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
     idx_t o = at_(L, i, j, 0);
@@ -17,7 +17,7 @@ extern "C" __global__ void copy_f64(Layout L, const double* __restrict__ x, doub
 }
 
 // y <- y + a x; traffic 3.
-extern "C" __global__ void axpy_f64(Layout L, double a, const double* __restrict__ x, double* __restrict__ y) {
+extern "C" __global__ void axpy_f64(Layout L, double a, const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
     idx_t o = at_(L, i, j, 0);
@@ -25,21 +25,34 @@ extern "C" __global__ void axpy_f64(Layout L, double a, const double* __restrict
 }
 
 // y <- x + b y; traffic 3.
-extern "C" __global__ void xpby_f64(Layout L, const double* __restrict__ x, double b, double* __restrict__ y) {
+extern "C" __global__ void xpby_f64(Layout L, const real* __restrict__ x, double b, real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
     idx_t o = at_(L, i, j, 0);
     for (int k = 0; k < NZ; ++k, o += L.sx) y[o] = x[o] + b * y[o];
 }
 
+// The whole allocation of a field (halo and padding included), n values, to and from fp64: the
+// conversions between the fp64 fields of a mixed-precision solve's outer iteration and the fields
+// of this build (REAL). Traffic 2.
+extern "C" __global__ void widen_f64(idx_t n, const real* __restrict__ x, double* __restrict__ y) {
+    for (idx_t t = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (idx_t)gridDim.x * blockDim.x)
+        y[t] = x[t];
+}
+
+extern "C" __global__ void narrow_f64(idx_t n, const double* __restrict__ x, real* __restrict__ y) {
+    for (idx_t t = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (idx_t)gridDim.x * blockDim.x)
+        y[t] = x[t];
+}
+
 // Block partials of <x, y>; traffic 2.
-extern "C" __global__ void dot_f64(Layout L, const double* __restrict__ x, const double* __restrict__ y,
+extern "C" __global__ void dot_f64(Layout L, const real* __restrict__ x, const real* __restrict__ y,
                                    double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
     if (active) {
         idx_t o = at_(L, i, j, 0);
-        for (int k = 0; k < NZ; ++k, o += L.sx) s += x[o] * y[o];
+        for (int k = 0; k < NZ; ++k, o += L.sx) s += (double)x[o] * y[o];
     }
     block_sum(s, partials, 0, 1);
 }

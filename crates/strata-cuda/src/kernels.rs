@@ -4,6 +4,7 @@
 use cudarc::driver::{CudaContext, CudaFunction};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
 use std::sync::Arc;
+use strata::precision::Storage;
 use strata::{Result, StrataError};
 
 /// The kernel sources, in the order they are concatenated into one translation unit.
@@ -86,11 +87,15 @@ pub enum Kernel {
     ReverseFace,
     /// `copy_halos_f64` (transfer.cu).
     CopyHalos,
+    /// `widen_f64` (vector.cu): a whole field of this build's storage to fp64.
+    Widen,
+    /// `narrow_f64` (vector.cu): a whole fp64 field to this build's storage.
+    Narrow,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 33] = [
+    pub const ALL: [Kernel; 35] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -124,9 +129,12 @@ impl Kernel {
         Kernel::CopyHalo,
         Kernel::ReverseFace,
         Kernel::CopyHalos,
+        Kernel::Widen,
+        Kernel::Narrow,
     ];
 
-    /// The kernel's `extern "C"` name (suffixed by precision).
+    /// The kernel's `extern "C"` name (suffixed by the precision of its arithmetic, fp64 in both
+    /// builds: the fp32 build differs in how fields are stored, `-DREAL=float`).
     pub const fn name(self) -> &'static str {
         match self {
             Kernel::Fill => "fill_f64",
@@ -162,6 +170,8 @@ impl Kernel {
             Kernel::CopyHalo => "copy_halo_f64",
             Kernel::ReverseFace => "reverse_face_f64",
             Kernel::CopyHalos => "copy_halos_f64",
+            Kernel::Widen => "widen_f64",
+            Kernel::Narrow => "narrow_f64",
         }
     }
 
@@ -201,6 +211,8 @@ impl Kernel {
             Kernel::CopyHalo => "transfer.cu",
             Kernel::ReverseFace => "transfer.cu",
             Kernel::CopyHalos => "transfer.cu",
+            Kernel::Widen => "vector.cu",
+            Kernel::Narrow => "vector.cu",
         }
     }
 }
@@ -380,14 +392,16 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// Compiles for `nz` with `tuning` and loads every kernel into `ctx`.
+    /// Compiles for `nz` and fields stored in `storage` with `tuning` and loads every kernel
+    /// into `ctx`.
     pub fn load(
         ctx: &Arc<CudaContext>,
         nz: usize,
+        storage: Storage,
         arch: &'static str,
         tuning: &Tuning,
     ) -> Result<Self> {
-        let ptx = cached_ptx(nz, arch, &tuning.options)?;
+        let ptx = cached_ptx(nz, arch, &storage_options(storage, &tuning.options))?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| backend_err(format!("loading the compiled kernels: {e}")))?;
@@ -406,6 +420,16 @@ impl Kernels {
     pub fn get(&self, k: Kernel) -> &CudaFunction {
         &self.fns[k as usize]
     }
+}
+
+/// The NVRTC options of a build whose fields are stored in `storage`: `options`, and
+/// `-DREAL=float` for fp32.
+pub fn storage_options(storage: Storage, options: &[String]) -> Vec<String> {
+    let mut all = options.to_vec();
+    if storage == Storage::F32 {
+        all.push("-DREAL=float".into());
+    }
+    all
 }
 
 /// A backend error of the CUDA backend.

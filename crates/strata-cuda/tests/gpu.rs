@@ -250,13 +250,27 @@ fn the_memory_estimate_is_what_the_device_gives() {
     .into_iter()
     .map(|k| (base.clone(), SolverConfig::new(k)))
     .collect();
+    // Mixed precision: the fp32 multigrid of every solver that has one.
+    for k in [
+        SolverKind::Mg,
+        SolverKind::MgCg,
+        SolverKind::Gcr,
+        SolverKind::BiCgStab,
+    ] {
+        runs.push((
+            base.clone(),
+            SolverConfig::new(k).with_precision(strata::solver::Precision::Mixed),
+        ));
+    }
+    let with_coeffs = ProblemParams {
+        n: 1024,
+        coefficients: Some(coeffs),
+        ..base.clone()
+    };
+    runs.push((with_coeffs.clone(), SolverConfig::new(SolverKind::MgCg)));
     runs.push((
-        ProblemParams {
-            n: 1024,
-            coefficients: Some(coeffs),
-            ..base.clone()
-        },
-        SolverConfig::new(SolverKind::MgCg),
+        with_coeffs,
+        SolverConfig::new(SolverKind::MgCg).with_precision(strata::solver::Precision::Mixed),
     ));
     for (p, cfg) in runs {
         g.synchronize().unwrap();
@@ -264,11 +278,13 @@ fn the_memory_estimate_is_what_the_device_gives() {
         let s = PersistentSolver::new(&g, &p, &cfg).unwrap();
         g.synchronize().unwrap();
         let used = before - g.memory().unwrap().0 as f64;
-        let estimate = strata::field_memory(&p, &cfg, |n| g.field_bytes(n, n, p.nz)) as f64;
+        let estimate =
+            strata::field_memory(&p, &cfg, |n, s| g.field_bytes_in(n, n, p.nz, s)) as f64;
         let unknowns = p.unknowns() as f64;
         println!(
-            "{} {}: device {:.1} B/unknown, estimate {:.1} B/unknown",
+            "{} {} {}: device {:.1} B/unknown, estimate {:.1} B/unknown",
             cfg.kind.name(),
+            cfg.precision.name(),
             if p.coefficients.is_some() {
                 "coefficients"
             } else {

@@ -1,7 +1,8 @@
 //! Every CUDA kernel compiles with NVRTC for sm_80 and sm_90 (no GPU needed: the test command
 //! installs the NVRTC library from the `nvidia-cuda-nvrtc` wheel).
 
-use strata_cuda::kernels::{compile_ptx, nvrtc_available, Kernel};
+use strata::precision::Storage;
+use strata_cuda::kernels::{compile_ptx, nvrtc_available, storage_options, Kernel};
 
 #[test]
 fn kernels_compile_for_ampere_and_hopper() {
@@ -11,10 +12,17 @@ fn kernels_compile_for_ampere_and_hopper() {
          sets LD_LIBRARY_PATH)"
     );
     for arch in ["compute_80", "compute_90"] {
-        // The paper's nz, an odd nz that leaves a partial checkpoint chunk, and the smallest.
-        for nz in [128, 37, 2] {
-            let ptx = compile_ptx(nz, arch, &[])
-                .unwrap_or_else(|e| panic!("{arch}, nz = {nz}: {e}"))
+        // The paper's nz, an odd nz that leaves a partial checkpoint chunk, and the smallest;
+        // fields in fp64 and in fp32 (the multigrid of a mixed-precision solve).
+        for (nz, storage) in [
+            (128, Storage::F64),
+            (37, Storage::F64),
+            (2, Storage::F64),
+            (128, Storage::F32),
+            (37, Storage::F32),
+        ] {
+            let ptx = compile_ptx(nz, arch, &storage_options(storage, &[]))
+                .unwrap_or_else(|e| panic!("{arch}, nz = {nz}, {storage:?}: {e}"))
                 .to_src();
             let target = arch.replace("compute", "sm");
             assert!(
@@ -24,7 +32,7 @@ fn kernels_compile_for_ampere_and_hopper() {
             for name in Kernel::ALL.map(Kernel::name) {
                 assert!(
                     ptx.contains(&format!(".entry {name}(")),
-                    "{arch}, nz = {nz}: no kernel {name}"
+                    "{arch}, nz = {nz}, {storage:?}: no kernel {name}"
                 );
             }
         }

@@ -108,8 +108,9 @@ fn rank_main() {
                 }
             }
         }
+        let mut x = strata::backend::cpu::CpuField::from(x);
         comm.exchange(&backend, &s, &mut x).unwrap();
-        errors += check(&x, &block, grid, rank, nz);
+        errors += check(x.as_double(), &block, grid, rank, nz);
     }
     let mut total = [errors as f64];
     comm.sum(&mut total).unwrap();

@@ -5,6 +5,7 @@ use crate::backend::Backend;
 use crate::comm::{Comm, SerialComm, SphereComm};
 use crate::error::{invalid, Result, StrataError};
 use crate::grid::Block;
+use crate::precision::Storage;
 use crate::problem::{Geometry, ProblemParams};
 use crate::solver::{SolveInfo, Solver, SolverConfig, SolverKind};
 use crate::stencil::{build_levels_with, build_sphere_levels};
@@ -25,28 +26,35 @@ pub struct Solution {
 }
 
 /// Bytes the fields and stencils of a solve of `p` need, given the bytes of one field of an
-/// `n × n` level.
+/// `n × n` level stored in a precision (fp64, or fp32 for the multigrid of a mixed-precision
+/// solve).
 pub fn field_memory(
     p: &ProblemParams,
     cfg: &SolverConfig,
-    field_bytes: impl Fn(usize) -> u64,
+    field_bytes: impl Fn(usize, Storage) -> u64,
 ) -> u64 {
     let columns = |n: usize| (n * n * 48) as u64;
-    let fine = field_bytes(p.n);
+    let fine = field_bytes(p.n, Storage::F64);
+    let low = cfg.precision.preconditioner_storage();
     let mut hierarchy = 0;
     let mut n = p.n;
     for lev in 0..cfg.num_levels() {
         // u, f and the work field (residual and smoother buffer) of every level; the finest
         // level's u and f are the caller's, with two fields of the coarsest size to swap with.
         let own = if lev == 0 { 1 } else { 3 };
-        hierarchy += own * field_bytes(n) + columns(n);
+        hierarchy += own * field_bytes(n, low) + columns(n);
         n /= 2;
     }
-    hierarchy += 2 * field_bytes(p.n >> (cfg.num_levels() - 1));
-    // The preconditioner of gcr and bicgstab: a hierarchy and a field of zeros for a V-cycle,
-    // the fine columns for line relaxation.
+    hierarchy += 2 * field_bytes(p.n >> (cfg.num_levels() - 1), low);
+    // A V-cycle preconditioner: its hierarchy and a fine field of zeros; in mixed precision also
+    // fp32 copies of r and z and the fp64 fine level's columns. Line relaxation: the fine
+    // columns.
+    let v_cycle = match low {
+        Storage::F64 => hierarchy + fine,
+        Storage::F32 => hierarchy + 3 * field_bytes(p.n, low) + columns(p.n),
+    };
     let preconditioner = if cfg.uses_multigrid() {
-        hierarchy + fine
+        v_cycle
     } else {
         columns(p.n)
     };
@@ -54,33 +62,48 @@ pub fn field_memory(
     cells
         + match cfg.kind {
             SolverKind::Cg => 6 * fine + columns(p.n),
-            SolverKind::Mg => 2 * fine + hierarchy,
-            SolverKind::MgCg => 7 * fine + hierarchy,
-            // f, u, r and 2k directions; with a V-cycle its hierarchy and a field of zeros.
+            // f and u; in mixed precision fp64 defect correction adds r and z.
+            SolverKind::Mg => match low {
+                Storage::F64 => 2 * fine + hierarchy,
+                Storage::F32 => 4 * fine + v_cycle,
+            },
+            // f, u, r, z, p, q.
+            SolverKind::MgCg => 6 * fine + v_cycle,
+            // f, u, r and 2k directions.
             SolverKind::Gcr => (3 + 2 * cfg.restart as u64) * fine + preconditioner,
-            // f, u and six more fields (r, r̂, p, v, y, t); the preconditioner likewise.
+            // f, u and six more fields (r, r̂, p, v, y, t).
             SolverKind::BiCgStab => 8 * fine + preconditioner,
         }
 }
 
 /// Bytes of the per-cell coefficients of a solve of `p` on every level, given the bytes of one
-/// field of an `n × n` level: four values per cell (the host backends' fx, fy, fz, β; the CUDA
-/// backend's diagonal and east, north, up entries), seven with advection; 0 without coefficient
-/// fields.
+/// field of an `n × n` level in a precision: four values per cell (the host backends' fx, fy,
+/// fz, β; the CUDA backend's diagonal and east, north, up entries, stored as the level's fields
+/// are), seven with advection; 0 without coefficient fields. A mixed-precision solve has the
+/// fine level twice (fp64 for the outer iteration, fp32 for the V-cycle).
 pub fn cell_memory(
     p: &ProblemParams,
     cfg: &SolverConfig,
-    field_bytes: impl Fn(usize) -> u64,
+    field_bytes: impl Fn(usize, Storage) -> u64,
 ) -> u64 {
     let Some(c) = &p.coefficients else {
         return 0;
     };
     let values = if c.is_symmetric() { 4 } else { 7 };
+    let low = cfg.precision.preconditioner_storage();
+    let (levels, storage) = if cfg.uses_multigrid() {
+        (cfg.num_levels(), low)
+    } else {
+        (1, Storage::F64)
+    };
     let mut n = p.n;
     let mut bytes = 0;
-    for _ in 0..cfg.num_levels() {
-        bytes += values * field_bytes(n);
+    for _ in 0..levels {
+        bytes += values * field_bytes(n, storage);
         n /= 2;
+    }
+    if storage != Storage::F64 {
+        bytes += values * field_bytes(p.n, Storage::F64);
     }
     bytes
 }
@@ -117,7 +140,7 @@ fn check_memory_of<B: Backend>(
         ),
         _ => format!("{} on {}x{}x{}", cfg.kind.name(), p.n, p.n, p.nz),
     };
-    let fields = copies * field_memory(p, cfg, |n| backend.field_bytes(n, n, p.nz));
+    let fields = copies * field_memory(p, cfg, |n, s| backend.field_bytes_in(n, n, p.nz, s));
     let host_arrays = 2 * copies * (p.n * p.n * p.nz) as u64 * 8;
     // A device backend builds the per-cell coefficients on the host first: the input fields,
     // the face fields of every level and the fine level's entries (seven values per cell) while
@@ -126,7 +149,7 @@ fn check_memory_of<B: Backend>(
         Some(c) => {
             let input = if c.is_symmetric() { 4 } else { 7 };
             (input + 7) * copies * (p.n * p.n * p.nz) as u64 * 8
-                + copies * cell_memory(p, cfg, |n| (n * n * p.nz * 8) as u64)
+                + copies * cell_memory(p, cfg, |n, _| (n * n * p.nz * 8) as u64)
         }
         None => 0,
     };

@@ -6,10 +6,12 @@
 //! `((j + 1) * (nx + 2) + (i + 1)) * nz`.
 
 use crate::grid::Side;
+use crate::precision::Real;
 
-/// A 3D field of one block of one level, with its halo ring.
+/// A 3D field of one block of one level, with its halo ring, storing `S` (`f64`, or `f32` on the
+/// fp32 levels of a mixed-precision solve; host arrays and faces are `f64` either way).
 #[derive(Debug, Clone, PartialEq)]
-pub struct HostField {
+pub struct HostField<S: Real = f64> {
     /// Local cells in x (without halo).
     pub nx: usize,
     /// Local cells in y (without halo).
@@ -17,17 +19,17 @@ pub struct HostField {
     /// Vertical cells.
     pub nz: usize,
     /// `(nx + 2) * (ny + 2) * nz` values, zero-initialised.
-    pub data: Vec<f64>,
+    pub data: Vec<S>,
 }
 
-impl HostField {
+impl<S: Real> HostField<S> {
     /// A zero field (halo included).
     pub fn zeros(nx: usize, ny: usize, nz: usize) -> Self {
         Self {
             nx,
             ny,
             nz,
-            data: vec![0.0; (nx + 2) * (ny + 2) * nz],
+            data: vec![S::default(); (nx + 2) * (ny + 2) * nz],
         }
     }
 
@@ -43,13 +45,13 @@ impl HostField {
     }
 
     /// The interior column `(i, j)` (0-based interior indices).
-    pub fn column(&self, i: usize, j: usize) -> &[f64] {
+    pub fn column(&self, i: usize, j: usize) -> &[S] {
         let o = self.offset(i + 1, j + 1);
         &self.data[o..o + self.nz]
     }
 
     /// The interior column `(i, j)`, mutable.
-    pub fn column_mut(&mut self, i: usize, j: usize) -> &mut [f64] {
+    pub fn column_mut(&mut self, i: usize, j: usize) -> &mut [S] {
         let o = self.offset(i + 1, j + 1);
         let nz = self.nz;
         &mut self.data[o..o + nz]
@@ -62,7 +64,7 @@ impl HostField {
         for j in 0..self.ny {
             for i in 0..self.nx {
                 let src = &host[(j * self.nx + i) * nz..][..nz];
-                self.column_mut(i, j).copy_from_slice(src);
+                store(self.column_mut(i, j), src);
             }
         }
     }
@@ -73,7 +75,7 @@ impl HostField {
         let nz = self.nz;
         for j in 0..self.ny {
             for i in 0..self.nx {
-                host[(j * self.nx + i) * nz..][..nz].copy_from_slice(self.column(i, j));
+                load(&mut host[(j * self.nx + i) * nz..][..nz], self.column(i, j));
             }
         }
     }
@@ -103,7 +105,7 @@ impl HostField {
         for t in 0..self.face_count(side) {
             let ((i, j), _) = self.face_columns(side, t);
             let o = self.offset(i, j);
-            buf[t * nz..(t + 1) * nz].copy_from_slice(&self.data[o..o + nz]);
+            load(&mut buf[t * nz..(t + 1) * nz], &self.data[o..o + nz]);
         }
     }
 
@@ -114,14 +116,20 @@ impl HostField {
         for t in 0..self.face_count(side) {
             let (_, (i, j)) = self.face_columns(side, t);
             let o = self.offset(i, j);
-            buf[t * nz..(t + 1) * nz].copy_from_slice(&self.data[o..o + nz]);
+            load(&mut buf[t * nz..(t + 1) * nz], &self.data[o..o + nz]);
         }
     }
 
     /// Fills the halo across `side` with the interior layer of `src` next to `src_side`, the
     /// other way along the face if `reversed`: the halo exchange between two blocks of one
     /// process (the tiles of the sphere, docs/MODEL.md §16).
-    pub fn copy_halo_from(&mut self, side: Side, src: &HostField, src_side: Side, reversed: bool) {
+    pub fn copy_halo_from(
+        &mut self,
+        side: Side,
+        src: &HostField<S>,
+        src_side: Side,
+        reversed: bool,
+    ) {
         let (nz, count) = (self.nz, self.face_count(side));
         assert_eq!(count, src.face_count(src_side), "face lengths");
         assert_eq!(nz, src.nz, "nz");
@@ -140,8 +148,24 @@ impl HostField {
         for t in 0..self.face_count(side) {
             let (_, (i, j)) = self.face_columns(side, t);
             let o = self.offset(i, j);
-            self.data[o..o + nz].copy_from_slice(&buf[t * nz..(t + 1) * nz]);
+            store(&mut self.data[o..o + nz], &buf[t * nz..(t + 1) * nz]);
         }
+    }
+}
+
+/// `dst ← src`, rounded to `S`.
+#[inline]
+pub fn store<S: Real>(dst: &mut [S], src: &[f64]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = S::from_f64(*s);
+    }
+}
+
+/// `dst ← src`, widened to `f64`.
+#[inline]
+pub fn load<S: Real>(dst: &mut [f64], src: &[S]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = s.to_f64();
     }
 }
 

@@ -45,6 +45,7 @@ pub mod io;
 pub mod matrix;
 pub mod perf;
 mod persistent;
+pub mod precision;
 pub mod problem;
 pub mod solver;
 pub mod stencil;

@@ -7,6 +7,7 @@
 use crate::error::Result;
 pub use crate::grid::Block;
 use crate::grid::{check_levels, sphere, Side};
+use crate::precision::Storage;
 use crate::problem::{
     face_length, Advection, Averaging, CellCoefficients, Coefficients, Column, HorizontalGrid,
     ProblemParams, VerticalGrid,
@@ -33,6 +34,9 @@ pub struct LevelStencil {
     /// stencil then only counts them (`block.ny` is the tiles' rows together, `columns` is
     /// empty) and is prepared by [`crate::backend::tiled::Tiled`] alone. `None` elsewhere.
     pub tiles: Option<Arc<[LevelStencil]>>,
+    /// How the level's fields are stored (fp64 but for the fp32 multigrid levels of a mixed-
+    /// precision solve); the operator's coefficients are the same either way.
+    pub storage: Storage,
 }
 
 /// The seven entries of one row of A: the diagonal and the couplings to the neighbours (the
@@ -111,6 +115,21 @@ impl LevelStencil {
             vertical,
             cells,
             tiles: None,
+            storage: Storage::F64,
+        }
+    }
+
+    /// This stencil with its fields stored in `precision` (its tiles' too); the coefficients are
+    /// shared, not copied.
+    pub fn with_storage(&self, storage: Storage) -> Self {
+        Self {
+            storage,
+            tiles: self.tiles.as_ref().map(|t| {
+                t.iter()
+                    .map(|s| s.with_storage(storage))
+                    .collect::<Arc<[_]>>()
+            }),
+            ..self.clone()
         }
     }
 
@@ -302,6 +321,7 @@ pub fn build_sphere_levels(
             vertical: vertical.clone(),
             cells: None,
             tiles: Some(stencils),
+            storage: Storage::F64,
         });
         level = level.iter().map(Block::coarsen).collect();
     }

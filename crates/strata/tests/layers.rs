@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Bottom first. A module may use `crate::X` only for X earlier in this list.
-const LAYERS: [&str; 13] = [
+const LAYERS: [&str; 14] = [
     "error",
+    "precision",
     "grid",
     "problem",
     "field",

@@ -132,6 +132,7 @@ impl Setup {
             p: a.problem.params(a.n),
             cfg: SolverConfig::new(SolverKind::from(a.solver))
                 .with_multigrid(a.mg.params())
+                .with_precision(a.mg.precision.into())
                 .with_preconditioner(a.pc.into())
                 .with_restart(a.restart)
                 .with_stopping(SolveParams {
@@ -148,7 +149,8 @@ impl Setup {
 /// Says a library error about a parameter in terms of the flag that sets it (`levels` →
 /// `--levels`), so that the checks live in the library alone.
 pub fn flag_error(e: CliError) -> CliError {
-    const FLAGS: [&str; 19] = [
+    const FLAGS: [&str; 20] = [
+        "precision",
         "restart",
         "coefficients",
         "solver",

@@ -9,7 +9,7 @@
 //! Every other order is gathered element by element on the device (correct, slower).
 
 use super::*;
-use cudarc::driver::{sys, DevicePtr, DevicePtrMut};
+use cudarc::driver::sys;
 
 /// Memory orders of a block's array, named by the fastest index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

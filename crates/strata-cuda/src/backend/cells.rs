@@ -11,23 +11,33 @@ use strata::stencil::RowEntries;
 
 /// The per-cell entries of one level on the device.
 pub struct CellArrays {
-    d: CudaSlice<f64>,
-    e: CudaSlice<f64>,
-    n: CudaSlice<f64>,
-    u: CudaSlice<f64>,
+    d: DeviceValues,
+    e: DeviceValues,
+    n: DeviceValues,
+    u: DeviceValues,
     /// West, south and down entries, for an operator that is not symmetric.
-    wsb: Option<[CudaSlice<f64>; 3]>,
+    wsb: Option<[DeviceValues; 3]>,
 }
 
 impl CellArrays {
-    /// Builds the entries of `s` on the host and copies them to the device.
+    /// Builds the entries of `s` on the host and copies them to the device, stored as the
+    /// level's fields are (fp32 on a level prepared in single precision).
     pub(super) fn new(backend: &CudaBackend, s: &LevelStencil, l: DeviceLayout) -> Result<Self> {
         let host = HostEntries::build(s, l);
         let symmetric = host.is_symmetric(l);
-        let up = |v: &[f64]| -> Result<CudaSlice<f64>> {
-            let mut d = backend.alloc_values(v.len())?;
-            cu(backend.stream.memcpy_htod(v, &mut d))?;
-            Ok(d)
+        let up = |v: &[f64]| -> Result<DeviceValues> {
+            Ok(match s.storage {
+                Storage::F64 => {
+                    let mut d = backend.alloc_values(v.len())?;
+                    cu(backend.stream.memcpy_htod(v, &mut d))?;
+                    DeviceValues::F64(d)
+                }
+                Storage::F32 => {
+                    backend.check_free(v.len(), 4)?;
+                    let v32: Vec<f32> = v.par_iter().map(|&x| x as f32).collect();
+                    DeviceValues::F32(cu(backend.stream.clone_htod(&v32))?)
+                }
+            })
         };
         let [d, e, n, u, w, so, b] = &host.0;
         Ok(Self {
@@ -49,7 +59,7 @@ impl CellArrays {
     }
 
     /// The kernels' `CELL_PARAMS`: d, e, n, u, w, s, b (e, n, u again when symmetric).
-    pub(super) fn params(&self) -> [&CudaSlice<f64>; 7] {
+    pub(super) fn params(&self) -> [&DeviceValues; 7] {
         match &self.wsb {
             Some([w, s, b]) => [&self.d, &self.e, &self.n, &self.u, w, s, b],
             None => [

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strata::backend::{face_len, Fields, Side};
 use strata::perf::{Kernel, Probes};
+use strata::precision::Storage;
 use strata::stencil::LevelStencil;
 use strata::{Result, StrataError};
 
@@ -79,9 +80,86 @@ fn cu<T>(r: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
     r.map_err(|e| backend_err(format!("CUDA driver: {e}")))
 }
 
+/// Device values of a field or a coefficient array: fp64, or fp32 on a level prepared in single
+/// precision.
+pub enum DeviceValues {
+    /// fp64 values.
+    F64(CudaSlice<f64>),
+    /// fp32 values.
+    F32(CudaSlice<f32>),
+}
+
+impl DeviceValues {
+    /// How the values are stored.
+    pub fn storage(&self) -> Storage {
+        match self {
+            DeviceValues::F64(_) => Storage::F64,
+            DeviceValues::F32(_) => Storage::F32,
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceValues::F64(v) => v.len(),
+            DeviceValues::F32(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The device address, read access (see cudarc's `DevicePtr`).
+    pub(crate) fn device_ptr<'a>(
+        &'a self,
+        s: &'a CudaStream,
+    ) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
+        use cudarc::driver::DevicePtr;
+        match self {
+            DeviceValues::F64(v) => v.device_ptr(s),
+            DeviceValues::F32(v) => v.device_ptr(s),
+        }
+    }
+
+    /// The device address, write access.
+    pub(crate) fn device_ptr_mut<'a>(
+        &'a mut self,
+        s: &'a CudaStream,
+    ) -> (u64, cudarc::driver::SyncOnDrop<'a>) {
+        use cudarc::driver::DevicePtrMut;
+        match self {
+            DeviceValues::F64(v) => v.device_ptr_mut(s),
+            DeviceValues::F32(v) => v.device_ptr_mut(s),
+        }
+    }
+}
+
+// SAFETY: pushes the wrapped slice exactly as cudarc pushes a `&CudaSlice` (its device pointer,
+// and the slice's events when the context tracks them).
+unsafe impl<'a, 'b: 'a> PushKernelArg<&'b DeviceValues> for cudarc::driver::LaunchArgs<'a> {
+    fn arg(&mut self, arg: &'b DeviceValues) -> &mut Self {
+        match arg {
+            DeviceValues::F64(v) => self.arg(v),
+            DeviceValues::F32(v) => self.arg(v),
+        }
+    }
+}
+
+// SAFETY: as above, for a `&mut CudaSlice`.
+unsafe impl<'a, 'b: 'a> PushKernelArg<&'b mut DeviceValues> for cudarc::driver::LaunchArgs<'a> {
+    fn arg(&mut self, arg: &'b mut DeviceValues) -> &mut Self {
+        match arg {
+            DeviceValues::F64(v) => self.arg(v),
+            DeviceValues::F32(v) => self.arg(v),
+        }
+    }
+}
+
 /// A field on the device.
 pub struct CudaField {
-    data: CudaSlice<f64>,
+    data: DeviceValues,
     layout: DeviceLayout,
 }
 
@@ -89,6 +167,11 @@ impl CudaField {
     /// The field's layout.
     pub fn layout(&self) -> DeviceLayout {
         self.layout
+    }
+
+    /// How the field's values are stored.
+    pub fn storage(&self) -> Storage {
+        self.data.storage()
     }
 }
 
@@ -119,7 +202,7 @@ pub struct CudaBackend {
     stream: Arc<CudaStream>,
     name: String,
     arch: &'static str,
-    modules: Mutex<HashMap<usize, Arc<Kernels>>>,
+    modules: Mutex<HashMap<(usize, Storage), Arc<Kernels>>>,
     reduce: Mutex<Reduce>,
     pinned: Pinned,
     tuning: Tuning,
@@ -215,22 +298,40 @@ impl CudaBackend {
     /// Compiles (or reads from the disk cache) and loads the kernels for `nz` levels now,
     /// instead of at the first level prepared: to time or to hide the first set-up.
     pub fn load_kernels(&self, nz: usize) -> Result<()> {
-        self.kernels(nz).map(|_| ())
+        self.kernels(nz, Storage::F64).map(|_| ())
     }
 
-    fn kernels(&self, nz: usize) -> Result<Arc<Kernels>> {
+    fn kernels(&self, nz: usize, storage: Storage) -> Result<Arc<Kernels>> {
         let mut m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(k) = m.get(&nz) {
+        if let Some(k) = m.get(&(nz, storage)) {
             return Ok(k.clone());
         }
-        let k = Arc::new(Kernels::load(&self.ctx, nz, self.arch, &self.tuning)?);
-        m.insert(nz, k.clone());
+        let k = Arc::new(Kernels::load(
+            &self.ctx,
+            nz,
+            storage,
+            self.arch,
+            &self.tuning,
+        )?);
+        m.insert((nz, storage), k.clone());
         Ok(k)
     }
 
-    fn alloc_values(&self, len: usize) -> Result<CudaSlice<f64>> {
+    /// A zero device array of `len` values stored in `storage` (refused, not failed, when the
+    /// device has too little free memory).
+    fn alloc_stored(&self, len: usize, storage: Storage) -> Result<DeviceValues> {
+        Ok(match storage {
+            Storage::F64 => DeviceValues::F64(self.alloc_values(len)?),
+            Storage::F32 => {
+                self.check_free(len, 4)?;
+                DeviceValues::F32(cu(self.stream.alloc_zeros::<f32>(len))?)
+            }
+        })
+    }
+
+    fn check_free(&self, len: usize, bytes_per_value: u64) -> Result<()> {
         let (free, _) = self.memory()?;
-        let bytes = len as u64 * 8;
+        let bytes = len as u64 * bytes_per_value;
         if bytes > free as u64 {
             return Err(StrataError::OutOfMemory {
                 what: format!("a device array of {len} values"),
@@ -238,12 +339,22 @@ impl CudaBackend {
                 available: free as u64,
             });
         }
+        Ok(())
+    }
+
+    fn alloc_values(&self, len: usize) -> Result<CudaSlice<f64>> {
+        self.check_free(len, 8)?;
         cu(self.stream.alloc_zeros::<f64>(len))
     }
 
     fn check(&self, op: &CudaLevel, fields: &[&CudaField]) {
         for f in fields {
             assert_eq!(f.layout, op.layout, "a field of another level was passed");
+            assert_eq!(
+                f.storage(),
+                op.stencil.storage,
+                "a field stored in another precision than its level was passed"
+            );
         }
     }
 
@@ -299,14 +410,7 @@ impl CudaBackend {
 
     /// Launches a face kernel ([`K::PackFace`]: field → buffer, [`K::UnpackFace`]: buffer →
     /// halo) over the count × nz values of one side.
-    fn face_launch(
-        &self,
-        op: &CudaLevel,
-        kernel: K,
-        side: Side,
-        src: &CudaSlice<f64>,
-        dst: &mut CudaSlice<f64>,
-    ) -> Result<()> {
+    fn face_launch(&self, op: &CudaLevel, kernel: K, side: Side, src: u64, dst: u64) -> Result<()> {
         let count = match side {
             Side::West | Side::East => op.layout.ny,
             Side::South | Side::North => op.layout.nx,
@@ -319,9 +423,11 @@ impl CudaBackend {
             shared_mem_bytes: 0,
         };
         let mut b = self.stream.launch_builder(op.k.get(kernel));
-        b.arg(&op.layout).arg(&s).arg(&count).arg(src).arg(dst);
-        // SAFETY: the buffer holds count × nz values (checked by the callers); the kernel touches
-        // one face layer of the field (interior for pack, halo for unpack).
+        b.arg(&op.layout).arg(&s).arg(&count).arg(&src).arg(&dst);
+        // SAFETY: `src` and `dst` are the device addresses of a live field of this level and a
+        // buffer of count × nz values (checked by the callers, who hold them borrowed for the
+        // call); the kernel touches one face layer of the field (interior for pack, halo for
+        // unpack).
         cu(unsafe { b.launch(cfg) }).map(|_| ())
     }
 }
@@ -363,7 +469,7 @@ impl Fields for CudaBackend {
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
         s.check_single()?;
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
-        let k = self.kernels(s.nz)?;
+        let k = self.kernels(s.nz, s.storage)?;
         // Six values per column, filled in parallel (a large level has millions of columns).
         let mut cols = vec![0.0; 6 * s.columns.len()];
         cols.par_chunks_mut(6)
@@ -411,7 +517,7 @@ impl Fields for CudaBackend {
 
     fn alloc(&self, op: &CudaLevel) -> Result<CudaField> {
         Ok(CudaField {
-            data: self.alloc_values(op.layout.len())?,
+            data: self.alloc_stored(op.layout.len(), op.stencil.storage)?,
             layout: op.layout,
         })
     }
@@ -481,12 +587,12 @@ impl Probes for CudaBackend {
             .modules
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .next()
-            .cloned();
+            .iter()
+            .find(|((_, s), _)| *s == Storage::F64)
+            .map(|(_, k)| k.clone());
         let k = match loaded {
             Some(k) => k,
-            None => self.kernels(128)?,
+            None => self.kernels(128, Storage::F64)?,
         };
         let x = self.alloc_values(len)?;
         let mut y = self.alloc_values(len)?;

@@ -68,6 +68,42 @@ impl TransferKernels for CudaBackend {
         Ok(())
     }
 
+    fn convert(
+        &self,
+        from: &CudaLevel,
+        x: &CudaField,
+        to: &CudaLevel,
+        y: &mut CudaField,
+    ) -> Result<()> {
+        strata::backend::check_convert(&from.stencil, &to.stencil)?;
+        self.check(from, &[x]);
+        self.check(to, &[y]);
+        let n = x.data.len();
+        // The fp64 side is read or written by the kernel of the other side's build: widen in
+        // the source's, narrow in the destination's (fp64 to fp64 is either's copy).
+        let (kernel, k) = match (&x.data, &y.data) {
+            (_, DeviceValues::F64(_)) => (K::Widen, &from.k),
+            (DeviceValues::F64(_), _) => (K::Narrow, &to.k),
+            (DeviceValues::F32(_), DeviceValues::F32(_)) => {
+                return Err(backend_err(
+                    "conversion between two fp32 fields (a copy) is not needed",
+                ))
+            }
+        };
+        let cfg = LaunchConfig {
+            grid_dim: ((n as u64).div_ceil(256).min(1 << 20) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let n = n as i64;
+        let mut b = self.stream.launch_builder(k.get(kernel));
+        b.arg(&n).arg(&x.data).arg(&mut y.data);
+        // SAFETY: both fields have the same layout (the same block, checked), so n values of
+        // each; the kernel's build stores the non-fp64 side (`widen` reads its REAL, `narrow`
+        // writes it), and the other side is fp64.
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
+    }
+
     type FaceBuffer = CudaSlice<f64>;
 
     fn alloc_face(&self, len: usize) -> Result<CudaSlice<f64>> {
@@ -83,7 +119,10 @@ impl TransferKernels for CudaBackend {
     ) -> Result<()> {
         self.check(op, &[x]);
         assert_eq!(buf.len(), face_len(&op.stencil, side));
-        self.face_launch(op, K::PackFace, side, &x.data, buf)
+        use cudarc::driver::DevicePtrMut;
+        let (src, _g) = x.data.device_ptr(&self.stream);
+        let (dst, _h) = buf.device_ptr_mut(&self.stream);
+        self.face_launch(op, K::PackFace, side, src, dst)
     }
 
     fn unpack_face(
@@ -95,7 +134,10 @@ impl TransferKernels for CudaBackend {
     ) -> Result<()> {
         self.check(op, &[x]);
         assert_eq!(buf.len(), face_len(&op.stencil, side));
-        self.face_launch(op, K::UnpackFace, side, buf, &mut x.data)
+        use cudarc::driver::DevicePtr;
+        let (src, _g) = buf.device_ptr(&self.stream);
+        let (dst, _h) = x.data.device_ptr_mut(&self.stream);
+        self.face_launch(op, K::UnpackFace, side, src, dst)
     }
 
     fn copy_halo(
@@ -135,7 +177,6 @@ impl TransferKernels for CudaBackend {
         x: &mut [CudaField],
         links: &[strata::backend::HaloLink],
     ) -> Result<()> {
-        use cudarc::driver::DevicePtr;
         let Some(first) = ops.first() else {
             return Ok(());
         };

@@ -2,6 +2,7 @@
 //! one column's tridiagonal block given its neighbours, `T z = f − H u`, from the rows of
 //! [`LevelStencil::row`] (the model problem's and per-cell coefficients alike).
 
+use crate::precision::Real;
 use crate::stencil::LevelStencil;
 
 /// Whether column (i, j) of the level has colour `color` (global parity).
@@ -14,12 +15,12 @@ pub(crate) fn has_color(s: &LevelStencil, i: usize, j: usize, color: usize) -> b
 /// neighbouring columns' values, `cp` scratch of nz values; `z` may not alias the inputs.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) fn solve_given_neighbours(
+pub(crate) fn solve_given_neighbours<S: Real>(
     s: &LevelStencil,
     i: usize,
     j: usize,
-    f: &[f64],
-    [e, w, n, s_]: [&[f64]; 4],
+    f: &[S],
+    [e, w, n, s_]: [&[S]; 4],
     cp: &mut [f64],
     z: &mut [f64],
 ) {
@@ -27,7 +28,11 @@ pub(crate) fn solve_given_neighbours(
     let (mut cprev, mut zprev) = (0.0, 0.0);
     for k in 0..nz {
         let r = s.row(i, j, k);
-        let rhs = f[k] - (r.east * e[k] + r.west * w[k] + r.north * n[k] + r.south * s_[k]);
+        let h = r.east * e[k].to_f64()
+            + r.west * w[k].to_f64()
+            + r.north * n[k].to_f64()
+            + r.south * s_[k].to_f64();
+        let rhs = f[k].to_f64() - h;
         let inv = 1.0 / (r.diag - r.down * cprev);
         cprev = r.up * inv;
         zprev = (rhs - r.down * zprev) * inv;

@@ -19,87 +19,9 @@ pub mod prelude {
     pub use super::{Backend, Fields, LineKernels, StencilKernels, TransferKernels, VectorKernels};
 }
 
-/// The halo-face methods of a backend whose fields are [`crate::field::HostField`]s (face
-/// buffers are plain vectors); shared by the CPU and reference backends.
-macro_rules! host_face_methods {
-    () => {
-        type FaceBuffer = Vec<f64>;
-
-        fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
-            Ok(vec![0.0; len])
-        }
-
-        fn pack_face(
-            &self,
-            s: &LevelStencil,
-            x: &HostField,
-            side: $crate::grid::Side,
-            buf: &mut Vec<f64>,
-        ) -> Result<()> {
-            assert_eq!(buf.len(), $crate::backend::face_len(s, side));
-            x.pack_face(side, buf);
-            Ok(())
-        }
-
-        fn unpack_face(
-            &self,
-            s: &LevelStencil,
-            x: &mut HostField,
-            side: $crate::grid::Side,
-            buf: &Vec<f64>,
-        ) -> Result<()> {
-            assert_eq!(buf.len(), $crate::backend::face_len(s, side));
-            x.unpack_face(side, buf);
-            Ok(())
-        }
-
-        fn face_host<'a>(&self, buf: &'a Vec<f64>) -> Option<&'a [f64]> {
-            Some(buf)
-        }
-
-        fn reverse_face(&self, op: &LevelStencil, buf: &mut Vec<f64>) -> Result<()> {
-            $crate::field::reverse_columns(buf, op.nz);
-            Ok(())
-        }
-
-        #[allow(clippy::too_many_arguments)]
-        fn copy_halo(
-            &self,
-            src_op: &LevelStencil,
-            src: &HostField,
-            src_side: $crate::grid::Side,
-            op: &LevelStencil,
-            x: &mut HostField,
-            side: $crate::grid::Side,
-            reversed: bool,
-        ) -> Result<()> {
-            assert_eq!(
-                $crate::backend::face_len(src_op, src_side),
-                $crate::backend::face_len(op, side)
-            );
-            x.copy_halo_from(side, src, src_side, reversed);
-            Ok(())
-        }
-
-        fn face_host_mut<'a>(&self, buf: &'a mut Vec<f64>) -> Option<&'a mut [f64]> {
-            Some(buf)
-        }
-
-        fn face_to_host(&self, buf: &Vec<f64>, host: &mut [f64]) -> Result<()> {
-            host.copy_from_slice(buf);
-            Ok(())
-        }
-
-        fn face_from_host(&self, host: &[f64], buf: &mut Vec<f64>) -> Result<()> {
-            buf.copy_from_slice(host);
-            Ok(())
-        }
-    };
-}
-pub(crate) use host_face_methods;
-
 use crate::error::Result;
 pub use crate::grid::Side;
+use crate::precision::Storage;
 
 /// One halo filled from another block of the same process ([`TransferKernels::copy_halos`]):
 /// the halo of block `dst` across `side` from the interior layer of block `src` next to
@@ -137,6 +59,25 @@ pub fn copy_halos_one_by_one<B: TransferKernels + ?Sized>(
             l.side,
             l.reversed,
         )?;
+    }
+    Ok(())
+}
+
+/// Checks that two level stencils passed to [`TransferKernels::convert`] are of the same block.
+pub fn check_convert(from: &LevelStencil, to: &LevelStencil) -> Result<()> {
+    if (from.block, from.nz) != (to.block, to.nz) {
+        return crate::error::invalid(
+            "convert",
+            format!(
+                "the two levels are of different blocks ({}×{}×{} and {}×{}×{})",
+                from.nx(),
+                from.ny(),
+                from.nz,
+                to.nx(),
+                to.ny(),
+                to.nz
+            ),
+        );
     }
     Ok(())
 }
@@ -182,9 +123,14 @@ pub trait Fields: Sync {
     /// Allocates a zero field (halo included) for a level.
     fn alloc(&self, op: &Self::LevelOp) -> Result<Self::Field>;
 
-    /// Bytes one field of an `nx × ny × nz` block occupies (halo and padding included).
+    /// Bytes one fp64 field of an `nx × ny × nz` block occupies (halo and padding included).
     fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
         ((nx + 2) * (ny + 2) * nz * 8) as u64
+    }
+
+    /// Bytes one field of an `nx × ny × nz` block stored in `precision` occupies.
+    fn field_bytes_in(&self, nx: usize, ny: usize, nz: usize, storage: Storage) -> u64 {
+        self.field_bytes(nx, ny, nz) / 8 * storage.bytes() as u64
     }
 
     /// Free memory of the backend's own device, or `None` when fields live in host memory.
@@ -335,6 +281,18 @@ pub trait TransferKernels: Fields {
 
     /// Copies the field's interior into a z-contiguous host array.
     fn download(&self, op: &Self::LevelOp, x: &Self::Field, host: &mut [f64]) -> Result<()>;
+
+    /// y ← x, the whole field (halo included), between two preparations of the same block that
+    /// may store their fields in different precisions (rounded to nearest into fp32, exact into
+    /// fp64): the hand-over between the fp64 Krylov vectors and the fp32 multigrid of a
+    /// mixed-precision solve. Traffic: read x, write y.
+    fn convert(
+        &self,
+        from: &Self::LevelOp,
+        x: &Self::Field,
+        to: &Self::LevelOp,
+        y: &mut Self::Field,
+    ) -> Result<()>;
 
     /// One face of a block in the backend's own memory (a vector on the host, device memory on
     /// a GPU). Communicators allocate theirs once per level, at set-up

@@ -1,12 +1,11 @@
 //! The serial reference backend: plain loops over the formulas of docs/MODEL.md, no fusion, no
 //! parallelism, written to be obviously correct. Every other backend is tested against it.
 
-use super::{
-    host_face_methods, Fields, LineKernels, StencilKernels, TransferKernels, VectorKernels,
-};
+use super::{Fields, LineKernels, StencilKernels, TransferKernels, VectorKernels};
 use crate::error::Result;
 use crate::field::HostField;
 use crate::perf::Probes;
+use crate::precision::Storage;
 use crate::stencil::LevelStencil;
 
 /// The reference backend (serial, unfused). Slow by design.
@@ -80,10 +79,15 @@ fn interior(s: &LevelStencil) -> impl Iterator<Item = (usize, usize)> {
     (0..ny).flat_map(move |j| (0..nx).map(move |i| (i, j)))
 }
 
+/// Fields of a level prepared in single precision hold fp64 values rounded to fp32 on every
+/// store (each kernel's outputs, rounded once: its arithmetic and temporaries stay fp64), which
+/// is what the fp32 fields of the other backends hold.
 impl ReferenceBackend {
+    /// y ← f(x, y) on the interior, stored in precision `p`.
     fn map2(
         &self,
         s: &LevelStencil,
+        p: Storage,
         x: &HostField,
         y: &mut HostField,
         f: impl Fn(f64, f64) -> f64,
@@ -91,9 +95,39 @@ impl ReferenceBackend {
         for (i, j) in interior(s) {
             let o = x.offset(i + 1, j + 1);
             for k in 0..s.nz {
-                y.data[o + k] = f(x.data[o + k], y.data[o + k]);
+                y.data[o + k] = p.round(f(x.data[o + k], y.data[o + k]));
             }
         }
+    }
+
+    /// y ← A x, stored in precision `p`.
+    fn apply_in(&self, s: &LevelStencil, p: Storage, x: &HostField, y: &mut HostField) {
+        for (i, j) in interior(s) {
+            for k in 0..s.nz {
+                let v = apply_cell(s, x, i, j, k);
+                y.column_mut(i, j)[k] = p.round(v);
+            }
+        }
+    }
+
+    /// z ← M⁻¹ r, stored in precision `p`.
+    fn line_solve_in(&self, s: &LevelStencil, p: Storage, r: &HostField, z: &mut HostField) {
+        for (i, j) in interior(s) {
+            let col = thomas(s, i, j, r.column(i, j));
+            for (z, c) in z.column_mut(i, j).iter_mut().zip(col) {
+                *z = p.round(c);
+            }
+        }
+    }
+
+    /// An fp64 temporary of the level's size.
+    fn temp(&self, s: &LevelStencil) -> HostField {
+        HostField::zeros(s.nx(), s.ny(), s.nz)
+    }
+
+    /// Rounds the interior and halo of `x` to precision `p` (after an upload or an unpack).
+    fn round_all(p: Storage, x: &mut HostField) {
+        x.data.iter_mut().for_each(|v| *v = p.round(*v));
     }
 }
 
@@ -123,23 +157,23 @@ impl Fields for ReferenceBackend {
 impl VectorKernels for ReferenceBackend {
     fn fill(&self, s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
         for (i, j) in interior(s) {
-            x.column_mut(i, j).fill(v);
+            x.column_mut(i, j).fill(s.storage.round(v));
         }
         Ok(())
     }
 
     fn copy(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
-        self.map2(s, x, y, |x, _| x);
+        self.map2(s, s.storage, x, y, |x, _| x);
         Ok(())
     }
 
     fn axpy(&self, s: &LevelStencil, a: f64, x: &HostField, y: &mut HostField) -> Result<()> {
-        self.map2(s, x, y, |x, y| y + a * x);
+        self.map2(s, s.storage, x, y, |x, y| y + a * x);
         Ok(())
     }
 
     fn xpby(&self, s: &LevelStencil, x: &HostField, b: f64, y: &mut HostField) -> Result<()> {
-        self.map2(s, x, y, |x, y| x + b * y);
+        self.map2(s, s.storage, x, y, |x, y| x + b * y);
         Ok(())
     }
 
@@ -156,12 +190,7 @@ impl VectorKernels for ReferenceBackend {
 
 impl StencilKernels for ReferenceBackend {
     fn apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
-        for (i, j) in interior(s) {
-            for k in 0..s.nz {
-                let v = apply_cell(s, x, i, j, k);
-                y.column_mut(i, j)[k] = v;
-            }
-        }
+        self.apply_in(s, s.storage, x, y);
         Ok(())
     }
 
@@ -172,8 +201,8 @@ impl StencilKernels for ReferenceBackend {
         u: &HostField,
         r: &mut HostField,
     ) -> Result<f64> {
-        self.apply(s, u, r)?;
-        self.map2(s, f, r, |f, au| f - au);
+        self.apply_in(s, Storage::F64, u, r);
+        self.map2(s, s.storage, f, r, |f, au| f - au);
         self.dot(s, r, r)
     }
 
@@ -189,8 +218,8 @@ impl StencilKernels for ReferenceBackend {
     ) -> Result<f64> {
         self.axpy(s, alpha, p, u)?;
         self.xpby(s, z, beta, p)?;
-        let mut az = self.alloc(s)?;
-        self.apply(s, z, &mut az)?;
+        let mut az = self.temp(s);
+        self.apply_in(s, Storage::F64, z, &mut az);
         self.xpby(s, &az, beta, q)?;
         self.dot(s, p, q)
     }
@@ -222,7 +251,8 @@ impl StencilKernels for ReferenceBackend {
                 } else {
                     at(u_coarse, (ip + 1) as usize, (jy + 1) as usize, k)
                 };
-                u_fine.column_mut(i, j)[k] += 0.5 * up + 0.25 * ux + 0.25 * uy;
+                let v = &mut u_fine.column_mut(i, j)[k];
+                *v = fine.storage.round(*v + 0.5 * up + 0.25 * ux + 0.25 * uy);
             }
         }
         Ok(())
@@ -231,10 +261,7 @@ impl StencilKernels for ReferenceBackend {
 
 impl LineKernels for ReferenceBackend {
     fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
-        for (i, j) in interior(s) {
-            let col = thomas(s, i, j, r.column(i, j));
-            z.column_mut(i, j).copy_from_slice(&col);
-        }
+        self.line_solve_in(s, s.storage, r, z);
         Ok(())
     }
 
@@ -259,10 +286,11 @@ impl LineKernels for ReferenceBackend {
         u_out: &mut HostField,
         rho: f64,
     ) -> Result<()> {
-        let mut r = self.alloc(s)?;
-        self.residual(s, f, u_in, &mut r)?;
-        let mut z = self.alloc(s)?;
-        self.line_solve(s, &r, &mut z)?;
+        let mut r = self.temp(s);
+        self.apply_in(s, Storage::F64, u_in, &mut r);
+        self.map2(s, Storage::F64, f, &mut r, |f, au| f - au);
+        let mut z = self.temp(s);
+        self.line_solve_in(s, Storage::F64, &r, &mut z);
         self.copy(s, u_in, u_out)?;
         self.axpy(s, rho, &z, u_out)
     }
@@ -289,7 +317,9 @@ impl LineKernels for ReferenceBackend {
                 col(ih, jh - 1),
             ];
             super::line_gs::solve_given_neighbours(s, i, j, f.column(i, j), nbrs, &mut cp, &mut z);
-            u.column_mut(i, j).copy_from_slice(&z);
+            for (u, z) in u.column_mut(i, j).iter_mut().zip(&z) {
+                *u = s.storage.round(*z);
+            }
         }
         Ok(())
     }
@@ -310,13 +340,13 @@ impl LineKernels for ReferenceBackend {
                 for (di, dj) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
                     sum += r_fine.column(2 * ic + di, 2 * jc + dj)[k];
                 }
-                f_coarse.column_mut(ic, jc)[k] = scale * sum;
+                f_coarse.column_mut(ic, jc)[k] = coarse.storage.round(scale * sum);
             }
         }
-        self.line_solve(coarse, f_coarse, u_coarse)?;
+        self.line_solve_in(coarse, Storage::F64, f_coarse, u_coarse);
         for (i, j) in interior(coarse) {
             for v in u_coarse.column_mut(i, j) {
-                *v *= rho;
+                *v = coarse.storage.round(*v * rho);
             }
         }
         Ok(())
@@ -324,8 +354,23 @@ impl LineKernels for ReferenceBackend {
 }
 
 impl TransferKernels for ReferenceBackend {
-    fn upload(&self, _s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
+    fn upload(&self, s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
         x.set_interior(host);
+        Self::round_all(s.storage, x);
+        Ok(())
+    }
+
+    fn convert(
+        &self,
+        from: &LevelStencil,
+        x: &HostField,
+        to: &LevelStencil,
+        y: &mut HostField,
+    ) -> Result<()> {
+        super::check_convert(from, to)?;
+        for (y, x) in y.data.iter_mut().zip(&x.data) {
+            *y = to.storage.round(*x);
+        }
         Ok(())
     }
 
@@ -334,7 +379,77 @@ impl TransferKernels for ReferenceBackend {
         Ok(())
     }
 
-    host_face_methods!();
+    type FaceBuffer = Vec<f64>;
+
+    fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
+        Ok(vec![0.0; len])
+    }
+
+    fn pack_face(
+        &self,
+        s: &LevelStencil,
+        x: &HostField,
+        side: crate::grid::Side,
+        buf: &mut Vec<f64>,
+    ) -> Result<()> {
+        assert_eq!(buf.len(), crate::backend::face_len(s, side));
+        x.pack_face(side, buf);
+        Ok(())
+    }
+
+    fn unpack_face(
+        &self,
+        s: &LevelStencil,
+        x: &mut HostField,
+        side: crate::grid::Side,
+        buf: &Vec<f64>,
+    ) -> Result<()> {
+        assert_eq!(buf.len(), crate::backend::face_len(s, side));
+        x.unpack_face(side, buf);
+        Ok(())
+    }
+
+    fn face_host<'a>(&self, buf: &'a Vec<f64>) -> Option<&'a [f64]> {
+        Some(buf)
+    }
+
+    fn reverse_face(&self, op: &LevelStencil, buf: &mut Vec<f64>) -> Result<()> {
+        crate::field::reverse_columns(buf, op.nz);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn copy_halo(
+        &self,
+        src_op: &LevelStencil,
+        src: &HostField,
+        src_side: crate::grid::Side,
+        op: &LevelStencil,
+        x: &mut HostField,
+        side: crate::grid::Side,
+        reversed: bool,
+    ) -> Result<()> {
+        assert_eq!(
+            crate::backend::face_len(src_op, src_side),
+            crate::backend::face_len(op, side)
+        );
+        x.copy_halo_from(side, src, src_side, reversed);
+        Ok(())
+    }
+
+    fn face_host_mut<'a>(&self, buf: &'a mut Vec<f64>) -> Option<&'a mut [f64]> {
+        Some(buf)
+    }
+
+    fn face_to_host(&self, buf: &Vec<f64>, host: &mut [f64]) -> Result<()> {
+        host.copy_from_slice(buf);
+        Ok(())
+    }
+
+    fn face_from_host(&self, host: &[f64], buf: &mut Vec<f64>) -> Result<()> {
+        buf.copy_from_slice(host);
+        Ok(())
+    }
 }
 
 impl Probes for ReferenceBackend {

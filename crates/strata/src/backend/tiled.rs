@@ -136,6 +136,10 @@ impl<H: Handle> Fields for Tiled<H> {
         op.tiles.iter().map(|o| self.inner().alloc(o)).collect()
     }
 
+    fn field_bytes_in(&self, nx: usize, ny: usize, nz: usize, p: crate::precision::Storage) -> u64 {
+        self.inner().field_bytes_in(nx, ny, nz, p)
+    }
+
     fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {
         self.inner().field_bytes(nx, ny, nz)
     }
@@ -383,6 +387,19 @@ impl<H: Handle> TransferKernels for Tiled<H> {
     fn download(&self, op: &Self::LevelOp, x: &Self::Field, host: &mut [f64]) -> Result<()> {
         for ((o, s, l), x) in self.parts(op, host.len())?.zip(x) {
             self.inner().download(o, x, &mut host[s..s + l])?;
+        }
+        Ok(())
+    }
+
+    fn convert(
+        &self,
+        from: &Self::LevelOp,
+        x: &Self::Field,
+        to: &Self::LevelOp,
+        y: &mut Self::Field,
+    ) -> Result<()> {
+        for (((fo, x), to), y) in from.tiles.iter().zip(x).zip(&to.tiles).zip(y) {
+            self.inner().convert(fo, x, to, y)?;
         }
         Ok(())
     }

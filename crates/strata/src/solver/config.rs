@@ -6,8 +6,7 @@ use crate::grid::{Block, Decomposition, RankGrid};
 use crate::perf::Cost;
 use serde::{Deserialize, Serialize};
 
-/// Floating-point precision of a solve. Only fp64 exists today; the type is the seam where a
-/// mixed-precision preconditioner will be chosen.
+/// Floating-point precision of a solve (docs/MODEL.md §17).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
@@ -15,6 +14,29 @@ pub enum Precision {
     /// Every field, coefficient and reduction in fp64.
     #[default]
     F64,
+    /// The outer Krylov iteration (its vectors, the operator it applies, its residual and
+    /// stopping test) in fp64; the multigrid preconditioner's fields stored in fp32 (its
+    /// arithmetic in fp64 registers). For mg-cg, gcr and bicgstab with the multigrid
+    /// preconditioner; mg alone runs as fp64 defect correction around fp32 V-cycles.
+    Mixed,
+}
+
+impl Precision {
+    /// How the multigrid preconditioner's fields are stored.
+    pub fn preconditioner_storage(self) -> crate::precision::Storage {
+        match self {
+            Precision::F64 => crate::precision::Storage::F64,
+            Precision::Mixed => crate::precision::Storage::F32,
+        }
+    }
+
+    /// The name the command line and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F64 => "f64",
+            Precision::Mixed => "mixed",
+        }
+    }
 }
 
 /// Everything that says how to solve: the method, its multigrid settings, the stopping rule and
@@ -170,6 +192,15 @@ impl SolverConfig {
         if self.uses_multigrid() {
             self.multigrid.validate()?;
         }
+        if self.precision == Precision::Mixed && !self.uses_multigrid() {
+            return crate::error::invalid(
+                "precision",
+                format!(
+                    "mixed stores the multigrid preconditioner in fp32, and {} has none (use mg, mg-cg, or gcr/bicgstab with the multigrid preconditioner)",
+                    self.kind.name()
+                ),
+            );
+        }
         if self.kind == SolverKind::Gcr && self.restart < 1 {
             return crate::error::invalid("restart", "must be at least 1 (got 0)");
         }
@@ -198,6 +229,28 @@ impl SolverConfig {
         } else {
             0
         };
-        self.kind.iteration_cost(levels)
+        let cost = self.kind.iteration_cost(levels);
+        if self.precision == Precision::F64 || !self.uses_multigrid() {
+            return cost;
+        }
+        // Mixed precision, counted in 8-byte values: each V-cycle moves half its bytes, and its
+        // hand-over converts r (8 + 4 bytes) and z (4 + 8): 3 values; mg's defect correction
+        // adds the fp64 residual (3) and u += z (3).
+        let m = super::mg_cost(levels);
+        let cycles = if self.kind == SolverKind::BiCgStab {
+            2.0
+        } else {
+            1.0
+        };
+        let extra = if self.kind == SolverKind::Mg {
+            9.0
+        } else {
+            3.0
+        };
+        Cost {
+            flops: cost.flops,
+            mem: cost.mem - cycles * (m.mem / 2.0 - extra),
+            mem_cached: cost.mem_cached - cycles * (m.mem_cached / 2.0 - extra),
+        }
     }
 }

@@ -6,12 +6,13 @@
 //! V-cycle from zero is.
 
 use super::monitor::{ConvergedReason, Monitor};
-use super::multigrid::Hierarchy;
+use super::multigrid::MgPreconditioner;
 use super::profile::{Kernel, Timer};
 use super::{MgParams, SolveInfo, SolveParams};
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::Result;
+use crate::precision::Storage;
 use crate::stencil::LevelStencil;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -31,18 +32,22 @@ pub enum Preconditioner {
 enum Prepared<B: Backend> {
     /// Line relaxation: the fine level's operator alone.
     Line(B::LevelOp),
-    /// A V-cycle: the hierarchy, and a fine field of zeros (the cycle's initial guess).
-    Multigrid { h: Hierarchy<B>, zero: B::Field },
+    /// A V-cycle from zero.
+    Multigrid(MgPreconditioner<B>),
 }
 
 impl<B: Backend> Prepared<B> {
-    fn new(b: &B, stencils: &[LevelStencil], mg: MgParams, kind: Preconditioner) -> Result<Self> {
+    fn new(
+        b: &B,
+        stencils: &[LevelStencil],
+        mg: MgParams,
+        kind: Preconditioner,
+        storage: Storage,
+    ) -> Result<Self> {
         Ok(match kind {
             Preconditioner::Line => Prepared::Line(b.prepare_level(&stencils[0])?),
             Preconditioner::Multigrid => {
-                let h = Hierarchy::new(b, stencils, mg)?;
-                let zero = b.alloc(&h.levels[0].op)?;
-                Prepared::Multigrid { h, zero }
+                Prepared::Multigrid(MgPreconditioner::new(b, stencils, mg, storage)?)
             }
         })
     }
@@ -51,7 +56,7 @@ impl<B: Backend> Prepared<B> {
     fn op(&self) -> &B::LevelOp {
         match self {
             Prepared::Line(op) => op,
-            Prepared::Multigrid { h, .. } => &h.levels[0].op,
+            Prepared::Multigrid(pc) => pc.fine(),
         }
     }
 
@@ -59,7 +64,7 @@ impl<B: Backend> Prepared<B> {
     fn n_levels(&self) -> usize {
         match self {
             Prepared::Line(_) => 1,
-            Prepared::Multigrid { h, .. } => h.levels.len(),
+            Prepared::Multigrid(pc) => pc.n_levels(),
         }
     }
 
@@ -67,7 +72,7 @@ impl<B: Backend> Prepared<B> {
     fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         match self {
             Prepared::Line(op) => *op = b.prepare_level(&stencils[0])?,
-            Prepared::Multigrid { h, .. } => h.replace_operators(b, stencils)?,
+            Prepared::Multigrid(pc) => pc.replace_operators(b, stencils)?,
         }
         Ok(())
     }
@@ -80,7 +85,7 @@ impl<B: Backend> Prepared<B> {
                 comm.prepare(b, op)?;
                 comm.exchange(b, op, scratch)
             }
-            Prepared::Multigrid { h, .. } => h.prepare_comm(b, comm),
+            Prepared::Multigrid(pc) => pc.prepare_comm(b, comm),
         }
     }
 
@@ -98,7 +103,7 @@ impl<B: Backend> Prepared<B> {
                 timer.run(b, Kernel::Smooth, 0, || b.line_solve(op, r, z))?;
                 timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, z))
             }
-            Prepared::Multigrid { h, zero } => h.precondition(b, comm, timer, r, z, zero),
+            Prepared::Multigrid(pc) => pc.apply(b, comm, timer, r, z),
         }
     }
 }
@@ -146,11 +151,12 @@ impl<B: Backend> Gcr<B> {
         mg: MgParams,
         pc: Preconditioner,
         restart: usize,
+        storage: Storage,
     ) -> Result<Self> {
         if restart < 1 {
             return crate::error::invalid("restart", "must be at least 1 (got 0)");
         }
-        let pc = Prepared::new(b, stencils, mg, pc)?;
+        let pc = Prepared::new(b, stencils, mg, pc, storage)?;
         let op = pc.op();
         let fields = |n: usize| (0..n).map(|_| b.alloc(op)).collect::<Result<Vec<_>>>();
         Ok(Self {
@@ -251,8 +257,14 @@ pub struct BiCgStab<B: Backend> {
 
 impl<B: Backend> BiCgStab<B> {
     /// Prepares BiCGStab with preconditioner `pc` on the level stencils (finest first).
-    pub fn new(b: &B, stencils: &[LevelStencil], mg: MgParams, pc: Preconditioner) -> Result<Self> {
-        let pc = Prepared::new(b, stencils, mg, pc)?;
+    pub fn new(
+        b: &B,
+        stencils: &[LevelStencil],
+        mg: MgParams,
+        pc: Preconditioner,
+        storage: Storage,
+    ) -> Result<Self> {
+        let pc = Prepared::new(b, stencils, mg, pc, storage)?;
         let op = pc.op();
         Ok(Self {
             r: b.alloc(op)?,

@@ -5,53 +5,58 @@
 //! slightly non-symmetric preconditioner at the price of one more dot product.
 
 use super::monitor::Monitor;
-use super::multigrid::Hierarchy;
+use super::multigrid::MgPreconditioner;
 use super::profile::{Kernel, Timer};
 use super::{MgParams, SolveInfo, SolveParams};
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::Result;
+use crate::precision::Storage;
 use crate::stencil::LevelStencil;
 use std::time::Instant;
 
 /// Multigrid-preconditioned flexible CG.
 pub struct MgCg<B: Backend> {
-    h: Hierarchy<B>,
+    pc: MgPreconditioner<B>,
     r: B::Field,
     z: B::Field,
     p: B::Field,
     q: B::Field,
-    zero: B::Field,
 }
 
 impl<B: Backend> MgCg<B> {
-    /// Prepares the hierarchy and the CG workspace.
-    pub fn new(backend: &B, stencils: &[LevelStencil], params: MgParams) -> Result<Self> {
-        let h = Hierarchy::new(backend, stencils, params)?;
-        let fine = &h.levels[0].op;
+    /// Prepares the hierarchy, its fields stored in `storage` (fp32 for mixed precision), and
+    /// the fp64 CG workspace.
+    pub fn new(
+        backend: &B,
+        stencils: &[LevelStencil],
+        params: MgParams,
+        storage: Storage,
+    ) -> Result<Self> {
+        let pc = MgPreconditioner::new(backend, stencils, params, storage)?;
+        let fine = pc.fine();
         Ok(Self {
             r: backend.alloc(fine)?,
             z: backend.alloc(fine)?,
             p: backend.alloc(fine)?,
             q: backend.alloc(fine)?,
-            zero: backend.alloc(fine)?,
-            h,
+            pc,
         })
     }
 
     /// Prepares every level's operator again from `stencils`, keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
-        self.h.replace_operators(b, stencils)
+        self.pc.replace_operators(b, stencils)
     }
 
-    /// The prepared fine level.
+    /// The prepared fine level (fp64).
     pub fn fine(&self) -> &B::LevelOp {
-        &self.h.levels[0].op
+        self.pc.fine()
     }
 
     /// Exchanges the halo of every level once (see [`super::Solver::prepare_comm`]).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
-        self.h.prepare_comm(b, comm)
+        self.pc.prepare_comm(b, comm)
     }
 
     /// Solves A u = f from the initial guess in `u`.
@@ -65,17 +70,10 @@ impl<B: Backend> MgCg<B> {
         monitor: &mut dyn FnMut(usize, f64),
     ) -> Result<SolveInfo> {
         let start = Instant::now();
-        let mut timer = Timer::new(params.profile, self.h.levels.len());
-        let Self {
-            h,
-            r,
-            z,
-            p,
-            q,
-            zero,
-        } = self;
-        comm.exchange(b, &h.levels[0].op, u)?;
-        let fine = &h.levels[0].op;
+        let mut timer = Timer::new(params.profile, self.pc.n_levels());
+        let Self { pc, r, z, p, q } = self;
+        comm.exchange(b, pc.fine(), u)?;
+        let fine = pc.fine();
         let mut rr = [b.residual(fine, f, u, r)?, b.dot(fine, f, f)?];
         comm.sum(&mut rr)?;
         let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
@@ -84,14 +82,14 @@ impl<B: Backend> MgCg<B> {
             reason
         } else {
             let (mut alpha, mut beta) = (0.0, 0.0);
-            h.precondition(b, comm, &mut timer, r, z, zero)?;
-            let mut kappa = dot2(b, comm, &h.levels[0].op, [r, z, r, z])?[0];
-            let fine = &h.levels[0].op;
+            pc.apply(b, comm, &mut timer, r, z)?;
+            let mut kappa = dot2(b, comm, pc.fine(), [r, z, r, z])?[0];
+            let fine = pc.fine();
             b.fill(fine, p, 0.0)?;
             b.fill(fine, q, 0.0)?;
             loop {
                 it += 1;
-                let fine = &h.levels[0].op;
+                let fine = pc.fine();
                 let mut sigma = [timer.run(b, Kernel::Spmv, 0, || {
                     b.cg_spmv(fine, z, u, p, q, alpha, beta)
                 })?];
@@ -106,8 +104,8 @@ impl<B: Backend> MgCg<B> {
                     b.axpy(fine, alpha, p, u)?;
                     break reason;
                 }
-                h.precondition(b, comm, &mut timer, r, z, zero)?;
-                let [rz, zq] = dot2(b, comm, &h.levels[0].op, [r, z, z, q])?;
+                pc.apply(b, comm, &mut timer, r, z)?;
+                let [rz, zq] = dot2(b, comm, pc.fine(), [r, z, z, q])?;
                 beta = -alpha * zq / kappa;
                 kappa = rz;
             }

@@ -133,22 +133,25 @@ impl<B: Backend> Solver<B> {
     pub fn new(backend: &B, cfg: &SolverConfig, levels: &[LevelStencil]) -> Result<Self> {
         cfg.validate()?;
         let mg = &cfg.multigrid;
+        let storage = cfg.precision.preconditioner_storage();
         Ok(match cfg.kind {
             SolverKind::Cg => Solver::Cg(Cg::new(backend, &levels[0])?),
-            SolverKind::Mg => Solver::Mg(Multigrid::new(backend, levels, mg.clone())?),
-            SolverKind::MgCg => Solver::MgCg(MgCg::new(backend, levels, mg.clone())?),
+            SolverKind::Mg => Solver::Mg(Multigrid::new(backend, levels, mg.clone(), storage)?),
+            SolverKind::MgCg => Solver::MgCg(MgCg::new(backend, levels, mg.clone(), storage)?),
             SolverKind::Gcr => Solver::Gcr(Gcr::new(
                 backend,
                 levels,
                 mg.clone(),
                 cfg.preconditioner,
                 cfg.restart,
+                storage,
             )?),
             SolverKind::BiCgStab => Solver::BiCgStab(BiCgStab::new(
                 backend,
                 levels,
                 mg.clone(),
                 cfg.preconditioner,
+                storage,
             )?),
         })
     }

@@ -7,64 +7,86 @@ use super::*;
 
 /// Calls `emit(k, (A x)_k)` for column (i, j) of a level with cell coefficients.
 #[inline(always)]
-fn apply_col(s: &LevelStencil, i: usize, j: usize, x: &Nbrs, mut emit: impl FnMut(usize, f64)) {
+fn apply_col<S: Real>(
+    s: &LevelStencil,
+    i: usize,
+    j: usize,
+    x: &Nbrs<S>,
+    mut emit: impl FnMut(usize, f64),
+) {
     let nz = s.nz;
     for k in 0..nz {
         let r = s.row(i, j, k);
-        let mut v = r.diag * x.c[k]
-            + r.east * x.e[k]
-            + r.west * x.w[k]
-            + r.north * x.n[k]
-            + r.south * x.s[k];
+        let mut v = r.diag * x.c[k].to_f64()
+            + r.east * x.e[k].to_f64()
+            + r.west * x.w[k].to_f64()
+            + r.north * x.n[k].to_f64()
+            + r.south * x.s[k].to_f64();
         if k + 1 < nz {
-            v += r.up * x.c[k + 1];
+            v += r.up * x.c[k + 1].to_f64();
         }
         if k > 0 {
-            v += r.down * x.c[k - 1];
+            v += r.down * x.c[k - 1].to_f64();
         }
         emit(k, v);
     }
 }
 
-/// z = M⁻¹ rhs for column (i, j) (Thomas); `cp` is scratch of nz values. `z` may hold `rhs`.
+/// z = M⁻¹ rhs for column (i, j) (Thomas), computed in `f64` in `work` (2 nz values of scratch)
+/// and passed to `store(k, z_k)`.
 #[inline(always)]
-fn solve_col(s: &LevelStencil, i: usize, j: usize, rhs: &[f64], cp: &mut [f64], z: &mut [f64]) {
+fn solve_col<R: Real>(
+    s: &LevelStencil,
+    (i, j): (usize, usize),
+    rhs: &[R],
+    work: &mut [f64],
+    mut store: impl FnMut(usize, f64),
+) {
     let nz = s.nz;
+    let (cp, z) = work.split_at_mut(nz);
     let (mut cprev, mut zprev) = (0.0, 0.0);
     for k in 0..nz {
         let r = s.row(i, j, k);
         let inv = 1.0 / (r.diag - r.down * cprev);
         cprev = r.up * inv;
-        zprev = (rhs[k] - r.down * zprev) * inv;
+        zprev = (rhs[k].to_f64() - r.down * zprev) * inv;
         cp[k] = cprev;
         z[k] = zprev;
     }
     for k in (0..nz - 1).rev() {
         z[k] -= cp[k] * z[k + 1];
     }
+    for (k, &v) in z.iter().enumerate() {
+        store(k, v);
+    }
 }
 
 impl CpuBackend {
     /// y = A x.
-    pub(super) fn cells_apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) {
+    pub(super) fn cells_apply<S: Real>(
+        &self,
+        s: &LevelStencil,
+        x: &HostField<S>,
+        y: &mut HostField<S>,
+    ) {
         let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
             rows(y).enumerate().for_each(|(j, yr)| {
                 for i in 0..nx {
                     let yc = col_mut(yr, i, nz);
-                    apply_col(s, i, j, &nbrs(x, i, j), |k, v| yc[k] = v);
+                    apply_col(s, i, j, &nbrs(x, i, j), |k, v| yc[k] = S::from_f64(v));
                 }
             })
         });
     }
 
     /// r = f − A u; returns Σ r².
-    pub(super) fn cells_residual(
+    pub(super) fn cells_residual<S: Real>(
         &self,
         s: &LevelStencil,
-        f: &HostField,
-        u: &HostField,
-        r: &mut HostField,
+        f: &HostField<S>,
+        u: &HostField<S>,
+        r: &mut HostField<S>,
     ) -> f64 {
         let (nx, nz) = (s.nx(), s.nz);
         let [rr, _] = self.reduce_rows(s.ny(), |parts| {
@@ -76,7 +98,9 @@ impl CpuBackend {
                     let mut sum = 0.0;
                     for i in 0..nx {
                         let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
-                        apply_col(s, i, j, &nbrs(u, i, j), |k, au| rc[k] = fc[k] - au);
+                        apply_col(s, i, j, &nbrs(u, i, j), |k, au| {
+                            rc[k] = S::from_f64(fc[k].to_f64() - au)
+                        });
                         sum += dot(rc, rc);
                     }
                     *part = [sum, 0.0];
@@ -87,13 +111,13 @@ impl CpuBackend {
 
     /// u += α p; p = z + β p; q = A z + β q; returns Σ p·q.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn cells_cg_spmv(
+    pub(super) fn cells_cg_spmv<S: Real>(
         &self,
         s: &LevelStencil,
-        z: &HostField,
-        u: &mut HostField,
-        p: &mut HostField,
-        q: &mut HostField,
+        z: &HostField<S>,
+        u: &mut HostField<S>,
+        p: &mut HostField<S>,
+        q: &mut HostField<S>,
         alpha: f64,
         beta: f64,
     ) -> f64 {
@@ -111,11 +135,11 @@ impl CpuBackend {
                             (col_mut(ur, i, nz), col_mut(pr, i, nz), col_mut(qr, i, nz));
                         let zc = nbrs(z, i, j);
                         apply_col(s, i, j, &zc, |k, az| {
-                            let pold = pc[k];
-                            uc[k] += alpha * pold;
-                            pc[k] = zc.c[k] + beta * pold;
-                            qc[k] = az + beta * qc[k];
-                            sum += pc[k] * qc[k];
+                            let pold = pc[k].to_f64();
+                            uc[k] = S::from_f64(uc[k].to_f64() + alpha * pold);
+                            pc[k] = S::from_f64(zc.c[k].to_f64() + beta * pold);
+                            qc[k] = S::from_f64(az + beta * qc[k].to_f64());
+                            sum += pc[k].to_f64() * qc[k].to_f64();
                         });
                     }
                     *part = [sum, 0.0];
@@ -125,14 +149,22 @@ impl CpuBackend {
     }
 
     /// z = M⁻¹ r.
-    pub(super) fn cells_line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) {
+    pub(super) fn cells_line_solve<S: Real>(
+        &self,
+        s: &LevelStencil,
+        r: &HostField<S>,
+        z: &mut HostField<S>,
+    ) {
         let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
             rows(z).enumerate().for_each(|(j, zr)| {
                 let rrow = &r.data[r.offset(0, j + 1)..][..r.row_len()];
-                with_scratch(nz, |cp| {
+                with_scratch(2 * nz, |work| {
                     for i in 0..nx {
-                        solve_col(s, i, j, col(rrow, i, nz), cp, col_mut(zr, i, nz));
+                        let zc = col_mut(zr, i, nz);
+                        solve_col(s, (i, j), col(rrow, i, nz), work, |k, v| {
+                            zc[k] = S::from_f64(v)
+                        });
                     }
                 })
             })
@@ -140,12 +172,12 @@ impl CpuBackend {
     }
 
     /// r −= α q; z = M⁻¹ r; returns [Σ r·r, Σ r·z].
-    pub(super) fn cells_cg_tridiag(
+    pub(super) fn cells_cg_tridiag<S: Real>(
         &self,
         s: &LevelStencil,
-        q: &HostField,
-        r: &mut HostField,
-        z: &mut HostField,
+        q: &HostField<S>,
+        r: &mut HostField<S>,
+        z: &mut HostField<S>,
         alpha: f64,
     ) -> [f64; 2] {
         let (nx, nz) = (s.nx(), s.nz);
@@ -157,14 +189,14 @@ impl CpuBackend {
                 .for_each(|(j, ((rrow, zrow), part))| {
                     let qrow = &q.data[q.offset(0, j + 1)..][..q.row_len()];
                     let mut sums = [0.0; 2];
-                    with_scratch(nz, |cp| {
+                    with_scratch(2 * nz, |work| {
                         for i in 0..nx {
                             let (qc, rc) = (col(qrow, i, nz), col_mut(rrow, i, nz));
                             for k in 0..nz {
-                                rc[k] -= alpha * qc[k];
+                                rc[k] = S::from_f64(rc[k].to_f64() - alpha * qc[k].to_f64());
                             }
                             let zc = col_mut(zrow, i, nz);
-                            solve_col(s, i, j, rc, cp, zc);
+                            solve_col(s, (i, j), rc, work, |k, v| zc[k] = S::from_f64(v));
                             sums[0] += dot(rc, rc);
                             sums[1] += dot(rc, zc);
                         }
@@ -175,28 +207,27 @@ impl CpuBackend {
     }
 
     /// u_out = u_in + ρ M⁻¹ (f − A u_in).
-    pub(super) fn cells_smooth(
+    pub(super) fn cells_smooth<S: Real>(
         &self,
         s: &LevelStencil,
-        f: &HostField,
-        u_in: &HostField,
-        u_out: &mut HostField,
+        f: &HostField<S>,
+        u_in: &HostField<S>,
+        u_out: &mut HostField<S>,
         rho: f64,
     ) {
         let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
             rows(u_out).enumerate().for_each(|(j, orow)| {
                 let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
-                with_scratch(2 * nz, |scratch| {
-                    let (cp, res) = scratch.split_at_mut(nz);
+                with_scratch(3 * nz, |scratch| {
+                    let (res, work) = scratch.split_at_mut(nz);
                     for i in 0..nx {
                         let (fc, un) = (col(frow, i, nz), nbrs(u_in, i, j));
-                        apply_col(s, i, j, &un, |k, au| res[k] = fc[k] - au);
+                        apply_col(s, i, j, &un, |k, au| res[k] = fc[k].to_f64() - au);
                         let oc = col_mut(orow, i, nz);
-                        solve_col(s, i, j, res, cp, oc);
-                        for (o, u) in oc.iter_mut().zip(un.c) {
-                            *o = u + rho * *o;
-                        }
+                        solve_col(s, (i, j), res, work, |k, z| {
+                            oc[k] = S::from_f64(un.c[k].to_f64() + rho * z)
+                        });
                     }
                 })
             })
@@ -205,12 +236,12 @@ impl CpuBackend {
 
     /// f_c = scale · Σ children of r_f; u_c = ρ M_c⁻¹ f_c.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn cells_restrict_smooth(
+    pub(super) fn cells_restrict_smooth<S: Real>(
         &self,
         coarse: &LevelStencil,
-        r_fine: &HostField,
-        f_coarse: &mut HostField,
-        u_coarse: &mut HostField,
+        r_fine: &HostField<S>,
+        f_coarse: &mut HostField<S>,
+        u_coarse: &mut HostField<S>,
         rho: f64,
         scale: f64,
     ) {
@@ -220,21 +251,21 @@ impl CpuBackend {
                 .zip(rows(u_coarse))
                 .enumerate()
                 .for_each(|(j, (frow, urow))| {
-                    with_scratch(nz, |cp| {
+                    with_scratch(2 * nz, |work| {
                         for i in 0..nx {
                             let fc = col_mut(frow, i, nz);
                             for (k, fk) in fc.iter_mut().enumerate() {
                                 let child = |di: usize, dj: usize| {
                                     r_fine.data[r_fine.offset(2 * i + 1 + di, 2 * j + 1 + dj) + k]
+                                        .to_f64()
                                 };
-                                *fk =
-                                    scale * (child(0, 0) + child(1, 0) + child(0, 1) + child(1, 1));
+                                let sum = child(0, 0) + child(1, 0) + child(0, 1) + child(1, 1);
+                                *fk = S::from_f64(scale * sum);
                             }
                             let uc = col_mut(urow, i, nz);
-                            solve_col(coarse, i, j, fc, cp, uc);
-                            for v in uc.iter_mut() {
-                                *v *= rho;
-                            }
+                            solve_col(coarse, (i, j), fc, work, |k, v| {
+                                uc[k] = S::from_f64(rho * v)
+                            });
                         }
                     })
                 })

@@ -2,20 +2,21 @@
 //! vectorises), and the Thomas sweeps over groups of `L` columns in lockstep.
 
 use crate::field::HostField;
+use crate::precision::Real;
 use crate::problem::{Column, VerticalGrid};
 
 /// A column and its four horizontal neighbours, each `nz` long.
-pub(super) struct Nbrs<'a> {
-    pub c: &'a [f64],
-    pub e: &'a [f64],
-    pub w: &'a [f64],
-    pub n: &'a [f64],
-    pub s: &'a [f64],
+pub(super) struct Nbrs<'a, S> {
+    pub c: &'a [S],
+    pub e: &'a [S],
+    pub w: &'a [S],
+    pub n: &'a [S],
+    pub s: &'a [S],
 }
 
 /// The neighbourhood of interior column `(i, j)` of `x`.
 #[inline(always)]
-pub(super) fn nbrs(x: &HostField, i: usize, j: usize) -> Nbrs<'_> {
+pub(super) fn nbrs<S: Real>(x: &HostField<S>, i: usize, j: usize) -> Nbrs<'_, S> {
     let nz = x.nz;
     let row = x.row_len();
     let o = x.offset(i + 1, j + 1);
@@ -32,10 +33,10 @@ pub(super) fn nbrs(x: &HostField, i: usize, j: usize) -> Nbrs<'_> {
 /// Calls `emit(k, (A x)_k)` for k = 0, 1, …, nz − 1 (nz ≥ 2). The Neumann ends are peeled off so
 /// that the interior loop has no branch.
 #[inline(always)]
-pub(super) fn apply_column(
+pub(super) fn apply_column<S: Real>(
     col: &Column,
     v: &VerticalGrid,
-    x: &Nbrs,
+    x: &Nbrs<S>,
     mut emit: impl FnMut(usize, f64),
 ) {
     let nz = x.c.len();
@@ -43,32 +44,39 @@ pub(super) fn apply_column(
     let (amb, b, cc, d) = (&v.amb[..nz], &v.b[..nz], &v.c[..nz], &v.d[..nz]);
     let (t, at) = (col.area, col.alpha_t);
     let (ae, aw, an, as_) = (col.alpha_e, col.alpha_w, col.alpha_n, col.alpha_s);
-    let horiz = |k: usize| ae * e[k] + aw * w[k] + an * n[k] + as_ * s[k];
+    let horiz = |k: usize| {
+        ae * e[k].to_f64() + aw * w[k].to_f64() + an * n[k].to_f64() + as_ * s[k].to_f64()
+    };
     let diag = |k: usize| t * amb[k] - at * d[k];
-    emit(0, diag(0) * c[0] + t * b[0] * c[1] + d[0] * horiz(0));
+    let c = |k: usize| c[k].to_f64();
+    emit(0, diag(0) * c(0) + t * b[0] * c(1) + d[0] * horiz(0));
     for k in 1..nz - 1 {
         emit(
             k,
-            diag(k) * c[k] + t * (b[k] * c[k + 1] + cc[k] * c[k - 1]) + d[k] * horiz(k),
+            diag(k) * c(k) + t * (b[k] * c(k + 1) + cc[k] * c(k - 1)) + d[k] * horiz(k),
         );
     }
     let k = nz - 1;
-    emit(k, diag(k) * c[k] + t * cc[k] * c[k - 1] + d[k] * horiz(k));
+    emit(k, diag(k) * c(k) + t * cc[k] * c(k - 1) + d[k] * horiz(k));
 }
 
 /// Σ a·b with four independent partial sums (so it vectorises), in a fixed order.
 #[inline(always)]
-pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub(super) fn dot<S: Real>(a: &[S], b: &[S]) -> f64 {
     let b = &b[..a.len()];
     let mut acc = [0.0; 4];
     let (ac, ar) = a.as_chunks::<4>();
     let (bc, br) = b.as_chunks::<4>();
     for (x, y) in ac.iter().zip(bc) {
         for l in 0..4 {
-            acc[l] += x[l] * y[l];
+            acc[l] += x[l].to_f64() * y[l].to_f64();
         }
     }
-    let tail: f64 = ar.iter().zip(br).map(|(x, y)| x * y).sum();
+    let tail: f64 = ar
+        .iter()
+        .zip(br)
+        .map(|(x, y)| x.to_f64() * y.to_f64())
+        .sum();
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 

@@ -3,12 +3,12 @@
 use super::*;
 use crate::backend::LineKernels;
 
-impl LineKernels for CpuBackend {
+impl CpuBackend {
     // z = M^-1 r; traffic: read r, write z: 2.
-    fn line_solve(&self, s: &LevelStencil, r: &HostField, z: &mut HostField) -> Result<()> {
+    fn line_solve_t<S: Real>(&self, s: &LevelStencil, r: &HostField<S>, z: &mut HostField<S>) {
         if s.cells.is_some() {
             self.cells_line_solve(s, r, z);
-            return Ok(());
+            return;
         }
         let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
@@ -19,32 +19,31 @@ impl LineKernels for CpuBackend {
                     with_scratch(thomas::scratch_len(nz), |cp| {
                         groups(nx, |i, full| {
                             if full {
-                                thomas::line_solve::<LANES>(s, (j, i), rr, zr, cp)
+                                thomas::line_solve::<LANES, _>(s, (j, i), rr, zr, cp)
                             } else {
-                                thomas::line_solve::<1>(s, (j, i), rr, zr, cp)
+                                thomas::line_solve::<1, _>(s, (j, i), rr, zr, cp)
                             }
                         })
                     })
                 })
         });
-        Ok(())
     }
 
     // r -= alpha q; z = M^-1 r; sums r.r and r.z; traffic: read q, r; write r, z: 4
     // (paper's Mem^(C): 9, which counts the Thomas intermediates).
-    fn cg_tridiag(
+    fn cg_tridiag_t<S: Real>(
         &self,
         s: &LevelStencil,
-        q: &HostField,
-        r: &mut HostField,
-        z: &mut HostField,
+        q: &HostField<S>,
+        r: &mut HostField<S>,
+        z: &mut HostField<S>,
         alpha: f64,
-    ) -> Result<[f64; 2]> {
+    ) -> [f64; 2] {
         if s.cells.is_some() {
-            return Ok(self.cells_cg_tridiag(s, q, r, z, alpha));
+            return self.cells_cg_tridiag(s, q, r, z, alpha);
         }
         let (nx, nz) = (s.nx(), s.nz);
-        Ok(self.reduce_rows(s.ny(), |parts| {
+        self.reduce_rows(s.ny(), |parts| {
             rows(r)
                 .zip(rows(z))
                 .zip(rows_ref(q))
@@ -59,26 +58,34 @@ impl LineKernels for CpuBackend {
                     with_scratch(thomas::scratch_len(nz), |cp| {
                         groups(nx, |i, full| {
                             add(if full {
-                                thomas::cg_tridiag::<LANES>(s, (j, i), qrow, rrow, zrow, alpha, cp)
+                                thomas::cg_tridiag::<LANES, _>(
+                                    s,
+                                    (j, i),
+                                    qrow,
+                                    rrow,
+                                    zrow,
+                                    alpha,
+                                    cp,
+                                )
                             } else {
-                                thomas::cg_tridiag::<1>(s, (j, i), qrow, rrow, zrow, alpha, cp)
+                                thomas::cg_tridiag::<1, _>(s, (j, i), qrow, rrow, zrow, alpha, cp)
                             })
                         })
                     });
                     *part = acc;
                 })
-        }))
+        })
     }
 
     // u_out = u_in + rho M^-1 (f - A u_in); traffic: read f, u_in; write u_out: 3
     // (paper's two-kernel Smooth: 8).
-    fn smooth_color(
+    fn smooth_color_t<S: Real>(
         &self,
         s: &LevelStencil,
-        f: &HostField,
-        u: &mut HostField,
+        f: &HostField<S>,
+        u: &mut HostField<S>,
         color: usize,
-    ) -> Result<()> {
+    ) {
         use crate::backend::line_gs::{has_color, solve_given_neighbours};
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
         let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
@@ -100,25 +107,24 @@ impl LineKernels for CpuBackend {
                         };
                         solve_given_neighbours(s, i, j, f.column(i, j), nbrs, cp, z);
                         // SAFETY: as above: column (i, j) is written by this thread only.
-                        unsafe { data.column_mut(offset(ih, jh), nz) }.copy_from_slice(z);
+                        crate::field::store(unsafe { data.column_mut(offset(ih, jh), nz) }, z);
                     }
                 })
             })
         });
-        Ok(())
     }
 
-    fn smooth(
+    fn smooth_t<S: Real>(
         &self,
         s: &LevelStencil,
-        f: &HostField,
-        u_in: &HostField,
-        u_out: &mut HostField,
+        f: &HostField<S>,
+        u_in: &HostField<S>,
+        u_out: &mut HostField<S>,
         rho: f64,
-    ) -> Result<()> {
+    ) {
         if s.cells.is_some() {
             self.cells_smooth(s, f, u_in, u_out, rho);
-            return Ok(());
+            return;
         }
         let (nx, nz) = (s.nx(), s.nz);
         self.pool.install(|| {
@@ -129,32 +135,32 @@ impl LineKernels for CpuBackend {
                     with_scratch(thomas::scratch_len(nz), |cp| {
                         groups(nx, |i, full| {
                             if full {
-                                thomas::smooth::<LANES>(s, (j, i), frow, u_in, orow, rho, cp)
+                                thomas::smooth::<LANES, _>(s, (j, i), frow, u_in, orow, rho, cp)
                             } else {
-                                thomas::smooth::<1>(s, (j, i), frow, u_in, orow, rho, cp)
+                                thomas::smooth::<1, _>(s, (j, i), frow, u_in, orow, rho, cp)
                             }
                         })
                     })
                 })
         });
-        Ok(())
     }
 
     // f_c = scale * sum of 4 children of r_f; u_c = rho M^-1 f_c; traffic per coarse cell:
     // read 4, write 2: 6.
-    fn restrict_smooth(
+    #[allow(clippy::too_many_arguments)]
+    fn restrict_smooth_t<S: Real>(
         &self,
         fine: &LevelStencil,
         coarse: &LevelStencil,
-        r_fine: &HostField,
-        f_coarse: &mut HostField,
-        u_coarse: &mut HostField,
+        r_fine: &HostField<S>,
+        f_coarse: &mut HostField<S>,
+        u_coarse: &mut HostField<S>,
         rho: f64,
         scale: f64,
-    ) -> Result<()> {
+    ) {
         if coarse.cells.is_some() {
             self.cells_restrict_smooth(coarse, r_fine, f_coarse, u_coarse, rho, scale);
-            return Ok(());
+            return;
         }
         debug_assert_eq!(fine.nx(), 2 * coarse.nx());
         let (nx, nz) = (coarse.nx(), coarse.nz);
@@ -170,7 +176,7 @@ impl LineKernels for CpuBackend {
                     with_scratch(thomas::scratch_len(nz), |cp| {
                         groups(nx, |i, full| {
                             if full {
-                                thomas::restrict_smooth::<LANES>(
+                                thomas::restrict_smooth::<LANES, _>(
                                     coarse,
                                     (j, i),
                                     (r0, r1),
@@ -180,7 +186,7 @@ impl LineKernels for CpuBackend {
                                     cp,
                                 )
                             } else {
-                                thomas::restrict_smooth::<1>(
+                                thomas::restrict_smooth::<1, _>(
                                     coarse,
                                     (j, i),
                                     (r0, r1),
@@ -194,24 +200,88 @@ impl LineKernels for CpuBackend {
                     })
                 })
         });
+    }
+}
+
+impl LineKernels for CpuBackend {
+    fn line_solve(&self, s: &LevelStencil, r: &CpuField, z: &mut CpuField) -> Result<()> {
+        by_precision!(s, S => self.line_solve_t(s, get::<S>(r)?, get_mut::<S>(z)?));
+        Ok(())
+    }
+
+    fn cg_tridiag(
+        &self,
+        s: &LevelStencil,
+        q: &CpuField,
+        r: &mut CpuField,
+        z: &mut CpuField,
+        alpha: f64,
+    ) -> Result<[f64; 2]> {
+        Ok(
+            by_precision!(s, S => self.cg_tridiag_t(s, get::<S>(q)?, get_mut::<S>(r)?, get_mut::<S>(z)?, alpha)),
+        )
+    }
+
+    fn smooth_color(
+        &self,
+        s: &LevelStencil,
+        f: &CpuField,
+        u: &mut CpuField,
+        color: usize,
+    ) -> Result<()> {
+        by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color));
+        Ok(())
+    }
+
+    fn smooth(
+        &self,
+        s: &LevelStencil,
+        f: &CpuField,
+        u_in: &CpuField,
+        u_out: &mut CpuField,
+        rho: f64,
+    ) -> Result<()> {
+        by_precision!(s, S => self.smooth_t(s, get::<S>(f)?, get::<S>(u_in)?, get_mut::<S>(u_out)?, rho));
+        Ok(())
+    }
+
+    fn restrict_smooth(
+        &self,
+        fine: &LevelStencil,
+        coarse: &LevelStencil,
+        r_fine: &CpuField,
+        f_coarse: &mut CpuField,
+        u_coarse: &mut CpuField,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()> {
+        by_precision!(coarse, S => self.restrict_smooth_t(
+            fine,
+            coarse,
+            get::<S>(r_fine)?,
+            get_mut::<S>(f_coarse)?,
+            get_mut::<S>(u_coarse)?,
+            rho,
+            scale
+        ));
         Ok(())
     }
 }
 
 /// The columns of a field shared by the threads of a red-black half-sweep, each column read or
 /// written through its own slice (see `smooth_color` for why they never overlap).
-struct ColumnWriter(*mut f64);
+struct ColumnWriter<S>(*mut S);
 
 // SAFETY: the pointer is only turned into slices of columns that no two threads write, and that
 // no thread writes while another reads (the colouring); the field outlives the parallel loop.
-unsafe impl Sync for ColumnWriter {}
+unsafe impl<S: Sync> Sync for ColumnWriter<S> {}
 
-impl ColumnWriter {
+impl<S> ColumnWriter<S> {
     /// The column of `nz` values at `offset`.
     ///
     /// # Safety
     /// In bounds, and not written by anyone while the slice lives.
-    unsafe fn column(&self, offset: usize, nz: usize) -> &[f64] {
+    unsafe fn column(&self, offset: usize, nz: usize) -> &[S] {
         // SAFETY: promised by the caller.
         unsafe { std::slice::from_raw_parts(self.0.add(offset), nz) }
     }
@@ -221,7 +291,7 @@ impl ColumnWriter {
     /// # Safety
     /// In bounds, and neither read nor written by anyone else while the slice lives.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn column_mut(&self, offset: usize, nz: usize) -> &mut [f64] {
+    unsafe fn column_mut(&self, offset: usize, nz: usize) -> &mut [S] {
         // SAFETY: promised by the caller.
         unsafe { std::slice::from_raw_parts_mut(self.0.add(offset), nz) }
     }

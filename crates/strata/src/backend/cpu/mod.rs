@@ -12,10 +12,11 @@ mod vector;
 
 use self::column::{apply_column, dot, nbrs};
 use self::thomas::{groups, LANES};
-use super::{host_face_methods, Fields};
+use super::Fields;
 use crate::error::{Result, StrataError};
 use crate::field::HostField;
 use crate::perf::Probes;
+use crate::precision::{Real, Storage};
 use crate::stencil::LevelStencil;
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -56,38 +57,157 @@ fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
     })
 }
 
+/// A field of the CPU backend: `f64` values, or `f32` on a level prepared in single precision
+/// ([`LevelStencil::precision`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuField {
+    /// An fp64 field.
+    Double(HostField<f64>),
+    /// An fp32 field.
+    Single(HostField<f32>),
+}
+
+/// The value types of CPU fields, and how to find a field of each inside a [`CpuField`].
+pub trait CpuReal: Real {
+    /// The field if it stores `Self`.
+    fn field(x: &CpuField) -> Option<&HostField<Self>>;
+    /// The field if it stores `Self`, writable.
+    fn field_mut(x: &mut CpuField) -> Option<&mut HostField<Self>>;
+}
+
+impl CpuReal for f64 {
+    fn field(x: &CpuField) -> Option<&HostField<f64>> {
+        match x {
+            CpuField::Double(h) => Some(h),
+            CpuField::Single(_) => None,
+        }
+    }
+    fn field_mut(x: &mut CpuField) -> Option<&mut HostField<f64>> {
+        match x {
+            CpuField::Double(h) => Some(h),
+            CpuField::Single(_) => None,
+        }
+    }
+}
+
+impl CpuReal for f32 {
+    fn field(x: &CpuField) -> Option<&HostField<f32>> {
+        match x {
+            CpuField::Single(h) => Some(h),
+            CpuField::Double(_) => None,
+        }
+    }
+    fn field_mut(x: &mut CpuField) -> Option<&mut HostField<f32>> {
+        match x {
+            CpuField::Single(h) => Some(h),
+            CpuField::Double(_) => None,
+        }
+    }
+}
+
+impl CpuField {
+    /// The precision the field stores.
+    pub fn precision(&self) -> Storage {
+        match self {
+            CpuField::Double(_) => Storage::F64,
+            CpuField::Single(_) => Storage::F32,
+        }
+    }
+
+    /// The fp64 field (as the CPU backend's levels are unless prepared in single precision).
+    ///
+    /// # Panics
+    /// If the field stores fp32.
+    pub fn as_double(&self) -> &HostField<f64> {
+        f64::field(self).expect("an fp64 field")
+    }
+
+    /// [`CpuField::as_double`], writable.
+    ///
+    /// # Panics
+    /// If the field stores fp32.
+    pub fn as_double_mut(&mut self) -> &mut HostField<f64> {
+        f64::field_mut(self).expect("an fp64 field")
+    }
+}
+
+impl From<HostField<f64>> for CpuField {
+    fn from(h: HostField<f64>) -> Self {
+        CpuField::Double(h)
+    }
+}
+
+/// The field `x` as storing `S`, or the error of a field passed with a level of another
+/// precision (a caller's mistake, reported rather than a panic).
+fn get<S: CpuReal>(x: &CpuField) -> Result<&HostField<S>> {
+    S::field(x).ok_or_else(|| mismatch(x))
+}
+
+fn get_mut<S: CpuReal>(x: &mut CpuField) -> Result<&mut HostField<S>> {
+    let p = x.precision();
+    S::field_mut(x).ok_or_else(|| mismatch_of(p))
+}
+
+fn mismatch(x: &CpuField) -> StrataError {
+    mismatch_of(x.precision())
+}
+
+fn mismatch_of(p: Storage) -> StrataError {
+    StrataError::Backend {
+        backend: "cpu".into(),
+        msg: format!("a field stored in {p:?} precision was passed with a level of the other"),
+    }
+}
+
+/// Runs `$body` with `$S` the value type of level `$s`'s fields.
+macro_rules! by_precision {
+    ($s:expr, $S:ident => $body:expr) => {
+        match $s.storage {
+            $crate::precision::Storage::F64 => {
+                type $S = f64;
+                $body
+            }
+            $crate::precision::Storage::F32 => {
+                type $S = f32;
+                $body
+            }
+        }
+    };
+}
+use by_precision;
+
 /// The interior rows of a field, each `(nx + 2) * nz` long (halo columns included).
-fn rows(x: &mut HostField) -> impl IndexedParallelIterator<Item = &mut [f64]> {
+fn rows<S: Real>(x: &mut HostField<S>) -> impl IndexedParallelIterator<Item = &mut [S]> {
     let (row, ny) = (x.row_len(), x.ny);
     x.data.par_chunks_mut(row).skip(1).take(ny)
 }
 
 /// Interior rows, read-only.
-fn rows_ref(x: &HostField) -> impl IndexedParallelIterator<Item = &[f64]> {
+fn rows_ref<S: Real>(x: &HostField<S>) -> impl IndexedParallelIterator<Item = &[S]> {
     let (row, ny) = (x.row_len(), x.ny);
     x.data.par_chunks(row).skip(1).take(ny)
 }
 
 /// The interior part of a row (its halo columns cut off).
 #[inline(always)]
-fn inner(row: &[f64], nz: usize) -> &[f64] {
+fn inner<S>(row: &[S], nz: usize) -> &[S] {
     &row[nz..row.len() - nz]
 }
 
 #[inline(always)]
-fn inner_mut(row: &mut [f64], nz: usize) -> &mut [f64] {
+fn inner_mut<S>(row: &mut [S], nz: usize) -> &mut [S] {
     let len = row.len();
     &mut row[nz..len - nz]
 }
 
 /// Column `i` of a row.
 #[inline(always)]
-fn col_mut(row: &mut [f64], i: usize, nz: usize) -> &mut [f64] {
+fn col_mut<S>(row: &mut [S], i: usize, nz: usize) -> &mut [S] {
     &mut row[(i + 1) * nz..(i + 2) * nz]
 }
 
 #[inline(always)]
-fn col(row: &[f64], i: usize, nz: usize) -> &[f64] {
+fn col<S>(row: &[S], i: usize, nz: usize) -> &[S] {
     &row[(i + 1) * nz..(i + 2) * nz]
 }
 
@@ -174,12 +294,17 @@ impl CpuBackend {
         best
     }
 
-    fn map2(&self, x: &HostField, y: &mut HostField, f: impl Fn(f64, f64) -> f64 + Sync) {
+    fn map2<S: Real, T: Real>(
+        &self,
+        x: &HostField<S>,
+        y: &mut HostField<T>,
+        f: impl Fn(f64, f64) -> f64 + Sync,
+    ) {
         let nz = x.nz;
         self.pool.install(|| {
             rows(y).zip(rows_ref(x)).for_each(|(yr, xr)| {
                 for (yv, xv) in inner_mut(yr, nz).iter_mut().zip(inner(xr, nz)) {
-                    *yv = f(*xv, *yv);
+                    *yv = T::from_f64(f(xv.to_f64(), yv.to_f64()));
                 }
             })
         });
@@ -187,7 +312,7 @@ impl CpuBackend {
 }
 
 impl Fields for CpuBackend {
-    type Field = HostField;
+    type Field = CpuField;
 
     type LevelOp = LevelStencil;
 
@@ -212,13 +337,22 @@ impl Fields for CpuBackend {
         op
     }
 
-    fn alloc(&self, s: &LevelStencil) -> Result<HostField> {
-        let mut f = HostField::zeros(s.nx(), s.ny(), s.nz);
-        // Touch every page now (from the threads that will use it), not in the first kernel.
-        let row = f.row_len();
-        self.pool
-            .install(|| f.data.par_chunks_mut(row).for_each(|r| r.fill(0.0)));
-        Ok(f)
+    fn alloc(&self, s: &LevelStencil) -> Result<CpuField> {
+        fn touched<S: Real>(b: &CpuBackend, s: &LevelStencil) -> HostField<S> {
+            let mut f = HostField::<S>::zeros(s.nx(), s.ny(), s.nz);
+            // Touch every page now (from the threads that will use it), not in the first kernel.
+            let row = f.row_len();
+            b.pool.install(|| {
+                f.data
+                    .par_chunks_mut(row)
+                    .for_each(|r| r.fill(S::default()))
+            });
+            f
+        }
+        Ok(match s.storage {
+            Storage::F64 => CpuField::Double(touched(self, s)),
+            Storage::F32 => CpuField::Single(touched(self, s)),
+        })
     }
 }
 

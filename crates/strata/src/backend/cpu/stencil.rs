@@ -3,12 +3,12 @@
 use super::*;
 use crate::backend::StencilKernels;
 
-impl StencilKernels for CpuBackend {
+impl CpuBackend {
     // y = A x; traffic: read x (neighbours cached), write y: 2.
-    fn apply(&self, s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
+    fn apply_t<S: Real>(&self, s: &LevelStencil, x: &HostField<S>, y: &mut HostField<S>) {
         if s.cells.is_some() {
             self.cells_apply(s, x, y);
-            return Ok(());
+            return;
         }
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         self.pool.install(|| {
@@ -16,23 +16,22 @@ impl StencilKernels for CpuBackend {
                 for i in 0..nx {
                     let c = &s.columns[j * nx + i];
                     let yc = col_mut(yr, i, nz);
-                    apply_column(c, v, &nbrs(x, i, j), |k, au| yc[k] = au);
+                    apply_column(c, v, &nbrs(x, i, j), |k, au| yc[k] = S::from_f64(au));
                 }
             })
         });
-        Ok(())
     }
 
     // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3.
-    fn residual(
+    fn residual_t<S: Real>(
         &self,
         s: &LevelStencil,
-        f: &HostField,
-        u: &HostField,
-        r: &mut HostField,
-    ) -> Result<f64> {
+        f: &HostField<S>,
+        u: &HostField<S>,
+        r: &mut HostField<S>,
+    ) -> f64 {
         if s.cells.is_some() {
-            return Ok(self.cells_residual(s, f, u, r));
+            return self.cells_residual(s, f, u, r);
         }
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         let [rr, _] = self.reduce_rows(s.ny(), |parts| {
@@ -46,29 +45,32 @@ impl StencilKernels for CpuBackend {
                         let c = &s.columns[j * nx + i];
                         let fc = col(frow, i, nz);
                         let rc = col_mut(rrow, i, nz);
-                        apply_column(c, v, &nbrs(u, i, j), |k, au| rc[k] = fc[k] - au);
+                        apply_column(c, v, &nbrs(u, i, j), |k, au| {
+                            rc[k] = S::from_f64(fc[k].to_f64() - au)
+                        });
                         sum += dot(rc, rc);
                     }
                     *part = [sum, 0.0];
                 })
         });
-        Ok(rr)
+        rr
     }
 
     // u += alpha p; p = z + beta p; q = A z + beta q; sum p.q
     // traffic: read z (neighbours cached), u, p, q; write u, p, q: 7 (paper's Mem^(C): 6).
-    fn cg_spmv(
+    #[allow(clippy::too_many_arguments)]
+    fn cg_spmv_t<S: Real>(
         &self,
         s: &LevelStencil,
-        z: &HostField,
-        u: &mut HostField,
-        p: &mut HostField,
-        q: &mut HostField,
+        z: &HostField<S>,
+        u: &mut HostField<S>,
+        p: &mut HostField<S>,
+        q: &mut HostField<S>,
         alpha: f64,
         beta: f64,
-    ) -> Result<f64> {
+    ) -> f64 {
         if s.cells.is_some() {
-            return Ok(self.cells_cg_spmv(s, z, u, p, q, alpha, beta));
+            return self.cells_cg_spmv(s, z, u, p, q, alpha, beta);
         }
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         let [pq, _] = self.reduce_rows(s.ny(), |parts| {
@@ -86,27 +88,29 @@ impl StencilKernels for CpuBackend {
                         let pc = col_mut(pr, i, nz);
                         let qc = col_mut(qr, i, nz);
                         for k in 0..nz {
-                            let pold = pc[k];
-                            uc[k] += alpha * pold;
-                            pc[k] = zn.c[k] + beta * pold;
+                            let pold = pc[k].to_f64();
+                            uc[k] = S::from_f64(uc[k].to_f64() + alpha * pold);
+                            pc[k] = S::from_f64(zn.c[k].to_f64() + beta * pold);
                         }
-                        apply_column(c, v, &zn, |k, az| qc[k] = az + beta * qc[k]);
+                        apply_column(c, v, &zn, |k, az| {
+                            qc[k] = S::from_f64(az + beta * qc[k].to_f64())
+                        });
                         sum += dot(pc, qc);
                     }
                     *part = [sum, 0.0];
                 })
         });
-        Ok(pq)
+        pq
     }
 
     // u_f += P u_c; traffic: read u_f, u_c (cached); write u_f: 3.
-    fn prolongate(
+    fn prolongate_t<S: Real>(
         &self,
         coarse: &LevelStencil,
         fine: &LevelStencil,
-        u_coarse: &HostField,
-        u_fine: &mut HostField,
-    ) -> Result<()> {
+        u_coarse: &HostField<S>,
+        u_fine: &mut HostField<S>,
+    ) {
         let phys = coarse.block.physical();
         let (nx, ncx, ncy, nz) = (fine.nx(), coarse.nx(), coarse.ny(), fine.nz);
         let ccol = |ih: usize, jh: usize| &u_coarse.data[u_coarse.offset(ih, jh)..][..nz];
@@ -140,11 +144,60 @@ impl StencilKernels for CpuBackend {
                     };
                     let fc = col_mut(frow, i, nz);
                     for k in 0..nz {
-                        fc[k] += 0.5 * up[k] + wx * ux[k] + wy * uy[k];
+                        let add = 0.5 * up[k].to_f64() + wx * ux[k].to_f64() + wy * uy[k].to_f64();
+                        fc[k] = S::from_f64(fc[k].to_f64() + add);
                     }
                 }
             })
         });
+    }
+}
+
+impl StencilKernels for CpuBackend {
+    fn apply(&self, s: &LevelStencil, x: &CpuField, y: &mut CpuField) -> Result<()> {
+        by_precision!(s, S => self.apply_t(s, get::<S>(x)?, get_mut::<S>(y)?));
+        Ok(())
+    }
+
+    fn residual(
+        &self,
+        s: &LevelStencil,
+        f: &CpuField,
+        u: &CpuField,
+        r: &mut CpuField,
+    ) -> Result<f64> {
+        Ok(by_precision!(s, S => self.residual_t(s, get::<S>(f)?, get::<S>(u)?, get_mut::<S>(r)?)))
+    }
+
+    fn cg_spmv(
+        &self,
+        s: &LevelStencil,
+        z: &CpuField,
+        u: &mut CpuField,
+        p: &mut CpuField,
+        q: &mut CpuField,
+        alpha: f64,
+        beta: f64,
+    ) -> Result<f64> {
+        Ok(by_precision!(s, S => self.cg_spmv_t(
+            s,
+            get::<S>(z)?,
+            get_mut::<S>(u)?,
+            get_mut::<S>(p)?,
+            get_mut::<S>(q)?,
+            alpha,
+            beta
+        )))
+    }
+
+    fn prolongate(
+        &self,
+        coarse: &LevelStencil,
+        fine: &LevelStencil,
+        u_coarse: &CpuField,
+        u_fine: &mut CpuField,
+    ) -> Result<()> {
+        by_precision!(fine, S => self.prolongate_t(coarse, fine, get::<S>(u_coarse)?, get_mut::<S>(u_fine)?));
         Ok(())
     }
 }

@@ -6,6 +6,7 @@
 
 use super::column::{apply_column, dot, nbrs, thomas_backward, thomas_forward};
 use crate::field::HostField;
+use crate::precision::Real;
 use crate::stencil::LevelStencil;
 
 /// Columns per interleaved group.
@@ -48,95 +49,95 @@ pub(super) fn groups(nx: usize, mut f: impl FnMut(usize, bool)) {
 
 /// The `L` columns from `i0` of a row, as one slice.
 #[inline(always)]
-fn cols<const L: usize>(row: &[f64], i0: usize, nz: usize) -> &[f64] {
+fn cols<const L: usize, S>(row: &[S], i0: usize, nz: usize) -> &[S] {
     &row[(i0 + 1) * nz..(i0 + 1 + L) * nz]
 }
 
 #[inline(always)]
-fn cols_mut<const L: usize>(row: &mut [f64], i0: usize, nz: usize) -> &mut [f64] {
+fn cols_mut<const L: usize, S>(row: &mut [S], i0: usize, nz: usize) -> &mut [S] {
     &mut row[(i0 + 1) * nz..(i0 + 1 + L) * nz]
 }
 
 /// z ← M⁻¹ r on columns `i0 .. i0 + L` of row `j`.
 #[inline(always)]
-pub(super) fn line_solve<const L: usize>(
+pub(super) fn line_solve<const L: usize, S: Real>(
     s: &LevelStencil,
     (j, i0): (usize, usize),
-    r: &[f64],
-    z: &mut [f64],
+    r: &[S],
+    z: &mut [S],
     buf: &mut [f64],
 ) {
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
     let sc = Scratch::<L>::new(buf, nz);
-    let r = cols::<L>(r, i0, nz);
+    let r = cols::<L, S>(r, i0, nz);
     for (k, rk) in sc.rhs.iter_mut().enumerate() {
-        *rk = std::array::from_fn(|l| r[l * nz + k]);
+        *rk = std::array::from_fn(|l| r[l * nz + k].to_f64());
     }
-    let z = cols_mut::<L>(z, i0, nz);
+    let z = cols_mut::<L, S>(z, i0, nz);
     thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = zk);
+    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = S::from_f64(zk));
 }
 
 /// r ← r − α q; z ← M⁻¹ r; returns [Σ r·r, Σ r·z] over the group.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn cg_tridiag<const L: usize>(
+pub(super) fn cg_tridiag<const L: usize, S: Real>(
     s: &LevelStencil,
     (j, i0): (usize, usize),
-    q: &[f64],
-    r: &mut [f64],
-    z: &mut [f64],
+    q: &[S],
+    r: &mut [S],
+    z: &mut [S],
     alpha: f64,
     buf: &mut [f64],
 ) -> [f64; 2] {
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
     let sc = Scratch::<L>::new(buf, nz);
-    let q = cols::<L>(q, i0, nz);
-    let r = cols_mut::<L>(r, i0, nz);
-    let z = cols_mut::<L>(z, i0, nz);
+    let q = cols::<L, S>(q, i0, nz);
+    let r = cols_mut::<L, S>(r, i0, nz);
+    let z = cols_mut::<L, S>(z, i0, nz);
     for l in 0..L {
         let (rl, ql) = (&mut r[l * nz..][..nz], &q[l * nz..][..nz]);
         for (k, (rv, qv)) in rl.iter_mut().zip(ql).enumerate() {
-            *rv -= alpha * qv;
-            sc.rhs[k][l] = *rv;
+            *rv = S::from_f64(rv.to_f64() - alpha * qv.to_f64());
+            sc.rhs[k][l] = rv.to_f64();
         }
     }
     thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = zk);
+    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = S::from_f64(zk));
     [dot(r, r), dot(r, z)]
 }
 
 /// u_out ← u_in + ρ M⁻¹ (f − A u_in) on columns `i0 .. i0 + L` of row `j`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn smooth<const L: usize>(
+pub(super) fn smooth<const L: usize, S: Real>(
     s: &LevelStencil,
     (j, i0): (usize, usize),
-    f: &[f64],
-    u_in: &HostField,
-    out: &mut [f64],
+    f: &[S],
+    u_in: &HostField<S>,
+    out: &mut [S],
     rho: f64,
     buf: &mut [f64],
 ) {
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
     let sc = Scratch::<L>::new(buf, nz);
     let c = &s.columns[j * nx + i0..][..L];
-    let f = cols::<L>(f, i0, nz);
+    let f = cols::<L, S>(f, i0, nz);
     for l in 0..L {
         let (fl, rhs) = (&f[l * nz..][..nz], &mut *sc.rhs);
         apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| {
-            rhs[k][l] = fl[k] - au
+            rhs[k][l] = fl[k].to_f64() - au
         });
     }
     thomas_forward::<L>(c, v, sc.rhs, sc.cp, sc.zs);
-    let u = cols::<L>(
+    let u = cols::<L, S>(
         &u_in.data[u_in.offset(0, j + 1)..][..u_in.row_len()],
         i0,
         nz,
     );
-    let out = cols_mut::<L>(out, i0, nz);
+    let out = cols_mut::<L, S>(out, i0, nz);
     thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| {
-        out[l * nz + k] = u[l * nz + k] + rho * zk
+        out[l * nz + k] = S::from_f64(u[l * nz + k].to_f64() + rho * zk)
     });
 }
 
@@ -144,29 +145,32 @@ pub(super) fn smooth<const L: usize>(
 /// row `j`; `r0`, `r1` are the fine rows 2j and 2j + 1.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(super) fn restrict_smooth<const L: usize>(
+pub(super) fn restrict_smooth<const L: usize, S: Real>(
     coarse: &LevelStencil,
     (j, i0): (usize, usize),
-    (r0, r1): (&[f64], &[f64]),
-    f: &mut [f64],
-    u: &mut [f64],
+    (r0, r1): (&[S], &[S]),
+    f: &mut [S],
+    u: &mut [S],
     (rho, scale): (f64, f64),
     buf: &mut [f64],
 ) {
     let (nx, nz, v) = (coarse.nx(), coarse.nz, &*coarse.vertical);
     let sc = Scratch::<L>::new(buf, nz);
-    let f = cols_mut::<L>(f, i0, nz);
+    let f = cols_mut::<L, S>(f, i0, nz);
     for l in 0..L {
         // The four fine children of coarse column i0 + l: two in each fine row.
         let o = (2 * (i0 + l) + 1) * nz;
         let (aw, ae) = (&r0[o..o + nz], &r0[o + nz..o + 2 * nz]);
         let (bw, be) = (&r1[o..o + nz], &r1[o + nz..o + 2 * nz]);
         for (k, fv) in f[l * nz..][..nz].iter_mut().enumerate() {
-            *fv = scale * ((aw[k] + ae[k]) + (bw[k] + be[k]));
-            sc.rhs[k][l] = *fv;
+            let sum = (aw[k].to_f64() + ae[k].to_f64()) + (bw[k].to_f64() + be[k].to_f64());
+            *fv = S::from_f64(scale * sum);
+            sc.rhs[k][l] = fv.to_f64();
         }
     }
     thomas_forward::<L>(&coarse.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    let u = cols_mut::<L>(u, i0, nz);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| u[l * nz + k] = rho * zk);
+    let u = cols_mut::<L, S>(u, i0, nz);
+    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| {
+        u[l * nz + k] = S::from_f64(rho * zk)
+    });
 }

@@ -1,18 +1,121 @@
-//! Host arrays in and out, and the halo faces.
+//! Host arrays in and out, the halo faces, and conversion between precisions.
 
 use super::*;
 use crate::backend::TransferKernels;
+use crate::grid::Side;
+
+impl CpuBackend {
+    fn convert_t<S: Real, T: Real>(&self, x: &HostField<S>, y: &mut HostField<T>) {
+        let row = x.row_len();
+        self.pool.install(|| {
+            y.data
+                .par_chunks_mut(row)
+                .zip(x.data.par_chunks(row))
+                .for_each(|(y, x)| {
+                    for (y, x) in y.iter_mut().zip(x) {
+                        *y = T::from_f64(x.to_f64());
+                    }
+                })
+        });
+    }
+}
 
 impl TransferKernels for CpuBackend {
-    fn upload(&self, _s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
-        x.set_interior(host);
+    fn upload(&self, s: &LevelStencil, host: &[f64], x: &mut CpuField) -> Result<()> {
+        by_precision!(s, S => get_mut::<S>(x)?.set_interior(host));
         Ok(())
     }
 
-    fn download(&self, _s: &LevelStencil, x: &HostField, host: &mut [f64]) -> Result<()> {
-        x.get_interior(host);
+    fn download(&self, s: &LevelStencil, x: &CpuField, host: &mut [f64]) -> Result<()> {
+        by_precision!(s, S => get::<S>(x)?.get_interior(host));
         Ok(())
     }
 
-    host_face_methods!();
+    fn convert(
+        &self,
+        from: &LevelStencil,
+        x: &CpuField,
+        to: &LevelStencil,
+        y: &mut CpuField,
+    ) -> Result<()> {
+        crate::backend::check_convert(from, to)?;
+        match (x, y) {
+            (CpuField::Double(x), CpuField::Double(y)) => self.convert_t(x, y),
+            (CpuField::Double(x), CpuField::Single(y)) => self.convert_t(x, y),
+            (CpuField::Single(x), CpuField::Double(y)) => self.convert_t(x, y),
+            (CpuField::Single(x), CpuField::Single(y)) => self.convert_t(x, y),
+        }
+        Ok(())
+    }
+
+    type FaceBuffer = Vec<f64>;
+
+    fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
+        Ok(vec![0.0; len])
+    }
+
+    fn pack_face(
+        &self,
+        s: &LevelStencil,
+        x: &CpuField,
+        side: Side,
+        buf: &mut Vec<f64>,
+    ) -> Result<()> {
+        assert_eq!(buf.len(), crate::backend::face_len(s, side));
+        by_precision!(s, S => get::<S>(x)?.pack_face(side, buf));
+        Ok(())
+    }
+
+    fn unpack_face(
+        &self,
+        s: &LevelStencil,
+        x: &mut CpuField,
+        side: Side,
+        buf: &Vec<f64>,
+    ) -> Result<()> {
+        assert_eq!(buf.len(), crate::backend::face_len(s, side));
+        by_precision!(s, S => get_mut::<S>(x)?.unpack_face(side, buf));
+        Ok(())
+    }
+
+    fn face_host<'a>(&self, buf: &'a Vec<f64>) -> Option<&'a [f64]> {
+        Some(buf)
+    }
+
+    fn reverse_face(&self, op: &LevelStencil, buf: &mut Vec<f64>) -> Result<()> {
+        crate::field::reverse_columns(buf, op.nz);
+        Ok(())
+    }
+
+    fn copy_halo(
+        &self,
+        src_op: &LevelStencil,
+        src: &CpuField,
+        src_side: Side,
+        op: &LevelStencil,
+        x: &mut CpuField,
+        side: Side,
+        reversed: bool,
+    ) -> Result<()> {
+        assert_eq!(
+            crate::backend::face_len(src_op, src_side),
+            crate::backend::face_len(op, side)
+        );
+        by_precision!(op, S => get_mut::<S>(x)?.copy_halo_from(side, get::<S>(src)?, src_side, reversed));
+        Ok(())
+    }
+
+    fn face_host_mut<'a>(&self, buf: &'a mut Vec<f64>) -> Option<&'a mut [f64]> {
+        Some(buf)
+    }
+
+    fn face_to_host(&self, buf: &Vec<f64>, host: &mut [f64]) -> Result<()> {
+        host.copy_from_slice(buf);
+        Ok(())
+    }
+
+    fn face_from_host(&self, host: &[f64], buf: &mut Vec<f64>) -> Result<()> {
+        buf.copy_from_slice(host);
+        Ok(())
+    }
 }

@@ -3,30 +3,15 @@
 use super::*;
 use crate::backend::VectorKernels;
 
-impl VectorKernels for CpuBackend {
-    fn fill(&self, _s: &LevelStencil, x: &mut HostField, v: f64) -> Result<()> {
+impl CpuBackend {
+    fn fill_t<S: Real>(&self, x: &mut HostField<S>, v: f64) {
         let nz = x.nz;
+        let v = S::from_f64(v);
         self.pool
             .install(|| rows(x).for_each(|r| inner_mut(r, nz).fill(v)));
-        Ok(())
     }
 
-    fn copy(&self, _s: &LevelStencil, x: &HostField, y: &mut HostField) -> Result<()> {
-        self.map2(x, y, |x, _| x);
-        Ok(())
-    }
-
-    fn axpy(&self, _s: &LevelStencil, a: f64, x: &HostField, y: &mut HostField) -> Result<()> {
-        self.map2(x, y, |x, y| y + a * x);
-        Ok(())
-    }
-
-    fn xpby(&self, _s: &LevelStencil, x: &HostField, b: f64, y: &mut HostField) -> Result<()> {
-        self.map2(x, y, |x, y| x + b * y);
-        Ok(())
-    }
-
-    fn dot(&self, s: &LevelStencil, x: &HostField, y: &HostField) -> Result<f64> {
+    fn dot_t<S: Real>(&self, s: &LevelStencil, x: &HostField<S>, y: &HostField<S>) -> f64 {
         let nz = s.nz;
         let [d, _] = self.reduce_rows(s.ny(), |parts| {
             parts
@@ -36,10 +21,36 @@ impl VectorKernels for CpuBackend {
                     let sum = inner(xr, nz)
                         .iter()
                         .zip(inner(yr, nz))
-                        .fold(0.0, |a, (x, y)| a + x * y);
+                        .fold(0.0, |a, (x, y)| a + x.to_f64() * y.to_f64());
                     *part = [sum, 0.0];
                 })
         });
-        Ok(d)
+        d
+    }
+}
+
+impl VectorKernels for CpuBackend {
+    fn fill(&self, s: &LevelStencil, x: &mut CpuField, v: f64) -> Result<()> {
+        by_precision!(s, S => self.fill_t(get_mut::<S>(x)?, v));
+        Ok(())
+    }
+
+    fn copy(&self, s: &LevelStencil, x: &CpuField, y: &mut CpuField) -> Result<()> {
+        by_precision!(s, S => self.map2(get::<S>(x)?, get_mut::<S>(y)?, |x, _| x));
+        Ok(())
+    }
+
+    fn axpy(&self, s: &LevelStencil, a: f64, x: &CpuField, y: &mut CpuField) -> Result<()> {
+        by_precision!(s, S => self.map2(get::<S>(x)?, get_mut::<S>(y)?, |x, y| y + a * x));
+        Ok(())
+    }
+
+    fn xpby(&self, s: &LevelStencil, x: &CpuField, b: f64, y: &mut CpuField) -> Result<()> {
+        by_precision!(s, S => self.map2(get::<S>(x)?, get_mut::<S>(y)?, |x, y| x + b * y));
+        Ok(())
+    }
+
+    fn dot(&self, s: &LevelStencil, x: &CpuField, y: &CpuField) -> Result<f64> {
+        Ok(by_precision!(s, S => self.dot_t(s, get::<S>(x)?, get::<S>(y)?)))
     }
 }

@@ -4,8 +4,10 @@
 
 mod cycle;
 mod hierarchy;
+mod precond;
 
 pub use hierarchy::Hierarchy;
+pub use precond::MgPreconditioner;
 
 use self::cycle::Start;
 
@@ -15,6 +17,7 @@ use super::{SolveInfo, SolveParams};
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::{invalid, Result};
+use crate::precision::Storage;
 use crate::stencil::LevelStencil;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -106,30 +109,67 @@ impl MgParams {
 
 /// Multigrid as a solver: V(1,1) cycles until ‖f − A u‖/‖f − A u₀‖ < rtol.
 pub struct Multigrid<B: Backend> {
-    h: Hierarchy<B>,
+    cycles: Cycles<B>,
+}
+
+/// How the cycles run.
+enum Cycles<B: Backend> {
+    /// In fp64 on the caller's iterate.
+    F64(Hierarchy<B>),
+    /// Mixed precision: fp64 defect correction u ← u + V(f − A u), the V-cycle from zero on a
+    /// hierarchy stored in fp32; `r` and `z` are fp64 fine fields.
+    Mixed {
+        pc: MgPreconditioner<B>,
+        r: B::Field,
+        z: B::Field,
+    },
 }
 
 impl<B: Backend> Multigrid<B> {
-    /// Prepares the levels (finest first) and allocates u, f and a work field on each.
-    pub fn new(backend: &B, stencils: &[LevelStencil], params: MgParams) -> Result<Self> {
-        Ok(Self {
-            h: Hierarchy::new(backend, stencils, params)?,
-        })
+    /// Prepares the levels (finest first) and allocates u, f and a work field on each, stored
+    /// in `storage` (fp32: mixed precision).
+    pub fn new(
+        backend: &B,
+        stencils: &[LevelStencil],
+        params: MgParams,
+        storage: Storage,
+    ) -> Result<Self> {
+        let cycles = match storage {
+            Storage::F64 => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
+            Storage::F32 => {
+                let pc = MgPreconditioner::new(backend, stencils, params, storage)?;
+                Cycles::Mixed {
+                    r: backend.alloc(pc.fine())?,
+                    z: backend.alloc(pc.fine())?,
+                    pc,
+                }
+            }
+        };
+        Ok(Self { cycles })
     }
 
     /// Prepares every level's operator again from `stencils`, keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
-        self.h.replace_operators(b, stencils)
+        match &mut self.cycles {
+            Cycles::F64(h) => h.replace_operators(b, stencils),
+            Cycles::Mixed { pc, .. } => pc.replace_operators(b, stencils),
+        }
     }
 
-    /// The prepared fine level.
+    /// The prepared fine level (fp64).
     pub fn fine(&self) -> &B::LevelOp {
-        &self.h.levels[0].op
+        match &self.cycles {
+            Cycles::F64(h) => &h.levels[0].op,
+            Cycles::Mixed { pc, .. } => pc.fine(),
+        }
     }
 
     /// Exchanges the halo of every level once (see [`super::Solver::prepare_comm`]).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
-        self.h.prepare_comm(b, comm)
+        match &mut self.cycles {
+            Cycles::F64(h) => h.prepare_comm(b, comm),
+            Cycles::Mixed { pc, .. } => pc.prepare_comm(b, comm),
+        }
     }
 
     /// Solves A u = f from the initial guess in `u`.
@@ -142,11 +182,17 @@ impl<B: Backend> Multigrid<B> {
         params: &SolveParams,
         monitor: &mut dyn FnMut(usize, f64),
     ) -> Result<SolveInfo> {
+        let h = match &mut self.cycles {
+            Cycles::F64(h) => h,
+            Cycles::Mixed { pc, r, z } => {
+                return defect_correction(b, comm, pc, (r, z), f, u, params, monitor)
+            }
+        };
         let start = Instant::now();
-        let mut timer = Timer::new(params.profile, self.h.levels.len());
+        let mut timer = Timer::new(params.profile, h.levels.len());
         // The hierarchy iterates on the caller's u (swapped into its finest level) and reads
         // the caller's f: no copy of either.
-        let (mon, reason, it) = self.h.with_fine_u(u, |h| {
+        let (mon, reason, it) = h.with_fine_u(u, |h| {
             let l = &mut h.levels[0];
             comm.exchange(b, &l.op, &mut l.u)?;
             let mut rr = [h.fine_residual(b, &mut timer, f)?, 0.0];
@@ -173,6 +219,49 @@ impl<B: Backend> Multigrid<B> {
         let seconds = start.elapsed().as_secs_f64();
         Ok(mon.finish(reason, it, seconds, timer.into_profile()))
     }
+}
+
+/// u ← u + P (f − A u) until converged: the mixed-precision multigrid solver (P one V-cycle from
+/// zero in fp32, everything else fp64; the same iterates as fp64 cycles on u in exact
+/// arithmetic).
+#[allow(clippy::too_many_arguments)]
+fn defect_correction<B: Backend, C: Comm<B>>(
+    b: &B,
+    comm: &C,
+    pc: &mut MgPreconditioner<B>,
+    (r, z): (&mut B::Field, &mut B::Field),
+    f: &B::Field,
+    u: &mut B::Field,
+    params: &SolveParams,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<SolveInfo> {
+    let start = Instant::now();
+    let mut timer = Timer::new(params.profile, pc.n_levels());
+    comm.exchange(b, pc.fine(), u)?;
+    let fine = pc.fine();
+    let mut rr = [b.residual(fine, f, u, r)?, b.dot(fine, f, f)?];
+    comm.sum(&mut rr)?;
+    let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
+    let mut it = 0;
+    let reason = if let Some(reason) = mon.initial() {
+        reason
+    } else {
+        loop {
+            it += 1;
+            pc.apply(b, comm, &mut timer, r, z)?;
+            let fine = pc.fine();
+            timer.run(b, Kernel::Vector, 0, || b.axpy(fine, 1.0, z, u))?;
+            timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
+            let mut rr = [timer.run(b, Kernel::Residual, 0, || b.residual(fine, f, u, r))?];
+            comm.sum(&mut rr)?;
+            if let Some(reason) = mon.step(it, rr[0]) {
+                break reason;
+            }
+        }
+    };
+    b.synchronize()?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(mon.finish(reason, it, seconds, timer.into_profile()))
 }
 
 impl<B: Backend> Hierarchy<B> {
