@@ -17,18 +17,20 @@
 
 typedef long long idx_t;
 
-// The type fields are stored in: double, or float for the fp32 levels of a mixed-precision solve
-// (-DREAL=float). Arithmetic is double in both builds (values are widened on load and rounded
-// once on store), so kernels keep their _f64 names; the per-cell coefficients of a level are
-// stored in REAL too, the column coefficients and vertical vectors (a few values per column) in
-// double.
+// The type of a level's fields, coefficients and arithmetic: double, or float for the fp32 levels
+// of a mixed-precision solve (-DREAL=float). Reductions (block_sum, dot) accumulate in double in
+// both builds; face buffers, host staging and the caller's arrays are double, converted on the
+// way in and out. Kernel names keep the _f64 suffix of the fp64 build. (Float arithmetic, not
+// only float storage: an fp32 field widened to fp64 for fp64 arithmetic costs an F2F
+// conversion per value, whose throughput on an H200 bounds the kernels below the bandwidth
+// limit, docs/PERFORMANCE.md.)
 #ifndef REAL
 #define REAL double
 #endif
 typedef REAL real;
 
 // v as a field of this build stores it (what a later read of the stored value returns).
-__device__ __forceinline__ double stored(double v) { return (double)(real)v; }
+__device__ __forceinline__ real stored(real v) { return (real)(real)v; }
 
 #define XOFF 32
 // Thomas checkpoint interval: the backward sweep recomputes each chunk of KCH levels from a
@@ -62,17 +64,17 @@ struct Layout {
     int nx, ny, nz, sx;
 };
 
-// Column coefficients: 6 doubles per column (area, aE, aW, aN, aS, aT), row-major j * nx + i.
+// Column coefficients: 6 reals per column (area, aE, aW, aN, aS, aT), row-major j * nx + i.
 struct Col {
-    double t, ae, aw, an, as, at;
+    real t, ae, aw, an, as, at;
 };
 
 __device__ __forceinline__ idx_t at_(const Layout& L, int i, int j, int k) {
     return (idx_t)(j + 1) * L.plane + (idx_t)k * L.sx + XOFF + i;
 }
 
-__device__ __forceinline__ Col load_col(const double* __restrict__ cols, const Layout& L, int i, int j) {
-    const double* c = cols + 6 * ((idx_t)j * L.nx + i);
+__device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Layout& L, int i, int j) {
+    const real* c = cols + 6 * ((idx_t)j * L.nx + i);
     Col r;
     r.t = __ldg(c); r.ae = __ldg(c + 1); r.aw = __ldg(c + 2);
     r.an = __ldg(c + 3); r.as = __ldg(c + 4); r.at = __ldg(c + 5);
@@ -86,11 +88,11 @@ __device__ __forceinline__ Col load_col(const double* __restrict__ cols, const L
 #define V_D(V, k) __ldg((V) + 3 * NZ + (k))
 
 // (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
-__device__ __forceinline__ double apply_at(const real* __restrict__ x, idx_t o, const Layout& L,
-                                          const Col& c, const double* __restrict__ V, int k,
-                                          double below, double mid, double above) {
-    double diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
-    double horiz = c.ae * x[o + 1] + c.aw * x[o - 1] + c.an * x[o + L.plane] + c.as * x[o - L.plane];
+__device__ __forceinline__ real apply_at(const real* __restrict__ x, idx_t o, const Layout& L,
+                                          const Col& c, const real* __restrict__ V, int k,
+                                          real below, real mid, real above) {
+    real diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
+    real horiz = c.ae * x[o + 1] + c.aw * x[o - 1] + c.an * x[o + L.plane] + c.as * x[o - L.plane];
     return diag * mid + c.t * (V_B(V, k) * above + V_C(V, k) * below) + V_D(V, k) * horiz;
 }
 
@@ -118,18 +120,18 @@ __device__ __forceinline__ void block_sum(double v, double* __restrict__ partial
 // every kernel body is a template over the two.
 struct ColOp {
     Col c;
-    const double* __restrict__ V;
-    __device__ __forceinline__ double apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            double below, double mid, double above) const {
+    const real* __restrict__ V;
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
         return apply_at(x, o, L, c, V, k, below, mid, above);
     }
     // The horizontal couplings alone, (H x) at (i, j, k).
-    __device__ __forceinline__ double horizontal(const real* x, idx_t o, const Layout& L, int k) const {
+    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
         return V_D(V, k) * (c.ae * x[o + 1] + c.aw * x[o - 1] + c.an * x[o + L.plane] + c.as * x[o - L.plane]);
     }
-    __device__ __forceinline__ double diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
-    __device__ __forceinline__ double lower(int k) const { return c.t * V_C(V, k); }
-    __device__ __forceinline__ double upper(int k) const { return c.t * V_B(V, k); }
+    __device__ __forceinline__ real diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
+    __device__ __forceinline__ real lower(int k) const { return c.t * V_C(V, k); }
+    __device__ __forceinline__ real upper(int k) const { return c.t * V_B(V, k); }
 };
 
 // Per-cell coefficients (docs/MODEL.md §15), stored in the field layout: the diagonal d and the
@@ -148,25 +150,25 @@ struct CellOp {
     int sym;
     idx_t o0;  // the column's cell k = 0
     int sx;
-    __device__ __forceinline__ double apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            double below, double mid, double above) const {
-        const double west = sym ? e[o - 1] : w[o];
-        const double south = sym ? n[o - L.plane] : s[o];
-        const double down = sym ? (k > 0 ? u[o - L.sx] : 0.0) : b[o];
-        return (double)d[o] * mid + (double)e[o] * x[o + 1] + west * x[o - 1] +
-               (double)n[o] * x[o + L.plane] + south * x[o - L.plane] + (double)u[o] * above + down * below;
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        const real west = sym ? e[o - 1] : w[o];
+        const real south = sym ? n[o - L.plane] : s[o];
+        const real down = sym ? (k > 0 ? u[o - L.sx] : real(0.0)) : b[o];
+        return (real)d[o] * mid + (real)e[o] * x[o + 1] + west * x[o - 1] +
+               (real)n[o] * x[o + L.plane] + south * x[o - L.plane] + (real)u[o] * above + down * below;
     }
-    __device__ __forceinline__ double horizontal(const real* x, idx_t o, const Layout& L, int k) const {
-        const double west = sym ? e[o - 1] : w[o];
-        const double south = sym ? n[o - L.plane] : s[o];
-        return (double)e[o] * x[o + 1] + west * x[o - 1] + (double)n[o] * x[o + L.plane] + south * x[o - L.plane];
+    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
+        const real west = sym ? e[o - 1] : w[o];
+        const real south = sym ? n[o - L.plane] : s[o];
+        return (real)e[o] * x[o + 1] + west * x[o - 1] + (real)n[o] * x[o + L.plane] + south * x[o - L.plane];
     }
-    __device__ __forceinline__ double diag(int k) const { return d[o0 + (idx_t)k * sx]; }
-    __device__ __forceinline__ double lower(int k) const {
+    __device__ __forceinline__ real diag(int k) const { return d[o0 + (idx_t)k * sx]; }
+    __device__ __forceinline__ real lower(int k) const {
         const idx_t o = o0 + (idx_t)k * sx;
-        return sym ? (k > 0 ? u[o - sx] : 0.0) : b[o];
+        return sym ? (k > 0 ? u[o - sx] : real(0.0)) : b[o];
     }
-    __device__ __forceinline__ double upper(int k) const { return u[o0 + (idx_t)k * sx]; }
+    __device__ __forceinline__ real upper(int k) const { return u[o0 + (idx_t)k * sx]; }
 };
 
 // The kernel parameters of a level with per-cell coefficients, and its CellOp for column o0.
@@ -178,10 +180,10 @@ struct CellOp {
 
 // (A x) at (i, j, k) of any column operator, loading the vertical neighbours itself.
 template <class Op>
-__device__ __forceinline__ double op_apply_load(const Op& op, const real* __restrict__ x, idx_t o,
+__device__ __forceinline__ real op_apply_load(const Op& op, const real* __restrict__ x, idx_t o,
                                                 const Layout& L, int k) {
-    double below = k > 0 ? x[o - L.sx] : 0.0;
-    double above = k + 1 < NZ ? x[o + L.sx] : 0.0;
+    real below = k > 0 ? x[o - L.sx] : real(0.0);
+    real above = k + 1 < NZ ? x[o + L.sx] : real(0.0);
     return op.apply(x, o, L, k, below, x[o], above);
 }
 
@@ -191,27 +193,27 @@ __device__ __forceinline__ double op_apply_load(const Op& op, const real* __rest
 // This moves no intermediate through memory (the paper's Smooth stores c' and z: 4 values more).
 template <class Op, class Fwd, class Again, class Out>
 __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_again, Out out) {
-    double ck_c[NCH], ck_z[NCH];
-    double cp = 0.0, zp = 0.0;
+    real ck_c[NCH], ck_z[NCH];
+    real cp = real(0.0), zp = real(0.0);
 #pragma unroll FWD_UNROLL
     for (int k = 0; k < NZ; ++k) {
         if (k % KCH == 0) { ck_c[k / KCH] = cp; ck_z[k / KCH] = zp; }
-        const double lower = op.lower(k);
-        const double inv = 1.0 / (op.diag(k) - lower * cp);
+        const real lower = op.lower(k);
+        const real inv = real(1.0) / (op.diag(k) - lower * cp);
         cp = op.upper(k) * inv;
         zp = (rhs_fwd(k) - lower * zp) * inv;
     }
-    double next = 0.0;  // c'_{nz-1} = 0 (Neumann top), so z_{nz-1} needs no value above it
+    real next = real(0.0);  // c'_{nz-1} = 0 (Neumann top), so z_{nz-1} needs no value above it
     for (int ch = NCH - 1; ch >= 0; --ch) {
         const int k0 = ch * KCH;
-        double cc[KCH], zz[KCH];
-        double cpp = ck_c[ch], zpp = ck_z[ch];
+        real cc[KCH], zz[KCH];
+        real cpp = ck_c[ch], zpp = ck_z[ch];
 #pragma unroll
         for (int s = 0; s < KCH; ++s) {
             const int k = k0 + s;
             if (k < NZ) {
-                const double lower = op.lower(k);
-                const double inv = 1.0 / (op.diag(k) - lower * cpp);
+                const real lower = op.lower(k);
+                const real inv = real(1.0) / (op.diag(k) - lower * cpp);
                 cpp = op.upper(k) * inv;
                 zpp = (rhs_again(k) - lower * zpp) * inv;
                 cc[s] = cpp;

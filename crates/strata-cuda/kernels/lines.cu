@@ -7,10 +7,10 @@ template <class Op>
 __device__ __forceinline__ void line_solve_body(const Layout& L, const Op& op, idx_t o0,
                                                 const real* __restrict__ r, real* __restrict__ z) {
     auto rhs = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
-    thomas(op, rhs, rhs, [&](int k, double zk) { z[o0 + (idx_t)k * L.sx] = zk; });
+    thomas(op, rhs, rhs, [&](int k, real zk) { z[o0 + (idx_t)k * L.sx] = zk; });
 }
 
-extern "C" __global__ void LINE_BOUNDS line_solve_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+extern "C" __global__ void LINE_BOUNDS line_solve_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                           const real* __restrict__ r, real* __restrict__ z) {
     THREAD_COLUMN
     if (!active) return;
@@ -30,23 +30,23 @@ extern "C" __global__ void LINE_BOUNDS line_solve_cells_f64(Layout L, CELL_PARAM
 template <class Op>
 __device__ __forceinline__ void cg_tridiag_body(const Layout& L, const Op& op, idx_t o0,
                                                 const real* __restrict__ q, real* __restrict__ r,
-                                                real* __restrict__ z, double alpha, double& rr, double& rz) {
+                                                real* __restrict__ z, real alpha, double& rr, double& rz) {
     auto fwd = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        const double rk = stored(r[o] - alpha * q[o]);
+        const real rk = stored(r[o] - alpha * q[o]);
         r[o] = rk;
         rr += rk * rk;
         return rk;
     };
     auto again = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
-    thomas(op, fwd, again, [&](int k, double zk) {
+    thomas(op, fwd, again, [&](int k, real zk) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         z[o] = zk;
         rz += r[o] * zk;
     });
 }
 
-extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                           const real* __restrict__ q, real* __restrict__ r,
                                           real* __restrict__ z, double alpha, double* __restrict__ partials) {
     THREAD_COLUMN
@@ -77,11 +77,11 @@ extern "C" __global__ void LINE_BOUNDS cg_tridiag_cells_f64(Layout L, CELL_PARAM
 template <class Op>
 __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t o0,
                                             const real* __restrict__ f, const real* __restrict__ u_in,
-                                            real* __restrict__ u_out, double rho) {
+                                            real* __restrict__ u_out, real rho) {
 #ifdef SMOOTH_STORE_RHS
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        const double v = stored(f[o] - op_apply_load(op, u_in, o, L, k));
+        const real v = stored(f[o] - op_apply_load(op, u_in, o, L, k));
         u_out[o] = v;
         return v;
     };
@@ -93,13 +93,13 @@ __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t
     };
     auto again = rhs;
 #endif
-    thomas(op, rhs, again, [&](int k, double zk) {
+    thomas(op, rhs, again, [&](int k, real zk) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         u_out[o] = u_in[o] + rho * zk;
     });
 }
 
-extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                       const real* __restrict__ f, const real* __restrict__ u_in,
                                       real* __restrict__ u_out, double rho) {
     THREAD_COLUMN
@@ -130,7 +130,7 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
         const idx_t o = o0 + (idx_t)k * L.sx;
         return f[o] - op.horizontal(u, o, L, k);
     };
-    thomas(op, rhs, rhs, [&](int k, double zk) { u[o0 + (idx_t)k * L.sx] = zk; });
+    thomas(op, rhs, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
 }
 
 #define COLOR_COLUMN                                                      \
@@ -138,8 +138,8 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
     const int i = 2 * (blockIdx.x * blockDim.x + threadIdx.x) + ((j + parity) & 1); \
     if (i >= L.nx || j >= L.ny) return;
 
-extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const double* __restrict__ cols,
-                                            const double* __restrict__ V, const real* __restrict__ f,
+extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const real* __restrict__ cols,
+                                            const real* __restrict__ V, const real* __restrict__ f,
                                             real* u, int parity) {
     COLOR_COLUMN
     smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u);
@@ -159,19 +159,19 @@ template <class Op>
 __device__ __forceinline__ void restrict_smooth_body(const Layout& Lf, const Layout& L, const Op& op, idx_t o0,
                                                      idx_t f0, const real* __restrict__ rf,
                                                      real* __restrict__ fc, real* __restrict__ uc,
-                                                     double rho, double scale) {
+                                                     real rho, real scale) {
     auto fwd = [&](int k) {
         const idx_t of = f0 + (idx_t)k * Lf.sx;
-        const double v = stored(scale * (((double)rf[of] + rf[of + 1]) + ((double)rf[of + Lf.plane] + rf[of + Lf.plane + 1])));
+        const real v = stored(scale * (((real)rf[of] + rf[of + 1]) + ((real)rf[of + Lf.plane] + rf[of + Lf.plane + 1])));
         fc[o0 + (idx_t)k * L.sx] = v;
         return v;
     };
     auto again = [&](int k) { return fc[o0 + (idx_t)k * L.sx]; };
-    thomas(op, fwd, again, [&](int k, double zk) { uc[o0 + (idx_t)k * L.sx] = rho * zk; });
+    thomas(op, fwd, again, [&](int k, real zk) { uc[o0 + (idx_t)k * L.sx] = rho * zk; });
 }
 
-extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, const double* __restrict__ cols,
-                                               const double* __restrict__ V, const real* __restrict__ rf,
+extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, const real* __restrict__ cols,
+                                               const real* __restrict__ V, const real* __restrict__ rf,
                                                real* __restrict__ fc, real* __restrict__ uc, double rho,
                                                double scale) {
     THREAD_COLUMN

@@ -7,17 +7,17 @@
 template <class Op>
 __device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o, const real* __restrict__ x,
                                            real* __restrict__ y) {
-    double below = 0.0, mid = x[o];
+    real below = real(0.0), mid = x[o];
 #pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx) {
-        const double above = k + 1 < NZ ? x[o + L.sx] : 0.0;
+        const real above = k + 1 < NZ ? x[o + L.sx] : real(0.0);
         y[o] = op.apply(x, o, L, k, below, mid, above);
         below = mid;
         mid = above;
     }
 }
 
-extern "C" __global__ void apply_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+extern "C" __global__ void apply_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                      const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
@@ -34,15 +34,15 @@ extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, const real* __
 
 // r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
 template <class Op>
-__device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
+__device__ __forceinline__ real residual_body(const Layout& L, const Op& op, idx_t o,
                                                 const real* __restrict__ f, const real* __restrict__ u,
                                                 real* __restrict__ r) {
     double s = 0.0;
-    double below = 0.0, mid = u[o];
+    real below = real(0.0), mid = u[o];
 #pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx) {
-        const double above = k + 1 < NZ ? u[o + L.sx] : 0.0;
-        const double res = f[o] - op.apply(u, o, L, k, below, mid, above);
+        const real above = k + 1 < NZ ? u[o + L.sx] : real(0.0);
+        const real res = f[o] - op.apply(u, o, L, k, below, mid, above);
         r[o] = res;
         s += res * res;
         below = mid;
@@ -51,7 +51,7 @@ __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, i
     return s;
 }
 
-extern "C" __global__ void residual_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+extern "C" __global__ void residual_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                         const real* __restrict__ f, const real* __restrict__ u,
                                         real* __restrict__ r, double* __restrict__ partials) {
     THREAD_COLUMN
@@ -75,19 +75,19 @@ extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, const real*
 // Fused CG SpMV: u <- u + alpha p; p <- z + beta p; q <- A z + beta q; returns the column's p.q.
 // Traffic 7 (read z, u, p, q; write u, p, q); the paper's Mem^(C) counts 6.
 template <class Op>
-__device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, idx_t o,
+__device__ __forceinline__ real cg_spmv_body(const Layout& L, const Op& op, idx_t o,
                                                const real* __restrict__ z, real* __restrict__ u,
-                                               real* __restrict__ p, real* __restrict__ q, double alpha,
-                                               double beta) {
+                                               real* __restrict__ p, real* __restrict__ q, real alpha,
+                                               real beta) {
     double s = 0.0;
-    double below = 0.0, mid = z[o];
+    real below = real(0.0), mid = z[o];
 #pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx) {
-        const double above = k + 1 < NZ ? z[o + L.sx] : 0.0;
-        const double pold = p[o];
+        const real above = k + 1 < NZ ? z[o + L.sx] : real(0.0);
+        const real pold = p[o];
         u[o] += alpha * pold;
-        const double pk = mid + beta * pold;
-        const double qk = op.apply(z, o, L, k, below, mid, above) + beta * q[o];
+        const real pk = mid + beta * pold;
+        const real qk = op.apply(z, o, L, k, below, mid, above) + beta * q[o];
         p[o] = pk;
         q[o] = qk;
         s += pk * qk;
@@ -97,7 +97,7 @@ __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, id
     return s;
 }
 
-extern "C" __global__ void cg_spmv_f64(Layout L, const double* __restrict__ cols, const double* __restrict__ V,
+extern "C" __global__ void cg_spmv_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                        const real* __restrict__ z, real* __restrict__ u,
                                        real* __restrict__ p, real* __restrict__ q, double alpha,
                                        double beta, double* __restrict__ partials) {
@@ -138,9 +138,9 @@ extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const r
     idx_t op = at_(Lc, ip, jp, 0);
     idx_t ox = gx ? op : at_(Lc, ix, jp, 0);
     idx_t oy = gy ? op : at_(Lc, ip, jy, 0);
-    const double wx = gx ? -0.25 : 0.25, wy = gy ? -0.25 : 0.25;
+    const real wx = gx ? -real(0.25) : real(0.25), wy = gy ? -real(0.25) : real(0.25);
     idx_t o = at_(L, i, j, 0);
 #pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx, op += Lc.sx, ox += Lc.sx, oy += Lc.sx)
-        uf[o] += 0.5 * uc[op] + wx * uc[ox] + wy * uc[oy];
+        uf[o] += real(0.5) * uc[op] + wx * uc[ox] + wy * uc[oy];
 }

@@ -26,18 +26,8 @@ impl CellArrays {
         let host = HostEntries::build(s, l);
         let symmetric = host.is_symmetric(l);
         let up = |v: &[f64]| -> Result<DeviceValues> {
-            Ok(match s.storage {
-                Storage::F64 => {
-                    let mut d = backend.alloc_values(v.len())?;
-                    cu(backend.stream.memcpy_htod(v, &mut d))?;
-                    DeviceValues::F64(d)
-                }
-                Storage::F32 => {
-                    backend.check_free(v.len(), 4)?;
-                    let v32: Vec<f32> = v.par_iter().map(|&x| x as f32).collect();
-                    DeviceValues::F32(cu(backend.stream.clone_htod(&v32))?)
-                }
-            })
+            backend.check_free(v.len(), s.storage.bytes() as u64)?;
+            backend.upload_values(v, s.storage)
         };
         let [d, e, n, u, w, so, b] = &host.0;
         Ok(Self {

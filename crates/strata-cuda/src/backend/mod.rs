@@ -179,8 +179,8 @@ impl CudaField {
 pub struct CudaLevel {
     stencil: LevelStencil,
     layout: DeviceLayout,
-    cols: CudaSlice<f64>,
-    vert: CudaSlice<f64>,
+    cols: DeviceValues,
+    vert: DeviceValues,
     /// Physical-boundary bits: 1 west, 2 east, 4 south, 8 north.
     phys: i32,
     /// Per-cell entries, for a level with coefficient fields.
@@ -325,6 +325,17 @@ impl CudaBackend {
             Storage::F32 => {
                 self.check_free(len, 4)?;
                 DeviceValues::F32(cu(self.stream.alloc_zeros::<f32>(len))?)
+            }
+        })
+    }
+
+    /// `v` on the device, stored in `storage` (rounded to fp32 for an fp32 level).
+    fn upload_values(&self, v: &[f64], storage: Storage) -> Result<DeviceValues> {
+        Ok(match storage {
+            Storage::F64 => DeviceValues::F64(cu(self.stream.clone_htod(v))?),
+            Storage::F32 => {
+                let v32: Vec<f32> = v.par_iter().map(|&x| x as f32).collect();
+                DeviceValues::F32(cu(self.stream.clone_htod(&v32))?)
             }
         })
     }
@@ -498,8 +509,8 @@ impl Fields for CudaBackend {
         Ok(CudaLevel {
             stencil: s.clone(),
             layout,
-            cols: cu(self.stream.clone_htod(&cols))?,
-            vert: cu(self.stream.clone_htod(&vert))?,
+            cols: self.upload_values(&cols, s.storage)?,
+            vert: self.upload_values(&vert, s.storage)?,
             phys,
             cells: match s.cells {
                 Some(_) => Some(cells::CellArrays::new(self, s, layout)?),
