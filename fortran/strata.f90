@@ -57,6 +57,7 @@ module strata
         integer(c_int32_t) :: device
         integer(c_int32_t) :: smoother
         real(c_double) :: rho
+        integer(c_int32_t) :: precision
     end type
 
     ! Mirrors StrataInfo of strata.h.

@@ -121,6 +121,24 @@ def test_smoother_choices_take_fewer_cycles():
         strata.Solver(16, 8, levels=3, rho=2.5)
 
 
+@pytest.mark.parametrize("solver", ["mg", "mg-cg", "bicgstab"])
+def test_mixed_precision_meets_rtol_in_the_fp64_iterations(solver):
+    f = random_rhs((64, 64, 32), 6)
+    runs = {}
+    for precision in ["f64", "mixed"]:
+        s = strata.Solver(64, 32, solver=solver, levels=4, backend="cpu", rtol=1e-8, precision=precision)
+        u = s.solve(f)
+        assert s.info["converged"], precision
+        # The true fp64 residual, by the solver's own operator.
+        assert np.linalg.norm(s.apply(u) - f) <= 1.001e-8 * np.linalg.norm(f)
+        runs[precision] = s.info["iterations"]
+    assert runs["mixed"] <= runs["f64"] + 1, runs
+    with pytest.raises(ValueError, match="precision must be"):
+        strata.Solver(16, 8, levels=3, precision="fp16")
+    with pytest.raises(ValueError, match="precision"):
+        strata.Solver(16, 8, solver="cg", precision="mixed")
+
+
 @pytest.mark.parametrize("solver", ["cg", "mg", "mg-cg"])
 def test_the_whole_sphere(solver):
     # Six panels of 16 x 16 columns, stacked along y: reshape(6, n, n, nz)[p] is panel p.

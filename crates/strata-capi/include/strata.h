@@ -92,6 +92,10 @@ typedef struct StrataOptions {
   // Damping ρ of the block-Jacobi smoother, in (0, 2) (2/3 by default; 0.8 takes fewer
   // cycles, docs/PERFORMANCE.md).
   double rho;
+  // 0 fp64; 1 mixed: the outer iteration and its stopping test in fp64, the multigrid
+  // preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with the multigrid
+  // preconditioner).
+  int32_t precision;
 } StrataOptions;
 
 // What a solve did.

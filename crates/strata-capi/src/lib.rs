@@ -97,6 +97,10 @@ pub struct StrataOptions {
     /// Damping ρ of the block-Jacobi smoother, in (0, 2) (2/3 by default; 0.8 takes fewer
     /// cycles, docs/PERFORMANCE.md).
     pub rho: f64,
+    /// 0 fp64; 1 mixed: the outer iteration and its stopping test in fp64, the multigrid
+    /// preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with the multigrid
+    /// preconditioner).
+    pub precision: i32,
 }
 
 /// What a solve did.
@@ -327,6 +331,7 @@ pub unsafe extern "C" fn strata_options_default(options: *mut StrataOptions) -> 
             device: 0,
             smoother: 0,
             rho: c.multigrid.rho,
+            precision: 0,
         };
         Ok(())
     })
@@ -395,7 +400,18 @@ fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
             ))
         }
     };
+    let precision = match o.precision {
+        0 => strata_core::solver::Precision::F64,
+        1 => strata_core::solver::Precision::Mixed,
+        p => {
+            return Err(StrataError::invalid(
+                "precision",
+                format!("must be 0 (fp64) or 1 (mixed) (got {p})"),
+            ))
+        }
+    };
     let cfg = SolverConfig::new(kind)
+        .with_precision(precision)
         .with_levels(count("levels", o.levels)?)
         .with_coarse_steps(count("coarse_steps", o.coarse_steps)?)
         .with_rtol(o.rtol)
@@ -1171,6 +1187,57 @@ mod tests {
             device: 0,
             smoother: 0,
             rho: 2.0 / 3.0,
+            precision: 0,
+        }
+    }
+
+    /// precision 1: the fp32 multigrid inside fp64 mg-cg gives the fp64 solve's iterations and
+    /// meets rtol on the fp64 residual; a bad value, and mixed for cg, are refused.
+    #[test]
+    fn mixed_precision() {
+        let p = test_problem(0);
+        let mut o = test_options(1e-9);
+        let params = problem_params(&p).unwrap();
+        let rhs = strata_core::problem::build_rhs(
+            &params,
+            strata_core::problem::RhsKind::Random,
+            2,
+            &strata_core::grid::Block::whole(params.n),
+        );
+        let mut runs = vec![];
+        for precision in [0, 1] {
+            o.precision = precision;
+            let mut s = std::ptr::null_mut();
+            // SAFETY: valid pointers to locals; the handle is destroyed once.
+            unsafe {
+                assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
+                let mut u = vec![0.0; rhs.len()];
+                let mut info = StrataInfo::default();
+                assert_eq!(
+                    strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+                    StrataStatus::Ok
+                );
+                assert_eq!(info.converged, 1);
+                assert!(info.relative_residual <= 1e-9);
+                runs.push(info.iterations);
+                strata_solver_destroy(s);
+            }
+        }
+        assert_eq!(runs[0], runs[1]);
+        for (solver, precision) in [(2, 2), (0, 1)] {
+            o.solver = solver;
+            o.precision = precision;
+            let mut s = std::ptr::null_mut();
+            // SAFETY: valid pointers to locals.
+            unsafe {
+                assert_eq!(
+                    strata_solver_create(&p, &o, &mut s),
+                    StrataStatus::InvalidArgument
+                );
+                assert!(s.is_null());
+                let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
+                assert!(msg.contains("precision"), "{msg}");
+            }
         }
     }
 

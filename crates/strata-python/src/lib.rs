@@ -32,12 +32,15 @@ fn to_py(e: StrataError) -> PyErr {
 /// Solver(n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01, delta=1.0,
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
-///        smoother="jacobi", rho=2/3)
+///        smoother="jacobi", rho=2/3, precision="f64")
 ///
 /// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
 /// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
 /// smoother is the multigrid smoother: "jacobi" (the paper's block-Jacobi line relaxation,
 /// damped by rho; rho=0.8 takes fewer cycles) or "red-black" (line Gauss-Seidel).
+/// precision is "f64", or "mixed": the outer iteration and its stopping test in fp64, the
+/// multigrid preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with preconditioner
+/// "mg"; the answer meets rtol on the fp64 residual as in "f64").
 /// rtol stops a solve when |f - A u| < rtol |f| (2-norms of the volume-integrated fields; from a
 /// zero guess the same as |r| / |r0| < rtol; a warm start must meet it too).
 /// solver is one of "cg", "mg", "mg-cg", "gcr", "bicgstab"; preconditioner ("line" or "mg") is
@@ -286,7 +289,7 @@ impl Solver {
     #[pyo3(signature = (n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01,
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother="jacobi",
-        rho=2.0/3.0))]
+        rho=2.0/3.0, precision="f64"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -311,8 +314,14 @@ impl Solver {
         device: usize,
         smoother: &str,
         rho: f64,
+        precision: &str,
     ) -> PyResult<Self> {
-        use ::strata::solver::Smoother;
+        use ::strata::solver::{Precision, Smoother};
+        let precision = choose(
+            "precision",
+            precision,
+            &[("f64", Precision::F64), ("mixed", Precision::Mixed)],
+        )?;
         let smoother = choose(
             "smoother",
             smoother,
@@ -381,7 +390,8 @@ impl Solver {
             .with_preconditioner(pc)
             .with_restart(restart)
             .with_smoother(smoother)
-            .with_rho(rho);
+            .with_rho(rho)
+            .with_precision(precision);
         let sphere = geometry == Geometry::Sphere;
         let engine = if cuda && sphere {
             let b = Tiled::new(Box::new(CudaBackend::new(device).map_err(to_py)?));
