@@ -58,7 +58,7 @@ fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
 }
 
 /// A field of the CPU backend: `f64` values, or `f32` on a level prepared in single precision
-/// ([`LevelStencil::precision`]).
+/// ([`LevelStencil::storage`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CpuField {
     /// An fp64 field.
