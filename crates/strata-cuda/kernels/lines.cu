@@ -188,3 +188,130 @@ extern "C" __global__ void LINE_BOUNDS restrict_smooth_cells_f64(Layout Lf, Layo
     const idx_t o0 = at_(L, i, j, 0);
     restrict_smooth_body(Lf, L, CELL_OP(o0), o0, at_(Lf, 2 * i, 2 * j, 0), rf, fc, uc, rho, scale);
 }
+
+// ---- Coarse levels: the line solve by parallel cyclic reduction (PCR) across the column.
+// A coarse level has too few columns to hide the latency of one thread's Thomas chain (a 32^2
+// level: 1024 threads, 128 dependent steps each). PCR gives every cell of the column its own
+// thread: PCR_NZ threads per column (NZ rounded up to a power of two; rows beyond NZ are the
+// identity), PCR_COLS columns per block, log2(PCR_NZ) elimination steps through shared memory,
+// each step a row combining itself with the rows s above and below. The kernels exist in every
+// build; the backend launches them only where NZ <= 1024 and a level has few columns
+// (Tuning::pcr_columns).
+__host__ __device__ constexpr int pow2_at_least(int n) {
+    int p = 1;
+    while (p < n) p *= 2;
+    return p;
+}
+#define PCR_NZ (pow2_at_least(NZ) <= 1024 ? pow2_at_least(NZ) : 1)
+#define PCR_COLS (PCR_NZ >= 128 ? 1 : 128 / PCR_NZ)
+
+// The column of slot threadIdx.y of this block, and this thread's level k. Threads of a slot
+// beyond the level's columns work on column (0, 0) (every thread must reach the barriers) and
+// store nothing.
+#define PCR_COLUMN                                                   \
+    const int k = threadIdx.x, slot = threadIdx.y;                   \
+    const int col = blockIdx.x * PCR_COLS + slot;                    \
+    const bool active = col < L.nx * L.ny && PCR_NZ >= NZ;           \
+    const int i = active ? col % L.nx : 0, j = active ? col / L.nx : 0;
+
+// z_k of the column's system (lower, diag, upper of op; right-hand side d on this thread's row).
+template <class Op>
+__device__ __forceinline__ real pcr_solve(const Op& op, int k, int slot, real d) {
+    __shared__ real sa[PCR_COLS][PCR_NZ], sb[PCR_COLS][PCR_NZ], sc[PCR_COLS][PCR_NZ], sd[PCR_COLS][PCR_NZ];
+    real a = real(0.0), b = real(1.0), c = real(0.0);
+    if (k < NZ) {
+        a = k > 0 ? op.lower(k) : real(0.0);
+        b = op.diag(k);
+        c = k + 1 < NZ ? op.upper(k) : real(0.0);
+    } else {
+        d = real(0.0);
+    }
+    for (int s = 1; s < PCR_NZ; s <<= 1) {
+        sa[slot][k] = a;
+        sb[slot][k] = b;
+        sc[slot][k] = c;
+        sd[slot][k] = d;
+        __syncthreads();
+        real a2 = real(0.0), c2 = real(0.0), b2 = b, d2 = d;
+        if (k >= s) {
+            const real al = -a / sb[slot][k - s];
+            a2 = al * sa[slot][k - s];
+            b2 += al * sc[slot][k - s];
+            d2 += al * sd[slot][k - s];
+        }
+        if (k + s < PCR_NZ) {
+            const real ga = -c / sb[slot][k + s];
+            c2 = ga * sc[slot][k + s];
+            b2 += ga * sa[slot][k + s];
+            d2 += ga * sd[slot][k + s];
+        }
+        __syncthreads();
+        a = a2;
+        b = b2;
+        c = c2;
+        d = d2;
+    }
+    return d / b;
+}
+
+// Smooth by PCR: u_out <- u_in + rho M^-1 (f - A u_in), one thread per cell.
+template <class Op>
+__device__ __forceinline__ void smooth_pcr_body(const Layout& L, const Op& op, idx_t o0, int k, int slot,
+                                                bool active, const real* __restrict__ f,
+                                                const real* __restrict__ u_in, real* __restrict__ u_out,
+                                                real rho) {
+    const idx_t o = o0 + (idx_t)(k < NZ ? k : 0) * L.sx;
+    const real d = k < NZ ? stored(f[o] - op_apply_load(op, u_in, o, L, k)) : real(0.0);
+    const real z = pcr_solve(op, k, slot, d);
+    if (active && k < NZ) u_out[o] = u_in[o] + rho * z;
+}
+
+extern "C" __global__ void smooth_pcr_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
+                                          const real* __restrict__ f, const real* __restrict__ u_in,
+                                          real* __restrict__ u_out, double rho) {
+    PCR_COLUMN
+    smooth_pcr_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), k, slot, active, f, u_in, u_out,
+                    (real)rho);
+}
+
+extern "C" __global__ void smooth_pcr_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                                const real* __restrict__ u_in, real* __restrict__ u_out,
+                                                double rho) {
+    PCR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    smooth_pcr_body(L, CELL_OP(o0), o0, k, slot, active, f, u_in, u_out, (real)rho);
+}
+
+// RestrictSmooth by PCR: f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.
+template <class Op>
+__device__ __forceinline__ void restrict_smooth_pcr_body(const Layout& Lf, const Layout& L, const Op& op,
+                                                         idx_t o0, idx_t f0, int k, int slot, bool active,
+                                                         const real* __restrict__ rf, real* __restrict__ fc,
+                                                         real* __restrict__ uc, real rho, real scale) {
+    real d = real(0.0);
+    if (k < NZ) {
+        const idx_t of = f0 + (idx_t)k * Lf.sx;
+        d = stored(scale * (((real)rf[of] + rf[of + 1]) + ((real)rf[of + Lf.plane] + rf[of + Lf.plane + 1])));
+        if (active) fc[o0 + (idx_t)k * L.sx] = d;
+    }
+    const real z = pcr_solve(op, k, slot, d);
+    if (active && k < NZ) uc[o0 + (idx_t)k * L.sx] = rho * z;
+}
+
+extern "C" __global__ void restrict_smooth_pcr_f64(Layout Lf, Layout L, const real* __restrict__ cols,
+                                                   const real* __restrict__ V, const real* __restrict__ rf,
+                                                   real* __restrict__ fc, real* __restrict__ uc, double rho,
+                                                   double scale) {
+    PCR_COLUMN
+    restrict_smooth_pcr_body(Lf, L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), at_(Lf, 2 * i, 2 * j, 0),
+                             k, slot, active, rf, fc, uc, (real)rho, (real)scale);
+}
+
+extern "C" __global__ void restrict_smooth_pcr_cells_f64(Layout Lf, Layout L, CELL_PARAMS,
+                                                         const real* __restrict__ rf, real* __restrict__ fc,
+                                                         real* __restrict__ uc, double rho, double scale) {
+    PCR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    restrict_smooth_pcr_body(Lf, L, CELL_OP(o0), o0, at_(Lf, 2 * i, 2 * j, 0), k, slot, active, rf, fc, uc,
+                             (real)rho, (real)scale);
+}

@@ -91,11 +91,20 @@ pub enum Kernel {
     Widen,
     /// `narrow_f64` (vector.cu): a whole fp64 field to this build's storage.
     Narrow,
+    /// `smooth_pcr_f64` (lines.cu): [`Kernel::Smooth`] by parallel cyclic reduction, for coarse
+    /// levels.
+    SmoothPcr,
+    /// `smooth_pcr_cells_f64` (lines.cu).
+    SmoothPcrCells,
+    /// `restrict_smooth_pcr_f64` (lines.cu): [`Kernel::RestrictSmooth`] by PCR.
+    RestrictSmoothPcr,
+    /// `restrict_smooth_pcr_cells_f64` (lines.cu).
+    RestrictSmoothPcrCells,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 35] = [
+    pub const ALL: [Kernel; 39] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -131,6 +140,10 @@ impl Kernel {
         Kernel::CopyHalos,
         Kernel::Widen,
         Kernel::Narrow,
+        Kernel::SmoothPcr,
+        Kernel::SmoothPcrCells,
+        Kernel::RestrictSmoothPcr,
+        Kernel::RestrictSmoothPcrCells,
     ];
 
     /// The kernel's `extern "C"` name (suffixed by the precision of its arithmetic, fp64 in both
@@ -172,6 +185,10 @@ impl Kernel {
             Kernel::CopyHalos => "copy_halos_f64",
             Kernel::Widen => "widen_f64",
             Kernel::Narrow => "narrow_f64",
+            Kernel::SmoothPcr => "smooth_pcr_f64",
+            Kernel::SmoothPcrCells => "smooth_pcr_cells_f64",
+            Kernel::RestrictSmoothPcr => "restrict_smooth_pcr_f64",
+            Kernel::RestrictSmoothPcrCells => "restrict_smooth_pcr_cells_f64",
         }
     }
 
@@ -213,21 +230,32 @@ impl Kernel {
             Kernel::CopyHalos => "transfer.cu",
             Kernel::Widen => "vector.cu",
             Kernel::Narrow => "vector.cu",
+            Kernel::SmoothPcr
+            | Kernel::SmoothPcrCells
+            | Kernel::RestrictSmoothPcr
+            | Kernel::RestrictSmoothPcrCells => "lines.cu",
         }
     }
 }
 
 /// Options of the kernel build, read from the environment once, when a backend is created:
 /// `STRATA_CUDA_OPTIONS` (NVRTC defines for experiments, e.g. `-DKCH=8 -DSMOOTH_STORE_RHS`; see
-/// kernels/common.cuh) and `STRATA_CUDA_BLOCK_X` (the block width of the column kernels, a
-/// power of two from 8 to 128; 64 by default).
+/// kernels/common.cuh), `STRATA_CUDA_BLOCK_X` (the block width of the column kernels, a
+/// power of two from 8 to 128; 64 by default) and `STRATA_CUDA_PCR_COLUMNS` (levels with fewer
+/// columns than this run Smooth and RestrictSmooth by parallel cyclic reduction, one thread per
+/// cell; 0 never; [`PCR_COLUMNS`] by default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
     pub options: Vec<String>,
     /// Block width of the column kernels.
     pub block_x: u32,
+    /// Levels with fewer columns than this smooth by PCR (where nz ≤ 1024).
+    pub pcr_columns: usize,
 }
+
+/// Default of [`Tuning::pcr_columns`].
+pub const PCR_COLUMNS: usize = 16384;
 
 /// Default block width of the column kernels (the paper's 64 × 2).
 pub const BLOCK_X: u32 = 64;
@@ -240,6 +268,7 @@ impl Default for Tuning {
         Self {
             options: Vec::new(),
             block_x: BLOCK_X,
+            pcr_columns: PCR_COLUMNS,
         }
     }
 }
@@ -255,7 +284,15 @@ impl Tuning {
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|v| v.is_power_of_two() && (8..=BLOCK_THREADS).contains(v))
             .unwrap_or(BLOCK_X);
-        Self { options, block_x }
+        let pcr_columns = std::env::var("STRATA_CUDA_PCR_COLUMNS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(PCR_COLUMNS);
+        Self {
+            options,
+            block_x,
+            pcr_columns,
+        }
     }
 
     /// Whether Smooth stores its right-hand side (`-DSMOOTH_STORE_RHS`), which changes its traffic.

@@ -32,6 +32,18 @@ impl LineKernels for CudaBackend {
         rho: f64,
     ) -> Result<()> {
         self.check(op, &[f, u_in, u_out]);
+        if let Some(cfg) = op.pcr {
+            let sym = sym_flag(op);
+            let mut b = self
+                .stream
+                .launch_builder(op.k.get(op_kernel(op, K::SmoothPcr, K::SmoothPcrCells)));
+            b.arg(&op.layout);
+            push_operator(&mut b, op, &sym);
+            b.arg(&f.data).arg(&u_in.data).arg(&mut u_out.data).arg(&rho);
+            // SAFETY: layouts checked; each thread reads its cell's stencil (halo included) and
+            // writes its own cell of an active column (kernels/lines.cu, PCR_COLUMN).
+            return cu(unsafe { b.launch(cfg) }).map(|_| ());
+        }
         launch_op!(self, op, K::Smooth, K::SmoothCells; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
@@ -79,7 +91,16 @@ impl LineKernels for CudaBackend {
             (fine.layout.nx, fine.layout.ny),
             (2 * coarse.layout.nx, 2 * coarse.layout.ny)
         );
-        let kernel = op_kernel(coarse, K::RestrictSmooth, K::RestrictSmoothCells);
+        let (kernel, cfg) = match coarse.pcr {
+            Some(cfg) => (
+                op_kernel(coarse, K::RestrictSmoothPcr, K::RestrictSmoothPcrCells),
+                cfg,
+            ),
+            None => (
+                op_kernel(coarse, K::RestrictSmooth, K::RestrictSmoothCells),
+                coarse.cfg,
+            ),
+        };
         let sym = sym_flag(coarse);
         let mut b = self.stream.launch_builder(coarse.k.get(kernel));
         b.arg(&fine.layout).arg(&coarse.layout);
@@ -89,6 +110,8 @@ impl LineKernels for CudaBackend {
             .arg(&mut u_coarse.data)
             .arg(&rho)
             .arg(&scale);
-        cu(unsafe { b.launch(coarse.cfg) }).map(|_| ())
+        // SAFETY: layouts checked (the fine block twice the coarse one); each coarse column
+        // reads its four fine children and writes its own f_c and u_c.
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
     }
 }

@@ -187,6 +187,9 @@ pub struct CudaLevel {
     cells: Option<cells::CellArrays>,
     cfg: LaunchConfig,
     blocks: usize,
+    /// The launch of the PCR line kernels, for a level with few columns
+    /// ([`crate::kernels::Tuning::pcr_columns`]); `None`: one thread per column.
+    pcr: Option<LaunchConfig>,
     k: Arc<Kernels>,
 }
 
@@ -452,6 +455,22 @@ fn side_index(side: Side) -> i32 {
     }
 }
 
+/// The PCR launch of a level of `columns` columns of `nz` cells (kernels/lines.cu): `nz` rounded
+/// up to a power of two threads per column, 128 threads or one column per block; `None` where
+/// `nz` > 1024 or the level has `threshold` columns or more.
+fn pcr_config(columns: usize, nz: usize, threshold: usize) -> Option<LaunchConfig> {
+    if nz > 1024 || columns >= threshold {
+        return None;
+    }
+    let per_column = nz.next_power_of_two() as u32;
+    let per_block = (128 / per_column).max(1);
+    Some(LaunchConfig {
+        grid_dim: ((columns as u32).div_ceil(per_block), 1, 1),
+        block_dim: (per_column, per_block, 1),
+        shared_mem_bytes: 0,
+    })
+}
+
 /// 128 threads per block: bx × (128 / bx) with bx = 64 where the level is wide enough, narrower
 /// blocks on coarse levels.
 fn column_config(nx: usize, ny: usize, block_x: u32) -> (LaunchConfig, usize) {
@@ -518,6 +537,7 @@ impl Fields for CudaBackend {
             },
             cfg,
             blocks,
+            pcr: pcr_config(s.nx() * s.ny(), s.nz, self.tuning.pcr_columns),
             k,
         })
     }
