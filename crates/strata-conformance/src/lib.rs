@@ -31,6 +31,12 @@ pub const TOL: f64 = 1e-13;
 pub const TOL_SOLVE: f64 = 1e-10;
 /// Reductions (sums in another order).
 pub const TOL_SUM: f64 = 1e-12;
+/// Backward error allowed to the smoothing kernels' line solve where its forward difference is
+/// above [`TOL_SOLVE`]: another elimination order (the CUDA backend's cyclic reduction on
+/// coarse levels) rounds differently. Plain cyclic reduction was off by 2.3e-11 on the suite's
+/// nz = 128 columns (its diagonals shrink to small differences); the backend's row-sum form
+/// agrees with the reference to [`TOL_SOLVE`] itself.
+pub const TOL_PCR: f64 = 1e-12;
 
 /// A small deterministic generator (xorshift64*), values in [−1, 1).
 pub struct Rng(u64);
@@ -114,6 +120,28 @@ pub fn line_backward_error(s: &LevelStencil, z: &HostField, rhs: &HostField) -> 
         }
     }
     res / (m_norm * z_norm + r_norm).max(1e-300)
+}
+
+/// The backward error of a block-Jacobi step `out = x + ρ M⁻¹ (f − A x)`: that of
+/// `(out − x)/ρ` as a solution of the column systems with right-hand side `f − A x` (the
+/// reference's, in fp64). `s` may be an fp32 level: the residual is taken on its fp64 twin.
+pub fn smooth_backward_error(
+    s: &LevelStencil,
+    f: &HostField,
+    x: &HostField,
+    out: &HostField,
+    rho: f64,
+) -> f64 {
+    let r = ReferenceBackend;
+    let s64 = s.with_storage(Storage::F64);
+    let mut rhs = x.clone();
+    r.residual(&s64, f, x, &mut rhs).unwrap();
+    let mut z = out.clone();
+    z.data
+        .iter_mut()
+        .zip(&x.data)
+        .for_each(|(o, x)| *o = (*o - x) / rho);
+    line_backward_error(&s64, &z, &rhs)
 }
 
 /// Backward error allowed to a line solve: 100 times the reference's own on the same system,
@@ -367,10 +395,17 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
         r.smooth(&s, &f, &x, &mut ha, 2.0 / 3.0).unwrap();
         let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
         b.smooth(&op, &df, &dx, &mut da, 2.0 / 3.0).unwrap();
-        let d = rel_diff(&to_host(b, &op, &da), &ha);
+        let out = to_host(b, &op, &da);
+        let d = rel_diff(&out, &ha);
+        // Another elimination order (cyclic reduction on a GPU's coarse levels) rounds
+        // differently: then (u_out − x)/ρ must solve the column systems to TOL_PCR.
+        let be = smooth_backward_error(&s, &f, &x, &out, 2.0 / 3.0);
+        if d > solve_tol(spread) {
+            eprintln!("note: smooth {ctx}: forward {d:e}, backward error {be:e}");
+        }
         assert!(
-            d <= solve_tol(spread),
-            "smooth {ctx}: {d:e} (rounding spread {spread:e})"
+            d <= solve_tol(spread) || be <= TOL_PCR,
+            "smooth {ctx}: {d:e} (rounding spread {spread:e}), backward error {be:e}"
         );
         red_black_sweep(b, &s, &op, &f, &x, &ctx);
     }
@@ -396,9 +431,21 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
                 rel_diff(&to_host(b, &co, &df), &hf) <= TOL,
                 "restrict f {fine_block:?}"
             );
+            // u_c = ρ M⁻¹ f_c: the same iterate, or (another elimination order) u_c/ρ solving
+            // the column systems to TOL_PCR.
+            let du_h = to_host(b, &co, &du);
+            let fwd = rel_diff(&du_h, &hu);
+            let mut zc = du_h.clone();
+            zc.data.iter_mut().for_each(|v| *v /= 0.6);
+            let be = line_backward_error(&cs, &zc, &hf);
+            if fwd > TOL_SOLVE {
+                eprintln!(
+                    "note: restrict u {fine_block:?}: forward {fwd:e}, backward error {be:e}"
+                );
+            }
             assert!(
-                rel_diff(&to_host(b, &co, &du), &hu) <= TOL_SOLVE,
-                "restrict u {fine_block:?}"
+                fwd <= TOL_SOLVE || be <= TOL_PCR,
+                "restrict u {fine_block:?}: forward {fwd:e}, backward error {be:e}"
             );
             let (uc, uf) = (rng.field(&cs), rng.field(&fs));
             let (mut hp, mut dp) = (uf.clone(), to_backend(b, &fo, &uf));
@@ -772,6 +819,13 @@ pub fn cell_coefficient_kernels<B: Backend>(b: &B) {
 /// they are checked by their backward error where the forward difference exceeds this.
 pub const TOL_F32: f64 = 1e-5;
 
+/// The backward error allowed to a line solve on an fp32 level computed in fp32 (where the
+/// forward difference exceeds [`TOL_F32`]): a few fp32 ulps for a line solve (2–5e-8
+/// measured); for a smoothing step more, since its right-hand side f − A x is itself rounded
+/// in fp32 with the large vertical terms (3.4e-5 measured with the CUDA backend's cyclic
+/// reduction); a wrong solve is off by O(1).
+pub const TOL_F32_SOLVE: f64 = 1e-4;
+
 /// `h` rounded to fp32, halo included (what an fp32 field holds).
 fn rounded(h: &HostField) -> HostField {
     let mut r = h.clone();
@@ -875,8 +929,11 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
             let hd = to_host(b, &op, d);
             let fwd = rel_diff(&hd, h);
             let be = line_backward_error(&s, &hd, rhs);
+            if fwd > TOL_F32 {
+                eprintln!("note: {name} {ctx}: forward {fwd:e}, backward error {be:e}");
+            }
             assert!(
-                fwd <= TOL_F32 || be <= TOL_F32,
+                fwd <= TOL_F32 || be <= TOL_F32_SOLVE,
                 "{name} {ctx}: forward {fwd:e}, backward error {be:e}"
             );
         };
@@ -897,16 +954,12 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
         b.smooth(&op, &df, &dx, &mut ds, rho).unwrap();
         let out = to_host(b, &op, &ds);
         let fwd = rel_diff(&out, &hs);
-        let mut rhs = x.clone();
-        r.residual(&s64, &f, &x, &mut rhs).unwrap();
-        let mut zz = out.clone();
-        zz.data
-            .iter_mut()
-            .zip(&x.data)
-            .for_each(|(o, x)| *o = (*o - x) / rho);
-        let be = line_backward_error(&s, &zz, &rhs);
+        let be = smooth_backward_error(&s, &f, &x, &out, rho);
+        if fwd > TOL_F32 {
+            eprintln!("note: smooth {ctx}: forward {fwd:e}, backward error {be:e}");
+        }
         assert!(
-            fwd <= TOL_F32 || be <= TOL_F32,
+            fwd <= TOL_F32 || be <= TOL_F32_SOLVE,
             "smooth {ctx}: forward {fwd:e}, backward error {be:e}"
         );
         // Red-black: the swept columns solve their rows given their neighbours.

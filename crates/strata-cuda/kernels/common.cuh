@@ -81,11 +81,12 @@ __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Lay
     return r;
 }
 
-// Vertical vectors of a level: amb = a - b - c, b, c, d, each NZ long, packed.
+// Vertical vectors of a level: amb = a - b - c, b, c, d, a, each NZ long, packed.
 #define V_AMB(V, k) __ldg((V) + (k))
 #define V_B(V, k) __ldg((V) + NZ + (k))
 #define V_C(V, k) __ldg((V) + 2 * NZ + (k))
 #define V_D(V, k) __ldg((V) + 3 * NZ + (k))
+#define V_A(V, k) __ldg((V) + 4 * NZ + (k))
 
 // (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
 __device__ __forceinline__ real apply_at(const real* __restrict__ x, idx_t o, const Layout& L,
@@ -132,6 +133,9 @@ struct ColOp {
     __device__ __forceinline__ real diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
     __device__ __forceinline__ real lower(int k) const { return c.t * V_C(V, k); }
     __device__ __forceinline__ real upper(int k) const { return c.t * V_B(V, k); }
+    // The row sum of the column block, diag + lower + upper = |T| a_k - alpha_T d_k, from its two
+    // non-negative parts: no cancellation (cyclic reduction keeps its accuracy by it).
+    __device__ __forceinline__ real row_sum(int k) const { return c.t * V_A(V, k) - c.at * V_D(V, k); }
 };
 
 // Per-cell coefficients (docs/MODEL.md §15), stored in the field layout: the diagonal d and the
@@ -169,6 +173,11 @@ struct CellOp {
         return sym ? (k > 0 ? u[o - sx] : real(0.0)) : b[o];
     }
     __device__ __forceinline__ real upper(int k) const { return u[o0 + (idx_t)k * sx]; }
+    // The row sum of the column block (with the cancellation of its entries' sum: per-cell
+    // entries do not keep the diagonal's parts).
+    __device__ __forceinline__ real row_sum(int k) const {
+        return diag(k) + (k > 0 ? lower(k) : real(0.0)) + (k + 1 < NZ ? upper(k) : real(0.0));
+    }
 };
 
 // The kernel parameters of a level with per-cell coefficients, and its CellOp for column o0.

@@ -215,43 +215,50 @@ __host__ __device__ constexpr int pow2_at_least(int n) {
     const int i = active ? col % L.nx : 0, j = active ? col / L.nx : 0;
 
 // z_k of the column's system (lower, diag, upper of op; right-hand side d on this thread's row).
+// Each row is kept as its off-diagonals a, c (<= 0), its row sum sg (>= 0) and d; its diagonal is
+// sg - a - c, a sum of non-negative terms, and an elimination step adds non-negative terms to sg
+// (sg' = sg + al sg[k-s] + ga sg[k+s]; the GTH trick): no subtractive cancellation however
+// nearly singular the column, which plain PCR suffers (its diagonals shrink to small
+// differences).
 template <class Op>
 __device__ __forceinline__ real pcr_solve(const Op& op, int k, int slot, real d) {
-    __shared__ real sa[PCR_COLS][PCR_NZ], sb[PCR_COLS][PCR_NZ], sc[PCR_COLS][PCR_NZ], sd[PCR_COLS][PCR_NZ];
-    real a = real(0.0), b = real(1.0), c = real(0.0);
+    __shared__ real sa[PCR_COLS][PCR_NZ], sc[PCR_COLS][PCR_NZ], ss[PCR_COLS][PCR_NZ], sd[PCR_COLS][PCR_NZ];
+    real a = real(0.0), c = real(0.0), sg = real(1.0);
     if (k < NZ) {
         a = k > 0 ? op.lower(k) : real(0.0);
-        b = op.diag(k);
         c = k + 1 < NZ ? op.upper(k) : real(0.0);
+        sg = op.row_sum(k);
     } else {
         d = real(0.0);
     }
     for (int s = 1; s < PCR_NZ; s <<= 1) {
         sa[slot][k] = a;
-        sb[slot][k] = b;
         sc[slot][k] = c;
+        ss[slot][k] = sg;
         sd[slot][k] = d;
         __syncthreads();
-        real a2 = real(0.0), c2 = real(0.0), b2 = b, d2 = d;
+        real a2 = real(0.0), c2 = real(0.0), sg2 = sg, d2 = d;
         if (k >= s) {
-            const real al = -a / sb[slot][k - s];
-            a2 = al * sa[slot][k - s];
-            b2 += al * sc[slot][k - s];
+            const real am = sa[slot][k - s], cm = sc[slot][k - s], sm = ss[slot][k - s];
+            const real al = -a / (sm - am - cm);
+            a2 = al * am;
+            sg2 += al * sm;
             d2 += al * sd[slot][k - s];
         }
         if (k + s < PCR_NZ) {
-            const real ga = -c / sb[slot][k + s];
-            c2 = ga * sc[slot][k + s];
-            b2 += ga * sa[slot][k + s];
+            const real ap = sa[slot][k + s], cp = sc[slot][k + s], sp = ss[slot][k + s];
+            const real ga = -c / (sp - ap - cp);
+            c2 = ga * cp;
+            sg2 += ga * sp;
             d2 += ga * sd[slot][k + s];
         }
         __syncthreads();
         a = a2;
-        b = b2;
         c = c2;
+        sg = sg2;
         d = d2;
     }
-    return d / b;
+    return d / (sg - a - c);
 }
 
 // Smooth by PCR: u_out <- u_in + rho M^-1 (f - A u_in), one thread per cell.

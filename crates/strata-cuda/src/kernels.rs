@@ -255,7 +255,7 @@ pub struct Tuning {
 }
 
 /// Default of [`Tuning::pcr_columns`].
-pub const PCR_COLUMNS: usize = 16384;
+pub const PCR_COLUMNS: usize = 65536;
 
 /// Default block width of the column kernels (the paper's 64 × 2).
 pub const BLOCK_X: u32 = 64;

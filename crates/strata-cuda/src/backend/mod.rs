@@ -510,7 +510,7 @@ impl Fields for CudaBackend {
                 ])
             });
         let v = &s.vertical;
-        let vert: Vec<f64> = [&v.amb, &v.b, &v.c, &v.d]
+        let vert: Vec<f64> = [&v.amb, &v.b, &v.c, &v.d, &v.a]
             .into_iter()
             .flatten()
             .copied()
