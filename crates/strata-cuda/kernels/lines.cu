@@ -322,3 +322,38 @@ extern "C" __global__ void restrict_smooth_pcr_cells_f64(Layout Lf, Layout L, CE
     restrict_smooth_pcr_body(Lf, L, CELL_OP(o0), o0, at_(Lf, 2 * i, 2 * j, 0), k, slot, active, rf, fc, uc,
                              (real)rho, (real)scale);
 }
+
+// One red-black half-sweep by PCR: the columns of one colour (parity as in smooth_color_f64),
+// PCR_COLS per block, each solved exactly given its neighbours, u_c <- T_c^-1 (f - H u)_c, in
+// place (the neighbours have the other colour and are not written here).
+#define PCR_COLOR_COLUMN                                                      \
+    const int k = threadIdx.x, slot = threadIdx.y;                            \
+    const int half = (L.nx + 1) / 2;                                          \
+    const int col = blockIdx.x * PCR_COLS + slot;                             \
+    const int jc = col / half;                                                \
+    const int ic = 2 * (col % half) + ((jc + parity) & 1);                    \
+    const bool active = col < half * L.ny && ic < L.nx && PCR_NZ >= NZ;       \
+    const int i = active ? ic : 0, j = active ? jc : 0;
+
+template <class Op>
+__device__ __forceinline__ void smooth_color_pcr_body(const Layout& L, const Op& op, idx_t o0, int k, int slot,
+                                                      bool active, const real* __restrict__ f, real* u) {
+    const idx_t o = o0 + (idx_t)(k < NZ ? k : 0) * L.sx;
+    const real d = k < NZ ? f[o] - op.horizontal(u, o, L, k) : real(0.0);
+    const real z = pcr_solve(op, k, slot, d);
+    if (active && k < NZ) u[o] = z;
+}
+
+extern "C" __global__ void smooth_color_pcr_f64(Layout L, const real* __restrict__ cols,
+                                                const real* __restrict__ V, const real* __restrict__ f,
+                                                real* u, int parity) {
+    PCR_COLOR_COLUMN
+    smooth_color_pcr_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), k, slot, active, f, u);
+}
+
+extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                                      real* u, int parity) {
+    PCR_COLOR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    smooth_color_pcr_body(L, CELL_OP(o0), o0, k, slot, active, f, u);
+}

@@ -100,11 +100,15 @@ pub enum Kernel {
     RestrictSmoothPcr,
     /// `restrict_smooth_pcr_cells_f64` (lines.cu).
     RestrictSmoothPcrCells,
+    /// `smooth_color_pcr_f64` (lines.cu): [`Kernel::SmoothColor`] by PCR.
+    SmoothColorPcr,
+    /// `smooth_color_pcr_cells_f64` (lines.cu).
+    SmoothColorPcrCells,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 39] = [
+    pub const ALL: [Kernel; 41] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -144,6 +148,8 @@ impl Kernel {
         Kernel::SmoothPcrCells,
         Kernel::RestrictSmoothPcr,
         Kernel::RestrictSmoothPcrCells,
+        Kernel::SmoothColorPcr,
+        Kernel::SmoothColorPcrCells,
     ];
 
     /// The kernel's `extern "C"` name (suffixed by the precision of its arithmetic, fp64 in both
@@ -189,6 +195,8 @@ impl Kernel {
             Kernel::SmoothPcrCells => "smooth_pcr_cells_f64",
             Kernel::RestrictSmoothPcr => "restrict_smooth_pcr_f64",
             Kernel::RestrictSmoothPcrCells => "restrict_smooth_pcr_cells_f64",
+            Kernel::SmoothColorPcr => "smooth_color_pcr_f64",
+            Kernel::SmoothColorPcrCells => "smooth_color_pcr_cells_f64",
         }
     }
 
@@ -233,7 +241,9 @@ impl Kernel {
             Kernel::SmoothPcr
             | Kernel::SmoothPcrCells
             | Kernel::RestrictSmoothPcr
-            | Kernel::RestrictSmoothPcrCells => "lines.cu",
+            | Kernel::RestrictSmoothPcrCells
+            | Kernel::SmoothColorPcr
+            | Kernel::SmoothColorPcrCells => "lines.cu",
         }
     }
 }

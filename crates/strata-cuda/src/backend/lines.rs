@@ -62,21 +62,37 @@ impl LineKernels for CudaBackend {
         self.check(op, &[f, u]);
         let b = op.stencil.block;
         let parity = ((b.i0 + b.j0 + color) % 2) as i32;
-        // Half as many threads in x: one per column of the colour (kernels/lines.cu).
-        let cfg = column_config(
-            (op.layout.nx as usize).div_ceil(2),
-            op.layout.ny as usize,
-            self.tuning.block_x,
-        )
-        .0;
+        let (kernel, cfg) = match op.pcr {
+            // PCR over the ⌈nx/2⌉ × ny slots of one colour (PCR_COLOR_COLUMN).
+            Some(cfg) => {
+                let slots = (op.layout.nx as u32).div_ceil(2) * op.layout.ny as u32;
+                (
+                    op_kernel(op, K::SmoothColorPcr, K::SmoothColorPcrCells),
+                    LaunchConfig {
+                        grid_dim: (slots.div_ceil(cfg.block_dim.1), 1, 1),
+                        ..cfg
+                    },
+                )
+            }
+            // Half as many threads in x: one per column of the colour (kernels/lines.cu).
+            None => (
+                op_kernel(op, K::SmoothColor, K::SmoothColorCells),
+                column_config(
+                    (op.layout.nx as usize).div_ceil(2),
+                    op.layout.ny as usize,
+                    self.tuning.block_x,
+                )
+                .0,
+            ),
+        };
         let sym = sym_flag(op);
-        let kernel = op_kernel(op, K::SmoothColor, K::SmoothColorCells);
         let mut l = self.stream.launch_builder(op.k.get(kernel));
         l.arg(&op.layout);
         push_operator(&mut l, op, &sym);
         l.arg(&f.data).arg(&mut u.data).arg(&parity);
-        // SAFETY: layouts checked; each thread solves one column of the colour of this level
-        // (inside the layout) and reads only its neighbours (halo included).
+        // SAFETY: layouts checked; each thread (column) solves one column of the colour of this
+        // level (inside the layout) and reads only its neighbours (halo included), which have
+        // the other colour and are not written.
         cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
