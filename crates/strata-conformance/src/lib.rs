@@ -511,27 +511,47 @@ fn red_black_sweep<B: Backend>(
                 f,
                 &got,
                 color,
-                1e-12,
+                (1e-12, RowNorm::Row),
                 &format!("smooth_color {color} {ctx}"),
             );
         }
         prev = got;
     }
-    assert_rows_solved(s, f, &hu, 1, 1e-12, &format!("reference {ctx}"));
+    assert_rows_solved(
+        s,
+        f,
+        &hu,
+        1,
+        (1e-12, RowNorm::Row),
+        &format!("reference {ctx}"),
+    );
 }
 
-/// Every row of the columns of `color` holds, `(A u)_row = f_row`, to 1e-12 of the size of its
-/// terms (Σ |a · u| + |f|): what an exact column solve leaves, backward stable.
+/// How [`assert_rows_solved`] measures a row's residual.
+#[derive(Clone, Copy)]
+enum RowNorm {
+    /// Each row against its own terms (Σ |a · u| + |f|): what an exact fp64 column solve leaves,
+    /// backward stable row by row.
+    Row,
+    /// Each row against the largest row's terms: an fp32 solve by cyclic reduction is accurate
+    /// normwise, not row by row (a row whose terms are small against its column's gets the
+    /// column's rounding).
+    Largest,
+}
+
+/// Asserts that the columns of `color` satisfy their rows of A u = f given their neighbours,
+/// each row's residual at most `tol` times its terms or the largest row's ([`RowNorm`]).
 fn assert_rows_solved(
     s: &LevelStencil,
     f: &HostField,
     u: &HostField,
     color: usize,
-    tol: f64,
+    (tol, norm): (f64, RowNorm),
     ctx: &str,
 ) {
     let nz = s.nz;
     let at = |i: usize, j: usize, k: usize| u.data[u.offset(i, j) + k];
+    let mut rows = vec![];
     for j in 0..s.ny() {
         for i in 0..s.nx() {
             if (s.block.i0 + i + s.block.j0 + j) % 2 != color {
@@ -556,12 +576,20 @@ fn assert_rows_solved(
                 let fk = f.column(i, j)[k];
                 let res = fk - terms.iter().sum::<f64>();
                 let size = terms.iter().map(|t| t.abs()).sum::<f64>() + fk.abs();
-                assert!(
-                    res.abs() <= tol * size,
-                    "{ctx}: row ({i}, {j}, {k}) {res:e} of {size:e}"
-                );
+                rows.push(((i, j, k), res, size));
             }
         }
+    }
+    let largest = rows.iter().fold(0.0f64, |m, r| m.max(r.2));
+    for ((i, j, k), res, size) in rows {
+        let scale = match norm {
+            RowNorm::Row => size,
+            RowNorm::Largest => largest,
+        };
+        assert!(
+            res.abs() <= tol * scale,
+            "{ctx}: row ({i}, {j}, {k}) {res:e} of {size:e} (largest row {largest:e})"
+        );
     }
 }
 
@@ -964,8 +992,9 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
             "smooth {ctx}: forward {fwd:e}, backward error {be:e}"
         );
         // Red-black: the swept columns solve their rows given their neighbours, to an fp32
-        // solve's accuracy (2.1e-5 of the row's terms measured with the CUDA backend's cyclic
-        // reduction in fp32, whose right-hand side accumulates rounding over log2 nz steps).
+        // solve's accuracy, normwise (the CUDA backend's cyclic reduction in fp32 left 6.3e-5
+        // in a top row whose terms sum to 0.44, 1.4e-4 of them: it is accurate against the
+        // column's largest rows, not row by row).
         let mut dc = to_backend(b, &op, &x);
         b.smooth_color(&op, &df, &mut dc, 0).unwrap();
         let mut swept = x.clone();
@@ -977,7 +1006,7 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
             &f,
             &swept,
             0,
-            TOL_F32_SOLVE,
+            (TOL_F32_SOLVE, RowNorm::Largest),
             &format!("smooth_color {ctx}"),
         );
     }
