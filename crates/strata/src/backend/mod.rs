@@ -19,6 +19,43 @@ pub mod prelude {
     pub use super::{Backend, Fields, LineKernels, StencilKernels, TransferKernels, VectorKernels};
 }
 
+/// The face-buffer methods of a backend whose face buffers are host vectors of `f64` (the CPU
+/// and reference backends; packing and unpacking, which depend on the field's storage, are
+/// each backend's own).
+macro_rules! host_face_buffers {
+    () => {
+        type FaceBuffer = Vec<f64>;
+
+        fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
+            Ok(vec![0.0; len])
+        }
+
+        fn face_host<'a>(&self, buf: &'a Vec<f64>) -> Option<&'a [f64]> {
+            Some(buf)
+        }
+
+        fn face_host_mut<'a>(&self, buf: &'a mut Vec<f64>) -> Option<&'a mut [f64]> {
+            Some(buf)
+        }
+
+        fn reverse_face(&self, op: &LevelStencil, buf: &mut Vec<f64>) -> Result<()> {
+            $crate::field::reverse_columns(buf, op.nz);
+            Ok(())
+        }
+
+        fn face_to_host(&self, buf: &Vec<f64>, host: &mut [f64]) -> Result<()> {
+            host.copy_from_slice(buf);
+            Ok(())
+        }
+
+        fn face_from_host(&self, host: &[f64], buf: &mut Vec<f64>) -> Result<()> {
+            buf.copy_from_slice(host);
+            Ok(())
+        }
+    };
+}
+pub(crate) use host_face_buffers;
+
 use crate::error::Result;
 pub use crate::grid::Side;
 use crate::precision::Storage;

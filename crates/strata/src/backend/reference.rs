@@ -354,6 +354,8 @@ impl LineKernels for ReferenceBackend {
 }
 
 impl TransferKernels for ReferenceBackend {
+    super::host_face_buffers!();
+
     fn upload(&self, s: &LevelStencil, host: &[f64], x: &mut HostField) -> Result<()> {
         x.set_interior(host);
         Self::round_all(s.storage, x);
@@ -379,12 +381,6 @@ impl TransferKernels for ReferenceBackend {
         Ok(())
     }
 
-    type FaceBuffer = Vec<f64>;
-
-    fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
-        Ok(vec![0.0; len])
-    }
-
     fn pack_face(
         &self,
         s: &LevelStencil,
@@ -406,15 +402,8 @@ impl TransferKernels for ReferenceBackend {
     ) -> Result<()> {
         assert_eq!(buf.len(), crate::backend::face_len(s, side));
         x.unpack_face(side, buf);
-        Ok(())
-    }
-
-    fn face_host<'a>(&self, buf: &'a Vec<f64>) -> Option<&'a [f64]> {
-        Some(buf)
-    }
-
-    fn reverse_face(&self, op: &LevelStencil, buf: &mut Vec<f64>) -> Result<()> {
-        crate::field::reverse_columns(buf, op.nz);
+        // What an fp32 field's halo holds.
+        Self::round_all(s.storage, x);
         Ok(())
     }
 
@@ -434,20 +423,6 @@ impl TransferKernels for ReferenceBackend {
             crate::backend::face_len(op, side)
         );
         x.copy_halo_from(side, src, src_side, reversed);
-        Ok(())
-    }
-
-    fn face_host_mut<'a>(&self, buf: &'a mut Vec<f64>) -> Option<&'a mut [f64]> {
-        Some(buf)
-    }
-
-    fn face_to_host(&self, buf: &Vec<f64>, host: &mut [f64]) -> Result<()> {
-        host.copy_from_slice(buf);
-        Ok(())
-    }
-
-    fn face_from_host(&self, host: &[f64], buf: &mut Vec<f64>) -> Result<()> {
-        buf.copy_from_slice(host);
         Ok(())
     }
 }

@@ -197,10 +197,7 @@ impl<B: Backend> Gcr<B> {
         let mut timer = Timer::new(params.profile, self.pc.n_levels());
         let Self { pc, r, z, q, qq } = self;
         let k = z.len();
-        comm.exchange(b, pc.op(), u)?;
-        let mut rr = [b.residual(pc.op(), f, u, r)?, b.dot(pc.op(), f, f)?];
-        comm.sum(&mut rr)?;
-        let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
+        let mut mon = Monitor::start(b, comm, pc.op(), f, u, r, params, monitor)?;
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {
             reason
@@ -313,10 +310,7 @@ impl<B: Backend> BiCgStab<B> {
             y,
             t,
         } = self;
-        comm.exchange(b, pc.op(), u)?;
-        let mut rr = [b.residual(pc.op(), f, u, r)?, b.dot(pc.op(), f, f)?];
-        comm.sum(&mut rr)?;
-        let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
+        let mut mon = Monitor::start(b, comm, pc.op(), f, u, r, params, monitor)?;
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {
             reason

@@ -72,11 +72,7 @@ impl<B: Backend> MgCg<B> {
         let start = Instant::now();
         let mut timer = Timer::new(params.profile, self.pc.n_levels());
         let Self { pc, r, z, p, q } = self;
-        comm.exchange(b, pc.fine(), u)?;
-        let fine = pc.fine();
-        let mut rr = [b.residual(fine, f, u, r)?, b.dot(fine, f, f)?];
-        comm.sum(&mut rr)?;
-        let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
+        let mut mon = Monitor::start(b, comm, pc.fine(), f, u, r, params, monitor)?;
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {
             reason

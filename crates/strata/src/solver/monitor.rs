@@ -156,6 +156,25 @@ impl<'a> Monitor<'a> {
         }
     }
 
+    /// The opening of a solve: exchanges the guess's halo, r ← f − A u on `op`, and the monitor
+    /// of ‖r₀‖² and ‖f‖² summed over the ranks.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start<B: crate::backend::Backend, C: crate::comm::Comm<B>>(
+        b: &B,
+        comm: &C,
+        op: &B::LevelOp,
+        f: &B::Field,
+        u: &mut B::Field,
+        r: &mut B::Field,
+        params: &'a SolveParams,
+        callback: &'a mut dyn FnMut(usize, f64),
+    ) -> crate::error::Result<Self> {
+        comm.exchange(b, op, u)?;
+        let mut rr = [b.residual(op, f, u, r)?, b.dot(op, f, f)?];
+        comm.sum(&mut rr)?;
+        Ok(Self::new(params, rr[0], rr[1], callback))
+    }
+
     /// A reason to stop before iterating, if any.
     pub fn initial(&self) -> Option<ConvergedReason> {
         if !(self.r0.is_finite() && self.reference.is_finite()) {

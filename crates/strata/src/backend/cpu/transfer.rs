@@ -21,6 +21,8 @@ impl CpuBackend {
 }
 
 impl TransferKernels for CpuBackend {
+    crate::backend::host_face_buffers!();
+
     fn upload(&self, s: &LevelStencil, host: &[f64], x: &mut CpuField) -> Result<()> {
         by_precision!(s, S => get_mut::<S>(x)?.set_interior(host));
         Ok(())
@@ -48,12 +50,6 @@ impl TransferKernels for CpuBackend {
         Ok(())
     }
 
-    type FaceBuffer = Vec<f64>;
-
-    fn alloc_face(&self, len: usize) -> Result<Vec<f64>> {
-        Ok(vec![0.0; len])
-    }
-
     fn pack_face(
         &self,
         s: &LevelStencil,
@@ -78,15 +74,6 @@ impl TransferKernels for CpuBackend {
         Ok(())
     }
 
-    fn face_host<'a>(&self, buf: &'a Vec<f64>) -> Option<&'a [f64]> {
-        Some(buf)
-    }
-
-    fn reverse_face(&self, op: &LevelStencil, buf: &mut Vec<f64>) -> Result<()> {
-        crate::field::reverse_columns(buf, op.nz);
-        Ok(())
-    }
-
     fn copy_halo(
         &self,
         src_op: &LevelStencil,
@@ -102,20 +89,6 @@ impl TransferKernels for CpuBackend {
             crate::backend::face_len(op, side)
         );
         by_precision!(op, S => get_mut::<S>(x)?.copy_halo_from(side, get::<S>(src)?, src_side, reversed));
-        Ok(())
-    }
-
-    fn face_host_mut<'a>(&self, buf: &'a mut Vec<f64>) -> Option<&'a mut [f64]> {
-        Some(buf)
-    }
-
-    fn face_to_host(&self, buf: &Vec<f64>, host: &mut [f64]) -> Result<()> {
-        host.copy_from_slice(buf);
-        Ok(())
-    }
-
-    fn face_from_host(&self, host: &[f64], buf: &mut Vec<f64>) -> Result<()> {
-        buf.copy_from_slice(host);
         Ok(())
     }
 }

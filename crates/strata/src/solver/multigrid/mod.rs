@@ -237,11 +237,7 @@ fn defect_correction<B: Backend, C: Comm<B>>(
 ) -> Result<SolveInfo> {
     let start = Instant::now();
     let mut timer = Timer::new(params.profile, pc.n_levels());
-    comm.exchange(b, pc.fine(), u)?;
-    let fine = pc.fine();
-    let mut rr = [b.residual(fine, f, u, r)?, b.dot(fine, f, f)?];
-    comm.sum(&mut rr)?;
-    let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
+    let mut mon = Monitor::start(b, comm, pc.fine(), f, u, r, params, monitor)?;
     let mut it = 0;
     let reason = if let Some(reason) = mon.initial() {
         reason
