@@ -59,6 +59,12 @@ pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
             " ({} levels, {} coarse steps, rho {:.4})",
             mg.n_levels, mg.coarse_steps, mg.rho
         );
+        if mg.smoother == strata::solver::Smoother::RedBlack {
+            s.push_str(", red-black smoother");
+        }
+        if cfg.precision == Precision::Mixed {
+            s.push_str(", mixed precision (fp32 multigrid)");
+        }
     }
     let stop = if params.fixed_iterations {
         format!("exactly {} iterations", params.max_it)

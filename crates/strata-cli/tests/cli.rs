@@ -571,3 +571,65 @@ fn output_files_follow_the_cf_conventions() {
     let omega = ds.get_global_attr_f64("omega").unwrap()[0];
     assert!((omega - 3.0 * (2.0 / 8.0) / 2.0).abs() < 1e-15, "{omega}");
 }
+
+/// `--precision mixed`: said in the solver line, the iterations of fp64 for every solver with
+/// a multigrid; refused, clearly, for cg and for a precision that does not exist.
+#[test]
+fn mixed_precision_from_the_command_line() {
+    let line = |o: &Output, key: &str| {
+        text(o)
+            .0
+            .lines()
+            .find(|l| l.trim_start().starts_with(key))
+            .map(|l| l.to_string())
+            .unwrap_or_default()
+    };
+    for solver in ["mg", "mg-cg", "gcr", "bicgstab"] {
+        let base = [
+            "solve",
+            "--n",
+            "32",
+            "--nz",
+            "16",
+            "--levels",
+            "3",
+            "--backend",
+            "cpu",
+            "--solver",
+            solver,
+            "--rtol",
+            "1e-8",
+        ];
+        let f64_run = strata(&base);
+        let mut args = base.to_vec();
+        args.extend(["--precision", "mixed"]);
+        let mixed = strata(&args);
+        assert!(mixed.status.success(), "{solver}: {}", text(&mixed).1);
+        assert!(
+            text(&mixed).0.contains("mixed precision (fp32 multigrid)"),
+            "{solver}"
+        );
+        assert_eq!(
+            line(&mixed, "iterations"),
+            line(&f64_run, "iterations"),
+            "{solver}"
+        );
+    }
+    assert_error(
+        &[
+            "solve",
+            "--n",
+            "32",
+            "--nz",
+            "8",
+            "--solver",
+            "cg",
+            "--precision",
+            "mixed",
+        ],
+        "precision",
+    );
+    let o = strata(&["solve", "--n", "32", "--precision", "fp16"]);
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("fp16"), "{}", text(&o).1);
+}
