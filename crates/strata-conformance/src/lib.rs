@@ -244,6 +244,22 @@ pub fn vector_kernels<B: Backend>(b: &B) {
         assert!(rel_diff(&to_host(b, &op, &dy), &hy) <= TOL, "xpby {ctx}");
         let (dd, dr) = (b.dot(&op, &dx, &df).unwrap(), r.dot(&s, &x, &f).unwrap());
         assert!(close(dd, dr, TOL_SUM), "dot {ctx}: {dd} vs {dr}");
+        // The fused forms: y ← y + a x with ‖y‖², and [⟨x, y⟩, ⟨y, f⟩] in one pass.
+        let nh = r.axpy_norm(&s, -0.9, &f, &mut hy).unwrap();
+        let nd = b.axpy_norm(&op, -0.9, &df, &mut dy).unwrap();
+        assert!(
+            rel_diff(&to_host(b, &op, &dy), &hy) <= TOL,
+            "axpy_norm {ctx}"
+        );
+        assert!(close(nd, nh, TOL_SUM), "axpy_norm sum {ctx}: {nd} vs {nh}");
+        let (ph, pd) = (
+            r.dot_pair(&s, &x, &hy, &f).unwrap(),
+            b.dot_pair(&op, &dx, &dy, &df).unwrap(),
+        );
+        assert!(
+            close(pd[0], ph[0], TOL_SUM) && close(pd[1], ph[1], TOL_SUM),
+            "dot_pair {ctx}: {pd:?} vs {ph:?}"
+        );
         b.copy(&op, &dx, &mut dy).unwrap();
         assert_eq!(rel_diff(&to_host(b, &op, &dy), &x), 0.0, "copy {ctx}");
         b.fill(&op, &mut dy, 2.5).unwrap();

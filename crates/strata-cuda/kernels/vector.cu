@@ -57,6 +57,39 @@ extern "C" __global__ void dot_f64(Layout L, const real* __restrict__ x, const r
     block_sum(s, partials, 0, 1);
 }
 
+// y <- y + a x; block partials of <y, y> (the new y); traffic 3.
+extern "C" __global__ void axpy_norm_f64(Layout L, double a, const real* __restrict__ x, real* __restrict__ y,
+                                         double* __restrict__ partials) {
+    THREAD_COLUMN
+    double s = 0.0;
+    if (active) {
+        idx_t o = at_(L, i, j, 0);
+        for (int k = 0; k < NZ; ++k, o += L.sx) {
+            const real v = y[o] + a * x[o];
+            y[o] = v;
+            s += (double)v * v;
+        }
+    }
+    block_sum(s, partials, 0, 1);
+}
+
+// Block partials of <x, y> and <y, w> in one pass; traffic 3.
+extern "C" __global__ void dot_pair_f64(Layout L, const real* __restrict__ x, const real* __restrict__ y,
+                                        const real* __restrict__ w, double* __restrict__ partials) {
+    THREAD_COLUMN
+    double s0 = 0.0, s1 = 0.0;
+    if (active) {
+        idx_t o = at_(L, i, j, 0);
+        for (int k = 0; k < NZ; ++k, o += L.sx) {
+            const double yv = y[o];
+            s0 += (double)x[o] * yv;
+            s1 += yv * w[o];
+        }
+    }
+    block_sum(s0, partials, 0, 2);
+    block_sum(s1, partials, 1, 2);
+}
+
 // out[c] = sum over blocks of partials[b * ncomp + c], in a fixed order (one block of 256 threads).
 extern "C" __global__ void reduce_f64(const double* __restrict__ partials, int nblocks, int ncomp,
                                       double* __restrict__ out) {

@@ -104,11 +104,15 @@ pub enum Kernel {
     SmoothColorPcr,
     /// `smooth_color_pcr_cells_f64` (lines.cu).
     SmoothColorPcrCells,
+    /// `axpy_norm_f64` (vector.cu).
+    AxpyNorm,
+    /// `dot_pair_f64` (vector.cu).
+    DotPair,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 41] = [
+    pub const ALL: [Kernel; 43] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -150,6 +154,8 @@ impl Kernel {
         Kernel::RestrictSmoothPcrCells,
         Kernel::SmoothColorPcr,
         Kernel::SmoothColorPcrCells,
+        Kernel::AxpyNorm,
+        Kernel::DotPair,
     ];
 
     /// The kernel's `extern "C"` name (suffixed by the precision of its arithmetic, fp64 in both
@@ -197,6 +203,8 @@ impl Kernel {
             Kernel::RestrictSmoothPcrCells => "restrict_smooth_pcr_cells_f64",
             Kernel::SmoothColorPcr => "smooth_color_pcr_f64",
             Kernel::SmoothColorPcrCells => "smooth_color_pcr_cells_f64",
+            Kernel::AxpyNorm => "axpy_norm_f64",
+            Kernel::DotPair => "dot_pair_f64",
         }
     }
 
@@ -244,6 +252,7 @@ impl Kernel {
             | Kernel::RestrictSmoothPcrCells
             | Kernel::SmoothColorPcr
             | Kernel::SmoothColorPcrCells => "lines.cu",
+            Kernel::AxpyNorm | Kernel::DotPair => "vector.cu",
         }
     }
 }

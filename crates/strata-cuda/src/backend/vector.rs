@@ -30,4 +30,24 @@ impl VectorKernels for CudaBackend {
         launch_columns!(self, op, K::Dot; &x.data, &y.data, &mut r.partials)?;
         Ok(self.finish_reduce(op, &mut r, 1)?[0])
     }
+
+    fn axpy_norm(&self, op: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<f64> {
+        self.check(op, &[x, y]);
+        let mut r = self.reduce_lock();
+        launch_columns!(self, op, K::AxpyNorm; &a, &x.data, &mut y.data, &mut r.partials)?;
+        Ok(self.finish_reduce(op, &mut r, 1)?[0])
+    }
+
+    fn dot_pair(
+        &self,
+        op: &CudaLevel,
+        x: &CudaField,
+        y: &CudaField,
+        w: &CudaField,
+    ) -> Result<[f64; 2]> {
+        self.check(op, &[x, y, w]);
+        let mut r = self.reduce_lock();
+        launch_columns!(self, op, K::DotPair; &x.data, &y.data, &w.data, &mut r.partials)?;
+        self.finish_reduce(op, &mut r, 2)
+    }
 }

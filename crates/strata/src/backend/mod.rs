@@ -198,6 +198,31 @@ pub trait VectorKernels: Fields {
 
     /// Local ⟨x, y⟩.
     fn dot(&self, op: &Self::LevelOp, x: &Self::Field, y: &Self::Field) -> Result<f64>;
+
+    /// y ← y + a x; returns the local ⟨y, y⟩ of the new y, in one pass (traffic 3, where
+    /// `axpy` then `dot` move 4 and wait twice). By default those two.
+    fn axpy_norm(
+        &self,
+        op: &Self::LevelOp,
+        a: f64,
+        x: &Self::Field,
+        y: &mut Self::Field,
+    ) -> Result<f64> {
+        self.axpy(op, a, x, y)?;
+        self.dot(op, y, y)
+    }
+
+    /// Local [⟨x, y⟩, ⟨y, w⟩] in one pass (traffic 3, where two `dot`s move 4 and wait
+    /// twice). By default two `dot`s.
+    fn dot_pair(
+        &self,
+        op: &Self::LevelOp,
+        x: &Self::Field,
+        y: &Self::Field,
+        w: &Self::Field,
+    ) -> Result<[f64; 2]> {
+        Ok([self.dot(op, x, y)?, self.dot(op, y, w)?])
+    }
 }
 
 /// Kernels that apply the 7-point operator: A x, the residual, the fused CG SpMV, and the

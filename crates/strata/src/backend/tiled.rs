@@ -189,6 +189,36 @@ impl<H: Handle> VectorKernels for Tiled<H> {
         }
         Ok(s)
     }
+
+    fn axpy_norm(
+        &self,
+        op: &Self::LevelOp,
+        a: f64,
+        x: &Self::Field,
+        y: &mut Self::Field,
+    ) -> Result<f64> {
+        let mut s = 0.0;
+        for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
+            s += self.inner().axpy_norm(o, a, x, y)?;
+        }
+        Ok(s)
+    }
+
+    fn dot_pair(
+        &self,
+        op: &Self::LevelOp,
+        x: &Self::Field,
+        y: &Self::Field,
+        w: &Self::Field,
+    ) -> Result<[f64; 2]> {
+        let mut s = [0.0; 2];
+        for (((o, x), y), w) in op.tiles.iter().zip(x).zip(y).zip(w) {
+            let [a, b] = self.inner().dot_pair(o, x, y, w)?;
+            s[0] += a;
+            s[1] += b;
+        }
+        Ok(s)
+    }
 }
 
 impl<H: Handle> StencilKernels for Tiled<H> {

@@ -79,7 +79,9 @@ impl<B: Backend> MgCg<B> {
         } else {
             let (mut alpha, mut beta) = (0.0, 0.0);
             pc.apply(b, comm, &mut timer, r, z)?;
-            let mut kappa = dot2(b, comm, pc.fine(), [r, z, r, z])?[0];
+            let mut kappa = [b.dot(pc.fine(), r, z)?];
+            comm.sum(&mut kappa)?;
+            let mut kappa = kappa[0];
             let fine = pc.fine();
             b.fill(fine, p, 0.0)?;
             b.fill(fine, q, 0.0)?;
@@ -94,14 +96,18 @@ impl<B: Backend> MgCg<B> {
                     break reason;
                 }
                 alpha = kappa / sigma[0];
-                timer.run(b, Kernel::Vector, 0, || b.axpy(fine, -alpha, q, r))?;
-                let rr = dot2(b, comm, fine, [r, r, r, r])?[0];
-                if let Some(reason) = mon.step(it, rr) {
+                // r ← r − α q and ‖r‖² in one pass.
+                let mut rr = [timer.run(b, Kernel::Vector, 0, || b.axpy_norm(fine, -alpha, q, r))?];
+                comm.sum(&mut rr)?;
+                if let Some(reason) = mon.step(it, rr[0]) {
                     b.axpy(fine, alpha, p, u)?;
                     break reason;
                 }
                 pc.apply(b, comm, &mut timer, r, z)?;
-                let [rz, zq] = dot2(b, comm, pc.fine(), [r, z, z, q])?;
+                let mut rz_zq =
+                    timer.run(b, Kernel::Vector, 0, || b.dot_pair(pc.fine(), r, z, q))?;
+                comm.sum(&mut rz_zq)?;
+                let [rz, zq] = rz_zq;
                 beta = -alpha * zq / kappa;
                 kappa = rz;
             }
@@ -110,16 +116,4 @@ impl<B: Backend> MgCg<B> {
         let seconds = start.elapsed().as_secs_f64();
         Ok(mon.finish(reason, it, seconds, timer.into_profile()))
     }
-}
-
-/// Global [⟨x, y⟩, ⟨v, w⟩] for `[x, y, v, w]`, one allreduce.
-fn dot2<B: Backend, C: Comm<B>>(
-    b: &B,
-    comm: &C,
-    op: &B::LevelOp,
-    f: [&B::Field; 4],
-) -> Result<[f64; 2]> {
-    let mut s = [b.dot(op, f[0], f[1])?, b.dot(op, f[2], f[3])?];
-    comm.sum(&mut s)?;
-    Ok(s)
 }

@@ -29,7 +29,73 @@ impl CpuBackend {
     }
 }
 
+impl CpuBackend {
+    fn axpy_norm_t<S: Real>(
+        &self,
+        s: &LevelStencil,
+        a: f64,
+        x: &HostField<S>,
+        y: &mut HostField<S>,
+    ) -> f64 {
+        let nz = s.nz;
+        let [d, _] = self.reduce_rows(s.ny(), |parts| {
+            parts
+                .par_iter_mut()
+                .zip(rows(y).zip(rows_ref(x)))
+                .for_each(|(part, (yr, xr))| {
+                    let mut sum = 0.0;
+                    for (yv, xv) in inner_mut(yr, nz).iter_mut().zip(inner(xr, nz)) {
+                        *yv = S::from_f64(yv.to_f64() + a * xv.to_f64());
+                        let v = yv.to_f64();
+                        sum += v * v;
+                    }
+                    *part = [sum, 0.0];
+                })
+        });
+        d
+    }
+
+    fn dot_pair_t<S: Real>(
+        &self,
+        s: &LevelStencil,
+        x: &HostField<S>,
+        y: &HostField<S>,
+        w: &HostField<S>,
+    ) -> [f64; 2] {
+        let nz = s.nz;
+        self.reduce_rows(s.ny(), |parts| {
+            parts
+                .par_iter_mut()
+                .zip(rows_ref(x).zip(rows_ref(y).zip(rows_ref(w))))
+                .for_each(|(part, (xr, (yr, wr)))| {
+                    let mut sum = [0.0; 2];
+                    for ((xv, yv), wv) in inner(xr, nz).iter().zip(inner(yr, nz)).zip(inner(wr, nz))
+                    {
+                        let y = yv.to_f64();
+                        sum[0] += xv.to_f64() * y;
+                        sum[1] += y * wv.to_f64();
+                    }
+                    *part = sum;
+                })
+        })
+    }
+}
+
 impl VectorKernels for CpuBackend {
+    fn axpy_norm(&self, s: &LevelStencil, a: f64, x: &CpuField, y: &mut CpuField) -> Result<f64> {
+        Ok(by_precision!(s, S => self.axpy_norm_t(s, a, get::<S>(x)?, get_mut::<S>(y)?)))
+    }
+
+    fn dot_pair(
+        &self,
+        s: &LevelStencil,
+        x: &CpuField,
+        y: &CpuField,
+        w: &CpuField,
+    ) -> Result<[f64; 2]> {
+        Ok(by_precision!(s, S => self.dot_pair_t(s, get::<S>(x)?, get::<S>(y)?, get::<S>(w)?)))
+    }
+
     fn fill(&self, s: &LevelStencil, x: &mut CpuField, v: f64) -> Result<()> {
         by_precision!(s, S => self.fill_t(get_mut::<S>(x)?, v));
         Ok(())
