@@ -478,12 +478,15 @@ impl Kernels {
     }
 }
 
-/// The NVRTC options of a build whose fields are stored in `storage`: `options`, and
-/// `-DREAL=float` for fp32.
+/// The NVRTC options of a build whose fields are stored in `storage`: `options`, and for fp32
+/// `-DREAL=float --use_fast_math` (fp32 division and reciprocal to 2 ulp, denormals flushed:
+/// the preconditioner's Thomas chain of divisions was what bounded the fp32 Smooth; the fp64
+/// kernels are not affected by the flag; docs/PERFORMANCE.md).
 pub fn storage_options(storage: Storage, options: &[String]) -> Vec<String> {
     let mut all = options.to_vec();
     if storage == Storage::F32 {
         all.push("-DREAL=float".into());
+        all.push("--use_fast_math".into());
     }
     all
 }
