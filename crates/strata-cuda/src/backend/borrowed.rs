@@ -171,7 +171,7 @@ impl CudaBackend {
 
     /// `x ← a` (the block's interior), on the device.
     pub fn import(&self, op: &CudaLevel, a: &DeviceArray, x: &mut CudaField) -> Result<()> {
-        self.check(op, &[x]);
+        self.check(op, &[x])?;
         self.check_array(op.layout, a, "input array")?;
         let (field, _sync) = x.data.device_ptr_mut(&self.stream);
         self.borrowed_launch(op, a, true, field)
@@ -179,7 +179,7 @@ impl CudaBackend {
 
     /// `a ← x` (the block's interior), on the device.
     pub fn export(&self, op: &CudaLevel, x: &CudaField, a: &DeviceArray) -> Result<()> {
-        self.check(op, &[x]);
+        self.check(op, &[x])?;
         self.check_array(op.layout, a, "output array")?;
         let (field, _sync) = x.data.device_ptr(&self.stream);
         self.borrowed_launch(op, a, false, field)

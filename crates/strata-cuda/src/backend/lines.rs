@@ -5,7 +5,7 @@ use strata::backend::LineKernels;
 
 impl LineKernels for CudaBackend {
     fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
-        self.check(op, &[r, z]);
+        self.check(op, &[r, z])?;
         launch_op!(self, op, K::LineSolve, K::LineSolveCells; &r.data, &mut z.data)
     }
 
@@ -17,7 +17,7 @@ impl LineKernels for CudaBackend {
         z: &mut CudaField,
         alpha: f64,
     ) -> Result<[f64; 2]> {
-        self.check(op, &[q, r, z]);
+        self.check(op, &[q, r, z])?;
         let mut red = self.reduce_lock();
         launch_op!(self, op, K::CgTridiag, K::CgTridiagCells; &q.data, &mut r.data, &mut z.data, &alpha, &mut red.partials)?;
         self.finish_reduce(op, &mut red, 2)
@@ -31,7 +31,7 @@ impl LineKernels for CudaBackend {
         u_out: &mut CudaField,
         rho: f64,
     ) -> Result<()> {
-        self.check(op, &[f, u_in, u_out]);
+        self.check(op, &[f, u_in, u_out])?;
         if let Some(cfg) = op.pcr {
             let sym = sym_flag(op);
             let mut b = self.stream.launch_builder(op.k.get(op_kernel(
@@ -59,7 +59,7 @@ impl LineKernels for CudaBackend {
         u: &mut CudaField,
         color: usize,
     ) -> Result<()> {
-        self.check(op, &[f, u]);
+        self.check(op, &[f, u])?;
         let b = op.stencil.block;
         let parity = ((b.i0 + b.j0 + color) % 2) as i32;
         let (kernel, cfg) = match op.pcr {
@@ -106,8 +106,8 @@ impl LineKernels for CudaBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
-        self.check(fine, &[r_fine]);
-        self.check(coarse, &[f_coarse, u_coarse]);
+        self.check(fine, &[r_fine])?;
+        self.check(coarse, &[f_coarse, u_coarse])?;
         assert_eq!(
             (fine.layout.nx, fine.layout.ny),
             (2 * coarse.layout.nx, 2 * coarse.layout.ny)

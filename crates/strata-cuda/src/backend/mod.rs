@@ -361,15 +361,22 @@ impl CudaBackend {
         cu(self.stream.alloc_zeros::<f64>(len))
     }
 
-    fn check(&self, op: &CudaLevel, fields: &[&CudaField]) {
+    /// Checks that every field is one of level `op`'s (its layout and precision): a caller's
+    /// mistake otherwise, reported as an error before anything is launched.
+    fn check(&self, op: &CudaLevel, fields: &[&CudaField]) -> Result<()> {
         for f in fields {
-            assert_eq!(f.layout, op.layout, "a field of another level was passed");
-            assert_eq!(
-                f.storage(),
-                op.stencil.storage,
-                "a field stored in another precision than its level was passed"
-            );
+            if f.layout != op.layout {
+                return Err(backend_err("a field of another level was passed"));
+            }
+            if f.storage() != op.stencil.storage {
+                return Err(backend_err(format!(
+                    "a field stored in {:?} was passed with a level stored in {:?}",
+                    f.storage(),
+                    op.stencil.storage
+                )));
+            }
         }
+        Ok(())
     }
 
     /// Runs the final reduction of `ncomp` components over the level's block partials.

@@ -5,7 +5,7 @@ use strata::backend::StencilKernels;
 
 impl StencilKernels for CudaBackend {
     fn apply(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
-        self.check(op, &[x, y]);
+        self.check(op, &[x, y])?;
         launch_op!(self, op, K::Apply, K::ApplyCells; &x.data, &mut y.data)
     }
 
@@ -16,7 +16,7 @@ impl StencilKernels for CudaBackend {
         u: &CudaField,
         r: &mut CudaField,
     ) -> Result<f64> {
-        self.check(op, &[f, u, r]);
+        self.check(op, &[f, u, r])?;
         let mut red = self.reduce_lock();
         launch_op!(self, op, K::Residual, K::ResidualCells; &f.data, &u.data, &mut r.data, &mut red.partials)?;
         Ok(self.finish_reduce(op, &mut red, 1)?[0])
@@ -29,7 +29,7 @@ impl StencilKernels for CudaBackend {
         u: &CudaField,
         r: &mut CudaField,
     ) -> Result<()> {
-        self.check(op, &[f, u, r]);
+        self.check(op, &[f, u, r])?;
         // The same kernel; its block partials are left unread (no wait for the host).
         let mut red = self.reduce_lock();
         launch_op!(self, op, K::Residual, K::ResidualCells; &f.data, &u.data, &mut r.data, &mut red.partials)
@@ -45,7 +45,7 @@ impl StencilKernels for CudaBackend {
         alpha: f64,
         beta: f64,
     ) -> Result<f64> {
-        self.check(op, &[z, u, p, q]);
+        self.check(op, &[z, u, p, q])?;
         let mut red = self.reduce_lock();
         launch_op!(self, op, K::CgSpmv, K::CgSpmvCells; &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
         Ok(self.finish_reduce(op, &mut red, 1)?[0])
@@ -58,8 +58,8 @@ impl StencilKernels for CudaBackend {
         u_coarse: &CudaField,
         u_fine: &mut CudaField,
     ) -> Result<()> {
-        self.check(coarse, &[u_coarse]);
-        self.check(fine, &[u_fine]);
+        self.check(coarse, &[u_coarse])?;
+        self.check(fine, &[u_fine])?;
         assert_eq!(
             (fine.layout.nx, fine.layout.ny),
             (2 * coarse.layout.nx, 2 * coarse.layout.ny)

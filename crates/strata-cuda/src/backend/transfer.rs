@@ -5,7 +5,7 @@ use strata::backend::TransferKernels;
 
 impl TransferKernels for CudaBackend {
     fn upload(&self, op: &CudaLevel, host: &[f64], x: &mut CudaField) -> Result<()> {
-        self.check(op, &[x]);
+        self.check(op, &[x])?;
         let l = op.layout;
         let row = l.nx as usize * l.nz as usize;
         assert_eq!(host.len(), row * l.ny as usize, "host array size");
@@ -32,7 +32,7 @@ impl TransferKernels for CudaBackend {
     }
 
     fn download(&self, op: &CudaLevel, x: &CudaField, host: &mut [f64]) -> Result<()> {
-        self.check(op, &[x]);
+        self.check(op, &[x])?;
         let l = op.layout;
         let row = l.nx as usize * l.nz as usize;
         assert_eq!(host.len(), row * l.ny as usize, "host array size");
@@ -76,8 +76,8 @@ impl TransferKernels for CudaBackend {
         y: &mut CudaField,
     ) -> Result<()> {
         strata::backend::check_convert(&from.stencil, &to.stencil)?;
-        self.check(from, &[x]);
-        self.check(to, &[y]);
+        self.check(from, &[x])?;
+        self.check(to, &[y])?;
         let n = x.data.len();
         // The fp64 side is read or written by the kernel of the other side's build: widen in
         // the source's, narrow in the destination's (fp64 to fp64 is either's copy).
@@ -117,7 +117,7 @@ impl TransferKernels for CudaBackend {
         side: Side,
         buf: &mut CudaSlice<f64>,
     ) -> Result<()> {
-        self.check(op, &[x]);
+        self.check(op, &[x])?;
         assert_eq!(buf.len(), face_len(&op.stencil, side));
         use cudarc::driver::DevicePtrMut;
         let (src, _g) = x.data.device_ptr(&self.stream);
@@ -132,7 +132,7 @@ impl TransferKernels for CudaBackend {
         side: Side,
         buf: &CudaSlice<f64>,
     ) -> Result<()> {
-        self.check(op, &[x]);
+        self.check(op, &[x])?;
         assert_eq!(buf.len(), face_len(&op.stencil, side));
         use cudarc::driver::DevicePtr;
         let (src, _g) = buf.device_ptr(&self.stream);
@@ -150,8 +150,8 @@ impl TransferKernels for CudaBackend {
         side: Side,
         reversed: bool,
     ) -> Result<()> {
-        self.check(src_op, &[src]);
-        self.check(op, &[x]);
+        self.check(src_op, &[src])?;
+        self.check(op, &[x])?;
         let nz = op.layout.nz as usize;
         let count = face_len(&op.stencil, side) / nz;
         assert_eq!(face_len(&src_op.stencil, src_side), count * nz);
@@ -186,7 +186,7 @@ impl TransferKernels for CudaBackend {
             return strata::backend::copy_halos_one_by_one(self, ops, x, links);
         }
         for (o, f) in ops.iter().zip(x.iter()) {
-            self.check(o, &[f]);
+            self.check(o, &[f])?;
         }
         // Square blocks: every face has nx (= ny) columns.
         assert_eq!(layout.nx, layout.ny, "tiles are square");
