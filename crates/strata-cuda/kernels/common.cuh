@@ -29,9 +29,6 @@ typedef long long idx_t;
 #endif
 typedef REAL real;
 
-// v as a field of this build stores it (what a later read of the stored value returns).
-__device__ __forceinline__ real stored(real v) { return (real)(real)v; }
-
 #define XOFF 32
 // Thomas checkpoint interval: the backward sweep recomputes each chunk of KCH levels from a
 // checkpoint instead of storing the modified super-diagonal and the intermediate solution.
@@ -159,13 +156,13 @@ struct CellOp {
         const real west = sym ? e[o - 1] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
         const real down = sym ? (k > 0 ? u[o - L.sx] : real(0.0)) : b[o];
-        return (real)d[o] * mid + (real)e[o] * x[o + 1] + west * x[o - 1] +
-               (real)n[o] * x[o + L.plane] + south * x[o - L.plane] + (real)u[o] * above + down * below;
+        return d[o] * mid + e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] +
+               south * x[o - L.plane] + u[o] * above + down * below;
     }
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
         const real west = sym ? e[o - 1] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
-        return (real)e[o] * x[o + 1] + west * x[o - 1] + (real)n[o] * x[o + L.plane] + south * x[o - L.plane];
+        return e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] + south * x[o - L.plane];
     }
     __device__ __forceinline__ real diag(int k) const { return d[o0 + (idx_t)k * sx]; }
     __device__ __forceinline__ real lower(int k) const {

@@ -33,7 +33,7 @@ __device__ __forceinline__ void cg_tridiag_body(const Layout& L, const Op& op, i
                                                 real* __restrict__ z, real alpha, double& rr, double& rz) {
     auto fwd = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        const real rk = stored(r[o] - alpha * q[o]);
+        const real rk = r[o] - alpha * q[o];
         r[o] = rk;
         rr += rk * rk;
         return rk;
@@ -81,7 +81,7 @@ __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t
 #ifdef SMOOTH_STORE_RHS
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        const real v = stored(f[o] - op_apply_load(op, u_in, o, L, k));
+        const real v = f[o] - op_apply_load(op, u_in, o, L, k);
         u_out[o] = v;
         return v;
     };
@@ -152,6 +152,13 @@ extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PAR
     smooth_color_body(L, CELL_OP(o0), o0, f, u);
 }
 
+// scale * (sum of the 4 fine children at fine offset of), the restriction of both RestrictSmooth
+// kernels.
+__device__ __forceinline__ real restrict_children(const Layout& Lf, const real* __restrict__ rf, idx_t of,
+                                                  real scale) {
+    return scale * ((rf[of] + rf[of + 1]) + (rf[of + Lf.plane] + rf[of + Lf.plane + 1]));
+}
+
 // Restriction fused with the first smoothing step from zero, per coarse column:
 // f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.
 // Traffic per coarse cell 7 (read 4 children; write f_c; read f_c again; write u_c).
@@ -161,8 +168,7 @@ __device__ __forceinline__ void restrict_smooth_body(const Layout& Lf, const Lay
                                                      real* __restrict__ fc, real* __restrict__ uc,
                                                      real rho, real scale) {
     auto fwd = [&](int k) {
-        const idx_t of = f0 + (idx_t)k * Lf.sx;
-        const real v = stored(scale * (((real)rf[of] + rf[of + 1]) + ((real)rf[of + Lf.plane] + rf[of + Lf.plane + 1])));
+        const real v = restrict_children(Lf, rf, f0 + (idx_t)k * Lf.sx, scale);
         fc[o0 + (idx_t)k * L.sx] = v;
         return v;
     };
@@ -268,7 +274,7 @@ __device__ __forceinline__ void smooth_pcr_body(const Layout& L, const Op& op, i
                                                 const real* __restrict__ u_in, real* __restrict__ u_out,
                                                 real rho) {
     const idx_t o = o0 + (idx_t)(k < NZ ? k : 0) * L.sx;
-    const real d = k < NZ ? stored(f[o] - op_apply_load(op, u_in, o, L, k)) : real(0.0);
+    const real d = k < NZ ? f[o] - op_apply_load(op, u_in, o, L, k) : real(0.0);
     const real z = pcr_solve(op, k, slot, d);
     if (active && k < NZ) u_out[o] = u_in[o] + rho * z;
 }
@@ -297,8 +303,7 @@ __device__ __forceinline__ void restrict_smooth_pcr_body(const Layout& Lf, const
                                                          real* __restrict__ uc, real rho, real scale) {
     real d = real(0.0);
     if (k < NZ) {
-        const idx_t of = f0 + (idx_t)k * Lf.sx;
-        d = stored(scale * (((real)rf[of] + rf[of + 1]) + ((real)rf[of + Lf.plane] + rf[of + Lf.plane + 1])));
+        d = restrict_children(Lf, rf, f0 + (idx_t)k * Lf.sx, scale);
         if (active) fc[o0 + (idx_t)k * L.sx] = d;
     }
     const real z = pcr_solve(op, k, slot, d);

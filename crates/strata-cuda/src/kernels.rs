@@ -158,8 +158,8 @@ impl Kernel {
         Kernel::DotPair,
     ];
 
-    /// The kernel's `extern "C"` name (suffixed by the precision of its arithmetic, fp64 in both
-    /// builds: the fp32 build differs in how fields are stored, `-DREAL=float`).
+    /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
+    /// (`-DREAL=float`, [`storage_options`]) keeps.
     pub const fn name(self) -> &'static str {
         match self {
             Kernel::Fill => "fill_f64",

@@ -1,7 +1,7 @@
 //! Storage precision of a level's fields (docs/MODEL.md §17): fp64, or fp32 for the multigrid
-//! preconditioner of `--precision mixed`. Arithmetic is fp64 in every kernel whatever the
-//! storage (values are widened on load and rounded once on store); only what a field holds in
-//! memory, and so the bytes a kernel moves, changes.
+//! preconditioner of `--precision mixed`. The host backends compute in fp64 whatever the
+//! storage (values widened on load, rounded once on store); the CUDA backend computes an fp32
+//! level in fp32 (its `-DREAL=float` build). Reductions are fp64 everywhere.
 
 use serde::{Deserialize, Serialize};
 
@@ -37,8 +37,6 @@ impl Storage {
 /// A stored value type of host fields: `f64` or `f32`. Kernels widen to `f64` on load and round
 /// on store.
 pub trait Real: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'static {
-    /// The precision this type stores.
-    const PRECISION: Storage;
     /// Rounds an `f64` to this type.
     fn from_f64(v: f64) -> Self;
     /// Widens to `f64` (exact).
@@ -46,7 +44,6 @@ pub trait Real: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'st
 }
 
 impl Real for f64 {
-    const PRECISION: Storage = Storage::F64;
     #[inline(always)]
     fn from_f64(v: f64) -> Self {
         v
@@ -58,7 +55,6 @@ impl Real for f64 {
 }
 
 impl Real for f32 {
-    const PRECISION: Storage = Storage::F32;
     #[inline(always)]
     fn from_f64(v: f64) -> Self {
         v as f32

@@ -25,10 +25,7 @@ impl CellArrays {
     pub(super) fn new(backend: &CudaBackend, s: &LevelStencil, l: DeviceLayout) -> Result<Self> {
         let host = HostEntries::build(s, l);
         let symmetric = host.is_symmetric(l);
-        let up = |v: &[f64]| -> Result<DeviceValues> {
-            backend.check_free(v.len(), s.storage.bytes() as u64)?;
-            backend.upload_values(v, s.storage)
-        };
+        let up = |v: &[f64]| backend.upload_values(v, s.storage);
         let [d, e, n, u, w, so, b] = &host.0;
         Ok(Self {
             d: up(d)?,

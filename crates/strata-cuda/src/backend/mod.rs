@@ -332,8 +332,10 @@ impl CudaBackend {
         })
     }
 
-    /// `v` on the device, stored in `storage` (rounded to fp32 for an fp32 level).
+    /// `v` on the device, stored in `storage` (rounded to fp32 for an fp32 level); refused, not
+    /// failed, when the device has too little free memory.
     fn upload_values(&self, v: &[f64], storage: Storage) -> Result<DeviceValues> {
+        self.check_free(v.len(), storage.bytes() as u64)?;
         Ok(match storage {
             Storage::F64 => DeviceValues::F64(cu(self.stream.clone_htod(v))?),
             Storage::F32 => {

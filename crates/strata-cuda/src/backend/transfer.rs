@@ -80,14 +80,13 @@ impl TransferKernels for CudaBackend {
         self.check(to, &[y])?;
         let n = x.data.len();
         // The fp64 side is read or written by the kernel of the other side's build: widen in
-        // the source's, narrow in the destination's (fp64 to fp64 is either's copy).
-        let (kernel, k) = match (&x.data, &y.data) {
+        // the source's, narrow in the destination's (fp64 to fp64 is either's copy); fp32 to
+        // fp32 is a plain device copy.
+        let (kernel, k) = match (&x.data, &mut y.data) {
             (_, DeviceValues::F64(_)) => (K::Widen, &from.k),
             (DeviceValues::F64(_), _) => (K::Narrow, &to.k),
-            (DeviceValues::F32(_), DeviceValues::F32(_)) => {
-                return Err(backend_err(
-                    "conversion between two fp32 fields (a copy) is not needed",
-                ))
+            (DeviceValues::F32(a), DeviceValues::F32(b)) => {
+                return cu(self.stream.memcpy_dtod(a, b));
             }
         };
         let cfg = LaunchConfig {

@@ -15,8 +15,8 @@ pub enum Precision {
     #[default]
     F64,
     /// The outer Krylov iteration (its vectors, the operator it applies, its residual and
-    /// stopping test) in fp64; the multigrid preconditioner's fields stored in fp32 (its
-    /// arithmetic in fp64 registers). For mg-cg, gcr and bicgstab with the multigrid
+    /// stopping test) in fp64; the multigrid preconditioner's fields stored in fp32 (computed
+    /// in fp64 registers on the CPU, in fp32 on the GPU). For mg-cg, gcr and bicgstab with the multigrid
     /// preconditioner; mg alone runs as fp64 defect correction around fp32 V-cycles.
     Mixed,
 }
