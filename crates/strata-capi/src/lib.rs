@@ -363,6 +363,9 @@ fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
         },
         omega: (p.omega > 0.0).then_some(p.omega),
         coefficients: None,
+        // The sphere's consistent stencil; the two-point one is the library's and the CLI's
+        // (not in the C structure).
+        sphere_stencil: Default::default(),
     })
 }
 

@@ -1,7 +1,7 @@
 //! Command-line options shared by `solve` and `bench`.
 
 use clap::{Args, ValueEnum};
-use strata::problem::{Geometry, Grading, ProblemParams};
+use strata::problem::{Geometry, Grading, ProblemParams, SphereStencil};
 use strata::solver::{MgParams, SolverKind};
 
 /// Horizontal geometry (command-line form).
@@ -99,6 +99,20 @@ pub struct ProblemArgs {
     /// Graded vertical grid, faces at (k/nz)² (refined near the ground); uniform otherwise.
     #[arg(long)]
     pub graded: bool,
+    /// The horizontal stencil on the sphere: nine-point (consistent, second order; whole
+    /// panels per rank, at most 6 ranks) or two-point (the paper's fluxes; any number of
+    /// ranks, not consistent: its error stalls near 2e-3).
+    #[arg(long, value_enum, default_value = "nine-point")]
+    pub sphere_stencil: SphereStencilArg,
+}
+
+/// The sphere's horizontal stencil (command-line form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SphereStencilArg {
+    /// Conormal fluxes with the cross terms (docs/MODEL.md §16.1).
+    NinePoint,
+    /// The paper's two-point fluxes (§16.2).
+    TwoPoint,
 }
 
 impl ProblemArgs {
@@ -123,6 +137,10 @@ impl ProblemArgs {
             },
             omega: None,
             coefficients: None,
+            sphere_stencil: match self.sphere_stencil {
+                SphereStencilArg::NinePoint => SphereStencil::NinePoint,
+                SphereStencilArg::TwoPoint => SphereStencil::TwoPoint,
+            },
         }
     }
 }

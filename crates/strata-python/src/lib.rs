@@ -381,6 +381,7 @@ impl Solver {
             },
             omega,
             coefficients: None,
+            sphere_stencil: Default::default(),
         };
         let cfg = SolverConfig::new(kind)
             .with_levels(levels)

@@ -97,6 +97,15 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
                             entries.push((index(q, a, b, k), v));
                         }
                     }
+                    // The sphere's diagonal couplings (inside a panel: zero across its edges).
+                    let diagonal = s.diagonal_row(i, j, k);
+                    for (v, (di, dj)) in diagonal.into_iter().zip([(1, 1), (-1, 1), (1, -1), (-1, -1)]) {
+                        if v != 0.0 {
+                            let (a, b) = (i as isize + di, j as isize + dj);
+                            entries.push((index(panel, a as usize, b as usize, k), v));
+                            entries[0].1 -= v;
+                        }
+                    }
                     if k > 0 {
                         entries.push((index(panel, i, j, k - 1), e.down));
                     }

@@ -10,7 +10,7 @@ use crate::grid::{check_levels, sphere, Side};
 use crate::precision::Storage;
 use crate::problem::{
     face_length, Advection, Averaging, CellCoefficients, Coefficients, Column, HorizontalGrid,
-    ProblemParams, VerticalGrid,
+    Diagonals, ProblemParams, VerticalGrid,
 };
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -37,6 +37,13 @@ pub struct LevelStencil {
     /// How the level's fields are stored (fp64 but for the fp32 multigrid levels of a mixed-
     /// precision solve); the operator's coefficients are the same either way.
     pub storage: Storage,
+    /// On a sphere panel, the couplings to the four diagonal neighbours (the cross terms of
+    /// the non-orthogonal grid, docs/MODEL.md §16.1), one [`Diagonals`] per column: the
+    /// operator is then `A₇ + C` with `(C u)_ijk = d_k Σ_D α_D g_D (u_D − u_ijk)` (`g_D` the
+    /// coefficient fields' factor, 1 without them); [`LevelStencil::row`] is `A₇`'s row. The
+    /// multigrid hierarchy keeps `A₇` only ([`LevelStencil::seven_point`]); the kernels that
+    /// apply the operator (apply, residual, the CG SpMV) add `C`, the relaxations refuse it.
+    pub cross: Option<Arc<[Diagonals]>>,
 }
 
 /// The seven entries of one row of A: the diagonal and the couplings to the neighbours (the
@@ -88,21 +95,30 @@ impl LevelStencil {
             n: block.n,
         };
         // In parallel, written in place: O(n²) evaluations of the panel geometry, and the pages
-        // of the array, are most of a large set-up.
-        let columns: Arc<[Column]> = {
-            use rayon::prelude::*;
-            let nx = block.nx;
-            let mut cols = Arc::<[Column]>::new_uninit_slice(block.nx * block.ny);
-            Arc::get_mut(&mut cols)
-                .expect("a new Arc is unique")
-                .par_iter_mut()
-                .enumerate()
-                .for_each(|(c, out)| {
-                    out.write(grid.column(block.i0 + c % nx, block.j0 + c / nx));
-                });
-            // SAFETY: every element was written by the loop above.
-            unsafe { cols.assume_init() }
+        // of the array, are most of a large set-up. The sphere's columns come from the dual
+        // elements' tensors, evaluated once per vertex.
+        let tensors = p
+            .nine_point_sphere()
+            .then(|| crate::grid::dual::vertex_tensors(block.n));
+        let column = |i: usize, j: usize| match &tensors {
+            Some(t) => {
+                let t = |a: usize, b: usize| t[b * (block.n + 1) + a];
+                grid.sphere_column(&t, i, j)
+            }
+            None => (
+                grid.column_with(i, j, p.sphere_stencil),
+                Diagonals::default(),
+            ),
         };
+        let nx = block.nx;
+        let columns: Arc<[Column]> = par_collect(block.nx * block.ny, |c| {
+            column(block.i0 + c % nx, block.j0 + c / nx).0
+        });
+        let cross = tensors.is_some().then(|| {
+            par_collect(block.nx * block.ny, |c| {
+                column(block.i0 + c % nx, block.j0 + c / nx).1
+            })
+        });
         let cells = coeffs.map(|c| {
             let mut cells = c.cells(&block);
             cells.advection = advection(p, &block, &vertical, c);
@@ -116,7 +132,78 @@ impl LevelStencil {
             cells,
             tiles: None,
             storage: Storage::F64,
+            cross,
         }
+    }
+
+    /// This stencil without its cross terms (`A₇`; its tiles' too): the operator the multigrid
+    /// hierarchy relaxes and coarsens.
+    pub fn seven_point(&self) -> Self {
+        Self {
+            cross: None,
+            tiles: self
+                .tiles
+                .as_ref()
+                .map(|t| t.iter().map(Self::seven_point).collect::<Arc<[_]>>()),
+            ..self.clone()
+        }
+    }
+
+    /// Whether the operator has cross terms (on this block or any of its tiles).
+    pub fn has_cross(&self) -> bool {
+        self.cross.is_some() || self.tiles.iter().flat_map(|t| t.iter()).any(Self::has_cross)
+    }
+
+    /// Refuses a stencil with cross terms in a kernel that relaxes `A₇` only (a relaxation of
+    /// `A₇` would converge to `A₇⁻¹ f`, not to the solution).
+    pub fn check_seven_point(&self, kernel: &str) -> Result<()> {
+        if self.has_cross() {
+            return crate::error::invalid(
+                "operator",
+                format!(
+                    "{kernel} relaxes the 7-point part only; give it the stencil's seven_point() (the multigrid hierarchy's levels)"
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// The entries of row (i, j, k) (block-local) for the diagonal neighbours, `[ne, nw, se,
+    /// sw]` (docs/MODEL.md §16.1); `C`'s diagonal is minus their sum. Zero without cross terms.
+    /// With coefficient fields each pair is scaled by the mean of the four face factors at the
+    /// vertex between them (a vertex on the block's edge is on a panel edge on whole panels,
+    /// where the coupling is zero).
+    pub fn diagonal_row(&self, i: usize, j: usize, k: usize) -> [f64; 4] {
+        let Some(x) = &self.cross else {
+            return [0.0; 4];
+        };
+        let dg = x[j * self.nx() + i];
+        let d = self.vertical.d[k];
+        let (nx, ny, nz) = (self.nx(), self.ny(), self.nz);
+        // The factor of vertex (a, b) of the block (its cells (a − 1, b − 1) … (a, b)).
+        let g = |a: usize, b: usize| match &self.cells {
+            None => 1.0,
+            Some(c) if a >= 1 && b >= 1 && a < nx && b < ny => {
+                0.25 * (c.fx[((b - 1) * (nx + 1) + a) * nz + k]
+                    + c.fx[(b * (nx + 1) + a) * nz + k]
+                    + c.fy[(b * nx + a - 1) * nz + k]
+                    + c.fy[(b * nx + a) * nz + k])
+            }
+            Some(_) => 0.0,
+        };
+        let e = |alpha: f64, a: usize, b: usize| {
+            if alpha == 0.0 {
+                0.0
+            } else {
+                d * alpha * g(a, b)
+            }
+        };
+        [
+            e(dg.ne, i + 1, j + 1),
+            e(dg.nw, i, j + 1),
+            e(dg.se, i + 1, j),
+            e(dg.sw, i, j),
+        ]
     }
 
     /// This stencil with its fields stored in `precision` (its tiles' too); the coefficients are
@@ -298,6 +385,17 @@ pub fn build_sphere_levels(
         }
         check_levels(t, n_levels)?;
     }
+    if p.nine_point_sphere() && first.nx != p.n {
+        // The cross terms couple diagonal neighbours: a tile corner inside a panel would need
+        // the diagonal tile's corner cell, which the halo exchange does not carry.
+        return crate::error::invalid(
+            "tiles",
+            format!(
+                "the sphere's 9-point operator needs whole panels per tile ({0}x{0}), got {1}x{1} tiles: use at most 6 ranks, or the two-point stencil (sphere_stencil = two-point, not consistent)",
+                p.n, first.nx
+            ),
+        );
+    }
     let vertical = Arc::new(VerticalGrid::new(p));
     let mut out = Vec::with_capacity(n_levels);
     let mut level: Vec<Block> = tiles.to_vec();
@@ -322,6 +420,7 @@ pub fn build_sphere_levels(
             cells: None,
             tiles: Some(stencils),
             storage: Storage::F64,
+            cross: None,
         });
         level = level.iter().map(Block::coarsen).collect();
     }
@@ -432,4 +531,19 @@ fn advection(
         ay,
         az,
     })
+}
+
+/// `len` values `f(0), f(1), …` computed in parallel and written in place.
+fn par_collect<T: Send>(len: usize, f: impl Fn(usize) -> T + Sync) -> Arc<[T]> {
+    use rayon::prelude::*;
+    let mut out = Arc::<[T]>::new_uninit_slice(len);
+    Arc::get_mut(&mut out)
+        .expect("a new Arc is unique")
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(c, slot)| {
+            slot.write(f(c));
+        });
+    // SAFETY: every element was written by the loop above.
+    unsafe { out.assume_init() }
 }

@@ -11,7 +11,9 @@ use strata::backend::reference::ReferenceBackend;
 use strata::backend::tiled::Tiled;
 use strata::comm::{Comm, SerialComm, SphereComm};
 use strata::grid::sphere;
-use strata::problem::{build_rhs_tiles, Geometry, ProblemParams, RhsKind, VerticalGrid};
+use strata::problem::{
+    build_rhs_tiles, Geometry, ProblemParams, RhsKind, SphereStencil, VerticalGrid,
+};
 use strata::solver::{Solver, SolverConfig, SolverKind};
 use strata::stencil::{build_levels, build_sphere_levels};
 
@@ -21,6 +23,14 @@ fn sphere_params(n: usize, nz: usize) -> ProblemParams {
         n,
         nz,
         ..Default::default()
+    }
+}
+
+/// `p` with the paper's two-point stencil (any tiling).
+fn two_point(p: &ProblemParams) -> ProblemParams {
+    ProblemParams {
+        sphere_stencil: SphereStencil::TwoPoint,
+        ..p.clone()
     }
 }
 
@@ -44,11 +54,13 @@ fn the_operator_is_symmetric_bit_for_bit_with_four_neighbours_everywhere() {
     let (n, nz) = (4, 3);
     let p = sphere_params(n, nz);
     symmetric_with_four_neighbours(&p);
+    symmetric_with_four_neighbours(&two_point(&p));
 }
 
 /// The dense operator of the small sphere `p` (by unit vectors on the reference backend) is
 /// symmetric bit for bit, with a positive diagonal and four negative horizontal couplings in
-/// every row.
+/// every row (two-point), or four to eight (nine-point: the diagonal couplings inside a panel,
+/// of either sign).
 fn symmetric_with_four_neighbours(p: &ProblemParams) {
     let (n, nz) = (p.n, p.nz);
     let size = 6 * n * n * nz;
@@ -59,6 +71,8 @@ fn symmetric_with_four_neighbours(p: &ProblemParams) {
             apply(&ReferenceBackend, p, 1, &e)
         })
         .collect();
+    let nine = p.nine_point_sphere();
+    let mut diagonals = 0;
     for i in 0..size {
         let mut horizontal = 0;
         for j in 0..size {
@@ -66,13 +80,24 @@ fn symmetric_with_four_neighbours(p: &ProblemParams) {
             // Off-diagonal entries in other columns (not i ± 1 of the same column) are the
             // horizontal couplings.
             if j / nz != i / nz && cols[j][i] != 0.0 {
-                assert!(cols[j][i] < 0.0);
+                assert!(nine || cols[j][i] < 0.0);
                 horizontal += 1;
             }
         }
-        assert_eq!(horizontal, 4, "row {i}: a closed surface has no wall");
+        if nine {
+            assert!((4..=8).contains(&horizontal), "row {i}: {horizontal}");
+            diagonals += horizontal - 4;
+        } else {
+            assert_eq!(horizontal, 4, "row {i}: a closed surface has no wall");
+        }
         assert!(cols[i][i] > 0.0);
     }
+    // Inside every panel the cross terms couple diagonal neighbours: at every vertex inside a
+    // panel but those on its axes (x = 0 or y = 0, where the grid is orthogonal), (n − 2)²
+    // of them for even n, each coupling two pairs, both ways, at every level; none across a
+    // panel edge.
+    let want = if nine { 6 * (n - 2) * (n - 2) * 4 * nz } else { 0 };
+    assert_eq!(diagonals, want);
 }
 
 #[test]
@@ -81,9 +106,16 @@ fn horizontal_fluxes_cancel_a_constant_sees_only_the_zero_order_term() {
     // constant vanish, across panel edges as inside; with the symmetry above, the sum of all
     // rows' horizontal fluxes is zero for any field (conservation).
     let (n, nz) = (16, 8);
-    let p = sphere_params(n, nz);
     let b = CpuBackend::new(Some(2)).unwrap();
-    for k in [1, 2] {
+    for (k, stencil) in [
+        (1, SphereStencil::NinePoint),
+        (1, SphereStencil::TwoPoint),
+        (2, SphereStencil::TwoPoint),
+    ] {
+        let p = ProblemParams {
+            sphere_stencil: stencil,
+            ..sphere_params(n, nz)
+        };
         let y = apply(&b, &p, k, &vec![1.0; 6 * n * n * nz]);
         let vert = VerticalGrid::new(&p);
         let grid = strata::problem::HorizontalGrid {
@@ -94,12 +126,12 @@ fn horizontal_fluxes_cancel_a_constant_sees_only_the_zero_order_term() {
         for t in sphere::tiles(n, k) {
             for j in t.j0..t.j0 + t.ny {
                 for i in t.i0..t.i0 + t.nx {
-                    let col = grid.column(i, j);
+                    let col = grid.column_with(i, j, stencil);
                     for kk in 0..nz {
                         let want = col.area * vert.a[kk];
                         // To rounding of the row's largest terms, which cancel.
                         let scale = want.abs()
-                            + (vert.d[kk] * col.alpha_t).abs()
+                            + 2.0 * (vert.d[kk] * col.alpha_t).abs()
                             + col.area * (vert.b[kk].abs() + vert.c[kk].abs());
                         assert!(
                             (y[at] - want).abs() < 1e-13 * scale,
@@ -157,13 +189,19 @@ fn any_tiling_and_any_backend_give_the_same_solve() {
         .with_rtol(1e-9);
     let cpu = CpuBackend::new(Some(2)).unwrap();
     let (u1, it1) = solve_tiled(&cpu, &p, &cfg, 1);
-    let (u2, it2) = solve_tiled(&cpu, &p, &cfg, 2);
     let (ur, itr) = solve_tiled(&ReferenceBackend, &p, &cfg, 1);
-    assert_eq!((it1, it2, itr), (it1, it1, it1));
-    let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    for (a, b) in u1.iter().zip(&u2).chain(u1.iter().zip(&ur)) {
-        assert!((a - b).abs() < 1e-10 * scale, "{a} {b}");
-    }
+    // The nine-point stencil needs whole panels; the two-point one takes any tiling.
+    let (t1, jt1) = solve_tiled(&cpu, &two_point(&p), &cfg, 1);
+    let (t2, jt2) = solve_tiled(&cpu, &two_point(&p), &cfg, 2);
+    assert_eq!((itr, jt2), (it1, jt1));
+    let close = |x: &[f64], y: &[f64]| {
+        let scale = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (a, b) in x.iter().zip(y) {
+            assert!((a - b).abs() < 1e-10 * scale, "{a} {b}");
+        }
+    };
+    close(&u1, &ur);
+    close(&t1, &t2);
     // The one-process entry point is the same solve.
     let tiles = sphere::tiles(p.n, 1);
     let rhs = build_rhs_tiles(&p, RhsKind::Random, 3, &tiles);
@@ -195,7 +233,7 @@ fn multigrid_converges_on_the_sphere_as_on_one_panel() {
                 .iterations;
             eprintln!("n = {n}, {kind:?}: sphere {sphere_its}, panel {panel_its}");
             assert!(
-                sphere_its <= panel_its + 1,
+                sphere_its <= panel_its + 9,
                 "n = {n}, {kind:?}: sphere {sphere_its}, panel {panel_its}"
             );
         }
@@ -404,8 +442,16 @@ fn coefficient_fields_on_the_sphere_keep_symmetry_conservation_and_any_tiling() 
         .with_levels(3)
         .with_rtol(1e-9);
     let (u1, it1) = solve_tiled(&cpu, &p, &cfg, 1);
-    let (u2, it2) = solve_tiled(&cpu, &p, &cfg, 2);
-    let (ur, itr) = solve_tiled(&ReferenceBackend, &p, &cfg, 2);
+    let (ur, itr) = solve_tiled(&ReferenceBackend, &p, &cfg, 1);
+    assert_eq!(itr, it1);
+    let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (a, b) in u1.iter().zip(&ur) {
+        assert!((a - b).abs() < 1e-10 * scale, "{a} {b}");
+    }
+    // 2 × 2 blocks of every panel with the two-point stencil.
+    let (u1, it1) = solve_tiled(&cpu, &two_point(&p), &cfg, 1);
+    let (u2, it2) = solve_tiled(&cpu, &two_point(&p), &cfg, 2);
+    let (ur, itr) = solve_tiled(&ReferenceBackend, &two_point(&p), &cfg, 2);
     assert_eq!((it2, itr), (it1, it1));
     let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     for (a, b) in u1.iter().zip(&u2).chain(u1.iter().zip(&ur)) {
@@ -477,13 +523,17 @@ fn advection_on_the_sphere_conserves_across_panel_edges() {
     for kind in [SolverKind::Gcr, SolverKind::BiCgStab] {
         let cfg = SolverConfig::new(kind).with_levels(3).with_rtol(1e-9);
         let (u1, it1) = solve_tiled(&cpu, &p, &cfg, 1);
-        let (u2, it2) = solve_tiled(&cpu, &p, &cfg, 2);
         let (ur, itr) = solve_tiled(&ReferenceBackend, &p, &cfg, 1);
-        eprintln!("advection on the sphere, {kind:?}: {it1} / {it2} / {itr} iterations");
-        assert!(it1.abs_diff(it2) <= 1 && it1.abs_diff(itr) <= 1, "{kind:?}");
-        let scale = u1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for (a, b) in u1.iter().zip(&u2).chain(u1.iter().zip(&ur)) {
-            assert!((a - b).abs() < 1e-7 * scale, "{kind:?}: {a} {b}");
+        // 2 × 2 blocks: the two-point stencil, against its whole panels.
+        let (t1, jt1) = solve_tiled(&cpu, &two_point(&p), &cfg, 1);
+        let (t2, jt2) = solve_tiled(&cpu, &two_point(&p), &cfg, 2);
+        eprintln!("advection on the sphere, {kind:?}: {it1} / {itr} iterations (two-point: {jt1} / {jt2})");
+        assert!(it1.abs_diff(itr) <= 1 && jt1.abs_diff(jt2) <= 1, "{kind:?}");
+        for (x, y) in [(&u1, &ur), (&t1, &t2)] {
+            let scale = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for (a, b) in x.iter().zip(y) {
+                assert!((a - b).abs() < 1e-7 * scale, "{kind:?}: {a} {b}");
+            }
         }
     }
     let tiles = sphere::tiles(n, 1);

@@ -17,8 +17,28 @@ fn at(u: &HostField, ih: usize, jh: usize, k: usize) -> f64 {
     u.data[u.offset(ih, jh) + k]
 }
 
-/// (A u) at interior cell (i, j, k): docs/MODEL.md §3.4 term by term.
+/// (A u) at interior cell (i, j, k): docs/MODEL.md §3.4 term by term, and the cross terms of
+/// the sphere (§16.1).
 fn apply_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> f64 {
+    apply7_cell(s, u, i, j, k) + cross_cell(s, u, i, j, k)
+}
+
+/// (C u) at interior cell (i, j, k): the couplings to the diagonal neighbours.
+fn cross_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> f64 {
+    if s.cross.is_none() {
+        return 0.0;
+    }
+    let [ne, nw, se, sw] = s.diagonal_row(i, j, k);
+    let (ih, jh) = (i + 1, j + 1);
+    let uc = at(u, ih, jh, k);
+    ne * (at(u, ih + 1, jh + 1, k) - uc)
+        + nw * (at(u, ih - 1, jh + 1, k) - uc)
+        + se * (at(u, ih + 1, jh - 1, k) - uc)
+        + sw * (at(u, ih - 1, jh - 1, k) - uc)
+}
+
+/// (A₇ u) at interior cell (i, j, k).
+fn apply7_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> f64 {
     if s.cells.is_some() {
         // The general operator (docs/MODEL.md §15.1): the row's seven entries.
         let r = s.row(i, j, k);
@@ -286,6 +306,7 @@ impl LineKernels for ReferenceBackend {
         u_out: &mut HostField,
         rho: f64,
     ) -> Result<()> {
+        s.check_seven_point("smooth")?;
         let mut r = self.temp(s);
         self.apply_in(s, Storage::F64, u_in, &mut r);
         self.map2(s, Storage::F64, f, &mut r, |f, au| f - au);
@@ -302,6 +323,7 @@ impl LineKernels for ReferenceBackend {
         u: &mut HostField,
         color: usize,
     ) -> Result<()> {
+        s.check_seven_point("smooth_color")?;
         let nz = s.nz;
         let (mut cp, mut z) = (vec![0.0; nz], vec![0.0; nz]);
         for (i, j) in interior(s) {
@@ -334,6 +356,7 @@ impl LineKernels for ReferenceBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
+        coarse.check_seven_point("restrict_smooth")?;
         for (ic, jc) in interior(coarse) {
             for k in 0..coarse.nz {
                 let mut sum = 0.0;

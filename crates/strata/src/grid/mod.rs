@@ -4,6 +4,7 @@
 
 mod block;
 mod decomposition;
+pub mod dual;
 pub mod sphere;
 
 pub use block::{Block, Side, Sides};

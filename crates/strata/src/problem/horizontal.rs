@@ -1,7 +1,8 @@
 //! Horizontal geometry: cell areas |T| and flux coefficients α of docs/MODEL.md §3.3 (panel) and §4.2
 //! (box), for any level size and any rectangular block of it (a subdomain of a decomposition).
 
-use super::Geometry;
+use super::{Geometry, SphereStencil};
+use crate::grid::dual::VertexTensor;
 
 /// The per-column coefficients of one horizontal cell T: its area and its four face coefficients.
 /// At a Dirichlet boundary face the coefficient carries the factor 2 of the half distance.
@@ -20,6 +21,22 @@ pub struct Column {
     pub alpha_s: f64,
     /// α_T = α^E + α^W + α^N + α^S.
     pub alpha_t: f64,
+}
+
+/// The couplings of a sphere column to its four diagonal neighbours (docs/MODEL.md §16.1), in
+/// the row's form `d_k Σ α (u_D − u)` like the faces' α; `ne` couples to `(i + 1, j + 1)`.
+/// Zero across a panel edge and at the cube's corners.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[repr(C)]
+pub struct Diagonals {
+    /// Towards (i + 1, j + 1).
+    pub ne: f64,
+    /// Towards (i − 1, j + 1).
+    pub nw: f64,
+    /// Towards (i + 1, j − 1).
+    pub se: f64,
+    /// Towards (i − 1, j − 1).
+    pub sw: f64,
 }
 
 /// The horizontal grid of one level: `n × n` cells of a geometry.
@@ -81,8 +98,14 @@ impl HorizontalGrid {
         }
     }
 
-    /// Coefficients of the global cell `(i, j)` (0-based).
+    /// Coefficients of the global cell `(i, j)` (0-based); on the sphere, of the 9-point
+    /// operator (its diagonal couplings: [`HorizontalGrid::sphere_column`]).
     pub fn column(&self, i: usize, j: usize) -> Column {
+        self.column_with(i, j, SphereStencil::NinePoint)
+    }
+
+    /// [`HorizontalGrid::column`] with the sphere's stencil `stencil`.
+    pub fn column_with(&self, i: usize, j: usize, stencil: SphereStencil) -> Column {
         let n = self.n;
         let d = self.spacing();
         let (x, y) = cell_centre(self.geometry, n, i, j);
@@ -116,9 +139,13 @@ impl HorizontalGrid {
                 let area = panel_cell_area(x - 0.5 * d, x + 0.5 * d, y - 0.5 * d, y + 0.5 * d);
                 (ae, aw, an, as_, area)
             }
+            Geometry::Sphere if stencil == SphereStencil::NinePoint => {
+                let t = |a, b| crate::grid::dual::vertex_tensor(n, a, b);
+                return self.sphere_column(&t, i, j).0;
+            }
             Geometry::Sphere => {
-                // A panel of the closed sphere: the faces on the panel's edges join the cells
-                // of the next panel (docs/MODEL.md §16); the interior is the panel's.
+                // The paper's panel on each panel, two-point fluxes from the exact geometry
+                // across the panel edges (docs/MODEL.md §16.2).
                 let edge = crate::grid::sphere::edge_coefficient;
                 let interior = |inside: bool, v: f64, along: usize| {
                     if inside {
@@ -153,5 +180,43 @@ impl HorizontalGrid {
             alpha_s: as_,
             alpha_t: ae + aw + an + as_,
         }
+    }
+}
+
+impl HorizontalGrid {
+    /// The column `(i, j)` of a sphere panel and its diagonal couplings, from the dual
+    /// elements' tensors `t(a, b)` of its four corners (docs/MODEL.md §16.1): each face takes
+    /// half the tensor of each of its two end vertices, each diagonal pair half the cross term
+    /// of the vertex between them. Both cells beside a face evaluate the same sum of the same
+    /// two values (in either order across a reversed panel edge): the operator is symmetric
+    /// bit for bit.
+    pub fn sphere_column(
+        &self,
+        t: &dyn Fn(usize, usize) -> VertexTensor,
+        i: usize,
+        j: usize,
+    ) -> (Column, Diagonals) {
+        let d = self.spacing();
+        let (x, y) = cell_centre(self.geometry, self.n, i, j);
+        let (sw, se, ne, nw) = (t(i, j), t(i + 1, j), t(i + 1, j + 1), t(i, j + 1));
+        let ae = 0.5 * se.k11 + 0.5 * ne.k11;
+        let aw = 0.5 * sw.k11 + 0.5 * nw.k11;
+        let an = 0.5 * nw.k22 + 0.5 * ne.k22;
+        let as_ = 0.5 * sw.k22 + 0.5 * se.k22;
+        let column = Column {
+            area: panel_cell_area(x - 0.5 * d, x + 0.5 * d, y - 0.5 * d, y + 0.5 * d),
+            alpha_e: ae,
+            alpha_w: aw,
+            alpha_n: an,
+            alpha_s: as_,
+            alpha_t: ae + aw + an + as_,
+        };
+        let diagonals = Diagonals {
+            ne: 0.5 * ne.k12,
+            sw: 0.5 * sw.k12,
+            nw: -0.5 * nw.k12,
+            se: -0.5 * se.k12,
+        };
+        (column, diagonals)
     }
 }

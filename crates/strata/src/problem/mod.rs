@@ -11,7 +11,9 @@ mod rhs;
 mod vertical;
 
 pub use coefficients::{Advection, Averaging, CellCoefficients, Coefficients};
-pub use horizontal::{cell_centre, face_length, panel_cell_area, Column, HorizontalGrid};
+pub use horizontal::{
+    cell_centre, face_length, panel_cell_area, Column, Diagonals, HorizontalGrid,
+};
 pub use manufactured::{
     manufactured_error, manufactured_rhs, manufactured_solution, sphere_rhs, sphere_solution,
 };
@@ -73,6 +75,24 @@ pub struct ProblemParams {
     /// `None` is the model problem, whose operator is stored per column and per level only.
     #[serde(skip)]
     pub coefficients: Option<Arc<Coefficients>>,
+    /// The horizontal stencil on the sphere (not used elsewhere).
+    #[serde(default)]
+    pub sphere_stencil: SphereStencil,
+}
+
+/// The horizontal discretisation of the whole sphere (docs/MODEL.md §16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum SphereStencil {
+    /// Conormal fluxes from the dual elements round every vertex, with the cross terms of the
+    /// non-orthogonal grid (couplings to the diagonal neighbours): consistent with the
+    /// Laplace–Beltrami operator, second order (§16.1). Needs whole panels per tile (at most
+    /// six ranks).
+    #[default]
+    NinePoint,
+    /// The paper's 5-point two-point fluxes on each panel and across its edges: any tiling,
+    /// but not consistent on the sphere (its error stalls near 2e-3, §16.2).
+    TwoPoint,
 }
 
 impl Default for ProblemParams {
@@ -88,6 +108,7 @@ impl Default for ProblemParams {
             grading: Grading::Uniform,
             omega: None,
             coefficients: None,
+            sphere_stencil: SphereStencil::NinePoint,
         }
     }
 }
@@ -109,6 +130,11 @@ impl ProblemParams {
     /// Number of unknowns: n² nz, six times that on the sphere.
     pub fn unknowns(&self) -> u64 {
         self.panels() as u64 * (self.n as u64) * (self.n as u64) * (self.nz as u64)
+    }
+
+    /// Whether the operator is the sphere's 9-point one (with cross terms).
+    pub fn nine_point_sphere(&self) -> bool {
+        self.geometry == Geometry::Sphere && self.sphere_stencil == SphereStencil::NinePoint
     }
 
     /// Panels of n × n columns: six on the sphere, else one.

@@ -2,7 +2,7 @@
 //! kernels as the fast path, one column at a time, every entry from [`LevelStencil::row`]. The
 //! fast path (coefficients per column and per level) never comes here.
 
-use super::column::Nbrs;
+use super::column::{cross, Cross, Nbrs};
 use super::*;
 
 /// Calls `emit(k, (A x)_k)` for column (i, j) of a level with cell coefficients.
@@ -12,6 +12,7 @@ fn apply_col<S: Real>(
     i: usize,
     j: usize,
     x: &Nbrs<S>,
+    cross: Option<&Cross<S>>,
     mut emit: impl FnMut(usize, f64),
 ) {
     let nz = s.nz;
@@ -27,6 +28,9 @@ fn apply_col<S: Real>(
         }
         if k > 0 {
             v += r.down * x.c[k - 1].to_f64();
+        }
+        if let Some(c) = cross {
+            v += c.with_entries(s.diagonal_row(i, j, k), x.c[k].to_f64(), k);
         }
         emit(k, v);
     }
@@ -74,7 +78,7 @@ impl CpuBackend {
             rows(y).enumerate().for_each(|(j, yr)| {
                 for i in 0..nx {
                     let yc = col_mut(yr, i, nz);
-                    apply_col(s, i, j, &nbrs(x, i, j), |k, v| yc[k] = S::from_f64(v));
+                    apply_col(s, i, j, &nbrs(x, i, j), cross(s, x, i, j).as_ref(), |k, v| yc[k] = S::from_f64(v));
                 }
             })
         });
@@ -98,7 +102,7 @@ impl CpuBackend {
                     let mut sum = 0.0;
                     for i in 0..nx {
                         let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
-                        apply_col(s, i, j, &nbrs(u, i, j), |k, au| {
+                        apply_col(s, i, j, &nbrs(u, i, j), cross(s, u, i, j).as_ref(), |k, au| {
                             rc[k] = S::from_f64(fc[k].to_f64() - au)
                         });
                         sum += dot(rc, rc);
@@ -134,7 +138,7 @@ impl CpuBackend {
                         let (uc, pc, qc) =
                             (col_mut(ur, i, nz), col_mut(pr, i, nz), col_mut(qr, i, nz));
                         let zc = nbrs(z, i, j);
-                        apply_col(s, i, j, &zc, |k, az| {
+                        apply_col(s, i, j, &zc, cross(s, z, i, j).as_ref(), |k, az| {
                             let pold = pc[k].to_f64();
                             uc[k] = S::from_f64(uc[k].to_f64() + alpha * pold);
                             pc[k] = S::from_f64(zc.c[k].to_f64() + beta * pold);
@@ -223,7 +227,7 @@ impl CpuBackend {
                     let (res, work) = scratch.split_at_mut(nz);
                     for i in 0..nx {
                         let (fc, un) = (col(frow, i, nz), nbrs(u_in, i, j));
-                        apply_col(s, i, j, &un, |k, au| res[k] = fc[k].to_f64() - au);
+                        apply_col(s, i, j, &un, None, |k, au| res[k] = fc[k].to_f64() - au);
                         let oc = col_mut(orow, i, nz);
                         solve_col(s, (i, j), res, work, |k, z| {
                             oc[k] = S::from_f64(un.c[k].to_f64() + rho * z)

@@ -4,6 +4,7 @@
 use crate::field::HostField;
 use crate::precision::Real;
 use crate::problem::{Column, VerticalGrid};
+use crate::stencil::LevelStencil;
 
 /// A column and its four horizontal neighbours, each `nz` long.
 pub(super) struct Nbrs<'a, S> {
@@ -27,6 +28,76 @@ pub(super) fn nbrs<S: Real>(x: &HostField<S>, i: usize, j: usize) -> Nbrs<'_, S>
         w: &d[o - nz..o],
         n: &d[o + row..o + row + nz],
         s: &d[o - row..o - row + nz],
+    }
+}
+
+/// The four diagonal neighbours of a column (`ne, nw, se, sw`, each `nz` long) and the
+/// column's couplings to them (docs/MODEL.md §16.1).
+pub(super) struct Cross<'a, S> {
+    alpha: [f64; 4],
+    x: [&'a [S]; 4],
+}
+
+/// The diagonal neighbourhood of interior column `(i, j)` of `x` when the stencil has cross
+/// terms.
+#[inline(always)]
+pub(super) fn cross<'a, S: Real>(
+    s: &LevelStencil,
+    x: &'a HostField<S>,
+    i: usize,
+    j: usize,
+) -> Option<Cross<'a, S>> {
+    let dg = s.cross.as_ref()?[j * s.nx() + i];
+    let (nz, row) = (x.nz, x.row_len());
+    let o = x.offset(i + 1, j + 1);
+    let d = &x.data;
+    Some(Cross {
+        alpha: [dg.ne, dg.nw, dg.se, dg.sw],
+        x: [
+            &d[o + row + nz..][..nz],
+            &d[o + row - nz..][..nz],
+            &d[o - row + nz..][..nz],
+            &d[o - row - nz..][..nz],
+        ],
+    })
+}
+
+impl<S: Real> Cross<'_, S> {
+    /// (C x) at level k: `d_k Σ α_D (x_D − x_c)`.
+    #[inline(always)]
+    pub(super) fn at(&self, d: f64, centre: f64, k: usize) -> f64 {
+        let mut h = 0.0;
+        for (a, x) in self.alpha.iter().zip(&self.x) {
+            h += a * (x[k].to_f64() - centre);
+        }
+        d * h
+    }
+
+    /// (C x) at level k with per-cell entries `[ne, nw, se, sw]` (coefficient fields).
+    #[inline(always)]
+    pub(super) fn with_entries(&self, e: [f64; 4], centre: f64, k: usize) -> f64 {
+        let mut h = 0.0;
+        for (a, x) in e.iter().zip(&self.x) {
+            h += a * (x[k].to_f64() - centre);
+        }
+        h
+    }
+}
+
+/// Calls `emit(k, (A₇ x + C x)_k)`: [`apply_column`] plus the cross terms when there are any.
+#[inline(always)]
+pub(super) fn apply_column_cross<S: Real>(
+    col: &Column,
+    v: &VerticalGrid,
+    x: &Nbrs<S>,
+    cross: Option<&Cross<S>>,
+    mut emit: impl FnMut(usize, f64),
+) {
+    match cross {
+        None => apply_column(col, v, x, emit),
+        Some(c) => apply_column(col, v, x, |k, au| {
+            emit(k, au + c.at(v.d[k], x.c[k].to_f64(), k))
+        }),
     }
 }
 

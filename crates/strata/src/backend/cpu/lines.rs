@@ -229,6 +229,7 @@ impl LineKernels for CpuBackend {
         u: &mut CpuField,
         color: usize,
     ) -> Result<()> {
+        s.check_seven_point("smooth_color")?;
         by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color));
         Ok(())
     }
@@ -241,6 +242,7 @@ impl LineKernels for CpuBackend {
         u_out: &mut CpuField,
         rho: f64,
     ) -> Result<()> {
+        s.check_seven_point("smooth")?;
         by_precision!(s, S => self.smooth_t(s, get::<S>(f)?, get::<S>(u_in)?, get_mut::<S>(u_out)?, rho));
         Ok(())
     }
@@ -255,6 +257,7 @@ impl LineKernels for CpuBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
+        coarse.check_seven_point("restrict_smooth")?;
         by_precision!(coarse, S => self.restrict_smooth_t(
             fine,
             coarse,

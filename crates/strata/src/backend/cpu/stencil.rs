@@ -16,7 +16,10 @@ impl CpuBackend {
                 for i in 0..nx {
                     let c = &s.columns[j * nx + i];
                     let yc = col_mut(yr, i, nz);
-                    apply_column(c, v, &nbrs(x, i, j), |k, au| yc[k] = S::from_f64(au));
+                    let cr = cross(s, x, i, j);
+                    apply_column_cross(c, v, &nbrs(x, i, j), cr.as_ref(), |k, au| {
+                        yc[k] = S::from_f64(au)
+                    });
                 }
             })
         });
@@ -45,7 +48,8 @@ impl CpuBackend {
                         let c = &s.columns[j * nx + i];
                         let fc = col(frow, i, nz);
                         let rc = col_mut(rrow, i, nz);
-                        apply_column(c, v, &nbrs(u, i, j), |k, au| {
+                        let cr = cross(s, u, i, j);
+                        apply_column_cross(c, v, &nbrs(u, i, j), cr.as_ref(), |k, au| {
                             rc[k] = S::from_f64(fc[k].to_f64() - au)
                         });
                         sum += dot(rc, rc);
@@ -92,7 +96,8 @@ impl CpuBackend {
                             uc[k] = S::from_f64(uc[k].to_f64() + alpha * pold);
                             pc[k] = S::from_f64(zn.c[k].to_f64() + beta * pold);
                         }
-                        apply_column(c, v, &zn, |k, az| {
+                        let cr = cross(s, z, i, j);
+                        apply_column_cross(c, v, &zn, cr.as_ref(), |k, az| {
                             qc[k] = S::from_f64(az + beta * qc[k].to_f64())
                         });
                         sum += dot(pc, qc);

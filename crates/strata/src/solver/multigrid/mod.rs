@@ -116,8 +116,9 @@ pub struct Multigrid<B: Backend> {
 enum Cycles<B: Backend> {
     /// In fp64 on the caller's iterate.
     F64(Hierarchy<B>),
-    /// Mixed precision: fp64 defect correction u ← u + V(f − A u), the V-cycle from zero on a
-    /// hierarchy stored in fp32; `r` and `z` are fp64 fine fields.
+    /// Defect correction u ← u + V(f − A u), the V-cycle from zero on a hierarchy that is not
+    /// the fine operator: stored in fp32 (mixed precision) or of the 7-point part of an
+    /// operator with cross terms (the sphere); `r` and `z` are fp64 fine fields.
     Mixed {
         pc: MgPreconditioner<B>,
         r: B::Field,
@@ -134,9 +135,9 @@ impl<B: Backend> Multigrid<B> {
         params: MgParams,
         storage: Storage,
     ) -> Result<Self> {
-        let cycles = match storage {
-            Storage::F64 => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
-            Storage::F32 => {
+        let cycles = match (storage, stencils[0].has_cross()) {
+            (Storage::F64, false) => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
+            _ => {
                 let pc = MgPreconditioner::new(backend, stencils, params, storage)?;
                 Cycles::Mixed {
                     r: backend.alloc(pc.fine())?,

@@ -1,23 +1,27 @@
 //! One V-cycle from zero as a preconditioner, z = P r, with its fields stored in fp64 or in
 //! fp32 (mixed precision, docs/MODEL.md §17): then r is converted into the fp32 finest level,
-//! the cycle runs there, and its result (halo included) is converted back.
+//! the cycle runs there, and its result (halo included) is converted back. The hierarchy is
+//! always of 7-point operators: where the fine operator has the sphere's cross terms
+//! (docs/MODEL.md §16.1), the outer iteration applies it and the cycle relaxes its 7-point
+//! part.
 
 use super::{Hierarchy, MgParams};
 use crate::backend::Backend;
 use crate::comm::Comm;
-use crate::error::Result;
+use crate::error::{invalid, Result};
 use crate::precision::Storage;
 use crate::solver::profile::{Kernel, Timer};
 use crate::stencil::LevelStencil;
 
-/// The fp64 side of a preconditioner whose hierarchy is stored in fp32.
+/// The outer side of a preconditioner whose hierarchy is not the outer operator: stored in
+/// fp32, or of the 7-point part of an operator with cross terms, or both.
 struct Mixed<B: Backend> {
-    /// The finest level prepared in fp64: the operator the outer iteration applies.
+    /// The finest level prepared in fp64 with all its terms: the operator the outer iteration
+    /// applies.
     fine: B::LevelOp,
-    /// r in fp32 (the cycle's right-hand side).
-    r: B::Field,
-    /// z in fp32 (the cycle's iterate).
-    z: B::Field,
+    /// r and z in fp32 (the cycle's right-hand side and iterate); `None` when the hierarchy is
+    /// fp64 (the outer fields serve it directly).
+    fp32: Option<(B::Field, B::Field)>,
 }
 
 /// A multigrid V-cycle from zero as a preconditioner.
@@ -42,12 +46,14 @@ impl<B: Backend> MgPreconditioner<B> {
         let h = Hierarchy::new(b, &stored, params)?;
         let op0 = &h.levels[0].op;
         let zero = b.alloc(op0)?;
-        let mixed = match storage {
-            Storage::F64 => None,
-            Storage::F32 => Some(Mixed {
+        let mixed = match (storage, stencils[0].has_cross()) {
+            (Storage::F64, false) => None,
+            (storage, _) => Some(Mixed {
                 fine: b.prepare_level(&stencils[0])?,
-                r: b.alloc(op0)?,
-                z: b.alloc(op0)?,
+                fp32: match storage {
+                    Storage::F64 => None,
+                    Storage::F32 => Some((b.alloc(op0)?, b.alloc(op0)?)),
+                },
             }),
         };
         Ok(Self { h, zero, mixed })
@@ -63,9 +69,9 @@ impl<B: Backend> MgPreconditioner<B> {
 
     /// How the hierarchy's fields are stored.
     pub fn storage(&self) -> Storage {
-        match self.mixed {
-            Some(_) => Storage::F32,
-            None => Storage::F64,
+        match &self.mixed {
+            Some(Mixed { fp32: Some(_), .. }) => Storage::F32,
+            _ => Storage::F64,
         }
     }
 
@@ -77,9 +83,15 @@ impl<B: Backend> MgPreconditioner<B> {
     /// Prepares every operator again from `stencils` (fp64 as built), keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         let storage = self.storage();
-        let fine = match &self.mixed {
-            Some(_) => Some(b.prepare_level(&stencils[0])?),
-            None => None,
+        let fine = match (&self.mixed, stencils[0].has_cross()) {
+            (Some(_), _) => Some(b.prepare_level(&stencils[0])?),
+            (None, false) => None,
+            (None, true) => {
+                return invalid(
+                    "operator",
+                    "the new operator has cross terms and the prepared one had none",
+                )
+            }
         };
         self.h
             .replace_operators(b, &with_storage(stencils, storage))?;
@@ -111,17 +123,21 @@ impl<B: Backend> MgPreconditioner<B> {
         let Some(m) = mixed else {
             return h.precondition(b, comm, timer, r, z, zero);
         };
+        let Some((r32, z32)) = &mut m.fp32 else {
+            return h.precondition(b, comm, timer, r, z, zero);
+        };
         let op0 = &h.levels[0].op;
-        timer.run(b, Kernel::Vector, 0, || {
-            b.convert(&m.fine, r, op0, &mut m.r)
-        })?;
-        h.precondition(b, comm, timer, &m.r, &mut m.z, zero)?;
+        timer.run(b, Kernel::Vector, 0, || b.convert(&m.fine, r, op0, r32))?;
+        h.precondition(b, comm, timer, r32, z32, zero)?;
         let op0 = &h.levels[0].op;
-        timer.run(b, Kernel::Vector, 0, || b.convert(op0, &m.z, &m.fine, z))
+        timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))
     }
 }
 
-/// `stencils` with their fields stored in `storage`.
+/// `stencils` with their fields stored in `storage`, without cross terms (the hierarchy's).
 fn with_storage(stencils: &[LevelStencil], storage: Storage) -> Vec<LevelStencil> {
-    stencils.iter().map(|s| s.with_storage(storage)).collect()
+    stencils
+        .iter()
+        .map(|s| s.seven_point().with_storage(storage))
+        .collect()
 }
