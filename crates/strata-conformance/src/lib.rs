@@ -393,6 +393,66 @@ pub fn cg_kernels<B: Backend>(b: &B) {
     }
 }
 
+/// The kernels that apply the sphere's nine-point operator (docs/MODEL.md §16.1) — apply,
+/// residual, residual_only, the CG SpMV — on a whole panel, whose cross terms couple diagonal
+/// neighbours; and the relaxations, which refuse it (they relax the 7-point part only).
+pub fn cross_term_kernels<B: Backend>(b: &B) {
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(5);
+    for (n, nz) in [(16, 7), (12, 128)] {
+        let s = level(Geometry::Sphere, Block::panel(3, n), nz);
+        assert!(s.cross.is_some());
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let ctx = format!("sphere panel n={n} nz={nz} {:?}", b.name());
+        let (x, f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
+        let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
+        let (mut ha, mut da) = (rng.field(&s), to_backend(b, &op, &y));
+        r.apply(&s, &x, &mut ha).unwrap();
+        b.apply(&op, &dx, &mut da).unwrap();
+        assert!(rel_diff(&to_host(b, &op, &da), &ha) <= TOL, "apply {ctx}");
+        // The cross terms are there: the 7-point part alone differs.
+        let mut h7 = rng.field(&s);
+        r.apply(&s.seven_point(), &x, &mut h7).unwrap();
+        assert!(rel_diff(&h7, &ha) > 1e3 * TOL, "cross terms missing {ctx}");
+        let rr_h = r.residual(&s, &f, &x, &mut ha).unwrap();
+        let rr_d = b.residual(&op, &df, &dx, &mut da).unwrap();
+        assert!(
+            rel_diff(&to_host(b, &op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
+            "residual {ctx}"
+        );
+        let mut dr = to_backend(b, &op, &y);
+        b.residual_only(&op, &df, &dx, &mut dr).unwrap();
+        assert!(
+            rel_diff(&to_host(b, &op, &dr), &ha) <= TOL,
+            "residual_only {ctx}"
+        );
+        let (u, p, q) = (rng.field(&s), rng.field(&s), rng.field(&s));
+        let (mut hu, mut hp, mut hq) = (u.clone(), p.clone(), q.clone());
+        let (mut du, mut dp, mut dq) = (
+            to_backend(b, &op, &u),
+            to_backend(b, &op, &p),
+            to_backend(b, &op, &q),
+        );
+        let sh = r
+            .cg_spmv(&s, &x, &mut hu, &mut hp, &mut hq, 0.4, 0.6)
+            .unwrap();
+        let sd = b
+            .cg_spmv(&op, &dx, &mut du, &mut dp, &mut dq, 0.4, 0.6)
+            .unwrap();
+        assert!(rel_diff(&to_host(b, &op, &du), &hu) <= TOL, "spmv u {ctx}");
+        assert!(rel_diff(&to_host(b, &op, &dp), &hp) <= TOL, "spmv p {ctx}");
+        assert!(
+            rel_diff(&to_host(b, &op, &dq), &hq) <= TOL && close(sd, sh, TOL_SUM),
+            "spmv q {ctx}"
+        );
+        let mut out = to_backend(b, &op, &y);
+        let e = b.smooth(&op, &df, &dx, &mut out, 0.5).unwrap_err();
+        assert!(e.to_string().contains("7-point"), "{ctx}: {e}");
+        let e = b.smooth_color(&op, &df, &mut out, 0).unwrap_err();
+        assert!(e.to_string().contains("7-point"), "{ctx}: {e}");
+    }
+}
+
 /// The multigrid kernels: Smooth on one level, RestrictSmooth and Prolongate between a fine
 /// block and its (odd-sized) coarse block.
 pub fn multigrid_kernels<B: Backend>(b: &B) {
@@ -1117,6 +1177,12 @@ macro_rules! conformance_tests {
         $(#[$attr])*
         fn single_precision_kernels_match_the_reference() {
             $crate::single_precision_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn cross_term_kernels_match_the_reference() {
+            $crate::cross_term_kernels(&$backend);
         }
     };
 }

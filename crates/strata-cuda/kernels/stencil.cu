@@ -3,6 +3,35 @@
 // template over the column operator (ColOp or CellOp, common.cuh), with one kernel per operator:
 // `name_f64` for the model problem's coefficients, `name_cells_f64` for per-cell coefficients.
 
+// The sphere's cross terms (docs/MODEL.md §16.1): a column's couplings to its four diagonal
+// neighbours, `xc` 4 reals per column (ne, nw, se, sw) as the face coefficients, added to the
+// column operator (`has_cross` = 0: none, `xc` is not read).
+struct XColOp {
+    ColOp op;
+    real ne, nw, se, sw;
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        const real h = ne * (x[o + L.plane + 1] - mid) + nw * (x[o + L.plane - 1] - mid) +
+                       se * (x[o - L.plane + 1] - mid) + sw * (x[o - L.plane - 1] - mid);
+        return op.apply(x, o, L, k, below, mid, above) + V_D(op.V, k) * h;
+    }
+};
+
+#define CROSS_PARAMS const real *__restrict__ xc, int has_cross
+// Runs `body(op, ...)` with the column's operator, with its cross terms if it has any.
+#define WITH_CROSS(call)                                                                  \
+    do {                                                                                  \
+        const ColOp base{load_col(cols, L, i, j), V};                                      \
+        if (has_cross) {                                                                  \
+            const real* c4 = xc + 4 * ((idx_t)j * L.nx + i);                               \
+            const XColOp op{base, __ldg(c4), __ldg(c4 + 1), __ldg(c4 + 2), __ldg(c4 + 3)}; \
+            call;                                                                         \
+        } else {                                                                          \
+            const ColOp& op = base;                                                       \
+            call;                                                                         \
+        }                                                                                 \
+    } while (0)
+
 // y <- A x; traffic 2 (+ the coefficients: 4 values per cell, 7 when not symmetric).
 template <class Op>
 __device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o, const real* __restrict__ x,
@@ -18,10 +47,10 @@ __device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t 
 }
 
 extern "C" __global__ void apply_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                     const real* __restrict__ x, real* __restrict__ y) {
+                                     CROSS_PARAMS, const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
-    apply_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), x, y);
+    WITH_CROSS(apply_body(L, op, at_(L, i, j, 0), x, y));
 }
 
 extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ x,
@@ -52,11 +81,12 @@ __device__ __forceinline__ real residual_body(const Layout& L, const Op& op, idx
 }
 
 extern "C" __global__ void residual_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                        const real* __restrict__ f, const real* __restrict__ u,
-                                        real* __restrict__ r, double* __restrict__ partials) {
+                                        CROSS_PARAMS, const real* __restrict__ f,
+                                        const real* __restrict__ u, real* __restrict__ r,
+                                        double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
-    if (active) s = residual_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, r);
+    if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r));
     block_sum(s, partials, 0, 1);
 }
 
@@ -98,13 +128,12 @@ __device__ __forceinline__ real cg_spmv_body(const Layout& L, const Op& op, idx_
 }
 
 extern "C" __global__ void cg_spmv_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                       const real* __restrict__ z, real* __restrict__ u,
+                                       CROSS_PARAMS, const real* __restrict__ z, real* __restrict__ u,
                                        real* __restrict__ p, real* __restrict__ q, double alpha,
                                        double beta, double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
-    if (active)
-        s = cg_spmv_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), z, u, p, q, alpha, beta);
+    if (active) WITH_CROSS(s = cg_spmv_body(L, op, at_(L, i, j, 0), z, u, p, q, alpha, beta));
     block_sum(s, partials, 0, 1);
 }
 

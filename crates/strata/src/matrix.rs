@@ -99,7 +99,11 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
                     }
                     // The sphere's diagonal couplings (inside a panel: zero across its edges).
                     let diagonal = s.diagonal_row(i, j, k);
-                    for (v, (di, dj)) in diagonal.into_iter().zip([(1, 1), (-1, 1), (1, -1), (-1, -1)]) {
+                    for (v, (di, dj)) in
+                        diagonal
+                            .into_iter()
+                            .zip([(1, 1), (-1, 1), (1, -1), (-1, -1)])
+                    {
                         if v != 0.0 {
                             let (a, b) = (i as isize + di, j as isize + dj);
                             entries.push((index(panel, a as usize, b as usize, k), v));

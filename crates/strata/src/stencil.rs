@@ -9,8 +9,8 @@ pub use crate::grid::Block;
 use crate::grid::{check_levels, sphere, Side};
 use crate::precision::Storage;
 use crate::problem::{
-    face_length, Advection, Averaging, CellCoefficients, Coefficients, Column, HorizontalGrid,
-    Diagonals, ProblemParams, VerticalGrid,
+    face_length, Advection, Averaging, CellCoefficients, Coefficients, Column, Diagonals,
+    HorizontalGrid, ProblemParams, VerticalGrid,
 };
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -151,7 +151,12 @@ impl LevelStencil {
 
     /// Whether the operator has cross terms (on this block or any of its tiles).
     pub fn has_cross(&self) -> bool {
-        self.cross.is_some() || self.tiles.iter().flat_map(|t| t.iter()).any(Self::has_cross)
+        self.cross.is_some()
+            || self
+                .tiles
+                .iter()
+                .flat_map(|t| t.iter())
+                .any(Self::has_cross)
     }
 
     /// Refuses a stencil with cross terms in a kernel that relaxes `A₇` only (a relaxation of

@@ -45,6 +45,26 @@ macro_rules! launch_op {
     }};
 }
 
+/// [`launch_op!`] for the kernels that apply the whole operator (apply, residual, CG SpMV):
+/// the column-coefficient kernels take the level's cross terms after its operator
+/// (`CROSS_PARAMS`, kernels/stencil.cu).
+macro_rules! launch_stencil {
+    ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {{
+        let op = $op;
+        let sym = sym_flag(op);
+        let mut b = $self.stream.launch_builder(op.k.get(op_kernel(op, $model, $cells)));
+        b.arg(&op.layout);
+        push_operator(&mut b, op, &sym);
+        if op.cells.is_none() {
+            b.arg(&op.cross.0).arg(&op.cross.1);
+        }
+        $( b.arg($arg); )*
+        // SAFETY: every field argument was checked to have this level's layout, and the column
+        // kernels touch only that layout's elements (interior, or halo for reads).
+        cu(unsafe { b.launch(op.cfg) }).map(|_| ())
+    }};
+}
+
 /// The kernel of level `op`'s operator: `model` with column coefficients, `cells` with
 /// per-cell entries.
 fn op_kernel(op: &CudaLevel, model: K, cells: K) -> K {
@@ -181,6 +201,9 @@ pub struct CudaLevel {
     layout: DeviceLayout,
     cols: DeviceValues,
     vert: DeviceValues,
+    /// The sphere's cross terms, 4 values per column, and whether there are any (else 4
+    /// zeros, not read).
+    cross: (DeviceValues, i32),
     /// Physical-boundary bits: 1 west, 2 east, 4 south, 8 north.
     phys: i32,
     /// Per-cell entries, for a level with coefficient fields.
@@ -507,6 +530,12 @@ impl Fields for CudaBackend {
 
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
         s.check_single()?;
+        if s.cross.is_some() && s.cells.is_some() {
+            return Err(StrataError::invalid(
+                "operator",
+                "the sphere's nine-point operator with coefficient fields is not on the GPU yet: use the two-point stencil (sphere_stencil = two-point) or a CPU backend",
+            ));
+        }
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
         let k = self.kernels(s.nz, s.storage)?;
         // Six values per column, filled in parallel (a large level has millions of columns).
@@ -539,6 +568,13 @@ impl Fields for CudaBackend {
             layout,
             cols: self.upload_values(&cols, s.storage)?,
             vert: self.upload_values(&vert, s.storage)?,
+            cross: match &s.cross {
+                Some(x) => {
+                    let v: Vec<f64> = x.iter().flat_map(|d| [d.ne, d.nw, d.se, d.sw]).collect();
+                    (self.upload_values(&v, s.storage)?, 1)
+                }
+                None => (self.upload_values(&[0.0; 4], s.storage)?, 0),
+            },
             phys,
             cells: match s.cells {
                 Some(_) => Some(cells::CellArrays::new(self, s, layout)?),

@@ -78,7 +78,14 @@ impl CpuBackend {
             rows(y).enumerate().for_each(|(j, yr)| {
                 for i in 0..nx {
                     let yc = col_mut(yr, i, nz);
-                    apply_col(s, i, j, &nbrs(x, i, j), cross(s, x, i, j).as_ref(), |k, v| yc[k] = S::from_f64(v));
+                    apply_col(
+                        s,
+                        i,
+                        j,
+                        &nbrs(x, i, j),
+                        cross(s, x, i, j).as_ref(),
+                        |k, v| yc[k] = S::from_f64(v),
+                    );
                 }
             })
         });
@@ -102,9 +109,14 @@ impl CpuBackend {
                     let mut sum = 0.0;
                     for i in 0..nx {
                         let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
-                        apply_col(s, i, j, &nbrs(u, i, j), cross(s, u, i, j).as_ref(), |k, au| {
-                            rc[k] = S::from_f64(fc[k].to_f64() - au)
-                        });
+                        apply_col(
+                            s,
+                            i,
+                            j,
+                            &nbrs(u, i, j),
+                            cross(s, u, i, j).as_ref(),
+                            |k, au| rc[k] = S::from_f64(fc[k].to_f64() - au),
+                        );
                         sum += dot(rc, rc);
                     }
                     *part = [sum, 0.0];
