@@ -553,3 +553,46 @@ fn advection_on_the_sphere_conserves_across_panel_edges() {
     .unwrap_err();
     assert!(e.to_string().contains("symmetric"), "{e}");
 }
+
+/// Max and RMS error of the manufactured solution u* = Y₂(q) cos(π(r − 1)/H) on the sphere
+/// (ω fixed, nz = n/2, docs/MODEL.md §16.1), solved to 1e-11.
+fn manufactured_errors(n: usize, stencil: SphereStencil) -> (f64, f64) {
+    let p = ProblemParams {
+        nz: n / 2,
+        height: 0.1,
+        omega: Some(0.1f64.sqrt()),
+        sphere_stencil: stencil,
+        ..sphere_params(n, n / 2)
+    };
+    let tiles = sphere::tiles(n, 1);
+    let rhs = build_rhs_tiles(&p, RhsKind::Manufactured, 0, &tiles);
+    let cfg = SolverConfig::new(SolverKind::MgCg)
+        .with_levels(2)
+        .with_rtol(1e-11)
+        .with_max_it(500);
+    let cpu = CpuBackend::new(Some(2)).unwrap();
+    let sol = strata::solve(&cpu, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+    assert!(sol.info.reason.converged());
+    strata::problem::manufactured_error(&p, &sol.u)
+}
+
+#[test]
+fn the_manufactured_solution_converges_at_second_order() {
+    // The nine-point stencil: both errors fall by about 4 per halving of h.
+    let e: Vec<(f64, f64)> = [8, 16, 32]
+        .map(|n| manufactured_errors(n, SphereStencil::NinePoint))
+        .to_vec();
+    for w in e.windows(2) {
+        let (max, rms) = (w[0].0 / w[1].0, w[0].1 / w[1].1);
+        eprintln!(
+            "nine-point: max {:.3e} -> {:.3e} ({max:.2}), rms ratio {rms:.2}",
+            w[0].0, w[1].0
+        );
+        assert!(max > 3.5 && rms > 3.5, "{e:?}");
+    }
+    // The paper's two-point fluxes are not consistent on the sphere: the max error stalls.
+    let t: Vec<(f64, f64)> = [32, 64]
+        .map(|n| manufactured_errors(n, SphereStencil::TwoPoint))
+        .to_vec();
+    assert!(t[0].0 / t[1].0 < 2.0, "{t:?}");
+}
