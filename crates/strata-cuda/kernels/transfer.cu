@@ -72,6 +72,20 @@ extern "C" __global__ void unpack_face_f64(Layout L, int side, int count, const 
     }
 }
 
+// buf[k] <- x at halo-inclusive column (ih, jh) (a corner of a sphere tile). One thread per k.
+extern "C" __global__ void pack_column_f64(Layout L, int ih, int jh, const real* __restrict__ x,
+                                           double* __restrict__ buf) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < NZ) buf[k] = x[at_(L, ih - 1, jh - 1, k)];
+}
+
+// x at halo-inclusive column (ih, jh) <- buf[k].
+extern "C" __global__ void unpack_column_f64(Layout L, int ih, int jh, const double* __restrict__ buf,
+                                             real* __restrict__ x) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < NZ) x[at_(L, ih - 1, jh - 1, k)] = buf[k];
+}
+
 // The halo of x across `side` <- the interior layer of src next to `src_side` (another block of
 // this process, the same face length), the other way along the face if `reversed`: the
 // exchange between tiles of the sphere, with no buffer. Launch: threads over (t, k).

@@ -83,6 +83,10 @@ pub enum Kernel {
     UnpackFace,
     /// `copy_halo_f64` (transfer.cu).
     CopyHalo,
+    /// `pack_column_f64` (transfer.cu): one column (a tile's corner) into a buffer.
+    PackColumn,
+    /// `unpack_column_f64` (transfer.cu).
+    UnpackColumn,
     /// `reverse_face_f64` (transfer.cu).
     ReverseFace,
     /// `copy_halos_f64` (transfer.cu).
@@ -112,7 +116,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 43] = [
+    pub const ALL: [Kernel; 45] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -144,6 +148,8 @@ impl Kernel {
         Kernel::PackFace,
         Kernel::UnpackFace,
         Kernel::CopyHalo,
+        Kernel::PackColumn,
+        Kernel::UnpackColumn,
         Kernel::ReverseFace,
         Kernel::CopyHalos,
         Kernel::Widen,
@@ -193,6 +199,8 @@ impl Kernel {
             Kernel::PackFace => "pack_face_f64",
             Kernel::UnpackFace => "unpack_face_f64",
             Kernel::CopyHalo => "copy_halo_f64",
+            Kernel::PackColumn => "pack_column_f64",
+            Kernel::UnpackColumn => "unpack_column_f64",
             Kernel::ReverseFace => "reverse_face_f64",
             Kernel::CopyHalos => "copy_halos_f64",
             Kernel::Widen => "widen_f64",
@@ -242,6 +250,7 @@ impl Kernel {
             Kernel::PackFace => "transfer.cu",
             Kernel::UnpackFace => "transfer.cu",
             Kernel::CopyHalo => "transfer.cu",
+            Kernel::PackColumn | Kernel::UnpackColumn => "transfer.cu",
             Kernel::ReverseFace => "transfer.cu",
             Kernel::CopyHalos => "transfer.cu",
             Kernel::Widen => "vector.cu",

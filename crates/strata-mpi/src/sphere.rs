@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use strata::backend::prelude::*;
 use strata::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
 use strata::comm::{exchange_local_tiles, Comm};
-use strata::grid::sphere::{tile_link, PANELS};
+use strata::grid::sphere::{tile_corners, tile_link, PANELS};
 use strata::grid::{split, Block, Side};
 use strata::stencil::LevelStencil;
 use strata::{Result, StrataError};
@@ -34,10 +34,28 @@ struct Remote<F> {
     host_recv: Vec<f64>,
 }
 
+/// One halo corner of a local tile (inside its panel, on a level with cross terms) whose
+/// diagonal tile is on another rank, and the corner cell this rank sends back.
+struct RemoteCorner<F> {
+    tile: usize,
+    /// The halo corner filled (halo-inclusive).
+    at: (usize, usize),
+    /// This tile's own cell at the corner, sent.
+    own: (usize, usize),
+    peer: i32,
+    tag_out: i32,
+    tag_in: i32,
+    send: F,
+    recv: F,
+    host_send: Vec<f64>,
+    host_recv: Vec<f64>,
+}
+
 /// The remote halos of one level size.
 struct Level<F> {
     nx: usize,
     remotes: Vec<Remote<F>>,
+    corners: Vec<RemoteCorner<F>>,
 }
 
 /// A communicator of the sphere's tiles over MPI, for a tiled backend over `B`. Faces travel
@@ -83,11 +101,18 @@ impl<B: Backend> SphereMpiComm<B> {
             .expect("every tile has a rank")
     }
 
-    /// The ranks that hold a tile across an edge of one of `tiles` (this rank's fine tiles).
+    /// The ranks that hold a tile across an edge or a corner of one of `tiles` (this rank's
+    /// fine tiles).
     pub fn peers(&self, tiles: &[Block]) -> Vec<i32> {
         let mut peers: Vec<i32> = tiles
             .iter()
-            .flat_map(|t| Side::ALL.map(|side| tile_link(t, side).0))
+            .flat_map(|t| {
+                let faces = Side::ALL.map(|side| tile_link(t, side).0);
+                // The diagonal tiles of the nine-point operator's corners too.
+                faces
+                    .into_iter()
+                    .chain(tile_corners(t).into_iter().map(|c| c.src))
+            })
             .map(|o| self.owner(self.global(&o)))
             .filter(|&r| r != self.rank)
             .map(|r| r as i32)
@@ -95,6 +120,48 @@ impl<B: Backend> SphereMpiComm<B> {
         peers.sort_unstable();
         peers.dedup();
         peers
+    }
+
+    /// The remote corners of a level's tiles (on a level with cross terms: the corners inside
+    /// a panel that its local corners do not fill), with their buffers. Tags follow the faces'
+    /// (`4 · tiles + 4 · tile + corner`).
+    fn remote_corners<H: Handle<Inner = B>>(
+        &self,
+        b: &Tiled<H>,
+        lev: &TiledLevel<B>,
+        tiles: &[LevelStencil],
+    ) -> Result<Vec<RemoteCorner<B::FaceBuffer>>> {
+        let base = 4 * PANELS * self.k * self.k;
+        let mut out = Vec::new();
+        for (t, s) in tiles.iter().enumerate() {
+            if s.cross.is_none() {
+                continue;
+            }
+            for c in tile_corners(&s.block) {
+                if lev
+                    .local_corners
+                    .iter()
+                    .any(|(d, l, _)| *d == t && l.corner == c.corner)
+                {
+                    continue;
+                }
+                let peer = self.owner(self.global(&c.src));
+                out.push(RemoteCorner {
+                    tile: t,
+                    at: c.dst_at,
+                    own: c.own_at(s.nx()),
+                    peer: peer as i32,
+                    // The diagonal tile's opposite corner is the same vertex.
+                    tag_out: (base + 4 * self.global(&c.src) + 3 - c.corner) as i32,
+                    tag_in: (base + 4 * self.global(&s.block) + c.corner) as i32,
+                    send: b.inner().alloc_face(s.nz)?,
+                    recv: b.inner().alloc_face(s.nz)?,
+                    host_send: vec![0.0; s.nz],
+                    host_recv: vec![0.0; s.nz],
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// The remote halos of a level's tiles (the sides its local links do not fill), with their
@@ -172,7 +239,12 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
             return Ok(());
         }
         let remotes = self.remotes(b, lev, tiles)?;
-        self.levels.borrow_mut().push(Level { nx, remotes });
+        let corners = self.remote_corners(b, lev, tiles)?;
+        self.levels.borrow_mut().push(Level {
+            nx,
+            remotes,
+            corners,
+        });
         Ok(())
     }
 
@@ -190,8 +262,21 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
             inner.pack_face(&lev.tiles[r.tile], &x[r.tile], r.side, &mut r.send)?;
             inner.face_to_host(&r.send, &mut r.host_send)?;
         }
+        for c in &mut level.corners {
+            inner.pack_column(&lev.tiles[c.tile], &x[c.tile], c.own, &mut c.send)?;
+            inner.face_to_host(&c.send, &mut c.host_send)?;
+        }
         mpi::request::scope(|scope| {
-            let mut requests = Vec::with_capacity(2 * level.remotes.len());
+            let mut requests = Vec::with_capacity(2 * (level.remotes.len() + level.corners.len()));
+            for c in &mut level.corners {
+                let p = self.world.process_at_rank(c.peer);
+                requests.push(p.immediate_receive_into_with_tag(
+                    scope,
+                    &mut c.host_recv[..],
+                    c.tag_in,
+                ));
+                requests.push(p.immediate_send_with_tag(scope, &c.host_send[..], c.tag_out));
+            }
             for r in &mut level.remotes {
                 let p = self.world.process_at_rank(r.peer);
                 requests.push(p.immediate_receive_into_with_tag(
@@ -212,6 +297,10 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
             }
             inner.face_from_host(&r.host_recv, &mut r.recv)?;
             inner.unpack_face(&lev.tiles[r.tile], &mut x[r.tile], r.side, &r.recv)?;
+        }
+        for c in &mut level.corners {
+            inner.face_from_host(&c.host_recv, &mut c.recv)?;
+            inner.unpack_column(&lev.tiles[c.tile], &mut x[c.tile], c.at, &c.recv)?;
         }
         drop(levels);
         exchange_local_tiles(b, lev, x)
@@ -277,6 +366,9 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
         for r in &mut level.remotes {
             inner.pack_face(&lev.tiles[r.tile], &x[r.tile], r.side, &mut r.send)?;
         }
+        for c in &mut level.corners {
+            inner.pack_column(&lev.tiles[c.tile], &x[c.tile], c.own, &mut c.send)?;
+        }
         // Between two ranks in the order of the tags: the k-th send from A to B is B's k-th
         // receive from A.
         let mut sends = Vec::with_capacity(level.remotes.len());
@@ -284,6 +376,10 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
         for r in &mut level.remotes {
             sends.push(((r.peer, r.tag_out), &r.send));
             recvs.push(((r.peer, r.tag_in), &mut r.recv));
+        }
+        for c in &mut level.corners {
+            sends.push(((c.peer, c.tag_out), &c.send));
+            recvs.push(((c.peer, c.tag_in), &mut c.recv));
         }
         sends.sort_by_key(|s| s.0);
         recvs.sort_by_key(|r| r.0);
@@ -303,6 +399,9 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
                 inner.reverse_face(op, &mut r.recv)?;
             }
             inner.unpack_face(op, &mut x[r.tile], r.side, &r.recv)?;
+        }
+        for c in &level.corners {
+            inner.unpack_column(&lev.tiles[c.tile], &mut x[c.tile], c.at, &c.recv)?;
         }
         drop(levels);
         exchange_local_tiles(b, lev, x)

@@ -87,7 +87,14 @@ pub fn exchange_local_tiles<H: Handle>(
     lev: &TiledLevel<H::Inner>,
     x: &mut [InnerField<H>],
 ) -> Result<()> {
-    b.inner().copy_halos(&lev.tiles, x, &lev.local_links)
+    b.inner().copy_halos(&lev.tiles, x, &lev.local_links)?;
+    // The corners inside a panel, after the faces (the nine-point operator's diagonal cells).
+    for (dst, c, src) in &lev.local_corners {
+        let (s, d) = crate::backend::pair(x, *src, *dst);
+        b.inner()
+            .copy_column(&lev.tiles[*src], s, c.src_at, &lev.tiles[*dst], d, c.dst_at)?;
+    }
+    Ok(())
 }
 
 fn tile_stencils(s: &LevelStencil) -> Result<&[LevelStencil]> {
@@ -113,7 +120,17 @@ impl<H: Handle> Comm<Tiled<H>> for SphereComm {
         let tiles = tile_stencils(b.stencil(lev))?;
         for (t, tile) in tiles.iter().enumerate() {
             for side in Side::ALL {
-                if !lev.local_links.iter().any(|l| l.dst == t && l.side == side) {
+                let corners = if tile.cross.is_some() {
+                    crate::grid::sphere::tile_corners(&tile.block)
+                } else {
+                    vec![]
+                };
+                let corner_missing = corners.iter().any(|c| {
+                    !lev.local_corners
+                        .iter()
+                        .any(|(d, l, _)| *d == t && l.corner == c.corner)
+                });
+                if corner_missing || !lev.local_links.iter().any(|l| l.dst == t && l.side == side) {
                     return invalid(
                         "tiles",
                         format!(

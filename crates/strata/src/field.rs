@@ -109,6 +109,20 @@ impl<S: Real> HostField<S> {
         }
     }
 
+    /// Copies the column at halo-inclusive `(ih, jh)` into `buf` (`nz` values).
+    pub fn pack_column(&self, (ih, jh): (usize, usize), buf: &mut [f64]) {
+        let o = self.offset(ih, jh);
+        load(&mut buf[..self.nz], &self.data[o..o + self.nz]);
+    }
+
+    /// Fills the column at halo-inclusive `(ih, jh)` from `buf` (`nz` values).
+    pub fn unpack_column(&mut self, (ih, jh): (usize, usize), buf: &[f64]) {
+        let o = self.offset(ih, jh);
+        for (x, v) in self.data[o..o + self.nz].iter_mut().zip(buf) {
+            *x = S::from_f64(*v);
+        }
+    }
+
     /// Copies the halo across `side` into `buf` (face order, z-contiguous): what the neighbour
     /// across that side sent, or the Dirichlet zeros.
     pub fn pack_halo(&self, side: Side, buf: &mut [f64]) {

@@ -176,25 +176,18 @@ impl LevelStencil {
     /// The entries of row (i, j, k) (block-local) for the diagonal neighbours, `[ne, nw, se,
     /// sw]` (docs/MODEL.md §16.1); `C`'s diagonal is minus their sum. Zero without cross terms.
     /// With coefficient fields each pair is scaled by the mean of the four face factors at the
-    /// vertex between them (a vertex on the block's edge is on a panel edge on whole panels,
-    /// where the coupling is zero).
+    /// vertex between them ([`CellCoefficients::vertex`]).
     pub fn diagonal_row(&self, i: usize, j: usize, k: usize) -> [f64; 4] {
         let Some(x) = &self.cross else {
             return [0.0; 4];
         };
         let dg = x[j * self.nx() + i];
         let d = self.vertical.d[k];
-        let (nx, ny, nz) = (self.nx(), self.ny(), self.nz);
+        let (nx, nz) = (self.nx(), self.nz);
         // The factor of vertex (a, b) of the block (its cells (a − 1, b − 1) … (a, b)).
-        let g = |a: usize, b: usize| match &self.cells {
+        let g = |a: usize, b: usize| match self.cells.as_ref().and_then(|c| c.vertex.as_ref()) {
             None => 1.0,
-            Some(c) if a >= 1 && b >= 1 && a < nx && b < ny => {
-                0.25 * (c.fx[((b - 1) * (nx + 1) + a) * nz + k]
-                    + c.fx[(b * (nx + 1) + a) * nz + k]
-                    + c.fy[(b * nx + a - 1) * nz + k]
-                    + c.fy[(b * nx + a) * nz + k])
-            }
-            Some(_) => 0.0,
+            Some(v) => v[(b * (nx + 1) + a) * nz + k],
         };
         let e = |alpha: f64, a: usize, b: usize| {
             if alpha == 0.0 {
@@ -389,17 +382,6 @@ pub fn build_sphere_levels(
             );
         }
         check_levels(t, n_levels)?;
-    }
-    if p.nine_point_sphere() && first.nx != p.n {
-        // The cross terms couple diagonal neighbours: a tile corner inside a panel would need
-        // the diagonal tile's corner cell, which the halo exchange does not carry.
-        return crate::error::invalid(
-            "tiles",
-            format!(
-                "the sphere's 9-point operator needs whole panels per tile ({0}x{0}), got {1}x{1} tiles: use at most 6 ranks, or the two-point stencil (sphere_stencil = two-point, not consistent)",
-                p.n, first.nx
-            ),
-        );
     }
     let vertical = Arc::new(VerticalGrid::new(p));
     let mut out = Vec::with_capacity(n_levels);

@@ -139,6 +139,43 @@ impl TransferKernels for CudaBackend {
         self.face_launch(op, K::UnpackFace, side, src, dst)
     }
 
+    fn pack_column(
+        &self,
+        op: &CudaLevel,
+        x: &CudaField,
+        at: (usize, usize),
+        buf: &mut CudaSlice<f64>,
+    ) -> Result<()> {
+        self.check(op, &[x])?;
+        strata::backend::check_column(&op.stencil, at, buf.len())?;
+        let (ih, jh) = (at.0 as i32, at.1 as i32);
+        let mut b = self.stream.launch_builder(op.k.get(K::PackColumn));
+        b.arg(&op.layout).arg(&ih).arg(&jh).arg(&x.data).arg(buf);
+        // SAFETY: the column is inside the field's layout (halo included, checked) and the
+        // buffer holds nz values (checked); one thread per value.
+        cu(unsafe { b.launch(column_config(op.layout.nz as u32)) }).map(|_| ())
+    }
+
+    fn unpack_column(
+        &self,
+        op: &CudaLevel,
+        x: &mut CudaField,
+        at: (usize, usize),
+        buf: &CudaSlice<f64>,
+    ) -> Result<()> {
+        self.check(op, &[x])?;
+        strata::backend::check_column(&op.stencil, at, buf.len())?;
+        let (ih, jh) = (at.0 as i32, at.1 as i32);
+        let mut b = self.stream.launch_builder(op.k.get(K::UnpackColumn));
+        b.arg(&op.layout)
+            .arg(&ih)
+            .arg(&jh)
+            .arg(buf)
+            .arg(&mut x.data);
+        // SAFETY: as in pack_column.
+        cu(unsafe { b.launch(column_config(op.layout.nz as u32)) }).map(|_| ())
+    }
+
     fn copy_halo(
         &self,
         src_op: &CudaLevel,
@@ -293,3 +330,12 @@ struct HaloBatch {
 // four i32: 32 bytes) and `HaloBatch` (two i32, then the links at offset 8) of
 // kernels/transfer.cu; the addresses are device pointers the kernel dereferences.
 unsafe impl cudarc::driver::DeviceRepr for HaloBatch {}
+
+/// The launch of a kernel over the `nz` values of one column.
+fn column_config(nz: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (nz.div_ceil(128), 1, 1),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}

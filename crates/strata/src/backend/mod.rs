@@ -77,6 +77,23 @@ pub struct HaloLink {
     pub reversed: bool,
 }
 
+/// Checks a column index (halo-inclusive, within the block and its halo) and a buffer of `nz`
+/// values for [`TransferKernels::pack_column`] and [`TransferKernels::unpack_column`].
+pub fn check_column(s: &LevelStencil, (ih, jh): (usize, usize), len: usize) -> Result<()> {
+    if ih > s.nx() + 1 || jh > s.ny() + 1 || len != s.nz {
+        return crate::error::invalid(
+            "column",
+            format!(
+                "({ih}, {jh}) with {len} values is not a column of a {}x{}x{} block with its halo",
+                s.nx(),
+                s.ny(),
+                s.nz
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// [`TransferKernels::copy_halos`] as one [`TransferKernels::copy_halo`] per link: the default,
 /// and the fallback of a backend whose batched form does not apply.
 pub fn copy_halos_one_by_one<B: TransferKernels + ?Sized>(
@@ -397,6 +414,42 @@ pub trait TransferKernels: Fields {
         side: Side,
         reversed: bool,
     ) -> Result<()>;
+
+    /// Copies the column at halo-inclusive `(ih, jh)` of `x` into `buf` (`nz` values): a corner
+    /// of a tile of the sphere, which its nine-point operator reads (docs/MODEL.md §16.1).
+    fn pack_column(
+        &self,
+        op: &Self::LevelOp,
+        x: &Self::Field,
+        at: (usize, usize),
+        buf: &mut Self::FaceBuffer,
+    ) -> Result<()>;
+
+    /// Fills the column at halo-inclusive `(ih, jh)` of `x` (a halo corner) from `buf`.
+    fn unpack_column(
+        &self,
+        op: &Self::LevelOp,
+        x: &mut Self::Field,
+        at: (usize, usize),
+        buf: &Self::FaceBuffer,
+    ) -> Result<()>;
+
+    /// Copies column `src_at` of `src` into column `at` of `x` (halo-inclusive indices; `x`
+    /// another block of this process): a tile corner of the sphere's nine-point operator. By
+    /// default through a face buffer of `nz` values.
+    fn copy_column(
+        &self,
+        src_op: &Self::LevelOp,
+        src: &Self::Field,
+        src_at: (usize, usize),
+        op: &Self::LevelOp,
+        x: &mut Self::Field,
+        at: (usize, usize),
+    ) -> Result<()> {
+        let mut buf = self.alloc_face(self.stencil(op).nz)?;
+        self.pack_column(src_op, src, src_at, &mut buf)?;
+        self.unpack_column(op, x, at, &buf)
+    }
 
     /// Reverses the order of a face buffer's columns (`nz` values each, kept in order): a face
     /// received across a panel edge of the sphere that runs the other way there.

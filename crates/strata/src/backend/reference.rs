@@ -430,6 +430,31 @@ impl TransferKernels for ReferenceBackend {
         Ok(())
     }
 
+    fn pack_column(
+        &self,
+        s: &LevelStencil,
+        x: &HostField,
+        at: (usize, usize),
+        buf: &mut Vec<f64>,
+    ) -> Result<()> {
+        crate::backend::check_column(s, at, buf.len())?;
+        x.pack_column(at, buf);
+        Ok(())
+    }
+
+    fn unpack_column(
+        &self,
+        s: &LevelStencil,
+        x: &mut HostField,
+        at: (usize, usize),
+        buf: &Vec<f64>,
+    ) -> Result<()> {
+        crate::backend::check_column(s, at, buf.len())?;
+        x.unpack_column(at, buf);
+        Self::round_all(s.storage, x);
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn copy_halo(
         &self,

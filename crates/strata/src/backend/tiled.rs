@@ -74,6 +74,26 @@ pub struct TiledLevel<B: Fields> {
     /// Every tile side whose source tile is among this level's tiles (indices into `tiles`);
     /// the other sides face tiles of other ranks.
     pub local_links: Vec<HaloLink>,
+    /// On a level with cross terms, every tile corner inside a panel whose diagonal tile is
+    /// among this level's tiles: `(tile, its corner, the source tile)`; the others face tiles
+    /// of other ranks. Empty on 7-point levels (their corners are never read).
+    pub local_corners: Vec<(usize, sphere::CornerLink, usize)>,
+}
+
+/// The corners of `tiles` whose diagonal tile is among them (see [`TiledLevel::local_corners`]).
+fn local_corners(tiles: &[LevelStencil]) -> Vec<(usize, sphere::CornerLink, usize)> {
+    let mut out = Vec::new();
+    for (dst, t) in tiles.iter().enumerate() {
+        if t.cross.is_none() {
+            continue;
+        }
+        for c in sphere::tile_corners(&t.block) {
+            if let Some(src) = tiles.iter().position(|x| x.block == c.src) {
+                out.push((dst, c, src));
+            }
+        }
+    }
+    out
 }
 
 /// The halos of `tiles` (a level's tiles of one process) that come from tiles among them.
@@ -125,6 +145,7 @@ impl<H: Handle> Fields for Tiled<H> {
                 .map(|s| self.inner().prepare_level(s))
                 .collect::<Result<_>>()?,
             local_links: local_links(tiles),
+            local_corners: local_corners(tiles),
         })
     }
 
@@ -445,6 +466,26 @@ impl<H: Handle> TransferKernels for Tiled<H> {
     }
 
     fn unpack_face(&self, _: &Self::LevelOp, _: &mut Self::Field, _: Side, _: &()) -> Result<()> {
+        refuse()
+    }
+
+    fn pack_column(
+        &self,
+        _: &Self::LevelOp,
+        _: &Self::Field,
+        _: (usize, usize),
+        _: &mut (),
+    ) -> Result<()> {
+        refuse()
+    }
+
+    fn unpack_column(
+        &self,
+        _: &Self::LevelOp,
+        _: &mut Self::Field,
+        _: (usize, usize),
+        _: &(),
+    ) -> Result<()> {
         refuse()
     }
 

@@ -319,6 +319,65 @@ pub fn tile_link(b: &Block, side: Side) -> (Block, Side, bool) {
     (other, l.side, l.reversed)
 }
 
+/// A corner of a tile that lies inside its panel: the halo cell diagonally across it is the
+/// diagonal tile's corner cell (same panel, same orientation), which the nine-point operator
+/// reads (docs/MODEL.md §16.1). Corners on a panel edge need none (no cross term there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CornerLink {
+    /// Which corner: 0 north-east, 1 north-west, 2 south-east, 3 south-west.
+    pub corner: usize,
+    /// The diagonal tile.
+    pub src: Block,
+    /// The column read there (halo-inclusive indices: its interior corner cell).
+    pub src_at: (usize, usize),
+    /// The halo corner of this tile it fills (halo-inclusive).
+    pub dst_at: (usize, usize),
+}
+
+impl CornerLink {
+    /// This tile's own interior cell at the corner (halo-inclusive): what the diagonal tile
+    /// reads for its corner across the same vertex.
+    pub fn own_at(&self, m: usize) -> (usize, usize) {
+        let (di, dj) = self.dst_at;
+        (if di == 0 { 1 } else { m }, if dj == 0 { 1 } else { m })
+    }
+}
+
+/// The corners of tile `b` (a tile of [`tiles`] or a coarsening of one) inside its panel.
+pub fn tile_corners(b: &Block) -> Vec<CornerLink> {
+    let (n, m) = (b.n, b.nx);
+    // (corner, east?, north?)
+    [
+        (0, true, true),
+        (1, false, true),
+        (2, true, false),
+        (3, false, false),
+    ]
+    .into_iter()
+    .filter_map(|(corner, east, north)| {
+        let i0 = if east {
+            (b.i0 + m < n).then_some(b.i0 + m)?
+        } else {
+            b.i0.checked_sub(m)?
+        };
+        let j0 = if north {
+            (b.j0 + m < n).then_some(b.j0 + m)?
+        } else {
+            b.j0.checked_sub(m)?
+        };
+        // Interior cell of the diagonal tile next to the corner; the halo cell of b.
+        let (si, di) = if east { (1, m + 1) } else { (m, 0) };
+        let (sj, dj) = if north { (1, m + 1) } else { (m, 0) };
+        Some(CornerLink {
+            corner,
+            src: Block { i0, j0, ..*b },
+            src_at: (si, sj),
+            dst_at: (di, dj),
+        })
+    })
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

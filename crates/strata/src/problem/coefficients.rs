@@ -390,6 +390,38 @@ impl Coefficients {
                     faces(&mut fzc[..nz - 1], &kz[..nz - 1], &kz[1..]);
                 }
             });
+        let vertex = closed.then(|| {
+            let mut v = vec![0.0; (nx + 1) * (ny + 1) * nz];
+            v.par_chunks_mut((nx + 1) * nz)
+                .enumerate()
+                .for_each(|(b, row)| {
+                    let gb = block.j0 + b;
+                    for (a, out) in row.chunks_mut(nz).enumerate() {
+                        let ga = block.i0 + a;
+                        if ga == 0 || gb == 0 || ga >= n || gb >= n {
+                            continue;
+                        }
+                        let kx = |i, j| column(off, &self.kx, n, nz, i, j);
+                        let ky = |i, j| column(off, &self.ky, n, nz, i, j);
+                        let (s, nn) = (
+                            (kx(ga - 1, gb - 1), kx(ga, gb - 1)),
+                            (kx(ga - 1, gb), kx(ga, gb)),
+                        );
+                        let (w, e) = (
+                            (ky(ga - 1, gb - 1), ky(ga - 1, gb)),
+                            (ky(ga, gb - 1), ky(ga, gb)),
+                        );
+                        for (k, o) in out.iter_mut().enumerate() {
+                            *o = 0.25
+                                * (hm(s.0[k], s.1[k])
+                                    + hm(nn.0[k], nn.1[k])
+                                    + hm(w.0[k], w.1[k])
+                                    + hm(e.0[k], e.1[k]));
+                        }
+                    }
+                });
+            v
+        });
         CellCoefficients {
             nx,
             ny,
@@ -399,6 +431,7 @@ impl Coefficients {
             fz,
             beta,
             advection: None,
+            vertex,
         }
     }
 }
@@ -426,6 +459,11 @@ pub struct CellCoefficients {
     pub beta: Vec<f64>,
     /// The advection term's face coefficients, when ξ is given.
     pub advection: Option<Advection>,
+    /// On the sphere, the factor of the cross terms at every vertex of the block, `(nx + 1)
+    /// (ny + 1)` of them, `vertex[(b * (nx + 1) + a) * nz + k]`: the mean of the four face
+    /// factors that meet there (from the panel's fields, also where those faces belong to the
+    /// next tile), 0 on the panel's edges (no cross term there). `None` off the sphere.
+    pub vertex: Option<Vec<f64>>,
 }
 
 /// The face coefficients of −ω² ∇·(ξ u) on a block (docs/MODEL.md §15.5): for each face the

@@ -74,6 +74,30 @@ impl TransferKernels for CpuBackend {
         Ok(())
     }
 
+    fn pack_column(
+        &self,
+        s: &LevelStencil,
+        x: &CpuField,
+        at: (usize, usize),
+        buf: &mut Vec<f64>,
+    ) -> Result<()> {
+        crate::backend::check_column(s, at, buf.len())?;
+        by_precision!(s, S => get::<S>(x)?.pack_column(at, buf));
+        Ok(())
+    }
+
+    fn unpack_column(
+        &self,
+        s: &LevelStencil,
+        x: &mut CpuField,
+        at: (usize, usize),
+        buf: &Vec<f64>,
+    ) -> Result<()> {
+        crate::backend::check_column(s, at, buf.len())?;
+        by_precision!(s, S => get_mut::<S>(x)?.unpack_column(at, buf));
+        Ok(())
+    }
+
     fn copy_halo(
         &self,
         src_op: &LevelStencil,
