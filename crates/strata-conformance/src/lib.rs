@@ -393,17 +393,47 @@ pub fn cg_kernels<B: Backend>(b: &B) {
     }
 }
 
+/// Panel 3 of a sphere of `n × n` panels (graded, `nz` cells), with the coefficient fields of
+/// [`coefficient_fields`] (advection included) on every panel if `fields`.
+fn sphere_panel(n: usize, nz: usize, fields: bool) -> LevelStencil {
+    let p = ProblemParams {
+        geometry: Geometry::Sphere,
+        grading: Grading::Graded,
+        nz,
+        n,
+        ..Default::default()
+    };
+    let vertical = std::sync::Arc::new(VerticalGrid::new(&p));
+    let block = Block::panel(3, n);
+    if !fields {
+        return LevelStencil::new(&p, block, vertical);
+    }
+    let one = coefficient_fields(n, nz, 11);
+    let six = |v: &Vec<f64>| v.repeat(6);
+    let c = Coefficients {
+        panels: 6,
+        n,
+        nz,
+        kx: six(&one.kx),
+        ky: six(&one.ky),
+        kz: six(&one.kz),
+        beta: six(&one.beta),
+        xi: one.xi.as_ref().map(|x| [six(&x[0]), six(&x[1]), six(&x[2])]),
+    };
+    LevelStencil::with_coefficients(&p, block, vertical, Some(&c))
+}
+
 /// The kernels that apply the sphere's nine-point operator (docs/MODEL.md §16.1) — apply,
 /// residual, residual_only, the CG SpMV — on a whole panel, whose cross terms couple diagonal
 /// neighbours; and the relaxations, which refuse it (they relax the 7-point part only).
 pub fn cross_term_kernels<B: Backend>(b: &B) {
     let r = ReferenceBackend;
     let mut rng = Rng::new(5);
-    for (n, nz) in [(16, 7), (12, 128)] {
-        let s = level(Geometry::Sphere, Block::panel(3, n), nz);
-        assert!(s.cross.is_some());
+    for (n, nz, fields) in [(16, 7, false), (12, 128, false), (12, 9, true)] {
+        let s = sphere_panel(n, nz, fields);
+        assert!(s.cross.is_some() && s.cells.is_some() == fields);
         let op = b.prepare_level(&s).expect("prepare_level");
-        let ctx = format!("sphere panel n={n} nz={nz} {:?}", b.name());
+        let ctx = format!("sphere panel n={n} nz={nz} fields {fields} {:?}", b.name());
         let (x, f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
         let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
         let (mut ha, mut da) = (rng.field(&s), to_backend(b, &op, &y));

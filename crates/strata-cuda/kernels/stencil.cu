@@ -32,6 +32,37 @@ struct XColOp {
         }                                                                                 \
     } while (0)
 
+// The cross terms of a level with per-cell coefficients: the four diagonal entries of every row
+// in the field layout (`has_cross` = 0: none, the arrays are not read).
+struct XCellOp {
+    CellOp op;
+    const real* __restrict__ ne;
+    const real* __restrict__ nw;
+    const real* __restrict__ se;
+    const real* __restrict__ sw;
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        const real h = ne[o] * (x[o + L.plane + 1] - mid) + nw[o] * (x[o + L.plane - 1] - mid) +
+                       se[o] * (x[o - L.plane + 1] - mid) + sw[o] * (x[o - L.plane - 1] - mid);
+        return op.apply(x, o, L, k, below, mid, above) + h;
+    }
+};
+
+#define CELL_CROSS_PARAMS                                                                    \
+    const real *__restrict__ xne, const real *__restrict__ xnw, const real *__restrict__ xse, \
+        const real *__restrict__ xsw, int has_cross
+#define WITH_CELL_CROSS(o0, call)                      \
+    do {                                               \
+        const CellOp base = CELL_OP(o0);               \
+        if (has_cross) {                               \
+            const XCellOp op{base, xne, xnw, xse, xsw}; \
+            call;                                      \
+        } else {                                       \
+            const CellOp& op = base;                   \
+            call;                                      \
+        }                                              \
+    } while (0)
+
 // y <- A x; traffic 2 (+ the coefficients: 4 values per cell, 7 when not symmetric).
 template <class Op>
 __device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o, const real* __restrict__ x,
@@ -53,12 +84,12 @@ extern "C" __global__ void apply_f64(Layout L, const real* __restrict__ cols, co
     WITH_CROSS(apply_body(L, op, at_(L, i, j, 0), x, y));
 }
 
-extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ x,
-                                           real* __restrict__ y) {
+extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                           const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
     const idx_t o = at_(L, i, j, 0);
-    apply_body(L, CELL_OP(o), o, x, y);
+    WITH_CELL_CROSS(o, apply_body(L, op, o, x, y));
 }
 
 // r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
@@ -90,14 +121,14 @@ extern "C" __global__ void residual_f64(Layout L, const real* __restrict__ cols,
     block_sum(s, partials, 0, 1);
 }
 
-extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS, const real* __restrict__ f,
                                               const real* __restrict__ u, real* __restrict__ r,
                                               double* __restrict__ partials) {
     THREAD_COLUMN
     double s = 0.0;
     if (active) {
         const idx_t o = at_(L, i, j, 0);
-        s = residual_body(L, CELL_OP(o), o, f, u, r);
+        WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r));
     }
     block_sum(s, partials, 0, 1);
 }
@@ -137,7 +168,7 @@ extern "C" __global__ void cg_spmv_f64(Layout L, const real* __restrict__ cols, 
     block_sum(s, partials, 0, 1);
 }
 
-extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ z,
+extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS, const real* __restrict__ z,
                                              real* __restrict__ u, real* __restrict__ p,
                                              real* __restrict__ q, double alpha, double beta,
                                              double* __restrict__ partials) {
@@ -145,7 +176,7 @@ extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, const real* 
     double s = 0.0;
     if (active) {
         const idx_t o = at_(L, i, j, 0);
-        s = cg_spmv_body(L, CELL_OP(o), o, z, u, p, q, alpha, beta);
+        WITH_CELL_CROSS(o, s = cg_spmv_body(L, op, o, z, u, p, q, alpha, beta));
     }
     block_sum(s, partials, 0, 1);
 }

@@ -17,6 +17,10 @@ pub struct CellArrays {
     u: DeviceValues,
     /// West, south and down entries, for an operator that is not symmetric.
     wsb: Option<[DeviceValues; 3]>,
+    /// The sphere's cross terms: the north-east, north-west, south-east and south-west entries
+    /// of every row in the field layout, and whether there are any (else four one-value
+    /// placeholders, not read).
+    pub(super) cross: ([DeviceValues; 4], i32),
 }
 
 impl CellArrays {
@@ -27,7 +31,20 @@ impl CellArrays {
         let symmetric = host.is_symmetric(l);
         let up = |v: &[f64]| backend.upload_values(v, s.storage);
         let [d, e, n, u, w, so, b] = &host.0;
+        let cross = match &s.cross {
+            Some(_) => (
+                diagonal_entries(s, l)
+                    .map(|v| up(&v))
+                    .into_iter()
+                    .collect::<Result<Vec<_>>>()?
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!("four arrays")),
+                1,
+            ),
+            None => ([up(&[0.0])?, up(&[0.0])?, up(&[0.0])?, up(&[0.0])?], 0),
+        };
         Ok(Self {
+            cross,
             d: up(d)?,
             e: up(e)?,
             n: up(n)?,
@@ -59,6 +76,27 @@ impl CellArrays {
     pub(super) fn sym_flag(&self) -> i32 {
         self.symmetric() as i32
     }
+}
+
+/// The diagonal entries of every row (`[ne, nw, se, sw]` of [`LevelStencil::diagonal_row`]) in
+/// the device layout.
+fn diagonal_entries(s: &LevelStencil, l: DeviceLayout) -> [Vec<f64>; 4] {
+    let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
+    let (plane, sx) = (l.plane as usize, l.sx as usize);
+    let mut a: [Vec<f64>; 4] = std::array::from_fn(|_| vec![0.0; l.len()]);
+    for (m, v) in a.iter_mut().enumerate() {
+        v[plane..(ny + 1) * plane]
+            .par_chunks_mut(plane)
+            .enumerate()
+            .for_each(|(j, row)| {
+                for k in 0..nz {
+                    for i in 0..nx {
+                        row[k * sx + layout::XOFF + i] = s.diagonal_row(i, j, k)[m];
+                    }
+                }
+            });
+    }
+    a
 }
 
 /// The seven entries of every row, in the device layout: d, e, n, u, w, s, b. The halo slot

@@ -31,6 +31,7 @@ impl LineKernels for CudaBackend {
         u_out: &mut CudaField,
         rho: f64,
     ) -> Result<()> {
+        op.stencil.check_seven_point("smooth")?;
         self.check(op, &[f, u_in, u_out])?;
         if let Some(cfg) = op.pcr {
             let sym = sym_flag(op);
@@ -59,6 +60,7 @@ impl LineKernels for CudaBackend {
         u: &mut CudaField,
         color: usize,
     ) -> Result<()> {
+        op.stencil.check_seven_point("smooth_color")?;
         self.check(op, &[f, u])?;
         let b = op.stencil.block;
         let parity = ((b.i0 + b.j0 + color) % 2) as i32;
@@ -106,6 +108,7 @@ impl LineKernels for CudaBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
+        coarse.stencil.check_seven_point("restrict_smooth")?;
         self.check(fine, &[r_fine])?;
         self.check(coarse, &[f_coarse, u_coarse])?;
         assert_eq!(

@@ -55,8 +55,16 @@ macro_rules! launch_stencil {
         let mut b = $self.stream.launch_builder(op.k.get(op_kernel(op, $model, $cells)));
         b.arg(&op.layout);
         push_operator(&mut b, op, &sym);
-        if op.cells.is_none() {
-            b.arg(&op.cross.0).arg(&op.cross.1);
+        match &op.cells {
+            None => {
+                b.arg(&op.cross.0).arg(&op.cross.1);
+            }
+            Some(c) => {
+                for a in &c.cross.0 {
+                    b.arg(a);
+                }
+                b.arg(&c.cross.1);
+            }
         }
         $( b.arg($arg); )*
         // SAFETY: every field argument was checked to have this level's layout, and the column
@@ -530,12 +538,6 @@ impl Fields for CudaBackend {
 
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
         s.check_single()?;
-        if s.cross.is_some() && s.cells.is_some() {
-            return Err(StrataError::invalid(
-                "operator",
-                "the sphere's nine-point operator with coefficient fields is not on the GPU yet: use the two-point stencil (sphere_stencil = two-point) or a CPU backend",
-            ));
-        }
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
         let k = self.kernels(s.nz, s.storage)?;
         // Six values per column, filled in parallel (a large level has millions of columns).
