@@ -184,6 +184,78 @@ struct CellOp {
         const real *__restrict__ cb, int csym
 #define CELL_OP(o0) (CellOp{cd, ce, cn, cu, cw, cs, cb, csym, (o0), L.sx})
 
+// The sphere's cross terms (docs/MODEL.md §16.1): a column's couplings to its four diagonal
+// neighbours (ne, nw, se, sw; 4 reals per column in `xc`, as the face coefficients) added to the
+// operator. The column block (diag, lower, upper) stays the 7-point one: the line relaxations
+// use it as M, the residual is A's. (Passing the diagonal values from the lanes beside by warp
+// shuffles instead of loading them was measured slower, docs/PERFORMANCE.md.)
+struct XColOp {
+    ColOp op;
+    real ne, nw, se, sw;
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        const real h = ne * (x[o + L.plane + 1] - mid) + nw * (x[o + L.plane - 1] - mid) +
+                       se * (x[o - L.plane + 1] - mid) + sw * (x[o - L.plane - 1] - mid);
+        return op.apply(x, o, L, k, below, mid, above) + V_D(op.V, k) * h;
+    }
+    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
+    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
+    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
+    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
+};
+
+// The cross terms of a level with per-cell coefficients: the four diagonal entries of every row
+// in the field layout.
+struct XCellOp {
+    CellOp op;
+    const real* __restrict__ ne;
+    const real* __restrict__ nw;
+    const real* __restrict__ se;
+    const real* __restrict__ sw;
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        const real h = ne[o] * (x[o + L.plane + 1] - mid) + nw[o] * (x[o + L.plane - 1] - mid) +
+                       se[o] * (x[o - L.plane + 1] - mid) + sw[o] * (x[o - L.plane - 1] - mid);
+        return op.apply(x, o, L, k, below, mid, above) + h;
+    }
+    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
+    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
+    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
+    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
+};
+
+// The kernel parameters of the cross terms (after the operator's): `has_cross` = 0 when the
+// level has none (the arrays are then not read).
+#define CROSS_PARAMS const real *__restrict__ xc, int has_cross
+#define CELL_CROSS_PARAMS                                                                    \
+    const real *__restrict__ xne, const real *__restrict__ xnw, const real *__restrict__ xse, \
+        const real *__restrict__ xsw, int has_cross
+
+// Runs `call` with `op` the column (i, j)'s operator, with its cross terms if it has any.
+#define WITH_CROSS(call)                                                                  \
+    do {                                                                                  \
+        const ColOp base{load_col(cols, L, i, j), V};                                      \
+        if (has_cross) {                                                                  \
+            const real* c4 = xc + 4 * ((idx_t)j * L.nx + i);                               \
+            const XColOp op{base, __ldg(c4), __ldg(c4 + 1), __ldg(c4 + 2), __ldg(c4 + 3)}; \
+            call;                                                                         \
+        } else {                                                                          \
+            const ColOp& op = base;                                                       \
+            call;                                                                         \
+        }                                                                                 \
+    } while (0)
+#define WITH_CELL_CROSS(o0, call)                      \
+    do {                                               \
+        const CellOp base = CELL_OP(o0);               \
+        if (has_cross) {                               \
+            const XCellOp op{base, xne, xnw, xse, xsw}; \
+            call;                                      \
+        } else {                                       \
+            const CellOp& op = base;                   \
+            call;                                      \
+        }                                              \
+    } while (0)
+
 // (A x) at (i, j, k) of any column operator, loading the vertical neighbours itself.
 template <class Op>
 __device__ __forceinline__ real op_apply_load(const Op& op, const real* __restrict__ x, idx_t o,

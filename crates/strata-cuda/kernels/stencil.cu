@@ -3,66 +3,6 @@
 // template over the column operator (ColOp or CellOp, common.cuh), with one kernel per operator:
 // `name_f64` for the model problem's coefficients, `name_cells_f64` for per-cell coefficients.
 
-// The sphere's cross terms (docs/MODEL.md §16.1): a column's couplings to its four diagonal
-// neighbours, `xc` 4 reals per column (ne, nw, se, sw) as the face coefficients, added to the
-// column operator (`has_cross` = 0: none, `xc` is not read).
-struct XColOp {
-    ColOp op;
-    real ne, nw, se, sw;
-    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            real below, real mid, real above) const {
-        const real h = ne * (x[o + L.plane + 1] - mid) + nw * (x[o + L.plane - 1] - mid) +
-                       se * (x[o - L.plane + 1] - mid) + sw * (x[o - L.plane - 1] - mid);
-        return op.apply(x, o, L, k, below, mid, above) + V_D(op.V, k) * h;
-    }
-};
-
-#define CROSS_PARAMS const real *__restrict__ xc, int has_cross
-// Runs `body(op, ...)` with the column's operator, with its cross terms if it has any.
-#define WITH_CROSS(call)                                                                  \
-    do {                                                                                  \
-        const ColOp base{load_col(cols, L, i, j), V};                                      \
-        if (has_cross) {                                                                  \
-            const real* c4 = xc + 4 * ((idx_t)j * L.nx + i);                               \
-            const XColOp op{base, __ldg(c4), __ldg(c4 + 1), __ldg(c4 + 2), __ldg(c4 + 3)}; \
-            call;                                                                         \
-        } else {                                                                          \
-            const ColOp& op = base;                                                       \
-            call;                                                                         \
-        }                                                                                 \
-    } while (0)
-
-// The cross terms of a level with per-cell coefficients: the four diagonal entries of every row
-// in the field layout (`has_cross` = 0: none, the arrays are not read).
-struct XCellOp {
-    CellOp op;
-    const real* __restrict__ ne;
-    const real* __restrict__ nw;
-    const real* __restrict__ se;
-    const real* __restrict__ sw;
-    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            real below, real mid, real above) const {
-        const real h = ne[o] * (x[o + L.plane + 1] - mid) + nw[o] * (x[o + L.plane - 1] - mid) +
-                       se[o] * (x[o - L.plane + 1] - mid) + sw[o] * (x[o - L.plane - 1] - mid);
-        return op.apply(x, o, L, k, below, mid, above) + h;
-    }
-};
-
-#define CELL_CROSS_PARAMS                                                                    \
-    const real *__restrict__ xne, const real *__restrict__ xnw, const real *__restrict__ xse, \
-        const real *__restrict__ xsw, int has_cross
-#define WITH_CELL_CROSS(o0, call)                      \
-    do {                                               \
-        const CellOp base = CELL_OP(o0);               \
-        if (has_cross) {                               \
-            const XCellOp op{base, xne, xnw, xse, xsw}; \
-            call;                                      \
-        } else {                                       \
-            const CellOp& op = base;                   \
-            call;                                      \
-        }                                              \
-    } while (0)
-
 // y <- A x; traffic 2 (+ the coefficients: 4 values per cell, 7 when not symmetric).
 template <class Op>
 __device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o, const real* __restrict__ x,

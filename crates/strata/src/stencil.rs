@@ -41,8 +41,9 @@ pub struct LevelStencil {
     /// the non-orthogonal grid, docs/MODEL.md §16.1), one [`Diagonals`] per column: the
     /// operator is then `A₇ + C` with `(C u)_ijk = d_k Σ_D α_D g_D (u_D − u_ijk)` (`g_D` the
     /// coefficient fields' factor, 1 without them); [`LevelStencil::row`] is `A₇`'s row. The
-    /// multigrid hierarchy keeps `A₇` only ([`LevelStencil::seven_point`]); the kernels that
-    /// apply the operator (apply, residual, the CG SpMV) add `C`, the relaxations refuse it.
+    /// kernels that apply the operator (apply, residual, the CG SpMV, the block-Jacobi smoother's
+    /// residual) add `C`; the red-black half-sweep refuses it, and its hierarchy keeps `A₇`
+    /// only ([`LevelStencil::seven_point`]).
     pub cross: Option<Arc<[Diagonals]>>,
 }
 
@@ -159,14 +160,14 @@ impl LevelStencil {
                 .any(Self::has_cross)
     }
 
-    /// Refuses a stencil with cross terms in a kernel that relaxes `A₇` only (a relaxation of
-    /// `A₇` would converge to `A₇⁻¹ f`, not to the solution).
+    /// Refuses a stencil with cross terms in a kernel that cannot relax it: the red-black
+    /// half-sweep, which would write diagonal neighbours (of one colour) together.
     pub fn check_seven_point(&self, kernel: &str) -> Result<()> {
         if self.has_cross() {
             return crate::error::invalid(
                 "operator",
                 format!(
-                    "{kernel} relaxes the 7-point part only; give it the stencil's seven_point() (the multigrid hierarchy's levels)"
+                    "{kernel} cannot relax an operator with cross terms (the sphere's nine-point operator): give it the stencil's seven_point(), as the red-black hierarchy does"
                 ),
             );
         }

@@ -31,7 +31,6 @@ impl LineKernels for CudaBackend {
         u_out: &mut CudaField,
         rho: f64,
     ) -> Result<()> {
-        op.stencil.check_seven_point("smooth")?;
         self.check(op, &[f, u_in, u_out])?;
         if let Some(cfg) = op.pcr {
             let sym = sym_flag(op);
@@ -42,6 +41,7 @@ impl LineKernels for CudaBackend {
             )));
             b.arg(&op.layout);
             push_operator(&mut b, op, &sym);
+            push_cross(&mut b, op);
             b.arg(&f.data)
                 .arg(&u_in.data)
                 .arg(&mut u_out.data)
@@ -50,7 +50,7 @@ impl LineKernels for CudaBackend {
             // writes its own cell of an active column (kernels/lines.cu, PCR_COLUMN).
             return cu(unsafe { b.launch(cfg) }).map(|_| ());
         }
-        launch_op!(self, op, K::Smooth, K::SmoothCells; &f.data, &u_in.data, &mut u_out.data, &rho)
+        launch_stencil!(self, op, K::Smooth, K::SmoothCells; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn smooth_color(
@@ -108,7 +108,6 @@ impl LineKernels for CudaBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
-        coarse.stencil.check_seven_point("restrict_smooth")?;
         self.check(fine, &[r_fine])?;
         self.check(coarse, &[f_coarse, u_coarse])?;
         assert_eq!(

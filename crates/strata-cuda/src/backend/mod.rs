@@ -45,7 +45,8 @@ macro_rules! launch_op {
     }};
 }
 
-/// [`launch_op!`] for the kernels that apply the whole operator (apply, residual, CG SpMV):
+/// [`launch_op!`] for the kernels that apply the whole operator (apply, residual, CG SpMV,
+/// Smooth):
 /// the column-coefficient kernels take the level's cross terms after its operator
 /// (`CROSS_PARAMS`, kernels/stencil.cu).
 macro_rules! launch_stencil {
@@ -55,17 +56,7 @@ macro_rules! launch_stencil {
         let mut b = $self.stream.launch_builder(op.k.get(op_kernel(op, $model, $cells)));
         b.arg(&op.layout);
         push_operator(&mut b, op, &sym);
-        match &op.cells {
-            None => {
-                b.arg(&op.cross.0).arg(&op.cross.1);
-            }
-            Some(c) => {
-                for a in &c.cross.0 {
-                    b.arg(a);
-                }
-                b.arg(&c.cross.1);
-            }
-        }
+        push_cross(&mut b, op);
         $( b.arg($arg); )*
         // SAFETY: every field argument was checked to have this level's layout, and the column
         // kernels touch only that layout's elements (interior, or halo for reads).
@@ -95,6 +86,22 @@ fn push_operator<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, op: &'a CudaLevel, 
                 b.arg(a);
             }
             b.arg(sym);
+        }
+    }
+}
+
+/// Pushes the cross terms of level `op` (`CROSS_PARAMS` or `CELL_CROSS_PARAMS`), after its
+/// operator, for the kernels that apply the whole operator (apply, residual, CG SpMV, Smooth).
+fn push_cross<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, op: &'a CudaLevel) {
+    match &op.cells {
+        None => {
+            b.arg(&op.cross.0).arg(&op.cross.1);
+        }
+        Some(c) => {
+            for a in &c.cross.0 {
+                b.arg(a);
+            }
+            b.arg(&c.cross.1);
         }
     }
 }

@@ -306,7 +306,6 @@ impl LineKernels for ReferenceBackend {
         u_out: &mut HostField,
         rho: f64,
     ) -> Result<()> {
-        s.check_seven_point("smooth")?;
         let mut r = self.temp(s);
         self.apply_in(s, Storage::F64, u_in, &mut r);
         self.map2(s, Storage::F64, f, &mut r, |f, au| f - au);
@@ -356,7 +355,6 @@ impl LineKernels for ReferenceBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
-        coarse.check_seven_point("restrict_smooth")?;
         for (ic, jc) in interior(coarse) {
             for k in 0..coarse.nz {
                 let mut sum = 0.0;

@@ -242,7 +242,6 @@ impl LineKernels for CpuBackend {
         u_out: &mut CpuField,
         rho: f64,
     ) -> Result<()> {
-        s.check_seven_point("smooth")?;
         by_precision!(s, S => self.smooth_t(s, get::<S>(f)?, get::<S>(u_in)?, get_mut::<S>(u_out)?, rho));
         Ok(())
     }
@@ -257,7 +256,6 @@ impl LineKernels for CpuBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
-        coarse.check_seven_point("restrict_smooth")?;
         by_precision!(coarse, S => self.restrict_smooth_t(
             fine,
             coarse,

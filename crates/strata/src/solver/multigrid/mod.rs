@@ -117,8 +117,9 @@ enum Cycles<B: Backend> {
     /// In fp64 on the caller's iterate.
     F64(Hierarchy<B>),
     /// Defect correction u ← u + V(f − A u), the V-cycle from zero on a hierarchy that is not
-    /// the fine operator: stored in fp32 (mixed precision) or of the 7-point part of an
-    /// operator with cross terms (the sphere); `r` and `z` are fp64 fine fields.
+    /// the fine operator: stored in fp32 (mixed precision) or of the 7-point parts of an
+    /// operator with cross terms (the sphere, red-black smoother); `r` and `z` are fp64 fine
+    /// fields.
     Mixed {
         pc: MgPreconditioner<B>,
         r: B::Field,
@@ -135,7 +136,7 @@ impl<B: Backend> Multigrid<B> {
         params: MgParams,
         storage: Storage,
     ) -> Result<Self> {
-        let cycles = match (storage, stencils[0].has_cross()) {
+        let cycles = match (storage, precond::needs_outer(stencils, params.smoother)) {
             (Storage::F64, false) => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
             _ => {
                 let pc = MgPreconditioner::new(backend, stencils, params, storage)?;
