@@ -41,9 +41,9 @@ pub struct LevelStencil {
     /// the non-orthogonal grid, docs/MODEL.md §16.1), one [`Diagonals`] per column: the
     /// operator is then `A₇ + C` with `(C u)_ijk = d_k Σ_D α_D g_D (u_D − u_ijk)` (`g_D` the
     /// coefficient fields' factor, 1 without them); [`LevelStencil::row`] is `A₇`'s row. The
-    /// kernels that apply the operator (apply, residual, the CG SpMV, the block-Jacobi smoother's
-    /// residual) add `C`; the red-black half-sweep refuses it, and its hierarchy keeps `A₇`
-    /// only ([`LevelStencil::seven_point`]).
+    /// kernels that apply the operator (apply, residual, the CG SpMV, and the block-Jacobi
+    /// smoother's residual) add `C`; the red-black half-sweep refuses it. The solvers' multigrid
+    /// hierarchies keep `A₇` only ([`LevelStencil::seven_point`]).
     pub cross: Option<Arc<[Diagonals]>>,
 }
 

@@ -118,8 +118,7 @@ enum Cycles<B: Backend> {
     F64(Hierarchy<B>),
     /// Defect correction u ← u + V(f − A u), the V-cycle from zero on a hierarchy that is not
     /// the fine operator: stored in fp32 (mixed precision) or of the 7-point parts of an
-    /// operator with cross terms (the sphere, red-black smoother); `r` and `z` are fp64 fine
-    /// fields.
+    /// operator with cross terms (the sphere); `r` and `z` are fp64 fine fields.
     Mixed {
         pc: MgPreconditioner<B>,
         r: B::Field,
@@ -136,7 +135,7 @@ impl<B: Backend> Multigrid<B> {
         params: MgParams,
         storage: Storage,
     ) -> Result<Self> {
-        let cycles = match (storage, precond::needs_outer(stencils, params.smoother)) {
+        let cycles = match (storage, precond::needs_outer(stencils)) {
             (Storage::F64, false) => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
             _ => {
                 let pc = MgPreconditioner::new(backend, stencils, params, storage)?;

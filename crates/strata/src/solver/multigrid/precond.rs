@@ -1,12 +1,11 @@
 //! One V-cycle from zero as a preconditioner, z = P r, with its fields stored in fp64 or in
 //! fp32 (mixed precision, docs/MODEL.md §17): then r is converted into the fp32 finest level,
 //! the cycle runs there, and its result (halo included) is converted back. Where the operator
-//! has the sphere's cross terms (docs/MODEL.md §16.1), the block-Jacobi smoother relaxes it
-//! whole (its residual is A's, its M the 7-point column blocks); the red-black smoother, whose
-//! half-sweeps would write diagonal neighbours of one colour together, gets a hierarchy of the
-//! 7-point parts and the outer iteration applies the fine operator.
+//! has the sphere's cross terms (docs/MODEL.md §16.1), the hierarchy is of its 7-point parts
+//! and the outer iteration applies the whole operator: relaxing the cross terms in the cycle
+//! made its level-0 kernels 20–67 % slower for one iteration in seven (docs/PERFORMANCE.md).
 
-use super::{Hierarchy, MgParams, Smoother};
+use super::{Hierarchy, MgParams};
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::{invalid, Result};
@@ -15,7 +14,7 @@ use crate::solver::profile::{Kernel, Timer};
 use crate::stencil::LevelStencil;
 
 /// The outer side of a preconditioner whose hierarchy is not the outer operator: stored in
-/// fp32, or of the 7-point parts of an operator with cross terms (red-black), or both.
+/// fp32, or of the 7-point parts of an operator with cross terms, or both.
 struct Mixed<B: Backend> {
     /// The finest level prepared in fp64 with all its terms: the operator the outer iteration
     /// applies.
@@ -43,8 +42,8 @@ impl<B: Backend> MgPreconditioner<B> {
         params: MgParams,
         storage: Storage,
     ) -> Result<Self> {
-        let stored = with_storage(stencils, storage, params.smoother);
-        let outer = needs_outer(stencils, params.smoother);
+        let stored = with_storage(stencils, storage);
+        let outer = needs_outer(stencils);
         let h = Hierarchy::new(b, &stored, params)?;
         let op0 = &h.levels[0].op;
         let zero = b.alloc(op0)?;
@@ -85,9 +84,8 @@ impl<B: Backend> MgPreconditioner<B> {
     /// Prepares every operator again from `stencils` (fp64 as built), keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         let storage = self.storage();
-        let smoother = self.h.params.smoother;
         let fine =
-            match (&self.mixed, needs_outer(stencils, smoother)) {
+            match (&self.mixed, needs_outer(stencils)) {
                 (Some(_), _) => Some(b.prepare_level(&stencils[0])?),
                 (None, false) => None,
                 (None, true) => return invalid(
@@ -96,7 +94,7 @@ impl<B: Backend> MgPreconditioner<B> {
                 ),
             };
         self.h
-            .replace_operators(b, &with_storage(stencils, storage, smoother))?;
+            .replace_operators(b, &with_storage(stencils, storage))?;
         if let (Some(m), Some(fine)) = (&mut self.mixed, fine) {
             m.fine = fine;
         }
@@ -136,24 +134,17 @@ impl<B: Backend> MgPreconditioner<B> {
     }
 }
 
-/// Whether a hierarchy for `stencils` with `smoother` relaxes another operator than the outer
-/// iteration's: the 7-point parts of an operator with cross terms, for the red-black smoother.
-pub(crate) fn needs_outer(stencils: &[LevelStencil], smoother: Smoother) -> bool {
-    smoother == Smoother::RedBlack && stencils[0].has_cross()
+/// Whether the hierarchy for `stencils` relaxes another operator than the outer iteration's:
+/// the 7-point parts of an operator with cross terms.
+pub(crate) fn needs_outer(stencils: &[LevelStencil]) -> bool {
+    stencils[0].has_cross()
 }
 
-/// `stencils` with their fields stored in `storage`, as the hierarchy of `smoother` relaxes
-/// them (without cross terms for red-black).
-fn with_storage(
-    stencils: &[LevelStencil],
-    storage: Storage,
-    smoother: Smoother,
-) -> Vec<LevelStencil> {
+/// `stencils` with their fields stored in `storage`, as the hierarchy relaxes them (their
+/// 7-point parts).
+fn with_storage(stencils: &[LevelStencil], storage: Storage) -> Vec<LevelStencil> {
     stencils
         .iter()
-        .map(|s| match smoother {
-            Smoother::RedBlack => s.seven_point().with_storage(storage),
-            Smoother::Jacobi => s.with_storage(storage),
-        })
+        .map(|s| s.seven_point().with_storage(storage))
         .collect()
 }
