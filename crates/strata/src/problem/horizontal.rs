@@ -98,6 +98,19 @@ impl HorizontalGrid {
         }
     }
 
+    /// The area |T| of the global cell `(i, j)` (what [`HorizontalGrid::column`] holds, without
+    /// the face coefficients, which on the sphere cost four vertex tensors).
+    pub fn area(&self, i: usize, j: usize) -> f64 {
+        let d = self.spacing();
+        match self.geometry {
+            Geometry::Panel | Geometry::Sphere => {
+                let (x, y) = cell_centre(self.geometry, self.n, i, j);
+                panel_cell_area(x - 0.5 * d, x + 0.5 * d, y - 0.5 * d, y + 0.5 * d)
+            }
+            Geometry::Box => d * d,
+        }
+    }
+
     /// Coefficients of the global cell `(i, j)` (0-based); on the sphere, of the 9-point
     /// operator (its diagonal couplings: [`HorizontalGrid::sphere_column`]).
     pub fn column(&self, i: usize, j: usize) -> Column {
@@ -218,5 +231,20 @@ impl HorizontalGrid {
             se: -0.5 * se.k12,
         };
         (column, diagonals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_area_alone_is_the_columns_area() {
+        for geometry in [Geometry::Panel, Geometry::Box, Geometry::Sphere] {
+            let g = HorizontalGrid { geometry, n: 6 };
+            for (i, j) in [(0, 0), (2, 3), (5, 5), (5, 0)] {
+                assert_eq!(g.area(i, j), g.column(i, j).area, "{geometry:?} ({i}, {j})");
+            }
+        }
     }
 }

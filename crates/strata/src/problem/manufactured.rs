@@ -87,7 +87,7 @@ pub fn manufactured_error(p: &ProblemParams, u: &[f64]) -> (f64, f64) {
     {
         {
             let (x, y) = cell_centre(p.geometry, p.n, i, j);
-            let area = grid.column(i, j).area;
+            let area = grid.area(i, j);
             for k in 0..p.nz {
                 let r = vert.centres[k];
                 let exact = match p.geometry {

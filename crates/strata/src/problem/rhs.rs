@@ -49,7 +49,7 @@ pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> 
     for jl in 0..block.ny {
         for il in 0..block.nx {
             let (i, j) = (block.i0 + il, block.j0 + jl);
-            let area = hgrid.column(i, j).area;
+            let area = hgrid.area(i, j);
             let (x, y) = cell_centre(p.geometry, p.n, i, j);
             let col = &mut out[(jl * block.nx + il) * nz..][..nz];
             for (k, v) in col.iter_mut().enumerate() {
