@@ -84,6 +84,21 @@ impl LevelStencil {
         vertical: Arc<VerticalGrid>,
         coeffs: Option<&Coefficients>,
     ) -> Self {
+        let tensors = p
+            .nine_point_sphere()
+            .then(|| crate::grid::dual::vertex_tensors(block.n));
+        Self::with_tensors(p, block, vertical, coeffs, tensors.as_deref())
+    }
+
+    /// [`LevelStencil::with_coefficients`] with the sphere's vertex tensors of the level given
+    /// (the same for every panel and tile: [`build_sphere_levels`] computes them once per level).
+    fn with_tensors(
+        p: &ProblemParams,
+        block: Block,
+        vertical: Arc<VerticalGrid>,
+        coeffs: Option<&Coefficients>,
+        tensors: Option<&[crate::grid::dual::VertexTensor]>,
+    ) -> Self {
         if let Some(c) = coeffs {
             assert_eq!(
                 (c.n, c.nz),
@@ -98,10 +113,7 @@ impl LevelStencil {
         // In parallel, written in place: O(n²) evaluations of the panel geometry, and the pages
         // of the array, are most of a large set-up. The sphere's columns come from the dual
         // elements' tensors, evaluated once per vertex.
-        let tensors = p
-            .nine_point_sphere()
-            .then(|| crate::grid::dual::vertex_tensors(block.n));
-        let column = |i: usize, j: usize| match &tensors {
+        let column = |i: usize, j: usize| match tensors {
             Some(t) => {
                 let t = |a: usize, b: usize| t[b * (block.n + 1) + a];
                 grid.sphere_column(&t, i, j)
@@ -390,9 +402,20 @@ pub fn build_sphere_levels(
     // The coefficients of each level, coarsened panel by panel.
     let mut coeffs = p.coefficients.as_deref().map(Cow::Borrowed);
     for _ in 0..n_levels {
+        let tensors = p
+            .nine_point_sphere()
+            .then(|| crate::grid::dual::vertex_tensors(level[0].n));
         let stencils: Arc<[LevelStencil]> = level
             .iter()
-            .map(|&b| LevelStencil::with_coefficients(p, b, vertical.clone(), coeffs.as_deref()))
+            .map(|&b| {
+                LevelStencil::with_tensors(
+                    p,
+                    b,
+                    vertical.clone(),
+                    coeffs.as_deref(),
+                    tensors.as_deref(),
+                )
+            })
             .collect();
         coeffs = coeffs.map(|c| Cow::Owned(c.coarsen_with(averaging)));
         let t = level[0];
