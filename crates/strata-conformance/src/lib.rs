@@ -271,6 +271,72 @@ pub fn vector_kernels<B: Backend>(b: &B) {
     }
 }
 
+/// apply, residual and residual_only of `b` on `x`, `f` against the reference on level `s`;
+/// returns the reference's residual `f − A x`.
+fn check_apply_residual<B: Backend>(
+    b: &B,
+    s: &LevelStencil,
+    op: &B::LevelOp,
+    (x, f): (&HostField, &HostField),
+    rng: &mut Rng,
+    ctx: &str,
+) -> HostField {
+    let r = ReferenceBackend;
+    let y = rng.field(s);
+    let (dx, df) = (to_backend(b, op, x), to_backend(b, op, f));
+    let (mut ha, mut da) = (rng.field(s), to_backend(b, op, &y));
+    r.apply(s, x, &mut ha).unwrap();
+    b.apply(op, &dx, &mut da).unwrap();
+    assert!(rel_diff(&to_host(b, op, &da), &ha) <= TOL, "apply {ctx}");
+    let rr_h = r.residual(s, f, x, &mut ha).unwrap();
+    let rr_d = b.residual(op, &df, &dx, &mut da).unwrap();
+    assert!(
+        rel_diff(&to_host(b, op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
+        "residual {ctx}"
+    );
+    let mut dr = to_backend(b, op, &y);
+    b.residual_only(op, &df, &dx, &mut dr).unwrap();
+    assert!(
+        rel_diff(&to_host(b, op, &dr), &ha) <= TOL,
+        "residual_only {ctx}"
+    );
+    ha
+}
+
+/// The fused CG SpMV of `b` on `z` against the reference on level `s`; returns the reference's
+/// q (`A z + β q`).
+fn check_cg_spmv<B: Backend>(
+    b: &B,
+    s: &LevelStencil,
+    op: &B::LevelOp,
+    z: &HostField,
+    rng: &mut Rng,
+    ctx: &str,
+) -> HostField {
+    let r = ReferenceBackend;
+    let dz = to_backend(b, op, z);
+    let (u, p, q) = (rng.field(s), rng.field(s), rng.field(s));
+    let (mut hu, mut hp, mut hq) = (u.clone(), p.clone(), q.clone());
+    let (mut du, mut dp, mut dq) = (
+        to_backend(b, op, &u),
+        to_backend(b, op, &p),
+        to_backend(b, op, &q),
+    );
+    let sh = r
+        .cg_spmv(s, z, &mut hu, &mut hp, &mut hq, 0.4, 0.6)
+        .unwrap();
+    let sd = b
+        .cg_spmv(op, &dz, &mut du, &mut dp, &mut dq, 0.4, 0.6)
+        .unwrap();
+    assert!(rel_diff(&to_host(b, op, &du), &hu) <= TOL, "spmv u {ctx}");
+    assert!(rel_diff(&to_host(b, op, &dp), &hp) <= TOL, "spmv p {ctx}");
+    assert!(
+        rel_diff(&to_host(b, op, &dq), &hq) <= TOL && close(sd, sh, TOL_SUM),
+        "spmv q {ctx}"
+    );
+    hq
+}
+
 /// apply, residual (with its norm), line_solve.
 pub fn stencil_kernels<B: Backend>(b: &B) {
     let r = ReferenceBackend;
@@ -278,24 +344,9 @@ pub fn stencil_kernels<B: Backend>(b: &B) {
     for s in cases() {
         let op = b.prepare_level(&s).expect("prepare_level");
         let ctx = format!("{:?} nz={} {:?}", s.block, s.nz, b.name());
-        let (x, f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
-        let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
-        let (mut ha, mut da) = (rng.field(&s), to_backend(b, &op, &y));
-        r.apply(&s, &x, &mut ha).unwrap();
-        b.apply(&op, &dx, &mut da).unwrap();
-        assert!(rel_diff(&to_host(b, &op, &da), &ha) <= TOL, "apply {ctx}");
-        let rr_h = r.residual(&s, &f, &x, &mut ha).unwrap();
-        let rr_d = b.residual(&op, &df, &dx, &mut da).unwrap();
-        assert!(
-            rel_diff(&to_host(b, &op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
-            "residual {ctx}"
-        );
-        let mut dr = to_backend(b, &op, &y);
-        b.residual_only(&op, &df, &dx, &mut dr).unwrap();
-        assert!(
-            rel_diff(&to_host(b, &op, &dr), &ha) <= TOL,
-            "residual_only {ctx}"
-        );
+        let (x, f) = (rng.field(&s), rng.field(&s));
+        let mut ha = check_apply_residual(b, &s, &op, (&x, &f), &mut rng, &ctx);
+        let (df, mut da) = (to_backend(b, &op, &f), to_backend(b, &op, &x));
         let spread = rounding_spread(&f, |f_in| {
             let mut z = f_in.clone();
             r.line_solve(&s, f_in, &mut z).unwrap();
@@ -336,26 +387,8 @@ pub fn cg_kernels<B: Backend>(b: &B) {
         let op = b.prepare_level(&s).expect("prepare_level");
         let ctx = format!("{:?} nz={} {:?}", s.block, s.nz, b.name());
         let z = rng.field(&s);
-        let dz0 = to_backend(b, &op, &z);
-        let (u, p, q) = (rng.field(&s), rng.field(&s), rng.field(&s));
-        let (mut hu, mut hp, mut hq) = (u.clone(), p.clone(), q.clone());
-        let (mut du, mut dp, mut dq) = (
-            to_backend(b, &op, &u),
-            to_backend(b, &op, &p),
-            to_backend(b, &op, &q),
-        );
-        let sh = r
-            .cg_spmv(&s, &z, &mut hu, &mut hp, &mut hq, 0.4, 0.6)
-            .unwrap();
-        let sd = b
-            .cg_spmv(&op, &dz0, &mut du, &mut dp, &mut dq, 0.4, 0.6)
-            .unwrap();
-        assert!(rel_diff(&to_host(b, &op, &du), &hu) <= TOL, "spmv u {ctx}");
-        assert!(rel_diff(&to_host(b, &op, &dp), &hp) <= TOL, "spmv p {ctx}");
-        assert!(
-            rel_diff(&to_host(b, &op, &dq), &hq) <= TOL && close(sd, sh, TOL_SUM),
-            "spmv q {ctx}"
-        );
+        let hq = check_cg_spmv(b, &s, &op, &z, &mut rng, &ctx);
+        let dq = to_backend(b, &op, &hq);
         let rr = rng.field(&s);
         let (mut hr, mut dr) = (rr.clone(), to_backend(b, &op, &rr));
         let zz = rng.field(&s);
@@ -439,45 +472,12 @@ pub fn cross_term_kernels<B: Backend>(b: &B) {
         let ctx = format!("sphere panel n={n} nz={nz} fields {fields} {:?}", b.name());
         let (x, f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
         let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
-        let (mut ha, mut da) = (rng.field(&s), to_backend(b, &op, &y));
-        r.apply(&s, &x, &mut ha).unwrap();
-        b.apply(&op, &dx, &mut da).unwrap();
-        assert!(rel_diff(&to_host(b, &op, &da), &ha) <= TOL, "apply {ctx}");
+        let res = check_apply_residual(b, &s, &op, (&x, &f), &mut rng, &ctx);
+        check_cg_spmv(b, &s, &op, &x, &mut rng, &ctx);
         // The cross terms are there: the 7-point part alone differs.
         let mut h7 = rng.field(&s);
-        r.apply(&s.seven_point(), &x, &mut h7).unwrap();
-        assert!(rel_diff(&h7, &ha) > 1e3 * TOL, "cross terms missing {ctx}");
-        let rr_h = r.residual(&s, &f, &x, &mut ha).unwrap();
-        let rr_d = b.residual(&op, &df, &dx, &mut da).unwrap();
-        assert!(
-            rel_diff(&to_host(b, &op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
-            "residual {ctx}"
-        );
-        let mut dr = to_backend(b, &op, &y);
-        b.residual_only(&op, &df, &dx, &mut dr).unwrap();
-        assert!(
-            rel_diff(&to_host(b, &op, &dr), &ha) <= TOL,
-            "residual_only {ctx}"
-        );
-        let (u, p, q) = (rng.field(&s), rng.field(&s), rng.field(&s));
-        let (mut hu, mut hp, mut hq) = (u.clone(), p.clone(), q.clone());
-        let (mut du, mut dp, mut dq) = (
-            to_backend(b, &op, &u),
-            to_backend(b, &op, &p),
-            to_backend(b, &op, &q),
-        );
-        let sh = r
-            .cg_spmv(&s, &x, &mut hu, &mut hp, &mut hq, 0.4, 0.6)
-            .unwrap();
-        let sd = b
-            .cg_spmv(&op, &dx, &mut du, &mut dp, &mut dq, 0.4, 0.6)
-            .unwrap();
-        assert!(rel_diff(&to_host(b, &op, &du), &hu) <= TOL, "spmv u {ctx}");
-        assert!(rel_diff(&to_host(b, &op, &dp), &hp) <= TOL, "spmv p {ctx}");
-        assert!(
-            rel_diff(&to_host(b, &op, &dq), &hq) <= TOL && close(sd, sh, TOL_SUM),
-            "spmv q {ctx}"
-        );
+        r.residual(&s.seven_point(), &f, &x, &mut h7).unwrap();
+        assert!(rel_diff(&h7, &res) > 1e3 * TOL, "cross terms missing {ctx}");
         // The block-Jacobi step relaxes A (its residual has the cross terms; M is the 7-point
         // column blocks).
         let spread = rounding_spread(&f, |f_in| {

@@ -50,7 +50,7 @@ impl LineKernels for CudaBackend {
             // writes its own cell of an active column (kernels/lines.cu, PCR_COLUMN).
             return cu(unsafe { b.launch(cfg) }).map(|_| ());
         }
-        launch_stencil!(self, op, K::Smooth, K::SmoothCells; &f.data, &u_in.data, &mut u_out.data, &rho)
+        launch_op!(self, op, K::Smooth, K::SmoothCells, cross; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn smooth_color(

@@ -30,33 +30,25 @@ macro_rules! launch_columns {
 
 /// Launches the kernel of level `$op`'s operator over its columns: `$model` with the column
 /// coefficients, or `$cells` with the per-cell entries ([`cells::CellArrays`]); the level's
-/// layout and operator arguments ([`push_operator`]) first, then the given arguments.
+/// layout and operator arguments ([`push_operator`]) first, then — with `cross`, for the
+/// kernels that apply the whole operator (apply, residual, CG SpMV, Smooth) — its cross terms
+/// ([`push_cross`]), then the given arguments.
 macro_rules! launch_op {
-    ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {{
+    ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {
+        launch_op!(@go $self, $op, $model, $cells, false; $($arg),*)
+    };
+    ($self:ident, $op:expr, $model:expr, $cells:expr, cross; $($arg:expr),* $(,)?) => {
+        launch_op!(@go $self, $op, $model, $cells, true; $($arg),*)
+    };
+    (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr; $($arg:expr),*) => {{
         let op = $op;
         let sym = sym_flag(op);
         let mut b = $self.stream.launch_builder(op.k.get(op_kernel(op, $model, $cells)));
         b.arg(&op.layout);
         push_operator(&mut b, op, &sym);
-        $( b.arg($arg); )*
-        // SAFETY: every field argument was checked to have this level's layout, and the column
-        // kernels touch only that layout's elements (interior, or halo for reads).
-        cu(unsafe { b.launch(op.cfg) }).map(|_| ())
-    }};
-}
-
-/// [`launch_op!`] for the kernels that apply the whole operator (apply, residual, CG SpMV,
-/// Smooth):
-/// the column-coefficient kernels take the level's cross terms after its operator
-/// (`CROSS_PARAMS`, kernels/stencil.cu).
-macro_rules! launch_stencil {
-    ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {{
-        let op = $op;
-        let sym = sym_flag(op);
-        let mut b = $self.stream.launch_builder(op.k.get(op_kernel(op, $model, $cells)));
-        b.arg(&op.layout);
-        push_operator(&mut b, op, &sym);
-        push_cross(&mut b, op);
+        if $cross {
+            push_cross(&mut b, op);
+        }
         $( b.arg($arg); )*
         // SAFETY: every field argument was checked to have this level's layout, and the column
         // kernels touch only that layout's elements (interior, or halo for reads).

@@ -6,7 +6,7 @@ use strata::backend::StencilKernels;
 impl StencilKernels for CudaBackend {
     fn apply(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
         self.check(op, &[x, y])?;
-        launch_stencil!(self, op, K::Apply, K::ApplyCells; &x.data, &mut y.data)
+        launch_op!(self, op, K::Apply, K::ApplyCells, cross; &x.data, &mut y.data)
     }
 
     fn residual(
@@ -18,7 +18,7 @@ impl StencilKernels for CudaBackend {
     ) -> Result<f64> {
         self.check(op, &[f, u, r])?;
         let mut red = self.reduce_lock();
-        launch_stencil!(self, op, K::Residual, K::ResidualCells; &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        launch_op!(self, op, K::Residual, K::ResidualCells, cross; &f.data, &u.data, &mut r.data, &mut red.partials)?;
         Ok(self.finish_reduce(op, &mut red, 1)?[0])
     }
 
@@ -32,7 +32,7 @@ impl StencilKernels for CudaBackend {
         self.check(op, &[f, u, r])?;
         // The same kernel; its block partials are left unread (no wait for the host).
         let mut red = self.reduce_lock();
-        launch_stencil!(self, op, K::Residual, K::ResidualCells; &f.data, &u.data, &mut r.data, &mut red.partials)
+        launch_op!(self, op, K::Residual, K::ResidualCells, cross; &f.data, &u.data, &mut r.data, &mut red.partials)
     }
 
     fn cg_spmv(
@@ -47,7 +47,7 @@ impl StencilKernels for CudaBackend {
     ) -> Result<f64> {
         self.check(op, &[z, u, p, q])?;
         let mut red = self.reduce_lock();
-        launch_stencil!(self, op, K::CgSpmv, K::CgSpmvCells; &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
+        launch_op!(self, op, K::CgSpmv, K::CgSpmvCells, cross; &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
         Ok(self.finish_reduce(op, &mut red, 1)?[0])
     }
 
