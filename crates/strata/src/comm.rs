@@ -118,26 +118,30 @@ impl<H: Handle> Comm<Tiled<H>> for SphereComm {
 
     fn prepare(&self, b: &Tiled<H>, lev: &TiledLevel<H::Inner>) -> Result<()> {
         let tiles = tile_stencils(b.stencil(lev))?;
+        let missing = |tile: &LevelStencil, what: String| {
+            invalid(
+                "tiles",
+                format!(
+                    "{:?} has no {what} in this process: a sphere on one process needs all its tiles",
+                    tile.block
+                ),
+            )
+        };
         for (t, tile) in tiles.iter().enumerate() {
             for side in Side::ALL {
-                let corners = if tile.cross.is_some() {
-                    crate::grid::sphere::tile_corners(&tile.block)
-                } else {
-                    vec![]
-                };
-                let corner_missing = corners.iter().any(|c| {
-                    !lev.local_corners
+                if !lev.local_links.iter().any(|l| l.dst == t && l.side == side) {
+                    return missing(tile, format!("neighbour across {side:?}"));
+                }
+            }
+            if tile.cross.is_some() {
+                for c in crate::grid::sphere::tile_corners(&tile.block) {
+                    if !lev
+                        .local_corners
                         .iter()
                         .any(|(d, l, _)| *d == t && l.corner == c.corner)
-                });
-                if corner_missing || !lev.local_links.iter().any(|l| l.dst == t && l.side == side) {
-                    return invalid(
-                        "tiles",
-                        format!(
-                            "{:?} has no neighbour across {side:?} in this process: a sphere on one process needs all its tiles",
-                            tile.block
-                        ),
-                    );
+                    {
+                        return missing(tile, format!("diagonal tile at corner {}", c.corner));
+                    }
                 }
             }
         }
