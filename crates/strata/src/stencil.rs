@@ -179,7 +179,7 @@ impl LevelStencil {
             return crate::error::invalid(
                 "operator",
                 format!(
-                    "{kernel} cannot relax an operator with cross terms (the sphere's nine-point operator): give it the stencil's seven_point(), as the red-black hierarchy does"
+                    "{kernel} cannot relax an operator with cross terms (the sphere's nine-point operator): give it the stencil's seven_point(), as the solvers' hierarchies do"
                 ),
             );
         }
