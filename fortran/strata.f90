@@ -41,6 +41,7 @@ module strata
         real(c_double) :: delta
         real(c_double) :: omega
         integer(c_int32_t) :: graded
+        integer(c_int32_t) :: sphere_stencil  ! 0 nine-point (second order), 1 two-point (the paper's)
     end type
 
     ! Mirrors StrataOptions of strata.h.

@@ -173,3 +173,13 @@ def test_the_whole_sphere(solver):
     assert np.linalg.norm(g.apply(u) - f) / np.linalg.norm(f) < 1e-8
     with pytest.raises(ValueError, match="singular"):
         strata.Solver(16, 8, geometry="sphere", delta=0.0, levels=3)
+    # The paper's two-point stencil is another operator: another solution of the same f.
+    t = strata.Solver(16, 8, geometry="sphere", solver=solver, levels=3, rtol=1e-9,
+                      sphere_stencil="two-point")
+    w = t.solve(f)
+    assert t.info["converged"], t.info
+    assert np.linalg.norm(t.apply(w) - f) / np.linalg.norm(f) < 1e-8
+    x = strata.Solver(16, 8, geometry="sphere", solver=solver, levels=3, rtol=1e-9).solve(f)
+    assert np.linalg.norm(w - x) > 1e-3 * np.linalg.norm(x)
+    with pytest.raises(ValueError, match="sphere_stencil must be one of"):
+        strata.Solver(16, 8, geometry="sphere", sphere_stencil="five-point")

@@ -62,6 +62,10 @@ typedef struct StrataProblem {
   double omega;
   // 1: graded vertical grid, 0: uniform.
   int32_t graded;
+  // The sphere's horizontal stencil: 0 nine-point (consistent, second order; docs/MODEL.md
+  // §16.1), 1 two-point (the paper's fluxes, not consistent on the sphere). Not used
+  // elsewhere.
+  int32_t sphere_stencil;
 } StrataProblem;
 
 // Solver settings.

@@ -17,7 +17,7 @@ use strata_core::backend::cpu::CpuBackend;
 use strata_core::backend::reference::ReferenceBackend;
 use strata_core::backend::tiled::Tiled;
 use strata_core::comm::SphereComm;
-use strata_core::problem::{Coefficients, Geometry, Grading, ProblemParams};
+use strata_core::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereStencil};
 use strata_core::solver::{Preconditioner, SolveInfo, SolverConfig, SolverKind};
 use strata_core::{PersistentSolver, StrataError};
 use strata_cuda::CudaBackend;
@@ -65,6 +65,10 @@ pub struct StrataProblem {
     pub omega: f64,
     /// 1: graded vertical grid, 0: uniform.
     pub graded: i32,
+    /// The sphere's horizontal stencil: 0 nine-point (consistent, second order; docs/MODEL.md
+    /// §16.1), 1 two-point (the paper's fluxes, not consistent on the sphere). Not used
+    /// elsewhere.
+    pub sphere_stencil: i32,
 }
 
 /// Solver settings.
@@ -302,6 +306,7 @@ pub unsafe extern "C" fn strata_problem_default(problem: *mut StrataProblem) -> 
             delta: d.delta,
             omega: 0.0,
             graded: 0,
+            sphere_stencil: 0,
         };
         Ok(())
     })
@@ -363,9 +368,16 @@ fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
         },
         omega: (p.omega > 0.0).then_some(p.omega),
         coefficients: None,
-        // The sphere's consistent stencil; the two-point one is the library's and the CLI's
-        // (not in the C structure).
-        sphere_stencil: Default::default(),
+        sphere_stencil: match p.sphere_stencil {
+            0 => SphereStencil::NinePoint,
+            1 => SphereStencil::TwoPoint,
+            s => {
+                return Err(StrataError::invalid(
+                    "sphere_stencil",
+                    format!("must be 0 (nine-point) or 1 (two-point) (got {s})"),
+                ))
+            }
+        },
     })
 }
 
@@ -1172,6 +1184,7 @@ mod tests {
             delta: 1.0,
             omega: 0.0,
             graded: 0,
+            sphere_stencil: 0,
         }
     }
 
@@ -1365,6 +1378,16 @@ mod tests {
                 .into_owned();
             assert!(msg.contains("levels"), "{msg}");
             p.n = 16;
+            p.sphere_stencil = 2;
+            assert_eq!(
+                strata_solver_create(&p, &o, &mut s),
+                StrataStatus::InvalidArgument
+            );
+            let msg = std::ffi::CStr::from_ptr(strata_last_error())
+                .to_string_lossy()
+                .into_owned();
+            assert!(msg.contains("sphere_stencil"), "{msg}");
+            p.sphere_stencil = 0;
             o.solver = 9;
             assert_eq!(
                 strata_solver_create(&p, &o, &mut s),

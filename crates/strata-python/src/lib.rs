@@ -32,10 +32,12 @@ fn to_py(e: StrataError) -> PyErr {
 /// Solver(n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01, delta=1.0,
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
-///        smoother="jacobi", rho=2/3, precision="f64")
+///        smoother="jacobi", rho=2/3, precision="f64", sphere_stencil="nine-point")
 ///
 /// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
 /// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
+/// sphere_stencil is the sphere's horizontal stencil: "nine-point" (consistent with the sphere's
+/// Laplacian, second order) or "two-point" (the paper's fluxes, not consistent on the sphere).
 /// smoother is the multigrid smoother: "jacobi" (the paper's block-Jacobi line relaxation,
 /// damped by rho; rho=0.8 takes fewer cycles) or "red-black" (line Gauss-Seidel).
 /// precision is "f64", or "mixed": the outer iteration and its stopping test in fp64, the
@@ -289,7 +291,7 @@ impl Solver {
     #[pyo3(signature = (n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01,
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother="jacobi",
-        rho=2.0/3.0, precision="f64"))]
+        rho=2.0/3.0, precision="f64", sphere_stencil="nine-point"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -315,7 +317,16 @@ impl Solver {
         smoother: &str,
         rho: f64,
         precision: &str,
+        sphere_stencil: &str,
     ) -> PyResult<Self> {
+        let sphere_stencil = choose(
+            "sphere_stencil",
+            sphere_stencil,
+            &[
+                ("nine-point", ::strata::problem::SphereStencil::NinePoint),
+                ("two-point", ::strata::problem::SphereStencil::TwoPoint),
+            ],
+        )?;
         use ::strata::solver::{Precision, Smoother};
         let precision = choose(
             "precision",
@@ -381,7 +392,7 @@ impl Solver {
             },
             omega,
             coefficients: None,
-            sphere_stencil: Default::default(),
+            sphere_stencil,
         };
         let cfg = SolverConfig::new(kind)
             .with_levels(levels)
