@@ -49,9 +49,17 @@ pub fn field_memory(
     // A V-cycle preconditioner: its hierarchy and a fine field of zeros; in mixed precision also
     // fp32 copies of r and z and the fp64 fine level's columns. Line relaxation: the fine
     // columns.
+    // The sphere's nine-point operator: the hierarchy relaxes its 7-point parts, and the outer
+    // fine level (its columns again and four diagonal couplings per column) is its own.
+    let nine = p.nine_point_sphere();
+    let outer_op = if nine {
+        columns(p.n) + (p.n * p.n * 32) as u64
+    } else {
+        0
+    };
     let v_cycle = match low {
-        Storage::F64 => hierarchy + fine,
-        Storage::F32 => hierarchy + 3 * field_bytes(p.n, low) + columns(p.n),
+        Storage::F64 => hierarchy + fine + outer_op,
+        Storage::F32 => hierarchy + 3 * field_bytes(p.n, low) + columns(p.n) + outer_op,
     };
     let preconditioner = if cfg.uses_multigrid() {
         v_cycle
@@ -62,10 +70,10 @@ pub fn field_memory(
     cells
         + match cfg.kind {
             SolverKind::Cg => 6 * fine + columns(p.n),
-            // f and u; in mixed precision fp64 defect correction adds r and z.
-            SolverKind::Mg => match low {
-                Storage::F64 => 2 * fine + hierarchy,
-                Storage::F32 => 4 * fine + v_cycle,
+            // f and u; defect correction (mixed precision, or the nine-point sphere) adds r and z.
+            SolverKind::Mg => match (low, nine) {
+                (Storage::F64, false) => 2 * fine + hierarchy,
+                _ => 4 * fine + v_cycle,
             },
             // f, u, r, z, p, q.
             SolverKind::MgCg => 6 * fine + v_cycle,
@@ -102,8 +110,14 @@ pub fn cell_memory(
         bytes += values * field_bytes(n, storage);
         n /= 2;
     }
-    if storage != Storage::F64 {
+    // The outer fine level's entries: fp64 beside an fp32 hierarchy, or the nine-point sphere's
+    // beside its 7-point hierarchy; the nine-point operator's four diagonal entries per cell.
+    let nine = p.nine_point_sphere();
+    if storage != Storage::F64 || (nine && cfg.uses_multigrid()) {
         bytes += values * field_bytes(p.n, Storage::F64);
+    }
+    if nine {
+        bytes += 4 * field_bytes(p.n, Storage::F64);
     }
     bytes
 }
