@@ -99,9 +99,8 @@ pub struct ProblemArgs {
     /// Graded vertical grid, faces at (k/nz)² (refined near the ground); uniform otherwise.
     #[arg(long)]
     pub graded: bool,
-    /// The horizontal stencil on the sphere: nine-point (consistent, second order; whole
-    /// panels per rank, at most 6 ranks) or two-point (the paper's fluxes; any number of
-    /// ranks, not consistent: its error stalls near 2e-3).
+    /// The horizontal stencil on the sphere: nine-point (consistent, second order) or
+    /// two-point (the paper's fluxes, not consistent: its error stalls near 2e-3).
     #[arg(long, value_enum, default_value = "nine-point")]
     pub sphere_stencil: SphereStencilArg,
 }

@@ -752,6 +752,55 @@ pub fn halo_faces<B: Backend>(b: &B) {
     }
     copy_halos(b, &mut rng);
     batched_halos(b, &mut rng);
+    columns(b, &mut rng);
+}
+
+/// pack_column, unpack_column and copy_column (the tile corners of the sphere's nine-point
+/// operator): exact, between an interior corner cell and a halo corner.
+fn columns<B: Backend>(b: &B, rng: &mut Rng) {
+    let s = level(Geometry::Panel, Block::whole(7), 5);
+    let op = b.prepare_level(&s).expect("prepare_level");
+    let (x, y) = (rng.field(&s), rng.field(&s));
+    let (dx, mut dy) = (to_backend(b, &op, &x), to_backend(b, &op, &y));
+    let host_column = |f: &HostField, at: (usize, usize)| {
+        let mut v = vec![0.0; s.nz];
+        f.pack_column(at, &mut v);
+        v
+    };
+    let device_column = |d: &B::Field, at: (usize, usize)| {
+        let mut buf = b.alloc_face(s.nz).unwrap();
+        b.pack_column(&op, d, at, &mut buf).unwrap();
+        let mut v = vec![0.0; s.nz];
+        b.face_to_host(&buf, &mut v).unwrap();
+        v
+    };
+    let m = s.nx();
+    for (own, halo) in [
+        ((1, 1), (0, 0)),
+        ((m, 1), (m + 1, 0)),
+        ((1, m), (0, m + 1)),
+        ((m, m), (m + 1, m + 1)),
+    ] {
+        assert_eq!(
+            device_column(&dx, own),
+            host_column(&x, own),
+            "pack_column {own:?}"
+        );
+        b.copy_column(&op, &dx, own, &op, &mut dy, halo).unwrap();
+        assert_eq!(
+            device_column(&dy, halo),
+            host_column(&x, own),
+            "copy_column {own:?} -> {halo:?}"
+        );
+        let mut buf = b.alloc_face(s.nz).unwrap();
+        let want: Vec<f64> = (0..s.nz).map(|k| k as f64 + 0.5).collect();
+        b.face_from_host(&want, &mut buf).unwrap();
+        b.unpack_column(&op, &mut dy, halo, &buf).unwrap();
+        assert_eq!(device_column(&dy, halo), want, "unpack_column {halo:?}");
+    }
+    // Outside the block and its halo: refused.
+    let mut buf = b.alloc_face(s.nz).unwrap();
+    assert!(b.pack_column(&op, &dx, (m + 2, 0), &mut buf).is_err());
 }
 
 /// copy_halos fills several blocks' halos from each other at once (every side of every block,

@@ -86,6 +86,14 @@ extern "C" __global__ void unpack_column_f64(Layout L, int ih, int jh, const dou
     if (k < NZ) x[at_(L, ih - 1, jh - 1, k)] = buf[k];
 }
 
+// x at halo-inclusive column (ih, jh) <- src at (si, sj) (another block of this process: a tile
+// corner of the sphere's nine-point operator), with no buffer.
+extern "C" __global__ void copy_column_f64(Layout S, int si, int sj, const real* __restrict__ src, Layout L,
+                                           int ih, int jh, real* __restrict__ x) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < NZ) x[at_(L, ih - 1, jh - 1, k)] = src[at_(S, si - 1, sj - 1, k)];
+}
+
 // The halo of x across `side` <- the interior layer of src next to `src_side` (another block of
 // this process, the same face length), the other way along the face if `reversed`: the
 // exchange between tiles of the sphere, with no buffer. Launch: threads over (t, k).

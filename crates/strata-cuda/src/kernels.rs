@@ -87,6 +87,8 @@ pub enum Kernel {
     PackColumn,
     /// `unpack_column_f64` (transfer.cu).
     UnpackColumn,
+    /// `copy_column_f64` (transfer.cu): one column between two blocks, with no buffer.
+    CopyColumn,
     /// `reverse_face_f64` (transfer.cu).
     ReverseFace,
     /// `copy_halos_f64` (transfer.cu).
@@ -116,7 +118,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 45] = [
+    pub const ALL: [Kernel; 46] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -150,6 +152,7 @@ impl Kernel {
         Kernel::CopyHalo,
         Kernel::PackColumn,
         Kernel::UnpackColumn,
+        Kernel::CopyColumn,
         Kernel::ReverseFace,
         Kernel::CopyHalos,
         Kernel::Widen,
@@ -201,6 +204,7 @@ impl Kernel {
             Kernel::CopyHalo => "copy_halo_f64",
             Kernel::PackColumn => "pack_column_f64",
             Kernel::UnpackColumn => "unpack_column_f64",
+            Kernel::CopyColumn => "copy_column_f64",
             Kernel::ReverseFace => "reverse_face_f64",
             Kernel::CopyHalos => "copy_halos_f64",
             Kernel::Widen => "widen_f64",
@@ -250,7 +254,7 @@ impl Kernel {
             Kernel::PackFace => "transfer.cu",
             Kernel::UnpackFace => "transfer.cu",
             Kernel::CopyHalo => "transfer.cu",
-            Kernel::PackColumn | Kernel::UnpackColumn => "transfer.cu",
+            Kernel::PackColumn | Kernel::UnpackColumn | Kernel::CopyColumn => "transfer.cu",
             Kernel::ReverseFace => "transfer.cu",
             Kernel::CopyHalos => "transfer.cu",
             Kernel::Widen => "vector.cu",

@@ -14,36 +14,67 @@ use strata::grid::{split, Block, Side};
 use strata::stencil::LevelStencil;
 use strata::{Result, StrataError};
 
-/// One halo of a local tile that another rank fills, and the face this rank sends back.
+/// What a remote halo of a tile is.
+#[derive(Debug, Clone, Copy)]
+enum Halo {
+    /// The halo across `side` and the face this rank sends back; the received face runs the
+    /// other way along the edge if `reversed`.
+    Face { side: Side, reversed: bool },
+    /// A halo corner inside the panel, `at` (halo-inclusive), and this tile's own corner cell
+    /// `own`, sent back (on a level with cross terms, docs/MODEL.md §16.1).
+    Corner {
+        at: (usize, usize),
+        own: (usize, usize),
+    },
+}
+
+impl Halo {
+    /// Packs what this rank sends into `buf`.
+    fn pack<B: Backend>(
+        &self,
+        b: &B,
+        op: &B::LevelOp,
+        x: &B::Field,
+        buf: &mut B::FaceBuffer,
+    ) -> Result<()> {
+        match *self {
+            Halo::Face { side, .. } => b.pack_face(op, x, side, buf),
+            Halo::Corner { own, .. } => b.pack_column(op, x, own, buf),
+        }
+    }
+
+    /// Unpacks what this rank received from `buf` into the halo.
+    fn unpack<B: Backend>(
+        &self,
+        b: &B,
+        op: &B::LevelOp,
+        x: &mut B::Field,
+        buf: &B::FaceBuffer,
+    ) -> Result<()> {
+        match *self {
+            Halo::Face { side, .. } => b.unpack_face(op, x, side, buf),
+            Halo::Corner { at, .. } => b.unpack_column(op, x, at, buf),
+        }
+    }
+
+    /// Whether the received values run the other way (a face across a reversed edge).
+    fn reversed(&self) -> bool {
+        matches!(self, Halo::Face { reversed: true, .. })
+    }
+}
+
+/// One halo of a local tile that another rank fills (a face or a corner), and what this rank
+/// sends back.
 struct Remote<F> {
     /// The local tile.
     tile: usize,
-    /// Its side: the halo received and the face sent.
-    side: Side,
+    /// Which halo.
+    halo: Halo,
     /// The rank of the tile across.
     peer: i32,
-    /// Tag of the face this rank sends (the receiver's tile and side).
+    /// Tag of what this rank sends (the receiver's tile and side or corner).
     tag_out: i32,
-    /// Tag of the face this rank receives (this tile and side).
-    tag_in: i32,
-    /// Whether the received face runs the other way along the edge.
-    reversed: bool,
-    send: F,
-    recv: F,
-    host_send: Vec<f64>,
-    host_recv: Vec<f64>,
-}
-
-/// One halo corner of a local tile (inside its panel, on a level with cross terms) whose
-/// diagonal tile is on another rank, and the corner cell this rank sends back.
-struct RemoteCorner<F> {
-    tile: usize,
-    /// The halo corner filled (halo-inclusive).
-    at: (usize, usize),
-    /// This tile's own cell at the corner, sent.
-    own: (usize, usize),
-    peer: i32,
-    tag_out: i32,
+    /// Tag of what this rank receives (this tile and side or corner).
     tag_in: i32,
     send: F,
     recv: F,
@@ -55,7 +86,6 @@ struct RemoteCorner<F> {
 struct Level<F> {
     nx: usize,
     remotes: Vec<Remote<F>>,
-    corners: Vec<RemoteCorner<F>>,
 }
 
 /// A communicator of the sphere's tiles over MPI, for a tiled backend over `B`. Faces travel
@@ -122,18 +152,52 @@ impl<B: Backend> SphereMpiComm<B> {
         peers
     }
 
-    /// The remote corners of a level's tiles (on a level with cross terms: the corners inside
-    /// a panel that its local corners do not fill), with their buffers. Tags follow the faces'
-    /// (`4 · tiles + 4 · tile + corner`).
-    fn remote_corners<H: Handle<Inner = B>>(
+    /// The remote halos of a level's tiles, with their buffers: the sides its local links do
+    /// not fill and, on a level with cross terms, the corners inside a panel its local corners
+    /// do not fill. Faces are tagged `4 · tile + side`, corners after them
+    /// `4 · tiles + 4 · tile + corner`.
+    fn remotes<H: Handle<Inner = B>>(
         &self,
         b: &Tiled<H>,
         lev: &TiledLevel<B>,
         tiles: &[LevelStencil],
-    ) -> Result<Vec<RemoteCorner<B::FaceBuffer>>> {
-        let base = 4 * PANELS * self.k * self.k;
+    ) -> Result<Vec<Remote<B::FaceBuffer>>> {
+        let corner_base = 4 * PANELS * self.k * self.k;
         let mut out = Vec::new();
+        let mut push = |t: usize, other: &Block, halo: Halo, tags: (usize, usize), len: usize| {
+            let peer = self.owner(self.global(other));
+            if peer == self.rank {
+                return Err(StrataError::invalid(
+                    "tiles",
+                    format!("{other:?} belongs to this rank but was not given to it"),
+                ));
+            }
+            out.push(Remote {
+                tile: t,
+                halo,
+                peer: peer as i32,
+                tag_out: tags.0 as i32,
+                tag_in: tags.1 as i32,
+                send: b.inner().alloc_face(len)?,
+                recv: b.inner().alloc_face(len)?,
+                host_send: vec![0.0; len],
+                host_recv: vec![0.0; len],
+            });
+            Ok(())
+        };
         for (t, s) in tiles.iter().enumerate() {
+            for side in Side::ALL {
+                if lev.local_links.iter().any(|l| l.dst == t && l.side == side) {
+                    continue;
+                }
+                let (other, other_side, reversed) = tile_link(&s.block, side);
+                let tags = (
+                    4 * self.global(&other) + other_side.index(),
+                    4 * self.global(&s.block) + side.index(),
+                );
+                let len = strata::backend::face_len(s, side);
+                push(t, &other, Halo::Face { side, reversed }, tags, len)?;
+            }
             if s.cross.is_none() {
                 continue;
             }
@@ -145,60 +209,16 @@ impl<B: Backend> SphereMpiComm<B> {
                 {
                     continue;
                 }
-                let peer = self.owner(self.global(&c.src));
-                out.push(RemoteCorner {
-                    tile: t,
+                // The diagonal tile's opposite corner is the same vertex.
+                let tags = (
+                    corner_base + 4 * self.global(&c.src) + 3 - c.corner,
+                    corner_base + 4 * self.global(&s.block) + c.corner,
+                );
+                let halo = Halo::Corner {
                     at: c.dst_at,
                     own: c.own_at(s.nx()),
-                    peer: peer as i32,
-                    // The diagonal tile's opposite corner is the same vertex.
-                    tag_out: (base + 4 * self.global(&c.src) + 3 - c.corner) as i32,
-                    tag_in: (base + 4 * self.global(&s.block) + c.corner) as i32,
-                    send: b.inner().alloc_face(s.nz)?,
-                    recv: b.inner().alloc_face(s.nz)?,
-                    host_send: vec![0.0; s.nz],
-                    host_recv: vec![0.0; s.nz],
-                });
-            }
-        }
-        Ok(out)
-    }
-
-    /// The remote halos of a level's tiles (the sides its local links do not fill), with their
-    /// buffers.
-    fn remotes<H: Handle<Inner = B>>(
-        &self,
-        b: &Tiled<H>,
-        lev: &TiledLevel<B>,
-        tiles: &[LevelStencil],
-    ) -> Result<Vec<Remote<B::FaceBuffer>>> {
-        let mut out = Vec::new();
-        for (t, s) in tiles.iter().enumerate() {
-            for side in Side::ALL {
-                if lev.local_links.iter().any(|l| l.dst == t && l.side == side) {
-                    continue;
-                }
-                let (other, other_side, reversed) = tile_link(&s.block, side);
-                let peer = self.owner(self.global(&other));
-                if peer == self.rank {
-                    return Err(StrataError::invalid(
-                        "tiles",
-                        format!("{other:?} belongs to this rank but was not given to it"),
-                    ));
-                }
-                let len = strata::backend::face_len(s, side);
-                out.push(Remote {
-                    tile: t,
-                    side,
-                    peer: peer as i32,
-                    tag_out: (4 * self.global(&other) + other_side.index()) as i32,
-                    tag_in: (4 * self.global(&s.block) + side.index()) as i32,
-                    reversed,
-                    send: b.inner().alloc_face(len)?,
-                    recv: b.inner().alloc_face(len)?,
-                    host_send: vec![0.0; len],
-                    host_recv: vec![0.0; len],
-                });
+                };
+                push(t, &c.src, halo, tags, s.nz)?;
             }
         }
         Ok(out)
@@ -239,12 +259,7 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
             return Ok(());
         }
         let remotes = self.remotes(b, lev, tiles)?;
-        let corners = self.remote_corners(b, lev, tiles)?;
-        self.levels.borrow_mut().push(Level {
-            nx,
-            remotes,
-            corners,
-        });
+        self.levels.borrow_mut().push(Level { nx, remotes });
         Ok(())
     }
 
@@ -259,24 +274,12 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
         let level = level_of(&mut levels, tiles)?;
         let inner = b.inner();
         for r in &mut level.remotes {
-            inner.pack_face(&lev.tiles[r.tile], &x[r.tile], r.side, &mut r.send)?;
+            r.halo
+                .pack(inner, &lev.tiles[r.tile], &x[r.tile], &mut r.send)?;
             inner.face_to_host(&r.send, &mut r.host_send)?;
         }
-        for c in &mut level.corners {
-            inner.pack_column(&lev.tiles[c.tile], &x[c.tile], c.own, &mut c.send)?;
-            inner.face_to_host(&c.send, &mut c.host_send)?;
-        }
         mpi::request::scope(|scope| {
-            let mut requests = Vec::with_capacity(2 * (level.remotes.len() + level.corners.len()));
-            for c in &mut level.corners {
-                let p = self.world.process_at_rank(c.peer);
-                requests.push(p.immediate_receive_into_with_tag(
-                    scope,
-                    &mut c.host_recv[..],
-                    c.tag_in,
-                ));
-                requests.push(p.immediate_send_with_tag(scope, &c.host_send[..], c.tag_out));
-            }
+            let mut requests = Vec::with_capacity(2 * level.remotes.len());
             for r in &mut level.remotes {
                 let p = self.world.process_at_rank(r.peer);
                 requests.push(p.immediate_receive_into_with_tag(
@@ -292,15 +295,12 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
         });
         let nz = tiles.first().map_or(1, |t| t.nz);
         for r in &mut level.remotes {
-            if r.reversed {
+            if r.halo.reversed() {
                 strata::field::reverse_columns(&mut r.host_recv, nz);
             }
             inner.face_from_host(&r.host_recv, &mut r.recv)?;
-            inner.unpack_face(&lev.tiles[r.tile], &mut x[r.tile], r.side, &r.recv)?;
-        }
-        for c in &mut level.corners {
-            inner.face_from_host(&c.host_recv, &mut c.recv)?;
-            inner.unpack_column(&lev.tiles[c.tile], &mut x[c.tile], c.at, &c.recv)?;
+            r.halo
+                .unpack(inner, &lev.tiles[r.tile], &mut x[r.tile], &r.recv)?;
         }
         drop(levels);
         exchange_local_tiles(b, lev, x)
@@ -364,10 +364,8 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
         let level = level_of(&mut levels, tiles)?;
         let inner = b.inner();
         for r in &mut level.remotes {
-            inner.pack_face(&lev.tiles[r.tile], &x[r.tile], r.side, &mut r.send)?;
-        }
-        for c in &mut level.corners {
-            inner.pack_column(&lev.tiles[c.tile], &x[c.tile], c.own, &mut c.send)?;
+            r.halo
+                .pack(inner, &lev.tiles[r.tile], &x[r.tile], &mut r.send)?;
         }
         // Between two ranks in the order of the tags: the k-th send from A to B is B's k-th
         // receive from A.
@@ -376,10 +374,6 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
         for r in &mut level.remotes {
             sends.push(((r.peer, r.tag_out), &r.send));
             recvs.push(((r.peer, r.tag_in), &mut r.recv));
-        }
-        for c in &mut level.corners {
-            sends.push(((c.peer, c.tag_out), &c.send));
-            recvs.push(((c.peer, c.tag_in), &mut c.recv));
         }
         sends.sort_by_key(|s| s.0);
         recvs.sort_by_key(|r| r.0);
@@ -395,13 +389,10 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
         drop((sends, recvs));
         for r in &mut level.remotes {
             let op = &lev.tiles[r.tile];
-            if r.reversed {
+            if r.halo.reversed() {
                 inner.reverse_face(op, &mut r.recv)?;
             }
-            inner.unpack_face(op, &mut x[r.tile], r.side, &r.recv)?;
-        }
-        for c in &level.corners {
-            inner.unpack_column(&lev.tiles[c.tile], &mut x[c.tile], c.at, &c.recv)?;
+            r.halo.unpack(inner, op, &mut x[r.tile], &r.recv)?;
         }
         drop(levels);
         exchange_local_tiles(b, lev, x)

@@ -113,23 +113,20 @@ impl LevelStencil {
         // In parallel, written in place: O(n²) evaluations of the panel geometry, and the pages
         // of the array, are most of a large set-up. The sphere's columns come from the dual
         // elements' tensors, evaluated once per vertex.
-        let column = |i: usize, j: usize| match tensors {
-            Some(t) => {
-                let t = |a: usize, b: usize| t[b * (block.n + 1) + a];
-                grid.sphere_column(&t, i, j)
-            }
-            None => (
-                grid.column_with(i, j, p.sphere_stencil),
-                Diagonals::default(),
-            ),
-        };
         let nx = block.nx;
+        let at = |c: usize| (block.i0 + c % nx, block.j0 + c / nx);
+        let lookup = tensors.map(|t| move |a: usize, b: usize| t[b * (block.n + 1) + a]);
         let columns: Arc<[Column]> = par_collect(block.nx * block.ny, |c| {
-            column(block.i0 + c % nx, block.j0 + c / nx).0
+            let (i, j) = at(c);
+            match &lookup {
+                Some(t) => grid.sphere_column(t, i, j),
+                None => grid.column_with(i, j, p.sphere_stencil),
+            }
         });
-        let cross = tensors.is_some().then(|| {
+        let cross = lookup.as_ref().map(|t| {
             par_collect(block.nx * block.ny, |c| {
-                column(block.i0 + c % nx, block.j0 + c / nx).1
+                let (i, j) = at(c);
+                grid.sphere_diagonals(t, i, j)
             })
         });
         let cells = coeffs.map(|c| {

@@ -33,22 +33,7 @@ impl LineKernels for CudaBackend {
     ) -> Result<()> {
         self.check(op, &[f, u_in, u_out])?;
         if let Some(cfg) = op.pcr {
-            let sym = sym_flag(op);
-            let mut b = self.stream.launch_builder(op.k.get(op_kernel(
-                op,
-                K::SmoothPcr,
-                K::SmoothPcrCells,
-            )));
-            b.arg(&op.layout);
-            push_operator(&mut b, op, &sym);
-            push_cross(&mut b, op);
-            b.arg(&f.data)
-                .arg(&u_in.data)
-                .arg(&mut u_out.data)
-                .arg(&rho);
-            // SAFETY: layouts checked; each thread reads its cell's stencil (halo included) and
-            // writes its own cell of an active column (kernels/lines.cu, PCR_COLUMN).
-            return cu(unsafe { b.launch(cfg) }).map(|_| ());
+            return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, cross, cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
         }
         launch_op!(self, op, K::Smooth, K::SmoothCells, cross; &f.data, &u_in.data, &mut u_out.data, &rho)
     }

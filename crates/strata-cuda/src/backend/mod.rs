@@ -32,15 +32,19 @@ macro_rules! launch_columns {
 /// coefficients, or `$cells` with the per-cell entries ([`cells::CellArrays`]); the level's
 /// layout and operator arguments ([`push_operator`]) first, then — with `cross`, for the
 /// kernels that apply the whole operator (apply, residual, CG SpMV, Smooth) — its cross terms
-/// ([`push_cross`]), then the given arguments.
+/// ([`push_cross`]), then the given arguments; over the level's columns, or with the launch
+/// `$cfg` given after `cross` (the PCR kernels).
 macro_rules! launch_op {
     ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {
-        launch_op!(@go $self, $op, $model, $cells, false; $($arg),*)
+        launch_op!(@go $self, $op, $model, $cells, false, None; $($arg),*)
     };
     ($self:ident, $op:expr, $model:expr, $cells:expr, cross; $($arg:expr),* $(,)?) => {
-        launch_op!(@go $self, $op, $model, $cells, true; $($arg),*)
+        launch_op!(@go $self, $op, $model, $cells, true, None; $($arg),*)
     };
-    (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr; $($arg:expr),*) => {{
+    ($self:ident, $op:expr, $model:expr, $cells:expr, cross, $cfg:expr; $($arg:expr),* $(,)?) => {
+        launch_op!(@go $self, $op, $model, $cells, true, Some($cfg); $($arg),*)
+    };
+    (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr, $cfg:expr; $($arg:expr),*) => {{
         let op = $op;
         let sym = sym_flag(op);
         let mut b = $self.stream.launch_builder(op.k.get(op_kernel(op, $model, $cells)));
@@ -50,9 +54,11 @@ macro_rules! launch_op {
             push_cross(&mut b, op);
         }
         $( b.arg($arg); )*
+        let cfg: Option<LaunchConfig> = $cfg;
         // SAFETY: every field argument was checked to have this level's layout, and the column
-        // kernels touch only that layout's elements (interior, or halo for reads).
-        cu(unsafe { b.launch(op.cfg) }).map(|_| ())
+        // kernels (one thread per column, or per cell of a column for PCR) touch only that
+        // layout's elements (interior, or halo for reads).
+        cu(unsafe { b.launch(cfg.unwrap_or(op.cfg)) }).map(|_| ())
     }};
 }
 

@@ -176,6 +176,39 @@ impl TransferKernels for CudaBackend {
         cu(unsafe { b.launch(column_config(op.layout.nz as u32)) }).map(|_| ())
     }
 
+    fn copy_column(
+        &self,
+        src_op: &CudaLevel,
+        src: &CudaField,
+        src_at: (usize, usize),
+        op: &CudaLevel,
+        x: &mut CudaField,
+        at: (usize, usize),
+    ) -> Result<()> {
+        self.check(src_op, &[src])?;
+        self.check(op, &[x])?;
+        let nz = op.layout.nz as usize;
+        strata::backend::check_column(&src_op.stencil, src_at, nz)?;
+        strata::backend::check_column(&op.stencil, at, nz)?;
+        if src_op.stencil.storage != op.stencil.storage {
+            return Err(backend_err("copy_column between levels of two precisions"));
+        }
+        let (si, sj) = (src_at.0 as i32, src_at.1 as i32);
+        let (ih, jh) = (at.0 as i32, at.1 as i32);
+        let mut b = self.stream.launch_builder(op.k.get(K::CopyColumn));
+        b.arg(&src_op.layout)
+            .arg(&si)
+            .arg(&sj)
+            .arg(&src.data)
+            .arg(&op.layout)
+            .arg(&ih)
+            .arg(&jh)
+            .arg(&mut x.data);
+        // SAFETY: both columns inside their fields' layouts (halo included, checked), both
+        // fields of one precision (checked); one thread per value.
+        cu(unsafe { b.launch(column_config(op.layout.nz as u32)) }).map(|_| ())
+    }
+
     fn copy_halo(
         &self,
         src_op: &CudaLevel,

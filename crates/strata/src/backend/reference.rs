@@ -448,8 +448,9 @@ impl TransferKernels for ReferenceBackend {
         buf: &Vec<f64>,
     ) -> Result<()> {
         crate::backend::check_column(s, at, buf.len())?;
-        x.unpack_column(at, buf);
-        Self::round_all(s.storage, x);
+        // What an fp32 field's column holds.
+        let rounded: Vec<f64> = buf.iter().map(|&v| s.storage.round(v)).collect();
+        x.unpack_column(at, &rounded);
         Ok(())
     }
 

@@ -10,7 +10,7 @@
 //! `(−1 + a h, −1 + b h)`, `h = 2/n`, `0 ≤ a, b ≤ n`; its cells are `(a − 1, b − 1)` (south-west),
 //! `(a, b − 1)`, `(a, b)` and `(a − 1, b)`.
 
-use super::sphere::{cell_across, cell_centre, point};
+use super::sphere::{cell_across, cell_centre, cross, dot, point};
 use super::Side;
 
 /// The conormal tensor of the dual element around one vertex, in the frame of the panel that
@@ -24,10 +24,6 @@ pub struct VertexTensor {
     /// The cross term: `+k12/2` couples south-west with north-east, `−k12/2` south-east with
     /// north-west.
     pub k12: f64,
-}
-
-fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
-    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 }
 
 /// `q` projected gnomonically onto the tangent plane at `v` (a vector of that plane).
@@ -90,13 +86,8 @@ fn corner(n: usize) -> f64 {
         std::array::from_fn(|d| a[d] - c[d]),
         std::array::from_fn(|d| b[d] - c[d]),
     );
-    let cos = dot(e1, e2);
-    let cr = [
-        e1[1] * e2[2] - e1[2] * e2[1],
-        e1[2] * e2[0] - e1[0] * e2[2],
-        e1[0] * e2[1] - e1[1] * e2[0],
-    ];
-    0.5 * cos / dot(cr, cr).sqrt()
+    let cr = cross(e1, e2);
+    0.5 * dot(e1, e2) / dot(cr, cr).sqrt()
 }
 
 /// The tensor of vertex `(a, b)` of a panel with `n` cells per direction, in that panel's

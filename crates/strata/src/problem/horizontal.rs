@@ -112,7 +112,7 @@ impl HorizontalGrid {
     }
 
     /// Coefficients of the global cell `(i, j)` (0-based); on the sphere, of the 9-point
-    /// operator (its diagonal couplings: [`HorizontalGrid::sphere_column`]).
+    /// operator (its diagonal couplings: [`HorizontalGrid::sphere_diagonals`]).
     pub fn column(&self, i: usize, j: usize) -> Column {
         self.column_with(i, j, SphereStencil::NinePoint)
     }
@@ -154,7 +154,7 @@ impl HorizontalGrid {
             }
             Geometry::Sphere if stencil == SphereStencil::NinePoint => {
                 let t = |a, b| crate::grid::dual::vertex_tensor(n, a, b);
-                return self.sphere_column(&t, i, j).0;
+                return self.sphere_column(&t, i, j);
             }
             Geometry::Sphere => {
                 // The paper's panel on each panel, two-point fluxes from the exact geometry
@@ -197,40 +197,45 @@ impl HorizontalGrid {
 }
 
 impl HorizontalGrid {
-    /// The column `(i, j)` of a sphere panel and its diagonal couplings, from the dual
-    /// elements' tensors `t(a, b)` of its four corners (docs/MODEL.md §16.1): each face takes
-    /// half the tensor of each of its two end vertices, each diagonal pair half the cross term
-    /// of the vertex between them. Both cells beside a face evaluate the same sum of the same
-    /// two values (in either order across a reversed panel edge): the operator is symmetric
-    /// bit for bit.
+    /// The column `(i, j)` of a sphere panel from the dual elements' tensors `t(a, b)` of its
+    /// four corners (docs/MODEL.md §16.1): each face takes half the tensor of each of its two
+    /// end vertices. Both cells beside a face evaluate the same sum of the same two values (in
+    /// either order across a reversed panel edge): the operator is symmetric bit for bit.
     pub fn sphere_column(
         &self,
         t: &dyn Fn(usize, usize) -> VertexTensor,
         i: usize,
         j: usize,
-    ) -> (Column, Diagonals) {
-        let d = self.spacing();
-        let (x, y) = cell_centre(self.geometry, self.n, i, j);
+    ) -> Column {
         let (sw, se, ne, nw) = (t(i, j), t(i + 1, j), t(i + 1, j + 1), t(i, j + 1));
         let ae = 0.5 * se.k11 + 0.5 * ne.k11;
         let aw = 0.5 * sw.k11 + 0.5 * nw.k11;
         let an = 0.5 * nw.k22 + 0.5 * ne.k22;
         let as_ = 0.5 * sw.k22 + 0.5 * se.k22;
-        let column = Column {
-            area: panel_cell_area(x - 0.5 * d, x + 0.5 * d, y - 0.5 * d, y + 0.5 * d),
+        Column {
+            area: self.area(i, j),
             alpha_e: ae,
             alpha_w: aw,
             alpha_n: an,
             alpha_s: as_,
             alpha_t: ae + aw + an + as_,
-        };
-        let diagonals = Diagonals {
-            ne: 0.5 * ne.k12,
-            sw: 0.5 * sw.k12,
-            nw: -0.5 * nw.k12,
-            se: -0.5 * se.k12,
-        };
-        (column, diagonals)
+        }
+    }
+
+    /// The diagonal couplings of column `(i, j)` of a sphere panel: each diagonal pair takes
+    /// half the cross term of the vertex between them (the same value for both cells).
+    pub fn sphere_diagonals(
+        &self,
+        t: &dyn Fn(usize, usize) -> VertexTensor,
+        i: usize,
+        j: usize,
+    ) -> Diagonals {
+        Diagonals {
+            ne: 0.5 * t(i + 1, j + 1).k12,
+            sw: 0.5 * t(i, j).k12,
+            nw: -0.5 * t(i, j + 1).k12,
+            se: -0.5 * t(i + 1, j).k12,
+        }
     }
 }
 

@@ -86,12 +86,11 @@ pub struct ProblemParams {
 pub enum SphereStencil {
     /// Conormal fluxes from the dual elements round every vertex, with the cross terms of the
     /// non-orthogonal grid (couplings to the diagonal neighbours): consistent with the
-    /// Laplace–Beltrami operator, second order (§16.1). Needs whole panels per tile (at most
-    /// six ranks).
+    /// Laplace–Beltrami operator, second order (§16.1).
     #[default]
     NinePoint,
-    /// The paper's 5-point two-point fluxes on each panel and across its edges: any tiling,
-    /// but not consistent on the sphere (its error stalls near 2e-3, §16.2).
+    /// The paper's 5-point two-point fluxes on each panel and across its edges: not consistent
+    /// on the sphere (its error stalls near 2e-3, §16.2).
     TwoPoint,
 }
 

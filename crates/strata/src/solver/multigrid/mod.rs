@@ -119,7 +119,7 @@ enum Cycles<B: Backend> {
     /// Defect correction u ← u + V(f − A u), the V-cycle from zero on a hierarchy that is not
     /// the fine operator: stored in fp32 (mixed precision) or of the 7-point parts of an
     /// operator with cross terms (the sphere); `r` and `z` are fp64 fine fields.
-    Mixed {
+    DefectCorrection {
         pc: MgPreconditioner<B>,
         r: B::Field,
         z: B::Field,
@@ -139,7 +139,7 @@ impl<B: Backend> Multigrid<B> {
             (Storage::F64, false) => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
             _ => {
                 let pc = MgPreconditioner::new(backend, stencils, params, storage)?;
-                Cycles::Mixed {
+                Cycles::DefectCorrection {
                     r: backend.alloc(pc.fine())?,
                     z: backend.alloc(pc.fine())?,
                     pc,
@@ -153,7 +153,7 @@ impl<B: Backend> Multigrid<B> {
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         match &mut self.cycles {
             Cycles::F64(h) => h.replace_operators(b, stencils),
-            Cycles::Mixed { pc, .. } => pc.replace_operators(b, stencils),
+            Cycles::DefectCorrection { pc, .. } => pc.replace_operators(b, stencils),
         }
     }
 
@@ -161,7 +161,7 @@ impl<B: Backend> Multigrid<B> {
     pub fn fine(&self) -> &B::LevelOp {
         match &self.cycles {
             Cycles::F64(h) => &h.levels[0].op,
-            Cycles::Mixed { pc, .. } => pc.fine(),
+            Cycles::DefectCorrection { pc, .. } => pc.fine(),
         }
     }
 
@@ -169,7 +169,7 @@ impl<B: Backend> Multigrid<B> {
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         match &mut self.cycles {
             Cycles::F64(h) => h.prepare_comm(b, comm),
-            Cycles::Mixed { pc, .. } => pc.prepare_comm(b, comm),
+            Cycles::DefectCorrection { pc, .. } => pc.prepare_comm(b, comm),
         }
     }
 
@@ -185,7 +185,7 @@ impl<B: Backend> Multigrid<B> {
     ) -> Result<SolveInfo> {
         let h = match &mut self.cycles {
             Cycles::F64(h) => h,
-            Cycles::Mixed { pc, r, z } => {
+            Cycles::DefectCorrection { pc, r, z } => {
                 return defect_correction(b, comm, pc, (r, z), f, u, params, monitor)
             }
         };
@@ -222,9 +222,10 @@ impl<B: Backend> Multigrid<B> {
     }
 }
 
-/// u ← u + P (f − A u) until converged: the mixed-precision multigrid solver (P one V-cycle from
-/// zero in fp32, everything else fp64; the same iterates as fp64 cycles on u in exact
-/// arithmetic).
+/// u ← u + P (f − A u) until converged, P one V-cycle from zero: the multigrid solver of mixed
+/// precision (the cycle in fp32, everything else fp64; the same iterates as fp64 cycles on u in
+/// exact arithmetic) and of the sphere's nine-point operator (the cycle of its 7-point parts,
+/// the residual of the whole operator).
 #[allow(clippy::too_many_arguments)]
 fn defect_correction<B: Backend, C: Comm<B>>(
     b: &B,

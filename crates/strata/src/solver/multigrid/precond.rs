@@ -3,7 +3,8 @@
 //! the cycle runs there, and its result (halo included) is converted back. Where the operator
 //! has the sphere's cross terms (docs/MODEL.md §16.1), the hierarchy is of its 7-point parts
 //! and the outer iteration applies the whole operator: relaxing the cross terms in the cycle
-//! made its level-0 kernels 20–67 % slower for one iteration in seven (docs/PERFORMANCE.md).
+//! made its level-0 Smooth and Residual 49 % and 67 % slower to save one mg-cg iteration in
+//! eight (docs/PERFORMANCE.md).
 
 use super::{Hierarchy, MgParams};
 use crate::backend::Backend;
@@ -15,7 +16,7 @@ use crate::stencil::LevelStencil;
 
 /// The outer side of a preconditioner whose hierarchy is not the outer operator: stored in
 /// fp32, or of the 7-point parts of an operator with cross terms, or both.
-struct Mixed<B: Backend> {
+struct Outer<B: Backend> {
     /// The finest level prepared in fp64 with all its terms: the operator the outer iteration
     /// applies.
     fine: B::LevelOp,
@@ -30,7 +31,8 @@ pub struct MgPreconditioner<B: Backend> {
     pub h: Hierarchy<B>,
     /// A finest-level field of zeros in the hierarchy's precision (the cycle's initial guess).
     zero: B::Field,
-    mixed: Option<Mixed<B>>,
+    /// The outer side, where the hierarchy is not the outer operator.
+    outer: Option<Outer<B>>,
 }
 
 impl<B: Backend> MgPreconditioner<B> {
@@ -47,9 +49,9 @@ impl<B: Backend> MgPreconditioner<B> {
         let h = Hierarchy::new(b, &stored, params)?;
         let op0 = &h.levels[0].op;
         let zero = b.alloc(op0)?;
-        let mixed = match (storage, outer) {
+        let outer_side = match (storage, outer) {
             (Storage::F64, false) => None,
-            (storage, _) => Some(Mixed {
+            (storage, _) => Some(Outer {
                 fine: b.prepare_level(&stencils[0])?,
                 fp32: match storage {
                     Storage::F64 => None,
@@ -57,12 +59,16 @@ impl<B: Backend> MgPreconditioner<B> {
                 },
             }),
         };
-        Ok(Self { h, zero, mixed })
+        Ok(Self {
+            h,
+            zero,
+            outer: outer_side,
+        })
     }
 
     /// The finest level prepared in fp64: the operator of the outer iteration.
     pub fn fine(&self) -> &B::LevelOp {
-        match &self.mixed {
+        match &self.outer {
             Some(m) => &m.fine,
             None => &self.h.levels[0].op,
         }
@@ -70,8 +76,8 @@ impl<B: Backend> MgPreconditioner<B> {
 
     /// How the hierarchy's fields are stored.
     pub fn storage(&self) -> Storage {
-        match &self.mixed {
-            Some(Mixed { fp32: Some(_), .. }) => Storage::F32,
+        match &self.outer {
+            Some(Outer { fp32: Some(_), .. }) => Storage::F32,
             _ => Storage::F64,
         }
     }
@@ -85,7 +91,7 @@ impl<B: Backend> MgPreconditioner<B> {
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         let storage = self.storage();
         let fine =
-            match (&self.mixed, needs_outer(stencils)) {
+            match (&self.outer, needs_outer(stencils)) {
                 (Some(_), _) => Some(b.prepare_level(&stencils[0])?),
                 (None, false) => None,
                 (None, true) => return invalid(
@@ -95,7 +101,7 @@ impl<B: Backend> MgPreconditioner<B> {
             };
         self.h
             .replace_operators(b, &with_storage(stencils, storage))?;
-        if let (Some(m), Some(fine)) = (&mut self.mixed, fine) {
+        if let (Some(m), Some(fine)) = (&mut self.outer, fine) {
             m.fine = fine;
         }
         Ok(())
@@ -103,7 +109,7 @@ impl<B: Backend> MgPreconditioner<B> {
 
     /// Lets `comm` allocate what every level's exchanges need (and the fp64 finest level's).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
-        if let Some(m) = &mut self.mixed {
+        if let Some(m) = &mut self.outer {
             comm.prepare(b, &m.fine)?;
         }
         self.h.prepare_comm(b, comm)
@@ -119,8 +125,8 @@ impl<B: Backend> MgPreconditioner<B> {
         r: &B::Field,
         z: &mut B::Field,
     ) -> Result<()> {
-        let Self { h, zero, mixed } = self;
-        let Some(m) = mixed else {
+        let Self { h, zero, outer } = self;
+        let Some(m) = outer else {
             return h.precondition(b, comm, timer, r, z, zero);
         };
         let Some((r32, z32)) = &mut m.fp32 else {
