@@ -34,7 +34,7 @@ extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PAR
 
 // r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
 template <class Op>
-__device__ __forceinline__ real residual_body(const Layout& L, const Op& op, idx_t o,
+__device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
                                                 const real* __restrict__ f, const real* __restrict__ u,
                                                 real* __restrict__ r) {
     double s = 0.0;
@@ -44,7 +44,7 @@ __device__ __forceinline__ real residual_body(const Layout& L, const Op& op, idx
         const real above = k + 1 < NZ ? u[o + L.sx] : real(0.0);
         const real res = f[o] - op.apply(u, o, L, k, below, mid, above);
         r[o] = res;
-        s += res * res;
+        s += (double)res * res;
         below = mid;
         mid = above;
     }
@@ -76,7 +76,7 @@ extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_
 // Fused CG SpMV: u <- u + alpha p; p <- z + beta p; q <- A z + beta q; returns the column's p.q.
 // Traffic 7 (read z, u, p, q; write u, p, q); the paper's Mem^(C) counts 6.
 template <class Op>
-__device__ __forceinline__ real cg_spmv_body(const Layout& L, const Op& op, idx_t o,
+__device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, idx_t o,
                                                const real* __restrict__ z, real* __restrict__ u,
                                                real* __restrict__ p, real* __restrict__ q, real alpha,
                                                real beta) {
@@ -91,7 +91,7 @@ __device__ __forceinline__ real cg_spmv_body(const Layout& L, const Op& op, idx_
         const real qk = op.apply(z, o, L, k, below, mid, above) + beta * q[o];
         p[o] = pk;
         q[o] = qk;
-        s += pk * qk;
+        s += (double)pk * qk;
         below = mid;
         mid = above;
     }
