@@ -186,8 +186,7 @@ struct CellOp {
 
 // The sphere's cross terms (docs/MODEL.md §16.1): a column's couplings to its four diagonal
 // neighbours (ne, nw, se, sw; 4 reals per column in `xc`, as the face coefficients) added to the
-// operator. The column block (diag, lower, upper) stays the 7-point one: the line relaxations
-// use it as M, the residual is A's. (Passing the diagonal values from the lanes beside by warp
+// operator (apply, residual, CG SpMV; the relaxations refuse it). (Passing the diagonal values from the lanes beside by warp
 // shuffles instead of loading them was measured slower, docs/PERFORMANCE.md.)
 struct XColOp {
     ColOp op;
@@ -198,10 +197,6 @@ struct XColOp {
                        se * (x[o - L.plane + 1] - mid) + sw * (x[o - L.plane - 1] - mid);
         return op.apply(x, o, L, k, below, mid, above) + V_D(op.V, k) * h;
     }
-    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
-    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
-    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
-    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
 };
 
 // The cross terms of a level with per-cell coefficients: the four diagonal entries of every row
@@ -218,10 +213,6 @@ struct XCellOp {
                        se[o] * (x[o - L.plane + 1] - mid) + sw[o] * (x[o - L.plane - 1] - mid);
         return op.apply(x, o, L, k, below, mid, above) + h;
     }
-    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
-    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
-    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
-    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
 };
 
 // The kernel parameters of the cross terms (after the operator's): `has_cross` = 0 when the

@@ -100,21 +100,20 @@ __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                      CROSS_PARAMS, const real* __restrict__ f,
-                                      const real* __restrict__ u_in, real* __restrict__ u_out,
-                                      double rho) {
+                                      const real* __restrict__ f, const real* __restrict__ u_in,
+                                      real* __restrict__ u_out, double rho) {
     THREAD_COLUMN
     if (!active) return;
-    WITH_CROSS(smooth_body(L, op, at_(L, i, j, 0), f, u_in, u_out, rho));
+    smooth_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u_in, u_out, rho);
 }
 
-extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
-                                            const real* __restrict__ f, const real* __restrict__ u_in,
-                                            real* __restrict__ u_out, double rho) {
+extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                            const real* __restrict__ u_in, real* __restrict__ u_out,
+                                            double rho) {
     THREAD_COLUMN
     if (!active) return;
     const idx_t o0 = at_(L, i, j, 0);
-    WITH_CELL_CROSS(o0, smooth_body(L, op, o0, f, u_in, u_out, rho));
+    smooth_body(L, CELL_OP(o0), o0, f, u_in, u_out, rho);
 }
 
 // One half-sweep of red-black line relaxation, in place: every column with (i + j + parity) even
@@ -281,19 +280,19 @@ __device__ __forceinline__ void smooth_pcr_body(const Layout& L, const Op& op, i
 }
 
 extern "C" __global__ void smooth_pcr_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                          CROSS_PARAMS, const real* __restrict__ f,
-                                          const real* __restrict__ u_in, real* __restrict__ u_out,
-                                          double rho) {
+                                          const real* __restrict__ f, const real* __restrict__ u_in,
+                                          real* __restrict__ u_out, double rho) {
     PCR_COLUMN
-    WITH_CROSS(smooth_pcr_body(L, op, at_(L, i, j, 0), k, slot, active, f, u_in, u_out, (real)rho));
+    smooth_pcr_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), k, slot, active, f, u_in, u_out,
+                    (real)rho);
 }
 
-extern "C" __global__ void smooth_pcr_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
-                                                const real* __restrict__ f, const real* __restrict__ u_in,
-                                                real* __restrict__ u_out, double rho) {
+extern "C" __global__ void smooth_pcr_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                                const real* __restrict__ u_in, real* __restrict__ u_out,
+                                                double rho) {
     PCR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    WITH_CELL_CROSS(o0, smooth_pcr_body(L, op, o0, k, slot, active, f, u_in, u_out, (real)rho));
+    smooth_pcr_body(L, CELL_OP(o0), o0, k, slot, active, f, u_in, u_out, (real)rho);
 }
 
 // RestrictSmooth by PCR: f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.

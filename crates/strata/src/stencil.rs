@@ -41,9 +41,9 @@ pub struct LevelStencil {
     /// the non-orthogonal grid, docs/MODEL.md §16.1), one [`Diagonals`] per column: the
     /// operator is then `A₇ + C` with `(C u)_ijk = d_k Σ_D α_D g_D (u_D − u_ijk)` (`g_D` the
     /// coefficient fields' factor, 1 without them); [`LevelStencil::row`] is `A₇`'s row. The
-    /// kernels that apply the operator (apply, residual, the CG SpMV, and the block-Jacobi
-    /// smoother's residual) add `C`; the red-black half-sweep refuses it. The solvers' multigrid
-    /// hierarchies keep `A₇` only ([`LevelStencil::seven_point`]).
+    /// kernels that apply the operator (apply, residual, the CG SpMV) add `C`; the relaxations
+    /// refuse it, and the solvers' multigrid hierarchies keep `A₇` only
+    /// ([`LevelStencil::seven_point`]).
     pub cross: Option<Arc<[Diagonals]>>,
 }
 
@@ -169,14 +169,14 @@ impl LevelStencil {
                 .any(Self::has_cross)
     }
 
-    /// Refuses a stencil with cross terms in a kernel that cannot relax it: the red-black
-    /// half-sweep, which would write diagonal neighbours (of one colour) together.
+    /// Refuses a stencil with cross terms in a relaxation (Smooth, the red-black half-sweep),
+    /// which relaxes 7-point operators only (docs/MODEL.md §16.1).
     pub fn check_seven_point(&self, kernel: &str) -> Result<()> {
         if self.has_cross() {
             return crate::error::invalid(
                 "operator",
                 format!(
-                    "{kernel} cannot relax an operator with cross terms (the sphere's nine-point operator): give it the stencil's seven_point(), as the solvers' hierarchies do"
+                    "{kernel} relaxes 7-point operators only, not one with cross terms (the sphere's nine-point operator): give it the stencil's seven_point(), as the solvers' hierarchies do"
                 ),
             );
         }

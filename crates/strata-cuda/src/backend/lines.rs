@@ -31,11 +31,12 @@ impl LineKernels for CudaBackend {
         u_out: &mut CudaField,
         rho: f64,
     ) -> Result<()> {
+        op.stencil.check_seven_point("smooth")?;
         self.check(op, &[f, u_in, u_out])?;
         if let Some(cfg) = op.pcr {
-            return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, cross, cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
+            return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
         }
-        launch_op!(self, op, K::Smooth, K::SmoothCells, cross; &f.data, &u_in.data, &mut u_out.data, &rho)
+        launch_op!(self, op, K::Smooth, K::SmoothCells; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn smooth_color(

@@ -31,9 +31,9 @@ macro_rules! launch_columns {
 /// Launches the kernel of level `$op`'s operator over its columns: `$model` with the column
 /// coefficients, or `$cells` with the per-cell entries ([`cells::CellArrays`]); the level's
 /// layout and operator arguments ([`push_operator`]) first, then — with `cross`, for the
-/// kernels that apply the whole operator (apply, residual, CG SpMV, Smooth) — its cross terms
+/// kernels that apply the whole operator (apply, residual, CG SpMV) — its cross terms
 /// ([`push_cross`]), then the given arguments; over the level's columns, or with the launch
-/// `$cfg` given after `cross` (the PCR kernels).
+/// given after `in` (the PCR kernels).
 macro_rules! launch_op {
     ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {
         launch_op!(@go $self, $op, $model, $cells, false, None; $($arg),*)
@@ -41,8 +41,8 @@ macro_rules! launch_op {
     ($self:ident, $op:expr, $model:expr, $cells:expr, cross; $($arg:expr),* $(,)?) => {
         launch_op!(@go $self, $op, $model, $cells, true, None; $($arg),*)
     };
-    ($self:ident, $op:expr, $model:expr, $cells:expr, cross, $cfg:expr; $($arg:expr),* $(,)?) => {
-        launch_op!(@go $self, $op, $model, $cells, true, Some($cfg); $($arg),*)
+    ($self:ident, $op:expr, $model:expr, $cells:expr, in $cfg:expr; $($arg:expr),* $(,)?) => {
+        launch_op!(@go $self, $op, $model, $cells, false, Some($cfg); $($arg),*)
     };
     (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr, $cfg:expr; $($arg:expr),*) => {{
         let op = $op;
@@ -89,7 +89,7 @@ fn push_operator<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, op: &'a CudaLevel, 
 }
 
 /// Pushes the cross terms of level `op` (`CROSS_PARAMS` or `CELL_CROSS_PARAMS`), after its
-/// operator, for the kernels that apply the whole operator (apply, residual, CG SpMV, Smooth).
+/// operator, for the kernels that apply the whole operator (apply, residual, CG SpMV).
 fn push_cross<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, op: &'a CudaLevel) {
     match &op.cells {
         None => {

@@ -306,6 +306,7 @@ impl LineKernels for ReferenceBackend {
         u_out: &mut HostField,
         rho: f64,
     ) -> Result<()> {
+        s.check_seven_point("smooth")?;
         let mut r = self.temp(s);
         self.apply_in(s, Storage::F64, u_in, &mut r);
         self.map2(s, Storage::F64, f, &mut r, |f, au| f - au);

@@ -239,9 +239,7 @@ impl CpuBackend {
                     let (res, work) = scratch.split_at_mut(nz);
                     for i in 0..nx {
                         let (fc, un) = (col(frow, i, nz), nbrs(u_in, i, j));
-                        apply_col(s, i, j, &un, cross(s, u_in, i, j).as_ref(), |k, au| {
-                            res[k] = fc[k].to_f64() - au
-                        });
+                        apply_col(s, i, j, &un, None, |k, au| res[k] = fc[k].to_f64() - au);
                         let oc = col_mut(orow, i, nz);
                         solve_col(s, (i, j), res, work, |k, z| {
                             oc[k] = S::from_f64(un.c[k].to_f64() + rho * z)

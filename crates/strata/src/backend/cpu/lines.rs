@@ -242,6 +242,7 @@ impl LineKernels for CpuBackend {
         u_out: &mut CpuField,
         rho: f64,
     ) -> Result<()> {
+        s.check_seven_point("smooth")?;
         by_precision!(s, S => self.smooth_t(s, get::<S>(f)?, get::<S>(u_in)?, get_mut::<S>(u_out)?, rho));
         Ok(())
     }

@@ -4,7 +4,7 @@
 //! function takes the row slices of its fields (halo columns included) and works on columns
 //! `i0 .. i0 + L` of row `j`.
 
-use super::column::{apply_column_cross, cross, dot, nbrs, thomas_backward, thomas_forward};
+use super::column::{apply_column, dot, nbrs, thomas_backward, thomas_forward};
 use crate::field::HostField;
 use crate::precision::Real;
 use crate::stencil::LevelStencil;
@@ -125,8 +125,7 @@ pub(super) fn smooth<const L: usize, S: Real>(
     let f = cols::<L, S>(f, i0, nz);
     for l in 0..L {
         let (fl, rhs) = (&f[l * nz..][..nz], &mut *sc.rhs);
-        let cr = cross(s, u_in, i0 + l, j);
-        apply_column_cross(&c[l], v, &nbrs(u_in, i0 + l, j), cr.as_ref(), |k, au| {
+        apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| {
             rhs[k][l] = fl[k].to_f64() - au
         });
     }
