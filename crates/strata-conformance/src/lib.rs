@@ -300,6 +300,23 @@ fn check_apply_residual<B: Backend>(
         rel_diff(&to_host(b, op, &dr), &ha) <= TOL,
         "residual_only {ctx}"
     );
+    // split_residual: g = f − C x (f where there are no cross terms) with ‖f − A x‖², so
+    // that f − A x = g − A₇ x.
+    let (mut hg, mut dg) = (rng.field(s), to_backend(b, op, &y));
+    let gg_h = r.split_residual(s, f, x, &mut hg).unwrap();
+    let gg_d = b.split_residual(op, &df, &dx, &mut dg).unwrap();
+    assert!(
+        rel_diff(&to_host(b, op, &dg), &hg) <= TOL
+            && close(gg_d, rr_h, TOL_SUM)
+            && close(gg_h, rr_h, TOL_SUM),
+        "split_residual {ctx}: {gg_d:e} {gg_h:e} {rr_h:e}"
+    );
+    let mut h7 = rng.field(s);
+    r.residual(&s.seven_point(), &hg, x, &mut h7).unwrap();
+    assert!(
+        rel_diff(&h7, &ha) <= TOL,
+        "split_residual {ctx}: g - A7 x is not f - A x"
+    );
     ha
 }
 
@@ -460,7 +477,7 @@ fn sphere_panel(n: usize, nz: usize, fields: bool) -> LevelStencil {
 }
 
 /// The kernels that apply the sphere's nine-point operator (docs/MODEL.md §16.1) — apply,
-/// residual, residual_only, the CG SpMV — on a whole panel, whose cross terms couple diagonal
+/// residual, residual_only, split_residual, the CG SpMV — on a whole panel, whose cross terms couple diagonal
 /// neighbours; and the relaxations, which refuse it.
 pub fn cross_term_kernels<B: Backend>(b: &B) {
     let r = ReferenceBackend;

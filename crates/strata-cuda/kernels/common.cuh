@@ -85,12 +85,30 @@ __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Lay
 #define V_D(V, k) __ldg((V) + 3 * NZ + (k))
 #define V_A(V, k) __ldg((V) + 4 * NZ + (k))
 
+// The horizontal neighbourhood of a cell at one level: `p` points at the cell's value, `dy` is
+// the distance to the row beside (in global memory: the field itself, dy = plane; in a shared
+// tile: its row width).
+struct Nb {
+    const real* p;
+    idx_t dy;
+    __device__ __forceinline__ real e() const { return p[1]; }
+    __device__ __forceinline__ real w() const { return p[-1]; }
+    __device__ __forceinline__ real n() const { return p[dy]; }
+    __device__ __forceinline__ real s() const { return p[-dy]; }
+    __device__ __forceinline__ real ne() const { return p[dy + 1]; }
+    __device__ __forceinline__ real nw() const { return p[dy - 1]; }
+    __device__ __forceinline__ real se() const { return p[-dy + 1]; }
+    __device__ __forceinline__ real sw() const { return p[-dy - 1]; }
+};
+
+// The neighbourhood of element o of field x in global memory.
+__device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return Nb{x + o, L.plane}; }
+
 // (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
-__device__ __forceinline__ real apply_at(const real* __restrict__ x, idx_t o, const Layout& L,
-                                          const Col& c, const real* __restrict__ V, int k,
+__device__ __forceinline__ real apply_at(const Nb& x, const Col& c, const real* __restrict__ V, int k,
                                           real below, real mid, real above) {
     real diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
-    real horiz = c.ae * x[o + 1] + c.aw * x[o - 1] + c.an * x[o + L.plane] + c.as * x[o - L.plane];
+    real horiz = c.ae * x.e() + c.aw * x.w() + c.an * x.n() + c.as * x.s();
     return diag * mid + c.t * (V_B(V, k) * above + V_C(V, k) * below) + V_D(V, k) * horiz;
 }
 
@@ -119,9 +137,23 @@ __device__ __forceinline__ void block_sum(double v, double* __restrict__ partial
 struct ColOp {
     Col c;
     const real* __restrict__ V;
+    // Whether the operator has diagonal couplings (the stencil kernels may then stage the
+    // neighbourhood in shared memory, STENCIL_TILE).
+    static constexpr bool diagonals = false;
+    // A x at (i, j, k) of element o with neighbourhood x; its 7-point parts (all of it) and its
+    // cross terms (none), as XColOp splits them.
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t, const Layout&, int k, real below, real mid,
+                                              real above) const {
+        return apply_at(x, c, V, k, below, mid, above);
+    }
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return apply_n(x, o, L, k, below, mid, above);
+    }
+    __device__ __forceinline__ real cross_n(const Nb&, idx_t, int, real) const { return real(0.0); }
     __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
                                             real below, real mid, real above) const {
-        return apply_at(x, o, L, c, V, k, below, mid, above);
+        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
     }
     // The horizontal couplings alone, (H x) at (i, j, k).
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
@@ -151,13 +183,23 @@ struct CellOp {
     int sym;
     idx_t o0;  // the column's cell k = 0
     int sx;
-    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            real below, real mid, real above) const {
+    static constexpr bool diagonals = false;
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
         const real west = sym ? e[o - 1] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
         const real down = sym ? (k > 0 ? u[o - L.sx] : real(0.0)) : b[o];
-        return d[o] * mid + e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] +
-               south * x[o - L.plane] + u[o] * above + down * below;
+        return d[o] * mid + e[o] * x.e() + west * x.w() + n[o] * x.n() + south * x.s() + u[o] * above +
+               down * below;
+    }
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return apply_n(x, o, L, k, below, mid, above);
+    }
+    __device__ __forceinline__ real cross_n(const Nb&, idx_t, int, real) const { return real(0.0); }
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
     }
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
         const real west = sym ? e[o - 1] : w[o];
@@ -191,11 +233,19 @@ struct CellOp {
 struct XColOp {
     ColOp op;
     real ne, nw, se, sw;
-    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            real below, real mid, real above) const {
-        const real h = ne * (x[o + L.plane + 1] - mid) + nw * (x[o + L.plane - 1] - mid) +
-                       se * (x[o - L.plane + 1] - mid) + sw * (x[o - L.plane - 1] - mid);
-        return op.apply(x, o, L, k, below, mid, above) + V_D(op.V, k) * h;
+    static constexpr bool diagonals = true;
+    // (C x) at (i, j, k).
+    __device__ __forceinline__ real cross_n(const Nb& x, idx_t, int k, real mid) const {
+        const real h = ne * (x.ne() - mid) + nw * (x.nw() - mid) + se * (x.se() - mid) + sw * (x.sw() - mid);
+        return V_D(op.V, k) * h;
+    }
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return op.apply_n(x, o, L, k, below, mid, above);
+    }
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
     }
 };
 
@@ -207,11 +257,17 @@ struct XCellOp {
     const real* __restrict__ nw;
     const real* __restrict__ se;
     const real* __restrict__ sw;
-    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            real below, real mid, real above) const {
-        const real h = ne[o] * (x[o + L.plane + 1] - mid) + nw[o] * (x[o + L.plane - 1] - mid) +
-                       se[o] * (x[o - L.plane + 1] - mid) + sw[o] * (x[o - L.plane - 1] - mid);
-        return op.apply(x, o, L, k, below, mid, above) + h;
+    static constexpr bool diagonals = true;
+    __device__ __forceinline__ real cross_n(const Nb& x, idx_t o, int, real mid) const {
+        return ne[o] * (x.ne() - mid) + nw[o] * (x.nw() - mid) + se[o] * (x.se() - mid) + sw[o] * (x.sw() - mid);
+    }
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return op.apply_n(x, o, L, k, below, mid, above);
+    }
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
     }
 };
 
@@ -222,12 +278,12 @@ struct XCellOp {
     const real *__restrict__ xne, const real *__restrict__ xnw, const real *__restrict__ xse, \
         const real *__restrict__ xsw, int has_cross
 
-// Runs `call` with `op` the column (i, j)'s operator, with its cross terms if it has any.
+// Runs `call` with `op` the column (ci, cj)'s operator, with its cross terms if it has any.
 #define WITH_CROSS(call)                                                                  \
     do {                                                                                  \
-        const ColOp base{load_col(cols, L, i, j), V};                                      \
+        const ColOp base{load_col(cols, L, ci, cj), V};                                    \
         if (has_cross) {                                                                  \
-            const real* c4 = xc + 4 * ((idx_t)j * L.nx + i);                               \
+            const real* c4 = xc + 4 * ((idx_t)cj * L.nx + ci);                             \
             const XColOp op{base, __ldg(c4), __ldg(c4 + 1), __ldg(c4 + 2), __ldg(c4 + 3)}; \
             call;                                                                         \
         } else {                                                                          \
@@ -304,3 +360,8 @@ __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_agai
     const int i = blockIdx.x * blockDim.x + threadIdx.x; \
     const int j = blockIdx.y * blockDim.y + threadIdx.y; \
     const bool active = i < L.nx && j < L.ny;
+// THREAD_COLUMN, and a column (ci, cj) inside the level for every thread (its own where active):
+// for the stencil kernels whose inactive threads take part in a block's shared tile.
+#define THREAD_COLUMN_CLAMPED \
+    THREAD_COLUMN            \
+    const int ci = min(i, L.nx - 1), cj = min(j, L.ny - 1);

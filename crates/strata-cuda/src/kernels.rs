@@ -114,11 +114,16 @@ pub enum Kernel {
     AxpyNorm,
     /// `dot_pair_f64` (vector.cu).
     DotPair,
+    /// `split_residual_f64` (stencil.cu).
+    SplitResidual,
+    /// `split_residual_cells_f64` (stencil.cu): [`Kernel::SplitResidual`] for per-cell
+    /// coefficients.
+    SplitResidualCells,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 46] = [
+    pub const ALL: [Kernel; 48] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -165,6 +170,8 @@ impl Kernel {
         Kernel::SmoothColorPcrCells,
         Kernel::AxpyNorm,
         Kernel::DotPair,
+        Kernel::SplitResidual,
+        Kernel::SplitResidualCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -217,6 +224,8 @@ impl Kernel {
             Kernel::SmoothColorPcrCells => "smooth_color_pcr_cells_f64",
             Kernel::AxpyNorm => "axpy_norm_f64",
             Kernel::DotPair => "dot_pair_f64",
+            Kernel::SplitResidual => "split_residual_f64",
+            Kernel::SplitResidualCells => "split_residual_cells_f64",
         }
     }
 
@@ -266,6 +275,7 @@ impl Kernel {
             | Kernel::SmoothColorPcr
             | Kernel::SmoothColorPcrCells => "lines.cu",
             Kernel::AxpyNorm | Kernel::DotPair => "vector.cu",
+            Kernel::SplitResidual | Kernel::SplitResidualCells => "stencil.cu",
         }
     }
 }

@@ -70,9 +70,11 @@ pub fn field_memory(
     cells
         + match cfg.kind {
             SolverKind::Cg => 6 * fine + columns(p.n),
-            // f and u; defect correction (mixed precision, or the nine-point sphere) adds r and z.
+            // f and u; the nine-point sphere's split cycles add g and the outer fine level;
+            // defect correction (mixed precision) adds r and z.
             SolverKind::Mg => match (low, nine) {
                 (Storage::F64, false) => 2 * fine + hierarchy,
+                (Storage::F64, true) => 3 * fine + hierarchy + outer_op,
                 _ => 4 * fine + v_cycle,
             },
             // f, u, r, z, p, q.

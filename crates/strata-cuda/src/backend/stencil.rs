@@ -35,6 +35,19 @@ impl StencilKernels for CudaBackend {
         launch_op!(self, op, K::Residual, K::ResidualCells, cross; &f.data, &u.data, &mut r.data, &mut red.partials)
     }
 
+    fn split_residual(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &CudaField,
+        g: &mut CudaField,
+    ) -> Result<f64> {
+        self.check(op, &[f, u, g])?;
+        let mut red = self.reduce_lock();
+        launch_op!(self, op, K::SplitResidual, K::SplitResidualCells, cross; &f.data, &u.data, &mut g.data, &mut red.partials)?;
+        Ok(self.finish_reduce(op, &mut red, 1)?[0])
+    }
+
     fn cg_spmv(
         &self,
         op: &CudaLevel,

@@ -91,13 +91,15 @@ impl CpuBackend {
         });
     }
 
-    /// r = f − A u; returns Σ r².
+    /// r = f − A u; returns Σ r². With `split` (A = A₇ + C), r = f − C u instead, still
+    /// returning Σ (f − A u)².
     pub(super) fn cells_residual<S: Real>(
         &self,
         s: &LevelStencil,
         f: &HostField<S>,
         u: &HostField<S>,
         r: &mut HostField<S>,
+        split: bool,
     ) -> f64 {
         let (nx, nz) = (s.nx(), s.nz);
         let [rr, _] = self.reduce_rows(s.ny(), |parts| {
@@ -109,15 +111,17 @@ impl CpuBackend {
                     let mut sum = 0.0;
                     for i in 0..nx {
                         let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
-                        apply_col(
-                            s,
-                            i,
-                            j,
-                            &nbrs(u, i, j),
-                            cross(s, u, i, j).as_ref(),
-                            |k, au| rc[k] = S::from_f64(fc[k].to_f64() - au),
-                        );
+                        let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
+                        apply_col(s, i, j, &x, cr.as_ref(), |k, au| {
+                            rc[k] = S::from_f64(fc[k].to_f64() - au)
+                        });
                         sum += dot(rc, rc);
+                        if split {
+                            split_column(fc, x.c, rc, |k, xk| {
+                                cr.as_ref()
+                                    .map_or(0.0, |c| c.with_entries(s.diagonal_row(i, j, k), xk, k))
+                            });
+                        }
                     }
                     *part = [sum, 0.0];
                 })

@@ -84,6 +84,20 @@ impl<S: Real> Cross<'_, S> {
     }
 }
 
+/// g ← f − C x on one column (after its residual's norm was taken from `g`): `cross_at(k,
+/// x_k)` is (C x)_k.
+#[inline(always)]
+pub(super) fn split_column<S: Real>(
+    f: &[S],
+    x: &[S],
+    g: &mut [S],
+    cross_at: impl Fn(usize, f64) -> f64,
+) {
+    for (k, (g, (f, x))) in g.iter_mut().zip(f.iter().zip(x)).enumerate() {
+        *g = S::from_f64(f.to_f64() - cross_at(k, x.to_f64()));
+    }
+}
+
 /// Calls `emit(k, (A₇ x + C x)_k)`: [`apply_column`] plus the cross terms when there are any.
 #[inline(always)]
 pub(super) fn apply_column_cross<S: Real>(

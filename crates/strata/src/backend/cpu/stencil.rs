@@ -25,16 +25,18 @@ impl CpuBackend {
         });
     }
 
-    // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3.
+    // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3. With `split` (A = A₇ + C),
+    // r = f - C u instead, still returning sum (f - A u)^2.
     fn residual_t<S: Real>(
         &self,
         s: &LevelStencil,
         f: &HostField<S>,
         u: &HostField<S>,
         r: &mut HostField<S>,
+        split: bool,
     ) -> f64 {
         if s.cells.is_some() {
-            return self.cells_residual(s, f, u, r);
+            return self.cells_residual(s, f, u, r, split);
         }
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         let [rr, _] = self.reduce_rows(s.ny(), |parts| {
@@ -49,10 +51,16 @@ impl CpuBackend {
                         let fc = col(frow, i, nz);
                         let rc = col_mut(rrow, i, nz);
                         let cr = cross(s, u, i, j);
-                        apply_column_cross(c, v, &nbrs(u, i, j), cr.as_ref(), |k, au| {
+                        let x = nbrs(u, i, j);
+                        apply_column_cross(c, v, &x, cr.as_ref(), |k, au| {
                             rc[k] = S::from_f64(fc[k].to_f64() - au)
                         });
                         sum += dot(rc, rc);
+                        if split {
+                            split_column(fc, x.c, rc, |k, xk| {
+                                cr.as_ref().map_or(0.0, |c| c.at(v.d[k], xk, k))
+                            });
+                        }
                     }
                     *part = [sum, 0.0];
                 })
@@ -171,7 +179,21 @@ impl StencilKernels for CpuBackend {
         u: &CpuField,
         r: &mut CpuField,
     ) -> Result<f64> {
-        Ok(by_precision!(s, S => self.residual_t(s, get::<S>(f)?, get::<S>(u)?, get_mut::<S>(r)?)))
+        Ok(
+            by_precision!(s, S => self.residual_t(s, get::<S>(f)?, get::<S>(u)?, get_mut::<S>(r)?, false)),
+        )
+    }
+
+    fn split_residual(
+        &self,
+        s: &LevelStencil,
+        f: &CpuField,
+        u: &CpuField,
+        g: &mut CpuField,
+    ) -> Result<f64> {
+        Ok(
+            by_precision!(s, S => self.residual_t(s, get::<S>(f)?, get::<S>(u)?, get_mut::<S>(g)?, true)),
+        )
     }
 
     fn cg_spmv(

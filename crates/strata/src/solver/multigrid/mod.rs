@@ -116,9 +116,19 @@ pub struct Multigrid<B: Backend> {
 enum Cycles<B: Backend> {
     /// In fp64 on the caller's iterate.
     F64(Hierarchy<B>),
-    /// Defect correction u ← u + V(f − A u), the V-cycle from zero on a hierarchy that is not
-    /// the fine operator: stored in fp32 (mixed precision) or of the 7-point parts of an
-    /// operator with cross terms (the sphere); `r` and `z` are fp64 fine fields.
+    /// In fp64 on the caller's iterate for an operator with cross terms, A = A₇ + C (the
+    /// sphere's nine-point operator): each cycle is a V-cycle of the 7-point parts A₇ with
+    /// right-hand side g = f − C u. A V-cycle is affine, u + B (g − A₇ u) = u + B (f − A u): the
+    /// iterates of defect correction, without its fields r and z and its update u += z. `fine`
+    /// is the whole operator (its residual is the stopping test's), `g` a fine field.
+    Split {
+        h: Hierarchy<B>,
+        fine: B::LevelOp,
+        g: B::Field,
+    },
+    /// Defect correction u ← u + V(f − A u), the V-cycle from zero on a hierarchy stored in
+    /// fp32 (mixed precision; of the 7-point parts where the operator has cross terms); `r` and
+    /// `z` are fp64 fine fields.
     DefectCorrection {
         pc: MgPreconditioner<B>,
         r: B::Field,
@@ -137,7 +147,16 @@ impl<B: Backend> Multigrid<B> {
     ) -> Result<Self> {
         let cycles = match (storage, precond::needs_outer(stencils)) {
             (Storage::F64, false) => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
-            _ => {
+            (Storage::F64, true) => {
+                let h = Hierarchy::new(backend, &precond::seven_point(stencils), params)?;
+                let fine = backend.prepare_level(&stencils[0])?;
+                Cycles::Split {
+                    g: backend.alloc(&fine)?,
+                    fine,
+                    h,
+                }
+            }
+            (Storage::F32, _) => {
                 let pc = MgPreconditioner::new(backend, stencils, params, storage)?;
                 Cycles::DefectCorrection {
                     r: backend.alloc(pc.fine())?,
@@ -153,6 +172,12 @@ impl<B: Backend> Multigrid<B> {
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         match &mut self.cycles {
             Cycles::F64(h) => h.replace_operators(b, stencils),
+            Cycles::Split { h, fine, .. } => {
+                let new_fine = b.prepare_level(&stencils[0])?;
+                h.replace_operators(b, &precond::seven_point(stencils))?;
+                *fine = new_fine;
+                Ok(())
+            }
             Cycles::DefectCorrection { pc, .. } => pc.replace_operators(b, stencils),
         }
     }
@@ -161,6 +186,7 @@ impl<B: Backend> Multigrid<B> {
     pub fn fine(&self) -> &B::LevelOp {
         match &self.cycles {
             Cycles::F64(h) => &h.levels[0].op,
+            Cycles::Split { fine, .. } => fine,
             Cycles::DefectCorrection { pc, .. } => pc.fine(),
         }
     }
@@ -169,6 +195,10 @@ impl<B: Backend> Multigrid<B> {
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         match &mut self.cycles {
             Cycles::F64(h) => h.prepare_comm(b, comm),
+            Cycles::Split { h, fine, .. } => {
+                comm.prepare(b, fine)?;
+                h.prepare_comm(b, comm)
+            }
             Cycles::DefectCorrection { pc, .. } => pc.prepare_comm(b, comm),
         }
     }
@@ -185,6 +215,9 @@ impl<B: Backend> Multigrid<B> {
     ) -> Result<SolveInfo> {
         let h = match &mut self.cycles {
             Cycles::F64(h) => h,
+            Cycles::Split { h, fine, g } => {
+                return split_cycles(b, comm, h, (fine, g), f, u, params, monitor)
+            }
             Cycles::DefectCorrection { pc, r, z } => {
                 return defect_correction(b, comm, pc, (r, z), f, u, params, monitor)
             }
@@ -222,10 +255,59 @@ impl<B: Backend> Multigrid<B> {
     }
 }
 
+/// V-cycles of A₇ on u with right-hand side g = f − C u until ‖f − A u‖ converges, for A = A₇ + C
+/// (see [`Cycles::Split`]): per cycle the panel's V-cycle and one kernel that gives both g and
+/// the stopping test's ‖f − A u‖² (the traffic of the panel's fine residual).
+#[allow(clippy::too_many_arguments)]
+fn split_cycles<B: Backend, C: Comm<B>>(
+    b: &B,
+    comm: &C,
+    h: &mut Hierarchy<B>,
+    (fine, g): (&B::LevelOp, &mut B::Field),
+    f: &B::Field,
+    u: &mut B::Field,
+    params: &SolveParams,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<SolveInfo> {
+    let start = Instant::now();
+    let mut timer = Timer::new(params.profile, h.levels.len());
+    // u's halo with the whole operator's exchange (the corners of tiles included).
+    comm.exchange(b, fine, u)?;
+    let mut rr = [
+        timer.run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))?,
+        b.dot(fine, f, f)?,
+    ];
+    comm.sum(&mut rr)?;
+    let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
+    let mut it = 0;
+    let reason = if let Some(reason) = mon.initial() {
+        reason
+    } else {
+        loop {
+            it += 1;
+            let rhs = &*g;
+            h.with_fine_u(u, |h| {
+                h.vcycle(b, comm, &mut timer, 0, cycle::Start::Current, rhs)
+            })?;
+            // The cycle leaves u's faces exchanged (the 7-point exchange); the corners of tiles
+            // need the whole operator's.
+            timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
+            let mut rr = [timer.run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))?];
+            comm.sum(&mut rr)?;
+            if let Some(reason) = mon.step(it, rr[0]) {
+                break reason;
+            }
+        }
+    };
+    b.synchronize()?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(mon.finish(reason, it, seconds, timer.into_profile()))
+}
+
 /// u ← u + P (f − A u) until converged, P one V-cycle from zero: the multigrid solver of mixed
 /// precision (the cycle in fp32, everything else fp64; the same iterates as fp64 cycles on u in
-/// exact arithmetic) and of the sphere's nine-point operator (the cycle of its 7-point parts,
-/// the residual of the whole operator).
+/// exact arithmetic; for the sphere's nine-point operator the cycle of its 7-point parts, the
+/// residual of the whole operator).
 #[allow(clippy::too_many_arguments)]
 fn defect_correction<B: Backend, C: Comm<B>>(
     b: &B,

@@ -154,3 +154,8 @@ fn with_storage(stencils: &[LevelStencil], storage: Storage) -> Vec<LevelStencil
         .map(|s| s.seven_point().with_storage(storage))
         .collect()
 }
+
+/// The 7-point parts of `stencils`, as a hierarchy relaxes them.
+pub(crate) fn seven_point(stencils: &[LevelStencil]) -> Vec<LevelStencil> {
+    stencils.iter().map(LevelStencil::seven_point).collect()
+}
