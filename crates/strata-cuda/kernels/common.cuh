@@ -86,8 +86,7 @@ __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Lay
 #define V_A(V, k) __ldg((V) + 4 * NZ + (k))
 
 // The horizontal neighbourhood of a cell at one level: `p` points at the cell's value, `dy` is
-// the distance to the row beside (in global memory: the field itself, dy = plane; in a shared
-// tile: its row width).
+// the distance to the row beside (in a field: its plane).
 struct Nb {
     const real* p;
     idx_t dy;
@@ -137,9 +136,6 @@ __device__ __forceinline__ void block_sum(double v, double* __restrict__ partial
 struct ColOp {
     Col c;
     const real* __restrict__ V;
-    // Whether the operator has diagonal couplings (the stencil kernels may then stage the
-    // neighbourhood in shared memory, STENCIL_TILE).
-    static constexpr bool diagonals = false;
     // A x at (i, j, k) of element o with neighbourhood x; its 7-point parts (all of it) and its
     // cross terms (none), as XColOp splits them.
     __device__ __forceinline__ real apply_n(const Nb& x, idx_t, const Layout&, int k, real below, real mid,
@@ -183,7 +179,6 @@ struct CellOp {
     int sym;
     idx_t o0;  // the column's cell k = 0
     int sx;
-    static constexpr bool diagonals = false;
     __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         const real west = sym ? e[o - 1] : w[o];
@@ -233,7 +228,6 @@ struct CellOp {
 struct XColOp {
     ColOp op;
     real ne, nw, se, sw;
-    static constexpr bool diagonals = true;
     // (C x) at (i, j, k).
     __device__ __forceinline__ real cross_n(const Nb& x, idx_t, int k, real mid) const {
         const real h = ne * (x.ne() - mid) + nw * (x.nw() - mid) + se * (x.se() - mid) + sw * (x.sw() - mid);
@@ -257,7 +251,6 @@ struct XCellOp {
     const real* __restrict__ nw;
     const real* __restrict__ se;
     const real* __restrict__ sw;
-    static constexpr bool diagonals = true;
     __device__ __forceinline__ real cross_n(const Nb& x, idx_t o, int, real mid) const {
         return ne[o] * (x.ne() - mid) + nw[o] * (x.nw() - mid) + se[o] * (x.se() - mid) + sw[o] * (x.sw() - mid);
     }
@@ -278,12 +271,12 @@ struct XCellOp {
     const real *__restrict__ xne, const real *__restrict__ xnw, const real *__restrict__ xse, \
         const real *__restrict__ xsw, int has_cross
 
-// Runs `call` with `op` the column (ci, cj)'s operator, with its cross terms if it has any.
+// Runs `call` with `op` the column (i, j)'s operator, with its cross terms if it has any.
 #define WITH_CROSS(call)                                                                  \
     do {                                                                                  \
-        const ColOp base{load_col(cols, L, ci, cj), V};                                    \
+        const ColOp base{load_col(cols, L, i, j), V};                                      \
         if (has_cross) {                                                                  \
-            const real* c4 = xc + 4 * ((idx_t)cj * L.nx + ci);                             \
+            const real* c4 = xc + 4 * ((idx_t)j * L.nx + i);                               \
             const XColOp op{base, __ldg(c4), __ldg(c4 + 1), __ldg(c4 + 2), __ldg(c4 + 3)}; \
             call;                                                                         \
         } else {                                                                          \
@@ -360,8 +353,4 @@ __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_agai
     const int i = blockIdx.x * blockDim.x + threadIdx.x; \
     const int j = blockIdx.y * blockDim.y + threadIdx.y; \
     const bool active = i < L.nx && j < L.ny;
-// THREAD_COLUMN, and a column (ci, cj) inside the level for every thread (its own where active):
-// for the stencil kernels whose inactive threads take part in a block's shared tile.
-#define THREAD_COLUMN_CLAMPED \
-    THREAD_COLUMN            \
-    const int ci = min(i, L.nx - 1), cj = min(j, L.ny - 1);
+

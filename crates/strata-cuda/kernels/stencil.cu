@@ -1,27 +1,14 @@
 // Stencil kernels without a line solve: one thread per column walks it upwards.
 
-// How the stencil kernels read a cell's horizontal neighbours: STENCIL_TILE 0, from global
-// memory (L1/L2 hits: the rows j +- 1 are other threads' own rows); 1, operators with diagonal
-// couplings (the sphere's cross terms) from a tile of the block's columns and their halo, staged
-// in shared memory at each level k; 2, every operator from the tile (docs/PERFORMANCE.md).
-#ifndef STENCIL_TILE
-#define STENCIL_TILE 0
-#endif
-// The tile of a block of bx x by = 128 columns and its halo: (bx + 2)(by + 2) <= 130 * 3.
-#define TILE_MAX 392
-
-// The kernel's two tiles: one array for every march of a kernel (a static array in the template
-// itself would be one per instantiation, the cross-term march's beside the plain one's).
-__device__ __forceinline__ real (*stencil_tiles())[TILE_MAX] {
-    __shared__ real tiles[2][TILE_MAX];
-    return tiles;
-}
-
 // Walks column (i, j) from element o upwards, keeping the values of x below, at and above k in
 // registers (each vertical neighbour loaded once), and calls step(o, k, below, mid, above, nb)
-// at every level with the cell's horizontal neighbourhood nb in global memory.
+// at every level with the cell's horizontal neighbourhood nb in global memory (L1/L2 hits: the
+// rows j +- 1 are other threads' own rows). The kernels are latency-bound at the occupancy
+// their registers allow; staging the neighbourhood in a shared tile per level, a register
+// bound and L2 prefetches ahead were each measured, and none made them faster
+// (docs/PERFORMANCE.md).
 template <class Step>
-__device__ __forceinline__ void march_global(const Layout& L, idx_t o, const real* __restrict__ x, Step step) {
+__device__ __forceinline__ void march(const Layout& L, idx_t o, const real* __restrict__ x, Step step) {
     real below = real(0.0), mid = x[o];
 #pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx) {
@@ -32,95 +19,41 @@ __device__ __forceinline__ void march_global(const Layout& L, idx_t o, const rea
     }
 }
 
-// march_global with the neighbourhood from a shared tile: at each level the block stages its
-// columns' values (which the threads hold in registers) and the halo around them (loaded by the
-// threads at the block's edges; the corners only for diagonal couplings), then each thread reads
-// its neighbours from the tile. Two tiles alternate, so one barrier per level suffices (a thread
-// writes a tile again only after every thread has passed the barrier that follows its last
-// read of it). Every thread of the block must call it; inactive threads only stage and wait.
-template <bool Corners, class Step>
-__device__ __forceinline__ void march_tile(const Layout& L, idx_t o, const real* __restrict__ x, bool active,
-                                           Step step) {
-    real(*tile)[TILE_MAX] = stencil_tiles();
-    const int w = blockDim.x + 2;
-    const int c = (threadIdx.y + 1) * w + threadIdx.x + 1;
-    // The last active column and row of the block: their threads load the east and north halo.
-    const int lastx = min((int)blockDim.x, L.nx - (int)(blockIdx.x * blockDim.x)) - 1;
-    const int lasty = min((int)blockDim.y, L.ny - (int)(blockIdx.y * blockDim.y)) - 1;
-    const bool west = threadIdx.x == 0, east = (int)threadIdx.x == lastx;
-    const bool south = threadIdx.y == 0, north = (int)threadIdx.y == lasty;
-    real below = real(0.0), mid = active ? x[o] : real(0.0);
-#pragma unroll STENCIL_UNROLL
-    for (int k = 0; k < NZ; ++k, o += L.sx) {
-        const real above = active && k + 1 < NZ ? x[o + L.sx] : real(0.0);
-        real* t = tile[k & 1];
-        if (active) {
-            t[c] = mid;
-            if (west) t[c - 1] = x[o - 1];
-            if (east) t[c + 1] = x[o + 1];
-            if (south) {
-                t[c - w] = x[o - L.plane];
-                if (Corners && west) t[c - w - 1] = x[o - L.plane - 1];
-                if (Corners && east) t[c - w + 1] = x[o - L.plane + 1];
-            }
-            if (north) {
-                t[c + w] = x[o + L.plane];
-                if (Corners && west) t[c + w - 1] = x[o + L.plane - 1];
-                if (Corners && east) t[c + w + 1] = x[o + L.plane + 1];
-            }
-        }
-        __syncthreads();
-        if (active) step(o, k, below, mid, above, Nb{t + c, (idx_t)w});
-        below = mid;
-        mid = above;
-    }
-}
-
-// The march of operator Op (STENCIL_TILE): every thread of the block calls it.
-template <class Op, class Step>
-__device__ __forceinline__ void march(const Layout& L, idx_t o, const real* __restrict__ x, bool active,
-                                      Step step) {
-    if (STENCIL_TILE == 2 || (STENCIL_TILE == 1 && Op::diagonals)) {
-        march_tile<Op::diagonals>(L, o, x, active, step);
-    } else if (active) {
-        march_global(L, o, x, step);
-    }
-}
-
 // Each body below is a template over the column operator (ColOp, CellOp, or either with the
-// sphere's cross terms, common.cuh), called by every thread of the block (`active` where its
-// column is inside the level), with one kernel per operator kind: `name_f64` for the model
+// sphere's cross terms, common.cuh), with one kernel per operator kind: `name_f64` for the model
 // problem's coefficients, `name_cells_f64` for per-cell coefficients.
 
 // y <- A x; traffic 2 (+ the coefficients: 4 values per cell, 7 when not symmetric).
 template <class Op>
-__device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o, bool active,
+__device__ __forceinline__ void apply_body(const Layout& L, const Op& op, idx_t o,
                                            const real* __restrict__ x, real* __restrict__ y) {
-    march<Op>(L, o, x, active, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
+    march(L, o, x, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         y[o] = op.apply_n(nb, o, L, k, below, mid, above);
     });
 }
 
 extern "C" __global__ void apply_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                      CROSS_PARAMS, const real* __restrict__ x, real* __restrict__ y) {
-    THREAD_COLUMN_CLAMPED
-    WITH_CROSS(apply_body(L, op, at_(L, ci, cj, 0), active, x, y));
+    THREAD_COLUMN
+    if (!active) return;
+    WITH_CROSS(apply_body(L, op, at_(L, i, j, 0), x, y));
 }
 
 extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
                                            const real* __restrict__ x, real* __restrict__ y) {
-    THREAD_COLUMN_CLAMPED
-    const idx_t o = at_(L, ci, cj, 0);
-    WITH_CELL_CROSS(o, apply_body(L, op, o, active, x, y));
+    THREAD_COLUMN
+    if (!active) return;
+    const idx_t o = at_(L, i, j, 0);
+    WITH_CELL_CROSS(o, apply_body(L, op, o, x, y));
 }
 
 // r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
 template <class Op>
-__device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o, bool active,
+__device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
                                                 const real* __restrict__ f, const real* __restrict__ u,
                                                 real* __restrict__ r) {
     double s = 0.0;
-    march<Op>(L, o, u, active, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
+    march(L, o, u, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real res = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
         r[o] = res;
         s += (double)res * res;
@@ -132,30 +65,32 @@ extern "C" __global__ void residual_f64(Layout L, const real* __restrict__ cols,
                                         CROSS_PARAMS, const real* __restrict__ f,
                                         const real* __restrict__ u, real* __restrict__ r,
                                         double* __restrict__ partials) {
-    THREAD_COLUMN_CLAMPED
+    THREAD_COLUMN
     double s = 0.0;
-    WITH_CROSS(s = residual_body(L, op, at_(L, ci, cj, 0), active, f, u, r));
+    if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r));
     block_sum(s, partials, 0, 1);
 }
 
 extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS, const real* __restrict__ f,
                                               const real* __restrict__ u, real* __restrict__ r,
                                               double* __restrict__ partials) {
-    THREAD_COLUMN_CLAMPED
+    THREAD_COLUMN
     double s = 0.0;
-    const idx_t o = at_(L, ci, cj, 0);
-    WITH_CELL_CROSS(o, s = residual_body(L, op, o, active, f, u, r));
+    if (active) {
+        const idx_t o = at_(L, i, j, 0);
+        WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r));
+    }
     block_sum(s, partials, 0, 1);
 }
 
 // For A = A7 + C (the sphere's cross terms): g <- f - C u, returns the column's |f - A u|^2;
 // traffic 3, as the residual.
 template <class Op>
-__device__ __forceinline__ double split_residual_body(const Layout& L, const Op& op, idx_t o, bool active,
+__device__ __forceinline__ double split_residual_body(const Layout& L, const Op& op, idx_t o,
                                                       const real* __restrict__ f, const real* __restrict__ u,
                                                       real* __restrict__ g) {
     double s = 0.0;
-    march<Op>(L, o, u, active, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
+    march(L, o, u, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real c = op.cross_n(nb, o, k, mid);
         const real fk = f[o];
         const real res = fk - (op.seven_n(nb, o, L, k, below, mid, above) + c);
@@ -169,31 +104,33 @@ extern "C" __global__ void split_residual_f64(Layout L, const real* __restrict__
                                               CROSS_PARAMS, const real* __restrict__ f,
                                               const real* __restrict__ u, real* __restrict__ g,
                                               double* __restrict__ partials) {
-    THREAD_COLUMN_CLAMPED
+    THREAD_COLUMN
     double s = 0.0;
-    WITH_CROSS(s = split_residual_body(L, op, at_(L, ci, cj, 0), active, f, u, g));
+    if (active) WITH_CROSS(s = split_residual_body(L, op, at_(L, i, j, 0), f, u, g));
     block_sum(s, partials, 0, 1);
 }
 
 extern "C" __global__ void split_residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
                                                     const real* __restrict__ f, const real* __restrict__ u,
                                                     real* __restrict__ g, double* __restrict__ partials) {
-    THREAD_COLUMN_CLAMPED
+    THREAD_COLUMN
     double s = 0.0;
-    const idx_t o = at_(L, ci, cj, 0);
-    WITH_CELL_CROSS(o, s = split_residual_body(L, op, o, active, f, u, g));
+    if (active) {
+        const idx_t o = at_(L, i, j, 0);
+        WITH_CELL_CROSS(o, s = split_residual_body(L, op, o, f, u, g));
+    }
     block_sum(s, partials, 0, 1);
 }
 
 // Fused CG SpMV: u <- u + alpha p; p <- z + beta p; q <- A z + beta q; returns the column's p.q.
 // Traffic 7 (read z, u, p, q; write u, p, q); the paper's Mem^(C) counts 6.
 template <class Op>
-__device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, idx_t o, bool active,
+__device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, idx_t o,
                                                const real* __restrict__ z, real* __restrict__ u,
                                                real* __restrict__ p, real* __restrict__ q, real alpha,
                                                real beta) {
     double s = 0.0;
-    march<Op>(L, o, z, active, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
+    march(L, o, z, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real pold = p[o];
         u[o] += alpha * pold;
         const real pk = mid + beta * pold;
@@ -209,9 +146,9 @@ extern "C" __global__ void cg_spmv_f64(Layout L, const real* __restrict__ cols, 
                                        CROSS_PARAMS, const real* __restrict__ z, real* __restrict__ u,
                                        real* __restrict__ p, real* __restrict__ q, double alpha,
                                        double beta, double* __restrict__ partials) {
-    THREAD_COLUMN_CLAMPED
+    THREAD_COLUMN
     double s = 0.0;
-    WITH_CROSS(s = cg_spmv_body(L, op, at_(L, ci, cj, 0), active, z, u, p, q, alpha, beta));
+    if (active) WITH_CROSS(s = cg_spmv_body(L, op, at_(L, i, j, 0), z, u, p, q, alpha, beta));
     block_sum(s, partials, 0, 1);
 }
 
@@ -219,10 +156,12 @@ extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_P
                                              real* __restrict__ u, real* __restrict__ p,
                                              real* __restrict__ q, double alpha, double beta,
                                              double* __restrict__ partials) {
-    THREAD_COLUMN_CLAMPED
+    THREAD_COLUMN
     double s = 0.0;
-    const idx_t o = at_(L, ci, cj, 0);
-    WITH_CELL_CROSS(o, s = cg_spmv_body(L, op, o, active, z, u, p, q, alpha, beta));
+    if (active) {
+        const idx_t o = at_(L, i, j, 0);
+        WITH_CELL_CROSS(o, s = cg_spmv_body(L, op, o, z, u, p, q, alpha, beta));
+    }
     block_sum(s, partials, 0, 1);
 }
 

@@ -39,30 +39,6 @@ fn kernels_compile_for_ampere_and_hopper() {
     }
 }
 
-/// The stencil kernels' shared-tile variants (`-DSTENCIL_TILE=1`, `=2`) compile too.
-#[test]
-fn the_shared_tile_variants_compile() {
-    assert!(
-        nvrtc_available(),
-        "libnvrtc.so.13 not found: run scripts/test"
-    );
-    for tile in ["-DSTENCIL_TILE=0", "-DSTENCIL_TILE=1", "-DSTENCIL_TILE=2"] {
-        for storage in [Storage::F64, Storage::F32] {
-            let options = storage_options(storage, &[tile.to_string()]);
-            let ptx = compile_ptx(37, "compute_90", &options)
-                .unwrap_or_else(|e| panic!("{tile}, {storage:?}: {e}"))
-                .to_src();
-            assert!(ptx.contains(".entry cg_spmv_f64("), "{tile}, {storage:?}");
-            // The tile is in shared memory exactly where a variant uses it.
-            assert_eq!(
-                ptx.contains("stencil_tiles"),
-                tile != "-DSTENCIL_TILE=0",
-                "{tile}, {storage:?}"
-            );
-        }
-    }
-}
-
 #[test]
 fn compile_errors_carry_the_nvrtc_log() {
     assert!(
