@@ -115,8 +115,9 @@ impl<B: Backend> MgPreconditioner<B> {
         self.h.prepare_comm(b, comm)
     }
 
-    /// z ← P r: one V-cycle on A z = r from zero; z's halo is exchanged. `r` and `z` are fine
-    /// fp64 fields of the outer iteration.
+    /// z ← P r: one V-cycle on A z = r from zero; z's halo is exchanged (for the outer
+    /// operator, the corners of tiles included). `r` and `z` are fine fp64 fields of the outer
+    /// iteration.
     pub fn apply<C: Comm<B>>(
         &mut self,
         b: &B,
@@ -129,14 +130,22 @@ impl<B: Backend> MgPreconditioner<B> {
         let Some(m) = outer else {
             return h.precondition(b, comm, timer, r, z, zero);
         };
-        let Some((r32, z32)) = &mut m.fp32 else {
-            return h.precondition(b, comm, timer, r, z, zero);
-        };
-        let op0 = &h.levels[0].op;
-        timer.run(b, Kernel::Vector, 0, || b.convert(&m.fine, r, op0, r32))?;
-        h.precondition(b, comm, timer, r32, z32, zero)?;
-        let op0 = &h.levels[0].op;
-        timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))
+        match &mut m.fp32 {
+            None => h.precondition(b, comm, timer, r, z, zero)?,
+            Some((r32, z32)) => {
+                let op0 = &h.levels[0].op;
+                timer.run(b, Kernel::Vector, 0, || b.convert(&m.fine, r, op0, r32))?;
+                h.precondition(b, comm, timer, r32, z32, zero)?;
+                let op0 = &h.levels[0].op;
+                timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))?;
+            }
+        }
+        if b.stencil(&m.fine).has_cross() {
+            // The cycle exchanged z's faces (its levels are 7-point); the outer operator's cross
+            // terms also read the corners of tiles inside a panel.
+            timer.run(b, Kernel::Halo, 0, || comm.exchange(b, &m.fine, z))?;
+        }
+        Ok(())
     }
 }
 
