@@ -46,7 +46,10 @@ int main(int argc, char **argv) {
     CHECK(strata_problem_default(&problem));
     CHECK(strata_options_default(&options));
     problem.geometry = 2; /* the sphere */
-    problem.n = 32;
+    /* 48 = 4 x 12: with 3 levels every panel splits into 2 x 2 (7 to 24 ranks) or 3 x 3 blocks
+     * (25 to 54 ranks); 3 x 3 blocks have corners inside a panel where the nine-point operator's
+     * diagonal couplings do not vanish. */
+    problem.n = 48;
     problem.nz = 16;
     options.solver = 2; /* mg-cg */
     options.levels = 3;
