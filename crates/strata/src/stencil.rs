@@ -169,6 +169,20 @@ impl LevelStencil {
                 .any(Self::has_cross)
     }
 
+    /// Whether applying the operator reads halo corners that a 7-point exchange leaves alone:
+    /// it has cross terms and a tile of it ends inside its panel (a tile corner with a diagonal
+    /// tile, [`crate::grid::sphere::tile_corners`]). Every tile of a level splits its panel
+    /// alike, so this is the same on every rank.
+    pub fn reads_tile_corners(&self) -> bool {
+        let corners = |s: &LevelStencil| {
+            s.cross.is_some() && !crate::grid::sphere::tile_corners(&s.block).is_empty()
+        };
+        match &self.tiles {
+            Some(t) => t.iter().any(corners),
+            None => corners(self),
+        }
+    }
+
     /// Refuses a stencil with cross terms in a relaxation (Smooth, the red-black half-sweep),
     /// which relaxes 7-point operators only (docs/MODEL.md §16.1).
     pub fn check_seven_point(&self, kernel: &str) -> Result<()> {

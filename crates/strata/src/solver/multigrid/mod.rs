@@ -290,8 +290,10 @@ fn split_cycles<B: Backend, C: Comm<B>>(
                 h.vcycle(b, comm, &mut timer, 0, cycle::Start::Current, rhs)
             })?;
             // The cycle leaves u's faces exchanged (the 7-point exchange); the corners of tiles
-            // need the whole operator's.
-            timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
+            // inside a panel need the whole operator's.
+            if b.stencil(fine).reads_tile_corners() {
+                timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
+            }
             let mut rr = [timer.run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))?];
             comm.sum(&mut rr)?;
             if let Some(reason) = mon.step(it, rr[0]) {

@@ -140,7 +140,7 @@ impl<B: Backend> MgPreconditioner<B> {
                 timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))?;
             }
         }
-        if b.stencil(&m.fine).has_cross() {
+        if b.stencil(&m.fine).reads_tile_corners() {
             // The cycle exchanged z's faces (its levels are 7-point); the outer operator's cross
             // terms also read the corners of tiles inside a panel.
             timer.run(b, Kernel::Halo, 0, || comm.exchange(b, &m.fine, z))?;
