@@ -213,70 +213,119 @@ impl<B: Backend> Multigrid<B> {
         params: &SolveParams,
         monitor: &mut dyn FnMut(usize, f64),
     ) -> Result<SolveInfo> {
-        let h = match &mut self.cycles {
-            Cycles::F64(h) => h,
+        let ctx = (b, comm, params, monitor);
+        match &mut self.cycles {
+            // The hierarchy iterates on the caller's u (swapped into its finest level) and
+            // reads the caller's f: no copy of either.
+            Cycles::F64(h) => {
+                let levels = h.levels.len();
+                h.with_fine_u(u, |h| {
+                    iterate(
+                        ctx,
+                        h,
+                        levels,
+                        &mut |h: &mut Hierarchy<B>, timer: &mut Timer| {
+                            let l = &mut h.levels[0];
+                            comm.exchange(b, &l.op, &mut l.u)?;
+                            let r = h.fine_residual(b, timer, f)?;
+                            Ok([r, b.dot(&h.levels[0].op, f, f)?])
+                        },
+                        &mut |h: &mut Hierarchy<B>, timer: &mut Timer| {
+                            h.vcycle(b, comm, timer, 0, Start::Current, f)?;
+                            h.fine_residual(b, timer, f)
+                        },
+                    )
+                })
+            }
+            // See [`Cycles::Split`]: per cycle the panel's V-cycle and one kernel that gives
+            // both g and the stopping test's ‖f − A u‖² (the traffic of the panel's fine
+            // residual).
             Cycles::Split { h, fine, g } => {
-                return split_cycles(b, comm, h, (fine, g), f, u, params, monitor)
+                let levels = h.levels.len();
+                let (fine, corners) = (&*fine, b.stencil(fine).reads_tile_corners());
+                let mut state = (h, g, u);
+                iterate(
+                    ctx,
+                    &mut state,
+                    levels,
+                    &mut |(_, g, u): &mut (&mut Hierarchy<B>, &mut B::Field, &mut B::Field),
+                          timer: &mut Timer| {
+                        // u's halo with the whole operator's exchange (tile corners included).
+                        comm.exchange(b, fine, u)?;
+                        let r = timer
+                            .run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))?;
+                        Ok([r, b.dot(fine, f, f)?])
+                    },
+                    &mut |(h, g, u): &mut (&mut Hierarchy<B>, &mut B::Field, &mut B::Field),
+                          timer: &mut Timer| {
+                        let rhs = &**g;
+                        h.with_fine_u(u, |h| h.vcycle(b, comm, timer, 0, Start::Current, rhs))?;
+                        // The cycle leaves u's faces exchanged (the 7-point exchange); the
+                        // corners of tiles inside a panel need the whole operator's.
+                        if corners {
+                            timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
+                        }
+                        timer.run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))
+                    },
+                )
             }
+            // u ← u + P (f − A u), P one V-cycle from zero: the multigrid solver of mixed
+            // precision (the cycle in fp32, everything else fp64; the same iterates as fp64
+            // cycles on u in exact arithmetic; on the nine-point sphere the cycle of the 7-point
+            // parts, the residual of the whole operator).
             Cycles::DefectCorrection { pc, r, z } => {
-                return defect_correction(b, comm, pc, (r, z), f, u, params, monitor)
+                let levels = pc.n_levels();
+                let mut state = (pc, r, z, u);
+                type State<'a, B> = (
+                    &'a mut MgPreconditioner<B>,
+                    &'a mut <B as crate::backend::Fields>::Field,
+                    &'a mut <B as crate::backend::Fields>::Field,
+                    &'a mut <B as crate::backend::Fields>::Field,
+                );
+                iterate(
+                    ctx,
+                    &mut state,
+                    levels,
+                    &mut |(pc, r, _, u): &mut State<'_, B>, _: &mut Timer| {
+                        let fine = pc.fine();
+                        comm.exchange(b, fine, u)?;
+                        Ok([b.residual(fine, f, u, r)?, b.dot(fine, f, f)?])
+                    },
+                    &mut |(pc, r, z, u): &mut State<'_, B>, timer: &mut Timer| {
+                        pc.apply(b, comm, timer, r, z)?;
+                        let fine = pc.fine();
+                        timer.run(b, Kernel::Vector, 0, || b.axpy(fine, 1.0, z, u))?;
+                        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
+                        timer.run(b, Kernel::Residual, 0, || b.residual(fine, f, u, r))
+                    },
+                )
             }
-        };
-        let start = Instant::now();
-        let mut timer = Timer::new(params.profile, h.levels.len());
-        // The hierarchy iterates on the caller's u (swapped into its finest level) and reads
-        // the caller's f: no copy of either.
-        let (mon, reason, it) = h.with_fine_u(u, |h| {
-            let l = &mut h.levels[0];
-            comm.exchange(b, &l.op, &mut l.u)?;
-            let mut rr = [h.fine_residual(b, &mut timer, f)?, 0.0];
-            rr[1] = b.dot(&h.levels[0].op, f, f)?;
-            comm.sum(&mut rr)?;
-            let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
-            let mut it = 0;
-            let reason = if let Some(reason) = mon.initial() {
-                reason
-            } else {
-                loop {
-                    it += 1;
-                    h.vcycle(b, comm, &mut timer, 0, Start::Current, f)?;
-                    let mut rr = [h.fine_residual(b, &mut timer, f)?];
-                    comm.sum(&mut rr)?;
-                    if let Some(reason) = mon.step(it, rr[0]) {
-                        break reason;
-                    }
-                }
-            };
-            Ok((mon, reason, it))
-        })?;
-        b.synchronize()?;
-        let seconds = start.elapsed().as_secs_f64();
-        Ok(mon.finish(reason, it, seconds, timer.into_profile()))
+        }
     }
 }
 
-/// V-cycles of A₇ on u with right-hand side g = f − C u until ‖f − A u‖ converges, for A = A₇ + C
-/// (see [`Cycles::Split`]): per cycle the panel's V-cycle and one kernel that gives both g and
-/// the stopping test's ‖f − A u‖² (the traffic of the panel's fine residual).
-#[allow(clippy::too_many_arguments)]
-fn split_cycles<B: Backend, C: Comm<B>>(
-    b: &B,
-    comm: &C,
-    h: &mut Hierarchy<B>,
-    (fine, g): (&B::LevelOp, &mut B::Field),
-    f: &B::Field,
-    u: &mut B::Field,
-    params: &SolveParams,
-    monitor: &mut dyn FnMut(usize, f64),
+/// What every form of mg's iteration takes: the backend, the communicator, the parameters and
+/// the monitor callback.
+type Ctx<'a, 'm, B, C> = (
+    &'a B,
+    &'a C,
+    &'a SolveParams,
+    &'a mut (dyn FnMut(usize, f64) + 'm),
+);
+
+/// mg's iteration on `state` (with a timer of `levels` levels): `open` gives the local
+/// [‖r₀‖², ‖f‖²], then each `cycle` runs one cycle and gives the new local ‖r‖², each summed
+/// over the ranks, until the monitor stops it.
+fn iterate<B: Backend, C: Comm<B>, S>(
+    (b, comm, params, monitor): Ctx<'_, '_, B, C>,
+    state: &mut S,
+    levels: usize,
+    open: &mut dyn FnMut(&mut S, &mut Timer) -> Result<[f64; 2]>,
+    cycle: &mut dyn FnMut(&mut S, &mut Timer) -> Result<f64>,
 ) -> Result<SolveInfo> {
     let start = Instant::now();
-    let mut timer = Timer::new(params.profile, h.levels.len());
-    // u's halo with the whole operator's exchange (the corners of tiles included).
-    comm.exchange(b, fine, u)?;
-    let mut rr = [
-        timer.run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))?,
-        b.dot(fine, f, f)?,
-    ];
+    let mut timer = Timer::new(params.profile, levels);
+    let mut rr = open(state, &mut timer)?;
     comm.sum(&mut rr)?;
     let mut mon = Monitor::new(params, rr[0], rr[1], monitor);
     let mut it = 0;
@@ -285,56 +334,7 @@ fn split_cycles<B: Backend, C: Comm<B>>(
     } else {
         loop {
             it += 1;
-            let rhs = &*g;
-            h.with_fine_u(u, |h| {
-                h.vcycle(b, comm, &mut timer, 0, cycle::Start::Current, rhs)
-            })?;
-            // The cycle leaves u's faces exchanged (the 7-point exchange); the corners of tiles
-            // inside a panel need the whole operator's.
-            if b.stencil(fine).reads_tile_corners() {
-                timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
-            }
-            let mut rr = [timer.run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))?];
-            comm.sum(&mut rr)?;
-            if let Some(reason) = mon.step(it, rr[0]) {
-                break reason;
-            }
-        }
-    };
-    b.synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
-    Ok(mon.finish(reason, it, seconds, timer.into_profile()))
-}
-
-/// u ← u + P (f − A u) until converged, P one V-cycle from zero: the multigrid solver of mixed
-/// precision (the cycle in fp32, everything else fp64; the same iterates as fp64 cycles on u in
-/// exact arithmetic; for the sphere's nine-point operator the cycle of its 7-point parts, the
-/// residual of the whole operator).
-#[allow(clippy::too_many_arguments)]
-fn defect_correction<B: Backend, C: Comm<B>>(
-    b: &B,
-    comm: &C,
-    pc: &mut MgPreconditioner<B>,
-    (r, z): (&mut B::Field, &mut B::Field),
-    f: &B::Field,
-    u: &mut B::Field,
-    params: &SolveParams,
-    monitor: &mut dyn FnMut(usize, f64),
-) -> Result<SolveInfo> {
-    let start = Instant::now();
-    let mut timer = Timer::new(params.profile, pc.n_levels());
-    let mut mon = Monitor::start(b, comm, pc.fine(), f, u, r, params, monitor)?;
-    let mut it = 0;
-    let reason = if let Some(reason) = mon.initial() {
-        reason
-    } else {
-        loop {
-            it += 1;
-            pc.apply(b, comm, &mut timer, r, z)?;
-            let fine = pc.fine();
-            timer.run(b, Kernel::Vector, 0, || b.axpy(fine, 1.0, z, u))?;
-            timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
-            let mut rr = [timer.run(b, Kernel::Residual, 0, || b.residual(fine, f, u, r))?];
+            let mut rr = [cycle(state, &mut timer)?];
             comm.sum(&mut rr)?;
             if let Some(reason) = mon.step(it, rr[0]) {
                 break reason;
