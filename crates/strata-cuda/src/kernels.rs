@@ -283,9 +283,11 @@ impl Kernel {
 /// Options of the kernel build, read from the environment once, when a backend is created:
 /// `STRATA_CUDA_OPTIONS` (NVRTC defines for experiments, e.g. `-DKCH=8 -DSMOOTH_STORE_RHS`; see
 /// kernels/common.cuh), `STRATA_CUDA_BLOCK_X` (the block width of the column kernels, a
-/// power of two from 8 to 128; 64 by default) and `STRATA_CUDA_PCR_COLUMNS` (levels with fewer
+/// power of two from 8 to 128; 64 by default), `STRATA_CUDA_PCR_COLUMNS` (levels with fewer
 /// columns than this run Smooth and RestrictSmooth by parallel cyclic reduction, one thread per
-/// cell; 0 never; [`PCR_COLUMNS`] by default).
+/// cell; 0 never; [`PCR_COLUMNS`] by default) and `STRATA_CUDA_TILE_STREAMS` (tiles of at most
+/// this many columns run their multigrid kernels concurrently; 0 never;
+/// [`TILE_STREAMS_COLUMNS`] by default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -294,7 +296,14 @@ pub struct Tuning {
     pub block_x: u32,
     /// Levels with fewer columns than this smooth by PCR (where nz ≤ 1024).
     pub pcr_columns: usize,
+    /// The tiles of a tiled level (the sphere's panels or blocks) with at most this many columns
+    /// each run their multigrid kernels concurrently, one stream per tile (0: never).
+    pub tile_streams_columns: usize,
 }
+
+/// Default of [`Tuning::tile_streams_columns`]: a tile of 256 × 256 columns (512 blocks) does
+/// not fill an H100 or H200 alone.
+pub const TILE_STREAMS_COLUMNS: usize = 65536;
 
 /// Default of [`Tuning::pcr_columns`].
 pub const PCR_COLUMNS: usize = 65536;
@@ -311,6 +320,7 @@ impl Default for Tuning {
             options: Vec::new(),
             block_x: BLOCK_X,
             pcr_columns: PCR_COLUMNS,
+            tile_streams_columns: TILE_STREAMS_COLUMNS,
         }
     }
 }
@@ -330,10 +340,15 @@ impl Tuning {
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or(PCR_COLUMNS);
+        let tile_streams_columns = std::env::var("STRATA_CUDA_TILE_STREAMS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(TILE_STREAMS_COLUMNS);
         Self {
             options,
             block_x,
             pcr_columns,
+            tile_streams_columns,
         }
     }
 

@@ -74,7 +74,7 @@ impl LineKernels for CudaBackend {
             ),
         };
         let sym = sym_flag(op);
-        let mut l = self.stream.launch_builder(op.k.get(kernel));
+        let mut l = self.launch_stream().launch_builder(op.k.get(kernel));
         l.arg(&op.layout);
         push_operator(&mut l, op, &sym);
         l.arg(&f.data).arg(&mut u.data).arg(&parity);
@@ -111,7 +111,7 @@ impl LineKernels for CudaBackend {
             ),
         };
         let sym = sym_flag(coarse);
-        let mut b = self.stream.launch_builder(coarse.k.get(kernel));
+        let mut b = self.launch_stream().launch_builder(coarse.k.get(kernel));
         b.arg(&fine.layout).arg(&coarse.layout);
         push_operator(&mut b, coarse, &sym);
         b.arg(&r_fine.data)

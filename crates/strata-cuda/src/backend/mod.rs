@@ -7,7 +7,8 @@ use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 use strata::backend::{face_len, Fields, Side};
 use strata::perf::{Kernel, Probes};
@@ -19,7 +20,7 @@ use strata::{Result, StrataError};
 /// level's layout first).
 macro_rules! launch_columns {
     ($self:ident, $op:expr, $kernel:expr; $($arg:expr),* $(,)?) => {{
-        let mut b = $self.stream.launch_builder($op.k.get($kernel));
+        let mut b = $self.launch_stream().launch_builder($op.k.get($kernel));
         b.arg(&$op.layout);
         $( b.arg($arg); )*
         // SAFETY: every field argument was checked to have this level's layout, and the column
@@ -47,7 +48,7 @@ macro_rules! launch_op {
     (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr, $cfg:expr; $($arg:expr),*) => {{
         let op = $op;
         let sym = sym_flag(op);
-        let mut b = $self.stream.launch_builder(op.k.get(op_kernel(op, $model, $cells)));
+        let mut b = $self.launch_stream().launch_builder(op.k.get(op_kernel(op, $model, $cells)));
         b.arg(&op.layout);
         push_operator(&mut b, op, &sym);
         if $cross {
@@ -245,7 +246,16 @@ pub struct CudaBackend {
     reduce: Mutex<Reduce>,
     pinned: Pinned,
     tuning: Tuning,
+    /// Streams for the tiles of a concurrent group ([`Fields::fork_tiles`]), made on first use.
+    tile_streams: OnceLock<Vec<Arc<CudaStream>>>,
+    /// The streams of the group now open (0: none; kernels go to `stream`).
+    tiles_open: AtomicUsize,
+    /// The tile stream of the next launch, while a group is open.
+    tile_now: AtomicUsize,
 }
+
+/// Most streams of a concurrent group of tiles (tiles beyond share them in turn).
+const TILE_STREAMS: usize = 8;
 
 impl std::fmt::Debug for CudaBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -311,7 +321,22 @@ impl CudaBackend {
             reduce: Mutex::new(reduce),
             pinned: Pinned::default(),
             tuning,
+            tile_streams: OnceLock::new(),
+            tiles_open: AtomicUsize::new(0),
+            tile_now: AtomicUsize::new(0),
         })
+    }
+
+    /// The stream of the next level kernel: the current tile's while a concurrent group is
+    /// open ([`Fields::fork_tiles`]), else the backend's one stream.
+    fn launch_stream(&self) -> &Arc<CudaStream> {
+        match (
+            self.tiles_open.load(Ordering::Relaxed),
+            self.tile_streams.get(),
+        ) {
+            (n, Some(side)) if n > 0 => &side[self.tile_now.load(Ordering::Relaxed) % n],
+            _ => &self.stream,
+        }
     }
 
     /// Whether the Smooth kernel was built to store its right-hand side (`-DSMOOTH_STORE_RHS`).
@@ -607,6 +632,42 @@ impl Fields for CudaBackend {
 
     fn synchronize(&self) -> Result<()> {
         cu(self.stream.synchronize())
+    }
+
+    fn fork_tiles(&self, tiles: usize, columns: usize) -> Result<()> {
+        if tiles < 2 || columns > self.tuning.tile_streams_columns {
+            return Ok(());
+        }
+        if self.tile_streams.get().is_none() {
+            let side = (0..TILE_STREAMS)
+                .map(|_| cu(self.stream.fork()))
+                .collect::<Result<Vec<_>>>()?;
+            // Another thread may have set them first: then these are dropped unused.
+            let _ = self.tile_streams.set(side);
+        }
+        let side = self.tile_streams.get().expect("set above");
+        let n = tiles.min(TILE_STREAMS);
+        // Each tile stream waits for the work queued so far (the fields the tiles read).
+        for s in &side[..n] {
+            cu(s.join(&self.stream))?;
+        }
+        self.tile_now.store(0, Ordering::Relaxed);
+        self.tiles_open.store(n, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn on_tile(&self, t: usize) {
+        self.tile_now.store(t, Ordering::Relaxed);
+    }
+
+    fn join_tiles(&self) -> Result<()> {
+        let n = self.tiles_open.swap(0, Ordering::Relaxed);
+        if let (true, Some(side)) = (n > 0, self.tile_streams.get()) {
+            for s in &side[..n] {
+                cu(self.stream.join(s))?;
+            }
+        }
+        Ok(())
     }
 
     fn field_bytes(&self, nx: usize, ny: usize, nz: usize) -> u64 {

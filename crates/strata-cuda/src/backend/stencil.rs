@@ -77,7 +77,9 @@ impl StencilKernels for CudaBackend {
             (fine.layout.nx, fine.layout.ny),
             (2 * coarse.layout.nx, 2 * coarse.layout.ny)
         );
-        let mut b = self.stream.launch_builder(fine.k.get(K::Prolongate));
+        let mut b = self
+            .launch_stream()
+            .launch_builder(fine.k.get(K::Prolongate));
         b.arg(&coarse.layout)
             .arg(&fine.layout)
             .arg(&coarse.phys)

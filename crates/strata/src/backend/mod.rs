@@ -196,6 +196,22 @@ pub trait Fields: Sync {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+
+    /// The calls that follow, up to [`Fields::join_tiles`], are one kernel on each of `tiles`
+    /// independent tiles of `columns` columns each, announced by [`Fields::on_tile`]: a backend
+    /// may run them concurrently (a GPU: one stream per tile where a tile alone does not fill the
+    /// device). By default they run in order.
+    fn fork_tiles(&self, _tiles: usize, _columns: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// The next call is tile `t`'s (see [`Fields::fork_tiles`]).
+    fn on_tile(&self, _t: usize) {}
+
+    /// Orders all that follows after every tile's call since [`Fields::fork_tiles`].
+    fn join_tiles(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Vector operations on the interior of a block (kernels/vector.cu on the GPU, `vector.rs` on

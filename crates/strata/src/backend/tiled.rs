@@ -285,10 +285,10 @@ impl<H: Handle> StencilKernels for Tiled<H> {
         u: &Self::Field,
         r: &mut Self::Field,
     ) -> Result<()> {
-        for (i, o) in op.tiles.iter().enumerate() {
-            self.inner().residual_only(o, &f[i], &u[i], &mut r[i])?;
-        }
-        Ok(())
+        let o = &op.tiles;
+        self.each_tile(o.len(), self.columns(o), |i| {
+            self.inner().residual_only(&o[i], &f[i], &u[i], &mut r[i])
+        })
     }
 
     fn cg_spmv(
@@ -317,11 +317,11 @@ impl<H: Handle> StencilKernels for Tiled<H> {
         u_coarse: &Self::Field,
         u_fine: &mut Self::Field,
     ) -> Result<()> {
-        for (i, (c, f)) in coarse.tiles.iter().zip(&fine.tiles).enumerate() {
+        let (c, f) = (&coarse.tiles, &fine.tiles);
+        self.each_tile(f.len(), self.columns(f), |i| {
             self.inner()
-                .prolongate(c, f, &u_coarse[i], &mut u_fine[i])?;
-        }
-        Ok(())
+                .prolongate(&c[i], &f[i], &u_coarse[i], &mut u_fine[i])
+        })
     }
 }
 
@@ -360,11 +360,11 @@ impl<H: Handle> LineKernels for Tiled<H> {
         u_out: &mut Self::Field,
         rho: f64,
     ) -> Result<()> {
-        for (i, o) in op.tiles.iter().enumerate() {
+        let o = &op.tiles;
+        self.each_tile(o.len(), self.columns(o), |i| {
             self.inner()
-                .smooth(o, &f[i], &u_in[i], &mut u_out[i], rho)?;
-        }
-        Ok(())
+                .smooth(&o[i], &f[i], &u_in[i], &mut u_out[i], rho)
+        })
     }
 
     fn smooth_color(
@@ -374,10 +374,10 @@ impl<H: Handle> LineKernels for Tiled<H> {
         u: &mut Self::Field,
         color: usize,
     ) -> Result<()> {
-        for (i, o) in op.tiles.iter().enumerate() {
-            self.inner().smooth_color(o, &f[i], &mut u[i], color)?;
-        }
-        Ok(())
+        let o = &op.tiles;
+        self.each_tile(o.len(), self.columns(o), |i| {
+            self.inner().smooth_color(&o[i], &f[i], &mut u[i], color)
+        })
     }
 
     fn restrict_smooth(
@@ -390,22 +390,50 @@ impl<H: Handle> LineKernels for Tiled<H> {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
-        for (i, (fo, co)) in fine.tiles.iter().zip(&coarse.tiles).enumerate() {
+        let (fo, co) = (&fine.tiles, &coarse.tiles);
+        self.each_tile(co.len(), self.columns(co), |i| {
             self.inner().restrict_smooth(
-                fo,
-                co,
+                &fo[i],
+                &co[i],
                 &r_fine[i],
                 &mut f_coarse[i],
                 &mut u_coarse[i],
                 rho,
                 scale,
-            )?;
-        }
-        Ok(())
+            )
+        })
     }
 }
 
 impl<H: Handle> Tiled<H> {
+    /// Runs `call(i)` for each of the `tiles` tiles (of `columns` columns each) as one
+    /// concurrent group of the inner backend ([`Fields::fork_tiles`]); joins also on failure.
+    fn each_tile(
+        &self,
+        tiles: usize,
+        columns: usize,
+        mut call: impl FnMut(usize) -> Result<()>,
+    ) -> Result<()> {
+        let b = self.inner();
+        b.fork_tiles(tiles, columns)?;
+        let out = (0..tiles).try_for_each(|i| {
+            b.on_tile(i);
+            call(i)
+        });
+        let joined = b.join_tiles();
+        out.and(joined)
+    }
+
+    /// Columns of the largest of `tiles`.
+    fn columns(&self, tiles: &[InnerOp<H>]) -> usize {
+        let b = self.inner();
+        tiles
+            .iter()
+            .map(|o| b.stencil(o).nx() * b.stencil(o).ny())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The tiles' parts of a host array of the whole level, as (operator, start, length).
     fn parts<'o>(
         &self,
