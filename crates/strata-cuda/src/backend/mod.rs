@@ -247,6 +247,9 @@ pub struct CudaBackend {
     pinned: Pinned,
     tuning: Tuning,
     /// Streams for the tiles of a concurrent group ([`Fields::fork_tiles`]), made on first use.
+    /// The open group is the backend's, not a thread's: while one is open every level kernel
+    /// goes to the current tile's stream, so two threads must not solve on one backend at once
+    /// (each solver of the C, Fortran and Python interfaces owns its backend).
     tile_streams: OnceLock<Vec<Arc<CudaStream>>>,
     /// The streams of the group now open (0: none; kernels go to `stream`).
     tiles_open: AtomicUsize,
