@@ -429,7 +429,10 @@ impl<H: Handle> Tiled<H> {
         let b = self.inner();
         tiles
             .iter()
-            .map(|o| b.stencil(o).nx() * b.stencil(o).ny())
+            .map(|o| {
+                let s = b.stencil(o);
+                s.nx() * s.ny()
+            })
             .max()
             .unwrap_or(0)
     }

@@ -112,15 +112,19 @@ impl CpuBackend {
                     for i in 0..nx {
                         let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
                         let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
-                        apply_col(s, i, j, &x, cr.as_ref(), |k, au| {
-                            rc[k] = S::from_f64(fc[k].to_f64() - au)
-                        });
-                        sum += dot(rc, rc);
                         if split {
-                            split_column(fc, x.c, rc, |k, xk| {
-                                cr.as_ref()
-                                    .map_or(0.0, |c| c.with_entries(s.diagonal_row(i, j, k), xk, k))
+                            // The 7-point part and the cross terms apart, each once.
+                            apply_col(s, i, j, &x, None, |k, a7| {
+                                let ck = cr.as_ref().map_or(0.0, |c| {
+                                    c.with_entries(s.diagonal_row(i, j, k), x.c[k].to_f64(), k)
+                                });
+                                sum += split_at(fc, rc, k, a7, ck);
                             });
+                        } else {
+                            apply_col(s, i, j, &x, cr.as_ref(), |k, au| {
+                                rc[k] = S::from_f64(fc[k].to_f64() - au)
+                            });
+                            sum += dot(rc, rc);
                         }
                     }
                     *part = [sum, 0.0];

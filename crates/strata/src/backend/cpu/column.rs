@@ -84,18 +84,14 @@ impl<S: Real> Cross<'_, S> {
     }
 }
 
-/// g ← f − C x on one column (after its residual's norm was taken from `g`): `cross_at(k,
-/// x_k)` is (C x)_k.
+/// One cell of the split residual (A x = a7 + c at level k): stores g_k = f_k − c and returns
+/// r_k² of the residual r = f − (a7 + c), rounded to `S` as a stored residual would be.
 #[inline(always)]
-pub(super) fn split_column<S: Real>(
-    f: &[S],
-    x: &[S],
-    g: &mut [S],
-    cross_at: impl Fn(usize, f64) -> f64,
-) {
-    for (k, (g, (f, x))) in g.iter_mut().zip(f.iter().zip(x)).enumerate() {
-        *g = S::from_f64(f.to_f64() - cross_at(k, x.to_f64()));
-    }
+pub(super) fn split_at<S: Real>(f: &[S], g: &mut [S], k: usize, a7: f64, c: f64) -> f64 {
+    let fk = f[k].to_f64();
+    g[k] = S::from_f64(fk - c);
+    let r = S::from_f64(fk - (a7 + c)).to_f64();
+    r * r
 }
 
 /// Calls `emit(k, (A₇ x + C x)_k)`: [`apply_column`] plus the cross terms when there are any.

@@ -50,16 +50,20 @@ impl CpuBackend {
                         let c = &s.columns[j * nx + i];
                         let fc = col(frow, i, nz);
                         let rc = col_mut(rrow, i, nz);
-                        let cr = cross(s, u, i, j);
-                        let x = nbrs(u, i, j);
-                        apply_column_cross(c, v, &x, cr.as_ref(), |k, au| {
-                            rc[k] = S::from_f64(fc[k].to_f64() - au)
-                        });
-                        sum += dot(rc, rc);
+                        let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
                         if split {
-                            split_column(fc, x.c, rc, |k, xk| {
-                                cr.as_ref().map_or(0.0, |c| c.at(v.d[k], xk, k))
+                            // The 7-point part and the cross terms apart, each once.
+                            apply_column(c, v, &x, |k, a7| {
+                                let ck = cr
+                                    .as_ref()
+                                    .map_or(0.0, |c| c.at(v.d[k], x.c[k].to_f64(), k));
+                                sum += split_at(fc, rc, k, a7, ck);
                             });
+                        } else {
+                            apply_column_cross(c, v, &x, cr.as_ref(), |k, au| {
+                                rc[k] = S::from_f64(fc[k].to_f64() - au)
+                            });
+                            sum += dot(rc, rc);
                         }
                     }
                     *part = [sum, 0.0];

@@ -23,6 +23,9 @@ struct Outer<B: Backend> {
     /// r and z in fp32 (the cycle's right-hand side and iterate); `None` when the hierarchy is
     /// fp64 (the outer fields serve it directly).
     fp32: Option<(B::Field, B::Field)>,
+    /// Whether `fine` reads tile corners the cycle's exchanges leave alone
+    /// ([`LevelStencil::reads_tile_corners`]).
+    corners: bool,
 }
 
 /// A multigrid V-cycle from zero as a preconditioner.
@@ -53,6 +56,7 @@ impl<B: Backend> MgPreconditioner<B> {
             (Storage::F64, false) => None,
             (storage, _) => Some(Outer {
                 fine: b.prepare_level(&stencils[0])?,
+                corners: stencils[0].reads_tile_corners(),
                 fp32: match storage {
                     Storage::F64 => None,
                     Storage::F32 => Some((b.alloc(op0)?, b.alloc(op0)?)),
@@ -103,6 +107,7 @@ impl<B: Backend> MgPreconditioner<B> {
             .replace_operators(b, &with_storage(stencils, storage))?;
         if let (Some(m), Some(fine)) = (&mut self.outer, fine) {
             m.fine = fine;
+            m.corners = stencils[0].reads_tile_corners();
         }
         Ok(())
     }
@@ -140,7 +145,7 @@ impl<B: Backend> MgPreconditioner<B> {
                 timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))?;
             }
         }
-        if b.stencil(&m.fine).reads_tile_corners() {
+        if m.corners {
             // The cycle exchanged z's faces (its levels are 7-point); the outer operator's cross
             // terms also read the corners of tiles inside a panel.
             timer.run(b, Kernel::Halo, 0, || comm.exchange(b, &m.fine, z))?;
