@@ -1,5 +1,6 @@
 // strata CUDA kernels: common definitions. Compiled by NVRTC at run time with -DNZ=<levels per
-// column> (every level of a hierarchy shares nz), once per process and nz.
+// column> (every level of a hierarchy shares nz), once per process, nz, storage (-DREAL) and
+// offset width (-DIDX32, below).
 //
 // Field layout (docs/MODEL.md §10, the paper's x-contiguous padded map): element (i, j, k) of a block,
 // i in [-1, nx], j in [-1, ny] (halo of width one), k in [0, nz), lives at
@@ -15,7 +16,19 @@
 #error "NZ must be at least 2"
 #endif
 
-typedef long long idx_t;
+// Kernel parameters and offsets into a caller's array: 64-bit always.
+typedef long long i64;
+// Offsets into a field: 64-bit, or 32-bit in the build with -DIDX32, which the host loads only
+// for levels whose fields hold fewer than 2^28 values (so that the fields of the level above,
+// less than four times as large, which the restriction reads with the coarse level's kernels,
+// and of a neighbouring tile stay below 2^31 too; strata_cuda::kernels::NARROW_VALUES). 32-bit
+// offsets take fewer registers and instructions per access, which the latency-bound stencil
+// kernels feel (docs/PERFORMANCE.md).
+#ifdef IDX32
+typedef int idx_t;
+#else
+typedef i64 idx_t;
+#endif
 
 // The type of a level's fields, coefficients and arithmetic: double, or float for the fp32 levels
 // of a mixed-precision solve (-DREAL=float). Reductions (block_sum, dot) accumulate in double in
@@ -57,7 +70,7 @@ typedef REAL real;
 #define NCH ((NZ + KCH - 1) / KCH)
 
 struct Layout {
-    idx_t plane;
+    i64 plane;
     int nx, ny, nz, sx;
 };
 
@@ -67,7 +80,7 @@ struct Col {
 };
 
 __device__ __forceinline__ idx_t at_(const Layout& L, int i, int j, int k) {
-    return (idx_t)(j + 1) * L.plane + (idx_t)k * L.sx + XOFF + i;
+    return (idx_t)(j + 1) * (idx_t)L.plane + (idx_t)k * L.sx + XOFF + i;
 }
 
 __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Layout& L, int i, int j) {
@@ -101,7 +114,7 @@ struct Nb {
 };
 
 // The neighbourhood of element o of field x in global memory.
-__device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return Nb{x + o, L.plane}; }
+__device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return Nb{x + o, (idx_t)L.plane}; }
 
 // (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
 __device__ __forceinline__ real apply_at(const Nb& x, const Col& c, const real* __restrict__ V, int k,
@@ -228,6 +241,7 @@ struct CellOp {
 struct XColOp {
     ColOp op;
     real ne, nw, se, sw;
+    real atx;  // alpha_T + ne + nw + se + sw
     // (C x) at (i, j, k).
     __device__ __forceinline__ real cross_n(const Nb& x, idx_t, int k, real mid) const {
         const real h = ne * (x.ne() - mid) + nw * (x.nw() - mid) + se * (x.se() - mid) + sw * (x.sw() - mid);
@@ -239,7 +253,15 @@ struct XColOp {
     }
     __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
-        return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
+        // C folded into the 7-point row: the diagonal neighbours join the horizontal sum (one
+        // product with d_k for both) and their row sum joins the diagonal (`atx`): four
+        // multiply-adds per cell instead of four subtractions, four multiply-adds and a product.
+        const Col& c = op.c;
+        const real dk = V_D(op.V, k);
+        const real diag = c.t * V_AMB(op.V, k) - atx * dk;
+        const real horiz = c.ae * x.e() + c.aw * x.w() + c.an * x.n() + c.as * x.s() + ne * x.ne() +
+                           nw * x.nw() + se * x.se() + sw * x.sw();
+        return diag * mid + c.t * (V_B(op.V, k) * above + V_C(op.V, k) * below) + dk * horiz;
     }
 };
 
@@ -277,7 +299,8 @@ struct XCellOp {
         const ColOp base{load_col(cols, L, i, j), V};                                      \
         if (has_cross) {                                                                  \
             const real* c4 = xc + 4 * ((idx_t)j * L.nx + i);                               \
-            const XColOp op{base, __ldg(c4), __ldg(c4 + 1), __ldg(c4 + 2), __ldg(c4 + 3)}; \
+            const real xne = __ldg(c4), xnw = __ldg(c4 + 1), xse = __ldg(c4 + 2), xsw = __ldg(c4 + 3); \
+            const XColOp op{base, xne, xnw, xse, xsw, base.c.at + ((xne + xnw) + (xse + xsw))}; \
             call;                                                                         \
         } else {                                                                          \
             const ColOp& op = base;                                                       \

@@ -3,10 +3,11 @@
 // Walks column (i, j) from element o upwards, keeping the values of x below, at and above k in
 // registers (each vertical neighbour loaded once), and calls step(o, k, below, mid, above, nb)
 // at every level with the cell's horizontal neighbourhood nb in global memory (L1/L2 hits: the
-// rows j +- 1 are other threads' own rows). The kernels are latency-bound at the occupancy
-// their registers allow; staging the neighbourhood in a shared tile per level, a register
-// bound and L2 prefetches ahead were each measured, and none made them faster
-// (docs/PERFORMANCE.md).
+// rows j +- 1 are other threads' own rows). The kernels are latency-bound: their warps wait on
+// global loads (Nsight Compute: long scoreboard). Staging the neighbourhood in a shared tile per
+// level, a register bound, L2 prefetches ahead, streaming cache hints and column-relative
+// offsets were each measured, and none made them faster; loads ahead of stores (the CG SpMV
+// below) and 32-bit offsets (-DIDX32, common.cuh) did (docs/PERFORMANCE.md).
 template <class Step>
 __device__ __forceinline__ void march(const Layout& L, idx_t o, const real* __restrict__ x, Step step) {
     real below = real(0.0), mid = x[o];
@@ -124,12 +125,50 @@ extern "C" __global__ void split_residual_cells_f64(Layout L, CELL_PARAMS, CELL_
 
 // Fused CG SpMV: u <- u + alpha p; p <- z + beta p; q <- A z + beta q; returns the column's p.q.
 // Traffic 7 (read z, u, p, q; write u, p, q); the paper's Mem^(C) counts 6.
+// u, p and q are read and written in place, and the compiler cannot move a load of level k + 1
+// above the store of level k (it does not know that sx != 0), so a plain march has one level's
+// loads in flight at a time: the levels go in groups of CG_GROUP, each group's u, p and q loaded
+// before any of its stores (CG_GROUP=0: the plain march; docs/PERFORMANCE.md).
+#ifndef CG_GROUP
+#define CG_GROUP STENCIL_UNROLL
+#endif
 template <class Op>
 __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, idx_t o,
                                                const real* __restrict__ z, real* __restrict__ u,
                                                real* __restrict__ p, real* __restrict__ q, real alpha,
                                                real beta) {
     double s = 0.0;
+#if CG_GROUP > 0
+    real below = real(0.0), mid = z[o];
+    for (int k0 = 0; k0 < NZ; k0 += CG_GROUP, o += (idx_t)CG_GROUP * L.sx) {
+        real pv[CG_GROUP], qv[CG_GROUP], uv[CG_GROUP];
+#pragma unroll
+        for (int t = 0; t < CG_GROUP; ++t) {
+            if (k0 + t < NZ) {
+                const idx_t ot = o + (idx_t)t * L.sx;
+                pv[t] = p[ot];
+                qv[t] = q[ot];
+                uv[t] = u[ot];
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < CG_GROUP; ++t) {
+            const int k = k0 + t;
+            if (k < NZ) {
+                const idx_t ot = o + (idx_t)t * L.sx;
+                const real above = k + 1 < NZ ? z[ot + L.sx] : real(0.0);
+                u[ot] = uv[t] + alpha * pv[t];
+                const real pk = mid + beta * pv[t];
+                const real qk = op.apply_n(global_nb(z, ot, L), ot, L, k, below, mid, above) + beta * qv[t];
+                p[ot] = pk;
+                q[ot] = qk;
+                s += (double)pk * qk;
+                below = mid;
+                mid = above;
+            }
+        }
+    }
+#else
     march(L, o, z, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real pold = p[o];
         u[o] += alpha * pold;
@@ -139,6 +178,7 @@ __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, id
         q[o] = qk;
         s += (double)pk * qk;
     });
+#endif
     return s;
 }
 

@@ -13,7 +13,7 @@ extern "C" __global__ void to_device_f64(Layout L, int j0, const double* __restr
     const int k0 = blockIdx.x * TILE, i0 = blockIdx.y * TILE, jr = blockIdx.z;
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
         const int i = i0 + m, k = k0 + threadIdx.x;
-        if (i < L.nx && k < NZ) tile[m][threadIdx.x] = h[((idx_t)jr * L.nx + i) * NZ + k];
+        if (i < L.nx && k < NZ) tile[m][threadIdx.x] = h[((i64)jr * L.nx + i) * NZ + k];
     }
     __syncthreads();
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
@@ -33,7 +33,7 @@ extern "C" __global__ void to_host_f64(Layout L, int j0, const real* __restrict_
     __syncthreads();
     for (int m = threadIdx.y; m < TILE; m += blockDim.y) {
         const int i = i0 + m, k = k0 + threadIdx.x;
-        if (i < L.nx && k < NZ) h[((idx_t)jr * L.nx + i) * NZ + k] = tile[m][threadIdx.x];
+        if (i < L.nx && k < NZ) h[((i64)jr * L.nx + i) * NZ + k] = tile[m][threadIdx.x];
     }
 }
 
@@ -154,14 +154,14 @@ extern "C" __global__ void reverse_face_f64(int count, double* __restrict__ buf)
 // tiled to_device/to_host instead. Launch: block (128), grid (ceil(nx/128), nz, ny).
 
 // x (device layout, interior) <- h.
-extern "C" __global__ void gather_f64(Layout L, const double* __restrict__ h, idx_t si, idx_t sj, idx_t sk,
+extern "C" __global__ void gather_f64(Layout L, const double* __restrict__ h, i64 si, i64 sj, i64 sk,
                                       real* __restrict__ x) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y, j = blockIdx.z;
     if (i < L.nx) x[at_(L, i, j, k)] = h[i * si + j * sj + k * sk];
 }
 
 // h <- x (device layout, interior).
-extern "C" __global__ void scatter_f64(Layout L, const real* __restrict__ x, idx_t si, idx_t sj, idx_t sk,
+extern "C" __global__ void scatter_f64(Layout L, const real* __restrict__ x, i64 si, i64 sj, i64 sk,
                                        double* __restrict__ h) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y, j = blockIdx.z;
     if (i < L.nx) h[i * si + j * sj + k * sk] = x[at_(L, i, j, k)];

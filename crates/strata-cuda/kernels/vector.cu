@@ -35,13 +35,13 @@ extern "C" __global__ void xpby_f64(Layout L, const real* __restrict__ x, double
 // The whole allocation of a field (halo and padding included), n values, to and from fp64: the
 // conversions between the fp64 fields of a mixed-precision solve's outer iteration and the fields
 // of this build (REAL). Traffic 2.
-extern "C" __global__ void widen_f64(idx_t n, const real* __restrict__ x, double* __restrict__ y) {
-    for (idx_t t = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (idx_t)gridDim.x * blockDim.x)
+extern "C" __global__ void widen_f64(i64 n, const real* __restrict__ x, double* __restrict__ y) {
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (i64)gridDim.x * blockDim.x)
         y[t] = x[t];
 }
 
-extern "C" __global__ void narrow_f64(idx_t n, const double* __restrict__ x, real* __restrict__ y) {
-    for (idx_t t = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (idx_t)gridDim.x * blockDim.x)
+extern "C" __global__ void narrow_f64(i64 n, const double* __restrict__ x, real* __restrict__ y) {
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (i64)gridDim.x * blockDim.x)
         y[t] = x[t];
 }
 
@@ -109,7 +109,7 @@ extern "C" __global__ void reduce_f64(const double* __restrict__ partials, int n
 }
 
 // y <- y + a x over n contiguous values (the in-place update bandwidth probe); traffic 3.
-extern "C" __global__ void update_f64(idx_t n, double a, const double* __restrict__ x, double* __restrict__ y) {
-    for (idx_t t = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (idx_t)gridDim.x * blockDim.x)
+extern "C" __global__ void update_f64(i64 n, double a, const double* __restrict__ x, double* __restrict__ y) {
+    for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (i64)gridDim.x * blockDim.x)
         y[t] += a * x[t];
 }

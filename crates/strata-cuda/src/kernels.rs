@@ -287,7 +287,9 @@ impl Kernel {
 /// columns than this run Smooth and RestrictSmooth by parallel cyclic reduction, one thread per
 /// cell; 0 never; [`PCR_COLUMNS`] by default) and `STRATA_CUDA_TILE_STREAMS` (tiles of at most
 /// this many columns run their multigrid kernels concurrently; 0 never;
-/// [`TILE_STREAMS_COLUMNS`] by default).
+/// [`TILE_STREAMS_COLUMNS`] by default) and `STRATA_CUDA_NARROW_VALUES` (levels whose fields
+/// hold fewer values than this use the kernels with 32-bit offsets; 0 never; at most and by
+/// default [`NARROW_VALUES`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -299,7 +301,17 @@ pub struct Tuning {
     /// The tiles of a tiled level (the sphere's panels or blocks) with at most this many columns
     /// each run their multigrid kernels concurrently, one stream per tile (0: never).
     pub tile_streams_columns: usize,
+    /// Levels whose fields hold fewer values than this (at most [`NARROW_VALUES`]) use the
+    /// kernel build with 32-bit offsets (`-DIDX32`); 0: never.
+    pub narrow_values: usize,
 }
+
+/// The bound on a field (in values, halo and padding included) below which its level uses
+/// 32-bit offsets: 2^28, so that every offset its kernels form stays below 2^31 — into the
+/// finer level's field too, which the restriction reads with the coarse level's kernels (less
+/// than four times as large), and a neighbouring tile's. Offsets into a caller's arrays are
+/// 64-bit in both builds.
+pub const NARROW_VALUES: usize = 1 << 28;
 
 /// Default of [`Tuning::tile_streams_columns`]: a tile of 256 × 256 columns (512 blocks) does
 /// not fill an H100 or H200 alone.
@@ -321,6 +333,7 @@ impl Default for Tuning {
             block_x: BLOCK_X,
             pcr_columns: PCR_COLUMNS,
             tile_streams_columns: TILE_STREAMS_COLUMNS,
+            narrow_values: NARROW_VALUES,
         }
     }
 }
@@ -344,12 +357,23 @@ impl Tuning {
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or(TILE_STREAMS_COLUMNS);
+        let narrow_values = std::env::var("STRATA_CUDA_NARROW_VALUES")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(NARROW_VALUES)
+            .min(NARROW_VALUES);
         Self {
             options,
             block_x,
             pcr_columns,
             tile_streams_columns,
+            narrow_values,
         }
+    }
+
+    /// Whether a level whose fields hold `len` values uses 32-bit offsets.
+    pub fn narrow(&self, len: usize) -> bool {
+        len < self.narrow_values.min(NARROW_VALUES)
     }
 
     /// Whether Smooth stores its right-hand side (`-DSMOOTH_STORE_RHS`), which changes its traffic.
@@ -486,16 +510,21 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// Compiles for `nz` and fields stored in `storage` with `tuning` and loads every kernel
-    /// into `ctx`.
+    /// Compiles for `nz`, fields stored in `storage` and 32-bit offsets or not (`narrow`,
+    /// [`Tuning::narrow`]) with `tuning` and loads every kernel into `ctx`.
     pub fn load(
         ctx: &Arc<CudaContext>,
         nz: usize,
         storage: Storage,
+        narrow: bool,
         arch: &'static str,
         tuning: &Tuning,
     ) -> Result<Self> {
-        let ptx = cached_ptx(nz, arch, &storage_options(storage, &tuning.options))?;
+        let mut options = storage_options(storage, &tuning.options);
+        if narrow {
+            options.push(NARROW_OPTION.into());
+        }
+        let ptx = cached_ptx(nz, arch, &options)?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| backend_err(format!("loading the compiled kernels: {e}")))?;
@@ -515,6 +544,10 @@ impl Kernels {
         &self.fns[k as usize]
     }
 }
+
+/// The NVRTC option of the kernel build with 32-bit offsets into fields
+/// ([`Tuning::narrow`], kernels/common.cuh).
+pub const NARROW_OPTION: &str = "-DIDX32";
 
 /// The NVRTC options of a build whose fields are stored in `storage`: `options`, and for fp32
 /// `-DREAL=float --use_fast_math` (fp32 division and reciprocal to 2 ulp, denormals flushed:
@@ -539,7 +572,27 @@ pub fn backend_err(msg: impl Into<String>) -> StrataError {
 
 #[cfg(test)]
 mod tests {
-    use super::Kernel;
+    use super::{Kernel, Tuning, NARROW_VALUES};
+
+    /// 32-bit offsets only below 2^28 values, whatever the tuning asks; 0 turns them off.
+    #[test]
+    fn narrow_offsets_only_for_small_fields() {
+        let t = Tuning::default();
+        // A 1024² × 128 panel (1026 rows of 128 × 1088 values) is narrow, a 2048² one not.
+        assert!(t.narrow(1026 * 128 * 1088));
+        assert!(!t.narrow(2050 * 128 * 2112));
+        assert!(!t.narrow(NARROW_VALUES));
+        let off = Tuning {
+            narrow_values: 0,
+            ..Tuning::default()
+        };
+        assert!(!off.narrow(10));
+        let wide = Tuning {
+            narrow_values: usize::MAX,
+            ..Tuning::default()
+        };
+        assert!(!wide.narrow(NARROW_VALUES));
+    }
 
     /// `Kernels::get` indexes the loaded table by the enum's value: ALL must list the kernels in
     /// declaration order.

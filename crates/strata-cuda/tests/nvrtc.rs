@@ -2,7 +2,7 @@
 //! installs the NVRTC library from the `nvidia-cuda-nvrtc` wheel).
 
 use strata::precision::Storage;
-use strata_cuda::kernels::{compile_ptx, nvrtc_available, storage_options, Kernel};
+use strata_cuda::kernels::{compile_ptx, nvrtc_available, storage_options, Kernel, NARROW_OPTION};
 
 #[test]
 fn kernels_compile_for_ampere_and_hopper() {
@@ -13,16 +13,24 @@ fn kernels_compile_for_ampere_and_hopper() {
     );
     for arch in ["compute_80", "compute_90"] {
         // The paper's nz, an odd nz that leaves a partial checkpoint chunk, and the smallest;
-        // fields in fp64 and in fp32 (the multigrid of a mixed-precision solve).
-        for (nz, storage) in [
-            (128, Storage::F64),
-            (37, Storage::F64),
-            (2, Storage::F64),
-            (128, Storage::F32),
-            (37, Storage::F32),
+        // fields in fp64 and in fp32 (the multigrid of a mixed-precision solve); 64-bit and
+        // 32-bit offsets (the build of small levels).
+        for (nz, storage, narrow) in [
+            (128, Storage::F64, false),
+            (37, Storage::F64, false),
+            (2, Storage::F64, false),
+            (128, Storage::F32, false),
+            (37, Storage::F32, false),
+            (128, Storage::F64, true),
+            (2, Storage::F64, true),
+            (128, Storage::F32, true),
         ] {
-            let ptx = compile_ptx(nz, arch, &storage_options(storage, &[]))
-                .unwrap_or_else(|e| panic!("{arch}, nz = {nz}, {storage:?}: {e}"))
+            let mut options = storage_options(storage, &[]);
+            if narrow {
+                options.push(NARROW_OPTION.into());
+            }
+            let ptx = compile_ptx(nz, arch, &options)
+                .unwrap_or_else(|e| panic!("{arch}, nz = {nz}, {storage:?}, narrow {narrow}: {e}"))
                 .to_src();
             let target = arch.replace("compute", "sm");
             assert!(

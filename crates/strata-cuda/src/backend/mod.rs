@@ -242,7 +242,7 @@ pub struct CudaBackend {
     stream: Arc<CudaStream>,
     name: String,
     arch: &'static str,
-    modules: Mutex<HashMap<(usize, Storage), Arc<Kernels>>>,
+    modules: Mutex<HashMap<(usize, Storage, bool), Arc<Kernels>>>,
     reduce: Mutex<Reduce>,
     pinned: Pinned,
     tuning: Tuning,
@@ -364,23 +364,31 @@ impl CudaBackend {
 
     /// Compiles (or reads from the disk cache) and loads the kernels for `nz` levels now,
     /// instead of at the first level prepared: to time or to hide the first set-up.
+    /// Both offset widths are loaded: a hierarchy uses 32-bit offsets on the levels whose
+    /// fields are small enough ([`Tuning::narrow`]) and 64-bit ones on the others.
     pub fn load_kernels(&self, nz: usize) -> Result<()> {
-        self.kernels(nz, Storage::F64).map(|_| ())
+        self.kernels(nz, Storage::F64, false)?;
+        if self.tuning.narrow_values > 0 {
+            self.kernels(nz, Storage::F64, true)?;
+        }
+        Ok(())
     }
 
-    fn kernels(&self, nz: usize, storage: Storage) -> Result<Arc<Kernels>> {
+    /// The kernels for `nz` levels, `storage` and 32-bit offsets or not (`narrow`).
+    fn kernels(&self, nz: usize, storage: Storage, narrow: bool) -> Result<Arc<Kernels>> {
         let mut m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(k) = m.get(&(nz, storage)) {
+        if let Some(k) = m.get(&(nz, storage, narrow)) {
             return Ok(k.clone());
         }
         let k = Arc::new(Kernels::load(
             &self.ctx,
             nz,
             storage,
+            narrow,
             self.arch,
             &self.tuning,
         )?);
-        m.insert((nz, storage), k.clone());
+        m.insert((nz, storage, narrow), k.clone());
         Ok(k)
     }
 
@@ -572,7 +580,7 @@ impl Fields for CudaBackend {
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
         s.check_single()?;
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
-        let k = self.kernels(s.nz, s.storage)?;
+        let k = self.kernels(s.nz, s.storage, self.tuning.narrow(layout.len()))?;
         // Six values per column, filled in parallel (a large level has millions of columns).
         let mut cols = vec![0.0; 6 * s.columns.len()];
         cols.par_chunks_mut(6)
@@ -735,11 +743,11 @@ impl Probes for CudaBackend {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .find(|((_, s), _)| *s == Storage::F64)
+            .find(|((_, s, _), _)| *s == Storage::F64)
             .map(|(_, k)| k.clone());
         let k = match loaded {
             Some(k) => k,
-            None => self.kernels(128, Storage::F64)?,
+            None => self.kernels(128, Storage::F64, false)?,
         };
         let x = self.alloc_values(len)?;
         let mut y = self.alloc_values(len)?;
