@@ -111,6 +111,47 @@ fn iteration_counts_in_the_bands_at_cfl_8_4() {
     assert!(mg_its[0].abs_diff(mg_its[1]) <= 2, "{mg_its:?}");
 }
 
+/// mg with the red-black smoother contracts the residual by ≈ 0.2 per cycle: each of its four
+/// half-sweeps per cycle does work. (Post-smoothing in the reversed order, black then red, ended
+/// every cycle with the red half-sweep that the next one began with — a repeat that changes
+/// nothing — and gave 0.24 – 0.30 here, 13 cycles to 1e-8 instead of 10.) Its preconditioner form
+/// stays symmetric (cycle.rs tests the palindrome), so mg-cg is unchanged.
+#[test]
+fn red_black_mg_uses_every_half_sweep() {
+    let p = panel(32, 32, 8.4);
+    let mg = MgParams {
+        smoother: strata::solver::Smoother::RedBlack,
+        ..Default::default()
+    };
+    let params = SolveParams {
+        rtol: 1e-8,
+        ..Default::default()
+    };
+    let s = run(&p, SolverKind::Mg, &mg, &params);
+    assert_eq!(
+        s.info.reason,
+        ConvergedReason::ConvergedRtol,
+        "{:?}",
+        s.info
+    );
+    let h = &s.info.residuals;
+    let rates: Vec<f64> = h.windows(2).skip(1).map(|w| w[1] / w[0]).collect();
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    eprintln!(
+        "red-black mg: {} cycles, rates {rates:.3?}",
+        s.info.iterations
+    );
+    assert!(
+        mean < 0.22,
+        "mean contraction {mean:.3} per cycle: {rates:.3?}"
+    );
+    assert!(
+        s.info.iterations <= 11,
+        "{} cycles to 1e-8",
+        s.info.iterations
+    );
+}
+
 #[test]
 fn large_cfl_needs_coarse_smoothing_and_mg_cg_is_robust() {
     let p = panel(128, 64, 84.0);

@@ -42,6 +42,12 @@ impl<B: Backend> Hierarchy<B> {
         start: Start<'_, B>,
         f0: &B::Field,
     ) -> Result<()> {
+        // As a solver (from the current iterate), the fine level post-smooths red-black in the
+        // pre-smoother's order: the reversed order would end each cycle with the red half-sweep
+        // that the next cycle begins with, and the second of two red half-sweeps in a row
+        // recomputes the same values (docs/PERFORMANCE.md). The preconditioner keeps the
+        // palindrome that mg-cg's symmetry needs.
+        let reverse_post = !(lev == 0 && matches!(start, Start::Current));
         // Down: pre-smooth. A coarser level restricts the finer residual and smooths from zero
         // in one kernel (RestrictSmooth).
         match (lev, start) {
@@ -62,7 +68,7 @@ impl<B: Backend> Hierarchy<B> {
         self.vcycle(b, comm, timer, lev + 1, Start::Current, f0)?;
         // Up: add the interpolated correction, post-smooth.
         self.prolongate(b, comm, timer, lev)?;
-        self.smooth(b, comm, timer, lev, true, f0)
+        self.smooth(b, comm, timer, lev, reverse_post, f0)
     }
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (the preconditioner of mg-cg). `zero` is a
@@ -168,7 +174,7 @@ impl<B: Backend> Hierarchy<B> {
 
     /// One smoothing step on level `lev`, and its halo: block Jacobi u ← u + ρ M⁻¹ (f − A u)
     /// (out of place, then swapped), or a red-black sweep (red then black; black then red when
-    /// `reverse`, as after the coarse correction).
+    /// `reverse`, as after the coarse correction in the preconditioner's cycle).
     fn smooth<C: Comm<B>>(
         &mut self,
         b: &B,
