@@ -33,6 +33,8 @@ impl<B: Backend> Hierarchy<B> {
     /// One V(1,1)-cycle from level `lev` down: the paper's Algorithm 1 (docs/MODEL.md §9.2),
     /// with its fused kernels. Level 0 is the finest, with right-hand side `f0` (the caller's)
     /// and the caller's iterate swapped into its `u`; every coarser level starts from zero.
+    /// From zero (the preconditioner of mg-cg) the cycle is symmetric; from the current iterate
+    /// (mg as a solver) it need not be, and the red-black smoother sweeps in one order.
     pub(crate) fn vcycle<C: Comm<B>>(
         &mut self,
         b: &B,
@@ -42,14 +44,24 @@ impl<B: Backend> Hierarchy<B> {
         start: Start<'_, B>,
         f0: &B::Field,
     ) -> Result<()> {
-        // As a solver (from the current iterate), the fine level post-smooths red-black in the
-        // pre-smoother's order: the reversed order would end each cycle with the red half-sweep
-        // that the next cycle begins with, and the second of two red half-sweeps in a row
-        // recomputes the same values (docs/PERFORMANCE.md). The preconditioner keeps the
-        // palindrome that mg-cg's symmetry needs.
-        let reverse_post = !(lev == 0 && matches!(start, Start::Current));
+        let symmetric = matches!(start, Start::Zero(_));
+        self.cycle_from(b, comm, timer, lev, start, symmetric, f0)
+    }
+
+    /// The V-cycle of [`Hierarchy::vcycle`] from level `lev` down, symmetric or not.
+    #[allow(clippy::too_many_arguments)]
+    fn cycle_from<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        lev: usize,
+        start: Start<'_, B>,
+        symmetric: bool,
+        f0: &B::Field,
+    ) -> Result<()> {
         // Down: pre-smooth. A coarser level restricts the finer residual and smooths from zero
-        // in one kernel (RestrictSmooth).
+        // in one kernel (RestrictSmooth). Every pre-smoothing ends with a black half-sweep.
         match (lev, start) {
             (0, Start::Current) => self.smooth(b, comm, timer, 0, false, f0)?,
             (0, Start::Zero(zero)) => self.smooth_from_zero(b, comm, timer, zero, f0)?,
@@ -57,18 +69,33 @@ impl<B: Backend> Hierarchy<B> {
         }
         if lev == self.levels.len() - 1 {
             // Coarsest: the remaining smoothing steps are the coarse solve.
-            for step in 1..self.params.coarse_steps {
-                // Red-black alternates its order (black first on odd steps): a palindrome.
-                self.smooth(b, comm, timer, lev, step % 2 == 1, f0)?;
+            let steps = self.params.coarse_steps.saturating_sub(1);
+            if self.params.smoother == Smoother::RedBlack {
+                // Symmetric: the palindrome red-black, black-red, … of the other steps, whose
+                // every second half-sweep repeats the one before it (same colour, same
+                // neighbours: the same values, bit for bit) and is skipped — one half-sweep
+                // per step, alternating. Otherwise red then black every step.
+                let sweeps = if symmetric { steps } else { 2 * steps };
+                for s in 0..sweeps {
+                    self.half_sweep(b, comm, timer, lev, s % 2, f0)?;
+                }
+            } else {
+                for _ in 0..steps {
+                    self.smooth(b, comm, timer, lev, false, f0)?;
+                }
             }
             return Ok(());
         }
         self.residual(b, timer, lev, f0)?;
         // Recursion: the coarse-level correction.
-        self.vcycle(b, comm, timer, lev + 1, Start::Current, f0)?;
-        // Up: add the interpolated correction, post-smooth.
+        self.cycle_from(b, comm, timer, lev + 1, Start::Current, symmetric, f0)?;
+        // Up: add the interpolated correction, post-smooth: in the symmetric cycle in the
+        // reversed order (black then red); otherwise, on the finest level, red then black, as
+        // the reversed order would end each cycle with the red half-sweep that the next cycle
+        // begins with, which recomputes the same values (docs/PERFORMANCE.md).
         self.prolongate(b, comm, timer, lev)?;
-        self.smooth(b, comm, timer, lev, reverse_post, f0)
+        let reverse = symmetric || lev > 0;
+        self.smooth(b, comm, timer, lev, reverse, f0)
     }
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (the preconditioner of mg-cg). `zero` is a
