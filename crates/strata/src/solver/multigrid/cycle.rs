@@ -30,22 +30,21 @@ pub(crate) enum Start<'a, B: Backend> {
 }
 
 impl<B: Backend> Hierarchy<B> {
-    /// One V(1,1)-cycle from level `lev` down: the paper's Algorithm 1 (docs/MODEL.md §9.2),
-    /// with its fused kernels. Level 0 is the finest, with right-hand side `f0` (the caller's)
-    /// and the caller's iterate swapped into its `u`; every coarser level starts from zero.
-    /// From zero (the preconditioner of mg-cg) the cycle is symmetric; from the current iterate
-    /// (mg as a solver) it need not be, and the red-black smoother sweeps in one order.
+    /// One V(1,1)-cycle: the paper's Algorithm 1 (docs/MODEL.md §9.2), with its fused kernels.
+    /// Level 0 is the finest, with right-hand side `f0` (the caller's) and the caller's iterate
+    /// swapped into its `u`; every coarser level starts from zero. From zero (the
+    /// preconditioner of mg-cg) the cycle is symmetric; from the current iterate (mg as a
+    /// solver) it need not be, and the red-black smoother sweeps in one order.
     pub(crate) fn vcycle<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
         timer: &mut Timer,
-        lev: usize,
         start: Start<'_, B>,
         f0: &B::Field,
     ) -> Result<()> {
         let symmetric = matches!(start, Start::Zero(_));
-        self.cycle_from(b, comm, timer, lev, start, symmetric, f0)
+        self.cycle_from(b, comm, timer, 0, start, symmetric, f0)
     }
 
     /// The V-cycle of [`Hierarchy::vcycle`] from level `lev` down, symmetric or not.
@@ -109,7 +108,7 @@ impl<B: Backend> Hierarchy<B> {
         z: &mut B::Field,
         zero: &B::Field,
     ) -> Result<()> {
-        self.with_fine_u(z, |h| h.vcycle(b, comm, timer, 0, Start::Zero(zero), r))
+        self.with_fine_u(z, |h| h.vcycle(b, comm, timer, Start::Zero(zero), r))
     }
 
     /// u₀ ← ρ M⁻¹ f₀ (a smoothing step from zero on the finest level), and its halo.

@@ -232,7 +232,7 @@ impl<B: Backend> Multigrid<B> {
                             Ok([r, b.dot(&h.levels[0].op, f, f)?])
                         },
                         &mut |h: &mut Hierarchy<B>, timer: &mut Timer| {
-                            h.vcycle(b, comm, timer, 0, Start::Current, f)?;
+                            h.vcycle(b, comm, timer, Start::Current, f)?;
                             h.fine_residual(b, timer, f)
                         },
                     )
@@ -260,7 +260,7 @@ impl<B: Backend> Multigrid<B> {
                     &mut |(h, g, u): &mut (&mut Hierarchy<B>, &mut B::Field, &mut B::Field),
                           timer: &mut Timer| {
                         let rhs = &**g;
-                        h.with_fine_u(u, |h| h.vcycle(b, comm, timer, 0, Start::Current, rhs))?;
+                        h.with_fine_u(u, |h| h.vcycle(b, comm, timer, Start::Current, rhs))?;
                         // The cycle leaves u's faces exchanged (the 7-point exchange); the
                         // corners of tiles inside a panel need the whole operator's.
                         if corners {
