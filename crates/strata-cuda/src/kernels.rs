@@ -175,7 +175,7 @@ impl Kernel {
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
-    /// (`-DREAL=float`, [`storage_options`]) keeps.
+    /// (`-DREAL=float`, [`build_options`]) keeps.
     pub const fn name(self) -> &'static str {
         match self {
             Kernel::Fill => "fill_f64",
@@ -360,8 +360,7 @@ impl Tuning {
         let narrow_values = std::env::var("STRATA_CUDA_NARROW_VALUES")
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(NARROW_VALUES)
-            .min(NARROW_VALUES);
+            .unwrap_or(NARROW_VALUES);
         Self {
             options,
             block_x,
@@ -520,11 +519,7 @@ impl Kernels {
         arch: &'static str,
         tuning: &Tuning,
     ) -> Result<Self> {
-        let mut options = storage_options(storage, &tuning.options);
-        if narrow {
-            options.push(NARROW_OPTION.into());
-        }
-        let ptx = cached_ptx(nz, arch, &options)?;
+        let ptx = cached_ptx(nz, arch, &build_options(storage, narrow, &tuning.options))?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| backend_err(format!("loading the compiled kernels: {e}")))?;
@@ -553,11 +548,15 @@ pub const NARROW_OPTION: &str = "-DIDX32";
 /// `-DREAL=float --use_fast_math` (fp32 division and reciprocal to 2 ulp, denormals flushed:
 /// the preconditioner's Thomas chain of divisions was what bounded the fp32 Smooth; the fp64
 /// kernels are not affected by the flag; docs/PERFORMANCE.md).
-pub fn storage_options(storage: Storage, options: &[String]) -> Vec<String> {
+/// With 32-bit offsets (`narrow`) also [`NARROW_OPTION`].
+pub fn build_options(storage: Storage, narrow: bool, options: &[String]) -> Vec<String> {
     let mut all = options.to_vec();
     if storage == Storage::F32 {
         all.push("-DREAL=float".into());
         all.push("--use_fast_math".into());
+    }
+    if narrow {
+        all.push(NARROW_OPTION.into());
     }
     all
 }

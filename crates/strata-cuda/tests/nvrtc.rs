@@ -2,7 +2,7 @@
 //! installs the NVRTC library from the `nvidia-cuda-nvrtc` wheel).
 
 use strata::precision::Storage;
-use strata_cuda::kernels::{compile_ptx, nvrtc_available, storage_options, Kernel, NARROW_OPTION};
+use strata_cuda::kernels::{build_options, compile_ptx, nvrtc_available, Kernel};
 
 #[test]
 fn kernels_compile_for_ampere_and_hopper() {
@@ -25,11 +25,7 @@ fn kernels_compile_for_ampere_and_hopper() {
             (2, Storage::F64, true),
             (128, Storage::F32, true),
         ] {
-            let mut options = storage_options(storage, &[]);
-            if narrow {
-                options.push(NARROW_OPTION.into());
-            }
-            let ptx = compile_ptx(nz, arch, &options)
+            let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, &[]))
                 .unwrap_or_else(|e| panic!("{arch}, nz = {nz}, {storage:?}, narrow {narrow}: {e}"))
                 .to_src();
             let target = arch.replace("compute", "sm");
