@@ -289,7 +289,8 @@ impl Kernel {
 /// this many columns run their multigrid kernels concurrently; 0 never;
 /// [`TILE_STREAMS_COLUMNS`] by default) and `STRATA_CUDA_NARROW_VALUES` (levels whose fields
 /// hold fewer values than this use the kernels with 32-bit offsets; 0 never; at most and by
-/// default [`NARROW_VALUES`]).
+/// default [`NARROW_VALUES`]) and `STRATA_CUDA_GRAPHS` (0: run the multigrid preconditioner's
+/// kernels one launch at a time instead of replaying a CUDA graph of them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -304,6 +305,9 @@ pub struct Tuning {
     /// Levels whose fields hold fewer values than this (at most [`NARROW_VALUES`]) use the
     /// kernel build with 32-bit offsets (`-DIDX32`); 0: never.
     pub narrow_values: usize,
+    /// Whether work that solvers mark as repeated ([`strata::backend::Fields::replay`]: the
+    /// V-cycle of a preconditioner) is recorded once as a CUDA graph and replayed.
+    pub graphs: bool,
 }
 
 /// The bound on a field (in values, halo and padding included) below which its level uses
@@ -334,6 +338,7 @@ impl Default for Tuning {
             pcr_columns: PCR_COLUMNS,
             tile_streams_columns: TILE_STREAMS_COLUMNS,
             narrow_values: NARROW_VALUES,
+            graphs: true,
         }
     }
 }
@@ -361,12 +366,14 @@ impl Tuning {
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or(NARROW_VALUES);
+        let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
         Self {
             options,
             block_x,
             pcr_columns,
             tile_streams_columns,
             narrow_values,
+            graphs,
         }
     }
 

@@ -70,6 +70,67 @@ fn solvers_agree_with_the_cpu_at_512() {
     solvers_agree(512);
 }
 
+/// The V-cycles recorded as CUDA graphs and replayed give, bit for bit, the residual history
+/// of the same V-cycles launched kernel by kernel: for each smoother (the Jacobi one swaps its
+/// fields on the host, which a replay repeats), precision, geometry (the sphere's tiles) and the
+/// solvers whose preconditioner is a V-cycle (GCR applies it to a new field per direction).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn replayed_cycles_give_the_launched_ones_iterates() {
+    use strata::problem::Geometry;
+    use strata::solver::{Precision, Smoother};
+    use strata_cuda::kernels::Tuning;
+    let graphs = gpu();
+    assert!(graphs.tuning().graphs, "graphs are on by default");
+    let launched = CudaBackend::with_tuning(
+        0,
+        Tuning {
+            graphs: false,
+            ..Tuning::default()
+        },
+    )
+    .unwrap();
+    for geometry in [Geometry::Panel, Geometry::Sphere] {
+        let p = ProblemParams {
+            n: 64,
+            nz: 32,
+            geometry,
+            ..Default::default()
+        };
+        let rhs = match geometry {
+            Geometry::Sphere => strata::problem::build_rhs_tiles(
+                &p,
+                RhsKind::Random,
+                3,
+                &strata::grid::sphere::tiles(p.n, 1),
+            ),
+            _ => build_rhs(&p, RhsKind::Random, 3, &Block::whole(p.n)),
+        };
+        for kind in [SolverKind::MgCg, SolverKind::Mg, SolverKind::Gcr] {
+            for smoother in [Smoother::Jacobi, Smoother::RedBlack] {
+                for precision in [Precision::F64, Precision::Mixed] {
+                    let cfg = SolverConfig::new(kind)
+                        .with_smoother(smoother)
+                        .with_precision(precision)
+                        .with_rtol(1e-9);
+                    let history = |b: &CudaBackend| {
+                        let mut h = Vec::new();
+                        let s = strata::solve(b, &p, &cfg, &rhs, &mut |_, r| h.push(r)).unwrap();
+                        (h, s.u)
+                    };
+                    let (a, ua) = history(&graphs);
+                    let (b, ub) = history(&launched);
+                    let what = format!("{geometry:?} {} {smoother:?} {precision:?}", kind.name());
+                    println!("replayed cycles, {what}: {} iterations", a.len());
+                    assert!(a.len() > 3, "{what}: too few iterations to replay");
+                    assert_eq!(a, b, "{what}: residual histories differ");
+                    assert_eq!(ua, ub, "{what}: solutions differ");
+                }
+            }
+        }
+    }
+}
+
 /// With per-cell coefficient fields (smooth, contrast 10, and with an advection vector), every
 /// solver that takes the operator gives the CPU's iteration counts and, solved to 1e-10, its
 /// solution to 1e-8. The exception is the line-preconditioned BiCGStab: its 130-odd iterations

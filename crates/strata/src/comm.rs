@@ -32,6 +32,12 @@ pub trait Comm<B: Backend> {
     fn barrier(&self) -> Result<()> {
         self.sum(&mut [0.0])
     }
+    /// Whether [`Comm::exchange`] only queues the backend's own kernels (no host
+    /// communication, no wait): then work that exchanges halos may be recorded and replayed
+    /// ([`crate::backend::Fields::replay`]). False by default.
+    fn queues_only(&self) -> bool {
+        false
+    }
 }
 
 /// The communicator of a single process.
@@ -57,6 +63,10 @@ impl<B: Backend> Comm<B> for SerialComm {
 
     fn sum(&self, _values: &mut [f64]) -> Result<()> {
         Ok(())
+    }
+
+    fn queues_only(&self) -> bool {
+        true
     }
 }
 
@@ -159,6 +169,10 @@ impl<H: Handle> Comm<Tiled<H>> for SphereComm {
 
     fn sum(&self, _values: &mut [f64]) -> Result<()> {
         Ok(())
+    }
+
+    fn queues_only(&self) -> bool {
+        true
     }
 }
 

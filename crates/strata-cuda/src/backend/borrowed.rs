@@ -173,7 +173,7 @@ impl CudaBackend {
     pub fn import(&self, op: &CudaLevel, a: &DeviceArray, x: &mut CudaField) -> Result<()> {
         self.check(op, &[x])?;
         self.check_array(op.layout, a, "input array")?;
-        let (field, _sync) = x.data.device_ptr_mut(&self.stream);
+        let (field, _sync) = x.data.device_ptr_mut(self.base());
         self.borrowed_launch(op, a, true, field)
     }
 
@@ -181,7 +181,7 @@ impl CudaBackend {
     pub fn export(&self, op: &CudaLevel, x: &CudaField, a: &DeviceArray) -> Result<()> {
         self.check(op, &[x])?;
         self.check_array(op.layout, a, "output array")?;
-        let (field, _sync) = x.data.device_ptr(&self.stream);
+        let (field, _sync) = x.data.device_ptr(self.base());
         self.borrowed_launch(op, a, false, field)
     }
 
@@ -203,7 +203,7 @@ impl CudaBackend {
                 let rows = (l.ny as usize - j0).min(65535);
                 let h = a.ptr + j0 as u64 * row;
                 let j0i = j0 as i32;
-                let mut b = self.stream.launch_builder(op.k.get(kernel));
+                let mut b = self.base().launch_builder(op.k.get(kernel));
                 b.arg(&l).arg(&j0i);
                 if into_field {
                     b.arg(&h).arg(&field);
@@ -229,7 +229,7 @@ impl CudaBackend {
                 "of more than 65535 rows or levels in a non-k-fastest order is not supported",
             ));
         }
-        let mut b = self.stream.launch_builder(op.k.get(kernel));
+        let mut b = self.base().launch_builder(op.k.get(kernel));
         b.arg(&l);
         if into_field {
             b.arg(&a.ptr).arg(&si).arg(&sj).arg(&sk).arg(&field);

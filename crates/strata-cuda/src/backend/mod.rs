@@ -7,7 +7,7 @@ use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 use strata::backend::{face_len, Fields, Side};
@@ -255,6 +255,10 @@ pub struct CudaBackend {
     tiles_open: AtomicUsize,
     /// The tile stream of the next launch, while a group is open.
     tile_now: AtomicUsize,
+    /// The stream [`Fields::replay`] records on, made on first use.
+    capture: OnceLock<Arc<CudaStream>>,
+    /// Whether a recording is under way (every launch then goes to `capture`).
+    capturing: AtomicBool,
 }
 
 /// Most streams of a concurrent group of tiles (tiles beyond share them in turn).
@@ -327,6 +331,8 @@ impl CudaBackend {
             tile_streams: OnceLock::new(),
             tiles_open: AtomicUsize::new(0),
             tile_now: AtomicUsize::new(0),
+            capture: OnceLock::new(),
+            capturing: AtomicBool::new(false),
         })
     }
 
@@ -338,8 +344,31 @@ impl CudaBackend {
             self.tile_streams.get(),
         ) {
             (n, Some(side)) if n > 0 => &side[self.tile_now.load(Ordering::Relaxed) % n],
+            _ => self.base(),
+        }
+    }
+
+    /// The stream every kernel and copy of this backend goes to: the one stream, or while a
+    /// [`Fields::replay`] body is being recorded, the capture stream (the legacy default
+    /// stream, which the backend runs on so that callers' arrays written on it are ordered
+    /// with its kernels, cannot be captured).
+    fn base(&self) -> &Arc<CudaStream> {
+        match (self.capturing.load(Ordering::Relaxed), self.capture.get()) {
+            (true, Some(c)) => c,
             _ => &self.stream,
         }
+    }
+
+    /// The streams of concurrent tiles ([`Fields::fork_tiles`]), made on first use.
+    fn tile_streams(&self) -> Result<&Vec<Arc<CudaStream>>> {
+        if self.tile_streams.get().is_none() {
+            let side = (0..TILE_STREAMS)
+                .map(|_| cu(self.stream.fork()))
+                .collect::<Result<Vec<_>>>()?;
+            // Another thread may have set them first: then these are dropped unused.
+            let _ = self.tile_streams.set(side);
+        }
+        Ok(self.tile_streams.get().expect("set above"))
     }
 
     /// Whether the Smooth kernel was built to store its right-hand side (`-DSMOOTH_STORE_RHS`).
@@ -462,12 +491,12 @@ impl CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(f);
+        let mut b = self.base().launch_builder(f);
         b.arg(&r.partials).arg(&nb).arg(&nc).arg(&mut r.out);
         // SAFETY: partials holds blocks × ncomp values (sized in prepare_level), out 2 values.
         cu(unsafe { b.launch(cfg) })?;
         let mut host = [0.0; 2];
-        cu(self.stream.memcpy_dtoh(&r.out, &mut host))?;
+        cu(self.base().memcpy_dtoh(&r.out, &mut host))?;
         Ok(host)
     }
 
@@ -517,7 +546,7 @@ impl CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(op.k.get(kernel));
+        let mut b = self.base().launch_builder(op.k.get(kernel));
         b.arg(&op.layout).arg(&s).arg(&count).arg(&src).arg(&dst);
         // SAFETY: `src` and `dst` are the device addresses of a live field of this level and a
         // buffer of count × nz values (checked by the callers, who hold them borrowed for the
@@ -642,29 +671,35 @@ impl Fields for CudaBackend {
     }
 
     fn synchronize(&self) -> Result<()> {
-        cu(self.stream.synchronize())
+        cu(self.base().synchronize())
     }
 
     fn fork_tiles(&self, tiles: usize, columns: usize) -> Result<()> {
         if tiles < 2 || columns > self.tuning.tile_streams_columns {
             return Ok(());
         }
-        if self.tile_streams.get().is_none() {
-            let side = (0..TILE_STREAMS)
-                .map(|_| cu(self.stream.fork()))
-                .collect::<Result<Vec<_>>>()?;
-            // Another thread may have set them first: then these are dropped unused.
-            let _ = self.tile_streams.set(side);
-        }
-        let side = self.tile_streams.get().expect("set above");
+        let side = self.tile_streams()?;
         let n = tiles.min(TILE_STREAMS);
         // Each tile stream waits for the work queued so far (the fields the tiles read).
         for s in &side[..n] {
-            cu(s.join(&self.stream))?;
+            cu(s.join(self.base()))?;
         }
         self.tile_now.store(0, Ordering::Relaxed);
         self.tiles_open.store(n, Ordering::Relaxed);
         Ok(())
+    }
+
+    fn replay(
+        &self,
+        rec: &mut strata::backend::Recording,
+        key: &[u64],
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<bool> {
+        self.replay_graph(rec, key, body)
+    }
+
+    fn address(&self, x: &CudaField) -> u64 {
+        x.data.device_ptr(&self.stream).0
     }
 
     fn on_tile(&self, t: usize) {
@@ -675,7 +710,7 @@ impl Fields for CudaBackend {
         let n = self.tiles_open.swap(0, Ordering::Relaxed);
         if let (true, Some(side)) = (n > 0, self.tile_streams.get()) {
             for s in &side[..n] {
-                cu(self.stream.join(s))?;
+                cu(self.base().join(s))?;
             }
         }
         Ok(())
@@ -772,6 +807,7 @@ pub use borrowed::{DeviceArray, Order};
 // After `launch_columns!`, which they use (macros are in scope from their definition on).
 mod borrowed;
 mod cells;
+mod graph;
 mod lines;
 mod stencil;
 mod transfer;

@@ -20,9 +20,9 @@ impl TransferKernels for CudaBackend {
                 &mut cu(buf.host_mut())?[..n * row],
                 &host[j0 * row..(j0 + n) * row],
             );
-            cu(self.stream.memcpy_htod(&*buf.slice_mut(), &mut staging))?;
-            cu(buf.used(&self.stream))?;
-            let mut b = self.stream.launch_builder(op.k.get(K::ToDevice));
+            cu(self.base().memcpy_htod(&*buf.slice_mut(), &mut staging))?;
+            cu(buf.used(self.base()))?;
+            let mut b = self.base().launch_builder(op.k.get(K::ToDevice));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&staging).arg(&mut x.data);
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
@@ -50,14 +50,14 @@ impl TransferKernels for CudaBackend {
         };
         for (c, &j0) in chunks.iter().enumerate() {
             let n = rows.min(l.ny as usize - j0);
-            let mut b = self.stream.launch_builder(op.k.get(K::ToHost));
+            let mut b = self.base().launch_builder(op.k.get(K::ToHost));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&x.data).arg(&mut staging);
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
             cu(unsafe { b.launch(self.transpose_cfg(op, n)) })?;
             let buf = &mut pinned[c % 2];
-            cu(self.stream.memcpy_dtoh(&staging, buf.slice_mut()))?;
-            cu(buf.used(&self.stream))?;
+            cu(self.base().memcpy_dtoh(&staging, buf.slice_mut()))?;
+            cu(buf.used(self.base()))?;
             if c > 0 {
                 copy_out(c - 1, &mut pinned)?;
             }
@@ -86,7 +86,7 @@ impl TransferKernels for CudaBackend {
             (_, DeviceValues::F64(_)) => (K::Widen, &from.k),
             (DeviceValues::F64(_), _) => (K::Narrow, &to.k),
             (DeviceValues::F32(a), DeviceValues::F32(b)) => {
-                return cu(self.stream.memcpy_dtod(a, b));
+                return cu(self.base().memcpy_dtod(a, b));
             }
         };
         let cfg = LaunchConfig {
@@ -95,7 +95,7 @@ impl TransferKernels for CudaBackend {
             shared_mem_bytes: 0,
         };
         let n = n as i64;
-        let mut b = self.stream.launch_builder(k.get(kernel));
+        let mut b = self.base().launch_builder(k.get(kernel));
         b.arg(&n).arg(&x.data).arg(&mut y.data);
         // SAFETY: both fields have the same layout (the same block, checked), so n values of
         // each; the kernel's build stores the non-fp64 side (`widen` reads its REAL, `narrow`
@@ -119,8 +119,8 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         assert_eq!(buf.len(), face_len(&op.stencil, side));
         use cudarc::driver::DevicePtrMut;
-        let (src, _g) = x.data.device_ptr(&self.stream);
-        let (dst, _h) = buf.device_ptr_mut(&self.stream);
+        let (src, _g) = x.data.device_ptr(self.base());
+        let (dst, _h) = buf.device_ptr_mut(self.base());
         self.face_launch(op, K::PackFace, side, src, dst)
     }
 
@@ -134,8 +134,8 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         assert_eq!(buf.len(), face_len(&op.stencil, side));
         use cudarc::driver::DevicePtr;
-        let (src, _g) = buf.device_ptr(&self.stream);
-        let (dst, _h) = x.data.device_ptr_mut(&self.stream);
+        let (src, _g) = buf.device_ptr(self.base());
+        let (dst, _h) = x.data.device_ptr_mut(self.base());
         self.face_launch(op, K::UnpackFace, side, src, dst)
     }
 
@@ -149,7 +149,7 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         strata::backend::check_column(&op.stencil, at, buf.len())?;
         let (ih, jh) = (at.0 as i32, at.1 as i32);
-        let mut b = self.stream.launch_builder(op.k.get(K::PackColumn));
+        let mut b = self.base().launch_builder(op.k.get(K::PackColumn));
         b.arg(&op.layout).arg(&ih).arg(&jh).arg(&x.data).arg(buf);
         // SAFETY: the column is inside the field's layout (halo included, checked) and the
         // buffer holds nz values (checked); one thread per value.
@@ -166,7 +166,7 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         strata::backend::check_column(&op.stencil, at, buf.len())?;
         let (ih, jh) = (at.0 as i32, at.1 as i32);
-        let mut b = self.stream.launch_builder(op.k.get(K::UnpackColumn));
+        let mut b = self.base().launch_builder(op.k.get(K::UnpackColumn));
         b.arg(&op.layout)
             .arg(&ih)
             .arg(&jh)
@@ -195,7 +195,7 @@ impl TransferKernels for CudaBackend {
         }
         let (si, sj) = (src_at.0 as i32, src_at.1 as i32);
         let (ih, jh) = (at.0 as i32, at.1 as i32);
-        let mut b = self.stream.launch_builder(op.k.get(K::CopyColumn));
+        let mut b = self.base().launch_builder(op.k.get(K::CopyColumn));
         b.arg(&src_op.layout)
             .arg(&si)
             .arg(&sj)
@@ -232,7 +232,7 @@ impl TransferKernels for CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(op.k.get(K::CopyHalo));
+        let mut b = self.base().launch_builder(op.k.get(K::CopyHalo));
         b.arg(&src_op.layout).arg(&s).arg(&src.data).arg(&op.layout);
         b.arg(&d).arg(&count).arg(&rev).arg(&mut x.data);
         // SAFETY: both fields match their layouts (checked above) and the faces have `count`
@@ -267,7 +267,7 @@ impl TransferKernels for CudaBackend {
         let ptrs: Vec<u64> = x
             .iter()
             .map(|f| {
-                let (p, g) = f.data.device_ptr(&self.stream);
+                let (p, g) = f.data.device_ptr(self.base());
                 guards.push(g);
                 p
             })
@@ -294,7 +294,7 @@ impl TransferKernels for CudaBackend {
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = self.stream.launch_builder(first.k.get(K::CopyHalos));
+            let mut b = self.base().launch_builder(first.k.get(K::CopyHalos));
             b.arg(&layout).arg(&count).arg(&batch);
             // SAFETY: every address is a live field of `layout` (checked above), held
             // exclusively through `x` for the launch; link y reads `count` columns of nz values
@@ -316,7 +316,7 @@ impl TransferKernels for CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(op.k.get(K::ReverseFace));
+        let mut b = self.base().launch_builder(op.k.get(K::ReverseFace));
         b.arg(&count).arg(buf);
         // SAFETY: the buffer holds `count` whole columns of nz values (asserted); each thread
         // swaps two values of distinct columns, and no two threads touch the same value.
@@ -325,13 +325,13 @@ impl TransferKernels for CudaBackend {
 
     fn face_to_host(&self, buf: &CudaSlice<f64>, host: &mut [f64]) -> Result<()> {
         assert_eq!(buf.len(), host.len());
-        cu(self.stream.memcpy_dtoh(buf, host))?;
-        cu(self.stream.synchronize())
+        cu(self.base().memcpy_dtoh(buf, host))?;
+        cu(self.base().synchronize())
     }
 
     fn face_from_host(&self, host: &[f64], buf: &mut CudaSlice<f64>) -> Result<()> {
         assert_eq!(buf.len(), host.len());
-        cu(self.stream.memcpy_htod(host, buf))
+        cu(self.base().memcpy_htod(host, buf))
     }
 }
 

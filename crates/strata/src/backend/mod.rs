@@ -10,8 +10,11 @@
 
 pub mod cpu;
 mod line_gs;
+mod recording;
 pub mod reference;
 pub mod tiled;
+
+pub use recording::Recording;
 
 /// The backend traits, for calling kernels on a concrete backend type:
 /// `use strata::backend::prelude::*;`.
@@ -211,6 +214,34 @@ pub trait Fields: Sync {
     /// Orders all that follows after every tile's call since [`Fields::fork_tiles`].
     fn join_tiles(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// Runs `body`, which queues the same kernels on the same fields at every call and never
+    /// waits on the host (no reduction read back, no host communication). A backend that can
+    /// replay queued work cheaply (a CUDA graph: one launch for the whole body) records the
+    /// body's work into `rec` under `key` (the addresses of the fields it touches,
+    /// [`Fields::address`]) at the first call and replays it at later calls; if the body
+    /// cannot be recorded, it runs directly and `rec` remembers that (so a body must give the
+    /// same result when run again after a partial run whose kernels never executed: the
+    /// V-cycle from zero, which reads only its right-hand side, does). Returns whether `body`
+    /// ran (false: its recorded work was replayed, and whatever the body does on the host —
+    /// swapping fields, say — is the caller's to repeat). By default (the host backends) it
+    /// just runs `body`.
+    fn replay(
+        &self,
+        rec: &mut Recording,
+        key: &[u64],
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<bool> {
+        let _ = (rec, key);
+        body().map(|()| true)
+    }
+
+    /// The identity of a field's memory, for the keys of [`Fields::replay`] (a device
+    /// address). By default 0: a backend that records nothing needs no key.
+    fn address(&self, x: &Self::Field) -> u64 {
+        let _ = x;
+        0
     }
 }
 

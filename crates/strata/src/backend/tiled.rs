@@ -172,6 +172,21 @@ impl<H: Handle> Fields for Tiled<H> {
     fn synchronize(&self) -> Result<()> {
         self.inner().synchronize()
     }
+
+    fn replay(
+        &self,
+        rec: &mut super::Recording,
+        key: &[u64],
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<bool> {
+        // Every tile's kernels go to the inner backend, so it records them all.
+        self.inner().replay(rec, key, body)
+    }
+
+    fn address(&self, x: &Self::Field) -> u64 {
+        // The tiles of a field are allocated together and live together: the first names them.
+        x.first().map_or(0, |t| self.inner().address(t))
+    }
 }
 
 impl<H: Handle> VectorKernels for Tiled<H> {

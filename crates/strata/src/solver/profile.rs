@@ -46,6 +46,11 @@ impl Timer {
         }
     }
 
+    /// Whether it times (and so synchronises around every kernel).
+    pub(crate) fn enabled(&self) -> bool {
+        self.profile.is_some()
+    }
+
     /// Runs `f`, timing it as `kernel` on level `lev` when enabled.
     pub(crate) fn run<B: Backend, R>(
         &mut self,

@@ -7,7 +7,7 @@
 //! eight (docs/PERFORMANCE.md).
 
 use super::{Hierarchy, MgParams};
-use crate::backend::Backend;
+use crate::backend::{Backend, Recording};
 use crate::comm::Comm;
 use crate::error::{invalid, Result};
 use crate::precision::Storage;
@@ -36,6 +36,13 @@ pub struct MgPreconditioner<B: Backend> {
     zero: B::Field,
     /// The outer side, where the hierarchy is not the outer operator.
     outer: Option<Outer<B>>,
+    /// The cycle's kernels as the backend recorded them (a CUDA graph), keyed by the fields'
+    /// arrangement ([`MgPreconditioner::arrangement`]); cleared when the operators or the
+    /// communicator change.
+    rec: Recording,
+    /// For each recorded arrangement, which fields the cycle swaps on the host (the Jacobi
+    /// smoother's out-of-place steps): repeated when the recording is replayed.
+    swaps: Vec<(Vec<u64>, Vec<bool>)>,
 }
 
 impl<B: Backend> MgPreconditioner<B> {
@@ -67,6 +74,8 @@ impl<B: Backend> MgPreconditioner<B> {
             h,
             zero,
             outer: outer_side,
+            rec: Recording::new(),
+            swaps: Vec::new(),
         })
     }
 
@@ -103,6 +112,7 @@ impl<B: Backend> MgPreconditioner<B> {
                     "the new operator has cross terms that the prepared hierarchy does not relax",
                 ),
             };
+        self.forget_recordings();
         self.h
             .replace_operators(b, &with_storage(stencils, storage))?;
         if let (Some(m), Some(fine)) = (&mut self.outer, fine) {
@@ -114,6 +124,7 @@ impl<B: Backend> MgPreconditioner<B> {
 
     /// Lets `comm` allocate what every level's exchanges need (and the fp64 finest level's).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
+        self.forget_recordings();
         if let Some(m) = &mut self.outer {
             comm.prepare(b, &m.fine)?;
         }
@@ -122,7 +133,9 @@ impl<B: Backend> MgPreconditioner<B> {
 
     /// z ← P r: one V-cycle on A z = r from zero; z's halo is exchanged (for the outer
     /// operator, the corners of tiles included). `r` and `z` are fine fp64 fields of the outer
-    /// iteration.
+    /// iteration. Where nothing in the cycle waits on the host (a communicator that only
+    /// queues kernels, no timer), the backend may record the cycle once per pair r, z and
+    /// replay it ([`crate::backend::Fields::replay`]: one CUDA graph launch on the GPU).
     pub fn apply<C: Comm<B>>(
         &mut self,
         b: &B,
@@ -131,7 +144,51 @@ impl<B: Backend> MgPreconditioner<B> {
         r: &B::Field,
         z: &mut B::Field,
     ) -> Result<()> {
-        let Self { h, zero, outer } = self;
+        if !comm.queues_only() || timer.enabled() {
+            return self.apply_now(b, comm, timer, r, z);
+        }
+        let key = self.arrangement(b, r, z);
+        let mut rec = std::mem::take(&mut self.rec);
+        let ran = b.replay(&mut rec, &key, &mut || self.apply_now(b, comm, timer, r, z));
+        self.rec = rec;
+        if !ran? {
+            // Replayed: the recorded kernels ran on this arrangement; make the host's swaps.
+            let Some((_, swaps)) = self.swaps.iter().find(|(k, _)| *k == key) else {
+                return Err(crate::error::StrataError::Backend {
+                    backend: b.name(),
+                    msg: "a V-cycle was replayed that was never recorded here".into(),
+                });
+            };
+            let swaps = swaps.clone();
+            self.swap(z, &swaps);
+            return Ok(());
+        }
+        // Ran: learn its swaps, and check that they are all it changed; otherwise nothing
+        // recorded for it may be replayed.
+        let after = self.arrangement(b, r, z);
+        let pairs = self.swap_pairs();
+        let swaps = swaps_between(&key, &after, &pairs);
+        if apply_swaps(&key, &pairs, &swaps) == after {
+            if !self.swaps.iter().any(|(k, _)| *k == key) {
+                self.swaps.push((key, swaps));
+            }
+        } else {
+            self.rec
+                .refuse("the cycle moved its fields in a way a replay cannot repeat".into());
+        }
+        Ok(())
+    }
+
+    /// [`MgPreconditioner::apply`], its kernels queued one by one.
+    fn apply_now<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        r: &B::Field,
+        z: &mut B::Field,
+    ) -> Result<()> {
+        let Self { h, zero, outer, .. } = self;
         let Some(m) = outer else {
             return h.precondition(b, comm, timer, r, z, zero);
         };
@@ -152,6 +209,71 @@ impl<B: Backend> MgPreconditioner<B> {
         }
         Ok(())
     }
+
+    /// Forgets what was recorded (operators or communicator changed).
+    fn forget_recordings(&mut self) {
+        self.rec.clear();
+        self.swaps.clear();
+    }
+
+    /// The addresses of the fields a cycle touches: r, z, the fp32 r and z of mixed precision
+    /// (0 without), then each level's u and work field.
+    fn arrangement(&self, b: &B, r: &B::Field, z: &B::Field) -> Vec<u64> {
+        let (r32, z32) = match self.outer.as_ref().and_then(|m| m.fp32.as_ref()) {
+            Some((r32, z32)) => (b.address(r32), b.address(z32)),
+            None => (0, 0),
+        };
+        let mut a = vec![b.address(r), b.address(z), r32, z32];
+        for l in &self.h.levels {
+            a.push(b.address(&l.u));
+            a.push(b.address(&l.work));
+        }
+        a
+    }
+
+    /// The pairs of [`MgPreconditioner::arrangement`]'s entries a cycle may swap, one per
+    /// level: its iterate (on the finest level z, or the fp32 z) and its work field.
+    fn swap_pairs(&self) -> Vec<(usize, usize)> {
+        let fine = if self.storage() == Storage::F32 { 3 } else { 1 };
+        (0..self.h.levels.len())
+            .map(|lev| (if lev == 0 { fine } else { 4 + 2 * lev }, 5 + 2 * lev))
+            .collect()
+    }
+
+    /// Makes the swaps of a replayed cycle on the host (see [`swaps_between`]).
+    fn swap(&mut self, z: &mut B::Field, swaps: &[bool]) {
+        let Self { h, outer, .. } = self;
+        let fine = match outer.as_mut().and_then(|m| m.fp32.as_mut()) {
+            Some((_, z32)) => z32,
+            None => z,
+        };
+        for (lev, l) in h.levels.iter_mut().enumerate() {
+            if swaps[lev] {
+                let u = if lev == 0 { &mut *fine } else { &mut l.u };
+                std::mem::swap(u, &mut l.work);
+            }
+        }
+    }
+}
+
+/// Per pair of `pairs`, whether a cycle swapped the two fields, from the arrangements
+/// ([`MgPreconditioner::arrangement`]) before and after it.
+fn swaps_between(before: &[u64], after: &[u64], pairs: &[(usize, usize)]) -> Vec<bool> {
+    pairs
+        .iter()
+        .map(|&(i, j)| before[i] != before[j] && after[i] == before[j])
+        .collect()
+}
+
+/// The arrangement `before` with the pairs of `swaps` swapped (see [`swaps_between`]).
+fn apply_swaps(before: &[u64], pairs: &[(usize, usize)], swaps: &[bool]) -> Vec<u64> {
+    let mut a = before.to_vec();
+    for (&(i, j), &s) in pairs.iter().zip(swaps) {
+        if s {
+            a.swap(i, j);
+        }
+    }
+    a
 }
 
 /// Whether the hierarchy for `stencils` relaxes another operator than the outer iteration's:
@@ -172,4 +294,30 @@ fn with_storage(stencils: &[LevelStencil], storage: Storage) -> Vec<LevelStencil
 /// The 7-point parts of `stencils`, as a hierarchy relaxes them.
 pub(crate) fn seven_point(stencils: &[LevelStencil]) -> Vec<LevelStencil> {
     stencils.iter().map(LevelStencil::seven_point).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{apply_swaps, swaps_between};
+
+    #[test]
+    fn a_cycles_swaps_are_learnt_and_repeated() {
+        // r, z, r32, z32, then (u, work) of two levels; z swapped with the finest work field,
+        // the coarse level's u with its work field.
+        let pairs = [(1, 5), (6, 7)];
+        let before = [10, 11, 0, 0, 12, 13, 14, 15];
+        let after = [10, 13, 0, 0, 12, 11, 15, 14];
+        let swaps = swaps_between(&before, &after, &pairs);
+        assert_eq!(swaps, [true, true]);
+        assert_eq!(apply_swaps(&before, &pairs, &swaps), after);
+        // Nothing moved.
+        assert_eq!(swaps_between(&before, &before, &pairs), [false, false]);
+        // A move that is not a swap of a pair is not mistaken for one.
+        let odd = [10, 13, 0, 0, 11, 12, 14, 15];
+        let swaps = swaps_between(&before, &odd, &pairs);
+        assert_ne!(apply_swaps(&before, &pairs, &swaps), odd);
+        // Host backends give every field address 0: no swap is seen, and none is made.
+        let zeros = [0; 8];
+        assert_eq!(swaps_between(&zeros, &zeros, &pairs), [false, false]);
+    }
 }

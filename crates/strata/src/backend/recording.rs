@@ -1,0 +1,113 @@
+//! Recordings of repeated work: what [`super::Fields::replay`] keeps between calls (a CUDA
+//! graph of a V-cycle, on the GPU), by the identity of the fields the work touches.
+
+use std::any::Any;
+
+/// At most this many recordings per [`Recording`] (GCR's directions each key one); the oldest
+/// is dropped for a new one beyond it.
+const MAX_KEYS: usize = 8;
+
+/// Work a backend recorded, keyed by the addresses of the fields it reads and writes
+/// ([`super::Fields::address`]): replaying a recording repeats the same kernels on the same
+/// memory, so a call on other fields needs a recording of its own. Host backends record
+/// nothing and keep this empty.
+#[derive(Default)]
+pub struct Recording {
+    entries: Vec<(Vec<u64>, Box<dyn Any + Send + Sync>)>,
+    refused: Option<String>,
+}
+
+impl std::fmt::Debug for Recording {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recording")
+            .field("entries", &self.entries.len())
+            .field("refused", &self.refused)
+            .finish()
+    }
+}
+
+impl Recording {
+    /// An empty recording.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets every recording (the work changed: new operators, another communicator), and
+    /// an earlier refusal.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.refused = None;
+    }
+
+    /// The recording of type `T` kept for `key`.
+    pub fn get<T: Any>(&self, key: &[u64]) -> Option<&T> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.downcast_ref())
+    }
+
+    /// Keeps `value` as the recording for `key` (replacing one kept for it).
+    pub fn insert<T: Any + Send + Sync>(&mut self, key: &[u64], value: T) {
+        self.entries.retain(|(k, _)| k != key);
+        if self.entries.len() == MAX_KEYS {
+            self.entries.remove(0);
+        }
+        self.entries.push((key.to_vec(), Box::new(value)));
+    }
+
+    /// Number of recordings kept.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Marks the work as one that cannot be recorded (it waits on the host, say), with why:
+    /// later calls run it directly without trying again, until [`Recording::clear`].
+    pub fn refuse(&mut self, why: String) {
+        self.entries.clear();
+        self.refused = Some(why);
+    }
+
+    /// Why the work could not be recorded, if it could not.
+    pub fn refused(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recordings_are_found_by_key_and_bounded() {
+        let mut r = Recording::new();
+        r.insert(&[1, 2], 10u32);
+        r.insert(&[3, 4], 20u32);
+        assert_eq!(r.get::<u32>(&[1, 2]), Some(&10));
+        assert_eq!(r.get::<u32>(&[3, 4]), Some(&20));
+        assert_eq!(r.get::<u32>(&[2, 1]), None);
+        assert_eq!(
+            r.get::<u64>(&[1, 2]),
+            None,
+            "another type is not this recording"
+        );
+        r.insert(&[1, 2], 11u32);
+        assert_eq!((r.get::<u32>(&[1, 2]), r.len()), (Some(&11), 2));
+        for k in 0..20 {
+            r.insert(&[k], k);
+        }
+        assert_eq!(r.len(), MAX_KEYS);
+        assert_eq!(r.get::<u64>(&[19]), Some(&19));
+        assert_eq!(r.get::<u64>(&[0]), None, "the oldest went first");
+        r.refuse("waits on the host".into());
+        assert!(r.is_empty());
+        assert_eq!(r.refused(), Some("waits on the host"));
+        r.clear();
+        assert_eq!(r.refused(), None);
+    }
+}
