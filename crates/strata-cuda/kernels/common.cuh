@@ -138,7 +138,9 @@ __device__ __forceinline__ void block_sum(double v, double* __restrict__ partial
     if (warp == 0) {
         v = lane < nwarps ? warp_sums[lane] : 0.0;
         for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
-        if (lane == 0) partials[(idx_t)(blockIdx.y * gridDim.x + blockIdx.x) * ncomp + comp] = v;
+        // One partial per block; blocks along z are the segments of a column (SEGMENT).
+        const idx_t block = ((idx_t)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+        if (lane == 0) partials[block * ncomp + comp] = v;
     }
 }
 
@@ -376,4 +378,12 @@ __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_agai
     const int i = blockIdx.x * blockDim.x + threadIdx.x; \
     const int j = blockIdx.y * blockDim.y + threadIdx.y; \
     const bool active = i < L.nx && j < L.ny;
+
+// The levels [k0, k1) of the thread's column: the whole column, or on a level with few columns
+// one of gridDim.z segments of it (the launch's grid z), so that more threads share the column's
+// chain of loads.
+#define SEGMENT                                             \
+    const int seg_len = (NZ + gridDim.z - 1) / gridDim.z;   \
+    const int k0 = blockIdx.z * seg_len;                    \
+    const int k1 = min(NZ, k0 + seg_len);
 

@@ -20,6 +20,25 @@ __device__ __forceinline__ void march(const Layout& L, idx_t o, const real* __re
     }
 }
 
+// march over the levels [k0, k1) of the column only (a segment, SEGMENT in common.cuh), from
+// element o of level 0; the whole column goes to march, unchanged.
+template <class Step>
+__device__ __forceinline__ void march_segment(const Layout& L, idx_t o, const real* __restrict__ x,
+                                              int k0, int k1, Step step) {
+    if (k0 == 0 && k1 == NZ) {
+        march(L, o, x, step);
+        return;
+    }
+    o += (idx_t)k0 * L.sx;
+    real below = k0 > 0 ? x[o - L.sx] : real(0.0), mid = x[o];
+    for (int k = k0; k < k1; ++k, o += L.sx) {
+        const real above = k + 1 < NZ ? x[o + L.sx] : real(0.0);
+        step(o, k, below, mid, above, global_nb(x, o, L));
+        below = mid;
+        mid = above;
+    }
+}
+
 // Each body below is a template over the column operator (ColOp, CellOp, or either with the
 // sphere's cross terms, common.cuh), with one kernel per operator kind: `name_f64` for the model
 // problem's coefficients, `name_cells_f64` for per-cell coefficients.
@@ -49,12 +68,13 @@ extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PAR
 }
 
 // r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
+// Over the levels [k0, k1) (SEGMENT).
 template <class Op>
 __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
                                                 const real* __restrict__ f, const real* __restrict__ u,
-                                                real* __restrict__ r) {
+                                                real* __restrict__ r, int k0, int k1) {
     double s = 0.0;
-    march(L, o, u, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
+    march_segment(L, o, u, k0, k1, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real res = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
         r[o] = res;
         s += (double)res * res;
@@ -67,8 +87,9 @@ extern "C" __global__ void residual_f64(Layout L, const real* __restrict__ cols,
                                         const real* __restrict__ u, real* __restrict__ r,
                                         double* __restrict__ partials) {
     THREAD_COLUMN
+    SEGMENT
     double s = 0.0;
-    if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r));
+    if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r, k0, k1));
     block_sum(s, partials, 0, 1);
 }
 
@@ -76,10 +97,11 @@ extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_
                                               const real* __restrict__ u, real* __restrict__ r,
                                               double* __restrict__ partials) {
     THREAD_COLUMN
+    SEGMENT
     double s = 0.0;
     if (active) {
         const idx_t o = at_(L, i, j, 0);
-        WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r));
+        WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r, k0, k1));
     }
     block_sum(s, partials, 0, 1);
 }
@@ -209,22 +231,29 @@ extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_P
 // child's side; a neighbour outside the physical boundary is the ghost -u_parent. The same for
 // every operator (the prolongation does not depend on the coefficients).
 // phys: bit 0 west, 1 east, 2 south, 3 north is a physical boundary of the coarse block.
-// Traffic 2.25 per fine cell.
+// Traffic 2.25 per fine cell. Over the levels [k0, k1) (SEGMENT).
 extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const real* __restrict__ uc,
                                           real* __restrict__ uf) {
     THREAD_COLUMN
+    SEGMENT
     if (!active) return;
     const int ip = i >> 1, jp = j >> 1;
     const int ix = (i & 1) ? ip + 1 : ip - 1;
     const int jy = (j & 1) ? jp + 1 : jp - 1;
     const bool gx = (ix < 0 && (phys & 1)) || (ix >= Lc.nx && (phys & 2));
     const bool gy = (jy < 0 && (phys & 4)) || (jy >= Lc.ny && (phys & 8));
-    idx_t op = at_(Lc, ip, jp, 0);
-    idx_t ox = gx ? op : at_(Lc, ix, jp, 0);
-    idx_t oy = gy ? op : at_(Lc, ip, jy, 0);
+    idx_t op = at_(Lc, ip, jp, k0);
+    idx_t ox = gx ? op : at_(Lc, ix, jp, k0);
+    idx_t oy = gy ? op : at_(Lc, ip, jy, k0);
     const real wx = gx ? -real(0.25) : real(0.25), wy = gy ? -real(0.25) : real(0.25);
-    idx_t o = at_(L, i, j, 0);
+    idx_t o = at_(L, i, j, k0);
+    if (gridDim.z == 1) {
+        // The whole column, with its trip count known to the compiler.
 #pragma unroll STENCIL_UNROLL
-    for (int k = 0; k < NZ; ++k, o += L.sx, op += Lc.sx, ox += Lc.sx, oy += Lc.sx)
+        for (int k = 0; k < NZ; ++k, o += L.sx, op += Lc.sx, ox += Lc.sx, oy += Lc.sx)
+            uf[o] += real(0.5) * uc[op] + wx * uc[ox] + wy * uc[oy];
+        return;
+    }
+    for (int k = k0; k < k1; ++k, o += L.sx, op += Lc.sx, ox += Lc.sx, oy += Lc.sx)
         uf[o] += real(0.5) * uc[op] + wx * uc[ox] + wy * uc[oy];
 }

@@ -290,7 +290,8 @@ impl Kernel {
 /// [`TILE_STREAMS_COLUMNS`] by default) and `STRATA_CUDA_NARROW_VALUES` (levels whose fields
 /// hold fewer values than this use the kernels with 32-bit offsets; 0 never; at most and by
 /// default [`NARROW_VALUES`]) and `STRATA_CUDA_GRAPHS` (0: run the multigrid preconditioner's
-/// kernels one launch at a time instead of replaying a CUDA graph of them).
+/// kernels one launch at a time instead of replaying a CUDA graph of them) and
+/// `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -308,6 +309,23 @@ pub struct Tuning {
     /// Whether work that solvers mark as repeated ([`strata::backend::Fields::replay`]: the
     /// V-cycle of a preconditioner) is recorded once as a CUDA graph and replayed.
     pub graphs: bool,
+    /// Residual and Prolongate cut each column into segments, one thread each, where a level
+    /// has at most half this many columns, for at most this many threads in all
+    /// ([`segments`]); 0: never.
+    pub segment_threads: usize,
+}
+
+/// Default of [`Tuning::segment_threads`].
+pub const SEGMENT_THREADS: usize = 1 << 18;
+
+/// Segments per column for a level of `columns` columns of `nz` cells: the largest power of two
+/// `s` with `columns × s ≤ threads` and at least 8 levels per segment (1: whole columns).
+pub fn segments(columns: usize, nz: usize, threads: usize) -> u32 {
+    let mut s = 1usize;
+    while columns * s * 2 <= threads && nz / (s * 2) >= 8 {
+        s *= 2;
+    }
+    s as u32
 }
 
 /// The bound on a field (in values, halo and padding included) below which its level uses
@@ -339,6 +357,7 @@ impl Default for Tuning {
             tile_streams_columns: TILE_STREAMS_COLUMNS,
             narrow_values: NARROW_VALUES,
             graphs: true,
+            segment_threads: SEGMENT_THREADS,
         }
     }
 }
@@ -367,6 +386,10 @@ impl Tuning {
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or(NARROW_VALUES);
         let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
+        let segment_threads = std::env::var("STRATA_CUDA_SEGMENT_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(SEGMENT_THREADS);
         Self {
             options,
             block_x,
@@ -374,6 +397,7 @@ impl Tuning {
             tile_streams_columns,
             narrow_values,
             graphs,
+            segment_threads,
         }
     }
 
@@ -578,6 +602,22 @@ pub fn backend_err(msg: impl Into<String>) -> StrataError {
 
 #[cfg(test)]
 mod tests {
+    use super::{segments, SEGMENT_THREADS};
+
+    #[test]
+    fn columns_are_cut_into_segments_only_where_few() {
+        // 32² columns of 128 levels: 16 segments of 8 levels, 16 384 threads.
+        assert_eq!(segments(32 * 32, 128, SEGMENT_THREADS), 16);
+        // 128² columns: 2^14 × 16 = 2^18.
+        assert_eq!(segments(128 * 128, 128, SEGMENT_THREADS), 16);
+        assert_eq!(segments(256 * 256, 128, SEGMENT_THREADS), 4);
+        // Wide levels, short columns, and 0 (never) keep whole columns.
+        assert_eq!(segments(512 * 512, 128, SEGMENT_THREADS), 1);
+        assert_eq!(segments(16 * 16, 8, SEGMENT_THREADS), 1);
+        assert_eq!(segments(16 * 16, 20, SEGMENT_THREADS), 2);
+        assert_eq!(segments(32 * 32, 128, 0), 1);
+    }
+
     use super::{Kernel, Tuning, NARROW_VALUES};
 
     /// 32-bit offsets only below 2^28 values, whatever the tuning asks; 0 turns them off.

@@ -45,6 +45,9 @@ macro_rules! launch_op {
     ($self:ident, $op:expr, $model:expr, $cells:expr, in $cfg:expr; $($arg:expr),* $(,)?) => {
         launch_op!(@go $self, $op, $model, $cells, false, Some($cfg); $($arg),*)
     };
+    ($self:ident, $op:expr, $model:expr, $cells:expr, cross in $cfg:expr; $($arg:expr),* $(,)?) => {
+        launch_op!(@go $self, $op, $model, $cells, true, Some($cfg); $($arg),*)
+    };
     (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr, $cfg:expr; $($arg:expr),*) => {{
         let op = $op;
         let sym = sym_flag(op);
@@ -227,6 +230,9 @@ pub struct CudaLevel {
     /// The launch of the PCR line kernels, for a level with few columns
     /// ([`crate::kernels::Tuning::pcr_columns`]); `None`: one thread per column.
     pcr: Option<LaunchConfig>,
+    /// The launch of Residual and Prolongate, each column cut into grid-z segments on a level
+    /// with few columns ([`crate::kernels::segments`]), and its number of blocks.
+    seg: (LaunchConfig, usize),
     k: Arc<Kernels>,
 }
 
@@ -484,8 +490,19 @@ impl CudaBackend {
 
     /// Runs the final reduction of `ncomp` components over the level's block partials.
     fn finish_reduce(&self, op: &CudaLevel, r: &mut Reduce, ncomp: usize) -> Result<[f64; 2]> {
+        self.finish_reduce_of(op, op.blocks, r, ncomp)
+    }
+
+    /// [`CudaBackend::finish_reduce`] over the partials of `blocks` blocks (a segmented launch).
+    fn finish_reduce_of(
+        &self,
+        op: &CudaLevel,
+        blocks: usize,
+        r: &mut Reduce,
+        ncomp: usize,
+    ) -> Result<[f64; 2]> {
         let f = op.k.get(K::Reduce);
-        let (nb, nc) = (op.blocks as i32, ncomp as i32);
+        let (nb, nc) = (blocks as i32, ncomp as i32);
         let cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (256, 1, 1),
@@ -626,10 +643,18 @@ impl Fields for CudaBackend {
             .copied()
             .collect();
         let (cfg, blocks) = column_config(s.nx(), s.ny(), self.tuning.block_x);
+        let segs = crate::kernels::segments(s.nx() * s.ny(), s.nz, self.tuning.segment_threads);
+        let seg = (
+            LaunchConfig {
+                grid_dim: (cfg.grid_dim.0, cfg.grid_dim.1, segs),
+                ..cfg
+            },
+            blocks * segs as usize,
+        );
         {
             let mut r = self.reduce_lock();
-            if r.partials.len() < 2 * blocks {
-                r.partials = self.alloc_values(2 * blocks)?;
+            if r.partials.len() < 2 * seg.1 {
+                r.partials = self.alloc_values(2 * seg.1)?;
             }
         }
         let p = s.block.physical();
@@ -655,6 +680,7 @@ impl Fields for CudaBackend {
             cfg,
             blocks,
             pcr: pcr_config(s.nx() * s.ny(), s.nz, self.tuning.pcr_columns),
+            seg,
             k,
         })
     }

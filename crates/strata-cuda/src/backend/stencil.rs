@@ -18,8 +18,8 @@ impl StencilKernels for CudaBackend {
     ) -> Result<f64> {
         self.check(op, &[f, u, r])?;
         let mut red = self.reduce_lock();
-        launch_op!(self, op, K::Residual, K::ResidualCells, cross; &f.data, &u.data, &mut r.data, &mut red.partials)?;
-        Ok(self.finish_reduce(op, &mut red, 1)?[0])
+        launch_op!(self, op, K::Residual, K::ResidualCells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
     }
 
     fn residual_only(
@@ -32,7 +32,7 @@ impl StencilKernels for CudaBackend {
         self.check(op, &[f, u, r])?;
         // The same kernel; its block partials are left unread (no wait for the host).
         let mut red = self.reduce_lock();
-        launch_op!(self, op, K::Residual, K::ResidualCells, cross; &f.data, &u.data, &mut r.data, &mut red.partials)
+        launch_op!(self, op, K::Residual, K::ResidualCells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)
     }
 
     fn split_residual(
@@ -87,6 +87,6 @@ impl StencilKernels for CudaBackend {
             .arg(&mut u_fine.data);
         // SAFETY: layouts checked; each fine thread reads coarse columns in [−1, n_c] (halo
         // included) and writes its own fine column.
-        cu(unsafe { b.launch(fine.cfg) }).map(|_| ())
+        cu(unsafe { b.launch(fine.seg.0) }).map(|_| ())
     }
 }
