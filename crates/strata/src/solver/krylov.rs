@@ -47,7 +47,7 @@ impl<B: Backend> Prepared<B> {
         Ok(match kind {
             Preconditioner::Line => Prepared::Line(b.prepare_level(&stencils[0])?),
             Preconditioner::Multigrid => {
-                Prepared::Multigrid(MgPreconditioner::new(b, stencils, mg, storage)?)
+                Prepared::Multigrid(MgPreconditioner::new(b, stencils, mg, storage, false)?)
             }
         })
     }

@@ -33,7 +33,7 @@ impl<B: Backend> MgCg<B> {
         params: MgParams,
         storage: Storage,
     ) -> Result<Self> {
-        let pc = MgPreconditioner::new(backend, stencils, params, storage)?;
+        let pc = MgPreconditioner::new(backend, stencils, params, storage, true)?;
         let fine = pc.fine();
         Ok(Self {
             r: backend.alloc(fine)?,

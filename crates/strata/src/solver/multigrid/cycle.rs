@@ -97,8 +97,10 @@ impl<B: Backend> Hierarchy<B> {
         self.smooth(b, comm, timer, lev, reverse, f0)
     }
 
-    /// z ← V(r): one V-cycle on A z = r from z = 0 (the preconditioner of mg-cg). `zero` is a
-    /// fine field of zeros (halo included), the smoother's input for the zero initial guess.
+    /// z ← V(r): one V-cycle on A z = r from z = 0 (a preconditioner), symmetric (for CG) or
+    /// not (see [`Hierarchy::vcycle`]). `zero` is a fine field of zeros (halo included), the
+    /// smoother's input for the zero initial guess.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn precondition<C: Comm<B>>(
         &mut self,
         b: &B,
@@ -107,8 +109,11 @@ impl<B: Backend> Hierarchy<B> {
         r: &B::Field,
         z: &mut B::Field,
         zero: &B::Field,
+        symmetric: bool,
     ) -> Result<()> {
-        self.with_fine_u(z, |h| h.vcycle(b, comm, timer, Start::Zero(zero), r))
+        self.with_fine_u(z, |h| {
+            h.cycle_from(b, comm, timer, 0, Start::Zero(zero), symmetric, r)
+        })
     }
 
     /// u₀ ← ρ M⁻¹ f₀ (a smoothing step from zero on the finest level), and its halo.
@@ -277,9 +282,9 @@ mod tests {
             let mut timer = Timer::new(false, 1);
             let (r1, r2) = (field(1), field(2));
             let (mut z1, mut z2) = (field(3), field(4));
-            h.precondition(&b, &SerialComm, &mut timer, &r1, &mut z1, &zero)
+            h.precondition(&b, &SerialComm, &mut timer, &r1, &mut z1, &zero, true)
                 .unwrap();
-            h.precondition(&b, &SerialComm, &mut timer, &r2, &mut z2, &zero)
+            h.precondition(&b, &SerialComm, &mut timer, &r2, &mut z2, &zero, true)
                 .unwrap();
             let fine = &h.levels[0].op;
             let (a, c) = (

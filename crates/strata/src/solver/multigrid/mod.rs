@@ -158,7 +158,7 @@ impl<B: Backend> Multigrid<B> {
                 }
             }
             (Storage::F32, _) => {
-                let pc = MgPreconditioner::new(backend, stencils, params, storage)?;
+                let pc = MgPreconditioner::new(backend, stencils, params, storage, false)?;
                 Cycles::DefectCorrection {
                     r: backend.alloc(pc.fine())?,
                     z: backend.alloc(pc.fine())?,

@@ -43,16 +43,22 @@ pub struct MgPreconditioner<B: Backend> {
     /// For each recorded arrangement, which fields the cycle swaps on the host (the Jacobi
     /// smoother's out-of-place steps): repeated when the recording is replayed.
     swaps: Vec<(Vec<u64>, Vec<bool>)>,
+    /// Whether the cycle is symmetric (see [`MgPreconditioner::new`]).
+    symmetric: bool,
 }
 
 impl<B: Backend> MgPreconditioner<B> {
     /// Prepares the hierarchy from `stencils` (finest first, fp64 as built) with its fields
-    /// stored in `storage`.
+    /// stored in `storage`. A `symmetric` cycle (for CG) post-smooths in the reverse order of
+    /// its pre-smoothing; otherwise (mg's defect correction, GCR, BiCGStab) the red-black
+    /// smoother post-smooths the finest level in the forward order, which contracts more
+    /// (docs/PERFORMANCE.md, mg's red-black cycles).
     pub fn new(
         b: &B,
         stencils: &[LevelStencil],
         params: MgParams,
         storage: Storage,
+        symmetric: bool,
     ) -> Result<Self> {
         let stored = with_storage(stencils, storage);
         let outer = needs_outer(stencils);
@@ -76,6 +82,7 @@ impl<B: Backend> MgPreconditioner<B> {
             outer: outer_side,
             rec: Recording::new(),
             swaps: Vec::new(),
+            symmetric,
         })
     }
 
@@ -188,16 +195,23 @@ impl<B: Backend> MgPreconditioner<B> {
         r: &B::Field,
         z: &mut B::Field,
     ) -> Result<()> {
-        let Self { h, zero, outer, .. } = self;
+        let Self {
+            h,
+            zero,
+            outer,
+            symmetric,
+            ..
+        } = self;
+        let sym = *symmetric;
         let Some(m) = outer else {
-            return h.precondition(b, comm, timer, r, z, zero);
+            return h.precondition(b, comm, timer, r, z, zero, sym);
         };
         match &mut m.fp32 {
-            None => h.precondition(b, comm, timer, r, z, zero)?,
+            None => h.precondition(b, comm, timer, r, z, zero, sym)?,
             Some((r32, z32)) => {
                 let op0 = &h.levels[0].op;
                 timer.run(b, Kernel::Vector, 0, || b.convert(&m.fine, r, op0, r32))?;
-                h.precondition(b, comm, timer, r32, z32, zero)?;
+                h.precondition(b, comm, timer, r32, z32, zero, sym)?;
                 let op0 = &h.levels[0].op;
                 timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))?;
             }
