@@ -443,6 +443,100 @@ pub fn cg_kernels<B: Backend>(b: &B) {
     }
 }
 
+/// The Krylov kernels in their slot form ([`strata::backend::ScalarKernels`]: coefficients read
+/// from the solver's scalars, reductions written into them) give exactly what their value
+/// form gives on the same backend (itself checked against the reference above), the scalar
+/// arithmetic gives the host's values bit for bit, a broken-down curvature gives a zero step,
+/// and a slot out of range is refused with an error.
+pub fn scalar_kernels<B: Backend>(b: &B) {
+    use strata::backend::{host_slots, Coef, ScalarOp};
+    let mut rng = Rng::new(5);
+    for s in cases() {
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let ctx = format!("{:?} nz={} {:?}", s.block, s.nz, b.name());
+        let fields: Vec<HostField> = (0..4).map(|_| rng.field(&s)).collect();
+        let dev = |h: &HostField| to_backend(b, &op, h);
+        let mut sc = b.alloc_scalars(8).unwrap();
+        let (alpha, beta) = (0.7, -0.3);
+        b.write_scalars(&mut sc, 2, &[alpha, beta]).unwrap();
+        let (a, bb) = (Coef::slot(1.0, 2), Coef::slot(1.0, 3));
+        // CG SpMV.
+        let (z, mut u1, mut p1, mut q1) = (
+            dev(&fields[0]),
+            dev(&fields[1]),
+            dev(&fields[2]),
+            dev(&fields[3]),
+        );
+        let (mut u2, mut p2, mut q2) = (dev(&fields[1]), dev(&fields[2]), dev(&fields[3]));
+        let pq = b
+            .cg_spmv(&op, &z, &mut u1, &mut p1, &mut q1, alpha, beta)
+            .unwrap();
+        b.cg_spmv_slots(&op, &z, &mut u2, &mut p2, &mut q2, &mut sc, (a, bb), 0)
+            .unwrap();
+        let same = |x: &B::Field, y: &B::Field| to_host(b, &op, x) == to_host(b, &op, y);
+        assert!(
+            same(&u1, &u2) && same(&p1, &p2) && same(&q1, &q2),
+            "cg_spmv {ctx}"
+        );
+        assert_eq!(host_slots(b, &sc).unwrap()[0], pq, "cg_spmv sum {ctx}");
+        // CG Tridiag, −α q: one value, slot 2 times −1.
+        let (mut r1, mut z1) = (dev(&fields[1]), dev(&fields[2]));
+        let (mut r2, mut z2) = (dev(&fields[1]), dev(&fields[2]));
+        let t = b.cg_tridiag(&op, &q1, &mut r1, &mut z1, alpha).unwrap();
+        b.cg_tridiag_slots(&op, &q1, &mut r2, &mut z2, &mut sc, a, 4)
+            .unwrap();
+        assert!(same(&r1, &r2) && same(&z1, &z2), "cg_tridiag {ctx}");
+        assert_eq!(
+            host_slots(b, &sc).unwrap()[4..6],
+            t,
+            "cg_tridiag sums {ctx}"
+        );
+        // axpy_norm with −α, axpy, dot, dot_pair.
+        let yy = b.axpy_norm(&op, -alpha, &q1, &mut r1).unwrap();
+        b.axpy_norm_slots(&op, Coef::slot(-1.0, 2), &q1, &mut r2, &mut sc, 1)
+            .unwrap();
+        assert!(same(&r1, &r2), "axpy_norm {ctx}");
+        b.axpy(&op, beta, &p1, &mut u1).unwrap();
+        b.axpy_slots(&op, bb, &p1, &mut u2, &sc).unwrap();
+        assert!(same(&u1, &u2), "axpy {ctx}");
+        let d = b.dot(&op, &r1, &z1).unwrap();
+        b.dot_slots(&op, &r1, &z1, &mut sc, 0).unwrap();
+        let dp = b.dot_pair(&op, &r1, &z1, &q1).unwrap();
+        b.dot_pair_slots(&op, &r1, &z1, &q1, &mut sc, 6).unwrap();
+        let v = host_slots(b, &sc).unwrap();
+        assert_eq!((v[1], v[0], [v[6], v[7]]), (yy, d, dp), "slot sums {ctx}");
+        // Scalar arithmetic: the host's values exactly; a zero curvature gives α = 0.
+        let ops = [
+            ScalarOp {
+                guard: true,
+                ..ScalarOp::ratio(2, 0, 1)
+            },
+            ScalarOp {
+                dst: 3,
+                sign: -1.0,
+                num: 2,
+                by: Some(7),
+                den: Some(0),
+                guard: false,
+            },
+            ScalarOp::copy(5, 4),
+        ];
+        let mut want = v.clone();
+        for o in &ops {
+            want[o.dst] = o.eval(&want);
+        }
+        b.scalar_ops(&mut sc, &ops).unwrap();
+        assert_eq!(host_slots(b, &sc).unwrap(), want, "scalar_ops {ctx}");
+        b.write_scalars(&mut sc, 1, &[0.0]).unwrap();
+        b.scalar_ops(&mut sc, &ops[..1]).unwrap();
+        assert_eq!(host_slots(b, &sc).unwrap()[2], 0.0, "guarded step {ctx}");
+        // Out of range: refused, no panic.
+        assert!(b.scalar_ops(&mut sc, &[ScalarOp::copy(8, 0)]).is_err());
+        assert!(b.write_scalars(&mut sc, 7, &[1.0, 2.0]).is_err());
+        assert!(b.dot_pair_slots(&op, &r1, &z1, &q1, &mut sc, 7).is_err());
+    }
+}
+
 /// Panel 3 of a sphere of `n × n` panels (graded, `nz` cells), with the coefficient fields of
 /// [`coefficient_fields`] (advection included) on every panel if `fields`.
 fn sphere_panel(n: usize, nz: usize, fields: bool) -> LevelStencil {
@@ -1283,6 +1377,12 @@ macro_rules! conformance_tests {
         $(#[$attr])*
         fn cross_term_kernels_match_the_reference() {
             $crate::cross_term_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn slot_kernels_match_their_value_forms() {
+            $crate::scalar_kernels(&$backend);
         }
     };
 }

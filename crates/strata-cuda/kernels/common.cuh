@@ -374,6 +374,13 @@ __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_agai
     }
 }
 
+// A coefficient given as a value, or with a slot (>= 0) of the solver's scalars in device memory
+// (strata::backend::ScalarKernels), as that value times the slot's: the Krylov kernels take α and
+// β this way, so that no scalar has to reach the host between them.
+__device__ __forceinline__ double coef(double value, const double* __restrict__ sc, int slot) {
+    return slot >= 0 ? value * sc[slot] : value;
+}
+
 #define THREAD_COLUMN                                    \
     const int i = blockIdx.x * blockDim.x + threadIdx.x; \
     const int j = blockIdx.y * blockDim.y + threadIdx.y; \

@@ -48,8 +48,10 @@ __device__ __forceinline__ void cg_tridiag_body(const Layout& L, const Op& op, i
 
 extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                           const real* __restrict__ q, real* __restrict__ r,
-                                          real* __restrict__ z, double alpha, double* __restrict__ partials) {
+                                          real* __restrict__ z, double alpha0, const double* __restrict__ sc,
+                                          int ia, double* __restrict__ partials) {
     THREAD_COLUMN
+    const double alpha = coef(alpha0, sc, ia);
     double rr = 0.0, rz = 0.0;
     if (active) cg_tridiag_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), q, r, z, alpha, rr, rz);
     block_sum(rr, partials, 0, 2);
@@ -57,9 +59,11 @@ extern "C" __global__ void LINE_BOUNDS cg_tridiag_f64(Layout L, const real* __re
 }
 
 extern "C" __global__ void LINE_BOUNDS cg_tridiag_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ q,
-                                                real* __restrict__ r, real* __restrict__ z, double alpha,
+                                                real* __restrict__ r, real* __restrict__ z, double alpha0,
+                                                const double* __restrict__ sc, int ia,
                                                 double* __restrict__ partials) {
     THREAD_COLUMN
+    const double alpha = coef(alpha0, sc, ia);
     double rr = 0.0, rz = 0.0;
     if (active) {
         const idx_t o0 = at_(L, i, j, 0);

@@ -206,9 +206,11 @@ __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, id
 
 extern "C" __global__ void cg_spmv_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                        CROSS_PARAMS, const real* __restrict__ z, real* __restrict__ u,
-                                       real* __restrict__ p, real* __restrict__ q, double alpha,
-                                       double beta, double* __restrict__ partials) {
+                                       real* __restrict__ p, real* __restrict__ q, double alpha0,
+                                       double beta0, const double* __restrict__ sc, int ia, int ib,
+                                       double* __restrict__ partials) {
     THREAD_COLUMN
+    const double alpha = coef(alpha0, sc, ia), beta = coef(beta0, sc, ib);
     double s = 0.0;
     if (active) WITH_CROSS(s = cg_spmv_body(L, op, at_(L, i, j, 0), z, u, p, q, alpha, beta));
     block_sum(s, partials, 0, 1);
@@ -216,9 +218,11 @@ extern "C" __global__ void cg_spmv_f64(Layout L, const real* __restrict__ cols, 
 
 extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS, const real* __restrict__ z,
                                              real* __restrict__ u, real* __restrict__ p,
-                                             real* __restrict__ q, double alpha, double beta,
+                                             real* __restrict__ q, double alpha0, double beta0,
+                                             const double* __restrict__ sc, int ia, int ib,
                                              double* __restrict__ partials) {
     THREAD_COLUMN
+    const double alpha = coef(alpha0, sc, ia), beta = coef(beta0, sc, ib);
     double s = 0.0;
     if (active) {
         const idx_t o = at_(L, i, j, 0);

@@ -17,9 +17,12 @@ extern "C" __global__ void copy_f64(Layout L, const real* __restrict__ x, real* 
 }
 
 // y <- y + a x; traffic 3.
-extern "C" __global__ void axpy_f64(Layout L, double a, const real* __restrict__ x, real* __restrict__ y) {
+// a is coef(a, sc, ia) (common.cuh).
+extern "C" __global__ void axpy_f64(Layout L, double a0, const double* __restrict__ sc, int ia,
+                                    const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
     if (!active) return;
+    const double a = coef(a0, sc, ia);
     idx_t o = at_(L, i, j, 0);
     for (int k = 0; k < NZ; ++k, o += L.sx) y[o] += a * x[o];
 }
@@ -58,9 +61,12 @@ extern "C" __global__ void dot_f64(Layout L, const real* __restrict__ x, const r
 }
 
 // y <- y + a x; block partials of <y, y> (the new y); traffic 3.
-extern "C" __global__ void axpy_norm_f64(Layout L, double a, const real* __restrict__ x, real* __restrict__ y,
+// a is coef(a, sc, ia) (common.cuh).
+extern "C" __global__ void axpy_norm_f64(Layout L, double a0, const double* __restrict__ sc, int ia,
+                                         const real* __restrict__ x, real* __restrict__ y,
                                          double* __restrict__ partials) {
     THREAD_COLUMN
+    const double a = coef(a0, sc, ia);
     double s = 0.0;
     if (active) {
         idx_t o = at_(L, i, j, 0);
@@ -112,4 +118,34 @@ extern "C" __global__ void reduce_f64(const double* __restrict__ partials, int n
 extern "C" __global__ void update_f64(i64 n, double a, const double* __restrict__ x, double* __restrict__ y) {
     for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (i64)gridDim.x * blockDim.x)
         y[t] += a * x[t];
+}
+
+// The solver's scalar arithmetic on its slots (strata::backend::ScalarOp), one thread, in order:
+// s[dst] = sign * s[num] * s[by] / s[den] (by, den < 0: 1); with guard, a denominator that is not
+// finite and positive gives 0. The order of operations is the host's, so the values are too.
+struct ScalarOp {
+    int dst, num, by, den, guard, pad;
+    double sign;
+};
+struct ScalarOps {
+    int n, pad;
+    ScalarOp op[4];
+};
+
+extern "C" __global__ void scalar_ops_f64(double* __restrict__ s, ScalarOps ops) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    for (int i = 0; i < ops.n; ++i) {
+        const ScalarOp o = ops.op[i];
+        double v = o.sign * s[o.num];
+        if (o.by >= 0) v *= s[o.by];
+        if (o.den >= 0) {
+            const double d = s[o.den];
+            if (o.guard && !(isfinite(d) && d > 0.0)) {
+                s[o.dst] = 0.0;
+                continue;
+            }
+            v /= d;
+        }
+        s[o.dst] = v;
+    }
 }

@@ -119,11 +119,13 @@ pub enum Kernel {
     /// `split_residual_cells_f64` (stencil.cu): [`Kernel::SplitResidual`] for per-cell
     /// coefficients.
     SplitResidualCells,
+    /// `scalar_ops_f64` (vector.cu): the solver's scalar arithmetic on its slots.
+    ScalarOps,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 48] = [
+    pub const ALL: [Kernel; 49] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -172,6 +174,7 @@ impl Kernel {
         Kernel::DotPair,
         Kernel::SplitResidual,
         Kernel::SplitResidualCells,
+        Kernel::ScalarOps,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -226,6 +229,7 @@ impl Kernel {
             Kernel::DotPair => "dot_pair_f64",
             Kernel::SplitResidual => "split_residual_f64",
             Kernel::SplitResidualCells => "split_residual_cells_f64",
+            Kernel::ScalarOps => "scalar_ops_f64",
         }
     }
 
@@ -274,7 +278,7 @@ impl Kernel {
             | Kernel::RestrictSmoothPcrCells
             | Kernel::SmoothColorPcr
             | Kernel::SmoothColorPcrCells => "lines.cu",
-            Kernel::AxpyNorm | Kernel::DotPair => "vector.cu",
+            Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps => "vector.cu",
             Kernel::SplitResidual | Kernel::SplitResidualCells => "stencil.cu",
         }
     }

@@ -32,6 +32,16 @@ pub trait Comm<B: Backend> {
     fn barrier(&self) -> Result<()> {
         self.sum(&mut [0.0])
     }
+    /// Replaces slots `at .. at + n` of `s` by their sums over all ranks. By default through
+    /// the host with [`Comm::sum`] (nothing to do on one rank).
+    fn sum_slots(&self, b: &B, s: &mut B::Scalars, at: usize, n: usize) -> Result<()> {
+        if self.size() == 1 {
+            return Ok(());
+        }
+        let mut v = crate::backend::host_slots(b, s)?;
+        self.sum(&mut v[at..at + n])?;
+        b.write_scalars(s, at, &v[at..at + n])
+    }
     /// Whether [`Comm::exchange`] only queues the backend's own kernels (no host
     /// communication, no wait): then work that exchanges halos may be recorded and replayed
     /// ([`crate::backend::Fields::replay`]). False by default.

@@ -1,7 +1,7 @@
 //! The kernels built on the line solve (kernels/lines.cu): M⁻¹, the fused CG Tridiag, Smooth, RestrictSmooth.
 
 use super::*;
-use strata::backend::LineKernels;
+use strata::backend::{Coef, LineKernels};
 
 impl LineKernels for CudaBackend {
     fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
@@ -17,9 +17,8 @@ impl LineKernels for CudaBackend {
         z: &mut CudaField,
         alpha: f64,
     ) -> Result<[f64; 2]> {
-        self.check(op, &[q, r, z])?;
         let mut red = self.reduce_lock();
-        launch_op!(self, op, K::CgTridiag, K::CgTridiagCells; &q.data, &mut r.data, &mut z.data, &alpha, &mut red.partials)?;
+        self.cg_tridiag_launch(op, q, r, z, Coef::value(alpha), &self.no_slots, &mut red)?;
         self.finish_reduce(op, &mut red, 2)
     }
 
@@ -122,5 +121,25 @@ impl LineKernels for CudaBackend {
         // SAFETY: layouts checked (the fine block twice the coarse one); each coarse column
         // reads its four fine children and writes its own f_c and u_c.
         cu(unsafe { b.launch(cfg) }).map(|_| ())
+    }
+}
+
+impl CudaBackend {
+    /// Launches the CG Tridiag with α as a [`Coef`] (a slot of `sc`), its block partials into
+    /// `red`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn cg_tridiag_launch(
+        &self,
+        op: &CudaLevel,
+        q: &CudaField,
+        r: &mut CudaField,
+        z: &mut CudaField,
+        alpha: Coef,
+        sc: &CudaSlice<f64>,
+        red: &mut Reduce,
+    ) -> Result<()> {
+        self.check(op, &[q, r, z])?;
+        let (a, ia) = (alpha.value, alpha.slot_index());
+        launch_op!(self, op, K::CgTridiag, K::CgTridiagCells; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)
     }
 }

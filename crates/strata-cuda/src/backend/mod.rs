@@ -265,6 +265,9 @@ pub struct CudaBackend {
     capture: OnceLock<Arc<CudaStream>>,
     /// Whether a recording is under way (every launch then goes to `capture`).
     capturing: AtomicBool,
+    /// One slot, never read: what the Krylov kernels get for their scalars when every
+    /// coefficient is a value (slot index −1).
+    no_slots: CudaSlice<f64>,
 }
 
 /// Most streams of a concurrent group of tiles (tiles beyond share them in turn).
@@ -321,6 +324,7 @@ impl CudaBackend {
         let stream = ctx.default_stream();
         let (major, minor) = cu(ctx.compute_capability())?;
         let name = format!("cuda:{} (sm_{major}{minor})", cu(ctx.name())?);
+        let no_slots = cu(stream.alloc_zeros::<f64>(1))?;
         let reduce = Reduce {
             partials: cu(stream.alloc_zeros::<f64>(2))?,
             out: cu(stream.alloc_zeros::<f64>(2))?,
@@ -339,6 +343,7 @@ impl CudaBackend {
             tile_now: AtomicUsize::new(0),
             capture: OnceLock::new(),
             capturing: AtomicBool::new(false),
+            no_slots,
         })
     }
 
@@ -363,6 +368,17 @@ impl CudaBackend {
             (true, Some(c)) => c,
             _ => &self.stream,
         }
+    }
+
+    /// A loaded kernel module, for kernels that do not depend on a level (the scalar
+    /// arithmetic): any will do; there is one once a level was prepared.
+    fn any_kernels(&self) -> Result<Arc<Kernels>> {
+        let modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        modules
+            .values()
+            .next()
+            .cloned()
+            .ok_or_else(|| backend_err("no kernels are loaded yet: prepare a level first"))
     }
 
     /// The streams of concurrent tiles ([`Fields::fork_tiles`]), made on first use.
@@ -835,6 +851,7 @@ mod borrowed;
 mod cells;
 mod graph;
 mod lines;
+mod scalars;
 mod stencil;
 mod transfer;
 mod vector;

@@ -1,7 +1,7 @@
 //! The operator kernels (kernels/stencil.cu): A x, the residual, the fused CG SpMV, the prolongation.
 
 use super::*;
-use strata::backend::StencilKernels;
+use strata::backend::{Coef, StencilKernels};
 
 impl StencilKernels for CudaBackend {
     fn apply(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
@@ -58,9 +58,9 @@ impl StencilKernels for CudaBackend {
         alpha: f64,
         beta: f64,
     ) -> Result<f64> {
-        self.check(op, &[z, u, p, q])?;
         let mut red = self.reduce_lock();
-        launch_op!(self, op, K::CgSpmv, K::CgSpmvCells, cross; &z.data, &mut u.data, &mut p.data, &mut q.data, &alpha, &beta, &mut red.partials)?;
+        let (a, b) = (Coef::value(alpha), Coef::value(beta));
+        self.cg_spmv_launch(op, z, u, p, q, (a, b), &self.no_slots, &mut red)?;
         Ok(self.finish_reduce(op, &mut red, 1)?[0])
     }
 
@@ -88,5 +88,31 @@ impl StencilKernels for CudaBackend {
         // SAFETY: layouts checked; each fine thread reads coarse columns in [−1, n_c] (halo
         // included) and writes its own fine column.
         cu(unsafe { b.launch(fine.seg.0) }).map(|_| ())
+    }
+}
+
+impl CudaBackend {
+    /// Launches the CG SpMV with α and β as [`Coef`]s (slots of `sc`), its block partials into
+    /// `red`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn cg_spmv_launch(
+        &self,
+        op: &CudaLevel,
+        z: &CudaField,
+        u: &mut CudaField,
+        p: &mut CudaField,
+        q: &mut CudaField,
+        (alpha, beta): (Coef, Coef),
+        sc: &CudaSlice<f64>,
+        red: &mut Reduce,
+    ) -> Result<()> {
+        self.check(op, &[z, u, p, q])?;
+        let (a, ia, b, ib) = (
+            alpha.value,
+            alpha.slot_index(),
+            beta.value,
+            beta.slot_index(),
+        );
+        launch_op!(self, op, K::CgSpmv, K::CgSpmvCells, cross; &z.data, &mut u.data, &mut p.data, &mut q.data, &a, &b, sc, &ia, &ib, &mut red.partials)
     }
 }

@@ -1,7 +1,7 @@
 //! Vector operations (kernels/vector.cu): fill, copy, axpy, xpby, dot.
 
 use super::*;
-use strata::backend::VectorKernels;
+use strata::backend::{Coef, VectorKernels};
 
 impl VectorKernels for CudaBackend {
     fn fill(&self, op: &CudaLevel, x: &mut CudaField, v: f64) -> Result<()> {
@@ -15,8 +15,7 @@ impl VectorKernels for CudaBackend {
     }
 
     fn axpy(&self, op: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<()> {
-        self.check(op, &[x, y])?;
-        launch_columns!(self, op, K::Axpy; &a, &x.data, &mut y.data)
+        self.axpy_launch(op, Coef::value(a), x, y, &self.no_slots)
     }
 
     fn xpby(&self, op: &CudaLevel, x: &CudaField, beta: f64, y: &mut CudaField) -> Result<()> {
@@ -32,9 +31,8 @@ impl VectorKernels for CudaBackend {
     }
 
     fn axpy_norm(&self, op: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<f64> {
-        self.check(op, &[x, y])?;
         let mut r = self.reduce_lock();
-        launch_columns!(self, op, K::AxpyNorm; &a, &x.data, &mut y.data, &mut r.partials)?;
+        self.axpy_norm_launch(op, Coef::value(a), x, y, &self.no_slots, &mut r)?;
         Ok(self.finish_reduce(op, &mut r, 1)?[0])
     }
 
@@ -49,5 +47,36 @@ impl VectorKernels for CudaBackend {
         let mut r = self.reduce_lock();
         launch_columns!(self, op, K::DotPair; &x.data, &y.data, &w.data, &mut r.partials)?;
         self.finish_reduce(op, &mut r, 2)
+    }
+}
+
+impl CudaBackend {
+    /// Launches y ← y + a x with `a` a [`Coef`] (a slot of `sc`).
+    pub(super) fn axpy_launch(
+        &self,
+        op: &CudaLevel,
+        a: Coef,
+        x: &CudaField,
+        y: &mut CudaField,
+        sc: &CudaSlice<f64>,
+    ) -> Result<()> {
+        self.check(op, &[x, y])?;
+        let (a, ia) = (a.value, a.slot_index());
+        launch_columns!(self, op, K::Axpy; &a, sc, &ia, &x.data, &mut y.data)
+    }
+
+    /// Launches y ← y + a x with the block partials of ‖y‖² into `red`, `a` a [`Coef`].
+    pub(super) fn axpy_norm_launch(
+        &self,
+        op: &CudaLevel,
+        a: Coef,
+        x: &CudaField,
+        y: &mut CudaField,
+        sc: &CudaSlice<f64>,
+        red: &mut Reduce,
+    ) -> Result<()> {
+        self.check(op, &[x, y])?;
+        let (a, ia) = (a.value, a.slot_index());
+        launch_columns!(self, op, K::AxpyNorm; &a, sc, &ia, &x.data, &mut y.data, &mut red.partials)
     }
 }

@@ -12,14 +12,21 @@ pub mod cpu;
 mod line_gs;
 mod recording;
 pub mod reference;
+mod scalars;
 pub mod tiled;
 
 pub use recording::Recording;
+pub(crate) use scalars::host_scalars;
+pub use scalars::{
+    check_scalar_ops, check_slots, host_slots, Coef, ScalarKernels, ScalarOp, MAX_SCALAR_OPS,
+};
 
 /// The backend traits, for calling kernels on a concrete backend type:
 /// `use strata::backend::prelude::*;`.
 pub mod prelude {
-    pub use super::{Backend, Fields, LineKernels, StencilKernels, TransferKernels, VectorKernels};
+    pub use super::{
+        Backend, Fields, LineKernels, ScalarKernels, StencilKernels, TransferKernels, VectorKernels,
+    };
 }
 
 /// The face-buffer methods of a backend whose face buffers are host vectors of `f64` (the CPU
@@ -549,7 +556,13 @@ pub trait TransferKernels: Fields {
 
 /// A compute backend: every kernel the solvers need, declared once, grouped by concept in the
 /// traits above (the files of each backend mirror them). Implemented for every type that
-/// implements the five.
-pub trait Backend: Fields + VectorKernels + StencilKernels + LineKernels + TransferKernels {}
+/// implements the six.
+pub trait Backend:
+    Fields + VectorKernels + StencilKernels + LineKernels + TransferKernels + ScalarKernels
+{
+}
 
-impl<T: Fields + VectorKernels + StencilKernels + LineKernels + TransferKernels> Backend for T {}
+impl<T> Backend for T where
+    T: Fields + VectorKernels + StencilKernels + LineKernels + TransferKernels + ScalarKernels
+{
+}

@@ -532,3 +532,8 @@ impl Probes for ReferenceBackend {
         Ok((3 * len * 8) as f64 / best)
     }
 }
+
+/// The solver's scalars in a host vector (the defaults of every slot kernel).
+impl super::ScalarKernels for ReferenceBackend {
+    super::host_scalars!();
+}

@@ -574,3 +574,9 @@ impl<H: Handle> TransferKernels for Tiled<H> {
         refuse()
     }
 }
+
+/// The solver's scalars in a host vector: each slot kernel calls the tiles' kernels, whose
+/// partials are summed on the host (as every reduction of the tiled backend is).
+impl<H: Handle> super::ScalarKernels for Tiled<H> {
+    super::host_scalars!();
+}

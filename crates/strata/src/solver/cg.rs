@@ -2,8 +2,9 @@
 
 use super::monitor::Monitor;
 use super::profile::{Kernel, Timer};
+use super::slots::*;
 use super::{SolveInfo, SolveParams};
-use crate::backend::Backend;
+use crate::backend::{Backend, Coef, ScalarOp};
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::stencil::LevelStencil;
@@ -17,6 +18,8 @@ pub struct Cg<B: Backend> {
     z: B::Field,
     p: B::Field,
     q: B::Field,
+    /// κ, σ, α, β, ‖r‖², ⟨r, z⟩ (solver/slots.rs) in the backend's memory.
+    sc: B::Scalars,
 }
 
 impl<B: Backend> Cg<B> {
@@ -28,6 +31,7 @@ impl<B: Backend> Cg<B> {
             z: backend.alloc(&op)?,
             p: backend.alloc(&op)?,
             q: backend.alloc(&op)?,
+            sc: backend.alloc_scalars(CG_SLOTS)?,
             op,
         })
     }
@@ -64,7 +68,7 @@ impl<B: Backend> Cg<B> {
     ) -> Result<SolveInfo> {
         let start = Instant::now();
         let mut timer = Timer::new(params.profile, 1);
-        let Self { op, r, z, p, q } = self;
+        let Self { op, r, z, p, q, sc } = self;
         let op = &*op;
 
         // r = f − A u (with the guess's halo: a caller sets only the interior, and a halo left
@@ -82,34 +86,43 @@ impl<B: Backend> Cg<B> {
         timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, z))?;
         b.fill(op, p, 0.0)?;
         b.fill(op, q, 0.0)?;
-        let mut kappa = s[1];
+        // κ, and α = β = 0 for the first SpMV.
+        b.write_scalars(sc, 0, &[s[1], 0.0, 0.0, 0.0])?;
         let mut mon = Monitor::new(params, s[0], s[2], monitor);
-        let (mut alpha, mut beta) = (0.0, 0.0);
         let mut it = 0;
+        let (alpha, beta) = (Coef::slot(1.0, ALPHA), Coef::slot(1.0, BETA));
         let reason = if let Some(reason) = mon.initial() {
             reason
         } else {
+            // The scalars stay in the backend's memory; the host reads σ and ‖r‖² once per
+            // iteration, for the stopping test.
             loop {
                 it += 1;
-                let mut sigma = [timer.run(b, Kernel::Spmv, 0, || {
-                    b.cg_spmv(op, z, u, p, q, alpha, beta)
-                })?];
-                comm.sum(&mut sigma)?;
-                if let Some(reason) = Monitor::curvature(sigma[0]) {
-                    break reason;
-                }
-                alpha = kappa / sigma[0];
-                let mut rr_rz =
-                    timer.run(b, Kernel::Tridiag, 0, || b.cg_tridiag(op, q, r, z, alpha))?;
-                comm.sum(&mut rr_rz)?;
+                timer.run(b, Kernel::Spmv, 0, || {
+                    b.cg_spmv_slots(op, z, u, p, q, sc, (alpha, beta), SIGMA)
+                })?;
+                comm.sum_slots(b, sc, SIGMA, 1)?;
+                b.scalar_ops(sc, &[step_length()])?;
+                timer.run(b, Kernel::Tridiag, 0, || {
+                    b.cg_tridiag_slots(op, q, r, z, sc, alpha, RR)
+                })?;
+                comm.sum_slots(b, sc, RR, 2)?;
                 timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, z))?;
-                if let Some(reason) = mon.step(it, rr_rz[0]) {
-                    // The delayed update of u for the last step.
-                    b.axpy(op, alpha, p, u)?;
+                // β = ⟨r', z'⟩ / κ and κ = ⟨r', z'⟩ (unused if the iteration stops here).
+                b.scalar_ops(
+                    sc,
+                    &[ScalarOp::ratio(BETA, RZ, KAPPA), ScalarOp::copy(KAPPA, RZ)],
+                )?;
+                let mut v = [0.0; CG_SLOTS];
+                b.read_scalars(sc, &mut v)?;
+                if let Some(reason) = Monitor::curvature(v[SIGMA]) {
                     break reason;
                 }
-                beta = rr_rz[1] / kappa;
-                kappa = rr_rz[1];
+                if let Some(reason) = mon.step(it, v[RR]) {
+                    // The delayed update of u for the last step.
+                    b.axpy_slots(op, alpha, p, u, sc)?;
+                    break reason;
+                }
             }
         };
         b.synchronize()?;

@@ -7,8 +7,9 @@
 use super::monitor::Monitor;
 use super::multigrid::MgPreconditioner;
 use super::profile::{Kernel, Timer};
+use super::slots::*;
 use super::{MgParams, SolveInfo, SolveParams};
-use crate::backend::Backend;
+use crate::backend::{Backend, Coef, ScalarOp};
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::precision::Storage;
@@ -22,6 +23,8 @@ pub struct MgCg<B: Backend> {
     z: B::Field,
     p: B::Field,
     q: B::Field,
+    /// κ, σ, α, β, ‖r‖², ⟨r, z⟩, ⟨z, q⟩ (solver/slots.rs) in the backend's memory.
+    sc: B::Scalars,
 }
 
 impl<B: Backend> MgCg<B> {
@@ -40,6 +43,7 @@ impl<B: Backend> MgCg<B> {
             z: backend.alloc(fine)?,
             p: backend.alloc(fine)?,
             q: backend.alloc(fine)?,
+            sc: backend.alloc_scalars(MGCG_SLOTS)?,
             pc,
         })
     }
@@ -71,45 +75,60 @@ impl<B: Backend> MgCg<B> {
     ) -> Result<SolveInfo> {
         let start = Instant::now();
         let mut timer = Timer::new(params.profile, self.pc.n_levels());
-        let Self { pc, r, z, p, q } = self;
+        let Self { pc, r, z, p, q, sc } = self;
         let mut mon = Monitor::start(b, comm, pc.fine(), f, u, r, params, monitor)?;
         let mut it = 0;
         let reason = if let Some(reason) = mon.initial() {
             reason
         } else {
-            let (mut alpha, mut beta) = (0.0, 0.0);
             pc.apply(b, comm, &mut timer, r, z)?;
-            let mut kappa = [b.dot(pc.fine(), r, z)?];
-            comm.sum(&mut kappa)?;
-            let mut kappa = kappa[0];
             let fine = pc.fine();
+            // κ = ⟨r, z⟩, and α = β = 0 for the first SpMV.
+            b.dot_slots(fine, r, z, sc, KAPPA)?;
+            comm.sum_slots(b, sc, KAPPA, 1)?;
+            b.write_scalars(sc, ALPHA, &[0.0, 0.0])?;
             b.fill(fine, p, 0.0)?;
             b.fill(fine, q, 0.0)?;
+            let (alpha, beta) = (Coef::slot(1.0, ALPHA), Coef::slot(1.0, BETA));
+            // The scalars stay in the backend's memory; the host reads σ and ‖r‖² once per
+            // iteration, for the stopping test, before the V-cycle.
             loop {
                 it += 1;
                 let fine = pc.fine();
-                let mut sigma = [timer.run(b, Kernel::Spmv, 0, || {
-                    b.cg_spmv(fine, z, u, p, q, alpha, beta)
-                })?];
-                comm.sum(&mut sigma)?;
-                if let Some(reason) = Monitor::curvature(sigma[0]) {
+                timer.run(b, Kernel::Spmv, 0, || {
+                    b.cg_spmv_slots(fine, z, u, p, q, sc, (alpha, beta), SIGMA)
+                })?;
+                comm.sum_slots(b, sc, SIGMA, 1)?;
+                b.scalar_ops(sc, &[step_length()])?;
+                // r ← r − α q and ‖r‖² in one pass.
+                timer.run(b, Kernel::Vector, 0, || {
+                    b.axpy_norm_slots(fine, Coef::slot(-1.0, ALPHA), q, r, sc, RR)
+                })?;
+                comm.sum_slots(b, sc, RR, 1)?;
+                let mut v = [0.0; RR + 1];
+                b.read_scalars(sc, &mut v)?;
+                if let Some(reason) = Monitor::curvature(v[SIGMA]) {
                     break reason;
                 }
-                alpha = kappa / sigma[0];
-                // r ← r − α q and ‖r‖² in one pass.
-                let mut rr = [timer.run(b, Kernel::Vector, 0, || b.axpy_norm(fine, -alpha, q, r))?];
-                comm.sum(&mut rr)?;
-                if let Some(reason) = mon.step(it, rr[0]) {
-                    b.axpy(fine, alpha, p, u)?;
+                if let Some(reason) = mon.step(it, v[RR]) {
+                    b.axpy_slots(fine, alpha, p, u, sc)?;
                     break reason;
                 }
                 pc.apply(b, comm, &mut timer, r, z)?;
-                let mut rz_zq =
-                    timer.run(b, Kernel::Vector, 0, || b.dot_pair(pc.fine(), r, z, q))?;
-                comm.sum(&mut rz_zq)?;
-                let [rz, zq] = rz_zq;
-                beta = -alpha * zq / kappa;
-                kappa = rz;
+                timer.run(b, Kernel::Vector, 0, || {
+                    b.dot_pair_slots(pc.fine(), r, z, q, sc, RZ)
+                })?;
+                comm.sum_slots(b, sc, RZ, 2)?;
+                // β = −α ⟨z', q⟩ / κ (Polak–Ribière), κ = ⟨r', z'⟩.
+                let beta_pr = ScalarOp {
+                    dst: BETA,
+                    sign: -1.0,
+                    num: ALPHA,
+                    by: Some(ZQ),
+                    den: Some(KAPPA),
+                    guard: false,
+                };
+                b.scalar_ops(sc, &[beta_pr, ScalarOp::copy(KAPPA, RZ)])?;
             }
         };
         b.synchronize()?;

@@ -15,6 +15,7 @@ mod mgcg;
 mod monitor;
 mod multigrid;
 mod profile;
+mod slots;
 mod textbook;
 
 pub use cg::Cg;

@@ -116,3 +116,8 @@ impl TransferKernels for CpuBackend {
         Ok(())
     }
 }
+
+/// The solver's scalars in a host vector (the defaults of every slot kernel).
+impl crate::backend::ScalarKernels for CpuBackend {
+    crate::backend::host_scalars!();
+}
