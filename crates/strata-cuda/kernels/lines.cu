@@ -203,23 +203,28 @@ extern "C" __global__ void LINE_BOUNDS restrict_smooth_cells_f64(Layout Lf, Layo
 // A coarse level has too few columns to hide the latency of one thread's Thomas chain (a 32^2
 // level: 1024 threads, 128 dependent steps each). PCR gives every cell of the column its own
 // thread: PCR_NZ threads per column (NZ rounded up to a power of two; rows beyond NZ are the
-// identity), PCR_COLS columns per block, log2(PCR_NZ) elimination steps through shared memory,
-// each step a row combining itself with the rows s above and below. The kernels exist in every
-// build; the backend launches them only where NZ <= 1024 and a level has few columns
-// (Tuning::pcr_columns).
+// identity), PCR_COLS neighbouring columns per block, log2(PCR_NZ) elimination steps through
+// shared memory, each step a row combining itself with the rows s above and below. The column is
+// the fastest thread index: the layout is x-contiguous, so a warp reads 32 / PCR_COLS levels of
+// PCR_COLS consecutive columns, whole 32-byte sectors (with the level fastest, each of a warp's
+// loads used 8 bytes of its sector: docs/PERFORMANCE.md). The kernels exist in every build; the
+// backend launches them only where NZ <= 1024 and a level has few columns (Tuning::pcr_columns);
+// crate::backend::pcr_config is the host's copy of PCR_COLS.
 __host__ __device__ constexpr int pow2_at_least(int n) {
     int p = 1;
     while (p < n) p *= 2;
     return p;
 }
 #define PCR_NZ (pow2_at_least(NZ) <= 1024 ? pow2_at_least(NZ) : 1)
-#define PCR_COLS (PCR_NZ >= 128 ? 1 : 128 / PCR_NZ)
+// At most 512 threads per block (1024 where one column needs them), at least 4 columns where
+// NZ <= 128, 128 threads at least.
+#define PCR_COLS (PCR_NZ >= 512 ? 1 : PCR_NZ >= 128 ? 512 / PCR_NZ : PCR_NZ >= 32 ? 4 : 128 / PCR_NZ)
 
-// The column of slot threadIdx.y of this block, and this thread's level k. Threads of a slot
-// beyond the level's columns work on column (0, 0) (every thread must reach the barriers) and
-// store nothing.
+// The column of slot threadIdx.x of this block, and this thread's level k = threadIdx.y.
+// Threads of a slot beyond the level's columns work on column (0, 0) (every thread must reach
+// the barriers) and store nothing.
 #define PCR_COLUMN                                                   \
-    const int k = threadIdx.x, slot = threadIdx.y;                   \
+    const int k = threadIdx.y, slot = threadIdx.x;                   \
     const int col = blockIdx.x * PCR_COLS + slot;                    \
     const bool active = col < L.nx * L.ny && PCR_NZ >= NZ;           \
     const int i = active ? col % L.nx : 0, j = active ? col / L.nx : 0;
@@ -232,7 +237,8 @@ __host__ __device__ constexpr int pow2_at_least(int n) {
 // differences).
 template <class Op>
 __device__ __forceinline__ real pcr_solve(const Op& op, int k, int slot, real d) {
-    __shared__ real sa[PCR_COLS][PCR_NZ], sc[PCR_COLS][PCR_NZ], ss[PCR_COLS][PCR_NZ], sd[PCR_COLS][PCR_NZ];
+    // [level][column]: a warp's threads (consecutive columns, then levels) hit consecutive words.
+    __shared__ real sa[PCR_NZ][PCR_COLS], sc[PCR_NZ][PCR_COLS], ss[PCR_NZ][PCR_COLS], sd[PCR_NZ][PCR_COLS];
     real a = real(0.0), c = real(0.0), sg = real(1.0);
     if (k < NZ) {
         a = k > 0 ? op.lower(k) : real(0.0);
@@ -242,25 +248,25 @@ __device__ __forceinline__ real pcr_solve(const Op& op, int k, int slot, real d)
         d = real(0.0);
     }
     for (int s = 1; s < PCR_NZ; s <<= 1) {
-        sa[slot][k] = a;
-        sc[slot][k] = c;
-        ss[slot][k] = sg;
-        sd[slot][k] = d;
+        sa[k][slot] = a;
+        sc[k][slot] = c;
+        ss[k][slot] = sg;
+        sd[k][slot] = d;
         __syncthreads();
         real a2 = real(0.0), c2 = real(0.0), sg2 = sg, d2 = d;
         if (k >= s) {
-            const real am = sa[slot][k - s], cm = sc[slot][k - s], sm = ss[slot][k - s];
+            const real am = sa[k - s][slot], cm = sc[k - s][slot], sm = ss[k - s][slot];
             const real al = -a / (sm - am - cm);
             a2 = al * am;
             sg2 += al * sm;
-            d2 += al * sd[slot][k - s];
+            d2 += al * sd[k - s][slot];
         }
         if (k + s < PCR_NZ) {
-            const real ap = sa[slot][k + s], cp = sc[slot][k + s], sp = ss[slot][k + s];
+            const real ap = sa[k + s][slot], cp = sc[k + s][slot], sp = ss[k + s][slot];
             const real ga = -c / (sp - ap - cp);
             c2 = ga * cp;
             sg2 += ga * sp;
-            d2 += ga * sd[slot][k + s];
+            d2 += ga * sd[k + s][slot];
         }
         __syncthreads();
         a = a2;
@@ -336,7 +342,7 @@ extern "C" __global__ void restrict_smooth_pcr_cells_f64(Layout Lf, Layout L, CE
 // PCR_COLS per block, each solved exactly given its neighbours, u_c <- T_c^-1 (f - H u)_c, in
 // place (the neighbours have the other colour and are not written here).
 #define PCR_COLOR_COLUMN                                                      \
-    const int k = threadIdx.x, slot = threadIdx.y;                            \
+    const int k = threadIdx.y, slot = threadIdx.x;                            \
     const int half = (L.nx + 1) / 2;                                          \
     const int col = blockIdx.x * PCR_COLS + slot;                             \
     const int jc = col / half;                                                \

@@ -56,7 +56,7 @@ impl LineKernels for CudaBackend {
                 (
                     op_kernel(op, K::SmoothColorPcr, K::SmoothColorPcrCells),
                     LaunchConfig {
-                        grid_dim: (slots.div_ceil(cfg.block_dim.1), 1, 1),
+                        grid_dim: (slots.div_ceil(cfg.block_dim.0), 1, 1),
                         ..cfg
                     },
                 )

@@ -599,19 +599,31 @@ fn side_index(side: Side) -> i32 {
 }
 
 /// The PCR launch of a level of `columns` columns of `nz` cells (kernels/lines.cu): `nz` rounded
-/// up to a power of two threads per column, 128 threads or one column per block; `None` where
-/// `nz` > 1024 or the level has `threshold` columns or more.
+/// up to a power of two threads per column, [`pcr_columns_per_block`] columns per block; `None`
+/// where `nz` > 1024 or the level has `threshold` columns or more.
 fn pcr_config(columns: usize, nz: usize, threshold: usize) -> Option<LaunchConfig> {
     if nz > 1024 || columns >= threshold {
         return None;
     }
     let per_column = nz.next_power_of_two() as u32;
-    let per_block = (128 / per_column).max(1);
+    let per_block = pcr_columns_per_block(per_column);
     Some(LaunchConfig {
         grid_dim: ((columns as u32).div_ceil(per_block), 1, 1),
-        block_dim: (per_column, per_block, 1),
+        // The column fastest (threadIdx.x), its level second: coalesced loads.
+        block_dim: (per_block, per_column, 1),
         shared_mem_bytes: 0,
     })
+}
+
+/// Columns per block of the PCR kernels for `per_column` (a power of two) threads per column:
+/// `PCR_COLS` of kernels/lines.cu, which must agree.
+fn pcr_columns_per_block(per_column: u32) -> u32 {
+    match per_column {
+        512.. => 1,
+        128.. => 512 / per_column,
+        32.. => 4,
+        _ => 128 / per_column,
+    }
 }
 
 /// 128 threads per block: bx × (128 / bx) with bx = 64 where the level is wide enough, narrower
@@ -855,3 +867,26 @@ mod scalars;
 mod stencil;
 mod transfer;
 mod vector;
+
+#[cfg(test)]
+mod tests {
+    use super::{pcr_columns_per_block, pcr_config};
+
+    #[test]
+    fn pcr_blocks_hold_neighbouring_columns() {
+        // nz = 128: 4 columns of 128 threads, the column fastest.
+        let cfg = pcr_config(1000, 128, 65536).unwrap();
+        assert_eq!((cfg.block_dim, cfg.grid_dim.0), ((4, 128, 1), 250));
+        // At most 512 threads per block, 1024 where one column needs them, 128 at least.
+        for nz in [1, 2, 8, 16, 32, 64, 100, 128, 256, 512, 1024] {
+            let per_column = (nz as u32).next_power_of_two();
+            let threads = per_column * pcr_columns_per_block(per_column);
+            assert!(
+                (128..=512).contains(&threads) || per_column == 1024,
+                "nz {nz}: {threads}"
+            );
+        }
+        assert!(pcr_config(65536, 128, 65536).is_none());
+        assert!(pcr_config(10, 2048, 65536).is_none());
+    }
+}
