@@ -32,9 +32,10 @@ pub(crate) enum Start<'a, B: Backend> {
 impl<B: Backend> Hierarchy<B> {
     /// One V(1,1)-cycle: the paper's Algorithm 1 (docs/MODEL.md §9.2), with its fused kernels.
     /// Level 0 is the finest, with right-hand side `f0` (the caller's) and the caller's iterate
-    /// swapped into its `u`; every coarser level starts from zero. From zero (the
-    /// preconditioner of mg-cg) the cycle is symmetric; from the current iterate (mg as a
-    /// solver) it need not be, and the red-black smoother sweeps in one order.
+    /// swapped into its `u`; every coarser level starts from zero. From zero the cycle is
+    /// symmetric (a preconditioner that needs it calls [`Hierarchy::precondition`], which
+    /// chooses); from the current iterate (mg as a solver) it need not be, and the red-black
+    /// smoother sweeps in one order.
     pub(crate) fn vcycle<C: Comm<B>>(
         &mut self,
         b: &B,
