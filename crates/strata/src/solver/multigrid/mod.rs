@@ -74,8 +74,9 @@ pub enum Smoother {
     /// given the others, then the others (ρ is not used). Red then black before the coarse
     /// correction, black then red after it (and alternating on the coarsest level), so that
     /// the V-cycle stays symmetric for mg-cg when the coarsest level takes an even number of
-    /// steps (the default 2); mg as a solver post-smooths its finest level red then black, so
-    /// that no cycle ends with the red half-sweep the next one begins with.
+    /// steps (the default 2); mg as a solver (and the preconditioner of mixed mg, GCR and
+    /// BiCGStab) post-smooths red then black on every level, so that no cycle ends with the
+    /// red half-sweep the next one begins with, and the coarse corrections contract more.
     RedBlack,
 }
 
