@@ -146,12 +146,14 @@ fn red_black_mg_uses_every_half_sweep() {
             "red-black mg, {precision:?}: {} cycles, rates {rates:.3?}",
             s.info.iterations
         );
+        // Mean contraction 0.145: 0.19 with the coarse levels post-smoothing black then red,
+        // 0.27 with the finest level too (the order that repeats a half-sweep per cycle).
         assert!(
-            mean < 0.22,
+            mean < 0.17,
             "{precision:?}: mean contraction {mean:.3} per cycle: {rates:.3?}"
         );
         assert!(
-            s.info.iterations <= 11,
+            s.info.iterations <= 9,
             "{precision:?}: {} cycles to 1e-8",
             s.info.iterations
         );
