@@ -38,6 +38,10 @@ impl CudaBackend {
         if let Some(g) = rec.get::<Graph>(key) {
             return self.launch_graph(&g.0).map(|()| false);
         }
+        if rec.is_full() {
+            // More arrangements than the recording keeps: this one runs directly.
+            return body().map(|()| true);
+        }
         match self.capture(body) {
             Ok(g) => {
                 self.launch_graph(&g)?;

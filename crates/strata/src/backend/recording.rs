@@ -3,9 +3,11 @@
 
 use std::any::Any;
 
-/// At most this many recordings per [`Recording`] (GCR's directions each key one); the oldest
-/// is dropped for a new one beyond it.
-const MAX_KEYS: usize = 8;
+/// At most this many recordings per [`Recording`]. GCR's directions each key one, and the
+/// Jacobi smoother's swaps permute the fields between calls, so GCR(k) meets up to ≈ 2k(k + 1)
+/// arrangements; beyond the bound a new one runs directly rather than evicting a recording
+/// that is met again (evicting would capture anew at every call).
+const MAX_KEYS: usize = 16;
 
 /// Work a backend recorded, keyed by the addresses of the fields it reads and writes
 /// ([`super::Fields::address`]): replaying a recording repeats the same kernels on the same
@@ -47,13 +49,29 @@ impl Recording {
             .and_then(|(_, v)| v.downcast_ref())
     }
 
-    /// Keeps `value` as the recording for `key` (replacing one kept for it).
-    pub fn insert<T: Any + Send + Sync>(&mut self, key: &[u64], value: T) {
-        self.entries.retain(|(k, _)| k != key);
-        if self.entries.len() == MAX_KEYS {
-            self.entries.remove(0);
+    /// Whether a recording is kept for `key`.
+    pub fn contains(&self, key: &[u64]) -> bool {
+        self.entries.iter().any(|(k, _)| k == key)
+    }
+
+    /// Whether it keeps as many recordings as it may: a backend then records no new key
+    /// (the work of one runs directly).
+    pub fn is_full(&self) -> bool {
+        self.entries.len() >= MAX_KEYS
+    }
+
+    /// Keeps `value` as the recording for `key` (replacing one kept for it); a new key is
+    /// dropped when the recording is full. Returns whether it was kept.
+    pub fn insert<T: Any + Send + Sync>(&mut self, key: &[u64], value: T) -> bool {
+        if let Some(e) = self.entries.iter_mut().find(|(k, _)| k == key) {
+            e.1 = Box::new(value);
+            return true;
+        }
+        if self.is_full() {
+            return false;
         }
         self.entries.push((key.to_vec(), Box::new(value)));
+        true
     }
 
     /// Number of recordings kept.
@@ -96,14 +114,17 @@ mod tests {
             None,
             "another type is not this recording"
         );
-        r.insert(&[1, 2], 11u32);
+        assert!(r.insert(&[1, 2], 11u32));
         assert_eq!((r.get::<u32>(&[1, 2]), r.len()), (Some(&11), 2));
-        for k in 0..20 {
+        for k in 0..40 {
             r.insert(&[k], k);
         }
-        assert_eq!(r.len(), MAX_KEYS);
-        assert_eq!(r.get::<u64>(&[19]), Some(&19));
-        assert_eq!(r.get::<u64>(&[0]), None, "the oldest went first");
+        assert!(r.is_full() && r.len() == MAX_KEYS);
+        assert!(r.contains(&[0]) && r.contains(&[1, 2]));
+        assert!(!r.contains(&[39]), "a full recording keeps what it has");
+        assert!(!r.insert(&[99], 99u64));
+        assert!(r.insert(&[0], 7u64), "a kept key is replaced");
+        assert_eq!(r.get::<u64>(&[0]), Some(&7));
         r.refuse("waits on the host".into());
         assert!(r.is_empty());
         assert_eq!(r.refused(), Some("waits on the host"));

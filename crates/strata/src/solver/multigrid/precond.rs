@@ -176,7 +176,8 @@ impl<B: Backend> MgPreconditioner<B> {
         let pairs = self.swap_pairs();
         let swaps = swaps_between(&key, &after, &pairs);
         if apply_swaps(&key, &pairs, &swaps) == after {
-            if !self.swaps.iter().any(|(k, _)| *k == key) {
+            // Kept only for what the backend recorded (nothing, on the host backends).
+            if self.rec.contains(&key) && !self.swaps.iter().any(|(k, _)| *k == key) {
                 self.swaps.push((key, swaps));
             }
         } else {
