@@ -209,7 +209,7 @@ extern "C" __global__ void LINE_BOUNDS restrict_smooth_cells_f64(Layout Lf, Layo
 // PCR_COLS consecutive columns, whole 32-byte sectors (with the level fastest, each of a warp's
 // loads used 8 bytes of its sector: docs/PERFORMANCE.md). The kernels exist in every build; the
 // backend launches them only where NZ <= 1024 and a level has few columns (Tuning::pcr_columns);
-// crate::backend::pcr_config is the host's copy of PCR_COLS.
+// pcr_columns_per_block in src/backend/mod.rs is the host's copy of PCR_COLS.
 __host__ __device__ constexpr int pow2_at_least(int n) {
     int p = 1;
     while (p < n) p *= 2;

@@ -120,7 +120,8 @@ extern "C" __global__ void update_f64(i64 n, double a, const double* __restrict_
         y[t] += a * x[t];
 }
 
-// The solver's scalar arithmetic on its slots (strata::backend::ScalarOp), one thread, in order:
+// The solver's scalar arithmetic on its slots (strata::backend::ScalarOp), in order; launched
+// with one thread:
 // s[dst] = sign * s[num] * s[by] / s[den] (by, den < 0: 1); with guard, a denominator that is not
 // finite and positive gives 0. The order of operations is the host's, so the values are too.
 struct ScalarOp {
@@ -133,7 +134,6 @@ struct ScalarOps {
 };
 
 extern "C" __global__ void scalar_ops_f64(double* __restrict__ s, ScalarOps ops) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
     for (int i = 0; i < ops.n; ++i) {
         const ScalarOp o = ops.op[i];
         double v = o.sign * s[o.num];

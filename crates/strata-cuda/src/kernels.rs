@@ -377,23 +377,18 @@ impl Tuning {
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|v| v.is_power_of_two() && (8..=BLOCK_THREADS).contains(v))
             .unwrap_or(BLOCK_X);
-        let pcr_columns = std::env::var("STRATA_CUDA_PCR_COLUMNS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(PCR_COLUMNS);
-        let tile_streams_columns = std::env::var("STRATA_CUDA_TILE_STREAMS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(TILE_STREAMS_COLUMNS);
-        let narrow_values = std::env::var("STRATA_CUDA_NARROW_VALUES")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(NARROW_VALUES);
+        // A count from the environment, or `default` where unset or not a number.
+        let count = |name: &str, default: usize| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(default)
+        };
+        let pcr_columns = count("STRATA_CUDA_PCR_COLUMNS", PCR_COLUMNS);
+        let tile_streams_columns = count("STRATA_CUDA_TILE_STREAMS", TILE_STREAMS_COLUMNS);
+        let narrow_values = count("STRATA_CUDA_NARROW_VALUES", NARROW_VALUES);
         let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
-        let segment_threads = std::env::var("STRATA_CUDA_SEGMENT_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(SEGMENT_THREADS);
+        let segment_threads = count("STRATA_CUDA_SEGMENT_THREADS", SEGMENT_THREADS);
         Self {
             options,
             block_x,
@@ -606,7 +601,7 @@ pub fn backend_err(msg: impl Into<String>) -> StrataError {
 
 #[cfg(test)]
 mod tests {
-    use super::{segments, SEGMENT_THREADS};
+    use super::{segments, Kernel, Tuning, NARROW_VALUES, SEGMENT_THREADS};
 
     #[test]
     fn columns_are_cut_into_segments_only_where_few() {
@@ -621,8 +616,6 @@ mod tests {
         assert_eq!(segments(16 * 16, 20, SEGMENT_THREADS), 2);
         assert_eq!(segments(32 * 32, 128, 0), 1);
     }
-
-    use super::{Kernel, Tuning, NARROW_VALUES};
 
     /// 32-bit offsets only below 2^28 values, whatever the tuning asks; 0 turns them off.
     #[test]

@@ -517,20 +517,34 @@ impl CudaBackend {
         r: &mut Reduce,
         ncomp: usize,
     ) -> Result<[f64; 2]> {
-        let f = op.k.get(K::Reduce);
+        let Reduce { partials, out } = r;
+        self.launch_reduce(op, blocks, partials, ncomp, &mut out.slice_mut(..ncomp))?;
+        let mut host = [0.0; 2];
+        cu(self.base().memcpy_dtoh(&*out, &mut host))?;
+        Ok(host)
+    }
+
+    /// Queues the final reduction of `ncomp` components over `blocks` block partials into
+    /// `dst` (`ncomp` values: the reduction's own output, or slots of a solver's scalars).
+    fn launch_reduce(
+        &self,
+        op: &CudaLevel,
+        blocks: usize,
+        partials: &CudaSlice<f64>,
+        ncomp: usize,
+        dst: &mut cudarc::driver::CudaViewMut<'_, f64>,
+    ) -> Result<()> {
         let (nb, nc) = (blocks as i32, ncomp as i32);
         let cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.base().launch_builder(f);
-        b.arg(&r.partials).arg(&nb).arg(&nc).arg(&mut r.out);
-        // SAFETY: partials holds blocks × ncomp values (sized in prepare_level), out 2 values.
-        cu(unsafe { b.launch(cfg) })?;
-        let mut host = [0.0; 2];
-        cu(self.base().memcpy_dtoh(&r.out, &mut host))?;
-        Ok(host)
+        let mut b = self.base().launch_builder(op.k.get(K::Reduce));
+        b.arg(partials).arg(&nb).arg(&nc).arg(dst);
+        // SAFETY: partials holds at least blocks × ncomp values (sized in prepare_level for the
+        // level's largest launch), dst ncomp values (sliced by the callers).
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
     }
 
     /// Best wall time of `repeats` synchronised runs of `work`, after one warm-up run.

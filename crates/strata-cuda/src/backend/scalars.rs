@@ -40,28 +40,23 @@ fn check_slots(s: &CudaSlice<f64>, coefs: &[Coef], out: Option<(usize, usize)>) 
 
 impl CudaBackend {
     /// Finishes a reduction of `ncomp` components over `blocks` block partials into slots
-    /// `out ..` of `s` (no wait).
+    /// `out ..` of `s` (no wait; the slots were checked by the caller).
     fn reduce_into(
         &self,
         op: &CudaLevel,
         blocks: usize,
-        red: &mut Reduce,
+        red: &Reduce,
         ncomp: usize,
         s: &mut CudaSlice<f64>,
         out: usize,
     ) -> Result<()> {
-        let (nb, nc) = (blocks as i32, ncomp as i32);
-        let cfg = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut dst = s.slice_mut(out..out + ncomp);
-        let mut b = self.base().launch_builder(op.k.get(K::Reduce));
-        b.arg(&red.partials).arg(&nb).arg(&nc).arg(&mut dst);
-        // SAFETY: partials holds blocks × ncomp values (sized in prepare_level); dst is ncomp
-        // slots (checked by the callers).
-        cu(unsafe { b.launch(cfg) }).map(|_| ())
+        self.launch_reduce(
+            op,
+            blocks,
+            &red.partials,
+            ncomp,
+            &mut s.slice_mut(out..out + ncomp),
+        )
     }
 }
 
@@ -108,9 +103,10 @@ impl ScalarKernels for CudaBackend {
         }
         // Any level's module holds the kernel: the smallest nz loaded is as good as another.
         let k = self.any_kernels()?;
+        // One thread: the operations are few and in order.
         let cfg = LaunchConfig {
             grid_dim: (1, 1, 1),
-            block_dim: (32, 1, 1),
+            block_dim: (1, 1, 1),
             shared_mem_bytes: 0,
         };
         let mut b = self.base().launch_builder(k.get(K::ScalarOps));
@@ -133,7 +129,7 @@ impl ScalarKernels for CudaBackend {
         check_slots(s, &[alpha, beta], Some((out, 1)))?;
         let mut red = self.reduce_lock();
         self.cg_spmv_launch(op, z, u, p, q, (alpha, beta), s, &mut red)?;
-        self.reduce_into(op, op.blocks, &mut red, 1, s, out)
+        self.reduce_into(op, op.blocks, &red, 1, s, out)
     }
 
     fn cg_tridiag_slots(
@@ -149,7 +145,7 @@ impl ScalarKernels for CudaBackend {
         check_slots(s, &[alpha], Some((out, 2)))?;
         let mut red = self.reduce_lock();
         self.cg_tridiag_launch(op, q, r, z, alpha, s, &mut red)?;
-        self.reduce_into(op, op.blocks, &mut red, 2, s, out)
+        self.reduce_into(op, op.blocks, &red, 2, s, out)
     }
 
     fn axpy_norm_slots(
@@ -164,7 +160,7 @@ impl ScalarKernels for CudaBackend {
         check_slots(s, &[a], Some((out, 1)))?;
         let mut red = self.reduce_lock();
         self.axpy_norm_launch(op, a, x, y, s, &mut red)?;
-        self.reduce_into(op, op.blocks, &mut red, 1, s, out)
+        self.reduce_into(op, op.blocks, &red, 1, s, out)
     }
 
     fn axpy_slots(
@@ -191,7 +187,7 @@ impl ScalarKernels for CudaBackend {
         self.check(op, &[x, y])?;
         let mut red = self.reduce_lock();
         launch_columns!(self, op, K::Dot; &x.data, &y.data, &mut red.partials)?;
-        self.reduce_into(op, op.blocks, &mut red, 1, s, out)
+        self.reduce_into(op, op.blocks, &red, 1, s, out)
     }
 
     fn dot_pair_slots(
@@ -207,6 +203,6 @@ impl ScalarKernels for CudaBackend {
         self.check(op, &[x, y, w])?;
         let mut red = self.reduce_lock();
         launch_columns!(self, op, K::DotPair; &x.data, &y.data, &w.data, &mut red.partials)?;
-        self.reduce_into(op, op.blocks, &mut red, 2, s, out)
+        self.reduce_into(op, op.blocks, &red, 2, s, out)
     }
 }
