@@ -317,7 +317,52 @@ fn check_apply_residual<B: Backend>(
         rel_diff(&h7, &ha) <= TOL,
         "split_residual {ctx}: g - A7 x is not f - A x"
     );
+    check_to_f32(b, s, op, (&dx, &df), (&ha, rr_h), rng, ctx);
     ha
+}
+
+/// `residual_to` and `axpy_from` between the fp64 level `s` and its fp32 7-point preparation
+/// (the pair of mixed-precision defect correction): `res` (the reference's f − A x, with its
+/// norm) rounded once into the fp32 field, the norm that of the unrounded values; an fp32
+/// field added into an fp64 one exactly as the fp64 axpy of its values. Each also between two
+/// fp64 preparations (the plain kernels).
+#[allow(clippy::too_many_arguments)]
+fn check_to_f32<B: Backend>(
+    b: &B,
+    s: &LevelStencil,
+    op: &B::LevelOp,
+    (dx, df): (&B::Field, &B::Field),
+    (res, norm): (&HostField, f64),
+    rng: &mut Rng,
+    ctx: &str,
+) {
+    let r = ReferenceBackend;
+    let s7 = s.seven_point();
+    for to_s in [s7.with_storage(Storage::F32), s7] {
+        let to = b.prepare_level(&to_s).expect("prepare_level");
+        let ctx = format!("{ctx} to {:?}", to_s.storage);
+        let y = rounded(&rng.field(&to_s));
+        let mut d = to_backend(b, &to, &y);
+        let n = b.residual_to(op, df, dx, &to, &mut d).unwrap();
+        let want = if to_s.storage == Storage::F32 {
+            rounded(res)
+        } else {
+            res.clone()
+        };
+        assert!(
+            rel_diff(&to_host(b, &to, &d), &want) <= TOL && close(n, norm, TOL_SUM),
+            "residual_to {ctx}: {n:e} vs {norm:e}"
+        );
+        let (x, y) = (rounded(&rng.field(&to_s)), rng.field(s));
+        let (mut hy, mut dy) = (y.clone(), to_backend(b, op, &y));
+        r.axpy(s, 0.7, &x, &mut hy).unwrap();
+        b.axpy_from(op, 0.7, &to, &to_backend(b, &to, &x), &mut dy)
+            .unwrap();
+        assert!(
+            rel_diff(&to_host(b, op, &dy), &hy) <= TOL,
+            "axpy_from {ctx}"
+        );
+    }
 }
 
 /// The fused CG SpMV of `b` on `z` against the reference on level `s`; returns the reference's
@@ -1041,6 +1086,7 @@ pub fn cell_coefficient_kernels<B: Backend>(b: &B) {
                 rel_diff(&to_host(b, &op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
                 "residual {ctx}"
             );
+            check_to_f32(b, &s, &op, (&dx, &df), (&ha, rr_h), &mut rng, &ctx);
             r.line_solve(&s, &f, &mut ha).unwrap();
             b.line_solve(&op, &df, &mut da).unwrap();
             let hda = to_host(b, &op, &da);

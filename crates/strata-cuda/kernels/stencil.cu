@@ -69,14 +69,16 @@ extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PAR
 
 // r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
 // Over the levels [k0, k1) (SEGMENT).
-template <class Op>
+// r may be stored in another type than the build's (Out: float, residual_to_f32): the norm is
+// of the values before they are rounded into it.
+template <class Op, class Out>
 __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
                                                 const real* __restrict__ f, const real* __restrict__ u,
-                                                real* __restrict__ r, int k0, int k1) {
+                                                Out* __restrict__ r, int k0, int k1) {
     double s = 0.0;
     march_segment(L, o, u, k0, k1, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real res = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
-        r[o] = res;
+        r[o] = (Out)res;
         s += (double)res * res;
     });
     return s;
@@ -96,6 +98,34 @@ extern "C" __global__ void residual_f64(Layout L, const real* __restrict__ cols,
 extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS, const real* __restrict__ f,
                                               const real* __restrict__ u, real* __restrict__ r,
                                               double* __restrict__ partials) {
+    THREAD_COLUMN
+    SEGMENT
+    double s = 0.0;
+    if (active) {
+        const idx_t o = at_(L, i, j, 0);
+        WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r, k0, k1));
+    }
+    block_sum(s, partials, 0, 1);
+}
+
+// r <- f - A u into an fp32 field of the same block (the right-hand side of a mixed-precision
+// cycle, r in float whatever the build: used from the fp64 build), returns the column's |r|^2 of
+// the unrounded values; traffic 2 values of the build + one float.
+extern "C" __global__ void residual_to_f32_f64(Layout L, const real* __restrict__ cols,
+                                               const real* __restrict__ V, CROSS_PARAMS,
+                                               const real* __restrict__ f, const real* __restrict__ u,
+                                               float* __restrict__ r, double* __restrict__ partials) {
+    THREAD_COLUMN
+    SEGMENT
+    double s = 0.0;
+    if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r, k0, k1));
+    block_sum(s, partials, 0, 1);
+}
+
+extern "C" __global__ void residual_to_f32_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                     const real* __restrict__ f,
+                                                     const real* __restrict__ u, float* __restrict__ r,
+                                                     double* __restrict__ partials) {
     THREAD_COLUMN
     SEGMENT
     double s = 0.0;

@@ -27,6 +27,16 @@ extern "C" __global__ void axpy_f64(Layout L, double a0, const double* __restric
     for (int k = 0; k < NZ; ++k, o += L.sx) y[o] += a * x[o];
 }
 
+// y <- y + a x with x an fp32 field of the same block (the correction of a mixed-precision cycle
+// added to the fp64 iterate: used from the fp64 build); traffic 2 values of the build + one float.
+extern "C" __global__ void axpy_from_f32_f64(Layout L, double a, const float* __restrict__ x,
+                                             real* __restrict__ y) {
+    THREAD_COLUMN
+    if (!active) return;
+    idx_t o = at_(L, i, j, 0);
+    for (int k = 0; k < NZ; ++k, o += L.sx) y[o] += a * (double)x[o];
+}
+
 // y <- x + b y; traffic 3.
 extern "C" __global__ void xpby_f64(Layout L, const real* __restrict__ x, double b, real* __restrict__ y) {
     THREAD_COLUMN

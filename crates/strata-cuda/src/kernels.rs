@@ -121,11 +121,17 @@ pub enum Kernel {
     SplitResidualCells,
     /// `scalar_ops_f64` (vector.cu): the solver's scalar arithmetic on its slots.
     ScalarOps,
+    /// `residual_to_f32_f64` (stencil.cu): [`Kernel::Residual`] into an fp32 field.
+    ResidualToF32,
+    /// `residual_to_f32_cells_f64` (stencil.cu).
+    ResidualToF32Cells,
+    /// `axpy_from_f32_f64` (vector.cu): [`Kernel::Axpy`] of an fp32 field into this build's.
+    AxpyFromF32,
 }
 
 impl Kernel {
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 49] = [
+    pub const ALL: [Kernel; 52] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -175,6 +181,9 @@ impl Kernel {
         Kernel::SplitResidual,
         Kernel::SplitResidualCells,
         Kernel::ScalarOps,
+        Kernel::ResidualToF32,
+        Kernel::ResidualToF32Cells,
+        Kernel::AxpyFromF32,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -230,6 +239,9 @@ impl Kernel {
             Kernel::SplitResidual => "split_residual_f64",
             Kernel::SplitResidualCells => "split_residual_cells_f64",
             Kernel::ScalarOps => "scalar_ops_f64",
+            Kernel::ResidualToF32 => "residual_to_f32_f64",
+            Kernel::ResidualToF32Cells => "residual_to_f32_cells_f64",
+            Kernel::AxpyFromF32 => "axpy_from_f32_f64",
         }
     }
 
@@ -278,7 +290,10 @@ impl Kernel {
             | Kernel::RestrictSmoothPcrCells
             | Kernel::SmoothColorPcr
             | Kernel::SmoothColorPcrCells => "lines.cu",
-            Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps => "vector.cu",
+            Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps | Kernel::AxpyFromF32 => {
+                "vector.cu"
+            }
+            Kernel::ResidualToF32 | Kernel::ResidualToF32Cells => "stencil.cu",
             Kernel::SplitResidual | Kernel::SplitResidualCells => "stencil.cu",
         }
     }

@@ -71,11 +71,12 @@ pub fn field_memory(
         + match cfg.kind {
             SolverKind::Cg => 6 * fine + columns(p.n),
             // f and u; the nine-point sphere's split cycles add g and the outer fine level;
-            // defect correction (mixed precision) adds r and z.
+            // defect correction (mixed precision) holds no fp64 r or z (its residual goes
+            // straight into the cycle's fp32 r, the cycle's fp32 z straight into u).
             SolverKind::Mg => match (low, nine) {
                 (Storage::F64, false) => 2 * fine + hierarchy,
                 (Storage::F64, true) => 3 * fine + hierarchy + outer_op,
-                _ => 4 * fine + v_cycle,
+                _ => 2 * fine + v_cycle,
             },
             // f, u, r, z, p, q.
             SolverKind::MgCg => 6 * fine + v_cycle,

@@ -504,6 +504,30 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// Checks the fields of a kernel that reads or writes a field `x` of `other`, another
+    /// preparation of `op`'s block stored in fp32, beside `op`'s fp64 `fields`: the pairs
+    /// `residual_to` and `axpy_from` have a kernel for (one fp64 build kernel, one fp32
+    /// field). Returns false where both levels are stored alike (the caller's plain kernel
+    /// serves), an error for any other pair.
+    fn check_f32_beside(
+        &self,
+        op: &CudaLevel,
+        fields: &[&CudaField],
+        other: &CudaLevel,
+        x: &CudaField,
+    ) -> Result<bool> {
+        strata::backend::check_convert(&op.stencil, &other.stencil)?;
+        self.check(op, fields)?;
+        self.check(other, &[x])?;
+        match (op.stencil.storage, other.stencil.storage) {
+            (a, b) if a == b => Ok(false),
+            (Storage::F64, Storage::F32) if other.layout == op.layout => Ok(true),
+            (a, b) => Err(backend_err(format!(
+                "no kernel between a level stored in {a:?} and one in {b:?} of this layout"
+            ))),
+        }
+    }
+
     /// Runs the final reduction of `ncomp` components over the level's block partials.
     fn finish_reduce(&self, op: &CudaLevel, r: &mut Reduce, ncomp: usize) -> Result<[f64; 2]> {
         self.finish_reduce_of(op, op.blocks, r, ncomp)

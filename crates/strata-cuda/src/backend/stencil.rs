@@ -35,6 +35,22 @@ impl StencilKernels for CudaBackend {
         launch_op!(self, op, K::Residual, K::ResidualCells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)
     }
 
+    fn residual_to(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &CudaField,
+        to: &CudaLevel,
+        r: &mut CudaField,
+    ) -> Result<f64> {
+        if !self.check_f32_beside(op, &[f, u], to, r)? {
+            return self.residual(op, f, u, r);
+        }
+        let mut red = self.reduce_lock();
+        launch_op!(self, op, K::ResidualToF32, K::ResidualToF32Cells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
+    }
+
     fn split_residual(
         &self,
         op: &CudaLevel,

@@ -23,6 +23,20 @@ impl VectorKernels for CudaBackend {
         launch_columns!(self, op, K::Xpby; &x.data, &beta, &mut y.data)
     }
 
+    fn axpy_from(
+        &self,
+        op: &CudaLevel,
+        a: f64,
+        from: &CudaLevel,
+        x: &CudaField,
+        y: &mut CudaField,
+    ) -> Result<()> {
+        if !self.check_f32_beside(op, &[y], from, x)? {
+            return self.axpy(op, a, x, y);
+        }
+        launch_columns!(self, op, K::AxpyFromF32; &a, &x.data, &mut y.data)
+    }
+
     fn dot(&self, op: &CudaLevel, x: &CudaField, y: &CudaField) -> Result<f64> {
         self.check(op, &[x, y])?;
         let mut r = self.reduce_lock();

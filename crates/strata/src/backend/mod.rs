@@ -283,6 +283,19 @@ pub trait VectorKernels: Fields {
         self.dot(op, y, y)
     }
 
+    /// y ← y + a x on the interior, with `x` a field of `from`: another preparation of `op`'s
+    /// block that may store its fields in another precision (the fp32 correction of a
+    /// mixed-precision cycle added to the fp64 iterate). Traffic: read x, read and write y —
+    /// one pass where [`TransferKernels::convert`] then `axpy` make two.
+    fn axpy_from(
+        &self,
+        op: &Self::LevelOp,
+        a: f64,
+        from: &Self::LevelOp,
+        x: &Self::Field,
+        y: &mut Self::Field,
+    ) -> Result<()>;
+
     /// Local [⟨x, y⟩, ⟨y, w⟩] in one pass (traffic 3, where two `dot`s move 4 and wait
     /// twice). By default two `dot`s.
     fn dot_pair(
@@ -323,6 +336,20 @@ pub trait StencilKernels: Fields {
     ) -> Result<()> {
         self.residual(op, f, u, r).map(|_| ())
     }
+
+    /// r ← f − A u with `r` a field of `to`: another preparation of `op`'s block that may
+    /// store its fields in another precision (the fp32 right-hand side of a mixed-precision
+    /// cycle); returns the local ‖f − A u‖² of the values before they are rounded into `r`.
+    /// Traffic: read f and u, write r — one pass where `residual` then
+    /// [`TransferKernels::convert`] make two.
+    fn residual_to(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &Self::Field,
+        to: &Self::LevelOp,
+        r: &mut Self::Field,
+    ) -> Result<f64>;
 
     /// For an operator with cross terms, A = A₇ + C (the sphere's nine-point operator):
     /// g ← f − C u, the right-hand side of a 7-point cycle on u, and returns the local

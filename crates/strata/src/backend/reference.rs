@@ -197,6 +197,19 @@ impl VectorKernels for ReferenceBackend {
         Ok(())
     }
 
+    fn axpy_from(
+        &self,
+        s: &LevelStencil,
+        a: f64,
+        from: &LevelStencil,
+        x: &HostField,
+        y: &mut HostField,
+    ) -> Result<()> {
+        super::check_convert(from, s)?;
+        self.map2(s, s.storage, x, y, |x, y| y + a * x);
+        Ok(())
+    }
+
     fn dot(&self, s: &LevelStencil, x: &HostField, y: &HostField) -> Result<f64> {
         let mut sum = 0.0;
         for (i, j) in interior(s) {
@@ -224,6 +237,26 @@ impl StencilKernels for ReferenceBackend {
         self.apply_in(s, Storage::F64, u, r);
         self.map2(s, s.storage, f, r, |f, au| f - au);
         self.dot(s, r, r)
+    }
+
+    fn residual_to(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u: &HostField,
+        to: &LevelStencil,
+        r: &mut HostField,
+    ) -> Result<f64> {
+        super::check_convert(s, to)?;
+        let mut sum = 0.0;
+        for (i, j) in interior(s) {
+            for k in 0..s.nz {
+                let v = f.column(i, j)[k] - apply_cell(s, u, i, j, k);
+                sum += v * v;
+                r.column_mut(i, j)[k] = to.storage.round(v);
+            }
+        }
+        Ok(sum)
     }
 
     fn split_residual(

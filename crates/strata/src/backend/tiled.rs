@@ -218,6 +218,20 @@ impl<H: Handle> VectorKernels for Tiled<H> {
         Ok(())
     }
 
+    fn axpy_from(
+        &self,
+        op: &Self::LevelOp,
+        a: f64,
+        from: &Self::LevelOp,
+        x: &Self::Field,
+        y: &mut Self::Field,
+    ) -> Result<()> {
+        for (((o, fo), x), y) in op.tiles.iter().zip(&from.tiles).zip(x).zip(y) {
+            self.inner().axpy_from(o, a, fo, x, y)?;
+        }
+        Ok(())
+    }
+
     fn dot(&self, op: &Self::LevelOp, x: &Self::Field, y: &Self::Field) -> Result<f64> {
         let mut s = 0.0;
         for ((o, x), y) in op.tiles.iter().zip(x).zip(y) {
@@ -275,6 +289,21 @@ impl<H: Handle> StencilKernels for Tiled<H> {
         let mut s = 0.0;
         for (i, o) in op.tiles.iter().enumerate() {
             s += self.inner().residual(o, &f[i], &u[i], &mut r[i])?;
+        }
+        Ok(s)
+    }
+
+    fn residual_to(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &Self::Field,
+        to: &Self::LevelOp,
+        r: &mut Self::Field,
+    ) -> Result<f64> {
+        let mut s = 0.0;
+        for (i, (o, t)) in op.tiles.iter().zip(&to.tiles).enumerate() {
+            s += self.inner().residual_to(o, &f[i], &u[i], t, &mut r[i])?;
         }
         Ok(s)
     }

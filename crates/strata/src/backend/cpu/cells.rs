@@ -93,12 +93,12 @@ impl CpuBackend {
 
     /// r = f − A u; returns Σ r². With `split` (A = A₇ + C), r = f − C u instead, still
     /// returning Σ (f − A u)².
-    pub(super) fn cells_residual<S: Real>(
+    pub(super) fn cells_residual<S: Real, T: Real>(
         &self,
         s: &LevelStencil,
         f: &HostField<S>,
         u: &HostField<S>,
-        r: &mut HostField<S>,
+        r: &mut HostField<T>,
         split: bool,
     ) -> f64 {
         let (nx, nz) = (s.nx(), s.nz);
@@ -121,10 +121,13 @@ impl CpuBackend {
                                 sum += split_at(fc, rc, k, a7, ck);
                             });
                         } else {
+                            let mut sq = SumSq::new(nz);
                             apply_col(s, i, j, &x, cr.as_ref(), |k, au| {
-                                rc[k] = S::from_f64(fc[k].to_f64() - au)
+                                let r = fc[k].to_f64() - au;
+                                rc[k] = T::from_f64(r);
+                                sq.add(k, r);
                             });
-                            sum += dot(rc, rc);
+                            sum += sq.total();
                         }
                     }
                     *part = [sum, 0.0];

@@ -87,9 +87,9 @@ impl<S: Real> Cross<'_, S> {
 /// One cell of the split residual (A x = a7 + c at level k): stores g_k = f_k − c and returns
 /// r_k² of the residual r = f − (a7 + c), rounded to `S` as a stored residual would be.
 #[inline(always)]
-pub(super) fn split_at<S: Real>(f: &[S], g: &mut [S], k: usize, a7: f64, c: f64) -> f64 {
+pub(super) fn split_at<S: Real, T: Real>(f: &[S], g: &mut [T], k: usize, a7: f64, c: f64) -> f64 {
     let fk = f[k].to_f64();
-    g[k] = S::from_f64(fk - c);
+    g[k] = T::from_f64(fk - c);
     let r = S::from_f64(fk - (a7 + c)).to_f64();
     r * r
 }
@@ -139,6 +139,44 @@ pub(super) fn apply_column<S: Real>(
     }
     let k = nz - 1;
     emit(k, diag(k) * c(k) + t * cc[k] * c(k - 1) + d[k] * horiz(k));
+}
+
+/// Σ v² of a column's values taken one by one in the order of k, summed as [`dot`] sums a
+/// column with itself (four partial sums, then the tail): the norm of values before they are
+/// rounded into a field of lower precision, bit for bit `dot(r, r)` where they are not.
+pub(super) struct SumSq {
+    acc: [f64; 4],
+    tail: f64,
+    /// The first k of the tail.
+    split: usize,
+}
+
+impl SumSq {
+    /// An empty sum over a column of `nz` values.
+    #[inline(always)]
+    pub(super) fn new(nz: usize) -> Self {
+        Self {
+            acc: [0.0; 4],
+            tail: 0.0,
+            split: nz - nz % 4,
+        }
+    }
+
+    /// Adds v² of level k.
+    #[inline(always)]
+    pub(super) fn add(&mut self, k: usize, v: f64) {
+        if k < self.split {
+            self.acc[k % 4] += v * v;
+        } else {
+            self.tail += v * v;
+        }
+    }
+
+    /// The sum.
+    #[inline(always)]
+    pub(super) fn total(&self) -> f64 {
+        (self.acc[0] + self.acc[1]) + (self.acc[2] + self.acc[3]) + self.tail
+    }
 }
 
 /// Σ a·b with four independent partial sums (so it vectorises), in a fixed order.

@@ -27,12 +27,14 @@ impl CpuBackend {
 
     // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3. With `split` (A = A₇ + C),
     // r = f - C u instead, still returning sum (f - A u)^2.
-    fn residual_t<S: Real>(
+    // The norm is of the values before they are stored (bit for bit the stored ones' where r
+    // is of u's precision; r may be of another, `residual_to`).
+    fn residual_t<S: Real, T: Real>(
         &self,
         s: &LevelStencil,
         f: &HostField<S>,
         u: &HostField<S>,
-        r: &mut HostField<S>,
+        r: &mut HostField<T>,
         split: bool,
     ) -> f64 {
         if s.cells.is_some() {
@@ -60,10 +62,13 @@ impl CpuBackend {
                                 sum += split_at(fc, rc, k, a7, ck);
                             });
                         } else {
+                            let mut sq = SumSq::new(nz);
                             apply_column_cross(c, v, &x, cr.as_ref(), |k, au| {
-                                rc[k] = S::from_f64(fc[k].to_f64() - au)
+                                let r = fc[k].to_f64() - au;
+                                rc[k] = T::from_f64(r);
+                                sq.add(k, r);
                             });
-                            sum += dot(rc, rc);
+                            sum += sq.total();
                         }
                     }
                     *part = [sum, 0.0];
@@ -185,6 +190,26 @@ impl StencilKernels for CpuBackend {
     ) -> Result<f64> {
         Ok(
             by_precision!(s, S => self.residual_t(s, get::<S>(f)?, get::<S>(u)?, get_mut::<S>(r)?, false)),
+        )
+    }
+
+    fn residual_to(
+        &self,
+        s: &LevelStencil,
+        f: &CpuField,
+        u: &CpuField,
+        to: &LevelStencil,
+        r: &mut CpuField,
+    ) -> Result<f64> {
+        crate::backend::check_convert(s, to)?;
+        Ok(
+            by_precision!(s, S => by_precision!(to, T => self.residual_t(
+                s,
+                get::<S>(f)?,
+                get::<S>(u)?,
+                get_mut::<T>(r)?,
+                false
+            ))),
         )
     }
 

@@ -116,6 +116,23 @@ impl VectorKernels for CpuBackend {
         Ok(())
     }
 
+    fn axpy_from(
+        &self,
+        s: &LevelStencil,
+        a: f64,
+        from: &LevelStencil,
+        x: &CpuField,
+        y: &mut CpuField,
+    ) -> Result<()> {
+        crate::backend::check_convert(from, s)?;
+        by_precision!(from, X => by_precision!(s, Y => self.map2(
+            get::<X>(x)?,
+            get_mut::<Y>(y)?,
+            |x, y| y + a * x
+        )));
+        Ok(())
+    }
+
     fn dot(&self, s: &LevelStencil, x: &CpuField, y: &CpuField) -> Result<f64> {
         Ok(by_precision!(s, S => self.dot_t(s, get::<S>(x)?, get::<S>(y)?)))
     }

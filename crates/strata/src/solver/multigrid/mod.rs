@@ -129,13 +129,10 @@ enum Cycles<B: Backend> {
         g: B::Field,
     },
     /// Defect correction u ← u + V(f − A u), the V-cycle from zero on a hierarchy stored in
-    /// fp32 (mixed precision; of the 7-point parts where the operator has cross terms); `r` and
-    /// `z` are fp64 fine fields.
-    DefectCorrection {
-        pc: MgPreconditioner<B>,
-        r: B::Field,
-        z: B::Field,
-    },
+    /// fp32 (mixed precision; of the 7-point parts where the operator has cross terms): the
+    /// fp64 residual goes straight into the cycle's fp32 right-hand side and the cycle's fp32
+    /// result straight into the fp64 u, so no fp64 r or z is held.
+    DefectCorrection(MgPreconditioner<B>),
 }
 
 impl<B: Backend> Multigrid<B> {
@@ -158,14 +155,9 @@ impl<B: Backend> Multigrid<B> {
                     h,
                 }
             }
-            (Storage::F32, _) => {
-                let pc = MgPreconditioner::new(backend, stencils, params, storage, false)?;
-                Cycles::DefectCorrection {
-                    r: backend.alloc(pc.fine())?,
-                    z: backend.alloc(pc.fine())?,
-                    pc,
-                }
-            }
+            (Storage::F32, _) => Cycles::DefectCorrection(MgPreconditioner::new(
+                backend, stencils, params, storage, false,
+            )?),
         };
         Ok(Self { cycles })
     }
@@ -180,7 +172,7 @@ impl<B: Backend> Multigrid<B> {
                 *fine = new_fine;
                 Ok(())
             }
-            Cycles::DefectCorrection { pc, .. } => pc.replace_operators(b, stencils),
+            Cycles::DefectCorrection(pc) => pc.replace_operators(b, stencils),
         }
     }
 
@@ -189,7 +181,7 @@ impl<B: Backend> Multigrid<B> {
         match &self.cycles {
             Cycles::F64(h) => &h.levels[0].op,
             Cycles::Split { fine, .. } => fine,
-            Cycles::DefectCorrection { pc, .. } => pc.fine(),
+            Cycles::DefectCorrection(pc) => pc.fine(),
         }
     }
 
@@ -201,7 +193,7 @@ impl<B: Backend> Multigrid<B> {
                 comm.prepare(b, fine)?;
                 h.prepare_comm(b, comm)
             }
-            Cycles::DefectCorrection { pc, .. } => pc.prepare_comm(b, comm),
+            Cycles::DefectCorrection(pc) => pc.prepare_comm(b, comm),
         }
     }
 
@@ -274,31 +266,27 @@ impl<B: Backend> Multigrid<B> {
             // u ← u + P (f − A u), P one V-cycle from zero: the multigrid solver of mixed
             // precision (the cycle in fp32, everything else fp64; the same iterates as fp64
             // cycles on u in exact arithmetic; on the nine-point sphere the cycle of the 7-point
-            // parts, the residual of the whole operator).
-            Cycles::DefectCorrection { pc, r, z } => {
+            // parts, the residual of the whole operator). Per cycle two fine passes besides the
+            // cycle's: the residual into its fp32 right-hand side, and u += z from its fp32 z.
+            Cycles::DefectCorrection(pc) => {
                 let levels = pc.n_levels();
-                let mut state = (pc, r, z, u);
+                let mut state = (pc, u);
                 type State<'a, B> = (
                     &'a mut MgPreconditioner<B>,
-                    &'a mut <B as crate::backend::Fields>::Field,
-                    &'a mut <B as crate::backend::Fields>::Field,
                     &'a mut <B as crate::backend::Fields>::Field,
                 );
                 iterate(
                     ctx,
                     &mut state,
                     levels,
-                    &mut |(pc, r, _, u): &mut State<'_, B>, _: &mut Timer| {
-                        let fine = pc.fine();
-                        comm.exchange(b, fine, u)?;
-                        Ok([b.residual(fine, f, u, r)?, b.dot(fine, f, f)?])
+                    &mut |(pc, u): &mut State<'_, B>, timer: &mut Timer| {
+                        comm.exchange(b, pc.fine(), u)?;
+                        let rr = pc.residual_in(b, timer, f, u)?;
+                        Ok([rr, b.dot(pc.fine(), f, f)?])
                     },
-                    &mut |(pc, r, z, u): &mut State<'_, B>, timer: &mut Timer| {
-                        pc.apply(b, comm, timer, r, z)?;
-                        let fine = pc.fine();
-                        timer.run(b, Kernel::Vector, 0, || b.axpy(fine, 1.0, z, u))?;
-                        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
-                        timer.run(b, Kernel::Residual, 0, || b.residual(fine, f, u, r))
+                    &mut |(pc, u): &mut State<'_, B>, timer: &mut Timer| {
+                        pc.correct(b, comm, timer, u)?;
+                        pc.residual_in(b, timer, f, u)
                     },
                 )
             }

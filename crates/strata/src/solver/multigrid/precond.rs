@@ -151,12 +151,79 @@ impl<B: Backend> MgPreconditioner<B> {
         r: &B::Field,
         z: &mut B::Field,
     ) -> Result<()> {
-        if !comm.queues_only() || timer.enabled() {
-            return self.apply_now(b, comm, timer, r, z);
+        self.cycle(b, comm, timer, Ends::Outer(r, z))
+    }
+
+    /// The fp32 right-hand side of the cycle ← f − A u on the fp64 outer operator, in one pass
+    /// ([`crate::backend::StencilKernels::residual_to`]); returns the local ‖f − A u‖². With
+    /// [`MgPreconditioner::correct`] this is mixed-precision defect correction without fp64
+    /// r and z fields. Refused where the hierarchy is fp64.
+    pub fn residual_in(
+        &mut self,
+        b: &B,
+        timer: &mut Timer,
+        f: &B::Field,
+        u: &B::Field,
+    ) -> Result<f64> {
+        let Some(Outer {
+            fine,
+            fp32: Some((r32, _)),
+            ..
+        }) = &mut self.outer
+        else {
+            return invalid("residual_in", "the hierarchy is not stored in fp32");
+        };
+        let op0 = &self.h.levels[0].op;
+        timer.run(b, Kernel::Residual, 0, || {
+            b.residual_to(fine, f, u, op0, r32)
+        })
+    }
+
+    /// u ← u + V(r), the cycle on the right-hand side left by [`MgPreconditioner::residual_in`]
+    /// (recorded and replayed as [`MgPreconditioner::apply`]'s), its fp32 result added to the
+    /// fp64 `u` in one pass ([`crate::backend::VectorKernels::axpy_from`]); u's halo is then
+    /// exchanged with the outer operator.
+    pub fn correct<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        u: &mut B::Field,
+    ) -> Result<()> {
+        if self.storage() != Storage::F32 {
+            return invalid("correct", "the hierarchy is not stored in fp32");
         }
-        let key = self.arrangement(b, r, z);
+        self.cycle(b, comm, timer, Ends::Inner)?;
+        let Some(Outer {
+            fine,
+            fp32: Some((_, z32)),
+            ..
+        }) = &self.outer
+        else {
+            return invalid("correct", "the hierarchy is not stored in fp32");
+        };
+        let op0 = &self.h.levels[0].op;
+        timer.run(b, Kernel::Vector, 0, || b.axpy_from(fine, 1.0, op0, z32, u))?;
+        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))
+    }
+
+    /// One cycle from zero between `ends`, recorded and replayed where the backend can
+    /// (see [`MgPreconditioner::apply`]).
+    fn cycle<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        mut ends: Ends<'_, B>,
+    ) -> Result<()> {
+        if !comm.queues_only() || timer.enabled() {
+            return self.cycle_now(b, comm, timer, &mut ends);
+        }
+        let key = self.arrangement(b, &ends);
         let mut rec = std::mem::take(&mut self.rec);
-        let ran = b.replay(&mut rec, &key, &mut || self.apply_now(b, comm, timer, r, z));
+        let ran = b.replay(&mut rec, &key, &mut || {
+            self.cycle_now(b, comm, timer, &mut ends)
+        });
         self.rec = rec;
         if !ran? {
             // Replayed: the recorded kernels ran on this arrangement; make the host's swaps.
@@ -167,12 +234,12 @@ impl<B: Backend> MgPreconditioner<B> {
                 });
             };
             let swaps = swaps.clone();
-            self.swap(z, &swaps);
+            self.swap(&mut ends, &swaps);
             return Ok(());
         }
         // Ran: learn its swaps, and check that they are all it changed; otherwise nothing
         // recorded for it may be replayed.
-        let after = self.arrangement(b, r, z);
+        let after = self.arrangement(b, &ends);
         let pairs = self.swap_pairs();
         let swaps = swaps_between(&key, &after, &pairs);
         if apply_swaps(&key, &pairs, &swaps) == after {
@@ -187,14 +254,13 @@ impl<B: Backend> MgPreconditioner<B> {
         Ok(())
     }
 
-    /// [`MgPreconditioner::apply`], its kernels queued one by one.
-    fn apply_now<C: Comm<B>>(
+    /// [`MgPreconditioner::cycle`], its kernels queued one by one.
+    fn cycle_now<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
         timer: &mut Timer,
-        r: &B::Field,
-        z: &mut B::Field,
+        ends: &mut Ends<'_, B>,
     ) -> Result<()> {
         let Self {
             h,
@@ -204,6 +270,19 @@ impl<B: Backend> MgPreconditioner<B> {
             ..
         } = self;
         let sym = *symmetric;
+        let (r, z) = match ends {
+            Ends::Outer(r, z) => (*r, &mut **z),
+            Ends::Inner => {
+                let Some(Outer {
+                    fp32: Some((r32, z32)),
+                    ..
+                }) = outer
+                else {
+                    return invalid("correct", "the hierarchy is not stored in fp32");
+                };
+                return h.precondition(b, comm, timer, r32, z32, zero, sym);
+            }
+        };
         let Some(m) = outer else {
             return h.precondition(b, comm, timer, r, z, zero, sym);
         };
@@ -233,12 +312,16 @@ impl<B: Backend> MgPreconditioner<B> {
 
     /// The addresses of the fields a cycle touches: r, z, the fp32 r and z of mixed precision
     /// (0 without), then each level's u and work field.
-    fn arrangement(&self, b: &B, r: &B::Field, z: &B::Field) -> Vec<u64> {
+    fn arrangement(&self, b: &B, ends: &Ends<'_, B>) -> Vec<u64> {
         let (r32, z32) = match self.outer.as_ref().and_then(|m| m.fp32.as_ref()) {
             Some((r32, z32)) => (b.address(r32), b.address(z32)),
             None => (0, 0),
         };
-        let mut a = vec![b.address(r), b.address(z), r32, z32];
+        let (r, z) = match ends {
+            Ends::Outer(r, z) => (b.address(r), b.address(z)),
+            Ends::Inner => (0, 0),
+        };
+        let mut a = vec![r, z, r32, z32];
         for l in &self.h.levels {
             a.push(b.address(&l.u));
             a.push(b.address(&l.work));
@@ -256,11 +339,13 @@ impl<B: Backend> MgPreconditioner<B> {
     }
 
     /// Makes the swaps of a replayed cycle on the host (see [`swaps_between`]).
-    fn swap(&mut self, z: &mut B::Field, swaps: &[bool]) {
+    fn swap(&mut self, ends: &mut Ends<'_, B>, swaps: &[bool]) {
         let Self { h, outer, .. } = self;
-        let fine = match outer.as_mut().and_then(|m| m.fp32.as_mut()) {
-            Some((_, z32)) => z32,
-            None => z,
+        let fine = match (outer.as_mut().and_then(|m| m.fp32.as_mut()), ends) {
+            (Some((_, z32)), _) => z32,
+            (None, Ends::Outer(_, z)) => &mut **z,
+            // Inner ends exist only with an fp32 hierarchy (checked before the cycle ran).
+            (None, Ends::Inner) => return,
         };
         for (lev, l) in h.levels.iter_mut().enumerate() {
             if swaps[lev] {
@@ -269,6 +354,16 @@ impl<B: Backend> MgPreconditioner<B> {
             }
         }
     }
+}
+
+/// Where a cycle's right-hand side comes from and its result goes.
+enum Ends<'a, B: Backend> {
+    /// The outer iteration's fine fields r and z (converted to and from the fp32 pair where
+    /// the hierarchy is fp32).
+    Outer(&'a B::Field, &'a mut B::Field),
+    /// The fp32 pair held by the preconditioner ([`MgPreconditioner::residual_in`],
+    /// [`MgPreconditioner::correct`]).
+    Inner,
 }
 
 /// Per pair of `pairs`, whether a cycle swapped the two fields, from the arrangements
