@@ -130,6 +130,21 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// The kernels that solve columns by the Thomas algorithm (kernels/lines.cu: thomas()),
+    /// launched with [`Kernels::line_smem`] bytes of shared memory.
+    pub const LINES: [Kernel; 10] = [
+        Kernel::LineSolve,
+        Kernel::LineSolveCells,
+        Kernel::CgTridiag,
+        Kernel::CgTridiagCells,
+        Kernel::Smooth,
+        Kernel::SmoothCells,
+        Kernel::SmoothColor,
+        Kernel::SmoothColorCells,
+        Kernel::RestrictSmooth,
+        Kernel::RestrictSmoothCells,
+    ];
+
     /// Every kernel, in the order of [`Kernels`]' table.
     pub const ALL: [Kernel; 52] = [
         Kernel::Fill,
@@ -310,7 +325,8 @@ impl Kernel {
 /// hold fewer values than this use the kernels with 32-bit offsets; 0 never; at most and by
 /// default [`NARROW_VALUES`]) and `STRATA_CUDA_GRAPHS` (0: run the multigrid preconditioner's
 /// kernels one launch at a time instead of replaying a CUDA graph of them) and
-/// `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never).
+/// `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never) and
+/// `STRATA_CUDA_THOMAS_SMEM` ([`Tuning::thomas_smem`], bytes; 0 never).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -332,6 +348,30 @@ pub struct Tuning {
     /// has at most half this many columns, for at most this many threads in all
     /// ([`segments`]); 0: never.
     pub segment_threads: usize,
+    /// The line kernels keep each column's forward-sweep values in shared memory where a
+    /// block's take at most this many bytes ([`thomas_smem_bytes`]); 0: never (the backward
+    /// sweep recomputes them, reading the column's inputs again).
+    pub thomas_smem: usize,
+}
+
+/// Default of [`Tuning::thomas_smem`]: 64 KiB, the 128 columns × 128 fp32 levels of a block of
+/// the fp32 line kernels at nz = 128 (three blocks per SM on an H100 or H200).
+pub const THOMAS_SMEM: usize = 64 * 1024;
+
+/// The most dynamic shared memory a block may ask for on the GPUs this backend targets
+/// (compute capability 8.0 and 9.0: 163 KiB and 227 KiB).
+const MAX_BLOCK_SMEM: usize = 163 * 1024;
+
+/// Bytes of shared memory per block of the line kernels of a build for `nz` levels stored in
+/// `storage` (`-DTHOMAS_SMEM`, kernels/common.cuh): [`BLOCK_THREADS`] × nz values where that is
+/// at most `cap` ([`Tuning::thomas_smem`]); 0 (the checkpointed sweep) otherwise.
+pub fn thomas_smem_bytes(nz: usize, storage: Storage, cap: usize) -> u32 {
+    let bytes = BLOCK_THREADS as usize * nz * storage.bytes();
+    if bytes <= cap.min(MAX_BLOCK_SMEM) {
+        bytes as u32
+    } else {
+        0
+    }
 }
 
 /// Default of [`Tuning::segment_threads`].
@@ -377,6 +417,7 @@ impl Default for Tuning {
             narrow_values: NARROW_VALUES,
             graphs: true,
             segment_threads: SEGMENT_THREADS,
+            thomas_smem: THOMAS_SMEM,
         }
     }
 }
@@ -404,6 +445,7 @@ impl Tuning {
         let narrow_values = count("STRATA_CUDA_NARROW_VALUES", NARROW_VALUES);
         let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
         let segment_threads = count("STRATA_CUDA_SEGMENT_THREADS", SEGMENT_THREADS);
+        let thomas_smem = count("STRATA_CUDA_THOMAS_SMEM", THOMAS_SMEM);
         Self {
             options,
             block_x,
@@ -412,6 +454,7 @@ impl Tuning {
             narrow_values,
             graphs,
             segment_threads,
+            thomas_smem,
         }
     }
 
@@ -551,6 +594,8 @@ pub fn cached_ptx_in(
 /// The loaded kernels of one module (one nz), one per [`Kernel`].
 pub struct Kernels {
     fns: Vec<CudaFunction>,
+    /// Shared memory per block of the line kernels ([`thomas_smem_bytes`]; 0: none).
+    line_smem: u32,
 }
 
 impl Kernels {
@@ -564,7 +609,12 @@ impl Kernels {
         arch: &'static str,
         tuning: &Tuning,
     ) -> Result<Self> {
-        let ptx = cached_ptx(nz, arch, &build_options(storage, narrow, &tuning.options))?;
+        let line_smem = thomas_smem_bytes(nz, storage, tuning.thomas_smem);
+        let ptx = cached_ptx(
+            nz,
+            arch,
+            &build_options(storage, narrow, line_smem > 0, &tuning.options),
+        )?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| backend_err(format!("loading the compiled kernels: {e}")))?;
@@ -576,12 +626,30 @@ impl Kernels {
                     .map_err(|e| backend_err(format!("kernel {} of {}: {e}", k.name(), k.source())))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { fns })
+        let k = Self { fns, line_smem };
+        if line_smem > 0 {
+            // Beyond 48 KiB a kernel must be allowed its dynamic shared memory.
+            for &line in &Kernel::LINES {
+                k.get(line)
+                    .set_attribute(
+                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        line_smem as i32,
+                    )
+                    .map_err(|e| backend_err(format!("shared memory of {}: {e}", line.name())))?;
+            }
+        }
+        Ok(k)
     }
 
     /// The loaded kernel `k`.
     pub fn get(&self, k: Kernel) -> &CudaFunction {
         &self.fns[k as usize]
+    }
+
+    /// Shared memory per block that the line kernels ([`Kernel::LINES`]) must be launched
+    /// with (0: none).
+    pub fn line_smem(&self) -> u32 {
+        self.line_smem
     }
 }
 
@@ -594,8 +662,18 @@ pub const NARROW_OPTION: &str = "-DIDX32";
 /// the preconditioner's Thomas chain of divisions was what bounded the fp32 Smooth; the fp64
 /// kernels are not affected by the flag; docs/PERFORMANCE.md).
 /// With 32-bit offsets (`narrow`) also [`NARROW_OPTION`].
-pub fn build_options(storage: Storage, narrow: bool, options: &[String]) -> Vec<String> {
+/// With `thomas_smem` also `-DTHOMAS_SMEM` (the line kernels' forward sweep kept in shared
+/// memory, [`thomas_smem_bytes`]).
+pub fn build_options(
+    storage: Storage,
+    narrow: bool,
+    thomas_smem: bool,
+    options: &[String],
+) -> Vec<String> {
     let mut all = options.to_vec();
+    if thomas_smem {
+        all.push("-DTHOMAS_SMEM".into());
+    }
     if storage == Storage::F32 {
         all.push("-DREAL=float".into());
         all.push("--use_fast_math".into());

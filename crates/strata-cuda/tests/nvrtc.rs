@@ -14,19 +14,23 @@ fn kernels_compile_for_ampere_and_hopper() {
     for arch in ["compute_80", "compute_90"] {
         // The paper's nz, an odd nz that leaves a partial checkpoint chunk, and the smallest;
         // fields in fp64 and in fp32 (the multigrid of a mixed-precision solve); 64-bit and
-        // 32-bit offsets (the build of small levels).
-        for (nz, storage, narrow) in [
-            (128, Storage::F64, false),
-            (37, Storage::F64, false),
-            (2, Storage::F64, false),
-            (128, Storage::F32, false),
-            (37, Storage::F32, false),
-            (128, Storage::F64, true),
-            (2, Storage::F64, true),
-            (128, Storage::F32, true),
+        // 32-bit offsets (the build of small levels); the line kernels with the forward sweep
+        // in shared memory or checkpointed.
+        for (nz, storage, narrow, smem) in [
+            (128, Storage::F64, false, false),
+            (37, Storage::F64, false, true),
+            (2, Storage::F64, false, false),
+            (128, Storage::F32, false, true),
+            (128, Storage::F32, false, false),
+            (37, Storage::F32, false, true),
+            (128, Storage::F64, true, false),
+            (2, Storage::F64, true, true),
+            (128, Storage::F32, true, true),
         ] {
-            let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, &[]))
-                .unwrap_or_else(|e| panic!("{arch}, nz = {nz}, {storage:?}, narrow {narrow}: {e}"))
+            let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, smem, &[]))
+                .unwrap_or_else(|e| {
+                    panic!("{arch}, nz = {nz}, {storage:?}, narrow {narrow}, smem {smem}: {e}")
+                })
                 .to_src();
             let target = arch.replace("compute", "sm");
             assert!(

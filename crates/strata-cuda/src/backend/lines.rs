@@ -6,7 +6,7 @@ use strata::backend::{Coef, LineKernels};
 impl LineKernels for CudaBackend {
     fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
         self.check(op, &[r, z])?;
-        launch_op!(self, op, K::LineSolve, K::LineSolveCells; &r.data, &mut z.data)
+        launch_op!(self, op, K::LineSolve, K::LineSolveCells, in op.line_cfg; &r.data, &mut z.data)
     }
 
     fn cg_tridiag(
@@ -35,7 +35,7 @@ impl LineKernels for CudaBackend {
         if let Some(cfg) = op.pcr {
             return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
         }
-        launch_op!(self, op, K::Smooth, K::SmoothCells; &f.data, &u_in.data, &mut u_out.data, &rho)
+        launch_op!(self, op, K::Smooth, K::SmoothCells, in op.line_cfg; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn smooth_color(
@@ -64,12 +64,15 @@ impl LineKernels for CudaBackend {
             // Half as many threads in x: one per column of the colour (kernels/lines.cu).
             None => (
                 op_kernel(op, K::SmoothColor, K::SmoothColorCells),
-                column_config(
-                    (op.layout.nx as usize).div_ceil(2),
-                    op.layout.ny as usize,
-                    self.tuning.block_x,
-                )
-                .0,
+                LaunchConfig {
+                    shared_mem_bytes: op.k.line_smem(),
+                    ..column_config(
+                        (op.layout.nx as usize).div_ceil(2),
+                        op.layout.ny as usize,
+                        self.tuning.block_x,
+                    )
+                    .0
+                },
             ),
         };
         let sym = sym_flag(op);
@@ -106,7 +109,7 @@ impl LineKernels for CudaBackend {
             ),
             None => (
                 op_kernel(coarse, K::RestrictSmooth, K::RestrictSmoothCells),
-                coarse.cfg,
+                coarse.line_cfg,
             ),
         };
         let sym = sym_flag(coarse);
@@ -140,6 +143,6 @@ impl CudaBackend {
     ) -> Result<()> {
         self.check(op, &[q, r, z])?;
         let (a, ia) = (alpha.value, alpha.slot_index());
-        launch_op!(self, op, K::CgTridiag, K::CgTridiagCells; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)
+        launch_op!(self, op, K::CgTridiag, K::CgTridiagCells, in op.line_cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)
     }
 }

@@ -226,6 +226,8 @@ pub struct CudaLevel {
     /// Per-cell entries, for a level with coefficient fields.
     cells: Option<cells::CellArrays>,
     cfg: LaunchConfig,
+    /// `cfg` with the shared memory the line kernels need ([`Kernels::line_smem`]).
+    line_cfg: LaunchConfig,
     blocks: usize,
     /// The launch of the PCR line kernels, for a level with few columns
     /// ([`crate::kernels::Tuning::pcr_columns`]); `None`: one thread per column.
@@ -742,6 +744,10 @@ impl Fields for CudaBackend {
             cells: match s.cells {
                 Some(_) => Some(cells::CellArrays::new(self, s, layout)?),
                 None => None,
+            },
+            line_cfg: LaunchConfig {
+                shared_mem_bytes: k.line_smem(),
+                ..cfg
             },
             cfg,
             blocks,
