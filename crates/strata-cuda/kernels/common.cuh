@@ -330,63 +330,32 @@ __device__ __forceinline__ real op_apply_load(const Op& op, const real* __restri
     return op.apply(x, o, L, k, below, x[o], above);
 }
 
+// The levels of a column whose forward-sweep values the line kernels keep in shared memory
+// (-DTHOMAS_SMEM=S: the top S levels, rounded down to whole checkpoint chunks; dynamic shared
+// memory of S values per thread of the block, the launch's shared_mem_bytes,
+// strata_cuda::kernels::thomas_smem_bytes): levels [THOMAS_KS, NZ). Without it, none.
 #ifdef THOMAS_SMEM
-// Thomas algorithm for the column block A_T of one column, the forward sweep's z_k kept in shared
-// memory (dynamic, NZ values per thread of the block: the launch's shared_mem_bytes,
-// strata_cuda::kernels::thomas_smem_bytes): the backward sweep reads them back instead of
-// recomputing the right-hand side, so each input of the column is read from memory once
-// (rhs_again is not called); c'_k, which needs no memory, is recomputed from checkpoints every
-// KCH levels. Slot k of thread t is zs[k * threads + t]: consecutive threads, consecutive
-// words (no bank conflicts). Threads use only their own slots: no barrier.
-template <class Op, class Fwd, class Again, class Out>
-__device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again, Out out) {
-    extern __shared__ unsigned char thomas_smem[];
-    real* zs = reinterpret_cast<real*>(thomas_smem);
-    const int nt = blockDim.x * blockDim.y;
-    const int t = threadIdx.y * blockDim.x + threadIdx.x;
-    real ck_c[NCH];
-    real cp = real(0.0), zp = real(0.0);
-#pragma unroll FWD_UNROLL
-    for (int k = 0; k < NZ; ++k) {
-        if (k % KCH == 0) ck_c[k / KCH] = cp;
-        const real lower = op.lower(k);
-        const real inv = real(1.0) / (op.diag(k) - lower * cp);
-        cp = op.upper(k) * inv;
-        zp = (rhs_fwd(k) - lower * zp) * inv;
-        zs[k * nt + t] = zp;
-    }
-    real next = real(0.0);  // c'_{nz-1} = 0 (Neumann top)
-    for (int ch = NCH - 1; ch >= 0; --ch) {
-        const int k0 = ch * KCH;
-        real cc[KCH];
-        real cpp = ck_c[ch];
-#pragma unroll
-        for (int s = 0; s < KCH; ++s) {
-            const int k = k0 + s;
-            if (k < NZ) {
-                const real lower = op.lower(k);
-                const real inv = real(1.0) / (op.diag(k) - lower * cpp);
-                cpp = op.upper(k) * inv;  // as the forward sweep computed it, bit for bit
-                cc[s] = cpp;
-            }
-        }
-#pragma unroll
-        for (int s = KCH - 1; s >= 0; --s) {
-            const int k = k0 + s;
-            if (k < NZ) {
-                next = zs[k * nt + t] - cc[s] * next;
-                out(k, next);
-            }
-        }
-    }
-}
+#define THOMAS_KS ((NZ - (THOMAS_SMEM < NZ ? THOMAS_SMEM : NZ) + KCH - 1) / KCH * KCH)
 #else
+#define THOMAS_KS NZ
+#endif
+
 // Thomas algorithm for the column block A_T of one column, with checkpoints: the forward sweep
 // keeps only (c'_k, z_k) at every KCH-th level; the backward sweep recomputes each chunk from its
 // checkpoint (calling rhs_again(k)) and back-substitutes it, passing each final z_k to out(k, z).
 // This moves no intermediate through memory (the paper's Smooth stores c' and z: 4 values more).
+// On the levels from THOMAS_KS up the forward sweep's z_k are kept in shared memory instead and
+// the backward sweep reads them there (recomputing only c'_k, which needs no memory), so it does
+// not read those levels' inputs again; slot k of thread t is zs[(k - THOMAS_KS) * threads + t]
+// (consecutive threads, consecutive words), each thread's own: no barrier.
 template <class Op, class Fwd, class Again, class Out>
 __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_again, Out out) {
+#ifdef THOMAS_SMEM
+    extern __shared__ unsigned char thomas_smem[];
+    real* zs = reinterpret_cast<real*>(thomas_smem);
+    const int nt = blockDim.x * blockDim.y;
+    const int t = threadIdx.y * blockDim.x + threadIdx.x;
+#endif
     real ck_c[NCH], ck_z[NCH];
     real cp = real(0.0), zp = real(0.0);
 #pragma unroll FWD_UNROLL
@@ -396,22 +365,42 @@ __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_agai
         const real inv = real(1.0) / (op.diag(k) - lower * cp);
         cp = op.upper(k) * inv;
         zp = (rhs_fwd(k) - lower * zp) * inv;
+#ifdef THOMAS_SMEM
+        if (k >= THOMAS_KS) zs[(k - THOMAS_KS) * nt + t] = zp;
+#endif
     }
     real next = real(0.0);  // c'_{nz-1} = 0 (Neumann top), so z_{nz-1} needs no value above it
     for (int ch = NCH - 1; ch >= 0; --ch) {
         const int k0 = ch * KCH;
         real cc[KCH], zz[KCH];
         real cpp = ck_c[ch], zpp = ck_z[ch];
+#ifdef THOMAS_SMEM
+        if (k0 >= THOMAS_KS) {
 #pragma unroll
-        for (int s = 0; s < KCH; ++s) {
-            const int k = k0 + s;
-            if (k < NZ) {
-                const real lower = op.lower(k);
-                const real inv = real(1.0) / (op.diag(k) - lower * cpp);
-                cpp = op.upper(k) * inv;
-                zpp = (rhs_again(k) - lower * zpp) * inv;
-                cc[s] = cpp;
-                zz[s] = zpp;
+            for (int s = 0; s < KCH; ++s) {
+                const int k = k0 + s;
+                if (k < NZ) {
+                    const real lower = op.lower(k);
+                    const real inv = real(1.0) / (op.diag(k) - lower * cpp);
+                    cpp = op.upper(k) * inv;
+                    cc[s] = cpp;
+                    zz[s] = zs[(k - THOMAS_KS) * nt + t];
+                }
+            }
+        } else
+#endif
+        {
+#pragma unroll
+            for (int s = 0; s < KCH; ++s) {
+                const int k = k0 + s;
+                if (k < NZ) {
+                    const real lower = op.lower(k);
+                    const real inv = real(1.0) / (op.diag(k) - lower * cpp);
+                    cpp = op.upper(k) * inv;
+                    zpp = (rhs_again(k) - lower * zpp) * inv;
+                    cc[s] = cpp;
+                    zz[s] = zpp;
+                }
             }
         }
 #pragma unroll
@@ -424,7 +413,6 @@ __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_agai
         }
     }
 }
-#endif
 
 // A coefficient given as a value, or with a slot (>= 0) of the solver's scalars in device memory
 // (strata::backend::ScalarKernels), as that value times the slot's: the Krylov kernels take α and

@@ -348,30 +348,30 @@ pub struct Tuning {
     /// has at most half this many columns, for at most this many threads in all
     /// ([`segments`]); 0: never.
     pub segment_threads: usize,
-    /// The line kernels keep each column's forward-sweep values in shared memory where a
-    /// block's take at most this many bytes ([`thomas_smem_bytes`]); 0: never (the backward
-    /// sweep recomputes them, reading the column's inputs again).
+    /// Bytes of shared memory per block in which the line kernels keep the forward-sweep values
+    /// of the top levels of each column ([`thomas_smem_bytes`]), so that the backward sweep
+    /// does not read those levels' inputs again; 0: none (it recomputes them all).
     pub thomas_smem: usize,
 }
 
-/// Default of [`Tuning::thomas_smem`]: 64 KiB, the 128 columns × 128 fp32 levels of a block of
-/// the fp32 line kernels at nz = 128 (three blocks per SM on an H100 or H200).
-pub const THOMAS_SMEM: usize = 64 * 1024;
+/// Default of [`Tuning::thomas_smem`]: 0, the checkpointed sweep everywhere (keeping the whole
+/// column's values, 64 KiB per block of the fp32 build at nz = 128, made its line kernels 1.2–1.6×
+/// slower: three blocks per SM hide too little latency; docs/PERFORMANCE.md).
+pub const THOMAS_SMEM: usize = 0;
 
 /// The most dynamic shared memory a block may ask for on the GPUs this backend targets
 /// (compute capability 8.0 and 9.0: 163 KiB and 227 KiB).
 const MAX_BLOCK_SMEM: usize = 163 * 1024;
 
-/// Bytes of shared memory per block of the line kernels of a build for `nz` levels stored in
-/// `storage` (`-DTHOMAS_SMEM`, kernels/common.cuh): [`BLOCK_THREADS`] × nz values where that is
-/// at most `cap` ([`Tuning::thomas_smem`]); 0 (the checkpointed sweep) otherwise.
-pub fn thomas_smem_bytes(nz: usize, storage: Storage, cap: usize) -> u32 {
-    let bytes = BLOCK_THREADS as usize * nz * storage.bytes();
-    if bytes <= cap.min(MAX_BLOCK_SMEM) {
-        bytes as u32
-    } else {
-        0
-    }
+/// The levels (from the top of each column) whose forward-sweep values the line kernels of a
+/// build for `nz` levels stored in `storage` keep in shared memory (`-DTHOMAS_SMEM`,
+/// kernels/common.cuh), and the bytes per block that takes: as many as fit in `cap`
+/// ([`Tuning::thomas_smem`]) at [`BLOCK_THREADS`] columns per block, at most nz; (0, 0) where
+/// none do.
+pub fn thomas_smem_bytes(nz: usize, storage: Storage, cap: usize) -> (usize, u32) {
+    let per_level = BLOCK_THREADS as usize * storage.bytes();
+    let levels = (cap.min(MAX_BLOCK_SMEM) / per_level).min(nz);
+    (levels, (levels * per_level) as u32)
 }
 
 /// Default of [`Tuning::segment_threads`].
@@ -609,11 +609,11 @@ impl Kernels {
         arch: &'static str,
         tuning: &Tuning,
     ) -> Result<Self> {
-        let line_smem = thomas_smem_bytes(nz, storage, tuning.thomas_smem);
+        let (levels, line_smem) = thomas_smem_bytes(nz, storage, tuning.thomas_smem);
         let ptx = cached_ptx(
             nz,
             arch,
-            &build_options(storage, narrow, line_smem > 0, &tuning.options),
+            &build_options(storage, narrow, levels, &tuning.options),
         )?;
         let module = ctx
             .load_module(ptx)
@@ -662,17 +662,17 @@ pub const NARROW_OPTION: &str = "-DIDX32";
 /// the preconditioner's Thomas chain of divisions was what bounded the fp32 Smooth; the fp64
 /// kernels are not affected by the flag; docs/PERFORMANCE.md).
 /// With 32-bit offsets (`narrow`) also [`NARROW_OPTION`].
-/// With `thomas_smem` also `-DTHOMAS_SMEM` (the line kernels' forward sweep kept in shared
-/// memory, [`thomas_smem_bytes`]).
+/// With `thomas_levels` > 0 also `-DTHOMAS_SMEM=<levels>` (the line kernels keep that many
+/// levels of each column's forward sweep in shared memory, [`thomas_smem_bytes`]).
 pub fn build_options(
     storage: Storage,
     narrow: bool,
-    thomas_smem: bool,
+    thomas_levels: usize,
     options: &[String],
 ) -> Vec<String> {
     let mut all = options.to_vec();
-    if thomas_smem {
-        all.push("-DTHOMAS_SMEM".into());
+    if thomas_levels > 0 {
+        all.push(format!("-DTHOMAS_SMEM={thomas_levels}"));
     }
     if storage == Storage::F32 {
         all.push("-DREAL=float".into());

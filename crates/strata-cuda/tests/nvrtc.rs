@@ -15,17 +15,17 @@ fn kernels_compile_for_ampere_and_hopper() {
         // The paper's nz, an odd nz that leaves a partial checkpoint chunk, and the smallest;
         // fields in fp64 and in fp32 (the multigrid of a mixed-precision solve); 64-bit and
         // 32-bit offsets (the build of small levels); the line kernels with the forward sweep
-        // in shared memory or checkpointed.
+        // in shared memory (all levels, some, none) or checkpointed.
         for (nz, storage, narrow, smem) in [
-            (128, Storage::F64, false, false),
-            (37, Storage::F64, false, true),
-            (2, Storage::F64, false, false),
-            (128, Storage::F32, false, true),
-            (128, Storage::F32, false, false),
-            (37, Storage::F32, false, true),
-            (128, Storage::F64, true, false),
-            (2, Storage::F64, true, true),
-            (128, Storage::F32, true, true),
+            (128, Storage::F64, false, 0),
+            (37, Storage::F64, false, 37),
+            (2, Storage::F64, false, 0),
+            (128, Storage::F32, false, 128),
+            (128, Storage::F32, false, 48),
+            (37, Storage::F32, false, 10),
+            (128, Storage::F64, true, 0),
+            (2, Storage::F64, true, 2),
+            (128, Storage::F32, true, 32),
         ] {
             let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, smem, &[]))
                 .unwrap_or_else(|e| {
