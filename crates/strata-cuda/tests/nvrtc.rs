@@ -21,13 +21,21 @@ fn kernels_compile_for_ampere_and_hopper() {
             (37, Storage::F64, false, 37),
             (2, Storage::F64, false, 0),
             (128, Storage::F32, false, 128),
+            (128, Storage::F32, false, 0),
             (128, Storage::F32, false, 48),
             (37, Storage::F32, false, 10),
             (128, Storage::F64, true, 0),
             (2, Storage::F64, true, 2),
             (128, Storage::F32, true, 32),
         ] {
-            let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, smem, &[]))
+            // The restricted neighbourhood pointer (an experiment's option) in one build of
+            // each storage.
+            let extra = if nz == 128 && !narrow && smem == 0 {
+                vec!["-DNB_RESTRICT".to_string()]
+            } else {
+                vec![]
+            };
+            let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, smem, &extra))
                 .unwrap_or_else(|e| {
                     panic!("{arch}, nz = {nz}, {storage:?}, narrow {narrow}, smem {smem}: {e}")
                 })
