@@ -99,17 +99,10 @@ __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Lay
 #define V_A(V, k) __ldg((V) + 4 * NZ + (k))
 
 // The horizontal neighbourhood of a cell at one level: `p` points at the cell's value, `dy` is
-// the distance to the row beside (in a field: its plane). With -DNB_RESTRICT the pointer is
-// declared __restrict__ (true: no kernel writes a cell it reads through a neighbourhood), which
-// lets the compiler move the neighbour loads of later levels ahead of the stores of earlier
-// ones, as the kernel arguments' __restrict__ does for the column's own loads.
-#ifdef NB_RESTRICT
-#define NB_PTR const real* __restrict__
-#else
-#define NB_PTR const real*
-#endif
+// the distance to the row beside (in a field: its plane). (Declaring `p` __restrict__ changed
+// no timing: docs/PERFORMANCE.md.)
 struct Nb {
-    NB_PTR p;
+    const real* p;
     idx_t dy;
     __device__ __forceinline__ real e() const { return p[1]; }
     __device__ __forceinline__ real w() const { return p[-1]; }

@@ -354,10 +354,13 @@ pub struct Tuning {
     pub thomas_smem: usize,
 }
 
-/// Default of [`Tuning::thomas_smem`]: 0, the checkpointed sweep everywhere (keeping the whole
-/// column's values, 64 KiB per block of the fp32 build at nz = 128, made its line kernels 1.2–1.6×
-/// slower: three blocks per SM hide too little latency; docs/PERFORMANCE.md).
-pub const THOMAS_SMEM: usize = 0;
+/// Default of [`Tuning::thomas_smem`]: 16 KiB, the top 32 levels of a column in fp32 (16 in
+/// fp64). Measured on one H200 (docs/PERFORMANCE.md): −1.2 … −3 % per iteration for mg and mg-cg
+/// at 512² and 2816² × 128, within ±1.6 % elsewhere; from 24 KiB the line kernels are slower (the
+/// L1 that shared memory takes costs the neighbour loads more than the second reads it saves),
+/// and with the whole column (64 KiB at nz = 128 in fp32) 1.2–1.6× slower (three blocks per SM
+/// hide too little latency).
+pub const THOMAS_SMEM: usize = 16 * 1024;
 
 /// The most dynamic shared memory a block may ask for on the GPUs this backend targets
 /// (compute capability 8.0 and 9.0: 163 KiB and 227 KiB).
@@ -694,7 +697,8 @@ pub fn backend_err(msg: impl Into<String>) -> StrataError {
 
 #[cfg(test)]
 mod tests {
-    use super::{segments, Kernel, Tuning, NARROW_VALUES, SEGMENT_THREADS};
+    use super::{segments, thomas_smem_bytes, Kernel, Tuning, NARROW_VALUES, SEGMENT_THREADS};
+    use strata::precision::Storage;
 
     #[test]
     fn columns_are_cut_into_segments_only_where_few() {
@@ -737,5 +741,22 @@ mod tests {
         for (i, k) in Kernel::ALL.iter().enumerate() {
             assert_eq!(*k as usize, i, "{k:?}");
         }
+    }
+
+    #[test]
+    fn shared_memory_holds_the_top_levels_that_fit() {
+        // 128 threads per block: 512 B per fp32 level, 1 KiB per fp64 level.
+        assert_eq!(thomas_smem_bytes(128, Storage::F32, 16384), (32, 16384));
+        assert_eq!(thomas_smem_bytes(128, Storage::F64, 16384), (16, 16384));
+        assert_eq!(thomas_smem_bytes(128, Storage::F32, 16000), (31, 31 * 512));
+        // Never more levels than the column has, nor more than a block may ask for.
+        assert_eq!(thomas_smem_bytes(8, Storage::F32, 65536), (8, 4096));
+        assert_eq!(
+            thomas_smem_bytes(1024, Storage::F64, 1 << 30),
+            (163, 163 * 1024)
+        );
+        // None.
+        assert_eq!(thomas_smem_bytes(128, Storage::F64, 0), (0, 0));
+        assert_eq!(thomas_smem_bytes(128, Storage::F64, 1000), (0, 0));
     }
 }

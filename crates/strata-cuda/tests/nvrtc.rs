@@ -28,14 +28,7 @@ fn kernels_compile_for_ampere_and_hopper() {
             (2, Storage::F64, true, 2),
             (128, Storage::F32, true, 32),
         ] {
-            // The restricted neighbourhood pointer (an experiment's option) in one build of
-            // each storage.
-            let extra = if nz == 128 && !narrow && smem == 0 {
-                vec!["-DNB_RESTRICT".to_string()]
-            } else {
-                vec![]
-            };
-            let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, smem, &extra))
+            let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, smem, &[]))
                 .unwrap_or_else(|e| {
                     panic!("{arch}, nz = {nz}, {storage:?}, narrow {narrow}, smem {smem}: {e}")
                 })
