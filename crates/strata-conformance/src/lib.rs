@@ -638,7 +638,7 @@ pub fn cross_term_kernels<B: Backend>(b: &B) {
         let mut out = to_backend(b, &op, &y);
         let e = b.smooth(&op, &df, &dx, &mut out, 0.5).unwrap_err();
         assert!(e.to_string().contains("cross terms"), "{ctx}: {e}");
-        let e = b.smooth_color(&op, &df, &mut out, 0).unwrap_err();
+        let e = b.smooth_color(&op, &df, &mut out, 0, 1.0).unwrap_err();
         assert!(e.to_string().contains("cross terms"), "{ctx}: {e}");
     }
 }
@@ -752,8 +752,8 @@ fn red_black_sweep<B: Backend>(
     let mut prev = x.clone();
     for color in [0, 1] {
         let before = hu.clone();
-        r.smooth_color(s, f, &mut hu, color).unwrap();
-        b.smooth_color(op, &df, &mut du, color).unwrap();
+        r.smooth_color(s, f, &mut hu, color, 1.0).unwrap();
+        b.smooth_color(op, &df, &mut du, color, 1.0).unwrap();
         let got = state(&du);
         let mut worst = 0.0f64;
         for j in 0..s.ny() {
@@ -791,6 +791,30 @@ fn red_black_sweep<B: Backend>(
         (1e-12, RowNorm::Row),
         &format!("reference {ctx}"),
     );
+    // Over-relaxed: the swept columns (1 − ω) x + ω (the plain half-sweep's), the others x.
+    let omega = 1.15;
+    let (mut d1, mut dw) = (to_backend(b, op, x), to_backend(b, op, x));
+    b.smooth_color(op, &df, &mut d1, 0, 1.0).unwrap();
+    b.smooth_color(op, &df, &mut dw, 0, omega).unwrap();
+    let (g1, gw) = (state(&d1), state(&dw));
+    let scale = g1.data.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    for j in 0..s.ny() {
+        for i in 0..s.nx() {
+            let swept = (s.block.i0 + i + s.block.j0 + j) % 2 == 0;
+            for k in 0..s.nz {
+                let (x0, z1, zw) = (x.column(i, j)[k], g1.column(i, j)[k], gw.column(i, j)[k]);
+                let want = if swept {
+                    (1.0 - omega) * x0 + omega * z1
+                } else {
+                    x0
+                };
+                assert!(
+                    (zw - want).abs() <= 1e-13 * scale,
+                    "smooth_color with omega {omega} at ({i}, {j}, {k}) {ctx}: {zw} vs {want}"
+                );
+            }
+        }
+    }
 }
 
 /// How [`assert_rows_solved`] measures a row's residual.
@@ -1312,7 +1336,7 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
         // in a top row whose terms sum to 0.44, 1.4e-4 of them: it is accurate against the
         // column's largest rows, not row by row).
         let mut dc = to_backend(b, &op, &x);
-        b.smooth_color(&op, &df, &mut dc, 0).unwrap();
+        b.smooth_color(&op, &df, &mut dc, 0, 1.0).unwrap();
         let mut swept = x.clone();
         let mut host = vec![0.0; s.cells()];
         b.download(&op, &dc, &mut host).unwrap();

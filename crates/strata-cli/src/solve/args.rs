@@ -149,7 +149,7 @@ impl Setup {
 /// Says a library error about a parameter in terms of the flag that sets it (`levels` →
 /// `--levels`), so that the checks live in the library alone.
 pub fn flag_error(e: CliError) -> CliError {
-    const FLAGS: [&str; 20] = [
+    const FLAGS: [&str; 21] = [
         "precision",
         "restart",
         "coefficients",
@@ -163,6 +163,7 @@ pub fn flag_error(e: CliError) -> CliError {
         "levels",
         "coarse_steps",
         "rho",
+        "omega",
         "rtol",
         "max_it",
         "threads",

@@ -43,3 +43,14 @@ pub(crate) fn solve_given_neighbours<S: Real>(
         z[k] -= cp[k] * z[k + 1];
     }
 }
+
+/// z ← (1 − ω) u + ω z, the over-relaxation of a column's solve `z` from its old values `u`
+/// (nothing where ω = 1: the solve exactly, whatever `u` holds).
+#[inline(always)]
+pub(crate) fn over_relax<S: Real>(u: &[S], z: &mut [f64], omega: f64) {
+    if omega != 1.0 {
+        for (z, u) in z.iter_mut().zip(u) {
+            *z = (1.0 - omega) * u.to_f64() + omega * *z;
+        }
+    }
+}

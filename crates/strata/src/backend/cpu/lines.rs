@@ -85,8 +85,9 @@ impl CpuBackend {
         f: &HostField<S>,
         u: &mut HostField<S>,
         color: usize,
+        omega: f64,
     ) {
-        use crate::backend::line_gs::{has_color, solve_given_neighbours};
+        use crate::backend::line_gs::{has_color, over_relax, solve_given_neighbours};
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
         let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
         let data = ColumnWriter(u.data.as_mut_ptr());
@@ -106,8 +107,11 @@ impl CpuBackend {
                                 .map(|(a, b)| data.column(offset(a, b), nz))
                         };
                         solve_given_neighbours(s, i, j, f.column(i, j), nbrs, cp, z);
-                        // SAFETY: as above: column (i, j) is written by this thread only.
-                        crate::field::store(unsafe { data.column_mut(offset(ih, jh), nz) }, z);
+                        // SAFETY: as above: column (i, j) is this thread's only, read here
+                        // (its old values, for the over-relaxation) and then written.
+                        let own = unsafe { data.column_mut(offset(ih, jh), nz) };
+                        over_relax(own, z, omega);
+                        crate::field::store(own, z);
                     }
                 })
             })
@@ -228,9 +232,10 @@ impl LineKernels for CpuBackend {
         f: &CpuField,
         u: &mut CpuField,
         color: usize,
+        omega: f64,
     ) -> Result<()> {
         s.check_seven_point("smooth_color")?;
-        by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color));
+        by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color, omega));
         Ok(())
     }
 
