@@ -354,12 +354,13 @@ pub struct Tuning {
     pub thomas_smem: usize,
 }
 
-/// Default of [`Tuning::thomas_smem`]: 16 KiB, the top 32 levels of a column in fp32 (16 in
-/// fp64). Measured on one H200 (docs/PERFORMANCE.md): −1.2 … −3 % per iteration for mg and mg-cg
-/// at 512² and 2816² × 128, within ±1.6 % elsewhere; from 24 KiB the line kernels are slower (the
-/// L1 that shared memory takes costs the neighbour loads more than the second reads it saves),
-/// and with the whole column (64 KiB at nz = 128 in fp32) 1.2–1.6× slower (three blocks per SM
-/// hide too little latency).
+/// Default of [`Tuning::thomas_smem`]: 16 KiB, the top 32 levels of a column of the fp32 build
+/// (the fp64 build keeps its checkpointed sweep: [`thomas_smem_bytes`]). Measured on one H200
+/// (docs/PERFORMANCE.md): −1.2 … −3 % per iteration for mixed mg and mg-cg at 512² and 2816² ×
+/// 128, within ±1.6 % elsewhere; from 24 KiB the line kernels are slower (the L1 that shared
+/// memory takes costs the neighbour loads more than the second reads it saves), and with the
+/// whole column (64 KiB at nz = 128) 1.2–1.6× slower (three blocks per SM hide too little
+/// latency).
 pub const THOMAS_SMEM: usize = 16 * 1024;
 
 /// The most dynamic shared memory a block may ask for on the GPUs this backend targets
@@ -370,8 +371,12 @@ const MAX_BLOCK_SMEM: usize = 163 * 1024;
 /// build for `nz` levels stored in `storage` keep in shared memory (`-DTHOMAS_SMEM`,
 /// kernels/common.cuh), and the bytes per block that takes: as many as fit in `cap`
 /// ([`Tuning::thomas_smem`]) at [`BLOCK_THREADS`] columns per block, at most nz; (0, 0) where
-/// none do.
+/// none do, and for the fp64 build (where it was measured no faster at 2048² and changed the
+/// rounding of line-preconditioned solves whose iteration counts are sensitive to it).
 pub fn thomas_smem_bytes(nz: usize, storage: Storage, cap: usize) -> (usize, u32) {
+    if storage == Storage::F64 {
+        return (0, 0);
+    }
     let per_level = BLOCK_THREADS as usize * storage.bytes();
     let levels = (cap.min(MAX_BLOCK_SMEM) / per_level).min(nz);
     (levels, (levels * per_level) as u32)
@@ -745,18 +750,18 @@ mod tests {
 
     #[test]
     fn shared_memory_holds_the_top_levels_that_fit() {
-        // 128 threads per block: 512 B per fp32 level, 1 KiB per fp64 level.
+        // 128 threads per block: 512 B per fp32 level.
         assert_eq!(thomas_smem_bytes(128, Storage::F32, 16384), (32, 16384));
-        assert_eq!(thomas_smem_bytes(128, Storage::F64, 16384), (16, 16384));
         assert_eq!(thomas_smem_bytes(128, Storage::F32, 16000), (31, 31 * 512));
         // Never more levels than the column has, nor more than a block may ask for.
         assert_eq!(thomas_smem_bytes(8, Storage::F32, 65536), (8, 4096));
         assert_eq!(
-            thomas_smem_bytes(1024, Storage::F64, 1 << 30),
-            (163, 163 * 1024)
+            thomas_smem_bytes(1024, Storage::F32, 1 << 30),
+            (326, 326 * 512)
         );
-        // None.
-        assert_eq!(thomas_smem_bytes(128, Storage::F64, 0), (0, 0));
-        assert_eq!(thomas_smem_bytes(128, Storage::F64, 1000), (0, 0));
+        // None: no room, or the fp64 build.
+        assert_eq!(thomas_smem_bytes(128, Storage::F32, 0), (0, 0));
+        assert_eq!(thomas_smem_bytes(128, Storage::F32, 500), (0, 0));
+        assert_eq!(thomas_smem_bytes(128, Storage::F64, 65536), (0, 0));
     }
 }
