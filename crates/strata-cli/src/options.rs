@@ -162,10 +162,10 @@ pub struct MgArgs {
     /// use it).
     #[arg(long, default_value_t = 2.0 / 3.0)]
     pub rho: f64,
-    /// Over-relaxation ω of the red-black smoother, in (0, 2), in the cycles of mg, gcr and
-    /// bicgstab (mg-cg's symmetric cycle uses 1; the Jacobi smoother does not use it).
-    #[arg(long, default_value_t = strata::solver::DEFAULT_OMEGA)]
-    pub omega: f64,
+    /// Over-relaxation weight of the red-black smoother, in (0, 2), in the cycles of mg, gcr
+    /// and bicgstab (mg-cg's symmetric cycle uses 1; the Jacobi smoother does not use it).
+    #[arg(long, default_value_t = strata::solver::DEFAULT_RELAXATION)]
+    pub relaxation: f64,
     /// Precision: `f64` everywhere, or `mixed`: the outer Krylov iteration (mg-cg, gcr,
     /// bicgstab; for mg, fp64 defect correction) and its stopping test in fp64, the multigrid
     /// preconditioner's fields stored in fp32 (half the bytes per cycle).
@@ -207,7 +207,7 @@ impl MgArgs {
             n_levels: self.levels,
             coarse_steps: self.coarse_steps,
             rho: self.rho,
-            omega: self.omega,
+            relaxation: self.relaxation,
             smoother: match self.smoother {
                 SmootherArg::Jacobi => strata::solver::Smoother::Jacobi,
                 SmootherArg::RedBlack => strata::solver::Smoother::RedBlack,

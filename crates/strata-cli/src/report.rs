@@ -60,7 +60,7 @@ pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
             mg.n_levels, mg.coarse_steps, mg.rho
         );
         if mg.smoother == strata::solver::Smoother::RedBlack {
-            let _ = write!(s, ", red-black smoother (omega {})", mg.omega);
+            let _ = write!(s, ", red-black smoother (relaxation {})", mg.relaxation);
         }
         if cfg.precision == Precision::Mixed {
             s.push_str(", mixed precision (fp32 multigrid)");

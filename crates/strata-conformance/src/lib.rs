@@ -791,11 +791,11 @@ fn red_black_sweep<B: Backend>(
         (1e-12, RowNorm::Row),
         &format!("reference {ctx}"),
     );
-    // Over-relaxed: the swept columns (1 − ω) x + ω (the plain half-sweep's), the others x.
-    let omega = 1.15;
+    // Over-relaxed: the swept columns (1 − w) x + w (the plain half-sweep's), the others x.
+    let relax = 1.15;
     let (mut d1, mut dw) = (to_backend(b, op, x), to_backend(b, op, x));
     b.smooth_color(op, &df, &mut d1, 0, 1.0).unwrap();
-    b.smooth_color(op, &df, &mut dw, 0, omega).unwrap();
+    b.smooth_color(op, &df, &mut dw, 0, relax).unwrap();
     let (g1, gw) = (state(&d1), state(&dw));
     let scale = g1.data.iter().fold(1.0f64, |m, v| m.max(v.abs()));
     for j in 0..s.ny() {
@@ -804,13 +804,13 @@ fn red_black_sweep<B: Backend>(
             for k in 0..s.nz {
                 let (x0, z1, zw) = (x.column(i, j)[k], g1.column(i, j)[k], gw.column(i, j)[k]);
                 let want = if swept {
-                    (1.0 - omega) * x0 + omega * z1
+                    (1.0 - relax) * x0 + relax * z1
                 } else {
                     x0
                 };
                 assert!(
                     (zw - want).abs() <= 1e-13 * scale,
-                    "smooth_color with omega {omega} at ({i}, {j}, {k}) {ctx}: {zw} vs {want}"
+                    "smooth_color with relax {relax} at ({i}, {j}, {k}) {ctx}: {zw} vs {want}"
                 );
             }
         }

@@ -127,22 +127,22 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, c
 // so writing in place is safe. One thread per column of the colour: thread x of row j takes
 // column i = 2 x + ((j + parity) & 1) (launched over ceil(nx / 2) threads in x), so no thread
 // idles (the kernel is bound by each thread's division chain, not by bandwidth).
-// Over-relaxed by omega: u_c <- (1 - omega) u_c + omega T^-1 (f - H u)_c, the column's old value
-// at level k read just before it is written (by this thread only); with omega = 1 exactly the
+// Over-relaxed by relax: u_c <- (1 - relax) u_c + relax T^-1 (f - H u)_c, the column's old value
+// at level k read just before it is written (by this thread only); with relax = 1 exactly the
 // solve, the old values not read.
 template <class Op>
 __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op, idx_t o0,
-                                                  const real* __restrict__ f, real* u, real omega) {
+                                                  const real* __restrict__ f, real* u, real relax) {
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         return f[o] - op.horizontal(u, o, L, k);
     };
-    if (omega == real(1.0)) {
+    if (relax == real(1.0)) {
         thomas(op, rhs, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
     } else {
         thomas(op, rhs, rhs, [&](int k, real zk) {
             const idx_t o = o0 + (idx_t)k * L.sx;
-            u[o] = (real(1.0) - omega) * u[o] + omega * zk;
+            u[o] = (real(1.0) - relax) * u[o] + relax * zk;
         });
     }
 }
@@ -154,16 +154,16 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const real* __restrict__ cols,
                                             const real* __restrict__ V, const real* __restrict__ f,
-                                            real* u, int parity, double omega) {
+                                            real* u, int parity, double relax) {
     COLOR_COLUMN
-    smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, (real)omega);
+    smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, (real)relax);
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                                  real* u, int parity, double omega) {
+                                                  real* u, int parity, double relax) {
     COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    smooth_color_body(L, CELL_OP(o0), o0, f, u, (real)omega);
+    smooth_color_body(L, CELL_OP(o0), o0, f, u, (real)relax);
 }
 
 // scale * (sum of the 4 fine children at fine offset of), the restriction of both RestrictSmooth
@@ -363,25 +363,25 @@ extern "C" __global__ void restrict_smooth_pcr_cells_f64(Layout Lf, Layout L, CE
 template <class Op>
 __device__ __forceinline__ void smooth_color_pcr_body(const Layout& L, const Op& op, idx_t o0, int k, int slot,
                                                       bool active, const real* __restrict__ f, real* u,
-                                                      real omega) {
+                                                      real relax) {
     const idx_t o = o0 + (idx_t)(k < NZ ? k : 0) * L.sx;
     const real d = k < NZ ? f[o] - op.horizontal(u, o, L, k) : real(0.0);
     const real z = pcr_solve(op, k, slot, d);
     // Over-relaxed as smooth_color_body: the cell's own old value, this thread's alone.
-    if (active && k < NZ) u[o] = omega == real(1.0) ? z : (real(1.0) - omega) * u[o] + omega * z;
+    if (active && k < NZ) u[o] = relax == real(1.0) ? z : (real(1.0) - relax) * u[o] + relax * z;
 }
 
 extern "C" __global__ void smooth_color_pcr_f64(Layout L, const real* __restrict__ cols,
                                                 const real* __restrict__ V, const real* __restrict__ f,
-                                                real* u, int parity, double omega) {
+                                                real* u, int parity, double relax) {
     PCR_COLOR_COLUMN
     smooth_color_pcr_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), k, slot, active, f, u,
-                          (real)omega);
+                          (real)relax);
 }
 
 extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                                      real* u, int parity, double omega) {
+                                                      real* u, int parity, double relax) {
     PCR_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    smooth_color_pcr_body(L, CELL_OP(o0), o0, k, slot, active, f, u, (real)omega);
+    smooth_color_pcr_body(L, CELL_OP(o0), o0, k, slot, active, f, u, (real)relax);
 }

@@ -163,7 +163,7 @@ pub fn flag_error(e: CliError) -> CliError {
         "levels",
         "coarse_steps",
         "rho",
-        "omega",
+        "relaxation",
         "rtol",
         "max_it",
         "threads",

@@ -44,7 +44,7 @@ impl LineKernels for CudaBackend {
         f: &CudaField,
         u: &mut CudaField,
         color: usize,
-        omega: f64,
+        relax: f64,
     ) -> Result<()> {
         op.stencil.check_seven_point("smooth_color")?;
         self.check(op, &[f, u])?;
@@ -80,7 +80,7 @@ impl LineKernels for CudaBackend {
         let mut l = self.launch_stream().launch_builder(op.k.get(kernel));
         l.arg(&op.layout);
         push_operator(&mut l, op, &sym);
-        l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&omega);
+        l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax);
         // SAFETY: layouts checked; each thread (column) solves one column of the colour of this
         // level (inside the layout) and reads only its neighbours (halo included), which have
         // the other colour and are not written.

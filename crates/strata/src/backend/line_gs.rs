@@ -44,13 +44,13 @@ pub(crate) fn solve_given_neighbours<S: Real>(
     }
 }
 
-/// z ← (1 − ω) u + ω z, the over-relaxation of a column's solve `z` from its old values `u`
-/// (nothing where ω = 1: the solve exactly, whatever `u` holds).
+/// z ← (1 − w) u + w z, the over-relaxation by w of a column's solve `z` from its old values `u`
+/// (nothing where w = 1: the solve exactly, whatever `u` holds).
 #[inline(always)]
-pub(crate) fn over_relax<S: Real>(u: &[S], z: &mut [f64], omega: f64) {
-    if omega != 1.0 {
+pub(crate) fn over_relax<S: Real>(u: &[S], z: &mut [f64], relax: f64) {
+    if relax != 1.0 {
         for (z, u) in z.iter_mut().zip(u) {
-            *z = (1.0 - omega) * u.to_f64() + omega * *z;
+            *z = (1.0 - relax) * u.to_f64() + relax * *z;
         }
     }
 }

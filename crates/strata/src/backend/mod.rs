@@ -419,8 +419,8 @@ pub trait LineKernels: Fields {
     /// One half-sweep of red-black line relaxation (line Gauss–Seidel): every column (i, j) of
     /// `color` — `(i0 + i + j0 + j) % 2 == color` in global indices, so that a decomposition
     /// colours as one block does — is solved exactly given its neighbours' current values and
-    /// over-relaxed by `omega`, `u_c ← (1 − ω) u_c + ω T_c⁻¹ (f − H u)_c` (T_c the column's
-    /// block of A, H the horizontal couplings), in place; with ω = 1 exactly the solve (the
+    /// over-relaxed by w = `relax`, `u_c ← (1 − w) u_c + w T_c⁻¹ (f − H u)_c` (T_c the column's
+    /// block of A, H the horizontal couplings), in place; with w = 1 exactly the solve (the
     /// column's old values are not read). Columns of the other colour are neither written nor
     /// needed from this call.
     fn smooth_color(
@@ -429,7 +429,7 @@ pub trait LineKernels: Fields {
         f: &Self::Field,
         u: &mut Self::Field,
         color: usize,
-        omega: f64,
+        relax: f64,
     ) -> Result<()>;
 
     /// Restriction fused with the first smoothing step from a zero guess:

@@ -375,7 +375,7 @@ impl LineKernels for ReferenceBackend {
         f: &HostField,
         u: &mut HostField,
         color: usize,
-        omega: f64,
+        relax: f64,
     ) -> Result<()> {
         s.check_seven_point("smooth_color")?;
         let nz = s.nz;
@@ -393,7 +393,7 @@ impl LineKernels for ReferenceBackend {
                 col(ih, jh - 1),
             ];
             super::line_gs::solve_given_neighbours(s, i, j, f.column(i, j), nbrs, &mut cp, &mut z);
-            super::line_gs::over_relax(u.column(i, j), &mut z, omega);
+            super::line_gs::over_relax(u.column(i, j), &mut z, relax);
             for (u, z) in u.column_mut(i, j).iter_mut().zip(&z) {
                 *u = s.storage.round(*z);
             }

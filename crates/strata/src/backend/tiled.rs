@@ -417,12 +417,12 @@ impl<H: Handle> LineKernels for Tiled<H> {
         f: &Self::Field,
         u: &mut Self::Field,
         color: usize,
-        omega: f64,
+        relax: f64,
     ) -> Result<()> {
         let o = &op.tiles;
         self.each_tile(o.len(), self.columns(o), |i| {
             self.inner()
-                .smooth_color(&o[i], &f[i], &mut u[i], color, omega)
+                .smooth_color(&o[i], &f[i], &mut u[i], color, relax)
         })
     }
 

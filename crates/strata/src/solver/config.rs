@@ -136,6 +136,12 @@ impl SolverConfig {
         self
     }
 
+    /// Sets the over-relaxation weight of the red-black smoother ([`super::MgParams::relaxation`]).
+    pub fn with_relaxation(mut self, relax: f64) -> Self {
+        self.multigrid.relaxation = relax;
+        self
+    }
+
     /// Sets the smoother steps on the coarsest level.
     pub fn with_coarse_steps(mut self, steps: usize) -> Self {
         self.multigrid.coarse_steps = steps;

@@ -23,7 +23,7 @@ pub use config::{Precision, SolverConfig};
 pub use krylov::{BiCgStab, Gcr, Preconditioner};
 pub use mgcg::MgCg;
 pub use monitor::{ConvergedReason, RelativeTo, SolveInfo, SolveParams};
-pub use multigrid::{MgParams, Multigrid, Restriction, Smoother, DEFAULT_OMEGA};
+pub use multigrid::{MgParams, Multigrid, Restriction, Smoother, DEFAULT_RELAXATION};
 pub use profile::{Kernel, KernelStat, Profile};
 pub use textbook::textbook_pcg;
 

@@ -85,7 +85,7 @@ impl CpuBackend {
         f: &HostField<S>,
         u: &mut HostField<S>,
         color: usize,
-        omega: f64,
+        relax: f64,
     ) {
         use crate::backend::line_gs::{has_color, over_relax, solve_given_neighbours};
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
@@ -110,7 +110,7 @@ impl CpuBackend {
                         // SAFETY: as above: column (i, j) is this thread's only, read here
                         // (its old values, for the over-relaxation) and then written.
                         let own = unsafe { data.column_mut(offset(ih, jh), nz) };
-                        over_relax(own, z, omega);
+                        over_relax(own, z, relax);
                         crate::field::store(own, z);
                     }
                 })
@@ -232,10 +232,10 @@ impl LineKernels for CpuBackend {
         f: &CpuField,
         u: &mut CpuField,
         color: usize,
-        omega: f64,
+        relax: f64,
     ) -> Result<()> {
         s.check_seven_point("smooth_color")?;
-        by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color, omega));
+        by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color, relax));
         Ok(())
     }
 

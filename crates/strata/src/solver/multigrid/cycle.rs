@@ -60,15 +60,19 @@ impl<B: Backend> Hierarchy<B> {
         symmetric: bool,
         f0: &B::Field,
     ) -> Result<()> {
-        // The red-black smoother's over-relaxation: ω in the cycle that need not be symmetric,
-        // 1 in the symmetric one (mg-cg's: ω gained it no iteration, and 1 keeps it symmetric).
-        let omega = if symmetric { 1.0 } else { self.params.omega };
+        // The red-black smoother's over-relaxation: its weight in the cycle that need not be symmetric,
+        // 1 in the symmetric one (mg-cg's: over-relaxing gained it no iteration, and 1 keeps it symmetric).
+        let relax = if symmetric {
+            1.0
+        } else {
+            self.params.relaxation
+        };
         // Down: pre-smooth. A coarser level restricts the finer residual and smooths from zero
         // in one kernel (RestrictSmooth). Every pre-smoothing ends with a black half-sweep.
         match (lev, start) {
-            (0, Start::Current) => self.smooth(b, comm, timer, 0, false, omega, f0)?,
-            (0, Start::Zero(zero)) => self.smooth_from_zero(b, comm, timer, zero, omega, f0)?,
-            _ => self.restrict_smooth(b, comm, timer, lev, omega, f0)?,
+            (0, Start::Current) => self.smooth(b, comm, timer, 0, false, relax, f0)?,
+            (0, Start::Zero(zero)) => self.smooth_from_zero(b, comm, timer, zero, relax, f0)?,
+            _ => self.restrict_smooth(b, comm, timer, lev, relax, f0)?,
         }
         if lev == self.levels.len() - 1 {
             // Coarsest: the remaining smoothing steps are the coarse solve.
@@ -80,11 +84,11 @@ impl<B: Backend> Hierarchy<B> {
                 // per step, alternating. Otherwise red then black every step.
                 let sweeps = if symmetric { steps } else { 2 * steps };
                 for s in 0..sweeps {
-                    self.half_sweep(b, comm, timer, lev, s % 2, omega, f0)?;
+                    self.half_sweep(b, comm, timer, lev, s % 2, relax, f0)?;
                 }
             } else {
                 for _ in 0..steps {
-                    self.smooth(b, comm, timer, lev, false, omega, f0)?;
+                    self.smooth(b, comm, timer, lev, false, relax, f0)?;
                 }
             }
             return Ok(());
@@ -98,7 +102,7 @@ impl<B: Backend> Hierarchy<B> {
         // the next cycle begins with, which recomputes the same values, and on the coarser
         // ones the forward order contracts more (one cycle in six fewer: docs/PERFORMANCE.md).
         self.prolongate(b, comm, timer, lev)?;
-        self.smooth(b, comm, timer, lev, symmetric, omega, f0)
+        self.smooth(b, comm, timer, lev, symmetric, relax, f0)
     }
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (a preconditioner), symmetric (for CG) or
@@ -122,7 +126,7 @@ impl<B: Backend> Hierarchy<B> {
 
     /// u₀ ← ρ M⁻¹ f₀ (a smoothing step from zero on the finest level), and its halo; with the
     /// red-black smoother the red half-sweep from zero (not over-relaxed), then the black one
-    /// over-relaxed by `omega`.
+    /// over-relaxed by `relax`.
     #[allow(clippy::too_many_arguments)]
     fn smooth_from_zero<C: Comm<B>>(
         &mut self,
@@ -130,7 +134,7 @@ impl<B: Backend> Hierarchy<B> {
         comm: &C,
         timer: &mut Timer,
         zero: &B::Field,
-        omega: f64,
+        relax: f64,
         f0: &B::Field,
     ) -> Result<()> {
         // Red-black from zero: the red half-sweep is T⁻¹ f on the red columns, which the line
@@ -149,7 +153,7 @@ impl<B: Backend> Hierarchy<B> {
         })?;
         timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, u))?;
         if red_black {
-            self.half_sweep(b, comm, timer, 0, 1, omega, f0)?;
+            self.half_sweep(b, comm, timer, 0, 1, relax, f0)?;
         }
         Ok(())
     }
@@ -178,7 +182,7 @@ impl<B: Backend> Hierarchy<B> {
     }
 
     /// f_lev ← R r_{lev−1}; u_lev ← ρ M⁻¹ f_lev, and the halo of u_lev (red-black: the red
-    /// half-sweep from zero, then the black one over-relaxed by `omega`).
+    /// half-sweep from zero, then the black one over-relaxed by `relax`).
     #[allow(clippy::too_many_arguments)]
     fn restrict_smooth<C: Comm<B>>(
         &mut self,
@@ -186,7 +190,7 @@ impl<B: Backend> Hierarchy<B> {
         comm: &C,
         timer: &mut Timer,
         lev: usize,
-        omega: f64,
+        relax: f64,
         f0: &B::Field,
     ) -> Result<()> {
         // Red-black from zero, as in smooth_from_zero: ρ = 1, then the black half-sweep.
@@ -200,12 +204,12 @@ impl<B: Backend> Hierarchy<B> {
         })?;
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))?;
         if red_black {
-            self.half_sweep(b, comm, timer, lev, 1, omega, f0)?;
+            self.half_sweep(b, comm, timer, lev, 1, relax, f0)?;
         }
         Ok(())
     }
 
-    /// One red-black half-sweep of `color` on level `lev`, over-relaxed by `omega`, and the
+    /// One red-black half-sweep of `color` on level `lev`, over-relaxed by `relax`, and the
     /// halo.
     #[allow(clippy::too_many_arguments)]
     fn half_sweep<C: Comm<B>>(
@@ -215,18 +219,18 @@ impl<B: Backend> Hierarchy<B> {
         timer: &mut Timer,
         lev: usize,
         color: usize,
-        omega: f64,
+        relax: f64,
         f0: &B::Field,
     ) -> Result<()> {
         let (op, f, u, _) = parts(&mut self.levels[lev], lev, f0);
         timer.run(b, Kernel::SmoothColor, lev, || {
-            b.smooth_color(op, f, u, color, omega)
+            b.smooth_color(op, f, u, color, relax)
         })?;
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, op, u))
     }
 
     /// One smoothing step on level `lev`, and its halo: block Jacobi u ← u + ρ M⁻¹ (f − A u)
-    /// (out of place, then swapped), or a red-black sweep over-relaxed by `omega` (red then
+    /// (out of place, then swapped), or a red-black sweep over-relaxed by `relax` (red then
     /// black; black then red when `reverse`, as after the coarse correction in the
     /// preconditioner's cycle).
     #[allow(clippy::too_many_arguments)]
@@ -237,13 +241,13 @@ impl<B: Backend> Hierarchy<B> {
         timer: &mut Timer,
         lev: usize,
         reverse: bool,
-        omega: f64,
+        relax: f64,
         f0: &B::Field,
     ) -> Result<()> {
         if self.params.smoother == Smoother::RedBlack {
             let order = if reverse { [1, 0] } else { [0, 1] };
             for color in order {
-                self.half_sweep(b, comm, timer, lev, color, omega, f0)?;
+                self.half_sweep(b, comm, timer, lev, color, relax, f0)?;
             }
             return Ok(());
         }

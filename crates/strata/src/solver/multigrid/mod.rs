@@ -61,20 +61,21 @@ pub struct MgParams {
     /// The smoother.
     #[serde(default)]
     pub smoother: Smoother,
-    /// Over-relaxation ω of the red-black smoother in the cycles that need not be symmetric
-    /// (mg, and the preconditioner of mixed mg, GCR and BiCGStab): each half-sweep sets its
-    /// columns to (1 − ω) u + ω T⁻¹ (f − H u). 1 is line Gauss–Seidel; the default
-    /// [`DEFAULT_OMEGA`] takes red-black mg from 5 cycles to 4 at ν = 2.1 … 840
-    /// (docs/PERFORMANCE.md). The symmetric cycle of mg-cg, and the steps from zero, use 1.
-    #[serde(default = "default_omega")]
-    pub omega: f64,
+    /// Over-relaxation weight w of the red-black smoother in the cycles that need not be
+    /// symmetric (mg, and the preconditioner of mixed mg, GCR and BiCGStab): each half-sweep
+    /// sets its columns to (1 − w) u + w T⁻¹ (f − H u) (w is not the problem's ω). 1 is line
+    /// Gauss–Seidel; the default [`DEFAULT_RELAXATION`] takes red-black mg from 5 cycles to 4 at
+    /// ν = 2.1 … 840 (docs/PERFORMANCE.md). The symmetric cycle of mg-cg, and the steps from
+    /// zero, use 1.
+    #[serde(default = "default_relaxation")]
+    pub relaxation: f64,
 }
 
-/// Default of [`MgParams::omega`].
-pub const DEFAULT_OMEGA: f64 = 1.15;
+/// Default of [`MgParams::relaxation`].
+pub const DEFAULT_RELAXATION: f64 = 1.15;
 
-fn default_omega() -> f64 {
-    DEFAULT_OMEGA
+fn default_relaxation() -> f64 {
+    DEFAULT_RELAXATION
 }
 
 /// The smoother of the V-cycle (docs/MODEL.md §9.3).
@@ -103,7 +104,7 @@ impl Default for MgParams {
             restriction: Restriction::Sum,
             averaging: crate::problem::Averaging::Harmonic,
             smoother: Smoother::Jacobi,
-            omega: DEFAULT_OMEGA,
+            relaxation: DEFAULT_RELAXATION,
         }
     }
 }
@@ -120,8 +121,11 @@ impl MgParams {
         if !(self.rho.is_finite() && self.rho > 0.0 && self.rho < 2.0) {
             return invalid("rho", format!("must be in (0, 2) (got {})", self.rho));
         }
-        if !(self.omega.is_finite() && self.omega > 0.0 && self.omega < 2.0) {
-            return invalid("omega", format!("must be in (0, 2) (got {})", self.omega));
+        if !(self.relaxation.is_finite() && self.relaxation > 0.0 && self.relaxation < 2.0) {
+            return invalid(
+                "relaxation",
+                format!("must be in (0, 2) (got {})", self.relaxation),
+            );
         }
         Ok(())
     }
