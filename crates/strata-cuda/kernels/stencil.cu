@@ -84,57 +84,35 @@ __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, i
     return s;
 }
 
-extern "C" __global__ void residual_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                        CROSS_PARAMS, const real* __restrict__ f,
-                                        const real* __restrict__ u, real* __restrict__ r,
-                                        double* __restrict__ partials) {
-    THREAD_COLUMN
-    SEGMENT
-    double s = 0.0;
-    if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r, k0, k1));
-    block_sum(s, partials, 0, 1);
-}
-
-extern "C" __global__ void residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS, const real* __restrict__ f,
-                                              const real* __restrict__ u, real* __restrict__ r,
-                                              double* __restrict__ partials) {
-    THREAD_COLUMN
-    SEGMENT
-    double s = 0.0;
-    if (active) {
-        const idx_t o = at_(L, i, j, 0);
-        WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r, k0, k1));
+// The residual's kernels, r stored as Out: the build's own (residual_f64), or float whatever the
+// build (residual_to_f32_f64: the right-hand side of a mixed-precision cycle, used from the fp64
+// build; traffic 2 values of the build + one float).
+#define RESIDUAL_KERNELS(name, name_cells, Out)                                                      \
+    extern "C" __global__ void name(Layout L, const real* __restrict__ cols, const real* __restrict__ V, \
+                                    CROSS_PARAMS, const real* __restrict__ f,                        \
+                                    const real* __restrict__ u, Out* __restrict__ r,                 \
+                                    double* __restrict__ partials) {                                 \
+        THREAD_COLUMN                                                                                \
+        SEGMENT                                                                                      \
+        double s = 0.0;                                                                              \
+        if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r, k0, k1));          \
+        block_sum(s, partials, 0, 1);                                                                \
+    }                                                                                                \
+    extern "C" __global__ void name_cells(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,                  \
+                                          const real* __restrict__ f, const real* __restrict__ u,    \
+                                          Out* __restrict__ r, double* __restrict__ partials) {      \
+        THREAD_COLUMN                                                                                \
+        SEGMENT                                                                                      \
+        double s = 0.0;                                                                              \
+        if (active) {                                                                                \
+            const idx_t o = at_(L, i, j, 0);                                                         \
+            WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r, k0, k1));                        \
+        }                                                                                            \
+        block_sum(s, partials, 0, 1);                                                                \
     }
-    block_sum(s, partials, 0, 1);
-}
 
-// r <- f - A u into an fp32 field of the same block (the right-hand side of a mixed-precision
-// cycle, r in float whatever the build: used from the fp64 build), returns the column's |r|^2 of
-// the unrounded values; traffic 2 values of the build + one float.
-extern "C" __global__ void residual_to_f32_f64(Layout L, const real* __restrict__ cols,
-                                               const real* __restrict__ V, CROSS_PARAMS,
-                                               const real* __restrict__ f, const real* __restrict__ u,
-                                               float* __restrict__ r, double* __restrict__ partials) {
-    THREAD_COLUMN
-    SEGMENT
-    double s = 0.0;
-    if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r, k0, k1));
-    block_sum(s, partials, 0, 1);
-}
-
-extern "C" __global__ void residual_to_f32_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
-                                                     const real* __restrict__ f,
-                                                     const real* __restrict__ u, float* __restrict__ r,
-                                                     double* __restrict__ partials) {
-    THREAD_COLUMN
-    SEGMENT
-    double s = 0.0;
-    if (active) {
-        const idx_t o = at_(L, i, j, 0);
-        WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r, k0, k1));
-    }
-    block_sum(s, partials, 0, 1);
-}
+RESIDUAL_KERNELS(residual_f64, residual_cells_f64, real)
+RESIDUAL_KERNELS(residual_to_f32_f64, residual_to_f32_cells_f64, float)
 
 // For A = A7 + C (the sphere's cross terms): g <- f - C u, returns the column's |f - A u|^2;
 // traffic 3, as the residual.
