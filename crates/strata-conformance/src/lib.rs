@@ -800,7 +800,7 @@ fn red_black_sweep<B: Backend>(
     let scale = g1.data.iter().fold(1.0f64, |m, v| m.max(v.abs()));
     for j in 0..s.ny() {
         for i in 0..s.nx() {
-            let swept = (s.block.i0 + i + s.block.j0 + j) % 2 == 0;
+            let swept = (s.block.i0 + i + s.block.j0 + j).is_multiple_of(2);
             for k in 0..s.nz {
                 let (x0, z1, zw) = (x.column(i, j)[k], g1.column(i, j)[k], gw.column(i, j)[k]);
                 let want = if swept {
