@@ -326,7 +326,6 @@ fn check_apply_residual<B: Backend>(
 /// norm) rounded once into the fp32 field, the norm that of the unrounded values; an fp32
 /// field added into an fp64 one exactly as the fp64 axpy of its values. Each also between two
 /// fp64 preparations (the plain kernels).
-#[allow(clippy::too_many_arguments)]
 fn check_to_f32<B: Backend>(
     b: &B,
     s: &LevelStencil,

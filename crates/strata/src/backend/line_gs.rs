@@ -44,8 +44,8 @@ pub(crate) fn solve_given_neighbours<S: Real>(
     }
 }
 
-/// z ← (1 − w) u + w z, the over-relaxation by w of a column's solve `z` from its old values `u`
-/// (nothing where w = 1: the solve exactly, whatever `u` holds).
+/// z ← (1 − w) u + w z, the over-relaxation by w = `relax` of a column's solve `z` from its old
+/// values `u` (nothing where w = 1: the solve exactly, whatever `u` holds).
 #[inline(always)]
 pub(crate) fn over_relax<S: Real>(u: &[S], z: &mut [f64], relax: f64) {
     if relax != 1.0 {

@@ -125,9 +125,15 @@ impl CpuBackend {
                             apply_col(s, i, j, &x, cr.as_ref(), |k, au| {
                                 let r = fc[k].to_f64() - au;
                                 rc[k] = T::from_f64(r);
-                                sq.add(k, r);
+                                if narrows::<S, T>() {
+                                    sq.add(k, r);
+                                }
                             });
-                            sum += sq.total();
+                            sum += if narrows::<S, T>() {
+                                sq.total()
+                            } else {
+                                dot(rc, rc)
+                            };
                         }
                     }
                     *part = [sum, 0.0];

@@ -141,9 +141,17 @@ pub(super) fn apply_column<S: Real>(
     emit(k, diag(k) * c(k) + t * cc[k] * c(k - 1) + d[k] * horiz(k));
 }
 
+/// Whether values computed from fields of `S` lose precision when stored as `T` (an fp64
+/// residual stored in fp32): then its norm must be taken before the rounding ([`SumSq`]);
+/// otherwise `dot` of the stored values is the same sum, and the faster one.
+#[inline(always)]
+pub(super) const fn narrows<S: Real, T: Real>() -> bool {
+    std::mem::size_of::<T>() < std::mem::size_of::<S>()
+}
+
 /// Σ v² of a column's values taken one by one in the order of k, summed as [`dot`] sums a
 /// column with itself (four partial sums, then the tail): the norm of values before they are
-/// rounded into a field of lower precision, bit for bit `dot(r, r)` where they are not.
+/// rounded into a field of lower precision ([`narrows`]).
 pub(super) struct SumSq {
     acc: [f64; 4],
     tail: f64,

@@ -27,8 +27,8 @@ impl CpuBackend {
 
     // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3. With `split` (A = A₇ + C),
     // r = f - C u instead, still returning sum (f - A u)^2.
-    // The norm is of the values before they are stored (bit for bit the stored ones' where r
-    // is of u's precision; r may be of another, `residual_to`).
+    // r may be stored in another precision (`residual_to`): the norm is then of the values
+    // before they are rounded.
     fn residual_t<S: Real, T: Real>(
         &self,
         s: &LevelStencil,
@@ -66,9 +66,15 @@ impl CpuBackend {
                             apply_column_cross(c, v, &x, cr.as_ref(), |k, au| {
                                 let r = fc[k].to_f64() - au;
                                 rc[k] = T::from_f64(r);
-                                sq.add(k, r);
+                                if narrows::<S, T>() {
+                                    sq.add(k, r);
+                                }
                             });
-                            sum += sq.total();
+                            sum += if narrows::<S, T>() {
+                                sq.total()
+                            } else {
+                                dot(rc, rc)
+                            };
                         }
                     }
                     *part = [sum, 0.0];

@@ -60,8 +60,9 @@ impl<B: Backend> Hierarchy<B> {
         symmetric: bool,
         f0: &B::Field,
     ) -> Result<()> {
-        // The red-black smoother's over-relaxation: its weight in the cycle that need not be symmetric,
-        // 1 in the symmetric one (mg-cg's: over-relaxing gained it no iteration, and 1 keeps it symmetric).
+        // The red-black smoother's over-relaxation weight: the parameter's in the cycle that need
+        // not be symmetric, 1 in the symmetric one (mg-cg's: over-relaxing gained it no
+        // iteration, and 1 keeps it symmetric).
         let relax = if symmetric {
             1.0
         } else {

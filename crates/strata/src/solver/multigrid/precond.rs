@@ -165,14 +165,7 @@ impl<B: Backend> MgPreconditioner<B> {
         f: &B::Field,
         u: &B::Field,
     ) -> Result<f64> {
-        let Some(Outer {
-            fine,
-            fp32: Some((r32, _)),
-            ..
-        }) = &mut self.outer
-        else {
-            return invalid("residual_in", "the hierarchy is not stored in fp32");
-        };
+        let (fine, r32, _) = fp32_pair(&mut self.outer, "residual_in")?;
         let op0 = &self.h.levels[0].op;
         timer.run(b, Kernel::Residual, 0, || {
             b.residual_to(fine, f, u, op0, r32)
@@ -190,18 +183,9 @@ impl<B: Backend> MgPreconditioner<B> {
         timer: &mut Timer,
         u: &mut B::Field,
     ) -> Result<()> {
-        if self.storage() != Storage::F32 {
-            return invalid("correct", "the hierarchy is not stored in fp32");
-        }
+        fp32_pair(&mut self.outer, "correct")?;
         self.cycle(b, comm, timer, Ends::Inner)?;
-        let Some(Outer {
-            fine,
-            fp32: Some((_, z32)),
-            ..
-        }) = &self.outer
-        else {
-            return invalid("correct", "the hierarchy is not stored in fp32");
-        };
+        let (fine, _, z32) = fp32_pair(&mut self.outer, "correct")?;
         let op0 = &self.h.levels[0].op;
         timer.run(b, Kernel::Vector, 0, || b.axpy_from(fine, 1.0, op0, z32, u))?;
         timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))
@@ -273,13 +257,7 @@ impl<B: Backend> MgPreconditioner<B> {
         let (r, z) = match ends {
             Ends::Outer(r, z) => (*r, &mut **z),
             Ends::Inner => {
-                let Some(Outer {
-                    fp32: Some((r32, z32)),
-                    ..
-                }) = outer
-                else {
-                    return invalid("correct", "the hierarchy is not stored in fp32");
-                };
+                let (_, r32, z32) = fp32_pair(outer, "correct")?;
                 return h.precondition(b, comm, timer, r32, z32, zero, sym);
             }
         };
@@ -353,6 +331,22 @@ impl<B: Backend> MgPreconditioner<B> {
                 std::mem::swap(u, &mut l.work);
             }
         }
+    }
+}
+
+/// The fp64 outer operator and the fp32 r and z of an fp32 hierarchy's outer side; refused
+/// (naming `what`) where the hierarchy is fp64.
+fn fp32_pair<'a, B: Backend>(
+    outer: &'a mut Option<Outer<B>>,
+    what: &str,
+) -> Result<(&'a B::LevelOp, &'a mut B::Field, &'a mut B::Field)> {
+    match outer {
+        Some(Outer {
+            fine,
+            fp32: Some((r32, z32)),
+            ..
+        }) => Ok((fine, r32, z32)),
+        _ => invalid(what, "the hierarchy is not stored in fp32"),
     }
 }
 
