@@ -166,6 +166,11 @@ pub struct MgArgs {
     /// and bicgstab (mg-cg's symmetric cycle uses 1; the Jacobi smoother does not use it).
     #[arg(long, default_value_t = strata::solver::DEFAULT_RELAXATION)]
     pub relaxation: f64,
+    /// Store the V-cycle's residual before restricting it (the paper's Residual and
+    /// RestrictSmooth kernels) instead of computing it inside the restriction (the default:
+    /// fewer bytes where the backend fuses them, the CUDA backend).
+    #[arg(long)]
+    pub unfused_restriction: bool,
     /// Precision: `f64` everywhere, or `mixed`: the outer Krylov iteration (mg-cg, gcr,
     /// bicgstab; for mg, fp64 defect correction) and its stopping test in fp64, the multigrid
     /// preconditioner's fields stored in fp32 (half the bytes per cycle).
@@ -208,6 +213,7 @@ impl MgArgs {
             coarse_steps: self.coarse_steps,
             rho: self.rho,
             relaxation: self.relaxation,
+            fuse_restriction: !self.unfused_restriction,
             smoother: match self.smoother {
                 SmootherArg::Jacobi => strata::solver::Smoother::Jacobi,
                 SmootherArg::RedBlack => strata::solver::Smoother::RedBlack,

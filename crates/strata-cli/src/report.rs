@@ -62,6 +62,9 @@ pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
         if mg.smoother == strata::solver::Smoother::RedBlack {
             let _ = write!(s, ", red-black smoother (relaxation {})", mg.relaxation);
         }
+        if !mg.fuse_restriction {
+            s.push_str(", residual stored before the restriction");
+        }
         if cfg.precision == Precision::Mixed {
             s.push_str(", mixed precision (fp32 multigrid)");
         }

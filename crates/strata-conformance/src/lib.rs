@@ -712,6 +712,16 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
                 fwd <= TOL_SOLVE || be <= TOL_PCR,
                 "restrict u {fine_block:?}: forward {fwd:e}, backward error {be:e}"
             );
+            let (f, u) = (rng.field(&fs), rng.field(&fs));
+            check_residual_restrict(
+                b,
+                (&fs, &fo),
+                (&cs, &co),
+                (&f, &u),
+                &mut rng,
+                (TOL, TOL_SOLVE, TOL_PCR),
+                &format!("{g:?} {fine_block:?}"),
+            );
             let (uc, uf) = (rng.field(&cs), rng.field(&fs));
             let (mut hp, mut dp) = (uf.clone(), to_backend(b, &fo, &uf));
             r.prolongate(&cs, &fs, &uc, &mut hp).unwrap();
@@ -723,6 +733,52 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
             );
         }
     }
+}
+
+/// `residual_restrict_smooth` (the V-cycle's residual and the next level's RestrictSmooth in
+/// one call, which a backend may fuse) against the reference's residual, then its
+/// RestrictSmooth, from fine fields `f` and `u` (halo included): f_c to `tol`; u_c = ρ M⁻¹ f_c
+/// to `tol_solve`, or (another elimination order) u_c/ρ solving the backend's own f_c's column
+/// systems to `tol_backward`.
+#[allow(clippy::too_many_arguments)]
+fn check_residual_restrict<B: Backend>(
+    b: &B,
+    (fs, fo): (&LevelStencil, &B::LevelOp),
+    (cs, co): (&LevelStencil, &B::LevelOp),
+    (f, u): (&HostField, &HostField),
+    rng: &mut Rng,
+    (tol, tol_solve, tol_backward): (f64, f64, f64),
+    ctx: &str,
+) {
+    let r = ReferenceBackend;
+    let (rho, scale) = (0.6, 0.25);
+    let mut hr = rng.field(fs);
+    let (mut hf, mut hu) = (rng.field(cs), rng.field(cs));
+    let (mut dr, mut df, mut du) = (
+        to_backend(b, fo, &hr),
+        to_backend(b, co, &hf),
+        to_backend(b, co, &hu),
+    );
+    r.residual_only(fs, f, u, &mut hr).unwrap();
+    r.restrict_smooth(fs, cs, &hr, &mut hf, &mut hu, rho, scale)
+        .unwrap();
+    let (dfine, dufine) = (to_backend(b, fo, f), to_backend(b, fo, u));
+    b.residual_restrict_smooth(
+        fo, co, &dfine, &dufine, &mut dr, &mut df, &mut du, rho, scale,
+    )
+    .unwrap();
+    let got_f = to_host(b, co, &df);
+    let d = rel_diff(&got_f, &hf);
+    assert!(d <= tol, "residual_restrict f {ctx}: {d:e}");
+    let got_u = to_host(b, co, &du);
+    let fwd = rel_diff(&got_u, &hu);
+    let mut zc = got_u.clone();
+    zc.data.iter_mut().for_each(|v| *v /= rho);
+    let be = line_backward_error(cs, &zc, &got_f);
+    assert!(
+        fwd <= tol_solve || be <= tol_backward,
+        "residual_restrict u {ctx}: forward {fwd:e}, backward error {be:e}"
+    );
 }
 
 /// A red then a black half-sweep of `smooth_color` from `x` (halo included) against the
@@ -1176,6 +1232,15 @@ pub fn cell_coefficient_kernels<B: Backend>(b: &B) {
                     && rel_diff(&to_host(b, &cop, &cu), &hu) <= TOL_SOLVE,
                 "restrict_smooth {ctx}"
             );
+            check_residual_restrict(
+                b,
+                (&s, &op),
+                (&cs, &cop),
+                (&f, &x),
+                &mut rng,
+                (TOL, TOL_SOLVE, TOL_PCR),
+                &ctx,
+            );
         }
     }
 }
@@ -1376,6 +1441,16 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
     assert!(
         rel_diff(&to_host(b, &co, &du), &hu) <= TOL_F32,
         "fp32 restrict u"
+    );
+    let (f, u) = (rounded(&rng.field(&fs)), rounded(&rng.field(&fs)));
+    check_residual_restrict(
+        b,
+        (&fs, &fo),
+        (&cs, &co),
+        (&f, &u),
+        &mut rng,
+        (TOL_F32, TOL_F32, TOL_F32_SOLVE),
+        "fp32",
     );
     let (uc, uf) = (rounded(&rng.field(&cs)), rounded(&rng.field(&fs)));
     let (mut hp, mut dp) = (uf.clone(), to_backend(b, &fo, &uf));

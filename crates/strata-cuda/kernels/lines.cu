@@ -2,27 +2,28 @@
 // stencil.cu, each body is a template over the column operator, with a `_cells` kernel for
 // per-cell coefficients beside the model problem's.
 
-// z <- M^-1 r; traffic 3 (read r twice, write z).
+// z <- w M^-1 r; traffic 3 (read r twice, write z). w = 1: the line solve; otherwise the
+// smoothing step from zero of a level whose right-hand side residual_restrict_f64 wrote.
 template <class Op>
 __device__ __forceinline__ void line_solve_body(const Layout& L, const Op& op, idx_t o0,
-                                                const real* __restrict__ r, real* __restrict__ z) {
+                                                const real* __restrict__ r, real* __restrict__ z, real w) {
     auto rhs = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
-    thomas(op, rhs, rhs, [&](int k, real zk) { z[o0 + (idx_t)k * L.sx] = zk; });
+    thomas(op, rhs, rhs, [&](int k, real zk) { z[o0 + (idx_t)k * L.sx] = w * zk; });
 }
 
 extern "C" __global__ void LINE_BOUNDS line_solve_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                          const real* __restrict__ r, real* __restrict__ z) {
+                                          const real* __restrict__ r, real* __restrict__ z, double w) {
     THREAD_COLUMN
     if (!active) return;
-    line_solve_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), r, z);
+    line_solve_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), r, z, (real)w);
 }
 
 extern "C" __global__ void LINE_BOUNDS line_solve_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ r,
-                                                real* __restrict__ z) {
+                                                real* __restrict__ z, double w) {
     THREAD_COLUMN
     if (!active) return;
     const idx_t o0 = at_(L, i, j, 0);
-    line_solve_body(L, CELL_OP(o0), o0, r, z);
+    line_solve_body(L, CELL_OP(o0), o0, r, z, (real)w);
 }
 
 // Fused CG Tridiag: r <- r - alpha q; z <- M^-1 r; adds the column's r.r and r.z to rr, rz.

@@ -127,6 +127,11 @@ pub enum Kernel {
     ResidualToF32Cells,
     /// `axpy_from_f32_f64` (vector.cu): [`Kernel::Axpy`] of an fp32 field into this build's.
     AxpyFromF32,
+    /// `residual_restrict_f64` (stencil.cu): the fine residual restricted to the coarse
+    /// right-hand side without being stored.
+    ResidualRestrict,
+    /// `residual_restrict_cells_f64` (stencil.cu).
+    ResidualRestrictCells,
 }
 
 impl Kernel {
@@ -146,7 +151,7 @@ impl Kernel {
     ];
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 52] = [
+    pub const ALL: [Kernel; 54] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -199,6 +204,8 @@ impl Kernel {
         Kernel::ResidualToF32,
         Kernel::ResidualToF32Cells,
         Kernel::AxpyFromF32,
+        Kernel::ResidualRestrict,
+        Kernel::ResidualRestrictCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -257,6 +264,8 @@ impl Kernel {
             Kernel::ResidualToF32 => "residual_to_f32_f64",
             Kernel::ResidualToF32Cells => "residual_to_f32_cells_f64",
             Kernel::AxpyFromF32 => "axpy_from_f32_f64",
+            Kernel::ResidualRestrict => "residual_restrict_f64",
+            Kernel::ResidualRestrictCells => "residual_restrict_cells_f64",
         }
     }
 
@@ -309,6 +318,7 @@ impl Kernel {
                 "vector.cu"
             }
             Kernel::ResidualToF32 | Kernel::ResidualToF32Cells => "stencil.cu",
+            Kernel::ResidualRestrict | Kernel::ResidualRestrictCells => "stencil.cu",
             Kernel::SplitResidual | Kernel::SplitResidualCells => "stencil.cu",
         }
     }

@@ -41,6 +41,9 @@ pub enum Kernel {
     Smooth,
     /// Multigrid RestrictSmooth.
     RestrictSmooth,
+    /// The V-cycle's residual on the way down and the next level's RestrictSmooth in one call
+    /// ([`crate::backend::LineKernels::residual_restrict_smooth`]), per coarse cell.
+    ResidualRestrictSmooth,
     /// One half-sweep of the red-black line smoother (`smooth_color`).
     SmoothColor,
     /// Residual (with its norm).
@@ -55,11 +58,12 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 9] = [
+    pub const ALL: [Kernel; 10] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
         Kernel::RestrictSmooth,
+        Kernel::ResidualRestrictSmooth,
         Kernel::SmoothColor,
         Kernel::Residual,
         Kernel::Prolongate,
@@ -74,6 +78,7 @@ impl Kernel {
             Kernel::Tridiag => "Tridiag",
             Kernel::Smooth => "Smooth",
             Kernel::RestrictSmooth => "RestrictSmooth",
+            Kernel::ResidualRestrictSmooth => "ResidualRestrictSmooth",
             Kernel::SmoothColor => "SmoothColor",
             Kernel::Residual => "Residual",
             Kernel::Prolongate => "Prolongate",
@@ -110,6 +115,8 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
         // Half a sweep: the paper's Smooth on half the columns.
         Kernel::SmoothColor => c(18.5, 8.5, 4.0),
         Kernel::RestrictSmooth => c(17.0, 12.0, 6.0),
+        // The paper's Residual on the four children, then its RestrictSmooth.
+        Kernel::ResidualRestrictSmooth => c(4.0 * 23.0 + 17.0, 4.0 * 9.0 + 12.0, 4.0 * 3.0 + 6.0),
         Kernel::Residual => c(23.0, 9.0, 3.0),
         Kernel::Prolongate => c(6.0, 5.0, 3.0),
         Kernel::Vector | Kernel::Halo => None,
@@ -129,8 +136,10 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::Smooth => Some(3.0),         // read f, u_in; write u_out
         Kernel::SmoothColor => Some(1.5),    // half the columns: read f, u; write u
         Kernel::RestrictSmooth => Some(6.0), // per coarse cell: read 4 children; write f, u
-        Kernel::Residual => Some(3.0),       // read f, u; write r
-        Kernel::Prolongate => Some(2.25),    // read u_f and a quarter u_c; write u_f
+        // The residual of the four children stored, then RestrictSmooth (4 × 3 + 6).
+        Kernel::ResidualRestrictSmooth => Some(18.0),
+        Kernel::Residual => Some(3.0),    // read f, u; write r
+        Kernel::Prolongate => Some(2.25), // read u_f and a quarter u_c; write u_f
         Kernel::Vector | Kernel::Halo => None,
     }
 }
@@ -145,6 +154,8 @@ pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
         Kernel::Spmv | Kernel::Tridiag | Kernel::Residual | Kernel::RestrictSmooth => {
             Some(per_pass)
         }
+        // Per coarse cell: the fine level's residual on four children, the coarse line solve.
+        Kernel::ResidualRestrictSmooth => Some(5.0 * per_pass),
         Kernel::Smooth => Some(2.0 * per_pass),
         Kernel::SmoothColor => Some(per_pass),
         Kernel::Prolongate => Some(0.0),

@@ -57,8 +57,10 @@ impl BackendTask for Task {
             nz: a.common.nz,
             ..Default::default()
         };
+        // The paper's kernels: the residual stored, then RestrictSmooth.
         let cfg = SolverConfig::new(SolverKind::Mg)
             .with_levels(a.levels)
+            .with_fused_restriction(false)
             .with_max_it(a.cycles.max(1))
             .with_fixed_iterations(true)
             .with_profile(true);

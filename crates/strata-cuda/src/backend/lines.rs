@@ -1,12 +1,12 @@
 //! The kernels built on the line solve (kernels/lines.cu): M⁻¹, the fused CG Tridiag, Smooth, RestrictSmooth.
 
 use super::*;
-use strata::backend::{Coef, LineKernels};
+use strata::backend::{Coef, LineKernels, StencilKernels};
 
 impl LineKernels for CudaBackend {
     fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
         self.check(op, &[r, z])?;
-        launch_op!(self, op, K::LineSolve, K::LineSolveCells, in op.line_cfg; &r.data, &mut z.data)
+        launch_op!(self, op, K::LineSolve, K::LineSolveCells, in op.line_cfg; &r.data, &mut z.data, &1.0f64)
     }
 
     fn cg_tridiag(
@@ -125,6 +125,66 @@ impl LineKernels for CudaBackend {
         // SAFETY: layouts checked (the fine block twice the coarse one); each coarse column
         // reads its four fine children and writes its own f_c and u_c.
         cu(unsafe { b.launch(cfg) }).map(|_| ())
+    }
+
+    fn residual_restrict_smooth(
+        &self,
+        fine: &CudaLevel,
+        coarse: &CudaLevel,
+        f_fine: &CudaField,
+        u_fine: &CudaField,
+        r_fine: &mut CudaField,
+        f_coarse: &mut CudaField,
+        u_coarse: &mut CudaField,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()> {
+        // Fused where the coarse level solves its columns by the Thomas sweep and the fine
+        // operator has no cross terms; otherwise (PCR levels, a few small ones; the sphere's
+        // nine-point operator) the residual is stored first, as by default.
+        if coarse.pcr.is_some() || has_cross(fine) {
+            self.residual_only(fine, f_fine, u_fine, r_fine)?;
+            return self.restrict_smooth(fine, coarse, r_fine, f_coarse, u_coarse, rho, scale);
+        }
+        self.check(fine, &[f_fine, u_fine])?;
+        self.check(coarse, &[f_coarse, u_coarse])?;
+        let (nx, ny) = (coarse.layout.nx as usize, coarse.layout.ny as usize);
+        if (fine.layout.nx as usize, fine.layout.ny as usize) != (2 * nx, 2 * ny) {
+            return Err(backend_err(format!(
+                "residual_restrict_smooth: the fine block is {} x {}, not twice the coarse {nx} x {ny}",
+                fine.layout.nx, fine.layout.ny
+            )));
+        }
+        // One thread per fine column of the even rows (kernels/stencil.cu, RESTRICT_PAIR).
+        let cfg = column_config(2 * nx, ny, self.tuning.block_x).0;
+        let sym = sym_flag(fine);
+        let mut b = self.launch_stream().launch_builder(fine.k.get(op_kernel(
+            fine,
+            K::ResidualRestrict,
+            K::ResidualRestrictCells,
+        )));
+        b.arg(&fine.layout);
+        push_operator(&mut b, fine, &sym);
+        b.arg(&f_fine.data)
+            .arg(&u_fine.data)
+            .arg(&coarse.layout)
+            .arg(&mut f_coarse.data)
+            .arg(&scale);
+        // SAFETY: layouts checked (the fine block twice the coarse one); each thread reads two
+        // fine columns and their neighbours (halo included) and writes at most its coarse
+        // column's f_c.
+        cu(unsafe { b.launch(cfg) })?;
+        // u_c <- rho M^-1 f_c.
+        let f_coarse: &CudaField = f_coarse;
+        launch_op!(self, coarse, K::LineSolve, K::LineSolveCells, in coarse.line_cfg; &f_coarse.data, &mut u_coarse.data, &rho)
+    }
+}
+
+/// Whether level `op` has the sphere's cross terms.
+fn has_cross(op: &CudaLevel) -> bool {
+    match &op.cells {
+        None => op.cross.1 != 0,
+        Some(c) => c.cross.1 != 0,
     }
 }
 

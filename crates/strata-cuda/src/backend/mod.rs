@@ -839,8 +839,11 @@ impl Probes for CudaBackend {
             // f and the neighbours read in full, twice; u written (half, in full sectors).
             Kernel::SmoothColor => 5.0,
             Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
-            Kernel::Residual => 3.0,       // read f, u; write r
-            Kernel::Prolongate => 2.25,    // read u_f and a quarter u_c; write u_f
+            // Per coarse cell: read f and u of 4 children; write f_c; read it twice, write u_c
+            // (fused; 19 where it is not, on the PCR levels and with cross terms).
+            Kernel::ResidualRestrictSmooth => 12.0,
+            Kernel::Residual => 3.0,    // read f, u; write r
+            Kernel::Prolongate => 2.25, // read u_f and a quarter u_c; write u_f
             Kernel::Vector | Kernel::Halo => return None,
         })
     }
@@ -853,6 +856,7 @@ impl Probes for CudaBackend {
         Some(match kernel {
             Kernel::Spmv | Kernel::Residual => all,
             Kernel::Tridiag | Kernel::RestrictSmooth => 2.0 * tridiag,
+            Kernel::ResidualRestrictSmooth => 4.0 * all + 2.0 * tridiag,
             Kernel::Smooth => 2.0 * all,
             Kernel::SmoothColor => all,
             Kernel::Prolongate => 0.0,

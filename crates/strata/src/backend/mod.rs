@@ -445,6 +445,33 @@ pub trait LineKernels: Fields {
         rho: f64,
         scale: f64,
     ) -> Result<()>;
+
+    /// The V-cycle's way down from `fine` to `coarse` in one call: the fine residual
+    /// r = f − A u restricted and smoothed from zero as [`LineKernels::restrict_smooth`] does,
+    /// f_c ← scale · Σ_children r; u_c ← ρ M⁻¹ f_c. `r_fine` is a fine work field: by default
+    /// the residual is stored there first ([`StencilKernels::residual_only`], then
+    /// `restrict_smooth`); a backend may instead restrict the residual as it computes it and
+    /// leave `r_fine` unspecified (the CUDA backend: traffic per fine cell 2 + ¼ where the two
+    /// calls move 3 + 1 + ¾). `fine`'s halo of `u` must be current.
+    #[allow(clippy::too_many_arguments)]
+    fn residual_restrict_smooth(
+        &self,
+        fine: &Self::LevelOp,
+        coarse: &Self::LevelOp,
+        f_fine: &Self::Field,
+        u_fine: &Self::Field,
+        r_fine: &mut Self::Field,
+        f_coarse: &mut Self::Field,
+        u_coarse: &mut Self::Field,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()>
+    where
+        Self: StencilKernels,
+    {
+        self.residual_only(fine, f_fine, u_fine, r_fine)?;
+        self.restrict_smooth(fine, coarse, r_fine, f_coarse, u_coarse, rho, scale)
+    }
 }
 
 /// Moving data in and out of the backend's layout: host arrays to fields and back, and the halo

@@ -449,6 +449,34 @@ impl<H: Handle> LineKernels for Tiled<H> {
             )
         })
     }
+
+    fn residual_restrict_smooth(
+        &self,
+        fine: &Self::LevelOp,
+        coarse: &Self::LevelOp,
+        f_fine: &Self::Field,
+        u_fine: &Self::Field,
+        r_fine: &mut Self::Field,
+        f_coarse: &mut Self::Field,
+        u_coarse: &mut Self::Field,
+        rho: f64,
+        scale: f64,
+    ) -> Result<()> {
+        let (fo, co) = (&fine.tiles, &coarse.tiles);
+        self.each_tile(co.len(), self.columns(co), |i| {
+            self.inner().residual_restrict_smooth(
+                &fo[i],
+                &co[i],
+                &f_fine[i],
+                &u_fine[i],
+                &mut r_fine[i],
+                &mut f_coarse[i],
+                &mut u_coarse[i],
+                rho,
+                scale,
+            )
+        })
+    }
 }
 
 impl<H: Handle> Tiled<H> {

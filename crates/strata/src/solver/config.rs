@@ -142,6 +142,13 @@ impl SolverConfig {
         self
     }
 
+    /// Computes the V-cycle's residual inside the next level's restriction, or stores it first
+    /// ([`super::MgParams::fuse_restriction`]; on by default).
+    pub fn with_fused_restriction(mut self, fuse: bool) -> Self {
+        self.multigrid.fuse_restriction = fuse;
+        self
+    }
+
     /// Sets the smoother steps on the coarsest level.
     pub fn with_coarse_steps(mut self, steps: usize) -> Self {
         self.multigrid.coarse_steps = steps;

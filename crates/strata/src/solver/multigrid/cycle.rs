@@ -94,7 +94,9 @@ impl<B: Backend> Hierarchy<B> {
             }
             return Ok(());
         }
-        self.residual(b, timer, lev, f0)?;
+        if !self.params.fuse_restriction {
+            self.residual(b, timer, lev, f0)?;
+        }
         // Recursion: the coarse-level correction.
         self.cycle_from(b, comm, timer, lev + 1, Start::Current, symmetric, f0)?;
         // Up: add the interpolated correction, post-smooth: in the symmetric cycle in the
@@ -183,7 +185,9 @@ impl<B: Backend> Hierarchy<B> {
     }
 
     /// f_lev ← R r_{lev−1}; u_lev ← ρ M⁻¹ f_lev, and the halo of u_lev (red-black: the red
-    /// half-sweep from zero, then the black one over-relaxed by `relax`).
+    /// half-sweep from zero, then the black one over-relaxed by `relax`). With
+    /// [`super::MgParams::fuse_restriction`] the finer residual r_{lev−1} is computed in the same
+    /// call; otherwise [`Hierarchy::residual`] stored it before.
     #[allow(clippy::too_many_arguments)]
     fn restrict_smooth<C: Comm<B>>(
         &mut self,
@@ -199,10 +203,21 @@ impl<B: Backend> Hierarchy<B> {
         let rho = if red_black { 1.0 } else { self.params.rho };
         let scale = self.params.restriction.scale();
         let (finer, this) = self.levels.split_at_mut(lev);
-        let (fine, l) = (&finer[lev - 1], &mut this[0]);
-        timer.run(b, Kernel::RestrictSmooth, lev, || {
-            b.restrict_smooth(&fine.op, &l.op, &fine.work, &mut l.f, &mut l.u, rho, scale)
-        })?;
+        let l = &mut this[0];
+        if self.params.fuse_restriction {
+            // The finer level's residual is computed here, not stored by `residual` before.
+            let (fop, ff, fu, fwork) = parts(&mut finer[lev - 1], lev - 1, f0);
+            timer.run(b, Kernel::ResidualRestrictSmooth, lev, || {
+                b.residual_restrict_smooth(
+                    fop, &l.op, ff, fu, fwork, &mut l.f, &mut l.u, rho, scale,
+                )
+            })?;
+        } else {
+            let fine = &finer[lev - 1];
+            timer.run(b, Kernel::RestrictSmooth, lev, || {
+                b.restrict_smooth(&fine.op, &l.op, &fine.work, &mut l.f, &mut l.u, rho, scale)
+            })?;
+        }
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))?;
         if red_black {
             self.half_sweep(b, comm, timer, lev, 1, relax, f0)?;

@@ -69,6 +69,13 @@ pub struct MgParams {
     /// zero, use 1.
     #[serde(default = "default_relaxation")]
     pub relaxation: f64,
+    /// Computes the residual on the way down inside the next level's restriction
+    /// ([`crate::backend::LineKernels::residual_restrict_smooth`], timed as
+    /// `ResidualRestrictSmooth`) rather than storing it first (`Residual`, then
+    /// `RestrictSmooth`: the paper's kernels, which `strata reproduce breakdown` times). The
+    /// same values up to rounding; a backend that fuses them moves fewer bytes.
+    #[serde(default = "default_fuse_restriction")]
+    pub fuse_restriction: bool,
 }
 
 /// Default of [`MgParams::relaxation`].
@@ -76,6 +83,10 @@ pub const DEFAULT_RELAXATION: f64 = 1.15;
 
 fn default_relaxation() -> f64 {
     DEFAULT_RELAXATION
+}
+
+fn default_fuse_restriction() -> bool {
+    true
 }
 
 /// The smoother of the V-cycle (docs/MODEL.md §9.3).
@@ -105,6 +116,7 @@ impl Default for MgParams {
             averaging: crate::problem::Averaging::Harmonic,
             smoother: Smoother::Jacobi,
             relaxation: DEFAULT_RELAXATION,
+            fuse_restriction: true,
         }
     }
 }
