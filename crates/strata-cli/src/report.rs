@@ -111,6 +111,8 @@ pub struct Summary {
     pub solve_seconds: f64,
     /// Setup seconds (stencils, allocation).
     pub setup_seconds: f64,
+    /// Where the set-up went: host stencils, the solver on the backend, the caller's fields.
+    pub setup_stages: strata::SetupStages,
     /// Host↔backend transfer seconds.
     pub transfer_seconds: f64,
     /// FLOPs per cell per iteration in the paper's model.
@@ -146,6 +148,7 @@ impl Summary {
             seconds_per_iteration: t_iter,
             solve_seconds: sol.info.seconds,
             setup_seconds: sol.setup_seconds,
+            setup_stages: sol.setup_stages,
             transfer_seconds: sol.transfer_seconds,
             flops_per_cell: cost.flops,
             mem_cached_per_cell: cost.mem_cached,
@@ -175,7 +178,16 @@ impl Summary {
                     self.solve_seconds + self.transfer_seconds
                 ),
             ),
-            ("setup", format!("{:.4} s", self.setup_seconds)),
+            (
+                "setup",
+                format!(
+                    "{:.4} s (stencils {:.4}, solver {:.4}, fields {:.4})",
+                    self.setup_seconds,
+                    self.setup_stages.levels,
+                    self.setup_stages.solver,
+                    self.setup_stages.fields
+                ),
+            ),
             (
                 "GFLOP/s",
                 format!(

@@ -117,58 +117,49 @@ RESIDUAL_KERNELS(residual_to_f32_f64, residual_to_f32_cells_f64, float)
 // The V-cycle's residual restricted without being stored (LineKernels::residual_restrict_smooth):
 // fc <- scale * (sum of the 2 x 2 fine children of f - A u), summed in the order of
 // restrict_children (lines.cu), so that the values are those of residual_f64 then the
-// restriction. Launched over the fine columns of the even rows: thread (i, J) marches the fine
-// columns (i, 2J) and (i, 2J + 1) upwards; lanes i and i + 1 (i even; blockDim.x and nx are even,
-// so the pair shares a warp) add their values by a shuffle and the even lane stores coarse
-// column (i / 2, J). Threads beyond the level work on column (0, 0) and store nothing (every lane
-// takes part in the shuffles). Traffic per fine cell 2 (read f, u) + 1/4 (write fc), where
-// residual_f64 and the restriction move 3 + 1.
+// restriction. One thread per fine column, as the residual; four consecutive threads in x hold
+// the children of one coarse column (bit 0 of the thread's x index: the row 2J or 2J + 1; the
+// bits above: the fine column i), so a warp reads 16 consecutive values of each of two rows,
+// adds each x pair and then the two rows by shuffles, and its first lane of four stores.
+// Launched over 2 nx threads in x and the coarse rows in y (blockDim.x is a multiple of 4).
+// Threads beyond the level work on column (0, 0) and store nothing (every lane takes part in
+// the shuffles). Traffic per fine cell 2 (read f, u) + 1/4 (write fc), where residual_f64 and
+// the restriction move 3 + 1.
 template <class Op>
-__device__ __forceinline__ void residual_restrict_body(const Layout& L, const Layout& Lc, const Op& op0,
-                                                       const Op& op1, idx_t o, idx_t oc, bool store,
-                                                       const real* __restrict__ f, const real* __restrict__ u,
-                                                       real* __restrict__ fc, real scale) {
-    idx_t o1 = o + L.plane;
-    real b0 = real(0.0), m0 = u[o], b1 = real(0.0), m1 = u[o1];
-#pragma unroll STENCIL_UNROLL
-    for (int k = 0; k < NZ; ++k, o += L.sx, o1 += L.sx, oc += Lc.sx) {
-        const real a0 = k + 1 < NZ ? u[o + L.sx] : real(0.0);
-        const real a1 = k + 1 < NZ ? u[o1 + L.sx] : real(0.0);
-        const real r0 = f[o] - op0.apply_n(global_nb(u, o, L), o, L, k, b0, m0, a0);
-        const real r1 = f[o1] - op1.apply_n(global_nb(u, o1, L), o1, L, k, b1, m1, a1);
-        const real s0 = r0 + __shfl_down_sync(0xffffffffu, r0, 1);
-        const real s1 = r1 + __shfl_down_sync(0xffffffffu, r1, 1);
-        if (store) fc[oc] = scale * (s0 + s1);
-        b0 = m0;
-        m0 = a0;
-        b1 = m1;
-        m1 = a1;
-    }
+__device__ __forceinline__ void residual_restrict_body(const Layout& L, const Layout& Lc, const Op& op, idx_t o,
+                                                       idx_t oc, bool store, const real* __restrict__ f,
+                                                       const real* __restrict__ u, real* __restrict__ fc,
+                                                       real scale) {
+    march(L, o, u, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
+        const real r = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
+        const real row = r + __shfl_xor_sync(0xffffffffu, r, 2);
+        const real sum = row + __shfl_xor_sync(0xffffffffu, row, 1);
+        if (store) fc[oc + (idx_t)k * Lc.sx] = scale * sum;
+    });
 }
 
-// The thread's fine column (i, 2J) of the even rows, and whether it stores.
-#define RESTRICT_PAIR                                        \
-    const int ti = blockIdx.x * blockDim.x + threadIdx.x;    \
-    const int tj = blockIdx.y * blockDim.y + threadIdx.y;    \
-    const bool active = ti < L.nx && tj < Lc.ny;             \
-    const int i = active ? ti : 0, j = active ? 2 * tj : 0;  \
-    const bool store = active && (i & 1) == 0;
+// The thread's fine column (i, j) and whether it stores (see residual_restrict_body).
+#define RESTRICT_CHILD                                                  \
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;                \
+    const int tj = blockIdx.y * blockDim.y + threadIdx.y;               \
+    const bool active = (t >> 1) < L.nx && tj < Lc.ny;                  \
+    const int i = active ? t >> 1 : 0, j = active ? 2 * tj + (t & 1) : 0; \
+    const bool store = active && (t & 3) == 0;
 
 extern "C" __global__ void residual_restrict_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                                  const real* __restrict__ f, const real* __restrict__ u, Layout Lc,
                                                  real* __restrict__ fc, double scale) {
-    RESTRICT_PAIR
-    residual_restrict_body(L, Lc, ColOp{load_col(cols, L, i, j), V}, ColOp{load_col(cols, L, i, j + 1), V},
-                           at_(L, i, j, 0), at_(Lc, i / 2, j / 2, 0), store, f, u, fc, (real)scale);
+    RESTRICT_CHILD
+    residual_restrict_body(L, Lc, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), at_(Lc, i / 2, j / 2, 0),
+                           store, f, u, fc, (real)scale);
 }
 
 extern "C" __global__ void residual_restrict_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
                                                        const real* __restrict__ u, Layout Lc,
                                                        real* __restrict__ fc, double scale) {
-    RESTRICT_PAIR
+    RESTRICT_CHILD
     const idx_t o = at_(L, i, j, 0);
-    residual_restrict_body(L, Lc, CELL_OP(o), CELL_OP(o + L.plane), o, at_(Lc, i / 2, j / 2, 0), store, f, u, fc,
-                           (real)scale);
+    residual_restrict_body(L, Lc, CELL_OP(o), o, at_(Lc, i / 2, j / 2, 0), store, f, u, fc, (real)scale);
 }
 
 // For A = A7 + C (the sphere's cross terms): g <- f - C u, returns the column's |f - A u|^2;

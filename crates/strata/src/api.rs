@@ -20,9 +20,23 @@ pub struct Solution {
     pub info: SolveInfo,
     /// Seconds spent building stencils and allocating.
     pub setup_seconds: f64,
+    /// The set-up's stages: where `setup_seconds` went.
+    pub setup_stages: SetupStages,
     /// Seconds spent moving the right-hand side in and the solution out (the paper's
     /// t_MemCpy+transpose on a GPU).
     pub transfer_seconds: f64,
+}
+
+/// The stages of a solve's set-up, in seconds; they add up to [`Solution::setup_seconds`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct SetupStages {
+    /// The stencils of every level, on the host.
+    pub levels: f64,
+    /// The solver on the backend: kernels loaded (compiled, or from the cache), coefficients
+    /// uploaded, the hierarchy's fields allocated.
+    pub solver: f64,
+    /// The halo exchanges' set-up and the caller's two fine fields (right-hand side, solution).
+    pub fields: f64,
 }
 
 /// Bytes the fields and stencils of a solve of `p` need, given the bytes of one field of an
@@ -341,13 +355,21 @@ fn solve_levels<B: Backend, C: Comm<B>>(
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
     let local = rhs.len();
+    let built = t.elapsed().as_secs_f64();
     let mut solver = Solver::new(backend, cfg, levels)?;
+    backend.synchronize()?;
+    let prepared = t.elapsed().as_secs_f64();
     solver.prepare_comm(backend, comm)?;
     let fine = solver.fine();
     let mut f = backend.alloc(fine)?;
     let mut u = backend.alloc(fine)?;
     backend.synchronize()?;
     let setup_seconds = t.elapsed().as_secs_f64();
+    let setup_stages = SetupStages {
+        levels: built,
+        solver: prepared - built,
+        fields: setup_seconds - prepared,
+    };
     let t = Instant::now();
     backend.upload(fine, rhs, &mut f)?;
     backend.synchronize()?;
@@ -364,6 +386,7 @@ fn solve_levels<B: Backend, C: Comm<B>>(
         u: out,
         info,
         setup_seconds,
+        setup_stages,
         transfer_seconds,
     })
 }

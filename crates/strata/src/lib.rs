@@ -52,7 +52,7 @@ pub mod stencil;
 
 pub use api::{
     available_memory, cell_memory, check_memory, field_memory, solve, solve_block, solve_tiles,
-    Solution,
+    SetupStages, Solution,
 };
 pub use error::{Result, StrataError};
 pub use persistent::PersistentSolver;

@@ -155,8 +155,9 @@ impl LineKernels for CudaBackend {
                 fine.layout.nx, fine.layout.ny
             )));
         }
-        // One thread per fine column of the even rows (kernels/stencil.cu, RESTRICT_PAIR).
-        let cfg = column_config(2 * nx, ny, self.tuning.block_x).0;
+        // One thread per fine column, the two rows of a coarse row side by side in x
+        // (kernels/stencil.cu, RESTRICT_CHILD): 4 nx threads in x (blocks at least 8 wide).
+        let cfg = column_config(4 * nx, ny, self.tuning.block_x).0;
         let sym = sym_flag(fine);
         let mut b = self.launch_stream().launch_builder(fine.k.get(op_kernel(
             fine,
