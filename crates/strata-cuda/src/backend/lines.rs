@@ -173,9 +173,9 @@ impl LineKernels for CudaBackend {
             .arg(&coarse.layout)
             .arg(&mut f_coarse.data)
             .arg(&scale);
-        // SAFETY: layouts checked (the fine block twice the coarse one); each thread reads two
-        // fine columns and their neighbours (halo included) and writes at most its coarse
-        // column's f_c.
+        // SAFETY: layouts checked (the fine block twice the coarse one); each thread reads its
+        // fine column and its neighbours (halo included) and at most one thread of four
+        // writes its coarse column's f_c.
         cu(unsafe { b.launch(cfg) })?;
         // u_c <- rho M^-1 f_c.
         let f_coarse: &CudaField = f_coarse;

@@ -840,7 +840,7 @@ impl Probes for CudaBackend {
             Kernel::SmoothColor => 5.0,
             Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
             // Per coarse cell: read f and u of 4 children; write f_c; read it twice, write u_c
-            // (fused; 19 where it is not, on the PCR levels and with cross terms).
+            // (fused; 19 where it is not: fp32 levels, PCR levels, cross terms).
             Kernel::ResidualRestrictSmooth => 12.0,
             Kernel::Residual => 3.0,    // read f, u; write r
             Kernel::Prolongate => 2.25, // read u_f and a quarter u_c; write u_f
