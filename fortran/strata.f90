@@ -59,6 +59,7 @@ module strata
         integer(c_int32_t) :: smoother
         real(c_double) :: rho
         integer(c_int32_t) :: precision
+        real(c_double) :: relaxation  ! red-black smoother's over-relaxation weight, in (0, 2)
     end type
 
     ! Mirrors StrataInfo of strata.h.

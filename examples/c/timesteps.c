@@ -6,6 +6,7 @@
  *   LD_LIBRARY_PATH=target/release ./a.out
  */
 #include <math.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strata.h>
@@ -46,6 +47,15 @@ int main(void) {
     }
     printf("refused as expected: %s\n", strata_last_error());
     problem.n = 32;
+    /* The red-black smoother's over-relaxation weight is checked too. */
+    options.smoother = 1; /* red-black */
+    options.relaxation = 2.5;
+    if (strata_solver_create(&problem, &options, &solver) != STRATA_STATUS_INVALID_ARGUMENT ||
+        strstr(strata_last_error(), "relaxation") == NULL) {
+        fprintf(stderr, "relaxation = 2.5 was accepted\n");
+        return 1;
+    }
+    options.relaxation = 1.1;
 
     CHECK(strata_solver_create(&problem, &options, &solver));
     size_t size = 0;

@@ -33,6 +33,15 @@ program timesteps
     end if
     print '(a, a)', "refused as expected: ", strata_error_message()
     problem%n = 32
+    ! The red-black smoother's over-relaxation weight is checked too.
+    options%smoother = 1 ! red-black
+    options%relaxation = 2.5
+    if (strata_solver_create(problem, options, solver) /= STRATA_INVALID_ARGUMENT) then
+        print *, "relaxation = 2.5 was accepted"
+        stop 1
+    end if
+    if (index(strata_error_message(), "relaxation") == 0) stop 1
+    options%relaxation = 1.1
 
     call check(strata_solver_create(problem, options, solver), "strata_solver_create")
     call check(strata_solver_size(solver, size), "strata_solver_size")

@@ -121,6 +121,21 @@ def test_smoother_choices_take_fewer_cycles():
         strata.Solver(16, 8, levels=3, rho=2.5)
 
 
+def test_relaxation_reaches_the_red_black_smoother():
+    f = random_rhs((64, 64, 32), 7)
+    runs = {}
+    for w in [1.0, None]:
+        s = strata.Solver(64, 32, solver="mg", levels=4, backend="cpu", smoother="red-black", rtol=1e-8, relaxation=w)
+        u = s.solve(f)
+        assert s.info["converged"], w
+        assert np.linalg.norm(s.apply(u) - f) < 1e-7 * np.linalg.norm(f)
+        runs[w] = (s.info["iterations"], s.info["relative_residual"])
+    # The default (1.15) over-relaxes: another residual history, and no more cycles.
+    assert runs[1.0] != runs[None] and runs[None][0] <= runs[1.0][0], runs
+    with pytest.raises(ValueError, match="relaxation"):
+        strata.Solver(16, 8, levels=3, smoother="red-black", relaxation=2.5)
+
+
 @pytest.mark.parametrize("solver", ["mg", "mg-cg", "bicgstab"])
 def test_mixed_precision_meets_rtol_in_the_fp64_iterations(solver):
     f = random_rhs((64, 64, 32), 6)

@@ -125,17 +125,48 @@ RESIDUAL_KERNELS(residual_to_f32_f64, residual_to_f32_cells_f64, float)
 // Threads beyond the level work on column (0, 0) and store nothing (every lane takes part in
 // the shuffles). Traffic per fine cell 2 (read f, u) + 1/4 (write fc), where residual_f64 and
 // the restriction move 3 + 1.
+// The levels go in groups of RR_GROUP: a group's residuals are computed (its loads all issued)
+// before its shuffles and stores, since a shuffle between them would keep the loads of the next
+// level from starting early (RR_GROUP=0: the plain march, a shuffle after every level).
+#ifndef RR_GROUP
+#define RR_GROUP STENCIL_UNROLL
+#endif
+__device__ __forceinline__ void restrict_store(real r, bool store, real* __restrict__ fc, idx_t at, real scale) {
+    const real row = r + __shfl_xor_sync(0xffffffffu, r, 2);
+    const real sum = row + __shfl_xor_sync(0xffffffffu, row, 1);
+    if (store) fc[at] = scale * sum;
+}
+
 template <class Op>
 __device__ __forceinline__ void residual_restrict_body(const Layout& L, const Layout& Lc, const Op& op, idx_t o,
                                                        idx_t oc, bool store, const real* __restrict__ f,
                                                        const real* __restrict__ u, real* __restrict__ fc,
                                                        real scale) {
+#if RR_GROUP > 0
+    real below = real(0.0), mid = u[o];
+    for (int k0 = 0; k0 < NZ; k0 += RR_GROUP) {
+        real r[RR_GROUP];
+#pragma unroll
+        for (int t = 0; t < RR_GROUP; ++t) {
+            const int k = k0 + t;
+            if (k < NZ) {
+                const idx_t ok = o + (idx_t)k * L.sx;
+                const real above = k + 1 < NZ ? u[ok + L.sx] : real(0.0);
+                r[t] = f[ok] - op.apply_n(global_nb(u, ok, L), ok, L, k, below, mid, above);
+                below = mid;
+                mid = above;
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < RR_GROUP; ++t) {
+            if (k0 + t < NZ) restrict_store(r[t], store, fc, oc + (idx_t)(k0 + t) * Lc.sx, scale);
+        }
+    }
+#else
     march(L, o, u, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
-        const real r = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
-        const real row = r + __shfl_xor_sync(0xffffffffu, r, 2);
-        const real sum = row + __shfl_xor_sync(0xffffffffu, row, 1);
-        if (store) fc[oc + (idx_t)k * Lc.sx] = scale * sum;
+        restrict_store(f[o] - op.apply_n(nb, o, L, k, below, mid, above), store, fc, oc + (idx_t)k * Lc.sx, scale);
     });
+#endif
 }
 
 // The thread's fine column (i, j) and whether it stores (see residual_restrict_body).

@@ -336,7 +336,8 @@ impl Kernel {
 /// default [`NARROW_VALUES`]) and `STRATA_CUDA_GRAPHS` (0: run the multigrid preconditioner's
 /// kernels one launch at a time instead of replaying a CUDA graph of them) and
 /// `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never) and
-/// `STRATA_CUDA_THOMAS_SMEM` ([`Tuning::thomas_smem`], bytes; 0 never).
+/// `STRATA_CUDA_THOMAS_SMEM` ([`Tuning::thomas_smem`], bytes; 0 never) and
+/// `STRATA_CUDA_FUSE_F32` (1: [`Tuning::fuse_f32`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -362,6 +363,10 @@ pub struct Tuning {
     /// of the top levels of each column ([`thomas_smem_bytes`]), so that the backward sweep
     /// does not read those levels' inputs again; 0: none (it recomputes them all).
     pub thomas_smem: usize,
+    /// Whether fp32 levels also compute the V-cycle's residual inside the restriction
+    /// (`residual_restrict_smooth`), as fp64 levels do; off by default (docs/PERFORMANCE.md,
+    /// session 12: slower in fp32 there).
+    pub fuse_f32: bool,
 }
 
 /// Default of [`Tuning::thomas_smem`]: 16 KiB, the top 32 levels of a column of the fp32 build
@@ -436,6 +441,7 @@ impl Default for Tuning {
             graphs: true,
             segment_threads: SEGMENT_THREADS,
             thomas_smem: THOMAS_SMEM,
+            fuse_f32: false,
         }
     }
 }
@@ -464,6 +470,7 @@ impl Tuning {
         let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
         let segment_threads = count("STRATA_CUDA_SEGMENT_THREADS", SEGMENT_THREADS);
         let thomas_smem = count("STRATA_CUDA_THOMAS_SMEM", THOMAS_SMEM);
+        let fuse_f32 = std::env::var("STRATA_CUDA_FUSE_F32").is_ok_and(|v| v.trim() == "1");
         Self {
             options,
             block_x,
@@ -473,6 +480,7 @@ impl Tuning {
             graphs,
             segment_threads,
             thomas_smem,
+            fuse_f32,
         }
     }
 

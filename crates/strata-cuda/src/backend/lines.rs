@@ -140,11 +140,12 @@ impl LineKernels for CudaBackend {
         scale: f64,
     ) -> Result<()> {
         // Fused where the levels are fp64, the coarse level solves its columns by the Thomas
-        // sweep and the fine operator has no cross terms; otherwise (fp32 levels: the fused
-        // kernel measured 0.7 % slower there at 2816², docs/PERFORMANCE.md session 12; PCR
-        // levels; the sphere's nine-point operator) the residual is stored first, as by
-        // default.
-        if fine.stencil.storage == Storage::F32 || coarse.pcr.is_some() || has_cross(fine) {
+        // sweep and the fine operator has no cross terms; otherwise (fp32 levels unless
+        // `Tuning::fuse_f32`: the fused kernel measured 0.7 % slower there at 2816²,
+        // docs/PERFORMANCE.md session 12; PCR levels; the sphere's nine-point operator) the
+        // residual is stored first, as by default.
+        let f32_unfused = fine.stencil.storage == Storage::F32 && !self.tuning.fuse_f32;
+        if f32_unfused || coarse.pcr.is_some() || has_cross(fine) {
             self.residual_only(fine, f_fine, u_fine, r_fine)?;
             return self.restrict_smooth(fine, coarse, r_fine, f_coarse, u_coarse, rho, scale);
         }

@@ -457,19 +457,6 @@ impl CudaBackend {
         })
     }
 
-    /// `v` on the device, stored in `storage` (rounded to fp32 for an fp32 level); refused, not
-    /// failed, when the device has too little free memory.
-    fn upload_values(&self, v: &[f64], storage: Storage) -> Result<DeviceValues> {
-        self.check_free(v.len(), storage.bytes() as u64)?;
-        Ok(match storage {
-            Storage::F64 => DeviceValues::F64(cu(self.stream.clone_htod(v))?),
-            Storage::F32 => {
-                let v32: Vec<f32> = v.par_iter().map(|&x| x as f32).collect();
-                DeviceValues::F32(cu(self.stream.clone_htod(&v32))?)
-            }
-        })
-    }
-
     fn check_free(&self, len: usize, bytes_per_value: u64) -> Result<()> {
         let (free, _) = self.memory()?;
         let bytes = len as u64 * bytes_per_value;
@@ -682,6 +669,15 @@ fn column_config(nx: usize, ny: usize, block_x: u32) -> (LaunchConfig, usize) {
     )
 }
 
+/// The columns' coefficients as one array of six values per column (area, α^E, α^W, α^N, α^S,
+/// α_T), which the kernels read.
+fn column_values(c: &[strata::problem::Column]) -> &[f64] {
+    const _: () = assert!(std::mem::size_of::<strata::problem::Column>() == 6 * 8);
+    // SAFETY: `Column` is `repr(C)` with exactly six f64 fields (checked above: no padding), so
+    // `c` is 6·len initialised, aligned f64 values; the borrow keeps them alive.
+    unsafe { std::slice::from_raw_parts(c.as_ptr().cast::<f64>(), 6 * c.len()) }
+}
+
 impl Fields for CudaBackend {
     type Field = CudaField;
 
@@ -695,15 +691,6 @@ impl Fields for CudaBackend {
         s.check_single()?;
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
         let k = self.kernels(s.nz, s.storage, self.tuning.narrow(layout.len()))?;
-        // Six values per column, filled in parallel (a large level has millions of columns).
-        let mut cols = vec![0.0; 6 * s.columns.len()];
-        cols.par_chunks_mut(6)
-            .zip(s.columns.par_iter())
-            .for_each(|(out, c)| {
-                out.copy_from_slice(&[
-                    c.area, c.alpha_e, c.alpha_w, c.alpha_n, c.alpha_s, c.alpha_t,
-                ])
-            });
         let v = &s.vertical;
         let vert: Vec<f64> = [&v.amb, &v.b, &v.c, &v.d, &v.a]
             .into_iter()
@@ -731,7 +718,8 @@ impl Fields for CudaBackend {
         Ok(CudaLevel {
             stencil: s.clone(),
             layout,
-            cols: self.upload_values(&cols, s.storage)?,
+            // Six values per column, in `Column`'s field order.
+            cols: self.upload_values(column_values(&s.columns), s.storage)?,
             vert: self.upload_values(&vert, s.storage)?,
             cross: match &s.cross {
                 Some(x) => {
@@ -914,6 +902,7 @@ mod lines;
 mod scalars;
 mod stencil;
 mod transfer;
+mod upload;
 mod vector;
 
 #[cfg(test)]
