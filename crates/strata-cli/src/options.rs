@@ -168,7 +168,7 @@ pub struct MgArgs {
     pub relaxation: f64,
     /// Store the V-cycle's residual before restricting it (the paper's Residual and
     /// RestrictSmooth kernels) instead of computing it inside the restriction (the default:
-    /// fewer bytes where the backend fuses them: the CUDA backend's fp64 levels).
+    /// fewer bytes where the backend fuses them: the CUDA backend).
     #[arg(long)]
     pub unfused_restriction: bool,
     /// Precision: `f64` everywhere, or `mixed`: the outer Krylov iteration (mg-cg, gcr,

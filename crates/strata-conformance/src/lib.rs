@@ -271,7 +271,7 @@ pub fn vector_kernels<B: Backend>(b: &B) {
     }
 }
 
-/// apply, residual and residual_only of `b` on `x`, `f` against the reference on level `s`;
+/// apply, residual, residual_only and residual_norm of `b` on `x`, `f` against the reference on level `s`;
 /// returns the reference's residual `f − A x`.
 fn check_apply_residual<B: Backend>(
     b: &B,
@@ -300,6 +300,8 @@ fn check_apply_residual<B: Backend>(
         rel_diff(&to_host(b, op, &dr), &ha) <= TOL,
         "residual_only {ctx}"
     );
+    let nn_d = b.residual_norm(op, &df, &dx, &mut dr).unwrap();
+    assert!(close(nn_d, rr_h, TOL_SUM), "residual_norm {ctx}");
     // split_residual: g = f − C x (f where there are no cross terms) with ‖f − A x‖², so
     // that f − A x = g − A₇ x.
     let (mut hg, mut dg) = (rng.field(s), to_backend(b, op, &y));
@@ -1165,6 +1167,9 @@ pub fn cell_coefficient_kernels<B: Backend>(b: &B) {
                 rel_diff(&to_host(b, &op, &da), &ha) <= TOL && close(rr_d, rr_h, TOL_SUM),
                 "residual {ctx}"
             );
+            let mut dw = to_backend(b, &op, &y);
+            let nn_d = b.residual_norm(&op, &df, &dx, &mut dw).unwrap();
+            assert!(close(nn_d, rr_h, TOL_SUM), "residual_norm {ctx}");
             check_to_f32(b, &s, &op, (&dx, &df), (&ha, rr_h), &mut rng, &ctx);
             r.line_solve(&s, &f, &mut ha).unwrap();
             b.line_solve(&op, &df, &mut da).unwrap();
@@ -1336,6 +1341,9 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
         let rr_d = b.residual(&op, &df, &dx, &mut da).unwrap();
         check("residual", &da, &ha);
         assert!(close(rr_d, rr_h, TOL_F32), "residual norm {ctx}");
+        let mut dw = to_backend(b, &op, &y);
+        let nn_d = b.residual_norm(&op, &df, &dx, &mut dw).unwrap();
+        assert!(close(nn_d, rr_h, TOL_F32), "residual_norm {ctx}");
         let (u, p, q) = (
             rounded(&rng.field(&s)),
             rounded(&rng.field(&s)),

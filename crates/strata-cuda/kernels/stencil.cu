@@ -70,15 +70,16 @@ extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PAR
 // r <- f - A u, returns the column's |r|^2; traffic 3 (the paper's Residual + norm).
 // Over the levels [k0, k1) (SEGMENT).
 // r may be stored in another type than the build's (Out: float, residual_to_f32): the norm is
-// of the values before they are rounded into it.
-template <class Op, class Out>
+// of the values before they are rounded into it. Store false: the norm only, r not written
+// (residual_norm; traffic 2).
+template <bool Store, class Op, class Out>
 __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
                                                 const real* __restrict__ f, const real* __restrict__ u,
                                                 Out* __restrict__ r, int k0, int k1) {
     double s = 0.0;
     march_segment(L, o, u, k0, k1, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real res = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
-        r[o] = (Out)res;
+        if (Store) r[o] = (Out)res;
         s += (double)res * res;
     });
     return s;
@@ -86,8 +87,9 @@ __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, i
 
 // The residual's kernels, r stored as Out: the build's own (residual_f64), or float whatever the
 // build (residual_to_f32_f64: the right-hand side of a mixed-precision cycle, used from the fp64
-// build; traffic 2 values of the build + one float).
-#define RESIDUAL_KERNELS(name, name_cells, Out)                                                      \
+// build; traffic 2 values of the build + one float), or not at all (residual_norm_f64: the
+// stopping test of mg, whose next cycle computes its own residual; r is unused).
+#define RESIDUAL_KERNELS(name, name_cells, Out, Store)                                               \
     extern "C" __global__ void name(Layout L, const real* __restrict__ cols, const real* __restrict__ V, \
                                     CROSS_PARAMS, const real* __restrict__ f,                        \
                                     const real* __restrict__ u, Out* __restrict__ r,                 \
@@ -95,7 +97,7 @@ __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, i
         THREAD_COLUMN                                                                                \
         SEGMENT                                                                                      \
         double s = 0.0;                                                                              \
-        if (active) WITH_CROSS(s = residual_body(L, op, at_(L, i, j, 0), f, u, r, k0, k1));          \
+        if (active) WITH_CROSS(s = residual_body<Store>(L, op, at_(L, i, j, 0), f, u, r, k0, k1));          \
         block_sum(s, partials, 0, 1);                                                                \
     }                                                                                                \
     extern "C" __global__ void name_cells(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,                  \
@@ -106,13 +108,14 @@ __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, i
         double s = 0.0;                                                                              \
         if (active) {                                                                                \
             const idx_t o = at_(L, i, j, 0);                                                         \
-            WITH_CELL_CROSS(o, s = residual_body(L, op, o, f, u, r, k0, k1));                        \
+            WITH_CELL_CROSS(o, s = residual_body<Store>(L, op, o, f, u, r, k0, k1));                        \
         }                                                                                            \
         block_sum(s, partials, 0, 1);                                                                \
     }
 
-RESIDUAL_KERNELS(residual_f64, residual_cells_f64, real)
-RESIDUAL_KERNELS(residual_to_f32_f64, residual_to_f32_cells_f64, float)
+RESIDUAL_KERNELS(residual_f64, residual_cells_f64, real, true)
+RESIDUAL_KERNELS(residual_to_f32_f64, residual_to_f32_cells_f64, float, true)
+RESIDUAL_KERNELS(residual_norm_f64, residual_norm_cells_f64, real, false)
 
 // The V-cycle's residual restricted without being stored (LineKernels::residual_restrict_smooth):
 // fc <- scale * (sum of the 2 x 2 fine children of f - A u), summed in the order of

@@ -132,6 +132,10 @@ pub enum Kernel {
     ResidualRestrict,
     /// `residual_restrict_cells_f64` (stencil.cu).
     ResidualRestrictCells,
+    /// `residual_norm_f64` (stencil.cu): ‖f − A u‖² without storing the residual.
+    ResidualNorm,
+    /// `residual_norm_cells_f64` (stencil.cu).
+    ResidualNormCells,
 }
 
 impl Kernel {
@@ -151,7 +155,7 @@ impl Kernel {
     ];
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 54] = [
+    pub const ALL: [Kernel; 56] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -206,6 +210,8 @@ impl Kernel {
         Kernel::AxpyFromF32,
         Kernel::ResidualRestrict,
         Kernel::ResidualRestrictCells,
+        Kernel::ResidualNorm,
+        Kernel::ResidualNormCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -266,6 +272,8 @@ impl Kernel {
             Kernel::AxpyFromF32 => "axpy_from_f32_f64",
             Kernel::ResidualRestrict => "residual_restrict_f64",
             Kernel::ResidualRestrictCells => "residual_restrict_cells_f64",
+            Kernel::ResidualNorm => "residual_norm_f64",
+            Kernel::ResidualNormCells => "residual_norm_cells_f64",
         }
     }
 
@@ -319,6 +327,7 @@ impl Kernel {
             }
             Kernel::ResidualToF32 | Kernel::ResidualToF32Cells => "stencil.cu",
             Kernel::ResidualRestrict | Kernel::ResidualRestrictCells => "stencil.cu",
+            Kernel::ResidualNorm | Kernel::ResidualNormCells => "stencil.cu",
             Kernel::SplitResidual | Kernel::SplitResidualCells => "stencil.cu",
         }
     }
@@ -337,7 +346,7 @@ impl Kernel {
 /// kernels one launch at a time instead of replaying a CUDA graph of them) and
 /// `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never) and
 /// `STRATA_CUDA_THOMAS_SMEM` ([`Tuning::thomas_smem`], bytes; 0 never) and
-/// `STRATA_CUDA_FUSE_F32` (1: [`Tuning::fuse_f32`]).
+/// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -364,8 +373,9 @@ pub struct Tuning {
     /// does not read those levels' inputs again; 0: none (it recomputes them all).
     pub thomas_smem: usize,
     /// Whether fp32 levels also compute the V-cycle's residual inside the restriction
-    /// (`residual_restrict_smooth`), as fp64 levels do; off by default (docs/PERFORMANCE.md,
-    /// session 12: slower in fp32 there).
+    /// (`residual_restrict_smooth`), as fp64 levels do. On by default: with the kernel's
+    /// grouped loads, mixed red-black mg at 2816² × 128 on one H200 took 0.2345 s fused against
+    /// 0.2385 s (docs/PERFORMANCE.md, session 13).
     pub fuse_f32: bool,
 }
 
@@ -441,7 +451,7 @@ impl Default for Tuning {
             graphs: true,
             segment_threads: SEGMENT_THREADS,
             thomas_smem: THOMAS_SMEM,
-            fuse_f32: false,
+            fuse_f32: true,
         }
     }
 }
@@ -470,7 +480,7 @@ impl Tuning {
         let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
         let segment_threads = count("STRATA_CUDA_SEGMENT_THREADS", SEGMENT_THREADS);
         let thomas_smem = count("STRATA_CUDA_THOMAS_SMEM", THOMAS_SMEM);
-        let fuse_f32 = std::env::var("STRATA_CUDA_FUSE_F32").is_ok_and(|v| v.trim() == "1");
+        let fuse_f32 = std::env::var("STRATA_CUDA_FUSE_F32").map_or(true, |v| v.trim() != "0");
         Self {
             options,
             block_x,

@@ -48,6 +48,9 @@ pub enum Kernel {
     SmoothColor,
     /// Residual (with its norm).
     Residual,
+    /// The norm of the residual without storing it (mg's stopping test,
+    /// [`crate::backend::StencilKernels::residual_norm`]); the paper's Residual in the cost model.
+    ResidualNorm,
     /// Multigrid Prolongate.
     Prolongate,
     /// Vector operations (dot, axpy) of mg-cg and textbook CG.
@@ -58,7 +61,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 10] = [
+    pub const ALL: [Kernel; 11] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
@@ -66,6 +69,7 @@ impl Kernel {
         Kernel::ResidualRestrictSmooth,
         Kernel::SmoothColor,
         Kernel::Residual,
+        Kernel::ResidualNorm,
         Kernel::Prolongate,
         Kernel::Vector,
         Kernel::Halo,
@@ -81,6 +85,7 @@ impl Kernel {
             Kernel::ResidualRestrictSmooth => "ResidualRestrictSmooth",
             Kernel::SmoothColor => "SmoothColor",
             Kernel::Residual => "Residual",
+            Kernel::ResidualNorm => "ResidualNorm",
             Kernel::Prolongate => "Prolongate",
             Kernel::Vector => "Vector",
             Kernel::Halo => "Halo",
@@ -117,7 +122,7 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
         Kernel::RestrictSmooth => c(17.0, 12.0, 6.0),
         // The paper's Residual on the four children, then its RestrictSmooth.
         Kernel::ResidualRestrictSmooth => c(4.0 * 23.0 + 17.0, 4.0 * 9.0 + 12.0, 4.0 * 3.0 + 6.0),
-        Kernel::Residual => c(23.0, 9.0, 3.0),
+        Kernel::Residual | Kernel::ResidualNorm => c(23.0, 9.0, 3.0),
         Kernel::Prolongate => c(6.0, 5.0, 3.0),
         Kernel::Vector | Kernel::Halo => None,
     }
@@ -138,8 +143,9 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::RestrictSmooth => Some(6.0), // per coarse cell: read 4 children; write f, u
         // The residual of the four children stored, then RestrictSmooth (4 × 3 + 6).
         Kernel::ResidualRestrictSmooth => Some(18.0),
-        Kernel::Residual => Some(3.0),    // read f, u; write r
-        Kernel::Prolongate => Some(2.25), // read u_f and a quarter u_c; write u_f
+        Kernel::Residual => Some(3.0),     // read f, u; write r
+        Kernel::ResidualNorm => Some(3.0), // stored into the work field, as Residual
+        Kernel::Prolongate => Some(2.25),  // read u_f and a quarter u_c; write u_f
         Kernel::Vector | Kernel::Halo => None,
     }
 }
@@ -151,9 +157,11 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
 pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
     let per_pass = if symmetric { 4.0 } else { 7.0 };
     match kernel {
-        Kernel::Spmv | Kernel::Tridiag | Kernel::Residual | Kernel::RestrictSmooth => {
-            Some(per_pass)
-        }
+        Kernel::Spmv
+        | Kernel::Tridiag
+        | Kernel::Residual
+        | Kernel::ResidualNorm
+        | Kernel::RestrictSmooth => Some(per_pass),
         // Per coarse cell: the fine level's residual on four children, the coarse line solve.
         Kernel::ResidualRestrictSmooth => Some(5.0 * per_pass),
         Kernel::Smooth => Some(2.0 * per_pass),

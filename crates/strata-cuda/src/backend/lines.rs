@@ -140,10 +140,9 @@ impl LineKernels for CudaBackend {
         scale: f64,
     ) -> Result<()> {
         // Fused where the levels are fp64, the coarse level solves its columns by the Thomas
-        // sweep and the fine operator has no cross terms; otherwise (fp32 levels unless
-        // `Tuning::fuse_f32`: the fused kernel measured 0.7 % slower there at 2816²,
-        // docs/PERFORMANCE.md session 12; PCR levels; the sphere's nine-point operator) the
-        // residual is stored first, as by default.
+        // sweep and the fine operator has no cross terms (and on fp32 levels unless
+        // `Tuning::fuse_f32` is off); otherwise (PCR levels; the sphere's nine-point operator)
+        // the residual is stored first, as by default.
         let f32_unfused = fine.stencil.storage == Storage::F32 && !self.tuning.fuse_f32;
         if f32_unfused || coarse.pcr.is_some() || has_cross(fine) {
             self.residual_only(fine, f_fine, u_fine, r_fine)?;

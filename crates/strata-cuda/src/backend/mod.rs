@@ -828,10 +828,11 @@ impl Probes for CudaBackend {
             Kernel::SmoothColor => 5.0,
             Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
             // Per coarse cell: read f and u of 4 children; write f_c; read it twice, write u_c
-            // (fused; 19 where it is not: fp32 levels, PCR levels, cross terms).
+            // (fused; 19 where it is not: PCR levels, cross terms, fp32 levels with the fusion off).
             Kernel::ResidualRestrictSmooth => 12.0,
-            Kernel::Residual => 3.0,    // read f, u; write r
-            Kernel::Prolongate => 2.25, // read u_f and a quarter u_c; write u_f
+            Kernel::Residual => 3.0,     // read f, u; write r
+            Kernel::ResidualNorm => 2.0, // read f, u
+            Kernel::Prolongate => 2.25,  // read u_f and a quarter u_c; write u_f
             Kernel::Vector | Kernel::Halo => return None,
         })
     }
@@ -842,7 +843,7 @@ impl Probes for CudaBackend {
         // the backward sweep's recomputation.
         let (all, tridiag) = if symmetric { (4.0, 2.0) } else { (7.0, 3.0) };
         Some(match kernel {
-            Kernel::Spmv | Kernel::Residual => all,
+            Kernel::Spmv | Kernel::Residual | Kernel::ResidualNorm => all,
             Kernel::Tridiag | Kernel::RestrictSmooth => 2.0 * tridiag,
             Kernel::ResidualRestrictSmooth => 4.0 * all + 2.0 * tridiag,
             Kernel::Smooth => 2.0 * all,

@@ -35,6 +35,20 @@ impl StencilKernels for CudaBackend {
         launch_op!(self, op, K::Residual, K::ResidualCells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)
     }
 
+    fn residual_norm(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &CudaField,
+        work: &mut CudaField,
+    ) -> Result<f64> {
+        self.check(op, &[f, u, work])?;
+        // The residual kernel without its store (`work` is passed, not written).
+        let mut red = self.reduce_lock();
+        launch_op!(self, op, K::ResidualNorm, K::ResidualNormCells, cross in op.seg.0; &f.data, &u.data, &mut work.data, &mut red.partials)?;
+        Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
+    }
+
     fn residual_to(
         &self,
         op: &CudaLevel,

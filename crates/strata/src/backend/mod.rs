@@ -337,6 +337,20 @@ pub trait StencilKernels: Fields {
         self.residual(op, f, u, r).map(|_| ())
     }
 
+    /// The local ‖f − A u‖² where r itself is not needed (the stopping test of mg, whose next
+    /// cycle computes its own residual after smoothing); `work` may be overwritten. By default
+    /// [`StencilKernels::residual`] into `work` (traffic 3); a backend that skips the store
+    /// moves 2.
+    fn residual_norm(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &Self::Field,
+        work: &mut Self::Field,
+    ) -> Result<f64> {
+        self.residual(op, f, u, work)
+    }
+
     /// r ← f − A u with `r` a field of `to`: another preparation of `op`'s block that may
     /// store its fields in another precision (the fp32 right-hand side of a mixed-precision
     /// cycle); returns the local ‖f − A u‖² of the values before they are rounded into `r`.

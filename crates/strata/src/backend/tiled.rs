@@ -293,6 +293,20 @@ impl<H: Handle> StencilKernels for Tiled<H> {
         Ok(s)
     }
 
+    fn residual_norm(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &Self::Field,
+        work: &mut Self::Field,
+    ) -> Result<f64> {
+        let mut s = 0.0;
+        for (i, o) in op.tiles.iter().enumerate() {
+            s += self.inner().residual_norm(o, &f[i], &u[i], &mut work[i])?;
+        }
+        Ok(s)
+    }
+
     fn residual_to(
         &self,
         op: &Self::LevelOp,

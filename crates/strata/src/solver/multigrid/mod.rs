@@ -371,11 +371,20 @@ fn iterate<B: Backend, C: Comm<B>, S>(
 }
 
 impl<B: Backend> Hierarchy<B> {
-    /// r₀ = f₀ − A u₀ on the fine level, returning the local ‖r₀‖².
+    /// The local ‖f₀ − A u₀‖² on the fine level (the stopping test). No cycle reads the fine
+    /// level's residual from here (each computes its own after pre-smoothing), so with
+    /// [`MgParams::fuse_restriction`] it is not stored (`ResidualNorm`); without, the paper's
+    /// Residual stores it in the level's work field.
     pub(crate) fn fine_residual(&mut self, b: &B, timer: &mut Timer, f: &B::Field) -> Result<f64> {
         let l = &mut self.levels[0];
-        timer.run(b, Kernel::Residual, 0, || {
-            b.residual(&l.op, f, &l.u, &mut l.work)
-        })
+        if self.params.fuse_restriction {
+            timer.run(b, Kernel::ResidualNorm, 0, || {
+                b.residual_norm(&l.op, f, &l.u, &mut l.work)
+            })
+        } else {
+            timer.run(b, Kernel::Residual, 0, || {
+                b.residual(&l.op, f, &l.u, &mut l.work)
+            })
+        }
     }
 }
