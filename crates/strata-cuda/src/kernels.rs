@@ -431,8 +431,11 @@ pub const NARROW_VALUES: usize = 1 << 28;
 /// not fill an H100 or H200 alone.
 pub const TILE_STREAMS_COLUMNS: usize = 65536;
 
-/// Default of [`Tuning::pcr_columns`].
-pub const PCR_COLUMNS: usize = 65536;
+/// Default of [`Tuning::pcr_columns`]: 2^15, so that 128² levels (and smaller) use PCR and 256²
+/// levels the Thomas sweep, as measured on one H200 (docs/PERFORMANCE.md, coarse levels); a
+/// level of a rank's block just under 256² columns (180 × 360 on two GPUs) takes 0.24 ms per
+/// Smooth by Thomas against 0.38 ms by PCR (session 13).
+pub const PCR_COLUMNS: usize = 1 << 15;
 
 /// Default block width of the column kernels (the paper's 64 × 2).
 pub const BLOCK_X: u32 = 64;
