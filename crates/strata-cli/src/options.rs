@@ -166,9 +166,10 @@ pub struct MgArgs {
     /// and bicgstab (mg-cg's symmetric cycle uses 1; the Jacobi smoother does not use it).
     #[arg(long, default_value_t = strata::solver::DEFAULT_RELAXATION)]
     pub relaxation: f64,
-    /// Store the V-cycle's residual before restricting it (the paper's Residual and
-    /// RestrictSmooth kernels) instead of computing it inside the restriction (the default:
-    /// fewer bytes where the backend fuses them: the CUDA backend).
+    /// Store the V-cycle's residual before restricting it, and mg's stopping-test residual
+    /// (the paper's Residual and RestrictSmooth kernels), instead of computing the first inside
+    /// the restriction and only the norm of the second (the default: fewer bytes where the
+    /// backend fuses them: the CUDA backend).
     #[arg(long)]
     pub unfused_restriction: bool,
     /// Precision: `f64` everywhere, or `mixed`: the outer Krylov iteration (mg-cg, gcr,

@@ -73,7 +73,9 @@ pub struct MgParams {
     /// ([`crate::backend::LineKernels::residual_restrict_smooth`], timed as
     /// `ResidualRestrictSmooth`) rather than storing it first (`Residual`, then
     /// `RestrictSmooth`: the paper's kernels, which `strata reproduce breakdown` times). The
-    /// same values up to rounding; a backend that fuses them moves fewer bytes.
+    /// same values up to rounding; a backend that fuses them moves fewer bytes. With it mg's
+    /// stopping test also takes the fine residual's norm without storing the residual
+    /// (`ResidualNorm`, [`crate::backend::StencilKernels::residual_norm`]).
     #[serde(default = "default_fuse_restriction")]
     pub fuse_restriction: bool,
 }
