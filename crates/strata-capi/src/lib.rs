@@ -1214,6 +1214,23 @@ mod tests {
         }
     }
 
+    /// One solve from zero by a handle created for `p` and `o` (both accepted), then destroyed.
+    fn solve_once(p: &StrataProblem, o: &StrataOptions, rhs: &[f64]) -> StrataInfo {
+        let mut s = std::ptr::null_mut();
+        let mut info = StrataInfo::default();
+        // SAFETY: valid pointers to locals; the handle is destroyed once.
+        unsafe {
+            assert_eq!(strata_solver_create(p, o, &mut s), StrataStatus::Ok);
+            let mut u = vec![0.0; rhs.len()];
+            assert_eq!(
+                strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+                StrataStatus::Ok
+            );
+            strata_solver_destroy(s);
+        }
+        info
+    }
+
     /// `relaxation` reaches the red-black smoother of mg: w = 1 (line Gauss–Seidel) and the
     /// default 1.15 both converge, along different residual histories; w outside (0, 2) is
     /// refused, naming the field.
@@ -1232,20 +1249,9 @@ mod tests {
         let mut runs = vec![];
         for w in [1.0, 1.15] {
             o.relaxation = w;
-            let mut s = std::ptr::null_mut();
-            // SAFETY: valid pointers to locals; the handle is destroyed once.
-            unsafe {
-                assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
-                let mut u = vec![0.0; rhs.len()];
-                let mut info = StrataInfo::default();
-                assert_eq!(
-                    strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
-                    StrataStatus::Ok
-                );
-                assert_eq!(info.converged, 1, "w = {w}");
-                runs.push(info.relative_residual);
-                strata_solver_destroy(s);
-            }
+            let info = solve_once(&p, &o, &rhs);
+            assert_eq!(info.converged, 1, "w = {w}");
+            runs.push(info.relative_residual);
         }
         assert_ne!(runs[0], runs[1], "the weight changed nothing");
         for w in [0.0, 2.0, f64::NAN] {
@@ -1282,21 +1288,10 @@ mod tests {
         let mut runs = vec![];
         for precision in [0, 1] {
             o.precision = precision;
-            let mut s = std::ptr::null_mut();
-            // SAFETY: valid pointers to locals; the handle is destroyed once.
-            unsafe {
-                assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
-                let mut u = vec![0.0; rhs.len()];
-                let mut info = StrataInfo::default();
-                assert_eq!(
-                    strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
-                    StrataStatus::Ok
-                );
-                assert_eq!(info.converged, 1);
-                assert!(info.relative_residual <= 1e-9);
-                runs.push(info.iterations);
-                strata_solver_destroy(s);
-            }
+            let info = solve_once(&p, &o, &rhs);
+            assert_eq!(info.converged, 1);
+            assert!(info.relative_residual <= 1e-9);
+            runs.push(info.iterations);
         }
         assert_eq!(runs[0], runs[1]);
         for (solver, precision) in [(2, 2), (0, 1)] {
