@@ -139,10 +139,10 @@ impl LineKernels for CudaBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
-        // Fused where the levels are fp64, the coarse level solves its columns by the Thomas
-        // sweep and the fine operator has no cross terms (and on fp32 levels unless
-        // `Tuning::fuse_f32` is off); otherwise (PCR levels; the sphere's nine-point operator)
-        // the residual is stored first, as by default.
+        // Fused where the coarse level solves its columns by the Thomas sweep and the fine
+        // operator has no cross terms, on fp64 levels and (unless `Tuning::fuse_f32` is off)
+        // fp32 ones; otherwise (PCR levels; the sphere's nine-point operator) the residual is
+        // stored first, as by default.
         let f32_unfused = fine.stencil.storage == Storage::F32 && !self.tuning.fuse_f32;
         if f32_unfused || coarse.pcr.is_some() || has_cross(fine) {
             self.residual_only(fine, f_fine, u_fine, r_fine)?;
