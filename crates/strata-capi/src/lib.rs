@@ -1214,6 +1214,33 @@ mod tests {
         }
     }
 
+    /// A random right-hand side for problem `p`.
+    fn random_rhs(p: &StrataProblem, seed: u64) -> Vec<f64> {
+        let params = problem_params(p).unwrap();
+        strata_core::problem::build_rhs(
+            &params,
+            strata_core::problem::RhsKind::Random,
+            seed,
+            &strata_core::grid::Block::whole(params.n),
+        )
+    }
+
+    /// A handle for `p` and `o` is refused (no handle made), the message naming `field`.
+    fn assert_refused(p: &StrataProblem, o: &StrataOptions, field: &str) {
+        let mut s = std::ptr::null_mut();
+        // SAFETY: valid pointers to locals.
+        unsafe {
+            assert_eq!(
+                strata_solver_create(p, o, &mut s),
+                StrataStatus::InvalidArgument,
+                "{o:?}"
+            );
+            assert!(s.is_null());
+            let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
+            assert!(msg.contains(field), "{msg}");
+        }
+    }
+
     /// One solve from zero by a handle created for `p` and `o` (both accepted), then destroyed.
     fn solve_once(p: &StrataProblem, o: &StrataOptions, rhs: &[f64]) -> StrataInfo {
         let mut s = std::ptr::null_mut();
@@ -1239,13 +1266,7 @@ mod tests {
         let p = test_problem(0);
         let mut o = test_options(1e-8);
         (o.solver, o.smoother) = (1, 1);
-        let params = problem_params(&p).unwrap();
-        let rhs = strata_core::problem::build_rhs(
-            &params,
-            strata_core::problem::RhsKind::Random,
-            5,
-            &strata_core::grid::Block::whole(params.n),
-        );
+        let rhs = random_rhs(&p, 5);
         let mut runs = vec![];
         for w in [1.0, 1.15] {
             o.relaxation = w;
@@ -1256,19 +1277,7 @@ mod tests {
         assert_ne!(runs[0], runs[1], "the weight changed nothing");
         for w in [0.0, 2.0, f64::NAN] {
             o.relaxation = w;
-            let mut s = std::ptr::null_mut();
-            // SAFETY: valid pointers to locals.
-            unsafe {
-                assert_eq!(
-                    strata_solver_create(&p, &o, &mut s),
-                    StrataStatus::InvalidArgument,
-                    "w = {w}"
-                );
-                let msg = std::ffi::CStr::from_ptr(strata_last_error())
-                    .to_string_lossy()
-                    .into_owned();
-                assert!(msg.contains("relaxation"), "{msg}");
-            }
+            assert_refused(&p, &o, "relaxation");
         }
     }
 
@@ -1278,13 +1287,7 @@ mod tests {
     fn mixed_precision() {
         let p = test_problem(0);
         let mut o = test_options(1e-9);
-        let params = problem_params(&p).unwrap();
-        let rhs = strata_core::problem::build_rhs(
-            &params,
-            strata_core::problem::RhsKind::Random,
-            2,
-            &strata_core::grid::Block::whole(params.n),
-        );
+        let rhs = random_rhs(&p, 2);
         let mut runs = vec![];
         for precision in [0, 1] {
             o.precision = precision;
@@ -1297,17 +1300,7 @@ mod tests {
         for (solver, precision) in [(2, 2), (0, 1)] {
             o.solver = solver;
             o.precision = precision;
-            let mut s = std::ptr::null_mut();
-            // SAFETY: valid pointers to locals.
-            unsafe {
-                assert_eq!(
-                    strata_solver_create(&p, &o, &mut s),
-                    StrataStatus::InvalidArgument
-                );
-                assert!(s.is_null());
-                let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
-                assert!(msg.contains("precision"), "{msg}");
-            }
+            assert_refused(&p, &o, "precision");
         }
     }
 
