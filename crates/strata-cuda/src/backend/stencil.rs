@@ -3,6 +3,28 @@
 use super::*;
 use strata::backend::{Coef, StencilKernels};
 
+impl CudaBackend {
+    /// Launches residual kernel `model` (or `cells`, for per-cell coefficients) of `op` on f, u
+    /// and r; with `read`, waits for its block partials and returns the local ‖f − A u‖².
+    fn residual_launch(
+        &self,
+        op: &CudaLevel,
+        (model, cells): (K, K),
+        f: &CudaField,
+        u: &CudaField,
+        r: &mut CudaField,
+        read: bool,
+    ) -> Result<Option<f64>> {
+        self.check(op, &[f, u, r])?;
+        let mut red = self.reduce_lock();
+        launch_op!(self, op, model, cells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        if !read {
+            return Ok(None);
+        }
+        Ok(Some(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0]))
+    }
+}
+
 impl StencilKernels for CudaBackend {
     fn apply(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
         self.check(op, &[x, y])?;
@@ -16,10 +38,8 @@ impl StencilKernels for CudaBackend {
         u: &CudaField,
         r: &mut CudaField,
     ) -> Result<f64> {
-        self.check(op, &[f, u, r])?;
-        let mut red = self.reduce_lock();
-        launch_op!(self, op, K::Residual, K::ResidualCells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)?;
-        Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
+        self.residual_launch(op, (K::Residual, K::ResidualCells), f, u, r, true)
+            .map(|s| s.unwrap_or_default())
     }
 
     fn residual_only(
@@ -29,10 +49,9 @@ impl StencilKernels for CudaBackend {
         u: &CudaField,
         r: &mut CudaField,
     ) -> Result<()> {
-        self.check(op, &[f, u, r])?;
         // The same kernel; its block partials are left unread (no wait for the host).
-        let mut red = self.reduce_lock();
-        launch_op!(self, op, K::Residual, K::ResidualCells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)
+        self.residual_launch(op, (K::Residual, K::ResidualCells), f, u, r, false)
+            .map(|_| ())
     }
 
     fn residual_norm(
@@ -42,11 +61,16 @@ impl StencilKernels for CudaBackend {
         u: &CudaField,
         work: &mut CudaField,
     ) -> Result<f64> {
-        self.check(op, &[f, u, work])?;
         // The residual kernel without its store (`work` is passed, not written).
-        let mut red = self.reduce_lock();
-        launch_op!(self, op, K::ResidualNorm, K::ResidualNormCells, cross in op.seg.0; &f.data, &u.data, &mut work.data, &mut red.partials)?;
-        Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
+        self.residual_launch(
+            op,
+            (K::ResidualNorm, K::ResidualNormCells),
+            f,
+            u,
+            work,
+            true,
+        )
+        .map(|s| s.unwrap_or_default())
     }
 
     fn residual_to(

@@ -18,8 +18,8 @@ impl CudaBackend {
     /// `v` on the device, stored in `storage` (rounded to fp32 for an fp32 level); refused, not
     /// failed, when the device has too little free memory.
     pub(super) fn upload_values(&self, v: &[f64], storage: Storage) -> Result<DeviceValues> {
-        self.check_free(v.len(), storage.bytes() as u64)?;
         if v.len() <= SMALL {
+            self.check_free(v.len(), storage.bytes() as u64)?;
             return Ok(match storage {
                 Storage::F64 => DeviceValues::F64(cu(self.stream.clone_htod(v))?),
                 Storage::F32 => {
@@ -29,8 +29,9 @@ impl CudaBackend {
             });
         }
         let chunk = CHUNK_BYTES / 8;
-        let mut pinned = cu(self.pinned.get(&self.ctx, chunk))?;
+        // Refused here, before the staging buffers are page-locked, if the device lacks room.
         let mut dst = self.alloc_stored(v.len(), storage)?;
+        let mut pinned = cu(self.pinned.get(&self.ctx, chunk))?;
         let stream = &self.stream;
         for (c, src) in v.chunks(chunk).enumerate() {
             let (start, n) = (c * chunk, src.len());

@@ -465,8 +465,8 @@ pub trait LineKernels: Fields {
     /// f_c ← scale · Σ_children r; u_c ← ρ M⁻¹ f_c. `r_fine` is a fine work field: by default
     /// the residual is stored there first ([`StencilKernels::residual_only`], then
     /// `restrict_smooth`); a backend may instead restrict the residual as it computes it and
-    /// leave `r_fine` unspecified (the CUDA backend on fp64 levels: traffic per fine cell 2 + ¼
-    /// where the two calls move 3 + 1 + ¾). `fine`'s halo of `u` must be current.
+    /// leave `r_fine` unspecified (the CUDA backend: traffic per fine cell 2 + ¼ where the two
+    /// calls move 3 + 1 + ¾). `fine`'s halo of `u` must be current.
     #[allow(clippy::too_many_arguments)]
     fn residual_restrict_smooth(
         &self,
