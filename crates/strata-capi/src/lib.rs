@@ -899,8 +899,12 @@ pub unsafe extern "C" fn strata_solver_apply_device(
 
 /// As strata_solver_set_coefficients with the fields in device memory of the solver's GPU, in
 /// `order` (a StrataOrder value; each null for the model problem's value, all null: back to the
-/// model problem). Set-up, not the per-step path: the fields are read on the device and copied to
-/// the host once, where strata prepares every level's coefficients.
+/// model problem). On one panel without advection (all of xi null) the fields stay on the GPU:
+/// checked, averaged onto the coarse levels and made into every level's operator there, with
+/// the same operator as host arrays give and nothing copied to the host (fast enough for every
+/// time step). Omega changed after such a call needs the fields again before the next solve
+/// (strata keeps no copy of them). On the sphere, or with advection, the fields are copied to
+/// the host once and prepared there (set-up speed). The arrays are read during the call only.
 ///
 /// # Safety
 /// `solver` must be a live handle on the CUDA backend; each non-null pointer a device array of
@@ -931,6 +935,25 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
                 "is one rank of several: coefficient fields of a distributed solver are not \
                  taken from device arrays yet",
             ));
+        }
+        let on_device = [xi_x, xi_y, xi_z].iter().all(|x| x.is_null())
+            && [kx, ky, kz, beta].iter().any(|x| !x.is_null())
+            && p.geometry != strata_core::problem::Geometry::Sphere;
+        if on_device {
+            let mut arrays = [None; 4];
+            for ((slot, ptr), name) in arrays
+                .iter_mut()
+                .zip([kx, ky, kz, beta])
+                .zip(COEFFICIENT_NAMES)
+            {
+                if !ptr.is_null() {
+                    // SAFETY: a device array of the block promised by the caller (its range is
+                    // checked before use).
+                    *slot = Some(unsafe { device_array(ptr, order, block, p.nz, name) }?);
+                }
+            }
+            let fields = arrays.each_ref().map(Option::as_ref);
+            return dispatch_cuda!(&mut s.inner, b, q => q.set_coefficients_device(b, fields));
         }
         let coefficients =
             coefficients_from(&p, [kx, ky, kz, beta, xi_x, xi_y, xi_z], |ptr, name| {

@@ -1,14 +1,16 @@
 //! A model's view of the persistent solver on a GPU: creation time, then repeated solves with the
 //! right-hand side already in device memory, each timed from outside (wall clock) against the
-//! solver's own solve time. `persistent_timing [n] [nz] [solver] [steps]` (default 2048 128 mg 5).
+//! solver's own solve time; then new coefficient fields, from host arrays and from device arrays.
+//! `persistent_timing [n] [nz] [solver] [steps]` (default 2048 128 mg 5).
 
+use cudarc::driver::DevicePtr;
 use std::time::Instant;
 use strata::backend::prelude::*;
 use strata::grid::Block;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{SolverConfig, SolverKind};
 use strata::PersistentSolver;
-use strata_cuda::CudaBackend;
+use strata_cuda::{CudaBackend, DeviceArray, DeviceSolve, Order};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -92,6 +94,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let coeffs = strata::problem::Coefficients::smooth(n, nz, 10.0);
     let make_s = t.elapsed().as_secs_f64();
+    let coeffs_kept = coeffs.clone();
     let t = Instant::now();
     solver.update_coefficients(&backend, Some(coeffs))?;
     backend.synchronize()?;
@@ -108,5 +111,54 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          {} its in {:.4} s",
         info.iterations, info.seconds
     );
+    // The same fields from device arrays (a model's, on the GPU), kept on the device: set every
+    // step, three times, each followed by a solve.
+    let stream = backend.stream();
+    let fields = [
+        &coeffs_kept.kx,
+        &coeffs_kept.ky,
+        &coeffs_kept.kz,
+        &coeffs_kept.beta,
+    ]
+    .map(|v| stream.clone_htod(v))
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    let arrays: Vec<DeviceArray> = fields
+        .iter()
+        .map(|d| {
+            let (ptr, _sync) = d.device_ptr(&stream);
+            // SAFETY: a live allocation of n·n·nz values of the backend's context, k fastest.
+            unsafe { DeviceArray::with_order(ptr, Order::KFastest, n, n, nz) }
+        })
+        .collect();
+    backend.synchronize()?;
+    for round in 0..3 {
+        let t = Instant::now();
+        solver.set_coefficients_device(
+            &backend,
+            [
+                Some(&arrays[0]),
+                Some(&arrays[1]),
+                Some(&arrays[2]),
+                Some(&arrays[3]),
+            ],
+        )?;
+        backend.synchronize()?;
+        let set_s = t.elapsed().as_secs_f64();
+        let (op, f, _) = solver.fields_mut();
+        backend.upload(op, &rhs, f)?;
+        {
+            let (op, _, u) = solver.fields_mut();
+            backend.fill(op, u, 0.0)?;
+        }
+        let dev = solver.solve_resident(&backend)?;
+        println!(
+            "  device coefficient fields, round {round}: set_coefficients_device {set_s:.4} s, \
+             then {} its in {:.4} s (residuals as the host fields': {})",
+            dev.iterations,
+            dev.seconds,
+            dev.residuals == info.residuals
+        );
+    }
     Ok(())
 }

@@ -31,6 +31,20 @@ pub trait DeviceSolve {
     /// which strata prepares on the host; uses the solver's right-hand-side field as scratch).
     fn read_device(&mut self, backend: &Self::Backend, a: &DeviceArray) -> Result<Vec<f64>>;
 
+    /// Sets the coefficient fields κx, κy, κz, β from device arrays of the block (`None`: the
+    /// model problem's value, 1, or δ for β), kept on the device: checked, averaged onto the
+    /// coarse levels and made into every level's operator there, with no host copy and the same
+    /// operator, bit for bit, as the host arrays give ([`CudaBackend::resident_coefficients`],
+    /// [`PersistentSolver::update_resident_coefficients`]). The arrays are read during the call
+    /// only. For one process holding a whole panel, without advection; elsewhere (the sphere,
+    /// ranks, ξ) read the arrays with [`DeviceSolve::read_device`] and pass host fields to
+    /// [`PersistentSolver::update_coefficients`].
+    fn set_coefficients_device(
+        &mut self,
+        backend: &Self::Backend,
+        fields: [Option<&DeviceArray>; 4],
+    ) -> Result<()>;
+
     /// y = A x with the solver's operator (uses the solver's fields as scratch, as
     /// [`PersistentSolver::apply`]).
     fn apply_device(
@@ -70,6 +84,31 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
         backend.import(op, a, f)?;
         backend.download(op, f, &mut host)?;
         Ok(host)
+    }
+
+    fn set_coefficients_device(
+        &mut self,
+        backend: &Self::Backend,
+        fields: [Option<&DeviceArray>; 4],
+    ) -> Result<()> {
+        let p = self.problem().clone();
+        if self.block() != strata::grid::Block::whole(p.n) {
+            return Err(strata::StrataError::invalid(
+                "solver",
+                "is one rank of several: coefficient fields from device arrays are taken by a solver of the whole panel",
+            ));
+        }
+        let cfg = self.config();
+        let cells = backend.resident_coefficients(
+            fields,
+            p.n,
+            p.nz,
+            cfg.num_levels(),
+            cfg.multigrid.averaging,
+            p.delta,
+        )?;
+        self.update_resident_coefficients(backend, cells)?;
+        backend.synchronize()
     }
 
     fn apply_device(
@@ -129,6 +168,17 @@ impl<H: Handle<Inner = CudaBackend>, C: Comm<Tiled<H>>> DeviceSolve
         }
         backend.download(op, f, &mut host)?;
         Ok(host)
+    }
+
+    fn set_coefficients_device(
+        &mut self,
+        _backend: &Tiled<H>,
+        _fields: [Option<&DeviceArray>; 4],
+    ) -> Result<()> {
+        Err(strata::StrataError::invalid(
+            "coefficients",
+            "from device arrays are kept on the device for one panel, not yet for the sphere: read them with read_device and pass host fields",
+        ))
     }
 
     fn apply_device(&mut self, backend: &Tiled<H>, x: &DeviceArray, y: &DeviceArray) -> Result<()> {

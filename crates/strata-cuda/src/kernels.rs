@@ -8,12 +8,16 @@ use strata::precision::Storage;
 use strata::{Result, StrataError};
 
 /// The kernel sources, in the order they are concatenated into one translation unit.
-pub const SOURCES: [(&str, &str); 5] = [
+pub const SOURCES: [(&str, &str); 6] = [
     ("common.cuh", include_str!("../kernels/common.cuh")),
     ("vector.cu", include_str!("../kernels/vector.cu")),
     ("stencil.cu", include_str!("../kernels/stencil.cu")),
     ("lines.cu", include_str!("../kernels/lines.cu")),
     ("transfer.cu", include_str!("../kernels/transfer.cu")),
+    (
+        "coefficients.cu",
+        include_str!("../kernels/coefficients.cu"),
+    ),
 ];
 
 /// A kernel of the CUDA C sources, as a typed handle: the backend names kernels by this enum,
@@ -136,6 +140,13 @@ pub enum Kernel {
     ResidualNorm,
     /// `residual_norm_cells_f64` (stencil.cu).
     ResidualNormCells,
+    /// `coef_check_f64` (coefficients.cu): the first bad value of a coefficient field.
+    CoefCheck,
+    /// `coef_coarsen_f64` (coefficients.cu): a coefficient field on the next coarser level.
+    CoefCoarsen,
+    /// `cell_entries_f64` (coefficients.cu): a level's per-cell entries from coefficient fields
+    /// on the device.
+    CellEntries,
 }
 
 impl Kernel {
@@ -155,7 +166,7 @@ impl Kernel {
     ];
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 56] = [
+    pub const ALL: [Kernel; 59] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -212,6 +223,9 @@ impl Kernel {
         Kernel::ResidualRestrictCells,
         Kernel::ResidualNorm,
         Kernel::ResidualNormCells,
+        Kernel::CoefCheck,
+        Kernel::CoefCoarsen,
+        Kernel::CellEntries,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -274,6 +288,9 @@ impl Kernel {
             Kernel::ResidualRestrictCells => "residual_restrict_cells_f64",
             Kernel::ResidualNorm => "residual_norm_f64",
             Kernel::ResidualNormCells => "residual_norm_cells_f64",
+            Kernel::CoefCheck => "coef_check_f64",
+            Kernel::CoefCoarsen => "coef_coarsen_f64",
+            Kernel::CellEntries => "cell_entries_f64",
         }
     }
 
@@ -328,6 +345,7 @@ impl Kernel {
             Kernel::ResidualToF32 | Kernel::ResidualToF32Cells => "stencil.cu",
             Kernel::ResidualRestrict | Kernel::ResidualRestrictCells => "stencil.cu",
             Kernel::ResidualNorm | Kernel::ResidualNormCells => "stencil.cu",
+            Kernel::CoefCheck | Kernel::CoefCoarsen | Kernel::CellEntries => "coefficients.cu",
             Kernel::SplitResidual | Kernel::SplitResidualCells => "stencil.cu",
         }
     }

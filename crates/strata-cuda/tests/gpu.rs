@@ -282,6 +282,167 @@ fn device_arrays_in_any_order_solve_like_host_arrays() {
     }
 }
 
+/// Coefficient fields from device arrays made into every level's operator on the device
+/// (`set_coefficients_device`) give the host arrays' solve bit for bit — the same iterations,
+/// residuals and solution — for the panel and the box, fp64 and mixed precision, both
+/// averagings, both array orders, and fields left out (the model's value); a bad value is
+/// refused with the host check's message; after a new ω the fields are asked for again.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn device_coefficient_fields_give_the_host_operator() {
+    use cudarc::driver::DevicePtr;
+    use strata::problem::{Averaging, Geometry, Grading};
+    use strata::solver::{Precision, Smoother};
+    use strata::PersistentSolver;
+    use strata_cuda::{DeviceArray, DeviceSolve, Order};
+    let (n, nz) = (96, 64);
+    let g = gpu();
+    let stream = g.stream();
+    let mut fields = strata_conformance::coefficient_fields(n, nz, 7);
+    fields.xi = None;
+    let base = |geometry| ProblemParams {
+        n,
+        nz,
+        geometry,
+        grading: Grading::Graded,
+        ..Default::default()
+    };
+    let mixed = SolverConfig::new(SolverKind::Mg)
+        .with_precision(Precision::Mixed)
+        .with_smoother(Smoother::RedBlack);
+    let mut arithmetic = SolverConfig::new(SolverKind::MgCg);
+    arithmetic.multigrid.averaging = Averaging::Arithmetic;
+    let runs = [
+        (
+            Geometry::Panel,
+            SolverConfig::new(SolverKind::MgCg),
+            Order::KFastest,
+            [true; 4],
+        ),
+        (Geometry::Panel, mixed.clone(), Order::XFastest, [true; 4]),
+        (Geometry::Box, arithmetic, Order::XFastest, [true; 4]),
+        (
+            Geometry::Box,
+            SolverConfig::new(SolverKind::Cg),
+            Order::KFastest,
+            [true; 4],
+        ),
+        (
+            Geometry::Panel,
+            mixed,
+            Order::KFastest,
+            [false, false, true, true],
+        ),
+    ];
+    for (geometry, cfg, order, given) in runs {
+        let what = format!(
+            "{geometry:?} {} {:?} {order:?} {given:?}",
+            cfg.kind.name(),
+            cfg.precision
+        );
+        let p = base(geometry);
+        // The host fields: the given ones, the model's value elsewhere (1, δ for β).
+        let mut host = strata::problem::Coefficients::constant(n, nz, p.delta);
+        let mut arrays = Vec::new();
+        for (m, (src, dst)) in [
+            (&fields.kx, &mut host.kx),
+            (&fields.ky, &mut host.ky),
+            (&fields.kz, &mut host.kz),
+            (&fields.beta, &mut host.beta),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if !given[m] {
+                continue;
+            }
+            dst.clone_from(src);
+            let mut v = vec![0.0; n * n * nz];
+            for j in 0..n {
+                for i in 0..n {
+                    for k in 0..nz {
+                        let at = match order {
+                            Order::KFastest => (j * n + i) * nz + k,
+                            Order::XFastest => (k * n + j) * n + i,
+                        };
+                        v[at] = src[(j * n + i) * nz + k];
+                    }
+                }
+            }
+            arrays.push((m, stream.clone_htod(&v).unwrap()));
+        }
+        let rhs = build_rhs(&p, RhsKind::Random, 4, &Block::whole(n));
+        let with = ProblemParams {
+            coefficients: Some(std::sync::Arc::new(host)),
+            ..p.clone()
+        };
+        let mut a = PersistentSolver::new(&g, &with, &cfg).unwrap();
+        let mut want = vec![0.0; rhs.len()];
+        let host_info = a.solve(&g, &rhs, &mut want, false).unwrap();
+        let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
+        let ptrs: Vec<(usize, u64)> = arrays
+            .iter()
+            .map(|(m, d)| (*m, d.device_ptr(&stream).0))
+            .collect();
+        let set = |s: &mut PersistentSolver<CudaBackend>| {
+            let mut slots = [None; 4];
+            for &(m, ptr) in &ptrs {
+                // SAFETY: a live allocation of n·n·nz values of the backend's context.
+                slots[m] = Some(unsafe { DeviceArray::with_order(ptr, order, n, n, nz) });
+            }
+            s.set_coefficients_device(&g, slots.each_ref().map(Option::as_ref))
+        };
+        set(&mut s).unwrap();
+        assert!(s.coefficients_resident(), "{what}");
+        let mut got = vec![0.0; rhs.len()];
+        let info = s.solve(&g, &rhs, &mut got, false).unwrap();
+        println!(
+            "{what}: {} its (host {}), final {:.3e}",
+            info.iterations,
+            host_info.iterations,
+            info.relative_residual()
+        );
+        assert!(info.reason.converged(), "{what}");
+        assert_eq!(info.residuals, host_info.residuals, "{what}");
+        assert_eq!(got, want, "{what}");
+        // A new ω: refused until the fields are set again, then the host solve with that ω.
+        s.update_omega(&g, 0.3).unwrap();
+        let e = s.solve(&g, &rhs, &mut got, false).unwrap_err().to_string();
+        assert!(e.contains("set them again"), "{what}: {e}");
+        set(&mut s).unwrap();
+        a.update_omega(&g, 0.3).unwrap();
+        let host_info = a.solve(&g, &rhs, &mut want, false).unwrap();
+        let info = s.solve(&g, &rhs, &mut got, false).unwrap();
+        assert_eq!(info.residuals, host_info.residuals, "{what}, new omega");
+        assert_eq!(got, want, "{what}, new omega");
+    }
+    // A bad value: the host check's message, and the solver keeps its operator.
+    let p = base(Geometry::Panel);
+    let cfg = SolverConfig::new(SolverKind::MgCg);
+    let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
+    for (bad, at) in [(-2.0, (5, 17, 3)), (f64::NAN, (95, 0, 63))] {
+        let (j, i, k) = at;
+        let mut kz = fields.kz.clone();
+        kz[(j * n + i) * nz + k] = bad;
+        let mut host = fields.clone();
+        host.kz = kz.clone();
+        let want = host.validate().unwrap_err().to_string();
+        let d = stream.clone_htod(&kz).unwrap();
+        let (ptr, _sync) = d.device_ptr(&stream);
+        // SAFETY: a live allocation of n·n·nz values of the backend's context.
+        let a = unsafe { DeviceArray::with_order(ptr, Order::KFastest, n, n, nz) };
+        let e = s
+            .set_coefficients_device(&g, [None, None, Some(&a), None])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, want);
+    }
+    let rhs = build_rhs(&p, RhsKind::Random, 4, &Block::whole(n));
+    let mut u = vec![0.0; rhs.len()];
+    assert!(s.solve(&g, &rhs, &mut u, false).unwrap().reason.converged());
+    assert!(!s.coefficients_resident());
+}
+
 /// The memory estimate that refuses too-large problems (`strata::field_memory`, with this
 /// backend's padded field size) is what a persistent solver takes on the device, to 5 % and
 /// 64 MiB (reduction scratch, the compiled module), for every solver and with coefficient fields.

@@ -564,8 +564,12 @@ impl Solver {
     ///
     /// Replaces the coefficient fields of the general operator (arrays of shape (n, n, nz); None:
     /// the model problem's value) and the advection vector `xi` (a tuple of three arrays, or
-    /// None). All None: back to the model problem. NumPy or device arrays (device arrays are
-    /// read through the host once: this is set-up, not the per-step solve).
+    /// None). All None: back to the model problem. NumPy or device arrays. On one panel of a
+    /// GPU solver, device arrays without `xi` stay on the GPU: checked, averaged onto the coarse
+    /// levels and made into every level's operator there (nothing copied to the host: fast
+    /// enough for every time step; after set_omega they must be set again before the next
+    /// solve, as strata keeps no copy). Otherwise (NumPy arrays, the sphere, `xi`) the fields
+    /// are prepared on the host (set-up speed).
     #[pyo3(signature = (kx=None, ky=None, kz=None, beta=None, xi=None))]
     fn set_coefficients<'py>(
         &mut self,
@@ -579,6 +583,29 @@ impl Solver {
         let [_, n, nz] = self.shape;
         let panels = engine!(&self.engine, _b, p => p.problem().panels());
         let none = kx.is_none() && ky.is_none() && kz.is_none() && beta.is_none() && xi.is_none();
+        let given = [(&kx, "kx"), (&ky, "ky"), (&kz, "kz"), (&beta, "beta")];
+        let on_device = !none
+            && xi.is_none()
+            && matches!(self.engine, Engine::Cuda(..))
+            && given.iter().all(|(a, _)| a.as_ref().is_none_or(is_device));
+        if on_device {
+            let mut devices = Vec::new();
+            let mut arrays = [None; 4];
+            for (slot, (a, name)) in arrays.iter_mut().zip(given) {
+                if let Some(a) = a {
+                    let d = self.device(name, a)?;
+                    *slot = Some(d.array);
+                    devices.push(d);
+                }
+            }
+            let all: Vec<&Device> = devices.iter().collect();
+            let fields = arrays.each_ref().map(Option::as_ref);
+            engine_cuda!(&mut self.engine, g, b, p => {
+                wait(g, &all)?;
+                py.detach(|| p.set_coefficients_device(b, fields)).map_err(to_py)?
+            }, else return Err(on_cpu("kx")));
+            return Ok(());
+        }
         let delta = engine!(&self.engine, _b, p => p.problem().delta);
         let coefficients = if none {
             None

@@ -11,7 +11,7 @@ use crate::grid::sphere;
 use crate::grid::Block;
 use crate::problem::{Coefficients, ProblemParams};
 use crate::solver::{SolveInfo, Solver, SolverConfig};
-use crate::stencil::{build_levels_with, build_sphere_levels, LevelStencil};
+use crate::stencil::{build_levels_with, build_sphere_levels, LevelStencil, ResidentCells};
 use std::sync::Arc;
 
 /// A solver set up once for a problem on one backend and communicator. Every call of
@@ -48,6 +48,12 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     f: B::Field,
     u: B::Field,
     setup: Vec<(&'static str, f64)>,
+    /// Whether the operators were made from coefficient fields in the backend's memory
+    /// ([`PersistentSolver::update_resident_coefficients`]), of which nothing is kept.
+    resident: bool,
+    /// Whether ω changed after such fields were set: the operators are then not the problem's
+    /// until the fields are set again, and solving is refused.
+    stale: bool,
 }
 
 impl<B: Backend> PersistentSolver<B> {
@@ -140,6 +146,8 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             f,
             u,
             setup,
+            resident: false,
+            stale: false,
         })
     }
 
@@ -150,9 +158,17 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         &self.setup
     }
 
-    /// The problem (with its current coefficients and ω).
+    /// The problem (with its current coefficients and ω; after
+    /// [`PersistentSolver::update_resident_coefficients`] without coefficients, which are then in
+    /// the backend's memory only: [`PersistentSolver::coefficients_resident`]).
     pub fn problem(&self) -> &ProblemParams {
         &self.p
+    }
+
+    /// Whether the operators were made from coefficient fields in the backend's memory
+    /// ([`PersistentSolver::update_resident_coefficients`]).
+    pub fn coefficients_resident(&self) -> bool {
+        self.resident
     }
 
     /// This rank's block of the fine level (on the sphere its first tile).
@@ -189,6 +205,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         u: &mut [f64],
         initial_guess: bool,
     ) -> Result<SolveInfo> {
+        self.check_current()?;
         let len = self.len();
         for (name, n) in [("rhs", rhs.len()), ("u", u.len())] {
             if n != len {
@@ -216,6 +233,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     /// Solves with the right-hand side and the initial guess already in the solver's own fields
     /// ([`PersistentSolver::fields_mut`]): no transfer at all.
     pub fn solve_resident(&mut self, backend: &B) -> Result<SolveInfo> {
+        self.check_current()?;
         let params = self.cfg.stopping.clone();
         self.solver.solve(
             backend,
@@ -253,6 +271,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         load: impl FnOnce(&B::LevelOp, &mut B::Field) -> Result<()>,
         store: impl FnOnce(&B::LevelOp, &B::Field) -> Result<()>,
     ) -> Result<()> {
+        self.check_current()?;
         let fine = self.solver.fine();
         load(fine, &mut self.u)?;
         self.comm.exchange(backend, fine, &mut self.u)?;
@@ -280,13 +299,77 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.rebuild(backend, p)
     }
 
-    /// Sets ω (the time step changed): as [`PersistentSolver::update_coefficients`].
+    /// Replaces the coefficient fields by fields held in the backend's memory, one
+    /// [`ResidentCells`] per level of the solver (`config().num_levels()`), finest first, made by
+    /// that backend (the CUDA backend's from a model's device arrays): the stencils of every
+    /// level are built again without host fields and the backend makes each level's entries
+    /// from its fields. One block of a panel or box (not the sphere's tiles). Nothing of the
+    /// fields is kept, so after a later [`PersistentSolver::update_omega`] the fields must be set
+    /// again before the next solve.
+    pub fn update_resident_coefficients(
+        &mut self,
+        backend: &B,
+        levels: Vec<ResidentCells>,
+    ) -> Result<()> {
+        if !matches!(self.tiles.as_slice(), [b] if b.panel.is_none()) {
+            return invalid(
+                "coefficients",
+                "from the backend's memory are taken for one block of a panel, not for the sphere's tiles",
+            );
+        }
+        let p = ProblemParams {
+            coefficients: None,
+            ..self.p.clone()
+        };
+        p.validate()?;
+        let mut stencils = levels_of(&p, &self.tiles, &self.cfg)?;
+        if levels.len() != stencils.len() {
+            return invalid(
+                "coefficients",
+                format!(
+                    "are given for {} levels, the solver has {}",
+                    levels.len(),
+                    stencils.len()
+                ),
+            );
+        }
+        for (s, r) in stencils.iter_mut().zip(levels) {
+            s.resident = Some(r);
+        }
+        self.solver.replace_operators(backend, &stencils)?;
+        self.p = p;
+        self.resident = true;
+        self.stale = false;
+        Ok(())
+    }
+
+    /// Sets ω (the time step changed): as [`PersistentSolver::update_coefficients`]. After
+    /// [`PersistentSolver::update_resident_coefficients`] (whose fields are not kept) ω is
+    /// recorded and the operators are left as they are: the coefficient fields must be set again
+    /// (with the new ω) before the next solve, which is refused until then.
     pub fn update_omega(&mut self, backend: &B, omega: f64) -> Result<()> {
         let p = ProblemParams {
             omega: Some(omega),
             ..self.p.clone()
         };
+        if self.resident {
+            p.validate()?;
+            self.p = p;
+            self.stale = true;
+            return Ok(());
+        }
         self.rebuild(backend, p)
+    }
+
+    /// Refuses to use operators that are not the problem's (see [`PersistentSolver::update_omega`]).
+    fn check_current(&self) -> Result<()> {
+        if self.stale {
+            return invalid(
+                "coefficients",
+                "were taken from device memory before omega changed: set them again (strata does not keep them)",
+            );
+        }
+        Ok(())
     }
 
     fn rebuild(&mut self, backend: &B, p: ProblemParams) -> Result<()> {
@@ -295,6 +378,8 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         let levels = levels_of(&p, &self.tiles, &self.cfg)?;
         self.solver.replace_operators(backend, &levels)?;
         self.p = p;
+        self.resident = false;
+        self.stale = false;
         Ok(())
     }
 }

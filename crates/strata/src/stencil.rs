@@ -45,6 +45,24 @@ pub struct LevelStencil {
     /// refuse it, and the solvers' multigrid hierarchies keep `A₇` only
     /// ([`LevelStencil::seven_point`]).
     pub cross: Option<Arc<[Diagonals]>>,
+    /// Coefficient fields held in a backend's memory (a GPU's), from which that backend makes
+    /// this level's per-cell entries itself ([`ResidentCells`]); `cells` is then `None`, and
+    /// [`LevelStencil::row`] does not describe the operator. Backends that compute on the host
+    /// refuse such a stencil ([`LevelStencil::check_host_cells`]). `None` elsewhere.
+    pub resident: Option<ResidentCells>,
+}
+
+/// Coefficient fields of one level in a backend's memory (for the CUDA backend, fields on the
+/// device, read from a model's device arrays and averaged onto the coarse levels there): opaque
+/// here, made and read by that backend only. The operator is the general one of docs/MODEL.md
+/// §15 without advection (κ and β fields).
+#[derive(Clone)]
+pub struct ResidentCells(pub Arc<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for ResidentCells {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResidentCells(..)")
+    }
 }
 
 /// The seven entries of one row of A: the diagonal and the couplings to the neighbours (the
@@ -143,6 +161,7 @@ impl LevelStencil {
             tiles: None,
             storage: Storage::F64,
             cross,
+            resident: None,
         }
     }
 
@@ -181,6 +200,19 @@ impl LevelStencil {
             Some(t) => t.iter().any(corners),
             None => corners(self),
         }
+    }
+
+    /// Refuses a stencil whose coefficient fields live in another backend's memory
+    /// ([`LevelStencil::resident`]): a backend that computes with [`LevelStencil::row`] and
+    /// `cells` would otherwise take it for the model problem.
+    pub fn check_host_cells(&self) -> Result<()> {
+        if self.resident.is_some() {
+            return crate::error::invalid(
+                "coefficients",
+                "are held in a GPU's memory (set from device arrays): this backend needs them as host arrays",
+            );
+        }
+        Ok(())
     }
 
     /// Refuses a stencil with cross terms in a relaxation (Smooth, the red-black half-sweep),
@@ -443,6 +475,7 @@ pub fn build_sphere_levels(
             tiles: Some(stencils),
             storage: Storage::F64,
             cross: None,
+            resident: None,
         });
         level = level.iter().map(Block::coarsen).collect();
     }

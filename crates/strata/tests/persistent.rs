@@ -199,3 +199,44 @@ fn rtol_is_relative_to_the_rhs_so_warm_starts_meet_it() {
     }
     assert!(finals[1] > finals[0], "{finals:?}");
 }
+
+/// Coefficient fields held in another backend's memory (a GPU's, `ResidentCells`) are refused by
+/// the host backends with a message, never taken for the model problem; the solver keeps its
+/// operator and still solves; a wrong number of levels is refused too.
+#[test]
+fn host_backends_refuse_fields_in_device_memory() {
+    use strata::backend::reference::ReferenceBackend;
+    use strata::backend::Fields;
+    use strata::stencil::ResidentCells;
+    let p = problem();
+    let cfg = SolverConfig::new(SolverKind::Mg).with_levels(3);
+    let b = CpuBackend::new(None).unwrap();
+    let rhs = build_rhs(&p, RhsKind::Random, 2, &Block::whole(p.n));
+    let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
+    let mut before = vec![0.0; s.len()];
+    s.solve(&b, &rhs, &mut before, false).unwrap();
+    let cells = |n: usize| {
+        (0..n)
+            .map(|_| ResidentCells(Arc::new(())))
+            .collect::<Vec<_>>()
+    };
+    let e = s
+        .update_resident_coefficients(&b, cells(3))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("held in a GPU's memory"), "{e}");
+    let e = s
+        .update_resident_coefficients(&b, cells(2))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("given for 2 levels, the solver has 3"), "{e}");
+    assert!(!s.coefficients_resident());
+    let mut after = vec![0.0; s.len()];
+    s.solve(&b, &rhs, &mut after, false).unwrap();
+    assert_eq!(before, after);
+    // The reference backend refuses such a stencil as well.
+    let mut levels = strata::stencil::build_levels(&p, Block::whole(p.n), 1).unwrap();
+    levels[0].resident = Some(ResidentCells(Arc::new(())));
+    let e = ReferenceBackend.prepare_level(&levels[0]).unwrap_err();
+    assert!(e.to_string().contains("held in a GPU's memory"), "{e}");
+}

@@ -114,7 +114,7 @@ impl CudaBackend {
     }
 
     /// Checks that `a` addresses a block of `l`'s size inside one allocation of this context.
-    fn check_array(&self, l: DeviceLayout, a: &DeviceArray, name: &str) -> Result<()> {
+    pub(super) fn check_array(&self, l: DeviceLayout, a: &DeviceArray, name: &str) -> Result<()> {
         if a.ptr == 0 {
             return Err(StrataError::invalid(name, "is a null pointer"));
         }

@@ -57,6 +57,24 @@ impl CellArrays {
         })
     }
 
+    /// The arrays made elsewhere (on the device): d, e, n, u, the west, south and down entries
+    /// where the operator is not symmetric, and four one-value placeholders for the cross terms
+    /// (none).
+    pub(super) fn from_parts(
+        [d, e, n, u]: [DeviceValues; 4],
+        wsb: Option<[DeviceValues; 3]>,
+        no_cross: [DeviceValues; 4],
+    ) -> Self {
+        Self {
+            d,
+            e,
+            n,
+            u,
+            wsb,
+            cross: (no_cross, 0),
+        }
+    }
+
     /// Whether the level is stored in the symmetric form (`csym` of the kernels).
     pub fn symmetric(&self) -> bool {
         self.wsb.is_none()

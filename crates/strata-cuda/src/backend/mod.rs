@@ -716,7 +716,7 @@ impl Fields for CudaBackend {
         let phys =
             p.west as i32 | (p.east as i32) << 1 | (p.south as i32) << 2 | (p.north as i32) << 3;
         Ok(CudaLevel {
-            stencil: s.clone(),
+            stencil: resident::consumed(s),
             layout,
             // Six values per column, in `Column`'s field order.
             cols: self.upload_values(column_values(&s.columns), s.storage)?,
@@ -729,9 +729,10 @@ impl Fields for CudaBackend {
                 None => (self.upload_values(&[0.0; 4], s.storage)?, 0),
             },
             phys,
-            cells: match s.cells {
-                Some(_) => Some(cells::CellArrays::new(self, s, layout)?),
-                None => None,
+            cells: match (&s.cells, &s.resident) {
+                (Some(_), _) => Some(cells::CellArrays::new(self, s, layout)?),
+                (None, Some(r)) => Some(cells::CellArrays::from_resident(self, s, layout, &k, r)?),
+                (None, None) => None,
             },
             line_cfg: LaunchConfig {
                 shared_mem_bytes: k.line_smem(),
@@ -900,6 +901,7 @@ mod borrowed;
 mod cells;
 mod graph;
 mod lines;
+mod resident;
 mod scalars;
 mod stencil;
 mod transfer;

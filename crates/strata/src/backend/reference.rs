@@ -162,6 +162,7 @@ impl Fields for ReferenceBackend {
 
     fn prepare_level(&self, stencil: &LevelStencil) -> Result<LevelStencil> {
         stencil.check_single()?;
+        stencil.check_host_cells()?;
         Ok(stencil.clone())
     }
 

@@ -322,6 +322,7 @@ impl Fields for CpuBackend {
 
     fn prepare_level(&self, stencil: &LevelStencil) -> Result<LevelStencil> {
         stencil.check_single()?;
+        stencil.check_host_cells()?;
         let mut parts = self.partials.lock().unwrap_or_else(|e| e.into_inner());
         if parts.len() < stencil.ny() {
             parts.resize(stencil.ny(), [0.0; 2]);

@@ -1,0 +1,309 @@
+//! Coefficient fields that stay on the device (docs/MODEL.md §15): a model's device arrays of κ
+//! and β checked and averaged onto the coarse levels on the GPU (kernels/coefficients.cu), handed
+//! to the solver as [`ResidentCells`], from which [`CudaBackend`]'s `prepare_level` makes every
+//! level's per-cell entries on the GPU. No value crosses to the host and nothing is computed
+//! there but the column coefficients (O(n²)); the entries are bit for bit those of the host path
+//! (`LevelStencil::row` from host fields), so a solve is the same either way.
+
+use super::*;
+use crate::DeviceArray;
+use cudarc::driver::{DevicePtr, DeviceRepr};
+use strata::problem::Averaging;
+use strata::stencil::ResidentCells;
+
+/// One coefficient field of a level as the kernels read it (the C `Src`): device address and
+/// strides of i, j, k in values.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Src {
+    ptr: u64,
+    si: i64,
+    sj: i64,
+    sk: i64,
+}
+
+// SAFETY: a plain #[repr(C)] struct of a u64 and three i64 (32 bytes, no padding), laid out as
+// the C struct `Src` of kernels/coefficients.cu (a pointer and three long long).
+unsafe impl DeviceRepr for Src {}
+
+/// One level's fields κx, κy, κz, β on the device, for [`ResidentCells`].
+pub(crate) struct LevelFields {
+    /// Cells per side of the level's panel.
+    n: usize,
+    nz: usize,
+    src: [Src; 4],
+    /// The memory the sources point into where the level owns it (coarse levels' means, the
+    /// one-value constants of fields not given); the finest level's given fields are the
+    /// caller's arrays, read while the call that borrowed them lasts.
+    _owned: Vec<CudaSlice<f64>>,
+}
+
+/// What a prepared level keeps of its [`ResidentCells`]: a mark that its entries came from device
+/// fields, which are gone (the caller's arrays were borrowed for one call).
+struct Consumed;
+
+/// The names of the fields, in [`CudaBackend::resident_coefficients`]'s order.
+const NAMES: [&str; 4] = ["kx", "ky", "kz", "beta"];
+
+/// One thread per value of a row of x: grid (⌈nx / 128⌉, nz, ny).
+fn rows_cfg(nx: usize, ny: usize, nz: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: ((nx as u32).div_ceil(128), nz as u32, ny as u32),
+        block_dim: (128, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+impl CudaBackend {
+    /// The coefficient fields of `levels` levels (finest first) of an `n × n × nz` panel from a
+    /// model's device arrays κx, κy, κz, β of the whole panel (`None`: the model problem's
+    /// value, 1, or `delta` for β), for [`strata::PersistentSolver::update_resident_coefficients`]:
+    /// each given array checked (finite and positive; the error names the first bad cell as the
+    /// host check does) and averaged onto the coarser levels with `averaging`, on the device.
+    /// The returned fields borrow the finest level's arrays: they must be used (the operators
+    /// prepared) while the arrays are alive and unchanged, and are useless afterwards.
+    pub fn resident_coefficients(
+        &self,
+        fields: [Option<&DeviceArray>; 4],
+        n: usize,
+        nz: usize,
+        levels: usize,
+        averaging: Averaging,
+        delta: f64,
+    ) -> Result<Vec<ResidentCells>> {
+        if n > 65535 || nz > 65535 {
+            return Err(StrataError::invalid(
+                "n",
+                "coefficient fields from device arrays need n and nz below 65536",
+            ));
+        }
+        let k = self.kernels(nz, Storage::F64, false)?;
+        let fine = DeviceLayout::new(n, n, nz)?;
+        let mut owned = Vec::new();
+        let mut src = [Src {
+            ptr: 0,
+            si: 0,
+            sj: 0,
+            sk: 0,
+        }; 4];
+        for (m, (a, name)) in fields.iter().zip(NAMES).enumerate() {
+            src[m] = match a {
+                Some(a) => {
+                    self.check_array(fine, a, name)?;
+                    let [si, sj, sk] = a.strides();
+                    let s = Src {
+                        ptr: a.ptr(),
+                        si,
+                        sj,
+                        sk,
+                    };
+                    self.check_values(&k, s, n, nz, name)?;
+                    s
+                }
+                None => {
+                    let value = if m == 3 { delta } else { 1.0 };
+                    let c = cu(self.stream.clone_htod(&[value]))?;
+                    let (ptr, _sync) = c.device_ptr(&self.stream);
+                    let s = Src {
+                        ptr,
+                        si: 0,
+                        sj: 0,
+                        sk: 0,
+                    };
+                    drop(_sync);
+                    owned.push(c);
+                    s
+                }
+            };
+        }
+        let mut out = vec![LevelFields {
+            n,
+            nz,
+            src,
+            _owned: owned,
+        }];
+        let harmonic = matches!(averaging, Averaging::Harmonic) as i32;
+        for _ in 1..levels {
+            let finer = out.last().expect("the finest level is there");
+            if finer.n % 2 != 0 {
+                return Err(StrataError::invalid(
+                    "levels",
+                    format!(
+                        "{levels} levels of an {n}x{n} panel: a level of odd size is coarsened"
+                    ),
+                ));
+            }
+            let nc = finer.n / 2;
+            let mut owned = Vec::with_capacity(4);
+            let mut src = finer.src;
+            for (m, s) in finer.src.iter().enumerate() {
+                self.check_free(nc * nc * nz, 8)?;
+                let mut c = cu(self.stream.alloc_zeros::<f64>(nc * nc * nz))?;
+                let mut b = self.stream.launch_builder(k.get(K::CoefCoarsen));
+                let (nci, harm) = (nc as i32, harmonic);
+                b.arg(&nci).arg(&nci).arg(s).arg(&harm).arg(&mut c);
+                // SAFETY: `s` addresses a 2nc × 2nc × nz field (checked for the caller's
+                // arrays, allocated so for the coarser ones; a constant is one value with
+                // strides 0, averaged like the rest so that the means are the host's per-cell
+                // ones); the kernel writes c's nc × nc × nz values.
+                cu(unsafe { b.launch(rows_cfg(nc, nc, nz)) })?;
+                let (ptr, _sync) = c.device_ptr(&self.stream);
+                src[m] = Src {
+                    ptr,
+                    si: 1,
+                    sj: nc as i64,
+                    sk: (nc * nc) as i64,
+                };
+                drop(_sync);
+                owned.push(c);
+            }
+            out.push(LevelFields {
+                n: nc,
+                nz,
+                src,
+                _owned: owned,
+            });
+        }
+        Ok(out
+            .into_iter()
+            .map(|l| ResidentCells(Arc::new(l)))
+            .collect())
+    }
+
+    /// Checks that every value of the field at `s` (n × n × nz) is finite and positive.
+    fn check_values(&self, k: &Kernels, s: Src, n: usize, nz: usize, name: &str) -> Result<()> {
+        let mut first = cu(self.stream.clone_htod(&[u64::MAX]))?;
+        let (ni, nzi, positive) = (n as i32, nz as i32, 1i32);
+        let mut b = self.stream.launch_builder(k.get(K::CoefCheck));
+        b.arg(&ni).arg(&nzi).arg(&s).arg(&positive).arg(&mut first);
+        // SAFETY: check_array verified that every offset of the n × n × nz block lies in the
+        // caller's allocation; the kernel only reads it and writes `first`.
+        cu(unsafe { b.launch(rows_cfg(n, n, nz)) })?;
+        let q = cu(self.stream.clone_dtoh(&first))?[0];
+        if q == u64::MAX {
+            return Ok(());
+        }
+        let q = q as usize;
+        let (j, i, kk) = (q / (n * nz), (q / nz) % n, q % nz);
+        let at = i as i64 * s.si + j as i64 * s.sj + kk as i64 * s.sk;
+        let mut v = [0.0f64];
+        cu(self.stream.synchronize())?;
+        // SAFETY: an offset inside the caller's checked allocation; a synchronous copy of one
+        // value after the stream's work is done.
+        cu(unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut v, s.ptr + 8 * at as u64) })?;
+        Err(StrataError::invalid(
+            name,
+            format!(
+                "must be finite and positive, but is {} at (y={j}, x={i}, z={kk})",
+                v[0]
+            ),
+        ))
+    }
+}
+
+impl cells::CellArrays {
+    /// Makes the entries of level `s` on the device from its [`ResidentCells`] (made by
+    /// [`CudaBackend::resident_coefficients`]): the symmetric four-array form, or the seven
+    /// arrays where the kernel finds a pair of entries that would differ.
+    pub(super) fn from_resident(
+        backend: &CudaBackend,
+        s: &LevelStencil,
+        l: DeviceLayout,
+        k: &Kernels,
+        r: &ResidentCells,
+    ) -> Result<Self> {
+        let f = r.0.downcast_ref::<LevelFields>().ok_or_else(|| {
+            let why = if r.0.is::<Consumed>() {
+                "were read from device arrays for another call and are not kept: set them again"
+            } else {
+                "are held by another backend"
+            };
+            StrataError::invalid("coefficients", why)
+        })?;
+        if (f.n, f.n, f.nz) != (s.nx(), s.ny(), s.nz) || s.block.n != f.n {
+            return Err(StrataError::invalid(
+                "coefficients",
+                format!(
+                    "from device arrays are of a {0}x{0}x{1} level; the level is a {2}x{3}x{4} block (one block of the whole panel is supported)",
+                    f.n, f.nz, s.nx(), s.ny(), s.nz
+                ),
+            ));
+        }
+        let v = &s.vertical;
+        let vert: Vec<f64> = [&v.d, &v.b, &v.c, &v.vol]
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect();
+        let stream = &backend.stream;
+        let cols = cu(stream.clone_htod(column_values(&s.columns)))?;
+        let vert = cu(stream.clone_htod(&vert))?;
+        let alloc = || backend.alloc_stored(l.len(), s.storage);
+        let mut four = [alloc()?, alloc()?, alloc()?, alloc()?];
+        let mut asym = cu(stream.alloc_zeros::<i32>(1))?;
+        let cfg = LaunchConfig {
+            grid_dim: ((l.nx as u32).div_ceil(128), l.ny as u32, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let launch = |four: &mut [DeviceValues; 4],
+                      three: Option<&mut [DeviceValues; 3]>,
+                      asym: &mut CudaSlice<i32>|
+         -> Result<()> {
+            let null = 0u64;
+            let mut b = stream.launch_builder(k.get(K::CellEntries));
+            b.arg(&l);
+            for src in &f.src {
+                b.arg(src);
+            }
+            b.arg(&cols).arg(&vert);
+            for a in four.iter_mut() {
+                b.arg(a);
+            }
+            match three {
+                Some(t) => {
+                    for a in t.iter_mut() {
+                        b.arg(a);
+                    }
+                }
+                None => {
+                    b.arg(&null).arg(&null).arg(&null);
+                }
+            }
+            b.arg(asym);
+            // SAFETY: the sources address this level's n × n × nz fields (checked or allocated
+            // so); the outputs are arrays of the level's layout, written at interior elements
+            // and the e / n halo slots; `cols` and `vert` hold the level's 6·nx·ny and 4·nz
+            // values.
+            cu(unsafe { b.launch(cfg) }).map(|_| ())
+        };
+        launch(&mut four, None, &mut asym)?;
+        let symmetric = cu(stream.clone_dtoh(&asym))?[0] == 0;
+        let wsb = if symmetric {
+            None
+        } else {
+            let mut three = [alloc()?, alloc()?, alloc()?];
+            launch(&mut four, Some(&mut three), &mut asym)?;
+            Some(three)
+        };
+        let [d, e, n, u] = four;
+        let up = |v: &[f64]| backend.upload_values(v, s.storage);
+        Ok(Self::from_parts(
+            [d, e, n, u],
+            wsb,
+            [up(&[0.0])?, up(&[0.0])?, up(&[0.0])?, up(&[0.0])?],
+        ))
+    }
+}
+
+/// `s` as a prepared level keeps it: its [`ResidentCells`] replaced by a mark (the fields they
+/// borrowed are not kept), so that nothing can prepare it again from fields that are gone.
+pub(super) fn consumed(s: &LevelStencil) -> LevelStencil {
+    LevelStencil {
+        resident: s
+            .resident
+            .as_ref()
+            .map(|_| ResidentCells(Arc::new(Consumed))),
+        ..s.clone()
+    }
+}
