@@ -715,11 +715,19 @@ impl Fields for CudaBackend {
         let p = s.block.physical();
         let phys =
             p.west as i32 | (p.east as i32) << 1 | (p.south as i32) << 2 | (p.north as i32) << 3;
+        // Six values per column, in `Column`'s field order.
+        let cols = self.upload_values(column_values(&s.columns), s.storage)?;
+        let cells = match (&s.cells, &s.resident) {
+            (Some(_), _) => Some(cells::CellArrays::new(self, s, layout)?),
+            (None, Some(r)) => Some(cells::CellArrays::from_resident(
+                self, s, layout, &k, r, &cols,
+            )?),
+            (None, None) => None,
+        };
         Ok(CudaLevel {
             stencil: resident::consumed(s),
             layout,
-            // Six values per column, in `Column`'s field order.
-            cols: self.upload_values(column_values(&s.columns), s.storage)?,
+            cols,
             vert: self.upload_values(&vert, s.storage)?,
             cross: match &s.cross {
                 Some(x) => {
@@ -729,11 +737,7 @@ impl Fields for CudaBackend {
                 None => (self.upload_values(&[0.0; 4], s.storage)?, 0),
             },
             phys,
-            cells: match (&s.cells, &s.resident) {
-                (Some(_), _) => Some(cells::CellArrays::new(self, s, layout)?),
-                (None, Some(r)) => Some(cells::CellArrays::from_resident(self, s, layout, &k, r)?),
-                (None, None) => None,
-            },
+            cells,
             line_cfg: LaunchConfig {
                 shared_mem_bytes: k.line_smem(),
                 ..cfg

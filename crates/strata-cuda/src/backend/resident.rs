@@ -204,13 +204,15 @@ impl CudaBackend {
 impl cells::CellArrays {
     /// Makes the entries of level `s` on the device from its [`ResidentCells`] (made by
     /// [`CudaBackend::resident_coefficients`]): the symmetric four-array form, or the seven
-    /// arrays where the kernel finds a pair of entries that would differ.
+    /// arrays where the kernel finds a pair of entries that would differ. `level_cols` are the
+    /// level's column coefficients as uploaded for it (used as they are when fp64).
     pub(super) fn from_resident(
         backend: &CudaBackend,
         s: &LevelStencil,
         l: DeviceLayout,
         k: &Kernels,
         r: &ResidentCells,
+        level_cols: &DeviceValues,
     ) -> Result<Self> {
         let f = r.0.downcast_ref::<LevelFields>().ok_or_else(|| {
             let why = if r.0.is::<Consumed>() {
@@ -236,7 +238,15 @@ impl cells::CellArrays {
             .copied()
             .collect();
         let stream = &backend.stream;
-        let cols = cu(stream.clone_htod(column_values(&s.columns)))?;
+        // The kernel computes in fp64: an fp32 level's columns are uploaded again in fp64.
+        let wide;
+        let cols = match level_cols {
+            DeviceValues::F64(_) => level_cols,
+            DeviceValues::F32(_) => {
+                wide = backend.upload_values(column_values(&s.columns), Storage::F64)?;
+                &wide
+            }
+        };
         let vert = cu(stream.clone_htod(&vert))?;
         let alloc = || backend.alloc_stored(l.len(), s.storage);
         let mut four = [alloc()?, alloc()?, alloc()?, alloc()?];
@@ -256,7 +266,7 @@ impl cells::CellArrays {
             for src in &f.src {
                 b.arg(src);
             }
-            b.arg(&cols).arg(&vert);
+            b.arg(cols).arg(&vert);
             for a in four.iter_mut() {
                 b.arg(a);
             }
