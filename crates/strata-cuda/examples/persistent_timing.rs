@@ -166,7 +166,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let averaging = solver.config().multigrid.averaging;
     let t = Instant::now();
     let cells = backend.resident_coefficients(
-        [Some(&arrays[0]), Some(&arrays[1]), Some(&arrays[2]), Some(&arrays[3])],
+        [
+            Some(&arrays[0]),
+            Some(&arrays[1]),
+            Some(&arrays[2]),
+            Some(&arrays[3]),
+        ],
         n,
         nz,
         levels,

@@ -54,6 +54,10 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     /// Whether ω changed after such fields were set: the operators are then not the problem's
     /// until the fields are set again, and solving is refused.
     stale: bool,
+    /// The levels' stencils without coefficient fields for the current ω, kept from the last
+    /// such update for the next (their columns are shared with the prepared levels'): a model
+    /// that sets fields every step does not rebuild them.
+    bare: Option<Vec<LevelStencil>>,
 }
 
 impl<B: Backend> PersistentSolver<B> {
@@ -148,6 +152,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             setup,
             resident: false,
             stale: false,
+            bare: None,
         })
     }
 
@@ -322,7 +327,12 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             ..self.p.clone()
         };
         p.validate()?;
-        let mut stencils = levels_of(&p, &self.tiles, &self.cfg)?;
+        let bare = match self.bare.take() {
+            Some(b) => b,
+            None => levels_of(&p, &self.tiles, &self.cfg)?,
+        };
+        let mut stencils = bare.clone();
+        self.bare = Some(bare);
         if levels.len() != stencils.len() {
             return invalid(
                 "coefficients",
@@ -356,6 +366,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             p.validate()?;
             self.p = p;
             self.stale = true;
+            self.bare = None;
             return Ok(());
         }
         self.rebuild(backend, p)
@@ -380,6 +391,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.p = p;
         self.resident = false;
         self.stale = false;
+        self.bare = None;
         Ok(())
     }
 }

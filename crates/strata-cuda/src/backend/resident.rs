@@ -38,17 +38,27 @@ pub(crate) struct LevelFields {
     _owned: Vec<CudaSlice<f64>>,
 }
 
-/// What a prepared level keeps of its [`ResidentCells`]: a mark that its entries came from device
-/// fields, which are gone (the caller's arrays were borrowed for one call).
+/// What a prepared level keeps of its coefficient fields: a mark that its entries were made from
+/// fields (device fields, whose arrays were borrowed for one call, or host fields), which it
+/// does not keep.
 struct Consumed;
 
 /// The names of the fields, in [`CudaBackend::resident_coefficients`]'s order.
 const NAMES: [&str; 4] = ["kx", "ky", "kz", "beta"];
 
-/// One thread per value of a row of x: grid (⌈nx / 128⌉, nz, ny).
-fn rows_cfg(nx: usize, ny: usize, nz: usize) -> LaunchConfig {
+impl Src {
+    /// Whether k is the array's fastest index (the kernels then read along k).
+    fn k_fastest(&self) -> bool {
+        self.sk < self.si
+    }
+}
+
+/// One thread per value, along k when `kfast` (grid (⌈nz / 128⌉, nx, ny)), else along x (grid
+/// (⌈nx / 128⌉, nz, ny)).
+fn values_cfg(nx: usize, ny: usize, nz: usize, kfast: bool) -> LaunchConfig {
+    let (fast, other) = if kfast { (nz, nx) } else { (nx, nz) };
     LaunchConfig {
-        grid_dim: ((nx as u32).div_ceil(128), nz as u32, ny as u32),
+        grid_dim: ((fast as u32).div_ceil(128), other as u32, ny as u32),
         block_dim: (128, 1, 1),
         shared_mem_bytes: 0,
     }
@@ -140,20 +150,29 @@ impl CudaBackend {
                 self.check_free(nc * nc * nz, 8)?;
                 let mut c = cu(self.stream.alloc_zeros::<f64>(nc * nc * nz))?;
                 let mut b = self.stream.launch_builder(k.get(K::CoefCoarsen));
-                let (nci, harm) = (nc as i32, harmonic);
-                b.arg(&nci).arg(&nci).arg(s).arg(&harm).arg(&mut c);
+                // The coarse field keeps the fine one's fastest index (k or x).
+                let kfast = s.k_fastest();
+                let (nci, nzi, harm, kf) = (nc as i32, nz as i32, harmonic, kfast as i32);
+                b.arg(&nci)
+                    .arg(&nci)
+                    .arg(&nzi)
+                    .arg(s)
+                    .arg(&harm)
+                    .arg(&kf)
+                    .arg(&mut c);
                 // SAFETY: `s` addresses a 2nc × 2nc × nz field (checked for the caller's
                 // arrays, allocated so for the coarser ones; a constant is one value with
                 // strides 0, averaged like the rest so that the means are the host's per-cell
                 // ones); the kernel writes c's nc × nc × nz values.
-                cu(unsafe { b.launch(rows_cfg(nc, nc, nz)) })?;
+                cu(unsafe { b.launch(values_cfg(nc, nc, nz, kfast)) })?;
                 let (ptr, _sync) = c.device_ptr(&self.stream);
-                src[m] = Src {
-                    ptr,
-                    si: 1,
-                    sj: nc as i64,
-                    sk: (nc * nc) as i64,
+                let (nc, nz) = (nc as i64, nz as i64);
+                let [si, sj, sk] = if kfast {
+                    [nz, nc * nz, 1]
+                } else {
+                    [1, nc, nc * nc]
                 };
+                src[m] = Src { ptr, si, sj, sk };
                 drop(_sync);
                 owned.push(c);
             }
@@ -173,12 +192,18 @@ impl CudaBackend {
     /// Checks that every value of the field at `s` (n × n × nz) is finite and positive.
     fn check_values(&self, k: &Kernels, s: Src, n: usize, nz: usize, name: &str) -> Result<()> {
         let mut first = cu(self.stream.clone_htod(&[u64::MAX]))?;
-        let (ni, nzi, positive) = (n as i32, nz as i32, 1i32);
+        let kfast = s.k_fastest();
+        let (ni, nzi, positive, kf) = (n as i32, nz as i32, 1i32, kfast as i32);
         let mut b = self.stream.launch_builder(k.get(K::CoefCheck));
-        b.arg(&ni).arg(&nzi).arg(&s).arg(&positive).arg(&mut first);
+        b.arg(&ni)
+            .arg(&nzi)
+            .arg(&s)
+            .arg(&positive)
+            .arg(&kf)
+            .arg(&mut first);
         // SAFETY: check_array verified that every offset of the n × n × nz block lies in the
         // caller's allocation; the kernel only reads it and writes `first`.
-        cu(unsafe { b.launch(rows_cfg(n, n, nz)) })?;
+        cu(unsafe { b.launch(values_cfg(n, n, nz, kfast)) })?;
         let q = cu(self.stream.clone_dtoh(&first))?[0];
         if q == u64::MAX {
             return Ok(());
@@ -216,7 +241,7 @@ impl cells::CellArrays {
     ) -> Result<Self> {
         let f = r.0.downcast_ref::<LevelFields>().ok_or_else(|| {
             let why = if r.0.is::<Consumed>() {
-                "were read from device arrays for another call and are not kept: set them again"
+                "of this level were made into a prepared level and are not kept: set them again"
             } else {
                 "are held by another backend"
             };
@@ -251,9 +276,14 @@ impl cells::CellArrays {
         let alloc = || backend.alloc_stored(l.len(), s.storage);
         let mut four = [alloc()?, alloc()?, alloc()?, alloc()?];
         let mut asym = cu(stream.alloc_zeros::<i32>(1))?;
+        // Tiles of 32 columns × 16 levels of a row (ENTRY_IT, ENTRY_KT), 256 threads.
         let cfg = LaunchConfig {
-            grid_dim: ((l.nx as u32).div_ceil(128), l.ny as u32, 1),
-            block_dim: (128, 1, 1),
+            grid_dim: (
+                (l.nx as u32).div_ceil(32),
+                (l.nz as u32).div_ceil(16),
+                l.ny as u32,
+            ),
+            block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         };
         let launch = |four: &mut [DeviceValues; 4],
@@ -306,14 +336,16 @@ impl cells::CellArrays {
     }
 }
 
-/// `s` as a prepared level keeps it: its [`ResidentCells`] replaced by a mark (the fields they
-/// borrowed are not kept), so that nothing can prepare it again from fields that are gone.
+/// `s` as a prepared level keeps it: its coefficient fields, host (`cells`) or device
+/// ([`ResidentCells`]), replaced by a mark. The entries are on the device; the host's face
+/// factors (four values per cell, 23 GB at 2048² × 128 over five levels) and the caller's
+/// borrowed arrays are not kept, and nothing can prepare the level again from fields that are
+/// gone or take it for the model problem.
 pub(super) fn consumed(s: &LevelStencil) -> LevelStencil {
+    let fields = s.cells.is_some() || s.resident.is_some();
     LevelStencil {
-        resident: s
-            .resident
-            .as_ref()
-            .map(|_| ResidentCells(Arc::new(Consumed))),
+        cells: None,
+        resident: fields.then(|| ResidentCells(Arc::new(Consumed))),
         ..s.clone()
     }
 }
