@@ -84,7 +84,7 @@ module strata
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
     public :: strata_error_message, strata_solver_create_mpi, strata_solver_block
-    public :: strata_solver_solve_device, strata_solver_tiles
+    public :: strata_solver_solve_device, strata_solver_tiles, strata_solver_set_coefficients_device
 
     interface
         integer(c_int) function strata_problem_default(problem) bind(c, name="strata_problem_default")
@@ -178,6 +178,16 @@ module strata
                 bind(c, name="strata_solver_set_coefficients")
             import :: c_int, c_ptr
             type(c_ptr), value :: solver, kx, ky, kz, beta, xi_x, xi_y, xi_z
+        end function
+
+        ! As strata_solver_set_coefficients with device addresses (c_loc of CUDA Fortran device
+        ! arrays, or inside `!$acc host_data use_device(...)`) in `order`, c_null_ptr for the
+        ! default. On one panel without xi the fields stay on the GPU: fast enough for every step.
+        integer(c_int) function strata_solver_set_coefficients_device(solver, kx, ky, kz, beta, xi_x, xi_y, &
+                xi_z, order) bind(c, name="strata_solver_set_coefficients_device")
+            import :: c_int, c_ptr, c_int32_t
+            type(c_ptr), value :: solver, kx, ky, kz, beta, xi_x, xi_y, xi_z
+            integer(c_int32_t), value :: order
         end function
 
         subroutine strata_solver_destroy(solver) bind(c, name="strata_solver_destroy")

@@ -113,14 +113,12 @@ impl CudaBackend {
                 None => {
                     let value = if m == 3 { delta } else { 1.0 };
                     let c = cu(self.stream.clone_htod(&[value]))?;
-                    let (ptr, _sync) = c.device_ptr(&self.stream);
                     let s = Src {
-                        ptr,
+                        ptr: c.device_ptr(&self.stream).0,
                         si: 0,
                         sj: 0,
                         sk: 0,
                     };
-                    drop(_sync);
                     owned.push(c);
                     s
                 }
@@ -133,9 +131,9 @@ impl CudaBackend {
             _owned: owned,
         }];
         let harmonic = matches!(averaging, Averaging::Harmonic) as i32;
+        let (mut finer_n, mut finer_src) = (n, src);
         for _ in 1..levels {
-            let finer = out.last().expect("the finest level is there");
-            if finer.n % 2 != 0 {
+            if finer_n % 2 != 0 {
                 return Err(StrataError::invalid(
                     "levels",
                     format!(
@@ -143,10 +141,10 @@ impl CudaBackend {
                     ),
                 ));
             }
-            let nc = finer.n / 2;
+            let nc = finer_n / 2;
             let mut owned = Vec::with_capacity(4);
-            let mut src = finer.src;
-            for (m, s) in finer.src.iter().enumerate() {
+            let mut src = finer_src;
+            for (m, s) in finer_src.iter().enumerate() {
                 self.check_free(nc * nc * nz, 8)?;
                 let mut c = cu(self.stream.alloc_zeros::<f64>(nc * nc * nz))?;
                 let mut b = self.stream.launch_builder(k.get(K::CoefCoarsen));
@@ -165,7 +163,7 @@ impl CudaBackend {
                 // strides 0, averaged like the rest so that the means are the host's per-cell
                 // ones); the kernel writes c's nc × nc × nz values.
                 cu(unsafe { b.launch(values_cfg(nc, nc, nz, kfast)) })?;
-                let (ptr, _sync) = c.device_ptr(&self.stream);
+                let ptr = c.device_ptr(&self.stream).0;
                 let (nc, nz) = (nc as i64, nz as i64);
                 let [si, sj, sk] = if kfast {
                     [nz, nc * nz, 1]
@@ -173,7 +171,6 @@ impl CudaBackend {
                     [1, nc, nc * nc]
                 };
                 src[m] = Src { ptr, si, sj, sk };
-                drop(_sync);
                 owned.push(c);
             }
             out.push(LevelFields {
@@ -182,6 +179,7 @@ impl CudaBackend {
                 src,
                 _owned: owned,
             });
+            (finer_n, finer_src) = (nc, src);
         }
         Ok(out
             .into_iter()
