@@ -182,7 +182,7 @@ module strata
 
         ! As strata_solver_set_coefficients with device addresses (c_loc of CUDA Fortran device
         ! arrays, or inside `!$acc host_data use_device(...)`) in `order`, c_null_ptr for the
-        ! default. On one panel without xi the fields stay on the GPU: fast enough for every step.
+        ! default. On one panel or box the fields stay on the GPU: fast enough for every step.
         integer(c_int) function strata_solver_set_coefficients_device(solver, kx, ky, kz, beta, xi_x, xi_y, &
                 xi_z, order) bind(c, name="strata_solver_set_coefficients_device")
             import :: c_int, c_ptr, c_int32_t

@@ -117,6 +117,15 @@ def test_coefficients_kept_on_the_device():
     s.set_coefficients(kz=cp.asarray(kz), beta=cp.asarray(beta))
     h.set_omega(0.5)
     assert np.array_equal(s.solve(f), h.solve(f))
+    # With the advection vector (gcr): the same, and mg-cg refuses it.
+    xi = tuple(rng.uniform(-1, 1, s.shape) for _ in range(3))
+    g = strata.Solver(32, 16, solver="gcr", levels=4, rtol=1e-9, backend="cuda")
+    gh = strata.Solver(32, 16, solver="gcr", levels=4, rtol=1e-9, backend="cuda")
+    g.set_coefficients(kz=cp.asarray(kz), xi=tuple(cp.asarray(x) for x in xi))
+    gh.set_coefficients(kz=kz, xi=xi)
+    assert np.array_equal(g.solve(f), gh.solve(f))
+    with pytest.raises(ValueError, match="needs a symmetric operator"):
+        s.set_coefficients(xi=tuple(cp.asarray(x) for x in xi))
 
 
 def test_the_sphere_with_cupy_arrays():

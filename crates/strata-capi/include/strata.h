@@ -255,12 +255,12 @@ enum StrataStatus strata_solver_apply_device(struct StrataSolver *solver,
 
 // As strata_solver_set_coefficients with the fields in device memory of the solver's GPU, in
 // `order` (a StrataOrder value; each null for the model problem's value, all null: back to the
-// model problem). On one panel without advection (all of xi null) the fields stay on the GPU:
-// checked, averaged onto the coarse levels and made into every level's operator there, with
-// the same operator as host arrays give and nothing copied to the host (fast enough for every
-// time step). Omega changed after such a call needs the fields again before the next solve
-// (strata keeps no copy of them). On the sphere, or with advection, the fields are copied to
-// the host once and prepared there (set-up speed). The arrays are read during the call only.
+// model problem). On one panel or box the fields stay on the GPU: checked, averaged onto the
+// coarse levels and made into every level's operator there, with the same operator as host
+// arrays give and nothing copied to the host (fast enough for every time step). Omega changed
+// after such a call needs the fields again before the next solve (strata keeps no copy of
+// them). On the sphere the fields are copied to the host once and prepared there (set-up
+// speed). The arrays are read during the call only.
 //
 // # Safety
 // `solver` must be a live handle on the CUDA backend; each non-null pointer a device array of

@@ -899,12 +899,12 @@ pub unsafe extern "C" fn strata_solver_apply_device(
 
 /// As strata_solver_set_coefficients with the fields in device memory of the solver's GPU, in
 /// `order` (a StrataOrder value; each null for the model problem's value, all null: back to the
-/// model problem). On one panel without advection (all of xi null) the fields stay on the GPU:
-/// checked, averaged onto the coarse levels and made into every level's operator there, with
-/// the same operator as host arrays give and nothing copied to the host (fast enough for every
-/// time step). Omega changed after such a call needs the fields again before the next solve
-/// (strata keeps no copy of them). On the sphere, or with advection, the fields are copied to
-/// the host once and prepared there (set-up speed). The arrays are read during the call only.
+/// model problem). On one panel or box the fields stay on the GPU: checked, averaged onto the
+/// coarse levels and made into every level's operator there, with the same operator as host
+/// arrays give and nothing copied to the host (fast enough for every time step). Omega changed
+/// after such a call needs the fields again before the next solve (strata keeps no copy of
+/// them). On the sphere the fields are copied to the host once and prepared there (set-up
+/// speed). The arrays are read during the call only.
 ///
 /// # Safety
 /// `solver` must be a live handle on the CUDA backend; each non-null pointer a device array of
@@ -936,16 +936,12 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
                  taken from device arrays yet",
             ));
         }
-        let on_device = [xi_x, xi_y, xi_z].iter().all(|x| x.is_null())
-            && [kx, ky, kz, beta].iter().any(|x| !x.is_null())
+        let pointers = [kx, ky, kz, beta, xi_x, xi_y, xi_z];
+        let on_device = pointers.iter().any(|x| !x.is_null())
             && p.geometry != strata_core::problem::Geometry::Sphere;
         if on_device {
-            let mut arrays = [None; 4];
-            for ((slot, ptr), name) in arrays
-                .iter_mut()
-                .zip([kx, ky, kz, beta])
-                .zip(COEFFICIENT_NAMES)
-            {
+            let mut arrays = [None; 7];
+            for ((slot, ptr), name) in arrays.iter_mut().zip(pointers).zip(COEFFICIENT_NAMES) {
                 if !ptr.is_null() {
                     // SAFETY: a device array of the block promised by the caller (its range is
                     // checked before use).

@@ -31,18 +31,19 @@ pub trait DeviceSolve {
     /// which strata prepares on the host; uses the solver's right-hand-side field as scratch).
     fn read_device(&mut self, backend: &Self::Backend, a: &DeviceArray) -> Result<Vec<f64>>;
 
-    /// Sets the coefficient fields κx, κy, κz, β from device arrays of the block (`None`: the
-    /// model problem's value, 1, or δ for β), kept on the device: checked, averaged onto the
-    /// coarse levels and made into every level's operator there, with no host copy and the same
-    /// operator, bit for bit, as the host arrays give ([`CudaBackend::resident_coefficients`],
+    /// Sets the coefficient fields κx, κy, κz, β and the advection vector ξx, ξy, ξz from device
+    /// arrays of the block (`None`: the model problem's value, 1, or δ for β; ξ all `None` for
+    /// none, a `None` component 0), kept on the device: checked, averaged onto the coarse
+    /// levels and made into every level's operator there, with no host copy and the same
+    /// operator, bit for bit, as host arrays give ([`CudaBackend::resident_coefficients`],
     /// [`PersistentSolver::update_resident_coefficients`]). The arrays are read during the call
-    /// only. For one process holding a whole panel, without advection; elsewhere (the sphere,
-    /// ranks, ξ) read the arrays with [`DeviceSolve::read_device`] and pass host fields to
+    /// only. For one process holding a whole panel or box; on the sphere or on ranks read the
+    /// arrays with [`DeviceSolve::read_device`] and pass host fields to
     /// [`PersistentSolver::update_coefficients`].
     fn set_coefficients_device(
         &mut self,
         backend: &Self::Backend,
-        fields: [Option<&DeviceArray>; 4],
+        fields: [Option<&DeviceArray>; 7],
     ) -> Result<()>;
 
     /// y = A x with the solver's operator (uses the solver's fields as scratch, as
@@ -89,7 +90,7 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
     fn set_coefficients_device(
         &mut self,
         backend: &Self::Backend,
-        fields: [Option<&DeviceArray>; 4],
+        fields: [Option<&DeviceArray>; 7],
     ) -> Result<()> {
         let p = self.problem().clone();
         if self.block() != strata::grid::Block::whole(p.n) {
@@ -99,15 +100,10 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
             ));
         }
         let cfg = self.config();
-        let cells = backend.resident_coefficients(
-            fields,
-            p.n,
-            p.nz,
-            cfg.num_levels(),
-            cfg.multigrid.averaging,
-            p.delta,
-        )?;
-        self.update_resident_coefficients(backend, cells)?;
+        let symmetric = fields[4..].iter().all(Option::is_none);
+        let cells =
+            backend.resident_coefficients(fields, &p, cfg.num_levels(), cfg.multigrid.averaging)?;
+        self.update_resident_coefficients(backend, cells, symmetric)?;
         backend.synchronize()
     }
 
@@ -173,7 +169,7 @@ impl<H: Handle<Inner = CudaBackend>, C: Comm<Tiled<H>>> DeviceSolve
     fn set_coefficients_device(
         &mut self,
         _backend: &Tiled<H>,
-        _fields: [Option<&DeviceArray>; 4],
+        _fields: [Option<&DeviceArray>; 7],
     ) -> Result<()> {
         Err(strata::StrataError::invalid(
             "coefficients",

@@ -285,8 +285,9 @@ fn device_arrays_in_any_order_solve_like_host_arrays() {
 /// Coefficient fields from device arrays made into every level's operator on the device
 /// (`set_coefficients_device`) give the host arrays' solve bit for bit — the same iterations,
 /// residuals and solution — for the panel and the box, fp64 and mixed precision, both
-/// averagings, both array orders, and fields left out (the model's value); a bad value is
-/// refused with the host check's message; after a new ω the fields are asked for again.
+/// averagings, both array orders, fields left out (the model's value), with and without the
+/// advection vector; a bad value is refused with the host check's message, ξ for cg; after a
+/// new ω the fields are asked for again and then give the host's solve with that ω.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn device_coefficient_fields_give_the_host_operator() {
@@ -298,8 +299,17 @@ fn device_coefficient_fields_give_the_host_operator() {
     let (n, nz) = (96, 64);
     let g = gpu();
     let stream = g.stream();
-    let mut fields = strata_conformance::coefficient_fields(n, nz, 7);
-    fields.xi = None;
+    let fields = strata_conformance::coefficient_fields(n, nz, 7);
+    let [xx, xy, xz] = fields.xi.clone().expect("the conformance fields have ξ");
+    let sources = [
+        &fields.kx,
+        &fields.ky,
+        &fields.kz,
+        &fields.beta,
+        &xx,
+        &xy,
+        &xz,
+    ];
     let base = |geometry| ProblemParams {
         n,
         nz,
@@ -312,26 +322,45 @@ fn device_coefficient_fields_give_the_host_operator() {
         .with_smoother(Smoother::RedBlack);
     let mut arithmetic = SolverConfig::new(SolverKind::MgCg);
     arithmetic.multigrid.averaging = Averaging::Arithmetic;
+    let (kappa, all) = ([true, true, true, true, false, false, false], [true; 7]);
     let runs = [
         (
             Geometry::Panel,
             SolverConfig::new(SolverKind::MgCg),
             Order::KFastest,
-            [true; 4],
+            kappa,
         ),
-        (Geometry::Panel, mixed.clone(), Order::XFastest, [true; 4]),
-        (Geometry::Box, arithmetic, Order::XFastest, [true; 4]),
+        (Geometry::Panel, mixed.clone(), Order::XFastest, kappa),
+        (Geometry::Box, arithmetic, Order::XFastest, kappa),
         (
             Geometry::Box,
             SolverConfig::new(SolverKind::Cg),
             Order::KFastest,
-            [true; 4],
+            kappa,
         ),
         (
             Geometry::Panel,
             mixed,
             Order::KFastest,
-            [false, false, true, true],
+            [false, false, true, true, false, false, false],
+        ),
+        (
+            Geometry::Panel,
+            SolverConfig::new(SolverKind::Gcr),
+            Order::KFastest,
+            all,
+        ),
+        (
+            Geometry::Box,
+            SolverConfig::new(SolverKind::BiCgStab),
+            Order::XFastest,
+            [true, false, true, true, true, false, true],
+        ),
+        (
+            Geometry::Panel,
+            SolverConfig::new(SolverKind::Gcr).with_precision(Precision::Mixed),
+            Order::XFastest,
+            [false, false, false, false, true, true, true],
         ),
     ];
     for (geometry, cfg, order, given) in runs {
@@ -341,21 +370,25 @@ fn device_coefficient_fields_give_the_host_operator() {
             cfg.precision
         );
         let p = base(geometry);
-        // The host fields: the given ones, the model's value elsewhere (1, δ for β).
+        // The host fields: the given ones, the model's value elsewhere (1, δ for β, 0 for a
+        // component of ξ).
         let mut host = strata::problem::Coefficients::constant(n, nz, p.delta);
+        if given[4..].iter().any(|&x| x) {
+            host.xi = Some([0, 1, 2].map(|_| vec![0.0; n * n * nz]));
+        }
         let mut arrays = Vec::new();
-        for (m, (src, dst)) in [
-            (&fields.kx, &mut host.kx),
-            (&fields.ky, &mut host.ky),
-            (&fields.kz, &mut host.kz),
-            (&fields.beta, &mut host.beta),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (m, src) in sources.iter().enumerate() {
             if !given[m] {
                 continue;
             }
+            let dst = match (m, &mut host.xi) {
+                (0, _) => &mut host.kx,
+                (1, _) => &mut host.ky,
+                (2, _) => &mut host.kz,
+                (3, _) => &mut host.beta,
+                (m, Some(xi)) => &mut xi[m - 4],
+                (_, None) => unreachable!("ξ is there when a component is given"),
+            };
             dst.clone_from(src);
             let mut v = vec![0.0; n * n * nz];
             for j in 0..n {
@@ -385,7 +418,7 @@ fn device_coefficient_fields_give_the_host_operator() {
             .map(|(m, d)| (*m, d.device_ptr(&stream).0))
             .collect();
         let set = |s: &mut PersistentSolver<CudaBackend>| {
-            let mut slots = [None; 4];
+            let mut slots = [None; 7];
             for &(m, ptr) in &ptrs {
                 // SAFETY: a live allocation of n·n·nz values of the backend's context.
                 slots[m] = Some(unsafe { DeviceArray::with_order(ptr, order, n, n, nz) });
@@ -416,23 +449,30 @@ fn device_coefficient_fields_give_the_host_operator() {
         assert_eq!(info.residuals, host_info.residuals, "{what}, new omega");
         assert_eq!(got, want, "{what}, new omega");
     }
-    // A bad value: the host check's message, and the solver keeps its operator.
+    // Bad values: the host check's message, and the solver keeps its operator.
     let p = base(Geometry::Panel);
-    let cfg = SolverConfig::new(SolverKind::MgCg);
+    let cfg = SolverConfig::new(SolverKind::Gcr);
     let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
-    for (bad, at) in [(-2.0, (5, 17, 3)), (f64::NAN, (95, 0, 63))] {
-        let (j, i, k) = at;
-        let mut kz = fields.kz.clone();
-        kz[(j * n + i) * nz + k] = bad;
+    for (field, bad, (j, i, k)) in [
+        (2, -2.0, (5, 17, 3)),
+        (2, f64::NAN, (95, 0, 63)),
+        (4, f64::INFINITY, (40, 95, 0)),
+    ] {
         let mut host = fields.clone();
-        host.kz = kz.clone();
+        let v = match field {
+            2 => &mut host.kz,
+            _ => &mut host.xi.as_mut().expect("ξ")[0],
+        };
+        v[(j * n + i) * nz + k] = bad;
+        let d = stream.clone_htod(v).unwrap();
         let want = host.validate().unwrap_err().to_string();
-        let d = stream.clone_htod(&kz).unwrap();
         let (ptr, _sync) = d.device_ptr(&stream);
         // SAFETY: a live allocation of n·n·nz values of the backend's context.
         let a = unsafe { DeviceArray::with_order(ptr, Order::KFastest, n, n, nz) };
+        let mut slots = [None; 7];
+        slots[field] = Some(&a);
         let e = s
-            .set_coefficients_device(&g, [None, None, Some(&a), None])
+            .set_coefficients_device(&g, slots)
             .unwrap_err()
             .to_string();
         assert_eq!(e, want);
@@ -441,6 +481,17 @@ fn device_coefficient_fields_give_the_host_operator() {
     let mut u = vec![0.0; rhs.len()];
     assert!(s.solve(&g, &rhs, &mut u, false).unwrap().reason.converged());
     assert!(!s.coefficients_resident());
+    // cg refuses the advection vector, as with host fields.
+    let mut cg = PersistentSolver::new(&g, &p, &SolverConfig::new(SolverKind::Cg)).unwrap();
+    let d = stream.clone_htod(&xx).unwrap();
+    let (ptr, _sync) = d.device_ptr(&stream);
+    // SAFETY: a live allocation of n·n·nz values of the backend's context.
+    let a = unsafe { DeviceArray::with_order(ptr, Order::KFastest, n, n, nz) };
+    let e = cg
+        .set_coefficients_device(&g, [None, None, None, None, Some(&a), None, None])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cg needs a symmetric operator"), "{e}");
 }
 
 /// The memory estimate that refuses too-large problems (`strata::field_memory`, with this

@@ -564,12 +564,12 @@ impl Solver {
     ///
     /// Replaces the coefficient fields of the general operator (arrays of shape (n, n, nz); None:
     /// the model problem's value) and the advection vector `xi` (a tuple of three arrays, or
-    /// None). All None: back to the model problem. NumPy or device arrays. On one panel of a
-    /// GPU solver, device arrays without `xi` stay on the GPU: checked, averaged onto the coarse
-    /// levels and made into every level's operator there (nothing copied to the host: fast
-    /// enough for every time step; after set_omega they must be set again before the next
-    /// solve, as strata keeps no copy). Otherwise (NumPy arrays, the sphere, `xi`) the fields
-    /// are prepared on the host (set-up speed).
+    /// None). All None: back to the model problem. NumPy or device arrays. On one panel or box
+    /// of a GPU solver, device arrays stay on the GPU: checked, averaged onto the coarse levels
+    /// and made into every level's operator there (nothing copied to the host: fast enough for
+    /// every time step; after set_omega they must be set again before the next solve, as strata
+    /// keeps no copy). Otherwise (NumPy arrays, the sphere) the fields are prepared on the host
+    /// (set-up speed).
     #[pyo3(signature = (kx=None, ky=None, kz=None, beta=None, xi=None))]
     fn set_coefficients<'py>(
         &mut self,
@@ -583,14 +583,25 @@ impl Solver {
         let [_, n, nz] = self.shape;
         let panels = engine!(&self.engine, _b, p => p.problem().panels());
         let none = kx.is_none() && ky.is_none() && kz.is_none() && beta.is_none() && xi.is_none();
-        let given = [(&kx, "kx"), (&ky, "ky"), (&kz, "kz"), (&beta, "beta")];
+        let (xi_x, xi_y, xi_z) = match &xi {
+            Some((x, y, z)) => (Some(x.clone()), Some(y.clone()), Some(z.clone())),
+            None => (None, None, None),
+        };
+        let given = [
+            (&kx, "kx"),
+            (&ky, "ky"),
+            (&kz, "kz"),
+            (&beta, "beta"),
+            (&xi_x, "xi[0]"),
+            (&xi_y, "xi[1]"),
+            (&xi_z, "xi[2]"),
+        ];
         let on_device = !none
-            && xi.is_none()
             && matches!(self.engine, Engine::Cuda(..))
             && given.iter().all(|(a, _)| a.as_ref().is_none_or(is_device));
         if on_device {
             let mut devices = Vec::new();
-            let mut arrays = [None; 4];
+            let mut arrays = [None; 7];
             for (slot, (a, name)) in arrays.iter_mut().zip(given) {
                 if let Some(a) = a {
                     let d = self.device(name, a)?;

@@ -209,7 +209,14 @@ fn check_memory_of<B: Backend>(
 
 /// Refuses a solver that cannot take the operator: cg and mg-cg need a symmetric one.
 pub(crate) fn check_operator(p: &ProblemParams, cfg: &SolverConfig) -> Result<()> {
-    let symmetric = p.coefficients.as_ref().is_none_or(|c| c.is_symmetric());
+    check_symmetry(
+        p.coefficients.as_ref().is_none_or(|c| c.is_symmetric()),
+        cfg,
+    )
+}
+
+/// Refuses a solver that needs a symmetric operator (cg, mg-cg) for one that is not.
+pub(crate) fn check_symmetry(symmetric: bool, cfg: &SolverConfig) -> Result<()> {
     if !symmetric && matches!(cfg.kind, SolverKind::Cg | SolverKind::MgCg) {
         return invalid(
             "solver",

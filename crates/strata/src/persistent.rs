@@ -306,7 +306,8 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
 
     /// Replaces the coefficient fields by fields held in the backend's memory, one
     /// [`ResidentCells`] per level of the solver (`config().num_levels()`), finest first, made by
-    /// that backend (the CUDA backend's from a model's device arrays): the stencils of every
+    /// that backend (the CUDA backend's from a model's device arrays), `symmetric` unless they
+    /// have an advection vector (cg and mg-cg refuse that): the stencils of every
     /// level are built again without host fields and the backend makes each level's entries
     /// from its fields. One block of a panel or box (not the sphere's tiles). Nothing of the
     /// fields is kept, so after a later [`PersistentSolver::update_omega`] the fields must be set
@@ -315,7 +316,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         &mut self,
         backend: &B,
         levels: Vec<ResidentCells>,
+        symmetric: bool,
     ) -> Result<()> {
+        crate::api::check_symmetry(symmetric, &self.cfg)?;
         if !matches!(self.tiles.as_slice(), [b] if b.panel.is_none()) {
             return invalid(
                 "coefficients",

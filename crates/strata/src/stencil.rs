@@ -55,7 +55,7 @@ pub struct LevelStencil {
 /// Coefficient fields of one level in a backend's memory (for the CUDA backend, fields on the
 /// device, read from a model's device arrays and averaged onto the coarse levels there): opaque
 /// here, made and read by that backend only. The operator is the general one of docs/MODEL.md
-/// §15 without advection (κ and β fields).
+/// §15 (κ, β and, with advection, ξ fields).
 #[derive(Clone)]
 pub struct ResidentCells(pub Arc<dyn std::any::Any + Send + Sync>);
 

@@ -202,7 +202,8 @@ fn rtol_is_relative_to_the_rhs_so_warm_starts_meet_it() {
 
 /// Coefficient fields held in another backend's memory (a GPU's, `ResidentCells`) are refused by
 /// the host backends with a message, never taken for the model problem; the solver keeps its
-/// operator and still solves; a wrong number of levels is refused too.
+/// operator and still solves; a wrong number of levels is refused too, and a non-symmetric
+/// operator for cg.
 #[test]
 fn host_backends_refuse_fields_in_device_memory() {
     use strata::backend::reference::ReferenceBackend;
@@ -221,12 +222,12 @@ fn host_backends_refuse_fields_in_device_memory() {
             .collect::<Vec<_>>()
     };
     let e = s
-        .update_resident_coefficients(&b, cells(3))
+        .update_resident_coefficients(&b, cells(3), true)
         .unwrap_err()
         .to_string();
     assert!(e.contains("held in a GPU's memory"), "{e}");
     let e = s
-        .update_resident_coefficients(&b, cells(2))
+        .update_resident_coefficients(&b, cells(2), true)
         .unwrap_err()
         .to_string();
     assert!(e.contains("given for 2 levels, the solver has 3"), "{e}");
@@ -234,6 +235,14 @@ fn host_backends_refuse_fields_in_device_memory() {
     let mut after = vec![0.0; s.len()];
     s.solve(&b, &rhs, &mut after, false).unwrap();
     assert_eq!(before, after);
+    // cg and mg-cg refuse fields with an advection vector before anything else.
+    let mut cg = PersistentSolver::new(&b, &p, &SolverConfig::new(SolverKind::Cg)).unwrap();
+    let levels = cg.config().num_levels();
+    let e = cg
+        .update_resident_coefficients(&b, cells(levels), false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cg needs a symmetric operator"), "{e}");
     // The reference backend refuses such a stencil as well.
     let mut levels = strata::stencil::build_levels(&p, Block::whole(p.n), 1).unwrap();
     levels[0].resident = Some(ResidentCells(Arc::new(())));

@@ -8,7 +8,7 @@
 use super::*;
 use crate::DeviceArray;
 use cudarc::driver::{DevicePtr, DeviceRepr};
-use strata::problem::Averaging;
+use strata::problem::{face_length, Averaging, Geometry, ProblemParams};
 use strata::stencil::ResidentCells;
 
 /// One coefficient field of a level as the kernels read it (the C `Src`): device address and
@@ -26,12 +26,18 @@ pub(crate) struct Src {
 // the C struct `Src` of kernels/coefficients.cu (a pointer and three long long).
 unsafe impl DeviceRepr for Src {}
 
-/// One level's fields κx, κy, κz, β on the device, for [`ResidentCells`].
+/// One level's fields κx, κy, κz, β and, with advection, ξx, ξy, ξz on the device, for
+/// [`ResidentCells`].
 pub(crate) struct LevelFields {
     /// Cells per side of the level's panel.
     n: usize,
     nz: usize,
-    src: [Src; 4],
+    src: [Src; 7],
+    /// Whether ξ was given (else its sources are not read).
+    advection: bool,
+    geometry: Geometry,
+    /// ω², the advection term's factor.
+    omega2: f64,
     /// The memory the sources point into where the level owns it (coarse levels' means, the
     /// one-value constants of fields not given); the finest level's given fields are the
     /// caller's arrays, read while the call that borrowed them lasts.
@@ -44,7 +50,7 @@ pub(crate) struct LevelFields {
 struct Consumed;
 
 /// The names of the fields, in [`CudaBackend::resident_coefficients`]'s order.
-const NAMES: [&str; 4] = ["kx", "ky", "kz", "beta"];
+const NAMES: [&str; 7] = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", "xi_z"];
 
 impl Src {
     /// Whether k is the array's fastest index (the kernels then read along k).
@@ -65,28 +71,36 @@ fn values_cfg(nx: usize, ny: usize, nz: usize, kfast: bool) -> LaunchConfig {
 }
 
 impl CudaBackend {
-    /// The coefficient fields of `levels` levels (finest first) of an `n × n × nz` panel from a
-    /// model's device arrays κx, κy, κz, β of the whole panel (`None`: the model problem's
-    /// value, 1, or `delta` for β), for [`strata::PersistentSolver::update_resident_coefficients`]:
-    /// each given array checked (finite and positive; the error names the first bad cell as the
-    /// host check does) and averaged onto the coarser levels with `averaging`, on the device.
-    /// The returned fields borrow the finest level's arrays: they must be used (the operators
-    /// prepared) while the arrays are alive and unchanged, and are useless afterwards.
+    /// The coefficient fields of `levels` levels (finest first) of problem `p` (one panel or box,
+    /// `n × n × nz`, ω) from a model's device arrays of the whole panel, κx, κy, κz, β, ξx, ξy,
+    /// ξz (`None`: the model problem's value, 1, or δ for β; ξ all `None` for no advection, a
+    /// `None` component 0), for [`strata::PersistentSolver::update_resident_coefficients`]: each
+    /// given array checked (finite, and κ and β positive; the error names the first bad cell as
+    /// the host check does) and averaged onto the coarser levels with `averaging` (ξ by its plain
+    /// mean), on the device. The returned fields borrow the finest level's arrays: they must be
+    /// used (the operators prepared) while the arrays are alive and unchanged, and are useless
+    /// afterwards.
     pub fn resident_coefficients(
         &self,
-        fields: [Option<&DeviceArray>; 4],
-        n: usize,
-        nz: usize,
+        fields: [Option<&DeviceArray>; 7],
+        p: &ProblemParams,
         levels: usize,
         averaging: Averaging,
-        delta: f64,
     ) -> Result<Vec<ResidentCells>> {
+        let (n, nz) = (p.n, p.nz);
+        if p.geometry == Geometry::Sphere {
+            return Err(StrataError::invalid(
+                "coefficients",
+                "from device arrays are kept on the device for one panel or box, not yet for the sphere",
+            ));
+        }
         if n > 65535 || nz > 65535 {
             return Err(StrataError::invalid(
                 "n",
                 "coefficient fields from device arrays need n and nz below 65536",
             ));
         }
+        let advection = fields[4..].iter().any(Option::is_some);
         let k = self.kernels(nz, Storage::F64, false)?;
         let fine = DeviceLayout::new(n, n, nz)?;
         let mut owned = Vec::new();
@@ -95,8 +109,11 @@ impl CudaBackend {
             si: 0,
             sj: 0,
             sk: 0,
-        }; 4];
+        }; 7];
         for (m, (a, name)) in fields.iter().zip(NAMES).enumerate() {
+            if m >= 4 && !advection {
+                continue;
+            }
             src[m] = match a {
                 Some(a) => {
                     self.check_array(fine, a, name)?;
@@ -107,11 +124,15 @@ impl CudaBackend {
                         sj,
                         sk,
                     };
-                    self.check_values(&k, s, n, nz, name)?;
+                    self.check_values(&k, s, n, nz, name, m < 4)?;
                     s
                 }
                 None => {
-                    let value = if m == 3 { delta } else { 1.0 };
+                    let value = match m {
+                        3 => p.delta,
+                        0..=2 => 1.0,
+                        _ => 0.0,
+                    };
                     let c = cu(self.stream.clone_htod(&[value]))?;
                     let s = Src {
                         ptr: c.device_ptr(&self.stream).0,
@@ -124,10 +145,14 @@ impl CudaBackend {
                 }
             };
         }
+        let (geometry, omega2) = (p.geometry, p.omega() * p.omega());
         let mut out = vec![LevelFields {
             n,
             nz,
             src,
+            advection,
+            geometry,
+            omega2,
             _owned: owned,
         }];
         let harmonic = matches!(averaging, Averaging::Harmonic) as i32;
@@ -142,9 +167,12 @@ impl CudaBackend {
                 ));
             }
             let nc = finer_n / 2;
-            let mut owned = Vec::with_capacity(4);
+            let mut owned = Vec::with_capacity(7);
             let mut src = finer_src;
-            for (m, s) in finer_src.iter().enumerate() {
+            let given = if advection { 7 } else { 4 };
+            for (m, s) in finer_src.iter().enumerate().take(given) {
+                // κ and β by the chosen mean, ξ (a velocity) by the plain one.
+                let harmonic = if m < 4 { harmonic } else { 0 };
                 self.check_free(nc * nc * nz, 8)?;
                 let mut c = cu(self.stream.alloc_zeros::<f64>(nc * nc * nz))?;
                 let mut b = self.stream.launch_builder(k.get(K::CoefCoarsen));
@@ -177,6 +205,9 @@ impl CudaBackend {
                 n: nc,
                 nz,
                 src,
+                advection,
+                geometry,
+                omega2,
                 _owned: owned,
             });
             (finer_n, finer_src) = (nc, src);
@@ -187,16 +218,25 @@ impl CudaBackend {
             .collect())
     }
 
-    /// Checks that every value of the field at `s` (n × n × nz) is finite and positive.
-    fn check_values(&self, k: &Kernels, s: Src, n: usize, nz: usize, name: &str) -> Result<()> {
+    /// Checks that every value of the field at `s` (n × n × nz) is finite, and positive where
+    /// `positive`.
+    fn check_values(
+        &self,
+        k: &Kernels,
+        s: Src,
+        n: usize,
+        nz: usize,
+        name: &str,
+        positive: bool,
+    ) -> Result<()> {
         let mut first = cu(self.stream.clone_htod(&[u64::MAX]))?;
         let kfast = s.k_fastest();
-        let (ni, nzi, positive, kf) = (n as i32, nz as i32, 1i32, kfast as i32);
+        let (ni, nzi, pos, kf) = (n as i32, nz as i32, positive as i32, kfast as i32);
         let mut b = self.stream.launch_builder(k.get(K::CoefCheck));
         b.arg(&ni)
             .arg(&nzi)
             .arg(&s)
-            .arg(&positive)
+            .arg(&pos)
             .arg(&kf)
             .arg(&mut first);
         // SAFETY: check_array verified that every offset of the n × n × nz block lies in the
@@ -214,12 +254,14 @@ impl CudaBackend {
         // SAFETY: an offset inside the caller's checked allocation; a synchronous copy of one
         // value after the stream's work is done.
         cu(unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut v, s.ptr + 8 * at as u64) })?;
+        let what = if positive {
+            "finite and positive"
+        } else {
+            "finite"
+        };
         Err(StrataError::invalid(
             name,
-            format!(
-                "must be finite and positive, but is {} at (y={j}, x={i}, z={kk})",
-                v[0]
-            ),
+            format!("must be {what}, but is {} at (y={j}, x={i}, z={kk})", v[0]),
         ))
     }
 }
@@ -271,6 +313,28 @@ impl cells::CellArrays {
             }
         };
         let vert = cu(stream.clone_htod(&vert))?;
+        // With advection: the level's face lengths, flen[f · n + j] for face f of row j (the
+        // y faces of column i are flen[f · n + i]), and the radial surface factor of each
+        // level's upper face (1 on the box), as strata::stencil's `advection` takes them.
+        let tables = if f.advection {
+            let nn = f.n;
+            let flen: Vec<f64> = (0..=nn)
+                .flat_map(|face| (0..nn).map(move |j| face_length(f.geometry, nn, face, j)))
+                .collect();
+            let surf: Vec<f64> = (0..s.nz)
+                .map(|k| match (f.geometry, v.faces.get(k + 1)) {
+                    (Geometry::Box, _) => 1.0,
+                    (_, Some(r)) => r * r,
+                    (_, None) => 0.0,
+                })
+                .collect();
+            Some((
+                backend.upload_values(&flen, Storage::F64)?,
+                cu(stream.clone_htod(&surf))?,
+            ))
+        } else {
+            None
+        };
         let alloc = || backend.alloc_stored(l.len(), s.storage);
         let mut four = [alloc()?, alloc()?, alloc()?, alloc()?];
         let mut asym = cu(stream.alloc_zeros::<i32>(1))?;
@@ -289,12 +353,18 @@ impl cells::CellArrays {
                       asym: &mut CudaSlice<i32>|
          -> Result<()> {
             let null = 0u64;
+            let adv = f.advection as i32;
             let mut b = stream.launch_builder(k.get(K::CellEntries));
             b.arg(&l);
             for src in &f.src {
                 b.arg(src);
             }
             b.arg(cols).arg(&vert);
+            match &tables {
+                Some((flen, surf)) => b.arg(flen).arg(surf),
+                None => b.arg(&null).arg(&null),
+            };
+            b.arg(&f.omega2).arg(&adv);
             for a in four.iter_mut() {
                 b.arg(a);
             }
@@ -310,13 +380,16 @@ impl cells::CellArrays {
             }
             b.arg(asym);
             // SAFETY: the sources address this level's n × n × nz fields (checked or allocated
-            // so); the outputs are arrays of the level's layout, written at interior elements
-            // and the e / n halo slots; `cols` and `vert` hold the level's 6·nx·ny and 4·nz
-            // values.
+            // so; ξ's are read only with advection); the outputs are arrays of the level's
+            // layout, written at interior elements and the e / n halo slots; `cols` and `vert`
+            // hold the level's 6·nx·ny and 4·nz values, the tables (n + 1)·n and nz.
             cu(unsafe { b.launch(cfg) }).map(|_| ())
         };
-        launch(&mut four, None, &mut asym)?;
-        let symmetric = cu(stream.clone_dtoh(&asym))?[0] == 0;
+        // With advection the operator is not symmetric: the seven arrays at once.
+        let symmetric = !f.advection && {
+            launch(&mut four, None, &mut asym)?;
+            cu(stream.clone_dtoh(&asym))?[0] == 0
+        };
         let wsb = if symmetric {
             None
         } else {
