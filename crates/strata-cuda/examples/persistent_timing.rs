@@ -99,13 +99,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     solver.update_coefficients(&backend, Some(coeffs))?;
     backend.synchronize()?;
     let update_s = t.elapsed().as_secs_f64();
-    let (op, f, _) = solver.fields_mut();
-    backend.upload(op, &rhs, f)?;
-    {
-        let (op, _, u) = solver.fields_mut();
-        backend.fill(op, u, 0.0)?;
-    }
-    let info = solver.solve_resident(&backend)?;
+    let info = solve_from_zero(&mut solver, &backend, &rhs)?;
     println!(
         "  coefficient fields: made in {make_s:.3} s, update_coefficients {update_s:.3} s, then \
          {} its in {:.4} s",
@@ -147,13 +141,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         solver.set_coefficients_device(&backend, given)?;
         backend.synchronize()?;
         let set_s = t.elapsed().as_secs_f64();
-        let (op, f, _) = solver.fields_mut();
-        backend.upload(op, &rhs, f)?;
-        {
-            let (op, _, u) = solver.fields_mut();
-            backend.fill(op, u, 0.0)?;
-        }
-        let dev = solver.solve_resident(&backend)?;
+        let dev = solve_from_zero(&mut solver, &backend, &rhs)?;
         println!(
             "  device coefficient fields, round {round}: set_coefficients_device {set_s:.4} s, \
              then {} its in {:.4} s (residuals as the host fields': {})",
@@ -203,4 +191,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+/// Solves with `rhs` uploaded into the solver's field, from zero.
+fn solve_from_zero(
+    solver: &mut PersistentSolver<CudaBackend>,
+    backend: &CudaBackend,
+    rhs: &[f64],
+) -> Result<strata::solver::SolveInfo, strata::StrataError> {
+    let (op, f, u) = solver.fields_mut();
+    backend.upload(op, rhs, f)?;
+    backend.fill(op, u, 0.0)?;
+    solver.solve_resident(backend)
 }

@@ -146,7 +146,7 @@ impl CudaBackend {
             };
         }
         let (geometry, omega2) = (p.geometry, p.omega() * p.omega());
-        let mut out = vec![LevelFields {
+        let level = |n, src, owned| LevelFields {
             n,
             nz,
             src,
@@ -154,7 +154,8 @@ impl CudaBackend {
             geometry,
             omega2,
             _owned: owned,
-        }];
+        };
+        let mut out = vec![level(n, src, owned)];
         let harmonic = matches!(averaging, Averaging::Harmonic) as i32;
         let (mut finer_n, mut finer_src) = (n, src);
         for _ in 1..levels {
@@ -201,15 +202,7 @@ impl CudaBackend {
                 src[m] = Src { ptr, si, sj, sk };
                 owned.push(c);
             }
-            out.push(LevelFields {
-                n: nc,
-                nz,
-                src,
-                advection,
-                geometry,
-                omega2,
-                _owned: owned,
-            });
+            out.push(level(nc, src, owned));
             (finer_n, finer_src) = (nc, src);
         }
         Ok(out
