@@ -449,8 +449,49 @@ fn device_coefficient_fields_give_the_host_operator() {
         assert_eq!(info.residuals, host_info.residuals, "{what}, new omega");
         assert_eq!(got, want, "{what}, new omega");
     }
-    // Bad values: the host check's message, and the solver keeps its operator.
+    // One solver, its fields set in place again and again: κ, then κ and ξ (the seven-array
+    // form made), then κ again (dropped): every solve the host fields' (a solver each).
     let p = base(Geometry::Panel);
+    let cfg = SolverConfig::new(SolverKind::Gcr).with_precision(Precision::Mixed);
+    let rhs = build_rhs(&p, RhsKind::Random, 5, &Block::whole(n));
+    let device: Vec<_> = sources
+        .iter()
+        .map(|v| stream.clone_htod(v.as_slice()).unwrap())
+        .collect();
+    let arrays: Vec<DeviceArray> = device
+        .iter()
+        .map(|d| {
+            // SAFETY: a live allocation of n·n·nz values of the backend's context, k fastest.
+            unsafe { DeviceArray::with_order(d.device_ptr(&stream).0, Order::KFastest, n, n, nz) }
+        })
+        .collect();
+    let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
+    for with_xi in [false, true, false] {
+        let mut host = fields.clone();
+        let mut slots: [Option<&DeviceArray>; 7] = std::array::from_fn(|m| Some(&arrays[m]));
+        if !with_xi {
+            host.xi = None;
+            slots[4..].fill(None);
+        }
+        s.set_coefficients_device(&g, slots).unwrap();
+        let with = ProblemParams {
+            coefficients: Some(std::sync::Arc::new(host)),
+            ..p.clone()
+        };
+        let mut want = vec![0.0; rhs.len()];
+        let host_info = strata::PersistentSolver::new(&g, &with, &cfg)
+            .unwrap()
+            .solve(&g, &rhs, &mut want, false)
+            .unwrap();
+        let mut got = vec![0.0; rhs.len()];
+        let info = s.solve(&g, &rhs, &mut got, false).unwrap();
+        assert_eq!(
+            info.residuals, host_info.residuals,
+            "in place, xi {with_xi}"
+        );
+        assert_eq!(got, want, "in place, xi {with_xi}");
+    }
+    // Bad values: the host check's message, and the solver keeps its operator.
     let cfg = SolverConfig::new(SolverKind::Gcr);
     let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
     for (field, bad, (j, i, k)) in [

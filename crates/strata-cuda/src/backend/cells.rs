@@ -11,10 +11,8 @@ use strata::stencil::RowEntries;
 
 /// The per-cell entries of one level on the device.
 pub struct CellArrays {
-    d: DeviceValues,
-    e: DeviceValues,
-    n: DeviceValues,
-    u: DeviceValues,
+    /// The diagonal, east, north and up entries.
+    dnu: [DeviceValues; 4],
     /// West, south and down entries, for an operator that is not symmetric.
     wsb: Option<[DeviceValues; 3]>,
     /// The sphere's cross terms: the north-east, north-west, south-east and south-west entries
@@ -45,10 +43,7 @@ impl CellArrays {
         };
         Ok(Self {
             cross,
-            d: up(d)?,
-            e: up(e)?,
-            n: up(n)?,
-            u: up(u)?,
+            dnu: [up(d)?, up(e)?, up(n)?, up(u)?],
             wsb: if symmetric {
                 None
             } else {
@@ -61,18 +56,23 @@ impl CellArrays {
     /// where the operator is not symmetric, and four one-value placeholders for the cross terms
     /// (none).
     pub(super) fn from_parts(
-        [d, e, n, u]: [DeviceValues; 4],
+        dnu: [DeviceValues; 4],
         wsb: Option<[DeviceValues; 3]>,
         no_cross: [DeviceValues; 4],
     ) -> Self {
         Self {
-            d,
-            e,
-            n,
-            u,
+            dnu,
             wsb,
             cross: (no_cross, 0),
         }
+    }
+
+    /// The entry arrays d, e, n, u and the west, south and down ones where the operator is not
+    /// symmetric, to be written in place.
+    pub(super) fn arrays_mut(
+        &mut self,
+    ) -> (&mut [DeviceValues; 4], &mut Option<[DeviceValues; 3]>) {
+        (&mut self.dnu, &mut self.wsb)
     }
 
     /// Whether the level is stored in the symmetric form (`csym` of the kernels).
@@ -82,11 +82,10 @@ impl CellArrays {
 
     /// The kernels' `CELL_PARAMS`: d, e, n, u, w, s, b (e, n, u again when symmetric).
     pub(super) fn params(&self) -> [&DeviceValues; 7] {
+        let [d, e, n, u] = &self.dnu;
         match &self.wsb {
-            Some([w, s, b]) => [&self.d, &self.e, &self.n, &self.u, w, s, b],
-            None => [
-                &self.d, &self.e, &self.n, &self.u, &self.e, &self.n, &self.u,
-            ],
+            Some([w, s, b]) => [d, e, n, u, w, s, b],
+            None => [d, e, n, u, e, n, u],
         }
     }
 

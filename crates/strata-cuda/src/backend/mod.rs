@@ -671,6 +671,16 @@ fn column_config(nx: usize, ny: usize, block_x: u32) -> (LaunchConfig, usize) {
 
 /// The columns' coefficients as one array of six values per column (area, α^E, α^W, α^N, α^S,
 /// α_T), which the kernels read.
+/// The vertical vectors a level's kernels take: amb, b, c, d, a (nz values each).
+fn vertical_values(s: &LevelStencil) -> Vec<f64> {
+    let v = &s.vertical;
+    [&v.amb, &v.b, &v.c, &v.d, &v.a]
+        .into_iter()
+        .flatten()
+        .copied()
+        .collect()
+}
+
 fn column_values(c: &[strata::problem::Column]) -> &[f64] {
     const _: () = assert!(std::mem::size_of::<strata::problem::Column>() == 6 * 8);
     // SAFETY: `Column` is `repr(C)` with exactly six f64 fields (checked above: no padding), so
@@ -691,12 +701,7 @@ impl Fields for CudaBackend {
         s.check_single()?;
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
         let k = self.kernels(s.nz, s.storage, self.tuning.narrow(layout.len()))?;
-        let v = &s.vertical;
-        let vert: Vec<f64> = [&v.amb, &v.b, &v.c, &v.d, &v.a]
-            .into_iter()
-            .flatten()
-            .copied()
-            .collect();
+        let vert = vertical_values(s);
         let (cfg, blocks) = column_config(s.nx(), s.ny(), self.tuning.block_x);
         let segs = crate::kernels::segments(s.nx() * s.ny(), s.nz, self.tuning.segment_threads);
         let seg = (
@@ -748,6 +753,10 @@ impl Fields for CudaBackend {
             seg,
             k,
         })
+    }
+
+    fn refresh_level(&self, op: &mut CudaLevel, s: &LevelStencil) -> Result<bool> {
+        resident::refresh(self, op, s)
     }
 
     fn stencil<'a>(&self, op: &'a CudaLevel) -> &'a LevelStencil {

@@ -261,9 +261,10 @@ impl CudaBackend {
 
 impl cells::CellArrays {
     /// Makes the entries of level `s` on the device from its [`ResidentCells`] (made by
-    /// [`CudaBackend::resident_coefficients`]): the symmetric four-array form, or the seven
-    /// arrays where the kernel finds a pair of entries that would differ. `level_cols` are the
-    /// level's column coefficients as uploaded for it (used as they are when fp64).
+    /// [`CudaBackend::resident_coefficients`]) into new arrays: the symmetric four-array form,
+    /// or the seven arrays where the kernel finds a pair of entries that would differ (always
+    /// with advection). `level_cols` are the level's column coefficients as uploaded for it
+    /// (used as they are when fp64).
     pub(super) fn from_resident(
         backend: &CudaBackend,
         s: &LevelStencil,
@@ -272,132 +273,189 @@ impl cells::CellArrays {
         r: &ResidentCells,
         level_cols: &DeviceValues,
     ) -> Result<Self> {
-        let f = r.0.downcast_ref::<LevelFields>().ok_or_else(|| {
-            let why = if r.0.is::<Consumed>() {
-                "of this level were made into a prepared level and are not kept: set them again"
-            } else {
-                "are held by another backend"
-            };
-            StrataError::invalid("coefficients", why)
-        })?;
-        if (f.n, f.n, f.nz) != (s.nx(), s.ny(), s.nz) || s.block.n != f.n {
-            return Err(StrataError::invalid(
-                "coefficients",
-                format!(
-                    "from device arrays are of a {0}x{0}x{1} level; the level is a {2}x{3}x{4} block (one block of the whole panel is supported)",
-                    f.n, f.nz, s.nx(), s.ny(), s.nz
-                ),
-            ));
-        }
-        let v = &s.vertical;
-        let vert: Vec<f64> = [&v.d, &v.b, &v.c, &v.vol]
-            .into_iter()
-            .flatten()
-            .copied()
-            .collect();
-        let stream = &backend.stream;
-        // The kernel computes in fp64: an fp32 level's columns are uploaded again in fp64.
-        let wide;
-        let cols = match level_cols {
-            DeviceValues::F64(_) => level_cols,
-            DeviceValues::F32(_) => {
-                wide = backend.upload_values(column_values(&s.columns), Storage::F64)?;
-                &wide
-            }
-        };
-        let vert = cu(stream.clone_htod(&vert))?;
-        // With advection: the level's face lengths, flen[f · n + j] for face f of row j (the
-        // y faces of column i are flen[f · n + i]), and the radial surface factor of each
-        // level's upper face (1 on the box), as strata::stencil's `advection` takes them.
-        let tables = if f.advection {
-            let nn = f.n;
-            let flen: Vec<f64> = (0..=nn)
-                .flat_map(|face| (0..nn).map(move |j| face_length(f.geometry, nn, face, j)))
-                .collect();
-            let surf: Vec<f64> = (0..s.nz)
-                .map(|k| match (f.geometry, v.faces.get(k + 1)) {
-                    (Geometry::Box, _) => 1.0,
-                    (_, Some(r)) => r * r,
-                    (_, None) => 0.0,
-                })
-                .collect();
-            Some((
-                backend.upload_values(&flen, Storage::F64)?,
-                cu(stream.clone_htod(&surf))?,
-            ))
-        } else {
-            None
-        };
         let alloc = || backend.alloc_stored(l.len(), s.storage);
         let mut four = [alloc()?, alloc()?, alloc()?, alloc()?];
-        let mut asym = cu(stream.alloc_zeros::<i32>(1))?;
-        // Tiles of 32 columns × 16 levels of a row (ENTRY_IT, ENTRY_KT), 256 threads.
-        let cfg = LaunchConfig {
-            grid_dim: (
-                (l.nx as u32).div_ceil(32),
-                (l.nz as u32).div_ceil(16),
-                l.ny as u32,
-            ),
-            block_dim: (32, 8, 1),
-            shared_mem_bytes: 0,
-        };
-        let launch = |four: &mut [DeviceValues; 4],
-                      three: Option<&mut [DeviceValues; 3]>,
-                      asym: &mut CudaSlice<i32>|
-         -> Result<()> {
-            let null = 0u64;
-            let adv = f.advection as i32;
-            let mut b = stream.launch_builder(k.get(K::CellEntries));
-            b.arg(&l);
-            for src in &f.src {
-                b.arg(src);
-            }
-            b.arg(cols).arg(&vert);
-            match &tables {
-                Some((flen, surf)) => b.arg(flen).arg(surf),
-                None => b.arg(&null).arg(&null),
-            };
-            b.arg(&f.omega2).arg(&adv);
-            for a in four.iter_mut() {
-                b.arg(a);
-            }
-            match three {
-                Some(t) => {
-                    for a in t.iter_mut() {
-                        b.arg(a);
-                    }
-                }
-                None => {
-                    b.arg(&null).arg(&null).arg(&null);
-                }
-            }
-            b.arg(asym);
-            // SAFETY: the sources address this level's n × n × nz fields (checked or allocated
-            // so; ξ's are read only with advection); the outputs are arrays of the level's
-            // layout, written at interior elements and the e / n halo slots; `cols` and `vert`
-            // hold the level's 6·nx·ny and 4·nz values, the tables (n + 1)·n and nz.
-            cu(unsafe { b.launch(cfg) }).map(|_| ())
-        };
-        // With advection the operator is not symmetric: the seven arrays at once.
-        let symmetric = !f.advection && {
-            launch(&mut four, None, &mut asym)?;
-            cu(stream.clone_dtoh(&asym))?[0] == 0
-        };
-        let wsb = if symmetric {
-            None
-        } else {
-            let mut three = [alloc()?, alloc()?, alloc()?];
-            launch(&mut four, Some(&mut three), &mut asym)?;
-            Some(three)
-        };
-        let [d, e, n, u] = four;
+        let mut wsb = None;
+        fill_entries(backend, s, l, k, r, level_cols, &mut four, &mut wsb)?;
         let up = |v: &[f64]| backend.upload_values(v, s.storage);
         Ok(Self::from_parts(
-            [d, e, n, u],
+            four,
             wsb,
             [up(&[0.0])?, up(&[0.0])?, up(&[0.0])?, up(&[0.0])?],
         ))
     }
+}
+
+/// The fields of `r`, or why they cannot be read here.
+fn level_fields(r: &ResidentCells) -> Result<&LevelFields> {
+    r.0.downcast_ref::<LevelFields>().ok_or_else(|| {
+        let why = if r.0.is::<Consumed>() {
+            "of this level were made into a prepared level and are not kept: set them again"
+        } else {
+            "are held by another backend"
+        };
+        StrataError::invalid("coefficients", why)
+    })
+}
+
+/// Writes the entries of level `s` from its [`ResidentCells`] into `four` (d, e, n, u, arrays of
+/// layout `l` holding zeros, or an earlier operator's entries, outside the elements the kernel
+/// writes) and, where the operator is not symmetric, into `wsb` (allocated if it is `None`); a
+/// symmetric operator leaves `wsb` `None`.
+#[allow(clippy::too_many_arguments)]
+fn fill_entries(
+    backend: &CudaBackend,
+    s: &LevelStencil,
+    l: DeviceLayout,
+    k: &Kernels,
+    r: &ResidentCells,
+    level_cols: &DeviceValues,
+    four: &mut [DeviceValues; 4],
+    wsb: &mut Option<[DeviceValues; 3]>,
+) -> Result<()> {
+    let f = level_fields(r)?;
+    if (f.n, f.n, f.nz) != (s.nx(), s.ny(), s.nz) || s.block.n != f.n {
+        return Err(StrataError::invalid(
+            "coefficients",
+            format!(
+                "from device arrays are of a {0}x{0}x{1} level; the level is a {2}x{3}x{4} block (one block of the whole panel is supported)",
+                f.n, f.nz, s.nx(), s.ny(), s.nz
+            ),
+        ));
+    }
+    let v = &s.vertical;
+    let vert: Vec<f64> = [&v.d, &v.b, &v.c, &v.vol]
+        .into_iter()
+        .flatten()
+        .copied()
+        .collect();
+    let stream = &backend.stream;
+    // The kernel computes in fp64: an fp32 level's columns are uploaded again in fp64.
+    let wide;
+    let cols = match level_cols {
+        DeviceValues::F64(_) => level_cols,
+        DeviceValues::F32(_) => {
+            wide = backend.upload_values(column_values(&s.columns), Storage::F64)?;
+            &wide
+        }
+    };
+    let vert = cu(stream.clone_htod(&vert))?;
+    // With advection: the level's face lengths, flen[f · n + j] for face f of row j (the y
+    // faces of column i are flen[f · n + i]), and the radial surface factor of each level's
+    // upper face (1 on the box), as strata::stencil's `advection` takes them.
+    let tables = if f.advection {
+        let nn = f.n;
+        let flen: Vec<f64> = (0..=nn)
+            .flat_map(|face| (0..nn).map(move |j| face_length(f.geometry, nn, face, j)))
+            .collect();
+        let surf: Vec<f64> = (0..s.nz)
+            .map(|k| match (f.geometry, v.faces.get(k + 1)) {
+                (Geometry::Box, _) => 1.0,
+                (_, Some(r)) => r * r,
+                (_, None) => 0.0,
+            })
+            .collect();
+        Some((
+            backend.upload_values(&flen, Storage::F64)?,
+            cu(stream.clone_htod(&surf))?,
+        ))
+    } else {
+        None
+    };
+    let mut asym = cu(stream.alloc_zeros::<i32>(1))?;
+    // Tiles of 32 columns × 16 levels of a row (ENTRY_IT, ENTRY_KT), 256 threads.
+    let cfg = LaunchConfig {
+        grid_dim: (
+            (l.nx as u32).div_ceil(32),
+            (l.nz as u32).div_ceil(16),
+            l.ny as u32,
+        ),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    };
+    let launch = |four: &mut [DeviceValues; 4],
+                  three: Option<&mut [DeviceValues; 3]>,
+                  asym: &mut CudaSlice<i32>|
+     -> Result<()> {
+        let null = 0u64;
+        let adv = f.advection as i32;
+        let mut b = stream.launch_builder(k.get(K::CellEntries));
+        b.arg(&l);
+        for src in &f.src {
+            b.arg(src);
+        }
+        b.arg(cols).arg(&vert);
+        match &tables {
+            Some((flen, surf)) => b.arg(flen).arg(surf),
+            None => b.arg(&null).arg(&null),
+        };
+        b.arg(&f.omega2).arg(&adv);
+        for a in four.iter_mut() {
+            b.arg(a);
+        }
+        match three {
+            Some(t) => {
+                for a in t.iter_mut() {
+                    b.arg(a);
+                }
+            }
+            None => {
+                b.arg(&null).arg(&null).arg(&null);
+            }
+        }
+        b.arg(asym);
+        // SAFETY: the sources address this level's n × n × nz fields (checked or allocated
+        // so; ξ's are read only with advection); the outputs are arrays of the level's layout,
+        // written at interior elements and the e / n halo slots; `cols` and `vert` hold the
+        // level's 6·nx·ny and 4·nz values, the tables (n + 1)·n and nz.
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
+    };
+    // With advection the operator is not symmetric: the seven arrays at once.
+    let symmetric = !f.advection && {
+        launch(four, None, &mut asym)?;
+        cu(stream.clone_dtoh(&asym))?[0] == 0
+    };
+    if symmetric {
+        *wsb = None;
+        return Ok(());
+    }
+    let three = match wsb {
+        Some(t) => t,
+        None => {
+            let alloc = || backend.alloc_stored(l.len(), s.storage);
+            wsb.insert([alloc()?, alloc()?, alloc()?])
+        }
+    };
+    launch(four, Some(three), &mut asym)
+}
+
+/// [`strata::backend::Fields::refresh_level`] on the GPU: a level prepared for the same block
+/// and precision that has per-cell entries gets the entries of `s`'s device fields written into
+/// its arrays (the seven-array form made or dropped as the new operator needs), so that no
+/// second set of entry arrays is allocated; its column coefficients are uploaded again only when
+/// `s` has others (ω changed). False (and `op` untouched) for anything else.
+pub(super) fn refresh(backend: &CudaBackend, op: &mut CudaLevel, s: &LevelStencil) -> Result<bool> {
+    let (Some(r), Some(cells)) = (&s.resident, &mut op.cells) else {
+        return Ok(false);
+    };
+    let old = &op.stencil;
+    if s.cells.is_some()
+        || s.tiles.is_some()
+        || s.cross.is_some()
+        || cells.cross.1 != 0
+        || (old.block, old.nz, old.storage) != (s.block, s.nz, s.storage)
+    {
+        return Ok(false);
+    }
+    level_fields(r)?;
+    if !Arc::ptr_eq(&old.columns, &s.columns) || !Arc::ptr_eq(&old.vertical, &s.vertical) {
+        op.cols = backend.upload_values(column_values(&s.columns), s.storage)?;
+        op.vert = backend.upload_values(&vertical_values(s), s.storage)?;
+    }
+    let (four, wsb) = cells.arrays_mut();
+    fill_entries(backend, s, op.layout, &op.k, r, &op.cols, four, wsb)?;
+    op.stencil = consumed(s);
+    Ok(true)
 }
 
 /// `s` as a prepared level keeps it: its coefficient fields, host (`cells`) or device

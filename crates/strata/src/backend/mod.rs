@@ -104,6 +104,45 @@ pub fn check_column(s: &LevelStencil, (ih, jh): (usize, usize), len: usize) -> R
     Ok(())
 }
 
+/// Prepares the operators of `stencils` into `ops` (as many, in order): every new operator first,
+/// so that a failure leaves the old ones in place — unless every stencil's coefficient fields
+/// are in the backend's memory ([`LevelStencil::resident`], a model's fields set every step):
+/// then each level is made in place where the backend can ([`Fields::refresh_level`]: no
+/// second set of entry arrays, which a large problem may have no memory for), and a failure may
+/// leave some levels new and others old (the caller sets the fields again).
+pub fn replace_levels<B: Fields + ?Sized>(
+    b: &B,
+    ops: Vec<&mut B::LevelOp>,
+    stencils: &[LevelStencil],
+) -> Result<()> {
+    if ops.len() != stencils.len() {
+        return crate::error::invalid(
+            "operator",
+            format!(
+                "{} levels given for {} prepared ones",
+                stencils.len(),
+                ops.len()
+            ),
+        );
+    }
+    if stencils.iter().all(|s| s.resident.is_some()) {
+        for (op, s) in ops.into_iter().zip(stencils) {
+            if !b.refresh_level(op, s)? {
+                *op = b.prepare_level(s)?;
+            }
+        }
+        return Ok(());
+    }
+    let new = stencils
+        .iter()
+        .map(|s| b.prepare_level(s))
+        .collect::<Result<Vec<_>>>()?;
+    for (op, n) in ops.into_iter().zip(new) {
+        *op = n;
+    }
+    Ok(())
+}
+
 /// [`TransferKernels::copy_halos`] as one [`TransferKernels::copy_halo`] per link: the default,
 /// and the fallback of a backend whose batched form does not apply.
 pub fn copy_halos_one_by_one<B: TransferKernels + ?Sized>(
@@ -180,6 +219,15 @@ pub trait Fields: Sync {
 
     /// Prepares (uploads) a level's stencil.
     fn prepare_level(&self, stencil: &LevelStencil) -> Result<Self::LevelOp>;
+
+    /// Makes `op` the operator of `stencil` in place where the backend can — a GPU backend
+    /// writing the level's new entries, made from coefficient fields in its memory
+    /// ([`LevelStencil::resident`]), into the arrays `op` already has — and says whether it
+    /// did; `op` is untouched when not. Used by [`replace_levels`]. None can by default.
+    fn refresh_level(&self, op: &mut Self::LevelOp, stencil: &LevelStencil) -> Result<bool> {
+        let _ = (op, stencil);
+        Ok(false)
+    }
 
     /// The host stencil a level was prepared from.
     fn stencil<'a>(&self, op: &'a Self::LevelOp) -> &'a LevelStencil;

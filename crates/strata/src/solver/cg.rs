@@ -40,8 +40,7 @@ impl<B: Backend> Cg<B> {
     /// Prepares the operator again from `stencil` (new coefficients or ω on the same grid),
     /// keeping the workspace.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
-        self.op = b.prepare_level(&stencils[0])?;
-        Ok(())
+        crate::backend::replace_levels(b, vec![&mut self.op], &stencils[..1])
     }
 
     /// The prepared level (see above for its documentation).

@@ -71,7 +71,7 @@ impl<B: Backend> Prepared<B> {
     /// Prepares the operators again from `stencils`, keeping the fields.
     fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         match self {
-            Prepared::Line(op) => *op = b.prepare_level(&stencils[0])?,
+            Prepared::Line(op) => crate::backend::replace_levels(b, vec![op], &stencils[..1])?,
             Prepared::Multigrid(pc) => pc.replace_operators(b, stencils)?,
         }
         Ok(())

@@ -80,15 +80,13 @@ impl<B: Backend> Hierarchy<B> {
     /// Prepares every level's operator again from `stencils` (new coefficients or ω on the same
     /// grids), keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
-        // Every new operator first, so that a failure leaves the old ones in place.
-        let ops = stencils[..self.levels.len()]
-            .iter()
-            .map(|s| b.prepare_level(s))
-            .collect::<Result<Vec<_>>>()?;
-        for (l, op) in self.levels.iter_mut().zip(ops) {
-            l.op = op;
-        }
-        Ok(())
+        let n = self.levels.len();
+        crate::backend::replace_levels(b, self.ops_mut().collect(), &stencils[..n])
+    }
+
+    /// Every level's operator, finest first.
+    pub(crate) fn ops_mut(&mut self) -> impl Iterator<Item = &mut B::LevelOp> {
+        self.levels.iter_mut().map(|l| &mut l.op)
     }
 
     /// Exchanges the halo of every level's `u` once (see [`crate::solver::Solver::prepare_comm`];

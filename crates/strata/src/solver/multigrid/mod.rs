@@ -203,10 +203,13 @@ impl<B: Backend> Multigrid<B> {
         match &mut self.cycles {
             Cycles::F64(h) => h.replace_operators(b, stencils),
             Cycles::Split { h, fine, .. } => {
-                let new_fine = b.prepare_level(&stencils[0])?;
-                h.replace_operators(b, &precond::seven_point(stencils))?;
-                *fine = new_fine;
-                Ok(())
+                // The fine level with its cross terms, and the hierarchy's: all or none.
+                let n = h.levels.len();
+                let mut all = vec![stencils[0].clone()];
+                all.extend(precond::seven_point(&stencils[..n]));
+                let mut ops = vec![fine];
+                ops.extend(h.ops_mut());
+                crate::backend::replace_levels(b, ops, &all)
             }
             Cycles::DefectCorrection(pc) => pc.replace_operators(b, stencils),
         }

@@ -109,21 +109,26 @@ impl<B: Backend> MgPreconditioner<B> {
 
     /// Prepares every operator again from `stencils` (fp64 as built), keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
+        if self.outer.is_none() && needs_outer(stencils) {
+            return invalid(
+                "operator",
+                "the new operator has cross terms that the prepared hierarchy does not relax",
+            );
+        }
         let storage = self.storage();
-        let fine =
-            match (&self.outer, needs_outer(stencils)) {
-                (Some(_), _) => Some(b.prepare_level(&stencils[0])?),
-                (None, false) => None,
-                (None, true) => return invalid(
-                    "operator",
-                    "the new operator has cross terms that the prepared hierarchy does not relax",
-                ),
-            };
         self.forget_recordings();
-        self.h
-            .replace_operators(b, &with_storage(stencils, storage))?;
-        if let (Some(m), Some(fine)) = (&mut self.outer, fine) {
-            m.fine = fine;
+        // The outer fine level (fp64) and the hierarchy's, all or none.
+        let mut all = Vec::new();
+        let mut ops = Vec::new();
+        if let Some(m) = &mut self.outer {
+            all.push(stencils[0].clone());
+            ops.push(&mut m.fine);
+        }
+        let n = self.h.levels.len();
+        all.extend(with_storage(&stencils[..n], storage));
+        ops.extend(self.h.ops_mut());
+        crate::backend::replace_levels(b, ops, &all)?;
+        if let Some(m) = &mut self.outer {
             m.corners = stencils[0].reads_tile_corners();
         }
         Ok(())
