@@ -669,8 +669,6 @@ fn column_config(nx: usize, ny: usize, block_x: u32) -> (LaunchConfig, usize) {
     )
 }
 
-/// The columns' coefficients as one array of six values per column (area, α^E, α^W, α^N, α^S,
-/// α_T), which the kernels read.
 /// The vertical vectors a level's kernels take: amb, b, c, d, a (nz values each).
 fn vertical_values(s: &LevelStencil) -> Vec<f64> {
     let v = &s.vertical;
@@ -681,6 +679,8 @@ fn vertical_values(s: &LevelStencil) -> Vec<f64> {
         .collect()
 }
 
+/// The columns' coefficients as one array of six values per column (area, α^E, α^W, α^N, α^S,
+/// α_T), which the kernels read.
 fn column_values(c: &[strata::problem::Column]) -> &[f64] {
     const _: () = assert!(std::mem::size_of::<strata::problem::Column>() == 6 * 8);
     // SAFETY: `Column` is `repr(C)` with exactly six f64 fields (checked above: no padding), so
