@@ -417,6 +417,99 @@ __device__ __forceinline__ void thomas(const Op& op, Fwd rhs_fwd, Again rhs_agai
     }
 }
 
+// The column's solve by two threads at once (the "burn at both ends", or twisted, factorisation),
+// for levels with too few columns to fill the GPU with one thread per column: the thread with
+// bottom = 0 eliminates the top half [0, NZ/2) downwards as thomas() does, the one with bottom = 1
+// the bottom half upwards from NZ - 1 (its "behind" coupling is the row's upper entry, its "ahead"
+// the lower one), with the same checkpoints. Each ends with a row x_k + e x_other = z coupling its
+// last level to the other's last level; one exchange (lanes l and l ^ 16 of `mask`, TWIN_COLUMN)
+// and a 2 x 2 solve give both, and each substitutes back through its own half. The same divisions
+// and loads as thomas(), in two chains of half the length; no shared memory.
+template <class Op, class Fwd, class Again, class Out>
+__device__ __forceinline__ void thomas_twin(const Op& op, int bottom, unsigned mask, Fwd rhs_fwd, Again rhs_again,
+                                            Out out) {
+    constexpr int T = NZ / 2, B = NZ - T, NC = (B + KCH - 1) / KCH;
+    const int count = bottom ? B : T;
+    auto level = [&](int st) { return bottom ? NZ - 1 - st : st; };
+    real ck_e[NC], ck_z[NC];
+    real ep = real(0.0), zp = real(0.0);
+#pragma unroll FWD_UNROLL
+    for (int st = 0; st < B; ++st) {
+        if (st % KCH == 0) { ck_e[st / KCH] = ep; ck_z[st / KCH] = zp; }
+        if (st < count) {
+            const int k = level(st);
+            const real lo = op.lower(k), up = op.upper(k);
+            const real behind = bottom ? up : lo;
+            const real inv = real(1.0) / (op.diag(k) - behind * ep);
+            ep = (bottom ? lo : up) * inv;
+            zp = (rhs_fwd(k) - behind * zp) * inv;
+        }
+    }
+    // The meeting rows: x_me + ep x_other = zp here, x_other + eo x_me = zo in the other thread.
+    const real eo = __shfl_xor_sync(mask, ep, 16);
+    const real zo = __shfl_xor_sync(mask, zp, 16);
+    real next = (zp - ep * zo) / (real(1.0) - ep * eo);
+    for (int ch = NC - 1; ch >= 0; --ch) {
+        const int s0 = ch * KCH;
+        real ee[KCH], zz[KCH];
+        real epp = ck_e[ch], zpp = ck_z[ch];
+        // The chunk's rows again, but the half's last (its value is the meeting's).
+#pragma unroll
+        for (int s = 0; s < KCH; ++s) {
+            const int st = s0 + s;
+            if (st + 1 < count) {
+                const int k = level(st);
+                const real lo = op.lower(k), up = op.upper(k);
+                const real behind = bottom ? up : lo;
+                const real inv = real(1.0) / (op.diag(k) - behind * epp);
+                epp = (bottom ? lo : up) * inv;
+                zpp = (rhs_again(k) - behind * zpp) * inv;
+                ee[s] = epp;
+                zz[s] = zpp;
+            }
+        }
+#pragma unroll
+        for (int s = KCH - 1; s >= 0; --s) {
+            const int st = s0 + s;
+            if (st < count) {
+                if (st + 1 < count) next = zz[s] - ee[s] * next;
+                out(level(st), next);
+            }
+        }
+    }
+}
+
+// How a line kernel's body solves its column: by one thread (Whole: thomas()) or two
+// (Twin: thomas_twin(), with the thread's half and the warp's mask of TWIN_COLUMN).
+struct Whole {
+    template <class Op, class Fwd, class Again, class Out>
+    __device__ __forceinline__ void operator()(const Op& op, Fwd fwd, Again again, Out out) const {
+        thomas(op, fwd, again, out);
+    }
+};
+struct Twin {
+    int bottom;
+    unsigned mask;
+    template <class Op, class Fwd, class Again, class Out>
+    __device__ __forceinline__ void operator()(const Op& op, Fwd fwd, Again again, Out out) const {
+        thomas_twin(op, bottom, mask, fwd, again, out);
+    }
+};
+
+// Two threads per column (thomas_twin): the launch has 2 x (columns in x) threads in x, in blocks a
+// multiple of 32 wide; warp w of a row takes the x positions [16 w, 16 w + 16), lane l the position
+// 16 w + (l & 15) and half l >> 4. `ncols` is the row's count of x positions (it may depend on j,
+// which is set first). Pairs beyond it leave together; `mask` holds the pairs that stay, a prefix of
+// each half-warp.
+#define TWIN_COLUMN(ncols)                                                          \
+    const int lane = threadIdx.x & 31, bottom = lane >> 4;                          \
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;                            \
+    const int x0 = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 16;             \
+    const int live = j < L.ny ? min(16, (ncols) - x0) : 0;                          \
+    if ((lane & 15) >= live) return;                                                \
+    const int x = x0 + (lane & 15);                                                 \
+    const unsigned mask = (live >= 16 ? 0xffffu : ((1u << live) - 1u)) * 0x10001u;
+
 // A coefficient given as a value, or with a slot (>= 0) of the solver's scalars in device memory
 // (strata::backend::ScalarKernels), as that value times the slot's: the Krylov kernels take α and
 // β this way, so that no scalar has to reach the host between them.

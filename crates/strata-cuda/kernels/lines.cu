@@ -4,11 +4,12 @@
 
 // z <- w M^-1 r; traffic 3 (read r twice, write z). w = 1: the line solve; otherwise the
 // smoothing step from zero of a level whose right-hand side residual_restrict_f64 wrote.
-template <class Op>
+template <class Op, class Tri = Whole>
 __device__ __forceinline__ void line_solve_body(const Layout& L, const Op& op, idx_t o0,
-                                                const real* __restrict__ r, real* __restrict__ z, real w) {
+                                                const real* __restrict__ r, real* __restrict__ z, real w,
+                                                const Tri& tri = Tri{}) {
     auto rhs = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
-    thomas(op, rhs, rhs, [&](int k, real zk) { z[o0 + (idx_t)k * L.sx] = w * zk; });
+    tri(op, rhs, rhs, [&](int k, real zk) { z[o0 + (idx_t)k * L.sx] = w * zk; });
 }
 
 extern "C" __global__ void LINE_BOUNDS line_solve_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
@@ -79,10 +80,10 @@ extern "C" __global__ void LINE_BOUNDS cg_tridiag_cells_f64(Layout L, CELL_PARAM
 // paper's two Smooth kernels count 8. With SMOOTH_STORE_RHS the forward sweep stores f - A u_in
 // in u_out and the backward sweep reads it back instead of recomputing the stencil: traffic 6,
 // but no second pass over the neighbours.
-template <class Op>
+template <class Op, class Tri = Whole>
 __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t o0,
                                             const real* __restrict__ f, const real* __restrict__ u_in,
-                                            real* __restrict__ u_out, real rho) {
+                                            real* __restrict__ u_out, real rho, const Tri& tri = Tri{}) {
 #ifdef SMOOTH_STORE_RHS
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
@@ -98,7 +99,7 @@ __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t
     };
     auto again = rhs;
 #endif
-    thomas(op, rhs, again, [&](int k, real zk) {
+    tri(op, rhs, again, [&](int k, real zk) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         u_out[o] = u_in[o] + rho * zk;
     });
@@ -131,17 +132,18 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, c
 // Over-relaxed by relax: u_c <- (1 - relax) u_c + relax T^-1 (f - H u)_c, the column's old value
 // at level k read just before it is written (by this thread only); with relax = 1 exactly the
 // solve, the old values not read.
-template <class Op>
+template <class Op, class Tri = Whole>
 __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op, idx_t o0,
-                                                  const real* __restrict__ f, real* u, real relax) {
+                                                  const real* __restrict__ f, real* u, real relax,
+                                                  const Tri& tri = Tri{}) {
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         return f[o] - op.horizontal(u, o, L, k);
     };
     if (relax == real(1.0)) {
-        thomas(op, rhs, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
+        tri(op, rhs, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
     } else {
-        thomas(op, rhs, rhs, [&](int k, real zk) {
+        tri(op, rhs, rhs, [&](int k, real zk) {
             const idx_t o = o0 + (idx_t)k * L.sx;
             u[o] = (real(1.0) - relax) * u[o] + relax * zk;
         });
@@ -165,6 +167,61 @@ extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PAR
     COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
     smooth_color_body(L, CELL_OP(o0), o0, f, u, (real)relax);
+}
+
+// ---- The same line kernels with two threads per column (thomas_twin, TWIN_COLUMN), for levels
+// whose columns are too few to fill the GPU one thread each (strata_cuda::kernels::Tuning::
+// twin_threads). Launched over 2 x (columns in x) threads in x.
+extern "C" __global__ void LINE_BOUNDS line_solve_twin_f64(Layout L, const real* __restrict__ cols,
+                                               const real* __restrict__ V, const real* __restrict__ r,
+                                               real* __restrict__ z, double w) {
+    TWIN_COLUMN(L.nx)
+    const int i = x;
+    line_solve_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), r, z, (real)w, Twin{bottom, mask});
+}
+
+extern "C" __global__ void LINE_BOUNDS line_solve_twin_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ r,
+                                                     real* __restrict__ z, double w) {
+    TWIN_COLUMN(L.nx)
+    const idx_t o0 = at_(L, x, j, 0);
+    line_solve_body(L, CELL_OP(o0), o0, r, z, (real)w, Twin{bottom, mask});
+}
+
+extern "C" __global__ void LINE_BOUNDS smooth_twin_f64(Layout L, const real* __restrict__ cols,
+                                           const real* __restrict__ V, const real* __restrict__ f,
+                                           const real* __restrict__ u_in, real* __restrict__ u_out,
+                                           double rho) {
+    TWIN_COLUMN(L.nx)
+    const int i = x;
+    smooth_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u_in, u_out, rho, Twin{bottom, mask});
+}
+
+extern "C" __global__ void LINE_BOUNDS smooth_twin_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                                 const real* __restrict__ u_in, real* __restrict__ u_out,
+                                                 double rho) {
+    TWIN_COLUMN(L.nx)
+    const idx_t o0 = at_(L, x, j, 0);
+    smooth_body(L, CELL_OP(o0), o0, f, u_in, u_out, rho, Twin{bottom, mask});
+}
+
+// Row j's columns of the colour are i = 2 x + ((j + parity) & 1): (nx - that + 1) / 2 of them.
+#define TWIN_COLOR_COLUMN                                        \
+    TWIN_COLUMN((L.nx - ((j + parity) & 1) + 1) / 2)             \
+    const int i = 2 * x + ((j + parity) & 1);
+
+extern "C" __global__ void LINE_BOUNDS smooth_color_twin_f64(Layout L, const real* __restrict__ cols,
+                                                 const real* __restrict__ V, const real* __restrict__ f,
+                                                 real* u, int parity, double relax) {
+    TWIN_COLOR_COLUMN
+    smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, (real)relax,
+                      Twin{bottom, mask});
+}
+
+extern "C" __global__ void LINE_BOUNDS smooth_color_twin_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
+                                                       real* u, int parity, double relax) {
+    TWIN_COLOR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    smooth_color_body(L, CELL_OP(o0), o0, f, u, (real)relax, Twin{bottom, mask});
 }
 
 // scale * (sum of the 4 fine children at fine offset of), the restriction of both RestrictSmooth

@@ -147,6 +147,19 @@ pub enum Kernel {
     /// `cell_entries_f64` (coefficients.cu): a level's per-cell entries from coefficient fields
     /// on the device.
     CellEntries,
+    /// `line_solve_twin_f64` (lines.cu): [`Kernel::LineSolve`] with two threads per column
+    /// (`thomas_twin`), for levels of few columns ([`Tuning::twin_threads`]).
+    LineSolveTwin,
+    /// `line_solve_twin_cells_f64` (lines.cu).
+    LineSolveTwinCells,
+    /// `smooth_twin_f64` (lines.cu): [`Kernel::Smooth`] with two threads per column.
+    SmoothTwin,
+    /// `smooth_twin_cells_f64` (lines.cu).
+    SmoothTwinCells,
+    /// `smooth_color_twin_f64` (lines.cu): [`Kernel::SmoothColor`] with two threads per column.
+    SmoothColorTwin,
+    /// `smooth_color_twin_cells_f64` (lines.cu).
+    SmoothColorTwinCells,
 }
 
 impl Kernel {
@@ -166,7 +179,7 @@ impl Kernel {
     ];
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 59] = [
+    pub const ALL: [Kernel; 65] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -226,6 +239,12 @@ impl Kernel {
         Kernel::CoefCheck,
         Kernel::CoefCoarsen,
         Kernel::CellEntries,
+        Kernel::LineSolveTwin,
+        Kernel::LineSolveTwinCells,
+        Kernel::SmoothTwin,
+        Kernel::SmoothTwinCells,
+        Kernel::SmoothColorTwin,
+        Kernel::SmoothColorTwinCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -291,6 +310,12 @@ impl Kernel {
             Kernel::CoefCheck => "coef_check_f64",
             Kernel::CoefCoarsen => "coef_coarsen_f64",
             Kernel::CellEntries => "cell_entries_f64",
+            Kernel::LineSolveTwin => "line_solve_twin_f64",
+            Kernel::LineSolveTwinCells => "line_solve_twin_cells_f64",
+            Kernel::SmoothTwin => "smooth_twin_f64",
+            Kernel::SmoothTwinCells => "smooth_twin_cells_f64",
+            Kernel::SmoothColorTwin => "smooth_color_twin_f64",
+            Kernel::SmoothColorTwinCells => "smooth_color_twin_cells_f64",
         }
     }
 
@@ -333,6 +358,12 @@ impl Kernel {
             Kernel::CopyHalos => "transfer.cu",
             Kernel::Widen => "vector.cu",
             Kernel::Narrow => "vector.cu",
+            Kernel::LineSolveTwin
+            | Kernel::LineSolveTwinCells
+            | Kernel::SmoothTwin
+            | Kernel::SmoothTwinCells
+            | Kernel::SmoothColorTwin
+            | Kernel::SmoothColorTwinCells => "lines.cu",
             Kernel::SmoothPcr
             | Kernel::SmoothPcrCells
             | Kernel::RestrictSmoothPcr
@@ -364,7 +395,8 @@ impl Kernel {
 /// kernels one launch at a time instead of replaying a CUDA graph of them) and
 /// `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never) and
 /// `STRATA_CUDA_THOMAS_SMEM` ([`Tuning::thomas_smem`], bytes; 0 never) and
-/// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]).
+/// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]) and `STRATA_CUDA_TWIN_THREADS`
+/// ([`Tuning::twin_threads`]; 0 never).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -395,6 +427,10 @@ pub struct Tuning {
     /// grouped loads, mixed red-black mg at 2816² × 128 on one H200 took 0.2345 s fused against
     /// 0.2385 s (docs/PERFORMANCE.md, session 13).
     pub fuse_f32: bool,
+    /// The line kernels (Smooth, the line solve, the red-black half-sweep) of a launch that
+    /// would have fewer than this many threads with one per column run two threads per column
+    /// instead (`thomas_twin`, kernels/common.cuh); PCR levels are not affected; 0: never.
+    pub twin_threads: usize,
 }
 
 /// Default of [`Tuning::thomas_smem`]: 16 KiB, the top 32 levels of a column of the fp32 build
@@ -455,6 +491,11 @@ pub const TILE_STREAMS_COLUMNS: usize = 65536;
 /// Smooth by Thomas against 0.38 ms by PCR (session 13).
 pub const PCR_COLUMNS: usize = 1 << 15;
 
+/// Default of [`Tuning::twin_threads`]: 2^17, so that the line kernels of 256² levels (one
+/// thread per column: 0.4–0.5 waves on an H200) and the red-black half-sweeps of levels up to
+/// 362² run two threads per column (docs/PERFORMANCE.md, session 15).
+pub const TWIN_THREADS: usize = 1 << 17;
+
 /// Default block width of the column kernels (the paper's 64 × 2).
 pub const BLOCK_X: u32 = 64;
 
@@ -473,6 +514,7 @@ impl Default for Tuning {
             segment_threads: SEGMENT_THREADS,
             thomas_smem: THOMAS_SMEM,
             fuse_f32: true,
+            twin_threads: TWIN_THREADS,
         }
     }
 }
@@ -502,6 +544,7 @@ impl Tuning {
         let segment_threads = count("STRATA_CUDA_SEGMENT_THREADS", SEGMENT_THREADS);
         let thomas_smem = count("STRATA_CUDA_THOMAS_SMEM", THOMAS_SMEM);
         let fuse_f32 = std::env::var("STRATA_CUDA_FUSE_F32").map_or(true, |v| v.trim() != "0");
+        let twin_threads = count("STRATA_CUDA_TWIN_THREADS", TWIN_THREADS);
         Self {
             options,
             block_x,
@@ -512,6 +555,7 @@ impl Tuning {
             segment_threads,
             thomas_smem,
             fuse_f32,
+            twin_threads,
         }
     }
 

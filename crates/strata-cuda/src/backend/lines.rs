@@ -6,7 +6,7 @@ use strata::backend::{Coef, LineKernels, StencilKernels};
 impl LineKernels for CudaBackend {
     fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
         self.check(op, &[r, z])?;
-        launch_op!(self, op, K::LineSolve, K::LineSolveCells, in op.line_cfg; &r.data, &mut z.data, &1.0f64)
+        self.line_solve_scaled(op, r, z, 1.0)
     }
 
     fn cg_tridiag(
@@ -35,6 +35,9 @@ impl LineKernels for CudaBackend {
         if let Some(cfg) = op.pcr {
             return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
         }
+        if let Some(cfg) = self.twin_config(op, op.layout.nx as usize) {
+            return launch_op!(self, op, K::SmoothTwin, K::SmoothTwinCells, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
+        }
         launch_op!(self, op, K::Smooth, K::SmoothCells, in op.line_cfg; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
@@ -62,28 +65,35 @@ impl LineKernels for CudaBackend {
                     },
                 )
             }
-            // Half as many threads in x: one per column of the colour (kernels/lines.cu).
-            None => (
-                op_kernel(op, K::SmoothColor, K::SmoothColorCells),
-                LaunchConfig {
-                    shared_mem_bytes: op.k.line_smem(),
-                    ..column_config(
-                        (op.layout.nx as usize).div_ceil(2),
-                        op.layout.ny as usize,
-                        self.tuning.block_x,
-                    )
-                    .0
-                },
-            ),
+            None => match self.twin_config(op, (op.layout.nx as usize).div_ceil(2)) {
+                // Two threads per column of the colour (TWIN_COLOR_COLUMN).
+                Some(cfg) => (
+                    op_kernel(op, K::SmoothColorTwin, K::SmoothColorTwinCells),
+                    cfg,
+                ),
+                // Half as many threads in x: one per column of the colour (kernels/lines.cu).
+                None => (
+                    op_kernel(op, K::SmoothColor, K::SmoothColorCells),
+                    LaunchConfig {
+                        shared_mem_bytes: op.k.line_smem(),
+                        ..column_config(
+                            (op.layout.nx as usize).div_ceil(2),
+                            op.layout.ny as usize,
+                            self.tuning.block_x,
+                        )
+                        .0
+                    },
+                ),
+            },
         };
         let sym = sym_flag(op);
         let mut l = self.launch_stream().launch_builder(op.k.get(kernel));
         l.arg(&op.layout);
         push_operator(&mut l, op, &sym);
         l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax);
-        // SAFETY: layouts checked; each thread (column) solves one column of the colour of this
-        // level (inside the layout) and reads only its neighbours (halo included), which have
-        // the other colour and are not written.
+        // SAFETY: layouts checked; each thread (or pair of threads, each writing its own half)
+        // solves one column of the colour of this level (inside the layout) and reads only its
+        // neighbours (halo included), which have the other colour and are not written.
         cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
@@ -178,8 +188,7 @@ impl LineKernels for CudaBackend {
         // writes its coarse column's f_c.
         cu(unsafe { b.launch(cfg) })?;
         // u_c <- rho M^-1 f_c.
-        let f_coarse: &CudaField = f_coarse;
-        launch_op!(self, coarse, K::LineSolve, K::LineSolveCells, in coarse.line_cfg; &f_coarse.data, &mut u_coarse.data, &rho)
+        self.line_solve_scaled(coarse, f_coarse, u_coarse, rho)
     }
 }
 
@@ -192,6 +201,43 @@ fn has_cross(op: &CudaLevel) -> bool {
 }
 
 impl CudaBackend {
+    /// The launch of `op`'s line kernels with two threads per column (`thomas_twin`,
+    /// kernels/common.cuh) over `xs` columns in x per row, where one thread per column would
+    /// launch fewer than [`crate::kernels::Tuning::twin_threads`] threads and the level does not
+    /// solve by PCR; `None` otherwise. Blocks of 64 × 2 (32 × 4 on rows of at most 16 columns):
+    /// a multiple of a warp wide, as `TWIN_COLUMN` needs.
+    pub(super) fn twin_config(&self, op: &CudaLevel, xs: usize) -> Option<LaunchConfig> {
+        let ny = op.layout.ny as usize;
+        if op.pcr.is_some() || xs * ny >= self.tuning.twin_threads {
+            return None;
+        }
+        let threads_x = 2 * xs as u32;
+        let bx: u32 = if threads_x <= 32 { 32 } else { 64 };
+        Some(LaunchConfig {
+            grid_dim: (
+                threads_x.div_ceil(bx),
+                (ny as u32).div_ceil(BLOCK_THREADS / bx),
+                1,
+            ),
+            block_dim: (bx, BLOCK_THREADS / bx, 1),
+            shared_mem_bytes: 0,
+        })
+    }
+
+    /// z ← w M⁻¹ r on level `op` (fields checked by the caller), one or two threads per column.
+    fn line_solve_scaled(
+        &self,
+        op: &CudaLevel,
+        r: &CudaField,
+        z: &mut CudaField,
+        w: f64,
+    ) -> Result<()> {
+        if let Some(cfg) = self.twin_config(op, op.layout.nx as usize) {
+            return launch_op!(self, op, K::LineSolveTwin, K::LineSolveTwinCells, in cfg; &r.data, &mut z.data, &w);
+        }
+        launch_op!(self, op, K::LineSolve, K::LineSolveCells, in op.line_cfg; &r.data, &mut z.data, &w)
+    }
+
     /// Launches the CG Tridiag with α as a [`Coef`] (a slot of `sc`), its block partials into
     /// `red`.
     #[allow(clippy::too_many_arguments)]

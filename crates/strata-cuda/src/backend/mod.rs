@@ -60,8 +60,8 @@ macro_rules! launch_op {
         $( b.arg($arg); )*
         let cfg: Option<LaunchConfig> = $cfg;
         // SAFETY: every field argument was checked to have this level's layout, and the column
-        // kernels (one thread per column, or per cell of a column for PCR) touch only that
-        // layout's elements (interior, or halo for reads).
+        // kernels (one or two threads per column, or one per cell of a column for PCR) touch
+        // only that layout's elements (interior, or halo for reads).
         cu(unsafe { b.launch(cfg.unwrap_or(op.cfg)) }).map(|_| ())
     }};
 }
