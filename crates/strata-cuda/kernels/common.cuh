@@ -500,15 +500,19 @@ struct Twin {
 // multiple of 32 wide; warp w of a row takes the x positions [16 w, 16 w + 16), lane l the position
 // 16 w + (l & 15) and half l >> 4. `ncols` is the row's count of x positions (it may depend on j,
 // which is set first). Pairs beyond it leave together; `mask` holds the pairs that stay, a prefix of
-// each half-warp.
-#define TWIN_COLUMN(ncols)                                                          \
+// each half-warp. TWIN_PAIR is the same without leaving (kernels whose every thread must reach a
+// block reduction): `active` says whether the thread's pair has a column.
+#define TWIN_PAIR(ncols)                                                            \
     const int lane = threadIdx.x & 31, bottom = lane >> 4;                          \
     const int j = blockIdx.y * blockDim.y + threadIdx.y;                            \
     const int x0 = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 16;             \
     const int live = j < L.ny ? min(16, (ncols) - x0) : 0;                          \
-    if ((lane & 15) >= live) return;                                                \
+    const bool active = (lane & 15) < live;                                         \
     const int x = x0 + (lane & 15);                                                 \
     const unsigned mask = (live >= 16 ? 0xffffu : ((1u << live) - 1u)) * 0x10001u;
+#define TWIN_COLUMN(ncols) \
+    TWIN_PAIR(ncols)       \
+    if (!active) return;
 
 // A coefficient given as a value, or with a slot (>= 0) of the solver's scalars in device memory
 // (strata::backend::ScalarKernels), as that value times the slot's: the Krylov kernels take α and

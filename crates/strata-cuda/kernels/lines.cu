@@ -29,10 +29,11 @@ extern "C" __global__ void LINE_BOUNDS line_solve_cells_f64(Layout L, CELL_PARAM
 
 // Fused CG Tridiag: r <- r - alpha q; z <- M^-1 r; adds the column's r.r and r.z to rr, rz.
 // Traffic 5 (read q, r; write r; read r again; write z); the paper's Mem^(C) counts 9.
-template <class Op>
+template <class Op, class Tri = Whole>
 __device__ __forceinline__ void cg_tridiag_body(const Layout& L, const Op& op, idx_t o0,
                                                 const real* __restrict__ q, real* __restrict__ r,
-                                                real* __restrict__ z, real alpha, double& rr, double& rz) {
+                                                real* __restrict__ z, real alpha, double& rr, double& rz,
+                                                const Tri& tri = Tri{}) {
     auto fwd = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         const real rk = r[o] - alpha * q[o];
@@ -41,7 +42,7 @@ __device__ __forceinline__ void cg_tridiag_body(const Layout& L, const Op& op, i
         return rk;
     };
     auto again = [&](int k) { return r[o0 + (idx_t)k * L.sx]; };
-    thomas(op, fwd, again, [&](int k, real zk) {
+    tri(op, fwd, again, [&](int k, real zk) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         z[o] = zk;
         rz += r[o] * zk;
@@ -185,6 +186,37 @@ extern "C" __global__ void LINE_BOUNDS line_solve_twin_cells_f64(Layout L, CELL_
     TWIN_COLUMN(L.nx)
     const idx_t o0 = at_(L, x, j, 0);
     line_solve_body(L, CELL_OP(o0), o0, r, z, (real)w, Twin{bottom, mask});
+}
+
+// CG Tridiag by pairs: each thread adds its half's products; every thread reaches block_sum.
+extern "C" __global__ void LINE_BOUNDS cg_tridiag_twin_f64(Layout L, const real* __restrict__ cols,
+                                               const real* __restrict__ V, const real* __restrict__ q,
+                                               real* __restrict__ r, real* __restrict__ z, double alpha0,
+                                               const double* __restrict__ sc, int ia,
+                                               double* __restrict__ partials) {
+    TWIN_PAIR(L.nx)
+    const double alpha = coef(alpha0, sc, ia);
+    double rr = 0.0, rz = 0.0;
+    if (active)
+        cg_tridiag_body(L, ColOp{load_col(cols, L, x, j), V}, at_(L, x, j, 0), q, r, z, alpha, rr, rz,
+                        Twin{bottom, mask});
+    block_sum(rr, partials, 0, 2);
+    block_sum(rz, partials, 1, 2);
+}
+
+extern "C" __global__ void LINE_BOUNDS cg_tridiag_twin_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ q,
+                                                     real* __restrict__ r, real* __restrict__ z,
+                                                     double alpha0, const double* __restrict__ sc, int ia,
+                                                     double* __restrict__ partials) {
+    TWIN_PAIR(L.nx)
+    const double alpha = coef(alpha0, sc, ia);
+    double rr = 0.0, rz = 0.0;
+    if (active) {
+        const idx_t o0 = at_(L, x, j, 0);
+        cg_tridiag_body(L, CELL_OP(o0), o0, q, r, z, alpha, rr, rz, Twin{bottom, mask});
+    }
+    block_sum(rr, partials, 0, 2);
+    block_sum(rz, partials, 1, 2);
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_twin_f64(Layout L, const real* __restrict__ cols,

@@ -152,6 +152,10 @@ pub enum Kernel {
     LineSolveTwin,
     /// `line_solve_twin_cells_f64` (lines.cu).
     LineSolveTwinCells,
+    /// `cg_tridiag_twin_f64` (lines.cu): [`Kernel::CgTridiag`] with two threads per column.
+    CgTridiagTwin,
+    /// `cg_tridiag_twin_cells_f64` (lines.cu).
+    CgTridiagTwinCells,
     /// `smooth_twin_f64` (lines.cu): [`Kernel::Smooth`] with two threads per column.
     SmoothTwin,
     /// `smooth_twin_cells_f64` (lines.cu).
@@ -179,7 +183,7 @@ impl Kernel {
     ];
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 65] = [
+    pub const ALL: [Kernel; 67] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -241,6 +245,8 @@ impl Kernel {
         Kernel::CellEntries,
         Kernel::LineSolveTwin,
         Kernel::LineSolveTwinCells,
+        Kernel::CgTridiagTwin,
+        Kernel::CgTridiagTwinCells,
         Kernel::SmoothTwin,
         Kernel::SmoothTwinCells,
         Kernel::SmoothColorTwin,
@@ -312,6 +318,8 @@ impl Kernel {
             Kernel::CellEntries => "cell_entries_f64",
             Kernel::LineSolveTwin => "line_solve_twin_f64",
             Kernel::LineSolveTwinCells => "line_solve_twin_cells_f64",
+            Kernel::CgTridiagTwin => "cg_tridiag_twin_f64",
+            Kernel::CgTridiagTwinCells => "cg_tridiag_twin_cells_f64",
             Kernel::SmoothTwin => "smooth_twin_f64",
             Kernel::SmoothTwinCells => "smooth_twin_cells_f64",
             Kernel::SmoothColorTwin => "smooth_color_twin_f64",
@@ -360,6 +368,8 @@ impl Kernel {
             Kernel::Narrow => "vector.cu",
             Kernel::LineSolveTwin
             | Kernel::LineSolveTwinCells
+            | Kernel::CgTridiagTwin
+            | Kernel::CgTridiagTwinCells
             | Kernel::SmoothTwin
             | Kernel::SmoothTwinCells
             | Kernel::SmoothColorTwin
@@ -427,7 +437,7 @@ pub struct Tuning {
     /// grouped loads, mixed red-black mg at 2816² × 128 on one H200 took 0.2345 s fused against
     /// 0.2385 s (docs/PERFORMANCE.md, session 13).
     pub fuse_f32: bool,
-    /// The line kernels (Smooth, the line solve, the red-black half-sweep) of a launch that
+    /// The line kernels (Smooth, the line solve, CG's Tridiag, the red-black half-sweep) of a launch that
     /// would have fewer than this many threads with one per column run two threads per column
     /// instead (`thomas_twin`, kernels/common.cuh); PCR levels are not affected; 0: never.
     pub twin_threads: usize,

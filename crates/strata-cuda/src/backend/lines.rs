@@ -18,8 +18,9 @@ impl LineKernels for CudaBackend {
         alpha: f64,
     ) -> Result<[f64; 2]> {
         let mut red = self.reduce_lock();
-        self.cg_tridiag_launch(op, q, r, z, Coef::value(alpha), &self.no_slots, &mut red)?;
-        self.finish_reduce(op, &mut red, 2)
+        let blocks =
+            self.cg_tridiag_launch(op, q, r, z, Coef::value(alpha), &self.no_slots, &mut red)?;
+        self.finish_reduce_of(op, blocks, &mut red, 2)
     }
 
     fn smooth(
@@ -192,6 +193,31 @@ impl LineKernels for CudaBackend {
     }
 }
 
+/// The launch of the line kernels with two threads per column over `xs` columns in x and `ny`
+/// rows (see [`CudaBackend::twin_config`]); `None` on PCR levels (`pcr`) and where one thread
+/// per column makes [`crate::kernels::Tuning::twin_threads`] threads or more.
+pub(super) fn twin_config(
+    tuning: &crate::kernels::Tuning,
+    pcr: bool,
+    xs: usize,
+    ny: usize,
+) -> Option<LaunchConfig> {
+    if pcr || xs * ny >= tuning.twin_threads {
+        return None;
+    }
+    let threads_x = 2 * xs as u32;
+    let bx: u32 = if threads_x <= 32 { 32 } else { 64 };
+    Some(LaunchConfig {
+        grid_dim: (
+            threads_x.div_ceil(bx),
+            (ny as u32).div_ceil(BLOCK_THREADS / bx),
+            1,
+        ),
+        block_dim: (bx, BLOCK_THREADS / bx, 1),
+        shared_mem_bytes: 0,
+    })
+}
+
 /// Whether level `op` has the sphere's cross terms.
 fn has_cross(op: &CudaLevel) -> bool {
     match &op.cells {
@@ -207,21 +233,7 @@ impl CudaBackend {
     /// solve by PCR; `None` otherwise. Blocks of 64 × 2 (32 × 4 on rows of at most 16 columns):
     /// a multiple of a warp wide, as `TWIN_COLUMN` needs.
     pub(super) fn twin_config(&self, op: &CudaLevel, xs: usize) -> Option<LaunchConfig> {
-        let ny = op.layout.ny as usize;
-        if op.pcr.is_some() || xs * ny >= self.tuning.twin_threads {
-            return None;
-        }
-        let threads_x = 2 * xs as u32;
-        let bx: u32 = if threads_x <= 32 { 32 } else { 64 };
-        Some(LaunchConfig {
-            grid_dim: (
-                threads_x.div_ceil(bx),
-                (ny as u32).div_ceil(BLOCK_THREADS / bx),
-                1,
-            ),
-            block_dim: (bx, BLOCK_THREADS / bx, 1),
-            shared_mem_bytes: 0,
-        })
+        twin_config(&self.tuning, op.pcr.is_some(), xs, op.layout.ny as usize)
     }
 
     /// z ← w M⁻¹ r on level `op` (fields checked by the caller), one or two threads per column.
@@ -239,7 +251,7 @@ impl CudaBackend {
     }
 
     /// Launches the CG Tridiag with α as a [`Coef`] (a slot of `sc`), its block partials into
-    /// `red`.
+    /// `red`; returns how many blocks wrote partials (more with two threads per column).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn cg_tridiag_launch(
         &self,
@@ -250,9 +262,14 @@ impl CudaBackend {
         alpha: Coef,
         sc: &CudaSlice<f64>,
         red: &mut Reduce,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         self.check(op, &[q, r, z])?;
         let (a, ia) = (alpha.value, alpha.slot_index());
-        launch_op!(self, op, K::CgTridiag, K::CgTridiagCells, in op.line_cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)
+        if let Some(cfg) = self.twin_config(op, op.layout.nx as usize) {
+            launch_op!(self, op, K::CgTridiagTwin, K::CgTridiagTwinCells, in cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)?;
+            return Ok((cfg.grid_dim.0 * cfg.grid_dim.1) as usize);
+        }
+        launch_op!(self, op, K::CgTridiag, K::CgTridiagCells, in op.line_cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)?;
+        Ok(op.blocks)
     }
 }

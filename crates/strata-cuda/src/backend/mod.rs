@@ -711,10 +711,16 @@ impl Fields for CudaBackend {
             },
             blocks * segs as usize,
         );
+        let pcr = pcr_config(s.nx() * s.ny(), s.nz, self.tuning.pcr_columns);
+        // The blocks of the reductions: the segmented launch's, or CG Tridiag's with two
+        // threads per column.
+        let twin_blocks = lines::twin_config(&self.tuning, pcr.is_some(), s.nx(), s.ny())
+            .map_or(0, |c| (c.grid_dim.0 * c.grid_dim.1) as usize);
         {
             let mut r = self.reduce_lock();
-            if r.partials.len() < 2 * seg.1 {
-                r.partials = self.alloc_values(2 * seg.1)?;
+            let need = 2 * seg.1.max(twin_blocks);
+            if r.partials.len() < need {
+                r.partials = self.alloc_values(need)?;
             }
         }
         let p = s.block.physical();
@@ -749,7 +755,7 @@ impl Fields for CudaBackend {
             },
             cfg,
             blocks,
-            pcr: pcr_config(s.nx() * s.ny(), s.nz, self.tuning.pcr_columns),
+            pcr,
             seg,
             k,
         })

@@ -144,8 +144,8 @@ impl ScalarKernels for CudaBackend {
     ) -> Result<()> {
         check_slots(s, &[alpha], Some((out, 2)))?;
         let mut red = self.reduce_lock();
-        self.cg_tridiag_launch(op, q, r, z, alpha, s, &mut red)?;
-        self.reduce_into(op, op.blocks, &red, 2, s, out)
+        let blocks = self.cg_tridiag_launch(op, q, r, z, alpha, s, &mut red)?;
+        self.reduce_into(op, blocks, &red, 2, s, out)
     }
 
     fn axpy_norm_slots(
