@@ -178,6 +178,73 @@ fn every_solver_is_decomposition_invariant() {
     }
 }
 
+/// On strips of ranks (1 × p, p × 1) the multigrid cycle prolongates into the halos instead of
+/// exchanging after each prolongation: the same solution, bit for bit, as with the exchange
+/// (`STRATA_HALO_PROLONGATION=0`), and a third fewer exchanges per level (the profile's Halo
+/// calls); on a 2 × 2 grid, where the coarse halo's corners would be read, the exchange stays.
+#[test]
+fn prolongating_into_the_halo_replaces_an_exchange_exactly() {
+    let n = N.to_string();
+    let nz = NZ.to_string();
+    let run = |ranks: usize, grid: &str, solver: &str, prolongate: &str, tag: &str| {
+        let file = tmp(&format!("prolong-{tag}-{prolongate}.nc"));
+        let o = Command::new("mpirun")
+            .args([
+                "--oversubscribe",
+                "--timeout",
+                "120",
+                "-n",
+                &ranks.to_string(),
+            ])
+            .args(["-x", "STRATA_HALO_PROLONGATION", strata_bin()])
+            .args([
+                "solve", "--n", &n, "--nz", &nz, "--levels", "3", "--solver", solver,
+            ])
+            .args([
+                "--smoother",
+                "red-black",
+                "--backend",
+                "cpu",
+                "--threads",
+                "1",
+                "--profile",
+            ])
+            .args(["--ranks", grid, "--output", file.to_str().unwrap()])
+            .env("STRATA_HALO_PROLONGATION", prolongate)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .expect("mpirun runs (Open MPI installed)");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        // Halo calls summed over the profile's rows.
+        let halos: usize = out
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some("Halo"))
+            .map(|l| {
+                l.split_whitespace()
+                    .nth(2)
+                    .unwrap()
+                    .parse::<usize>()
+                    .unwrap()
+            })
+            .sum();
+        (std::fs::read(&file).unwrap(), halos, iterations(&o))
+    };
+    for (ranks, grid, solver) in [(2, "2x1", "mg"), (3, "1x3", "mg-cg"), (4, "2x2", "mg")] {
+        let tag = format!("{grid}-{solver}");
+        let (u1, h1, it1) = run(ranks, grid, solver, "1", &tag);
+        let (u0, h0, it0) = run(ranks, grid, solver, "0", &tag);
+        assert_eq!(it1, it0, "{tag}");
+        assert!(u1 == u0, "{tag}: the solutions differ");
+        if grid == "2x2" {
+            assert_eq!(h1, h0, "{tag}: the exchange stays on a 2 x 2 grid");
+        } else {
+            assert!(h0 > 0 && h1 < h0, "{tag}: {h1} exchanges against {h0}");
+        }
+    }
+}
+
 #[test]
 fn an_explicit_rank_grid_is_used_and_checked() {
     let o = mpirun(

@@ -735,6 +735,147 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
             );
         }
     }
+    prolongated_halos(b);
+}
+
+/// `prolongate_faces`: on a block of a decomposition, the halo cells it prolongates are bit for
+/// bit what each neighbouring block's `prolongate` computes for those cells (its interior
+/// layer), when every block's coarse and fine fields hold the same global values, halos and
+/// coarse corners included — so that the exchange after a prolongation can be left out — and
+/// the halos are the reference's to `TOL`. Blocks in the middle of the level and at a corner (ghost parents
+/// outside the physical boundary), sides with and without a neighbour asked for.
+fn prolongated_halos<B: Backend>(b: &B) {
+    let r = ReferenceBackend;
+    let n = 48;
+    // One global value per coarse or fine cell, halos included (the same on every block).
+    let global = |level: u64, i: isize, j: isize, k: usize| {
+        let h = (level * 1_000_003 + (i + 7) as u64 * 7919 + (j + 7) as u64 * 104_729 + k as u64)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    let field = |blk: Block, level: u64, nz: usize| {
+        let mut h = HostField::zeros(blk.nx, blk.ny, nz);
+        for jh in 0..blk.ny + 2 {
+            for ih in 0..blk.nx + 2 {
+                let o = h.offset(ih, jh);
+                let (i, j) = (
+                    blk.i0 as isize + ih as isize - 1,
+                    blk.j0 as isize + jh as isize - 1,
+                );
+                for k in 0..nz {
+                    h.data[o + k] = global(level, i, j, k);
+                }
+            }
+        }
+        h
+    };
+    let blk = |i0, j0, nx, ny| Block {
+        n,
+        i0,
+        j0,
+        nx,
+        ny,
+        panel: None,
+    };
+    for g in [Geometry::Panel, Geometry::Box] {
+        for nz in [7, 16] {
+            for (a, sides) in [
+                (blk(16, 8, 20, 24), [true; 4]),
+                (blk(0, 0, 20, 24), [false, true, false, true]),
+                (blk(28, 24, 20, 24), [true, false, true, false]),
+                (blk(16, 8, 20, 24), [false, true, true, false]),
+            ] {
+                let ctx = format!("{g:?} nz={nz} {a:?} sides {sides:?} {:?}", b.name());
+                // Prolongated here: A's own fields, then its halo faces.
+                let (fs, cs) = (level(g, a, nz), level(g, a.coarsen(), nz));
+                let (fo, co) = (b.prepare_level(&fs).unwrap(), b.prepare_level(&cs).unwrap());
+                let (hc, hf) = (field(a.coarsen(), 1, nz), field(a, 0, nz));
+                let (mut dc, mut df) = (to_backend(b, &co, &hc), to_backend(b, &fo, &hf));
+                // The face cells at a face's ends read the coarse halo's corners (unless the
+                // side across is physical): here they hold the diagonal blocks' values too.
+                let (cx, cy) = (a.nx / 2 + 1, a.ny / 2 + 1);
+                for at in [(0, 0), (cx, 0), (0, cy), (cx, cy)] {
+                    let o = hc.offset(at.0, at.1);
+                    let mut buf = b.alloc_face(nz).unwrap();
+                    b.face_from_host(&hc.data[o..o + nz], &mut buf).unwrap();
+                    b.unpack_column(&co, &mut dc, at, &buf).unwrap();
+                }
+                b.prolongate(&co, &fo, &dc, &mut df).unwrap();
+                b.prolongate_faces(&co, &fo, &dc, &mut df, sides).unwrap();
+
+                let mut want = hf.clone();
+                r.prolongate(&cs, &fs, &hc, &mut want).unwrap();
+                r.prolongate_faces(&cs, &fs, &hc, &mut want, sides).unwrap();
+                for side in Side::ALL {
+                    let len = face_len(&fs, side);
+                    let cols = len / nz;
+                    // The neighbour across `side`, and for t along the face A's halo column
+                    // and the neighbour's column of the same cell (halo-inclusive).
+                    let nb = match side {
+                        Side::West => blk(a.i0 - 4, a.j0, 4, a.ny),
+                        Side::East => blk(a.i0 + a.nx, a.j0, 4, a.ny),
+                        Side::South => blk(a.i0, a.j0 - 4, a.nx, 4),
+                        Side::North => blk(a.i0, a.j0 + a.ny, a.nx, 4),
+                    };
+                    let cell = |t: usize| match side {
+                        Side::West => ((0, t + 1), (4, t + 1)),
+                        Side::East => ((a.nx + 1, t + 1), (1, t + 1)),
+                        Side::South => ((t + 1, 0), (t + 1, 4)),
+                        Side::North => ((t + 1, a.ny + 1), (t + 1, 1)),
+                    };
+                    let column = |d: &B::Field, op: &B::LevelOp, at: (usize, usize)| {
+                        let mut buf = b.alloc_face(nz).unwrap();
+                        b.pack_column(op, d, at, &mut buf).unwrap();
+                        let mut v = vec![0.0; nz];
+                        b.face_to_host(&buf, &mut v).unwrap();
+                        v
+                    };
+                    if !sides[side.index()] {
+                        // Not asked for: the halo keeps what it held.
+                        for t in 0..cols {
+                            let (ih, jh) = cell(t).0;
+                            let o = hf.offset(ih, jh);
+                            assert_eq!(
+                                column(&df, &fo, (ih, jh)),
+                                hf.data[o..o + nz],
+                                "{side:?} kept, {ctx}"
+                            );
+                        }
+                        continue;
+                    }
+                    // The neighbour's own prolongation of the cells across the side.
+                    let (ns, ncs) = (level(g, nb, nz), level(g, nb.coarsen(), nz));
+                    let (no, nco) = (
+                        b.prepare_level(&ns).unwrap(),
+                        b.prepare_level(&ncs).unwrap(),
+                    );
+                    let (ndc, mut ndf) = (
+                        to_backend(b, &nco, &field(nb.coarsen(), 1, nz)),
+                        to_backend(b, &no, &field(nb, 0, nz)),
+                    );
+                    b.prolongate(&nco, &no, &ndc, &mut ndf).unwrap();
+                    for t in 0..cols {
+                        let (ih, jh) = cell(t).0;
+                        let got = column(&df, &fo, (ih, jh));
+                        assert_eq!(
+                            got,
+                            column(&ndf, &no, cell(t).1),
+                            "{side:?} halo column {t}, {ctx}"
+                        );
+                        let o = want.offset(ih, jh);
+                        let d = got
+                            .iter()
+                            .zip(&want.data[o..o + nz])
+                            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+                        assert!(
+                            d <= TOL,
+                            "{side:?} halo column {t} against the reference: {d:e}, {ctx}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `residual_restrict_smooth` (the V-cycle's residual and the next level's RestrictSmooth in

@@ -326,28 +326,63 @@ extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_P
 // every operator (the prolongation does not depend on the coefficients).
 // phys: bit 0 west, 1 east, 2 south, 3 north is a physical boundary of the coarse block.
 // Traffic 2.25 per fine cell. Over the levels [k0, k1) (SEGMENT).
-extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const real* __restrict__ uc,
-                                          real* __restrict__ uf) {
-    THREAD_COLUMN
-    SEGMENT
-    if (!active) return;
+// Where fine cell (i, j)'s prolongation reads (the parent, its x and y neighbours on the child's
+// side, a ghost -u_P outside the physical boundary), from level k0 on.
+struct Prolong {
+    idx_t o, op, ox, oy;
+    real wx, wy;
+};
+__device__ __forceinline__ Prolong prolong_at(const Layout& Lc, const Layout& L, int phys, int i, int j, int k0) {
     const int ip = i >> 1, jp = j >> 1;
     const int ix = (i & 1) ? ip + 1 : ip - 1;
     const int jy = (j & 1) ? jp + 1 : jp - 1;
     const bool gx = (ix < 0 && (phys & 1)) || (ix >= Lc.nx && (phys & 2));
     const bool gy = (jy < 0 && (phys & 4)) || (jy >= Lc.ny && (phys & 8));
-    idx_t op = at_(Lc, ip, jp, k0);
-    idx_t ox = gx ? op : at_(Lc, ix, jp, k0);
-    idx_t oy = gy ? op : at_(Lc, ip, jy, k0);
-    const real wx = gx ? -real(0.25) : real(0.25), wy = gy ? -real(0.25) : real(0.25);
-    idx_t o = at_(L, i, j, k0);
+    const idx_t op = at_(Lc, ip, jp, k0);
+    return Prolong{at_(L, i, j, k0), op, gx ? op : at_(Lc, ix, jp, k0), gy ? op : at_(Lc, ip, jy, k0),
+                   gx ? -real(0.25) : real(0.25), gy ? -real(0.25) : real(0.25)};
+}
+
+// The prolongation of one fine cell: the one expression both kernels below use, so that a halo
+// cell prolongated here is bit for bit the neighbour's interior cell.
+__device__ __forceinline__ void prolong_add(real* __restrict__ uf, const real* __restrict__ uc, const Prolong& p,
+                                            idx_t dk, idx_t dkc) {
+    uf[p.o + dk] += real(0.5) * uc[p.op + dkc] + p.wx * uc[p.ox + dkc] + p.wy * uc[p.oy + dkc];
+}
+
+extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const real* __restrict__ uc,
+                                          real* __restrict__ uf) {
+    THREAD_COLUMN
+    SEGMENT
+    if (!active) return;
+    const Prolong p = prolong_at(Lc, L, phys, i, j, k0);
     if (gridDim.z == 1) {
         // The whole column, with its trip count known to the compiler.
 #pragma unroll STENCIL_UNROLL
-        for (int k = 0; k < NZ; ++k, o += L.sx, op += Lc.sx, ox += Lc.sx, oy += Lc.sx)
-            uf[o] += real(0.5) * uc[op] + wx * uc[ox] + wy * uc[oy];
+        for (int k = 0; k < NZ; ++k) prolong_add(uf, uc, p, (idx_t)k * L.sx, (idx_t)k * Lc.sx);
         return;
     }
-    for (int k = k0; k < k1; ++k, o += L.sx, op += Lc.sx, ox += Lc.sx, oy += Lc.sx)
-        uf[o] += real(0.5) * uc[op] + wx * uc[ox] + wy * uc[oy];
+    for (int k = k0; k < k1; ++k) prolong_add(uf, uc, p, (idx_t)(k - k0) * L.sx, (idx_t)(k - k0) * Lc.sx);
+}
+
+// prolongate_f64 on the halo cells of the sides set in `sides` (bit s for Side::index s: west,
+// east, south, north; faces, not corners): what the block across each side computes for them
+// (strata::backend::StencilKernels::prolongate_faces). One thread per halo column, the set
+// faces one after the other in that order.
+extern "C" __global__ void prolongate_faces_f64(Layout Lc, Layout L, int phys, int sides,
+                                                const real* __restrict__ uc, real* __restrict__ uf) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int s = 0; s < 4; ++s) {
+        if (!((sides >> s) & 1)) continue;
+        const int len = s < 2 ? L.ny : L.nx;
+        if (t < len) {
+            const int i = s == 0 ? -1 : s == 1 ? L.nx : t;
+            const int j = s < 2 ? t : s == 2 ? -1 : L.ny;
+            const Prolong p = prolong_at(Lc, L, phys, i, j, 0);
+#pragma unroll STENCIL_UNROLL
+            for (int k = 0; k < NZ; ++k) prolong_add(uf, uc, p, (idx_t)k * L.sx, (idx_t)k * Lc.sx);
+            return;
+        }
+        t -= len;
+    }
 }

@@ -164,6 +164,8 @@ pub enum Kernel {
     SmoothColorTwin,
     /// `smooth_color_twin_cells_f64` (lines.cu).
     SmoothColorTwinCells,
+    /// `prolongate_faces_f64` (stencil.cu): [`Kernel::Prolongate`] on halo faces.
+    ProlongateFaces,
 }
 
 impl Kernel {
@@ -183,7 +185,7 @@ impl Kernel {
     ];
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 67] = [
+    pub const ALL: [Kernel; 68] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -251,6 +253,7 @@ impl Kernel {
         Kernel::SmoothTwinCells,
         Kernel::SmoothColorTwin,
         Kernel::SmoothColorTwinCells,
+        Kernel::ProlongateFaces,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -324,6 +327,7 @@ impl Kernel {
             Kernel::SmoothTwinCells => "smooth_twin_cells_f64",
             Kernel::SmoothColorTwin => "smooth_color_twin_f64",
             Kernel::SmoothColorTwinCells => "smooth_color_twin_cells_f64",
+            Kernel::ProlongateFaces => "prolongate_faces_f64",
         }
     }
 
@@ -388,6 +392,7 @@ impl Kernel {
             Kernel::ResidualNorm | Kernel::ResidualNormCells => "stencil.cu",
             Kernel::CoefCheck | Kernel::CoefCoarsen | Kernel::CellEntries => "coefficients.cu",
             Kernel::SplitResidual | Kernel::SplitResidualCells => "stencil.cu",
+            Kernel::ProlongateFaces => "stencil.cu",
         }
     }
 }

@@ -191,4 +191,8 @@ impl<B: Backend> Comm<B> for MpiComm<B> {
         self.all_sum(values);
         Ok(())
     }
+
+    fn prolongation_sides(&self) -> Option<[bool; 4]> {
+        strata::comm::prolongation_sides(self.neighbours().map(|n| n.is_some()))
+    }
 }

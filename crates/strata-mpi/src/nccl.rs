@@ -167,4 +167,8 @@ impl Comm<CudaBackend> for NcclComm {
         self.mpi.all_sum(values);
         Ok(())
     }
+
+    fn prolongation_sides(&self) -> Option<[bool; 4]> {
+        strata::comm::prolongation_sides(self.neighbours().map(|n| n.is_some()))
+    }
 }

@@ -48,6 +48,34 @@ pub trait Comm<B: Backend> {
     fn queues_only(&self) -> bool {
         false
     }
+    /// The sides ([`Side::index`]) whose halo holds cells of a neighbouring rank's block of the
+    /// same panel or box, in the same frame: after a prolongation the multigrid cycle fills
+    /// them with [`crate::backend::StencilKernels::prolongate_faces`] (the neighbour's values,
+    /// bit for bit) instead of exchanging. `None` (the default): exchange.
+    fn prolongation_sides(&self) -> Option<[bool; 4]> {
+        None
+    }
+}
+
+/// [`Comm::prolongation_sides`] of a communicator of a rank grid over one panel or box whose
+/// block has a neighbour across the sides set in `neighbours` ([`Side::index`]): those sides,
+/// or `None` — where there is none; where the block has neighbours both in x and in y (a face
+/// cell at the end of a face reads a corner of the coarse halo, the diagonal block's, which a
+/// face exchange does not fill: so only decompositions into strips, 1 × p or p × 1, leave the
+/// exchange out); or where the environment says `STRATA_HALO_PROLONGATION=0` (exchange after
+/// every prolongation, as the paper's cycle does; read once).
+pub fn prolongation_sides(neighbours: [bool; 4]) -> Option<[bool; 4]> {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *ON.get_or_init(|| {
+        std::env::var("STRATA_HALO_PROLONGATION").map_or(true, |v| v.trim() != "0")
+    });
+    strip_sides(neighbours).filter(|_| on)
+}
+
+/// The sides of [`prolongation_sides`] whatever the environment says.
+fn strip_sides(n: [bool; 4]) -> Option<[bool; 4]> {
+    let (x, y) = (n[0] || n[1], n[2] || n[3]);
+    ((x || y) && !(x && y)).then_some(n)
 }
 
 /// The communicator of a single process.
@@ -242,5 +270,28 @@ impl<F> FaceStore<F> {
             }
         };
         Ok(&mut self.levels[at])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_sides;
+
+    #[test]
+    fn only_strips_prolongate_into_their_halos() {
+        // West and east neighbours (a 1 × p strip), or south and north (p × 1): yes.
+        assert_eq!(
+            strip_sides([true, true, false, false]),
+            Some([true, true, false, false])
+        );
+        assert_eq!(
+            strip_sides([false, false, false, true]),
+            Some([false, false, false, true])
+        );
+        // A neighbour in x and one in y: the coarse halo's corner would be read: no.
+        assert_eq!(strip_sides([false, true, false, true]), None);
+        assert_eq!(strip_sides([true; 4]), None);
+        // No neighbour: nothing to leave out.
+        assert_eq!(strip_sides([false; 4]), None);
     }
 }

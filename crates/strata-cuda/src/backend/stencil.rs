@@ -127,10 +127,7 @@ impl StencilKernels for CudaBackend {
     ) -> Result<()> {
         self.check(coarse, &[u_coarse])?;
         self.check(fine, &[u_fine])?;
-        assert_eq!(
-            (fine.layout.nx, fine.layout.ny),
-            (2 * coarse.layout.nx, 2 * coarse.layout.ny)
-        );
+        check_twice(fine, coarse, "prolongate")?;
         let mut b = self
             .launch_stream()
             .launch_builder(fine.k.get(K::Prolongate));
@@ -143,6 +140,60 @@ impl StencilKernels for CudaBackend {
         // included) and writes its own fine column.
         cu(unsafe { b.launch(fine.seg.0) }).map(|_| ())
     }
+
+    fn prolongate_faces(
+        &self,
+        coarse: &CudaLevel,
+        fine: &CudaLevel,
+        u_coarse: &CudaField,
+        u_fine: &mut CudaField,
+        sides: [bool; 4],
+    ) -> Result<()> {
+        self.check(coarse, &[u_coarse])?;
+        self.check(fine, &[u_fine])?;
+        check_twice(fine, coarse, "prolongate_faces")?;
+        let (nx, ny) = (fine.layout.nx as u32, fine.layout.ny as u32);
+        let mut mask = 0i32;
+        let mut count = 0u32;
+        for (s, &on) in sides.iter().enumerate() {
+            if on {
+                mask |= 1 << s;
+                count += if s < 2 { ny } else { nx };
+            }
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (count.div_ceil(128), 1, 1),
+            block_dim: (128, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self
+            .launch_stream()
+            .launch_builder(fine.k.get(K::ProlongateFaces));
+        b.arg(&coarse.layout)
+            .arg(&fine.layout)
+            .arg(&coarse.phys)
+            .arg(&mask)
+            .arg(&u_coarse.data)
+            .arg(&mut u_fine.data);
+        // SAFETY: layouts checked; each thread writes one halo column of u_fine (a face cell of
+        // a side asked for) and reads coarse columns in [−1, n_c] (halo included).
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
+    }
+}
+
+/// Refuses a `fine` level that is not twice `coarse` in x and y.
+fn check_twice(fine: &CudaLevel, coarse: &CudaLevel, what: &str) -> Result<()> {
+    let (f, c) = (&fine.layout, &coarse.layout);
+    if (f.nx, f.ny) != (2 * c.nx, 2 * c.ny) {
+        return Err(backend_err(format!(
+            "{what}: the fine block is {} x {}, not twice the coarse {} x {}",
+            f.nx, f.ny, c.nx, c.ny
+        )));
+    }
+    Ok(())
 }
 
 impl CudaBackend {

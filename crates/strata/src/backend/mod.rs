@@ -10,6 +10,7 @@
 
 pub mod cpu;
 mod line_gs;
+mod prolong;
 mod recording;
 pub mod reference;
 mod scalars;
@@ -447,6 +448,22 @@ pub trait StencilKernels: Fields {
         fine: &Self::LevelOp,
         u_coarse: &Self::Field,
         u_fine: &mut Self::Field,
+    ) -> Result<()>;
+
+    /// u_f ← u_f + P u_c on the halo cells of the sides set in `sides` ([`Side::index`]; the
+    /// faces, not the corners): what the block across each side computes for those cells with
+    /// [`StencilKernels::prolongate`], from the same coarse values (u_c's halo exchanged) in the
+    /// same arithmetic, bit for bit. With the neighbour's u_f in the halo before, the halo then
+    /// holds the neighbour's new u_f, and a rank decomposition of one panel or box needs no
+    /// exchange after the prolongation ([`crate::comm::Comm::prolongation_sides`]). The sphere's
+    /// tiles (whose halos may be rotated) refuse it.
+    fn prolongate_faces(
+        &self,
+        coarse: &Self::LevelOp,
+        fine: &Self::LevelOp,
+        u_coarse: &Self::Field,
+        u_fine: &mut Self::Field,
+        sides: [bool; 4],
     ) -> Result<()>;
 }
 

@@ -331,6 +331,37 @@ impl StencilKernels for ReferenceBackend {
         }
         Ok(())
     }
+
+    fn prolongate_faces(
+        &self,
+        coarse: &LevelStencil,
+        fine: &LevelStencil,
+        u_coarse: &HostField,
+        u_fine: &mut HostField,
+        sides: [bool; 4],
+    ) -> Result<()> {
+        // prolongate's arithmetic, on the halo cells.
+        for (i, j) in super::prolong::face_cells(fine.nx(), fine.ny(), sides) {
+            let p = super::prolong::parents(coarse, i, j);
+            let o = u_fine.offset((i + 1) as usize, (j + 1) as usize);
+            for k in 0..fine.nz {
+                let up = at(u_coarse, p.ip, p.jp, k);
+                let ux = if p.ghost_x {
+                    -up
+                } else {
+                    at(u_coarse, p.ix, p.jp, k)
+                };
+                let uy = if p.ghost_y {
+                    -up
+                } else {
+                    at(u_coarse, p.ip, p.jy, k)
+                };
+                let v = &mut u_fine.data[o + k];
+                *v = fine.storage.round(*v + 0.5 * up + 0.25 * ux + 0.25 * uy);
+            }
+        }
+        Ok(())
+    }
 }
 
 impl LineKernels for ReferenceBackend {

@@ -381,6 +381,23 @@ impl<H: Handle> StencilKernels for Tiled<H> {
                 .prolongate(&c[i], &f[i], &u_coarse[i], &mut u_fine[i])
         })
     }
+
+    fn prolongate_faces(
+        &self,
+        _coarse: &Self::LevelOp,
+        _fine: &Self::LevelOp,
+        _u_coarse: &Self::Field,
+        _u_fine: &mut Self::Field,
+        _sides: [bool; 4],
+    ) -> Result<()> {
+        // A tile's halo may come rotated or reversed from across a panel edge, where the
+        // neighbour's prolongation reads other coarse cells: the sphere's communicators
+        // exchange after every prolongation.
+        invalid(
+            "comm",
+            "the sphere's tiles fill their halos by exchange, not by prolongating into them",
+        )
+    }
 }
 
 impl<H: Handle> LineKernels for Tiled<H> {

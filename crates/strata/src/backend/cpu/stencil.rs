@@ -171,13 +171,48 @@ impl CpuBackend {
                         (0.25, ccol(ip, jy))
                     };
                     let fc = col_mut(frow, i, nz);
-                    for k in 0..nz {
-                        let add = 0.5 * up[k].to_f64() + wx * ux[k].to_f64() + wy * uy[k].to_f64();
-                        fc[k] = S::from_f64(fc[k].to_f64() + add);
-                    }
+                    prolong_column(fc, up, (wx, ux), (wy, uy));
                 }
             })
         });
+    }
+
+    /// [`StencilKernels::prolongate_faces`] in storage `S`: `prolongate_t`'s arithmetic on the
+    /// halo cells of `sides` (few: one thread).
+    fn prolongate_faces_t<S: Real>(
+        &self,
+        coarse: &LevelStencil,
+        fine: &LevelStencil,
+        u_coarse: &HostField<S>,
+        u_fine: &mut HostField<S>,
+        sides: [bool; 4],
+    ) {
+        let nz = fine.nz;
+        let ccol = |ih: usize, jh: usize| &u_coarse.data[u_coarse.offset(ih, jh)..][..nz];
+        for (i, j) in crate::backend::prolong::face_cells(fine.nx(), fine.ny(), sides) {
+            let p = crate::backend::prolong::parents(coarse, i, j);
+            let up = ccol(p.ip, p.jp);
+            let x = if p.ghost_x {
+                (-0.25, up)
+            } else {
+                (0.25, ccol(p.ix, p.jp))
+            };
+            let y = if p.ghost_y {
+                (-0.25, up)
+            } else {
+                (0.25, ccol(p.ip, p.jy))
+            };
+            let o = u_fine.offset((i + 1) as usize, (j + 1) as usize);
+            prolong_column(&mut u_fine.data[o..o + nz], up, x, y);
+        }
+    }
+}
+
+/// fc ← fc + ½ up + wx ux + wy uy, level by level (the prolongation of one fine column).
+fn prolong_column<S: Real>(fc: &mut [S], up: &[S], (wx, ux): (f64, &[S]), (wy, uy): (f64, &[S])) {
+    for k in 0..fc.len() {
+        let add = 0.5 * up[k].to_f64() + wx * ux[k].to_f64() + wy * uy[k].to_f64();
+        fc[k] = S::from_f64(fc[k].to_f64() + add);
     }
 }
 
@@ -260,6 +295,18 @@ impl StencilKernels for CpuBackend {
         u_fine: &mut CpuField,
     ) -> Result<()> {
         by_precision!(fine, S => self.prolongate_t(coarse, fine, get::<S>(u_coarse)?, get_mut::<S>(u_fine)?));
+        Ok(())
+    }
+
+    fn prolongate_faces(
+        &self,
+        coarse: &LevelStencil,
+        fine: &LevelStencil,
+        u_coarse: &CpuField,
+        u_fine: &mut CpuField,
+        sides: [bool; 4],
+    ) -> Result<()> {
+        by_precision!(fine, S => self.prolongate_faces_t(coarse, fine, get::<S>(u_coarse)?, get_mut::<S>(u_fine)?, sides));
         Ok(())
     }
 }

@@ -168,7 +168,11 @@ impl<B: Backend> Hierarchy<B> {
         timer.run(b, Kernel::Residual, lev, || b.residual_only(op, f, u, work))
     }
 
-    /// u_lev ← u_lev + P u_{lev+1}, and the halo of u_lev.
+    /// u_lev ← u_lev + P u_{lev+1}, and the halo of u_lev: exchanged, or on a rank
+    /// decomposition of one panel or box ([`Comm::prolongation_sides`]) prolongated into (the
+    /// halo holds the neighbours' u_lev since the pre-smoothing's exchange, and u_{lev+1}'s halo
+    /// was exchanged after its post-smoothing, so the neighbours' new values can be computed
+    /// here: one exchange per level and cycle fewer).
     fn prolongate<C: Comm<B>>(
         &mut self,
         b: &B,
@@ -178,9 +182,20 @@ impl<B: Backend> Hierarchy<B> {
     ) -> Result<()> {
         let (this, coarser) = self.levels.split_at_mut(lev + 1);
         let (l, c) = (&mut this[lev], &coarser[0]);
+        // The nine-point operator reads the halo's corners, which no face holds.
+        let sides = comm
+            .prolongation_sides()
+            .filter(|_| b.stencil(&l.op).cross.is_none());
         timer.run(b, Kernel::Prolongate, lev, || {
-            b.prolongate(&c.op, &l.op, &c.u, &mut l.u)
+            b.prolongate(&c.op, &l.op, &c.u, &mut l.u)?;
+            match sides {
+                Some(sides) => b.prolongate_faces(&c.op, &l.op, &c.u, &mut l.u, sides),
+                None => Ok(()),
+            }
         })?;
+        if sides.is_some() {
+            return Ok(());
+        }
         timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))
     }
 
