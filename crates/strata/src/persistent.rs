@@ -51,9 +51,10 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     /// Whether the operators were made from coefficient fields in the backend's memory
     /// ([`PersistentSolver::update_resident_coefficients`]), of which nothing is kept.
     resident: bool,
-    /// Whether ω changed after such fields were set: the operators are then not the problem's
-    /// until the fields are set again, and solving is refused.
-    stale: bool,
+    /// Why the operators are not the problem's until coefficient fields are set again (ω
+    /// changed after fields from the backend's memory were set, or setting them failed part way
+    /// through), in which case solving is refused; `None`: they are.
+    stale: Option<&'static str>,
     /// The levels' stencils without coefficient fields for the current ω, kept from the last
     /// such update for the next (their columns are shared with the prepared levels'): a model
     /// that sets fields every step does not rebuild them.
@@ -151,7 +152,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             u,
             setup,
             resident: false,
-            stale: false,
+            stale: None,
             bare: None,
         })
     }
@@ -349,10 +350,22 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         for (s, r) in stencils.iter_mut().zip(levels) {
             s.resident = Some(r);
         }
-        self.solver.replace_operators(backend, &stencils)?;
+        if let Err(e) = self.solver.replace_operators(backend, &stencils) {
+            // Fields in the backend's memory are written into the prepared levels in place,
+            // level after level: a failure there (a device error, memory) may leave some levels
+            // new and others old, so solving is refused until the fields are set again. A
+            // refusal of the call (an invalid parameter: the backend takes no such fields, a
+            // level count) comes before any level is touched and leaves the solver as it was.
+            if !matches!(e, crate::StrataError::InvalidParameter { .. }) {
+                self.stale = Some(
+                    "could not all be set from device memory (an error part way through): set them again",
+                );
+            }
+            return Err(e);
+        }
         self.p = p;
         self.resident = true;
-        self.stale = false;
+        self.stale = None;
         Ok(())
     }
 
@@ -368,7 +381,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         if self.resident {
             p.validate()?;
             self.p = p;
-            self.stale = true;
+            self.stale = Some(
+                "were taken from device memory before omega changed: set them again (strata does not keep them)",
+            );
             self.bare = None;
             return Ok(());
         }
@@ -377,13 +392,10 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
 
     /// Refuses to use operators that are not the problem's (see [`PersistentSolver::update_omega`]).
     fn check_current(&self) -> Result<()> {
-        if self.stale {
-            return invalid(
-                "coefficients",
-                "were taken from device memory before omega changed: set them again (strata does not keep them)",
-            );
+        match self.stale {
+            Some(why) => invalid("coefficients", why),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn rebuild(&mut self, backend: &B, p: ProblemParams) -> Result<()> {
@@ -393,7 +405,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.solver.replace_operators(backend, &levels)?;
         self.p = p;
         self.resident = false;
-        self.stale = false;
+        self.stale = None;
         self.bare = None;
         Ok(())
     }
