@@ -266,18 +266,18 @@ __device__ __forceinline__ real restrict_children(const Layout& Lf, const real* 
 // Restriction fused with the first smoothing step from zero, per coarse column:
 // f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.
 // Traffic per coarse cell 7 (read 4 children; write f_c; read f_c again; write u_c).
-template <class Op>
+template <class Op, class Tri = Whole>
 __device__ __forceinline__ void restrict_smooth_body(const Layout& Lf, const Layout& L, const Op& op, idx_t o0,
                                                      idx_t f0, const real* __restrict__ rf,
                                                      real* __restrict__ fc, real* __restrict__ uc,
-                                                     real rho, real scale) {
+                                                     real rho, real scale, const Tri& tri = Tri{}) {
     auto fwd = [&](int k) {
         const real v = restrict_children(Lf, rf, f0 + (idx_t)k * Lf.sx, scale);
         fc[o0 + (idx_t)k * L.sx] = v;
         return v;
     };
     auto again = [&](int k) { return fc[o0 + (idx_t)k * L.sx]; };
-    thomas(op, fwd, again, [&](int k, real zk) { uc[o0 + (idx_t)k * L.sx] = rho * zk; });
+    tri(op, fwd, again, [&](int k, real zk) { uc[o0 + (idx_t)k * L.sx] = rho * zk; });
 }
 
 extern "C" __global__ void LINE_BOUNDS restrict_smooth_f64(Layout Lf, Layout L, const real* __restrict__ cols,
@@ -297,6 +297,27 @@ extern "C" __global__ void LINE_BOUNDS restrict_smooth_cells_f64(Layout Lf, Layo
     if (!active) return;
     const idx_t o0 = at_(L, i, j, 0);
     restrict_smooth_body(Lf, L, CELL_OP(o0), o0, at_(Lf, 2 * i, 2 * j, 0), rf, fc, uc, rho, scale);
+}
+
+// RestrictSmooth by pairs (thomas_twin, TWIN_COLUMN): each half writes its own levels of f_c and
+// reads them back.
+extern "C" __global__ void LINE_BOUNDS restrict_smooth_twin_f64(Layout Lf, Layout L, const real* __restrict__ cols,
+                                                    const real* __restrict__ V, const real* __restrict__ rf,
+                                                    real* __restrict__ fc, real* __restrict__ uc, double rho,
+                                                    double scale) {
+    TWIN_COLUMN(L.nx)
+    const int i = x;
+    restrict_smooth_body(Lf, L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), at_(Lf, 2 * i, 2 * j, 0), rf,
+                         fc, uc, rho, scale, Twin{bottom, mask});
+}
+
+extern "C" __global__ void LINE_BOUNDS restrict_smooth_twin_cells_f64(Layout Lf, Layout L, CELL_PARAMS,
+                                                          const real* __restrict__ rf, real* __restrict__ fc,
+                                                          real* __restrict__ uc, double rho, double scale) {
+    TWIN_COLUMN(L.nx)
+    const idx_t o0 = at_(L, x, j, 0);
+    restrict_smooth_body(Lf, L, CELL_OP(o0), o0, at_(Lf, 2 * x, 2 * j, 0), rf, fc, uc, rho, scale,
+                         Twin{bottom, mask});
 }
 
 // ---- Coarse levels: the line solve by parallel cyclic reduction (PCR) across the column.

@@ -166,6 +166,11 @@ pub enum Kernel {
     SmoothColorTwinCells,
     /// `prolongate_faces_f64` (stencil.cu): [`Kernel::Prolongate`] on halo faces.
     ProlongateFaces,
+    /// `restrict_smooth_twin_f64` (lines.cu): [`Kernel::RestrictSmooth`] with two threads per
+    /// column.
+    RestrictSmoothTwin,
+    /// `restrict_smooth_twin_cells_f64` (lines.cu).
+    RestrictSmoothTwinCells,
 }
 
 impl Kernel {
@@ -185,7 +190,7 @@ impl Kernel {
     ];
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 68] = [
+    pub const ALL: [Kernel; 70] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -254,6 +259,8 @@ impl Kernel {
         Kernel::SmoothColorTwin,
         Kernel::SmoothColorTwinCells,
         Kernel::ProlongateFaces,
+        Kernel::RestrictSmoothTwin,
+        Kernel::RestrictSmoothTwinCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -328,6 +335,8 @@ impl Kernel {
             Kernel::SmoothColorTwin => "smooth_color_twin_f64",
             Kernel::SmoothColorTwinCells => "smooth_color_twin_cells_f64",
             Kernel::ProlongateFaces => "prolongate_faces_f64",
+            Kernel::RestrictSmoothTwin => "restrict_smooth_twin_f64",
+            Kernel::RestrictSmoothTwinCells => "restrict_smooth_twin_cells_f64",
         }
     }
 
@@ -377,7 +386,9 @@ impl Kernel {
             | Kernel::SmoothTwin
             | Kernel::SmoothTwinCells
             | Kernel::SmoothColorTwin
-            | Kernel::SmoothColorTwinCells => "lines.cu",
+            | Kernel::SmoothColorTwinCells
+            | Kernel::RestrictSmoothTwin
+            | Kernel::RestrictSmoothTwinCells => "lines.cu",
             Kernel::SmoothPcr
             | Kernel::SmoothPcrCells
             | Kernel::RestrictSmoothPcr
@@ -442,7 +453,8 @@ pub struct Tuning {
     /// grouped loads, mixed red-black mg at 2816² × 128 on one H200 took 0.2345 s fused against
     /// 0.2385 s (docs/PERFORMANCE.md, session 13).
     pub fuse_f32: bool,
-    /// The line kernels (Smooth, the line solve, CG's Tridiag, the red-black half-sweep) of a launch that
+    /// The line kernels (Smooth, RestrictSmooth, the line solve, CG's Tridiag, the red-black
+    /// half-sweep) of a launch that
     /// would have fewer than this many threads with one per column run two threads per column
     /// instead (`thomas_twin`, kernels/common.cuh); PCR levels are not affected; 0: never.
     pub twin_threads: usize,

@@ -110,19 +110,22 @@ impl LineKernels for CudaBackend {
     ) -> Result<()> {
         self.check(fine, &[r_fine])?;
         self.check(coarse, &[f_coarse, u_coarse])?;
-        assert_eq!(
-            (fine.layout.nx, fine.layout.ny),
-            (2 * coarse.layout.nx, 2 * coarse.layout.ny)
-        );
+        super::stencil::check_twice(fine, coarse, "restrict_smooth")?;
         let (kernel, cfg) = match coarse.pcr {
             Some(cfg) => (
                 op_kernel(coarse, K::RestrictSmoothPcr, K::RestrictSmoothPcrCells),
                 cfg,
             ),
-            None => (
-                op_kernel(coarse, K::RestrictSmooth, K::RestrictSmoothCells),
-                coarse.line_cfg,
-            ),
+            None => match self.twin_config(coarse, coarse.layout.nx as usize) {
+                Some(cfg) => (
+                    op_kernel(coarse, K::RestrictSmoothTwin, K::RestrictSmoothTwinCells),
+                    cfg,
+                ),
+                None => (
+                    op_kernel(coarse, K::RestrictSmooth, K::RestrictSmoothCells),
+                    coarse.line_cfg,
+                ),
+            },
         };
         let sym = sym_flag(coarse);
         let mut b = self.launch_stream().launch_builder(coarse.k.get(kernel));
@@ -161,13 +164,8 @@ impl LineKernels for CudaBackend {
         }
         self.check(fine, &[f_fine, u_fine])?;
         self.check(coarse, &[f_coarse, u_coarse])?;
+        super::stencil::check_twice(fine, coarse, "residual_restrict_smooth")?;
         let (nx, ny) = (coarse.layout.nx as usize, coarse.layout.ny as usize);
-        if (fine.layout.nx as usize, fine.layout.ny as usize) != (2 * nx, 2 * ny) {
-            return Err(backend_err(format!(
-                "residual_restrict_smooth: the fine block is {} x {}, not twice the coarse {nx} x {ny}",
-                fine.layout.nx, fine.layout.ny
-            )));
-        }
         // One thread per fine column, the two rows of a coarse row side by side in x
         // (kernels/stencil.cu, RESTRICT_CHILD): 4 nx threads in x (blocks at least 8 wide).
         let cfg = column_config(4 * nx, ny, self.tuning.block_x).0;

@@ -185,7 +185,7 @@ impl StencilKernels for CudaBackend {
 }
 
 /// Refuses a `fine` level that is not twice `coarse` in x and y.
-fn check_twice(fine: &CudaLevel, coarse: &CudaLevel, what: &str) -> Result<()> {
+pub(super) fn check_twice(fine: &CudaLevel, coarse: &CudaLevel, what: &str) -> Result<()> {
     let (f, c) = (&fine.layout, &coarse.layout);
     if (f.nx, f.ny) != (2 * c.nx, 2 * c.ny) {
         return Err(backend_err(format!(
