@@ -16,15 +16,23 @@ fn strata_bin() -> &'static str {
 }
 
 fn mpirun(ranks: usize, args: &[&str]) -> Output {
-    Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "--timeout",
-            "120",
-            "-n",
-            &ranks.to_string(),
-            strata_bin(),
-        ])
+    mpirun_with(ranks, args, &[])
+}
+
+/// [`mpirun`] with environment variables set for every rank (`-x`).
+fn mpirun_with(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new("mpirun");
+    c.args([
+        "--oversubscribe",
+        "--timeout",
+        "120",
+        "-n",
+        &ranks.to_string(),
+    ]);
+    for (name, value) in env {
+        c.args(["-x", name]).env(name, value);
+    }
+    c.arg(strata_bin())
         .args(args)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -188,33 +196,29 @@ fn prolongating_into_the_halo_replaces_an_exchange_exactly() {
     let nz = NZ.to_string();
     let run = |ranks: usize, grid: &str, solver: &str, prolongate: &str, tag: &str| {
         let file = tmp(&format!("prolong-{tag}-{prolongate}.nc"));
-        let o = Command::new("mpirun")
-            .args([
-                "--oversubscribe",
-                "--timeout",
-                "120",
-                "-n",
-                &ranks.to_string(),
-            ])
-            .args(["-x", "STRATA_HALO_PROLONGATION", strata_bin()])
-            .args([
-                "solve", "--n", &n, "--nz", &nz, "--levels", "3", "--solver", solver,
-            ])
-            .args([
-                "--smoother",
-                "red-black",
-                "--backend",
-                "cpu",
-                "--threads",
-                "1",
-                "--profile",
-            ])
-            .args(["--ranks", grid, "--output", file.to_str().unwrap()])
-            .env("STRATA_HALO_PROLONGATION", prolongate)
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .output()
-            .expect("mpirun runs (Open MPI installed)");
+        let args = [
+            "solve",
+            "--n",
+            &n,
+            "--nz",
+            &nz,
+            "--levels",
+            "3",
+            "--solver",
+            solver,
+            "--smoother",
+            "red-black",
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+            "--profile",
+            "--ranks",
+            grid,
+            "--output",
+            file.to_str().unwrap(),
+        ];
+        let o = mpirun_with(ranks, &args, &[("STRATA_HALO_PROLONGATION", prolongate)]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let out = String::from_utf8_lossy(&o.stdout).to_string();
         // Halo calls summed over the profile's rows.
