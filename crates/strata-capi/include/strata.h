@@ -195,7 +195,11 @@ enum StrataStatus strata_solver_apply(struct StrataSolver *solver, const double 
 // for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
 // `xi_z`: all null for none, a null component is 0). All null: back to the model problem.
 // Each array is the whole problem's field, `n · n · nz` values (six panels of them on the
-// sphere, `[panel][j][i][k]`), on every rank of a distributed solver alike.
+// sphere, `[panel][j][i][k]`), on every rank of a distributed solver alike. A solver on one GPU
+// (one process, a panel or box) uploads them and makes the levels on the device (the same
+// operator as on the host, bit for bit, in a small part of the time) where the device has room
+// for the copy; the solver keeps the host values either way (`strata_solver_set_omega` rebuilds
+// from them).
 //
 // # Safety
 // `solver` must be a live handle; each non-null array must hold the whole problem's values.

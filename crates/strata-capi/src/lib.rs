@@ -653,7 +653,11 @@ fn coefficients_from(
 /// for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
 /// `xi_z`: all null for none, a null component is 0). All null: back to the model problem.
 /// Each array is the whole problem's field, `n · n · nz` values (six panels of them on the
-/// sphere, `[panel][j][i][k]`), on every rank of a distributed solver alike.
+/// sphere, `[panel][j][i][k]`), on every rank of a distributed solver alike. A solver on one GPU
+/// (one process, a panel or box) uploads them and makes the levels on the device (the same
+/// operator as on the host, bit for bit, in a small part of the time) where the device has room
+/// for the copy; the solver keeps the host values either way (`strata_solver_set_omega` rebuilds
+/// from them).
 ///
 /// # Safety
 /// `solver` must be a live handle; each non-null array must hold the whole problem's values.
@@ -679,6 +683,14 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
                 // SAFETY: a non-null pointer to `len` values, promised by the caller.
                 unsafe { slice(ptr, len, name) }.map(<[f64]>::to_vec)
             })?;
+        // One process on a GPU: the levels are made on the device from an uploaded copy (the
+        // same operator, a small part of the time).
+        if let Inner::Cuda(b, q) = &mut s.inner {
+            use strata_cuda::DeviceSolve;
+            return q
+                .set_coefficients_host(b.as_ref(), coefficients)
+                .map(|_| ());
+        }
         dispatch!(&mut s.inner, b, p => p.update_coefficients(b, coefficients))
     })
 }

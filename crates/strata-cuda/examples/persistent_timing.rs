@@ -105,6 +105,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          {} its in {:.4} s",
         info.iterations, info.seconds
     );
+    // The same host fields made into the levels on the device (what the C and Python host-array
+    // calls do on one GPU): twice, each followed by a solve.
+    for round in 0..2 {
+        let c = coeffs_kept.clone();
+        let t = Instant::now();
+        let on_device = solver.set_coefficients_host(&backend, Some(c))?;
+        let set_s = t.elapsed().as_secs_f64();
+        let dev = solve_from_zero(&mut solver, &backend, &rhs)?;
+        println!(
+            "  host fields made on the device, round {round}: set_coefficients_host {set_s:.4} s              (on the device: {on_device}), then {} its in {:.4} s (residuals as the host              path's: {})",
+            dev.iterations,
+            dev.seconds,
+            dev.residuals == info.residuals
+        );
+    }
     // The same fields from device arrays (a model's, on the GPU), kept on the device: set every
     // step, three times, each followed by a solve.
     let stream = backend.stream();

@@ -46,6 +46,20 @@ pub trait DeviceSolve {
         fields: [Option<&DeviceArray>; 7],
     ) -> Result<()>;
 
+    /// Sets the coefficient fields from host arrays (`None`: the model problem): the call of a
+    /// model whose fields are in host memory, every step. On one process holding a whole panel
+    /// or box, where the device has room for a copy of the fields, they are uploaded and made
+    /// into the levels on the device as [`DeviceSolve::set_coefficients_device`] does (the same
+    /// operator, bit for bit, as [`PersistentSolver::update_coefficients`], in a small part of
+    /// its time), and the solver keeps them as that call does (a later ω rebuilds from them);
+    /// otherwise (ranks, the sphere, no room, arrays of another size) it is
+    /// [`PersistentSolver::update_coefficients`]. Returns whether the device made the levels.
+    fn set_coefficients_host(
+        &mut self,
+        backend: &Self::Backend,
+        coefficients: Option<strata::problem::Coefficients>,
+    ) -> Result<bool>;
+
     /// y = A x with the solver's operator (uses the solver's fields as scratch, as
     /// [`PersistentSolver::apply`]).
     fn apply_device(
@@ -105,6 +119,68 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
             backend.resident_coefficients(fields, &p, cfg.num_levels(), cfg.multigrid.averaging)?;
         self.update_resident_coefficients(backend, cells, symmetric)?;
         backend.synchronize()
+    }
+
+    fn set_coefficients_host(
+        &mut self,
+        backend: &Self::Backend,
+        coefficients: Option<strata::problem::Coefficients>,
+    ) -> Result<bool> {
+        use cudarc::driver::DevicePtr;
+        let p = self.problem().clone();
+        let Some(c) = coefficients else {
+            self.update_coefficients(backend, None)?;
+            return Ok(false);
+        };
+        let (n, nz) = (p.n, p.nz);
+        let len = n * n * nz;
+        let mut host: Vec<&[f64]> = vec![&c.kx, &c.ky, &c.kz, &c.beta];
+        if let Some(xi) = &c.xi {
+            host.extend(xi.iter().map(Vec::as_slice));
+        }
+        // The device copies, and about a third more for the coarse levels' averages.
+        let need = host.len() * len * 8 / 3 * 4;
+        let whole = self.block() == strata::grid::Block::whole(n);
+        if !whole || host.iter().any(|v| v.len() != len) || backend.memory()?.0 < need {
+            self.update_coefficients(backend, Some(c))?;
+            return Ok(false);
+        }
+        let stream = backend.stream();
+        let cu = |e: cudarc::driver::DriverError| strata::StrataError::Backend {
+            backend: backend.name(),
+            msg: e.to_string(),
+        };
+        let device = host
+            .iter()
+            .map(|v| stream.clone_htod(*v).map_err(cu))
+            .collect::<Result<Vec<_>>>()?;
+        let arrays: Vec<DeviceArray> = device
+            .iter()
+            .map(|d| {
+                let (ptr, _sync) = d.device_ptr(&stream);
+                // SAFETY: a live allocation of n·n·nz values of the backend's context (lengths
+                // checked above), k fastest, alive until the end of this call, after the
+                // synchronisation below.
+                unsafe { DeviceArray::with_order(ptr, crate::Order::KFastest, n, n, nz) }
+            })
+            .collect();
+        let mut slots: [Option<&DeviceArray>; 7] = [None; 7];
+        for (slot, a) in slots.iter_mut().zip(&arrays) {
+            *slot = Some(a);
+        }
+        let cfg = self.config();
+        let symmetric = c.xi.is_none();
+        let cells =
+            backend.resident_coefficients(slots, &p, cfg.num_levels(), cfg.multigrid.averaging)?;
+        self.update_resident_coefficients_kept(
+            backend,
+            cells,
+            symmetric,
+            Some(std::sync::Arc::new(c)),
+        )?;
+        backend.synchronize()?;
+        drop(device);
+        Ok(true)
     }
 
     fn apply_device(
@@ -175,6 +251,16 @@ impl<H: Handle<Inner = CudaBackend>, C: Comm<Tiled<H>>> DeviceSolve
             "coefficients",
             "from device arrays are kept on the device for one panel, not yet for the sphere: read them with read_device and pass host fields",
         ))
+    }
+
+    fn set_coefficients_host(
+        &mut self,
+        backend: &Tiled<H>,
+        coefficients: Option<strata::problem::Coefficients>,
+    ) -> Result<bool> {
+        // The sphere's levels are made on the host.
+        self.update_coefficients(backend, coefficients)?;
+        Ok(false)
     }
 
     fn apply_device(&mut self, backend: &Tiled<H>, x: &DeviceArray, y: &DeviceArray) -> Result<()> {

@@ -538,6 +538,93 @@ fn device_coefficient_fields_give_the_host_operator() {
 /// The memory estimate that refuses too-large problems (`strata::field_memory`, with this
 /// backend's padded field size) is what a persistent solver takes on the device, to 5 % and
 /// 64 MiB (reduction scratch, the compiled module), for every solver and with coefficient fields.
+/// Host coefficient fields made into the levels on the device (`set_coefficients_host`, the C
+/// and Python host-array calls on one GPU): every solve bit for bit the host path's
+/// (`update_coefficients`), with and without ξ; a new ω rebuilt from the kept host copies at the
+/// next solve, or skipped when fields come first; a bad value refused with the host's message,
+/// the operator kept; `None` back to the model problem.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn host_fields_made_on_the_device_give_the_host_operator() {
+    use strata::problem::Grading;
+    use strata::solver::{Precision, Smoother};
+    use strata::PersistentSolver;
+    use strata_cuda::DeviceSolve;
+    let (n, nz) = (96, 64);
+    let g = gpu();
+    let fields = strata_conformance::coefficient_fields(n, nz, 11);
+    let p = ProblemParams {
+        n,
+        nz,
+        grading: Grading::Graded,
+        ..Default::default()
+    };
+    let rhs = build_rhs(&p, RhsKind::Random, 6, &Block::whole(n));
+    let mixed = SolverConfig::new(SolverKind::Gcr)
+        .with_precision(Precision::Mixed)
+        .with_smoother(Smoother::RedBlack);
+    for (cfg, xi) in [
+        (SolverConfig::new(SolverKind::MgCg), false),
+        (mixed.clone(), true),
+    ] {
+        let what = format!("{:?} xi {xi}", cfg.kind);
+        let mut c = fields.clone();
+        if !xi {
+            c.xi = None;
+        }
+        let (mut dev, mut host) = (
+            PersistentSolver::new(&g, &p, &cfg).unwrap(),
+            PersistentSolver::new(&g, &p, &cfg).unwrap(),
+        );
+        let compare = |dev: &mut PersistentSolver<CudaBackend>,
+                       host: &mut PersistentSolver<CudaBackend>,
+                       step: &str| {
+            let (mut a, mut b) = (vec![0.0; rhs.len()], vec![0.0; rhs.len()]);
+            let ia = dev.solve(&g, &rhs, &mut a, false).unwrap();
+            let ib = host.solve(&g, &rhs, &mut b, false).unwrap();
+            assert!(ib.reason.converged(), "{what}, {step}");
+            assert_eq!(ia.residuals, ib.residuals, "{what}, {step}");
+            assert_eq!(a, b, "{what}, {step}");
+        };
+        assert!(
+            dev.set_coefficients_host(&g, Some(c.clone())).unwrap(),
+            "{what}"
+        );
+        assert!(dev.coefficients_resident(), "{what}");
+        host.update_coefficients(&g, Some(c.clone())).unwrap();
+        compare(&mut dev, &mut host, "fields");
+        // A new ω: rebuilt from the kept copies at the next solve.
+        dev.update_omega(&g, 0.3).unwrap();
+        host.update_omega(&g, 0.3).unwrap();
+        compare(&mut dev, &mut host, "new omega");
+        // A new ω, then new fields (the rebuild skipped): the fields with that ω.
+        let mut c2 = c.clone();
+        c2.kz.iter_mut().for_each(|v| *v *= 2.0);
+        dev.update_omega(&g, 0.2).unwrap();
+        assert!(
+            dev.set_coefficients_host(&g, Some(c2.clone())).unwrap(),
+            "{what}"
+        );
+        host.update_omega(&g, 0.2).unwrap();
+        host.update_coefficients(&g, Some(c2.clone())).unwrap();
+        compare(&mut dev, &mut host, "new omega, then fields");
+        // A bad value: the host path's message, and the operator kept.
+        let mut bad = c2.clone();
+        bad.beta[(7 * n + 3) * nz + 5] = -1.0;
+        let want = bad.validate().unwrap_err().to_string();
+        let e = dev
+            .set_coefficients_host(&g, Some(bad))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, want, "{what}");
+        compare(&mut dev, &mut host, "after a refused call");
+        // Back to the model problem.
+        assert!(!dev.set_coefficients_host(&g, None).unwrap(), "{what}");
+        host.update_coefficients(&g, None).unwrap();
+        compare(&mut dev, &mut host, "model problem");
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn the_memory_estimate_is_what_the_device_gives() {

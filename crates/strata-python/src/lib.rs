@@ -641,6 +641,15 @@ impl Solver {
             }
             Some(c)
         };
+        // On one GPU the levels are made on the device from an uploaded copy (the same operator,
+        // a small part of the time; the host path where the device has no room).
+        if let Engine::Cuda(b, p) = &mut self.engine {
+            let b = b.as_ref();
+            return py
+                .detach(|| p.set_coefficients_host(b, coefficients))
+                .map(|_| ())
+                .map_err(to_py);
+        }
         engine!(&mut self.engine, b, p => py.detach(|| p.update_coefficients(b, coefficients)))
             .map_err(to_py)
     }

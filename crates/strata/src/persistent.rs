@@ -55,6 +55,10 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     /// changed after fields from the backend's memory were set, or setting them failed part way
     /// through), in which case solving is refused; `None`: they are.
     stale: Option<&'static str>,
+    /// Whether ω changed after fields in the backend's memory were set with host copies kept
+    /// ([`PersistentSolver::update_resident_coefficients_kept`]): the levels are rebuilt from
+    /// those at the next solve unless fields are set first.
+    pending: bool,
     /// The levels' stencils without coefficient fields for the current ω, kept from the last
     /// such update for the next (their columns are shared with the prepared levels'): a model
     /// that sets fields every step does not rebuild them.
@@ -153,6 +157,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             setup,
             resident: false,
             stale: None,
+            pending: false,
             bare: None,
         })
     }
@@ -211,7 +216,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         u: &mut [f64],
         initial_guess: bool,
     ) -> Result<SolveInfo> {
-        self.check_current()?;
+        self.check_current(backend)?;
         let len = self.len();
         for (name, n) in [("rhs", rhs.len()), ("u", u.len())] {
             if n != len {
@@ -239,7 +244,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     /// Solves with the right-hand side and the initial guess already in the solver's own fields
     /// ([`PersistentSolver::fields_mut`]): no transfer at all.
     pub fn solve_resident(&mut self, backend: &B) -> Result<SolveInfo> {
-        self.check_current()?;
+        self.check_current(backend)?;
         let params = self.cfg.stopping.clone();
         self.solver.solve(
             backend,
@@ -277,7 +282,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         load: impl FnOnce(&B::LevelOp, &mut B::Field) -> Result<()>,
         store: impl FnOnce(&B::LevelOp, &B::Field) -> Result<()>,
     ) -> Result<()> {
-        self.check_current()?;
+        self.check_current(backend)?;
         let fine = self.solver.fine();
         load(fine, &mut self.u)?;
         self.comm.exchange(backend, fine, &mut self.u)?;
@@ -318,6 +323,21 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         backend: &B,
         levels: Vec<ResidentCells>,
         symmetric: bool,
+    ) -> Result<()> {
+        self.update_resident_coefficients_kept(backend, levels, symmetric, None)
+    }
+
+    /// [`PersistentSolver::update_resident_coefficients`] from fields of which the caller also
+    /// has host copies, `kept` (the same values: a caller that uploaded host arrays to make the
+    /// levels on the device). The solver keeps them as [`PersistentSolver::update_coefficients`]
+    /// keeps its fields, so that a later [`PersistentSolver::update_omega`] rebuilds the levels
+    /// from them on the host instead of asking for the fields again.
+    pub fn update_resident_coefficients_kept(
+        &mut self,
+        backend: &B,
+        levels: Vec<ResidentCells>,
+        symmetric: bool,
+        kept: Option<Arc<Coefficients>>,
     ) -> Result<()> {
         crate::api::check_symmetry(symmetric, &self.cfg)?;
         if !matches!(self.tiles.as_slice(), [b] if b.panel.is_none()) {
@@ -363,39 +383,60 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             }
             return Err(e);
         }
-        self.p = p;
+        self.p = ProblemParams {
+            coefficients: kept,
+            ..p
+        };
         self.resident = true;
         self.stale = None;
+        self.pending = false;
         Ok(())
     }
 
     /// Sets ω (the time step changed): as [`PersistentSolver::update_coefficients`]. After
     /// [`PersistentSolver::update_resident_coefficients`] (whose fields are not kept) ω is
     /// recorded and the operators are left as they are: the coefficient fields must be set again
-    /// (with the new ω) before the next solve, which is refused until then.
+    /// (with the new ω) before the next solve, which is refused until then. After
+    /// [`PersistentSolver::update_resident_coefficients_kept`] the levels are rebuilt from the
+    /// kept host copies at the next solve, unless fields are set before it.
     pub fn update_omega(&mut self, backend: &B, omega: f64) -> Result<()> {
         let p = ProblemParams {
             omega: Some(omega),
             ..self.p.clone()
         };
+        // Fields in the backend's memory that the solver has no host copy of: ω is recorded and
+        // the fields must be given again. With host copies (update_resident_coefficients_kept)
+        // the levels are rebuilt from those.
         if self.resident {
             p.validate()?;
+            self.bare = None;
+            if p.coefficients.is_some() {
+                // Rebuilt from the kept copies at the next solve, unless fields come first.
+                self.p = p;
+                self.pending = true;
+                return Ok(());
+            }
             self.p = p;
             self.stale = Some(
                 "were taken from device memory before omega changed: set them again (strata does not keep them)",
             );
-            self.bare = None;
             return Ok(());
         }
         self.rebuild(backend, p)
     }
 
-    /// Refuses to use operators that are not the problem's (see [`PersistentSolver::update_omega`]).
-    fn check_current(&self) -> Result<()> {
-        match self.stale {
-            Some(why) => invalid("coefficients", why),
-            None => Ok(()),
+    /// Refuses to use operators that are not the problem's (see [`PersistentSolver::update_omega`]),
+    /// and rebuilds, from the kept host copies, levels whose ω changed after fields in the
+    /// backend's memory were set with them (the rebuild waits until here: a model that sets its
+    /// fields again after the new ω does not pay for it).
+    fn check_current(&mut self, backend: &B) -> Result<()> {
+        if let Some(why) = self.stale {
+            return invalid("coefficients", why);
         }
+        if self.pending {
+            self.rebuild(backend, self.p.clone())?;
+        }
+        Ok(())
     }
 
     fn rebuild(&mut self, backend: &B, p: ProblemParams) -> Result<()> {
@@ -406,6 +447,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.p = p;
         self.resident = false;
         self.stale = None;
+        self.pending = false;
         self.bare = None;
         Ok(())
     }
