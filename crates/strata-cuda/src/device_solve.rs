@@ -146,13 +146,9 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
             return Ok(false);
         }
         let stream = backend.stream();
-        let cu = |e: cudarc::driver::DriverError| strata::StrataError::Backend {
-            backend: backend.name(),
-            msg: e.to_string(),
-        };
         let device = host
             .iter()
-            .map(|v| stream.clone_htod(*v).map_err(cu))
+            .map(|v| crate::backend::cu(stream.clone_htod(*v)))
             .collect::<Result<Vec<_>>>()?;
         let arrays: Vec<DeviceArray> = device
             .iter()

@@ -189,6 +189,24 @@ impl Kernel {
         Kernel::RestrictSmoothCells,
     ];
 
+    /// The form of a line kernel with two threads per column (`thomas_twin`, kernels/common.cuh),
+    /// for the levels [`Tuning::twin_threads`] selects; `None` for the other kernels.
+    pub const fn twin(self) -> Option<Kernel> {
+        Some(match self {
+            Kernel::LineSolve => Kernel::LineSolveTwin,
+            Kernel::LineSolveCells => Kernel::LineSolveTwinCells,
+            Kernel::CgTridiag => Kernel::CgTridiagTwin,
+            Kernel::CgTridiagCells => Kernel::CgTridiagTwinCells,
+            Kernel::Smooth => Kernel::SmoothTwin,
+            Kernel::SmoothCells => Kernel::SmoothTwinCells,
+            Kernel::SmoothColor => Kernel::SmoothColorTwin,
+            Kernel::SmoothColorCells => Kernel::SmoothColorTwinCells,
+            Kernel::RestrictSmooth => Kernel::RestrictSmoothTwin,
+            Kernel::RestrictSmoothCells => Kernel::RestrictSmoothTwinCells,
+            _ => return None,
+        })
+    }
+
     /// Every kernel, in the order of [`Kernels`]' table.
     pub const ALL: [Kernel; 70] = [
         Kernel::Fill,

@@ -36,10 +36,14 @@ impl LineKernels for CudaBackend {
         if let Some(cfg) = op.pcr {
             return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
         }
-        if let Some(cfg) = self.twin_config(op, op.layout.nx as usize) {
-            return launch_op!(self, op, K::SmoothTwin, K::SmoothTwinCells, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
-        }
-        launch_op!(self, op, K::Smooth, K::SmoothCells, in op.line_cfg; &f.data, &u_in.data, &mut u_out.data, &rho)
+        let (k, cfg) = self.line_launch(
+            op,
+            K::Smooth,
+            K::SmoothCells,
+            op.layout.nx as usize,
+            op.line_cfg,
+        );
+        launch_op!(self, op, k, k, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn smooth_color(
@@ -66,26 +70,16 @@ impl LineKernels for CudaBackend {
                     },
                 )
             }
-            None => match self.twin_config(op, (op.layout.nx as usize).div_ceil(2)) {
-                // Two threads per column of the colour (TWIN_COLOR_COLUMN).
-                Some(cfg) => (
-                    op_kernel(op, K::SmoothColorTwin, K::SmoothColorTwinCells),
-                    cfg,
-                ),
-                // Half as many threads in x: one per column of the colour (kernels/lines.cu).
-                None => (
-                    op_kernel(op, K::SmoothColor, K::SmoothColorCells),
-                    LaunchConfig {
-                        shared_mem_bytes: op.k.line_smem(),
-                        ..column_config(
-                            (op.layout.nx as usize).div_ceil(2),
-                            op.layout.ny as usize,
-                            self.tuning.block_x,
-                        )
-                        .0
-                    },
-                ),
-            },
+            // Half as many threads in x: one (or two, TWIN_COLOR_COLUMN) per column of the
+            // colour (kernels/lines.cu).
+            None => {
+                let xs = (op.layout.nx as usize).div_ceil(2);
+                let whole = LaunchConfig {
+                    shared_mem_bytes: op.k.line_smem(),
+                    ..column_config(xs, op.layout.ny as usize, self.tuning.block_x).0
+                };
+                self.line_launch(op, K::SmoothColor, K::SmoothColorCells, xs, whole)
+            }
         };
         let sym = sym_flag(op);
         let mut l = self.launch_stream().launch_builder(op.k.get(kernel));
@@ -116,16 +110,13 @@ impl LineKernels for CudaBackend {
                 op_kernel(coarse, K::RestrictSmoothPcr, K::RestrictSmoothPcrCells),
                 cfg,
             ),
-            None => match self.twin_config(coarse, coarse.layout.nx as usize) {
-                Some(cfg) => (
-                    op_kernel(coarse, K::RestrictSmoothTwin, K::RestrictSmoothTwinCells),
-                    cfg,
-                ),
-                None => (
-                    op_kernel(coarse, K::RestrictSmooth, K::RestrictSmoothCells),
-                    coarse.line_cfg,
-                ),
-            },
+            None => self.line_launch(
+                coarse,
+                K::RestrictSmooth,
+                K::RestrictSmoothCells,
+                coarse.layout.nx as usize,
+                coarse.line_cfg,
+            ),
         };
         let sym = sym_flag(coarse);
         let mut b = self.launch_stream().launch_builder(coarse.k.get(kernel));
@@ -191,9 +182,11 @@ impl LineKernels for CudaBackend {
     }
 }
 
-/// The launch of the line kernels with two threads per column over `xs` columns in x and `ny`
-/// rows (see [`CudaBackend::twin_config`]); `None` on PCR levels (`pcr`) and where one thread
-/// per column makes [`crate::kernels::Tuning::twin_threads`] threads or more.
+/// The launch of the line kernels with two threads per column (`thomas_twin`,
+/// kernels/common.cuh) over `xs` columns in x and `ny` rows: blocks of 64 × 2 (32 × 4 on rows of
+/// at most 16 columns), a multiple of a warp wide as `TWIN_COLUMN` needs; `None` on PCR levels
+/// (`pcr`) and where one thread per column makes [`crate::kernels::Tuning::twin_threads`]
+/// threads or more.
 pub(super) fn twin_config(
     tuning: &crate::kernels::Tuning,
     pcr: bool,
@@ -225,13 +218,24 @@ fn has_cross(op: &CudaLevel) -> bool {
 }
 
 impl CudaBackend {
-    /// The launch of `op`'s line kernels with two threads per column (`thomas_twin`,
-    /// kernels/common.cuh) over `xs` columns in x per row, where one thread per column would
-    /// launch fewer than [`crate::kernels::Tuning::twin_threads`] threads and the level does not
-    /// solve by PCR; `None` otherwise. Blocks of 64 × 2 (32 × 4 on rows of at most 16 columns):
-    /// a multiple of a warp wide, as `TWIN_COLUMN` needs.
-    pub(super) fn twin_config(&self, op: &CudaLevel, xs: usize) -> Option<LaunchConfig> {
-        twin_config(&self.tuning, op.pcr.is_some(), xs, op.layout.ny as usize)
+    /// The kernel (`model`'s or `cells`' form, as level `op` has per-cell entries or not) and
+    /// the launch of a line kernel over `xs` columns in x per row: its form with two threads per
+    /// column ([`crate::kernels::Kernel::twin`]) where [`twin_config`] selects it, else one
+    /// thread per column in `whole`.
+    fn line_launch(
+        &self,
+        op: &CudaLevel,
+        model: K,
+        cells: K,
+        xs: usize,
+        whole: LaunchConfig,
+    ) -> (K, LaunchConfig) {
+        let k = op_kernel(op, model, cells);
+        let twin = twin_config(&self.tuning, op.pcr.is_some(), xs, op.layout.ny as usize);
+        match (k.twin(), twin) {
+            (Some(t), Some(cfg)) => (t, cfg),
+            _ => (k, whole),
+        }
     }
 
     /// z ← w M⁻¹ r on level `op` (fields checked by the caller), one or two threads per column.
@@ -242,10 +246,14 @@ impl CudaBackend {
         z: &mut CudaField,
         w: f64,
     ) -> Result<()> {
-        if let Some(cfg) = self.twin_config(op, op.layout.nx as usize) {
-            return launch_op!(self, op, K::LineSolveTwin, K::LineSolveTwinCells, in cfg; &r.data, &mut z.data, &w);
-        }
-        launch_op!(self, op, K::LineSolve, K::LineSolveCells, in op.line_cfg; &r.data, &mut z.data, &w)
+        let (k, cfg) = self.line_launch(
+            op,
+            K::LineSolve,
+            K::LineSolveCells,
+            op.layout.nx as usize,
+            op.line_cfg,
+        );
+        launch_op!(self, op, k, k, in cfg; &r.data, &mut z.data, &w)
     }
 
     /// Launches the CG Tridiag with α as a [`Coef`] (a slot of `sc`), its block partials into
@@ -263,11 +271,14 @@ impl CudaBackend {
     ) -> Result<usize> {
         self.check(op, &[q, r, z])?;
         let (a, ia) = (alpha.value, alpha.slot_index());
-        if let Some(cfg) = self.twin_config(op, op.layout.nx as usize) {
-            launch_op!(self, op, K::CgTridiagTwin, K::CgTridiagTwinCells, in cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)?;
-            return Ok((cfg.grid_dim.0 * cfg.grid_dim.1) as usize);
-        }
-        launch_op!(self, op, K::CgTridiag, K::CgTridiagCells, in op.line_cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)?;
-        Ok(op.blocks)
+        let (k, cfg) = self.line_launch(
+            op,
+            K::CgTridiag,
+            K::CgTridiagCells,
+            op.layout.nx as usize,
+            op.line_cfg,
+        );
+        launch_op!(self, op, k, k, in cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)?;
+        Ok((cfg.grid_dim.0 * cfg.grid_dim.1) as usize)
     }
 }

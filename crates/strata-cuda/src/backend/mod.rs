@@ -113,7 +113,8 @@ fn sym_flag(op: &CudaLevel) -> i32 {
     op.cells.as_ref().map_or(0, |c| c.sym_flag())
 }
 
-fn cu<T>(r: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
+/// A CUDA driver result as strata's.
+pub(crate) fn cu<T>(r: std::result::Result<T, cudarc::driver::DriverError>) -> Result<T> {
     r.map_err(|e| backend_err(format!("CUDA driver: {e}")))
 }
 
