@@ -146,9 +146,10 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
             return Ok(false);
         }
         let stream = backend.stream();
+        // Through the page-locked staging pair: a pageable copy ran at ≈ 4.7 GB/s.
         let device = host
             .iter()
-            .map(|v| crate::backend::cu(stream.clone_htod(*v)))
+            .map(|v| backend.upload_f64(v))
             .collect::<Result<Vec<_>>>()?;
         let arrays: Vec<DeviceArray> = device
             .iter()

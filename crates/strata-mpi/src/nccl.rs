@@ -8,9 +8,8 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
 use strata::backend::prelude::*;
-use strata::comm::{Comm, FaceStore};
-use strata::grid::RankGrid;
-use strata::grid::Side;
+use strata::comm::{Comm, Corners, FaceStore};
+use strata::grid::{corner_cells, RankGrid, Side};
 use strata::{Result, StrataError};
 use strata_cuda::{CudaBackend, CudaField, CudaLevel};
 
@@ -25,6 +24,8 @@ pub struct NcclComm {
     nccl: cudarc::nccl::Comm,
     /// Send and receive face buffers per level, in device memory, allocated at set-up.
     faces: RefCell<FaceStore<CudaSlice<f64>>>,
+    /// Send and receive buffers of the halo corners that have a diagonal rank.
+    corners: RefCell<Corners<CudaSlice<f64>>>,
 }
 
 /// Whether the NCCL library can be loaded.
@@ -39,15 +40,19 @@ impl NcclComm {
     pub fn new(world: SimpleCommunicator, grid: RankGrid, backend: &CudaBackend) -> Result<Self> {
         let mpi = MpiComm::new(world, grid)?;
         let rank = mpi.rank();
+        // The neighbours and the diagonal ranks (corners for the prolongation into the halo).
         let peers: Vec<i32> = Side::ALL
             .iter()
-            .filter_map(|&side| grid.neighbour(rank, side).map(|p| p as i32))
+            .filter_map(|&side| grid.neighbour(rank, side))
+            .chain((0..4).filter_map(|c| grid.diagonal(rank, c)))
+            .map(|p| p as i32)
             .collect();
         let nccl = bootstrap(mpi.world(), backend, &peers)?;
         Ok(Self {
             mpi,
             nccl,
             faces: RefCell::new(FaceStore::default()),
+            corners: RefCell::new(Corners::default()),
         })
     }
 
@@ -114,6 +119,70 @@ impl NcclComm {
         let (grid, rank) = (self.mpi.grid(), self.mpi.rank());
         Side::ALL.map(|side| grid.neighbour(rank, side))
     }
+
+    /// The ranks diagonally across this rank's block's corners.
+    fn diagonals(&self) -> [Option<usize>; 4] {
+        let (grid, rank) = (self.mpi.grid(), self.mpi.rank());
+        std::array::from_fn(|c| grid.diagonal(rank, c))
+    }
+
+    /// Fills the halo of `x` from the neighbouring ranks, and with `corners` the halo corners
+    /// from the diagonal ranks, in one NCCL group.
+    fn exchange_halo(
+        &self,
+        b: &CudaBackend,
+        lev: &CudaLevel,
+        x: &mut CudaField,
+        corners: bool,
+    ) -> Result<()> {
+        let neighbours = self.neighbours();
+        let has = neighbours.map(|n| n.is_some());
+        let diagonals = if corners { self.diagonals() } else { [None; 4] };
+        let (nx, ny, nz) = {
+            let s = b.stencil(lev);
+            (s.nx(), s.ny(), s.nz)
+        };
+        let mut faces = self.faces.borrow_mut();
+        let faces = faces.level(b, lev, has, |len| b.alloc_face(len))?;
+        let mut cols = self.corners.borrow_mut();
+        let all = self.diagonals().map(|d| d.is_some());
+        let cols = cols.columns(nz, all, |len| b.alloc_face(len))?;
+        for side in Side::ALL {
+            if let Some(buf) = &mut faces.send[side.index()] {
+                b.pack_face(lev, x, side, buf)?;
+            }
+        }
+        for c in (0..4).filter(|&c| diagonals[c].is_some()) {
+            if let Some(buf) = &mut cols.send[c] {
+                b.pack_column(lev, x, corner_cells(nx, ny, c).1, buf)?;
+            }
+        }
+        {
+            let mut group = self.nccl.group();
+            let sends = faces.send.iter().chain(&cols.send);
+            let recvs = faces.recv.iter_mut().chain(cols.recv.iter_mut());
+            let peers = neighbours.iter().chain(&diagonals);
+            for (peer, (send, recv)) in peers.zip(sends.zip(recvs)) {
+                if let (Some(peer), Some(send), Some(recv)) = (peer, send, recv) {
+                    group.send(send.as_view(), *peer as i32).map_err(nccl_err)?;
+                    group
+                        .recv(recv.as_view_mut(), *peer as i32)
+                        .map_err(nccl_err)?;
+                }
+            }
+        }
+        for side in Side::ALL {
+            if let Some(buf) = &faces.recv[side.index()] {
+                b.unpack_face(lev, x, side, buf)?;
+            }
+        }
+        for c in (0..4).filter(|&c| diagonals[c].is_some()) {
+            if let Some(buf) = &cols.recv[c] {
+                b.unpack_column(lev, x, corner_cells(nx, ny, c).0, buf)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Comm<CudaBackend> for NcclComm {
@@ -130,37 +199,24 @@ impl Comm<CudaBackend> for NcclComm {
         self.faces
             .borrow_mut()
             .level(b, lev, has, |len| b.alloc_face(len))?;
+        let diagonals = self.diagonals().map(|d| d.is_some());
+        self.corners
+            .borrow_mut()
+            .columns(b.stencil(lev).nz, diagonals, |len| b.alloc_face(len))?;
         Ok(())
     }
 
     fn exchange(&self, b: &CudaBackend, lev: &CudaLevel, x: &mut CudaField) -> Result<()> {
-        let neighbours = self.neighbours();
-        let has = neighbours.map(|n| n.is_some());
-        let mut faces = self.faces.borrow_mut();
-        let faces = faces.level(b, lev, has, |len| b.alloc_face(len))?;
-        for side in Side::ALL {
-            if let Some(buf) = &mut faces.send[side.index()] {
-                b.pack_face(lev, x, side, buf)?;
-            }
-        }
-        {
-            let mut group = self.nccl.group();
-            let pairs = faces.send.iter().zip(faces.recv.iter_mut());
-            for (peer, (send, recv)) in neighbours.iter().zip(pairs) {
-                if let (Some(peer), Some(send), Some(recv)) = (peer, send, recv) {
-                    group.send(send.as_view(), *peer as i32).map_err(nccl_err)?;
-                    group
-                        .recv(recv.as_view_mut(), *peer as i32)
-                        .map_err(nccl_err)?;
-                }
-            }
-        }
-        for side in Side::ALL {
-            if let Some(buf) = &faces.recv[side.index()] {
-                b.unpack_face(lev, x, side, buf)?;
-            }
-        }
-        Ok(())
+        self.exchange_halo(b, lev, x, false)
+    }
+
+    fn exchange_with_corners(
+        &self,
+        b: &CudaBackend,
+        lev: &CudaLevel,
+        x: &mut CudaField,
+    ) -> Result<()> {
+        self.exchange_halo(b, lev, x, true)
     }
 
     fn sum(&self, values: &mut [f64]) -> Result<()> {

@@ -51,31 +51,38 @@ pub trait Comm<B: Backend> {
     /// The sides ([`Side::index`]) whose halo holds cells of a neighbouring rank's block of the
     /// same panel or box, in the same frame: after a prolongation the multigrid cycle fills
     /// them with [`crate::backend::StencilKernels::prolongate_faces`] (the neighbour's values,
-    /// bit for bit) instead of exchanging. `None` (the default): exchange.
+    /// bit for bit) instead of exchanging. `None` (the default): exchange. A communicator that
+    /// returns sides in both x and y fills the halo corners in
+    /// [`Comm::exchange_with_corners`] (a face's end cells read the coarse halo's corner).
     fn prolongation_sides(&self) -> Option<[bool; 4]> {
         None
+    }
+    /// [`Comm::exchange`], and the halo corners whose diagonal block is another rank's (where
+    /// both sides at a corner have a neighbour) in the same round of messages: the last
+    /// exchange of a coarse level in the multigrid cycle, whose corners the prolongation into
+    /// the finer level's halo reads ([`Comm::prolongation_sides`]). By default `exchange`.
+    fn exchange_with_corners(&self, b: &B, lev: &B::LevelOp, x: &mut B::Field) -> Result<()> {
+        self.exchange(b, lev, x)
     }
 }
 
 /// [`Comm::prolongation_sides`] of a communicator of a rank grid over one panel or box whose
-/// block has a neighbour across the sides set in `neighbours` ([`Side::index`]): those sides,
-/// or `None` — where there is none; where the block has neighbours both in x and in y (a face
-/// cell at the end of a face reads a corner of the coarse halo, the diagonal block's, which a
-/// face exchange does not fill: so only decompositions into strips, 1 × p or p × 1, leave the
-/// exchange out); or where the environment says `STRATA_HALO_PROLONGATION=0` (exchange after
-/// every prolongation, as the paper's cycle does; read once).
+/// block has a neighbour across the sides set in `neighbours` ([`Side::index`]), and which
+/// fills the diagonal ranks' corners in [`Comm::exchange_with_corners`] (a face cell at the end
+/// of a face reads a corner of the coarse halo): those sides, or `None` — where there is no
+/// neighbour, or where the environment says `STRATA_HALO_PROLONGATION=0` (exchange after every
+/// prolongation, as the paper's cycle does; read once).
 pub fn prolongation_sides(neighbours: [bool; 4]) -> Option<[bool; 4]> {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let on = *ON.get_or_init(|| {
         std::env::var("STRATA_HALO_PROLONGATION").map_or(true, |v| v.trim() != "0")
     });
-    strip_sides(neighbours).filter(|_| on)
+    neighbour_sides(neighbours).filter(|_| on)
 }
 
 /// The sides of [`prolongation_sides`] whatever the environment says.
-fn strip_sides(n: [bool; 4]) -> Option<[bool; 4]> {
-    let (x, y) = (n[0] || n[1], n[2] || n[3]);
-    ((x || y) && !(x && y)).then_some(n)
+fn neighbour_sides(n: [bool; 4]) -> Option<[bool; 4]> {
+    n.contains(&true).then_some(n)
 }
 
 /// The communicator of a single process.
@@ -273,25 +280,67 @@ impl<F> FaceStore<F> {
     }
 }
 
+/// The send and receive buffers of the halo corners that have a diagonal rank, one column
+/// (`nz` values) each, per corner (0 north-east … 3 south-west, [`crate::grid::corner_cells`]):
+/// what [`Comm::exchange_with_corners`] moves besides the faces. Allocated once (the column
+/// length is every level's).
+pub struct Corners<F> {
+    nz: usize,
+    /// Send buffer per corner, `None` where there is no diagonal rank.
+    pub send: [Option<F>; 4],
+    /// Receive buffer per corner, `None` where there is no diagonal rank.
+    pub recv: [Option<F>; 4],
+}
+
+impl<F> Default for Corners<F> {
+    fn default() -> Self {
+        Self {
+            nz: 0,
+            send: [None, None, None, None],
+            recv: [None, None, None, None],
+        }
+    }
+}
+
+impl<F> Corners<F> {
+    /// The buffers for columns of `nz` values, allocated with `alloc(nz)` for each corner with
+    /// a diagonal rank (`diagonals[corner]`) the first time (or when `nz` changed).
+    pub fn columns(
+        &mut self,
+        nz: usize,
+        diagonals: [bool; 4],
+        mut alloc: impl FnMut(usize) -> Result<F>,
+    ) -> Result<&mut Self> {
+        if self.nz != nz {
+            *self = Self::default();
+            for (c, has) in diagonals.into_iter().enumerate() {
+                if has {
+                    self.send[c] = Some(alloc(nz)?);
+                    self.recv[c] = Some(alloc(nz)?);
+                }
+            }
+            self.nz = nz;
+        }
+        Ok(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::strip_sides;
+    use super::neighbour_sides;
 
     #[test]
-    fn only_strips_prolongate_into_their_halos() {
-        // West and east neighbours (a 1 × p strip), or south and north (p × 1): yes.
+    fn blocks_with_a_neighbour_prolongate_into_their_halos() {
         assert_eq!(
-            strip_sides([true, true, false, false]),
+            neighbour_sides([true, true, false, false]),
             Some([true, true, false, false])
         );
         assert_eq!(
-            strip_sides([false, false, false, true]),
-            Some([false, false, false, true])
+            neighbour_sides([false, true, false, true]),
+            Some([false, true, false, true])
         );
-        // A neighbour in x and one in y: the coarse halo's corner would be read: no.
-        assert_eq!(strip_sides([false, true, false, true]), None);
-        assert_eq!(strip_sides([true; 4]), None);
+        assert_eq!(neighbour_sides([true; 4]), Some([true; 4]));
         // No neighbour: nothing to leave out.
-        assert_eq!(strip_sides([false; 4]), None);
+        assert_eq!(neighbour_sides([false; 4]), None);
     }
 }

@@ -15,6 +15,19 @@ const SMALL: usize = 1 << 16;
 const PIECE: usize = 1 << 15;
 
 impl CudaBackend {
+    /// `v` on the device in fp64 through the page-locked staging pair
+    /// ([`CudaBackend::upload_values`]): a caller's host array (a coefficient field) uploaded at
+    /// the DMA engine's rate rather than pageable memory's.
+    pub(crate) fn upload_f64(&self, v: &[f64]) -> Result<CudaSlice<f64>> {
+        match self.upload_values(v, Storage::F64)? {
+            DeviceValues::F64(d) => Ok(d),
+            DeviceValues::F32(_) => Err(StrataError::Backend {
+                backend: "cuda".into(),
+                msg: "an fp64 upload came back in fp32".into(),
+            }),
+        }
+    }
+
     /// `v` on the device, stored in `storage` (rounded to fp32 for an fp32 level); refused, not
     /// failed, when the device has too little free memory.
     pub(super) fn upload_values(&self, v: &[f64], storage: Storage) -> Result<DeviceValues> {

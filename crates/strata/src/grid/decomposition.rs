@@ -59,6 +59,45 @@ impl RankGrid {
         };
         (nx < self.px && ny < self.py).then_some(ny * self.px + nx)
     }
+
+    /// The rank diagonally across corner `corner` of `rank`'s block (0 north-east, 1
+    /// north-west, 2 south-east, 3 south-west, as [`crate::grid::sphere::CornerLink`]), if any:
+    /// the neighbour's neighbour, so there is one exactly where both sides at the corner have
+    /// a neighbour.
+    pub fn diagonal(&self, rank: usize, corner: usize) -> Option<usize> {
+        let (x, y) = corner_sides(corner);
+        self.neighbour(self.neighbour(rank, x)?, y)
+    }
+}
+
+/// The sides that meet at corner `corner` (0 north-east, 1 north-west, 2 south-east, 3
+/// south-west): the one in x, then the one in y.
+pub fn corner_sides(corner: usize) -> (Side, Side) {
+    let x = if corner.is_multiple_of(2) {
+        Side::East
+    } else {
+        Side::West
+    };
+    let y = if corner < 2 { Side::North } else { Side::South };
+    (x, y)
+}
+
+/// The halo cell at corner `corner` of an `nx × ny` block and the block's own interior cell
+/// next to it, halo-inclusive: what a rank receives from the diagonal rank and what it sends
+/// there (the diagonal rank's corner across the same vertex is `3 − corner`).
+pub fn corner_cells(nx: usize, ny: usize, corner: usize) -> ((usize, usize), (usize, usize)) {
+    let (x, y) = corner_sides(corner);
+    let (hi, oi) = if x == Side::East {
+        (nx + 1, nx)
+    } else {
+        (0, 1)
+    };
+    let (hj, oj) = if y == Side::North {
+        (ny + 1, ny)
+    } else {
+        (0, 1)
+    };
+    ((hi, hj), (oi, oj))
 }
 
 /// Start and length of part `index` of `n` cells split into `parts` (the first `n % parts`
@@ -176,6 +215,31 @@ mod tests {
         assert_eq!(grid.neighbour(0, Side::East), Some(1));
         assert_eq!(grid.neighbour(0, Side::North), Some(3));
         assert_eq!(grid.neighbour(5, Side::North), None);
+    }
+
+    #[test]
+    fn diagonals_are_mutual_and_cross_the_corner_cells() {
+        let grid = RankGrid { px: 3, py: 2 };
+        for r in 0..6 {
+            for c in 0..4 {
+                let (x, y) = corner_sides(c);
+                let both = grid.neighbour(r, x).is_some() && grid.neighbour(r, y).is_some();
+                assert_eq!(grid.diagonal(r, c).is_some(), both, "rank {r} corner {c}");
+                if let Some(d) = grid.diagonal(r, c) {
+                    assert_eq!(grid.diagonal(d, 3 - c), Some(r));
+                }
+            }
+        }
+        // Rank 0 (south-west) has one diagonal, rank 4 (north, middle) two, to the south.
+        assert_eq!(grid.diagonal(0, 0), Some(4));
+        assert_eq!((0..4).filter_map(|c| grid.diagonal(0, c)).count(), 1);
+        assert_eq!(grid.diagonal(4, 1), None);
+        assert_eq!(grid.diagonal(4, 3), Some(0));
+        assert_eq!(grid.diagonal(4, 2), Some(2));
+        // A 5 × 3 block: the north-east halo corner and its own corner cell next to it.
+        assert_eq!(corner_cells(5, 3, 0), ((6, 4), (5, 3)));
+        assert_eq!(corner_cells(5, 3, 3), ((0, 0), (1, 1)));
+        assert_eq!(corner_cells(5, 3, 1), ((0, 4), (1, 3)));
     }
 
     #[test]

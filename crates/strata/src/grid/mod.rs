@@ -8,7 +8,7 @@ pub mod dual;
 pub mod sphere;
 
 pub use block::{Block, Side, Sides};
-pub use decomposition::{max_levels, split, Decomposition, RankGrid};
+pub use decomposition::{corner_cells, corner_sides, max_levels, split, Decomposition, RankGrid};
 
 use crate::error::{invalid, Result};
 

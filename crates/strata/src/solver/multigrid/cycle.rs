@@ -21,6 +21,38 @@ fn parts<'a, B: Backend>(l: &'a mut MgLevel<B>, lev: usize, f0: &'a B::Field) ->
     (op, if lev == 0 { f0 } else { f }, u, work)
 }
 
+/// Which halo cells an exchange fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Halo {
+    /// The faces.
+    Faces,
+    /// The faces, and the corners whose diagonal block is another rank's where the
+    /// communicator prolongates into the halo ([`Comm::prolongation_sides`]): the last
+    /// exchange of a coarse level, before the finer level's prolongation reads its halo.
+    Corners,
+}
+
+/// Fills the halo of `u` (level `lev`, operator `op`) as `halo` says.
+#[allow(clippy::too_many_arguments)]
+fn exchange<B: Backend, C: Comm<B>>(
+    b: &B,
+    comm: &C,
+    timer: &mut Timer,
+    lev: usize,
+    op: &B::LevelOp,
+    u: &mut B::Field,
+    halo: Halo,
+) -> Result<()> {
+    let corners = halo == Halo::Corners && comm.prolongation_sides().is_some();
+    timer.run(b, Kernel::Halo, lev, || {
+        if corners {
+            comm.exchange_with_corners(b, op, u)
+        } else {
+            comm.exchange(b, op, u)
+        }
+    })
+}
+
 /// Where the fine level's first smoothing step starts.
 pub(crate) enum Start<'a, B: Backend> {
     /// From the current iterate `u` (multigrid as a solver).
@@ -68,28 +100,42 @@ impl<B: Backend> Hierarchy<B> {
         } else {
             self.params.relaxation
         };
+        // The last exchange on a coarse level fills the corners that the prolongation into
+        // the finer level's halo reads.
+        let last = if lev > 0 { Halo::Corners } else { Halo::Faces };
+        let coarsest = lev == self.levels.len() - 1;
+        // Coarsest: the smoothing steps after the first are the coarse solve. Red-black and
+        // symmetric: the palindrome red-black, black-red, … of those steps, whose every second
+        // half-sweep repeats the one before it (same colour, same neighbours: the same values,
+        // bit for bit) and is skipped — one half-sweep per step, alternating. Otherwise red
+        // then black every step.
+        let steps = self.params.coarse_steps.saturating_sub(1);
+        let red_black = self.params.smoother == Smoother::RedBlack;
+        let more = match (coarsest, red_black, symmetric) {
+            (false, ..) => 0,
+            (true, true, true) => steps,
+            (true, true, false) => 2 * steps,
+            (true, false, _) => steps,
+        };
+        let first = if coarsest && more == 0 {
+            last
+        } else {
+            Halo::Faces
+        };
         // Down: pre-smooth. A coarser level restricts the finer residual and smooths from zero
         // in one kernel (RestrictSmooth). Every pre-smoothing ends with a black half-sweep.
         match (lev, start) {
-            (0, Start::Current) => self.smooth(b, comm, timer, 0, false, relax, f0)?,
+            (0, Start::Current) => self.smooth(b, comm, timer, 0, false, relax, f0, first)?,
             (0, Start::Zero(zero)) => self.smooth_from_zero(b, comm, timer, zero, relax, f0)?,
-            _ => self.restrict_smooth(b, comm, timer, lev, relax, f0)?,
+            _ => self.restrict_smooth(b, comm, timer, lev, relax, f0, first)?,
         }
-        if lev == self.levels.len() - 1 {
-            // Coarsest: the remaining smoothing steps are the coarse solve.
-            let steps = self.params.coarse_steps.saturating_sub(1);
-            if self.params.smoother == Smoother::RedBlack {
-                // Symmetric: the palindrome red-black, black-red, … of the other steps, whose
-                // every second half-sweep repeats the one before it (same colour, same
-                // neighbours: the same values, bit for bit) and is skipped — one half-sweep
-                // per step, alternating. Otherwise red then black every step.
-                let sweeps = if symmetric { steps } else { 2 * steps };
-                for s in 0..sweeps {
-                    self.half_sweep(b, comm, timer, lev, s % 2, relax, f0)?;
-                }
-            } else {
-                for _ in 0..steps {
-                    self.smooth(b, comm, timer, lev, false, relax, f0)?;
+        if coarsest {
+            for s in 0..more {
+                let halo = if s + 1 == more { last } else { Halo::Faces };
+                if red_black {
+                    self.half_sweep(b, comm, timer, lev, s % 2, relax, f0, halo)?;
+                } else {
+                    self.smooth(b, comm, timer, lev, false, relax, f0, halo)?;
                 }
             }
             return Ok(());
@@ -105,7 +151,7 @@ impl<B: Backend> Hierarchy<B> {
         // the next cycle begins with, which recomputes the same values, and on the coarser
         // ones the forward order contracts more (one cycle in six fewer: docs/PERFORMANCE.md).
         self.prolongate(b, comm, timer, lev)?;
-        self.smooth(b, comm, timer, lev, symmetric, relax, f0)
+        self.smooth(b, comm, timer, lev, symmetric, relax, f0, last)
     }
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (a preconditioner), symmetric (for CG) or
@@ -154,9 +200,9 @@ impl<B: Backend> Hierarchy<B> {
                 b.smooth(op, f, zero, u, rho)
             }
         })?;
-        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, u))?;
+        exchange(b, comm, timer, 0, op, u, Halo::Faces)?;
         if red_black {
-            self.half_sweep(b, comm, timer, 0, 1, relax, f0)?;
+            self.half_sweep(b, comm, timer, 0, 1, relax, f0, Halo::Faces)?;
         }
         Ok(())
     }
@@ -171,8 +217,8 @@ impl<B: Backend> Hierarchy<B> {
     /// u_lev ← u_lev + P u_{lev+1}, and the halo of u_lev: exchanged, or on a rank
     /// decomposition of one panel or box ([`Comm::prolongation_sides`]) prolongated into (the
     /// halo holds the neighbours' u_lev since the pre-smoothing's exchange, and u_{lev+1}'s halo
-    /// was exchanged after its post-smoothing, so the neighbours' new values can be computed
-    /// here: one exchange per level and cycle fewer).
+    /// and corners were exchanged after its post-smoothing, so the neighbours' new values can
+    /// be computed here: one exchange per level and cycle fewer).
     fn prolongate<C: Comm<B>>(
         &mut self,
         b: &B,
@@ -196,11 +242,12 @@ impl<B: Backend> Hierarchy<B> {
         if sides.is_some() {
             return Ok(());
         }
-        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))
+        exchange(b, comm, timer, lev, &l.op, &mut l.u, Halo::Faces)
     }
 
-    /// f_lev ← R r_{lev−1}; u_lev ← ρ M⁻¹ f_lev, and the halo of u_lev (red-black: the red
-    /// half-sweep from zero, then the black one over-relaxed by `relax`). With
+    /// f_lev ← R r_{lev−1}; u_lev ← ρ M⁻¹ f_lev, and the halo of u_lev, the last exchange as
+    /// `halo` says (red-black: the red half-sweep from zero, then the black one over-relaxed
+    /// by `relax`). With
     /// [`super::MgParams::fuse_restriction`] the finer residual r_{lev−1} is computed in the same
     /// call; otherwise [`Hierarchy::residual`] stored it before.
     #[allow(clippy::too_many_arguments)]
@@ -212,6 +259,7 @@ impl<B: Backend> Hierarchy<B> {
         lev: usize,
         relax: f64,
         f0: &B::Field,
+        halo: Halo,
     ) -> Result<()> {
         // Red-black from zero, as in smooth_from_zero: ρ = 1, then the black half-sweep.
         let red_black = self.params.smoother == Smoother::RedBlack;
@@ -233,15 +281,16 @@ impl<B: Backend> Hierarchy<B> {
                 b.restrict_smooth(&fine.op, &l.op, &fine.work, &mut l.f, &mut l.u, rho, scale)
             })?;
         }
-        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, &l.op, &mut l.u))?;
         if red_black {
-            self.half_sweep(b, comm, timer, lev, 1, relax, f0)?;
+            exchange(b, comm, timer, lev, &l.op, &mut l.u, Halo::Faces)?;
+            self.half_sweep(b, comm, timer, lev, 1, relax, f0, halo)
+        } else {
+            exchange(b, comm, timer, lev, &l.op, &mut l.u, halo)
         }
-        Ok(())
     }
 
     /// One red-black half-sweep of `color` on level `lev`, over-relaxed by `relax`, and the
-    /// halo.
+    /// halo as `halo` says.
     #[allow(clippy::too_many_arguments)]
     fn half_sweep<C: Comm<B>>(
         &mut self,
@@ -252,15 +301,16 @@ impl<B: Backend> Hierarchy<B> {
         color: usize,
         relax: f64,
         f0: &B::Field,
+        halo: Halo,
     ) -> Result<()> {
         let (op, f, u, _) = parts(&mut self.levels[lev], lev, f0);
         timer.run(b, Kernel::SmoothColor, lev, || {
             b.smooth_color(op, f, u, color, relax)
         })?;
-        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, op, u))
+        exchange(b, comm, timer, lev, op, u, halo)
     }
 
-    /// One smoothing step on level `lev`, and its halo: block Jacobi u ← u + ρ M⁻¹ (f − A u)
+    /// One smoothing step on level `lev`, and its halo (the last exchange as `halo` says): block Jacobi u ← u + ρ M⁻¹ (f − A u)
     /// (out of place, then swapped), or a red-black sweep over-relaxed by `relax` (red then
     /// black; black then red when `reverse`, as after the coarse correction in the
     /// preconditioner's cycle).
@@ -274,19 +324,18 @@ impl<B: Backend> Hierarchy<B> {
         reverse: bool,
         relax: f64,
         f0: &B::Field,
+        halo: Halo,
     ) -> Result<()> {
         if self.params.smoother == Smoother::RedBlack {
             let order = if reverse { [1, 0] } else { [0, 1] };
-            for color in order {
-                self.half_sweep(b, comm, timer, lev, color, relax, f0)?;
-            }
-            return Ok(());
+            self.half_sweep(b, comm, timer, lev, order[0], relax, f0, Halo::Faces)?;
+            return self.half_sweep(b, comm, timer, lev, order[1], relax, f0, halo);
         }
         let rho = self.params.rho;
         let (op, f, u, work) = parts(&mut self.levels[lev], lev, f0);
         timer.run(b, Kernel::Smooth, lev, || b.smooth(op, f, u, work, rho))?;
         std::mem::swap(u, work);
-        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, op, u))
+        exchange(b, comm, timer, lev, op, u, halo)
     }
 }
 
