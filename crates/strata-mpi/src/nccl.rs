@@ -224,6 +224,30 @@ impl Comm<CudaBackend> for NcclComm {
         Ok(())
     }
 
+    /// An NCCL all-reduce of the slots in device memory, queued on the backend's stream: the
+    /// Krylov iterations' sums reach the host no more than on one GPU (the default, through
+    /// the host, waits for the stream at every sum). On one rank too, where it is a copy, so
+    /// that a one-rank job runs this path.
+    fn sum_slots(
+        &self,
+        _b: &CudaBackend,
+        s: &mut CudaSlice<f64>,
+        at: usize,
+        n: usize,
+    ) -> Result<()> {
+        if at + n > s.len() {
+            return Err(StrataError::invalid(
+                "slots",
+                format!("{at}..{} of {} scalars", at + n, s.len()),
+            ));
+        }
+        let mut slots = s.slice_mut(at..at + n);
+        self.nccl
+            .all_reduce_in_place(&mut slots, &cudarc::nccl::ReduceOp::Sum)
+            .map_err(nccl_err)?;
+        Ok(())
+    }
+
     fn prolongation_sides(&self) -> Option<[bool; 4]> {
         strata::comm::prolongation_sides(self.neighbours().map(|n| n.is_some()))
     }
