@@ -5,12 +5,27 @@
 //! so an all-reduce of the wrong slots, or one not ordered with the kernels, changes the iterates.
 //! Ignored by default (needs an NVIDIA GPU and libnccl); `scripts/gpu-check tests` runs it.
 
-use strata::comm::SerialComm;
+use strata::comm::{Comm, SerialComm};
 use strata::grid::{Block, RankGrid};
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{SolverConfig, SolverKind};
 use strata_cuda::CudaBackend;
 use strata_mpi::NcclComm;
+
+/// A solve of the whole panel through `comm`, and its residual history.
+fn run<C: Comm<CudaBackend>>(
+    g: &CudaBackend,
+    comm: &C,
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    rhs: &[f64],
+) -> (strata::Solution, Vec<f64>) {
+    let mut history = Vec::new();
+    let whole = Block::whole(p.n);
+    let s = strata::solve_block(g, comm, p, whole, cfg, rhs, &mut |_, r| history.push(r))
+        .expect("a solve");
+    (s, history)
+}
 
 #[test]
 #[ignore = "needs an NVIDIA GPU and NCCL"]
@@ -26,15 +41,8 @@ fn one_nccl_rank_solves_as_the_serial_communicator() {
     let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(p.n));
     for kind in [SolverKind::Cg, SolverKind::MgCg, SolverKind::Mg] {
         let cfg = SolverConfig::new(kind);
-        let solve = |c: &dyn Fn(&mut dyn FnMut(usize, f64)) -> strata::Result<strata::Solution>| {
-            let mut history = Vec::new();
-            let s = c(&mut |_, r| history.push(r)).expect("a solve");
-            (s, history)
-        };
-        let (a, ha) =
-            solve(&|m| strata::solve_block(&g, &SerialComm, &p, Block::whole(p.n), &cfg, &rhs, m));
-        let (b, hb) =
-            solve(&|m| strata::solve_block(&g, &comm, &p, Block::whole(p.n), &cfg, &rhs, m));
+        let (a, ha) = run(&g, &SerialComm, &p, &cfg, &rhs);
+        let (b, hb) = run(&g, &comm, &p, &cfg, &rhs);
         println!(
             "{}: {} / {} iterations, final residual {:e} / {:e}",
             kind.name(),
