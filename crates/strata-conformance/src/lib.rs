@@ -1108,6 +1108,78 @@ pub fn halo_faces<B: Backend>(b: &B) {
     copy_halos(b, &mut rng);
     batched_halos(b, &mut rng);
     columns(b, &mut rng);
+    halo_parts(b, &mut rng);
+}
+
+/// pack_halo and unpack_halo (a rank's faces and corner columns at once) move what pack_face,
+/// pack_column, unpack_face and unpack_column move one part at a time, exactly, on blocks of
+/// several shapes; a buffer of the wrong length is refused.
+fn halo_parts<B: Backend>(b: &B, rng: &mut Rng) {
+    use strata::backend::HaloPart;
+    let parts: Vec<HaloPart> = Side::ALL
+        .into_iter()
+        .map(HaloPart::Face)
+        .chain((0..4).map(HaloPart::Corner))
+        .collect();
+    for s in cases().into_iter().filter(|s| s.nz == 7) {
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let ctx = format!("{:?}", s.block);
+        let (x, y) = (rng.field(&s), rng.field(&s));
+        let (dx, mut dy) = (to_backend(b, &op, &x), to_backend(b, &op, &y));
+        let mut bufs: Vec<B::FaceBuffer> = parts
+            .iter()
+            .map(|p| b.alloc_face(p.len(&s)).unwrap())
+            .collect();
+        let mut list: Vec<(HaloPart, &mut B::FaceBuffer)> =
+            parts.iter().copied().zip(bufs.iter_mut()).collect();
+        b.pack_halo(&op, &dx, &mut list).unwrap();
+        for (p, buf) in parts.iter().zip(&bufs) {
+            let mut got = vec![0.0; p.len(&s)];
+            b.face_to_host(buf, &mut got).unwrap();
+            let mut want = vec![0.0; p.len(&s)];
+            match (p, p.corner_cells(&s)) {
+                (HaloPart::Face(side), _) => x.pack_face(*side, &mut want),
+                (_, Some((own, _))) => x.pack_column(own, &mut want),
+                _ => unreachable!("a corner has cells"),
+            }
+            assert_eq!(got, want, "pack_halo {p:?} {ctx}");
+        }
+        // New values into every part, unpacked at once on the backend and one by one on the
+        // host: every halo cell (faces and corners) and the interior equal.
+        let mut want = y.clone();
+        for (p, buf) in parts.iter().zip(bufs.iter_mut()) {
+            let v: Vec<f64> = (0..p.len(&s)).map(|_| rng.next_value()).collect();
+            b.face_from_host(&v, buf).unwrap();
+            match (p, p.corner_cells(&s)) {
+                (HaloPart::Face(side), _) => want.unpack_face(*side, &v),
+                (_, Some((_, halo))) => want.unpack_column(halo, &v),
+                _ => unreachable!("a corner has cells"),
+            }
+        }
+        let list: Vec<(HaloPart, &B::FaceBuffer)> = parts.iter().copied().zip(&bufs).collect();
+        b.unpack_halo(&op, &mut dy, &list).unwrap();
+        let (nx, ny) = (s.nx(), s.ny());
+        let ring = (0..nx + 2)
+            .flat_map(|i| [(i, 0), (i, ny + 1)])
+            .chain((1..ny + 1).flat_map(|j| [(0, j), (nx + 1, j)]));
+        let mut interior = vec![0.0; s.cells()];
+        b.download(&op, &dy, &mut interior).unwrap();
+        let mut host = vec![0.0; s.cells()];
+        want.get_interior(&mut host);
+        assert_eq!(interior, host, "unpack_halo changed the interior {ctx}");
+        for at in ring {
+            let mut buf = b.alloc_face(s.nz).unwrap();
+            b.pack_column(&op, &dy, at, &mut buf).unwrap();
+            let (mut got, mut w) = (vec![0.0; s.nz], vec![0.0; s.nz]);
+            b.face_to_host(&buf, &mut got).unwrap();
+            want.pack_column(at, &mut w);
+            assert_eq!(got, w, "unpack_halo at {at:?} {ctx}");
+        }
+        // A buffer of the wrong length: refused.
+        let mut short = b.alloc_face(s.nz - 1).unwrap();
+        let mut wrong = [(HaloPart::Corner(0), &mut short)];
+        assert!(b.pack_halo(&op, &dx, &mut wrong).is_err(), "{ctx}");
+    }
 }
 
 /// pack_column, unpack_column and copy_column (the tile corners of the sphere's nine-point

@@ -72,6 +72,55 @@ extern "C" __global__ void unpack_face_f64(Layout L, int side, int count, const 
     }
 }
 
+// A rank's halo exchange in one launch each way (TransferKernels::pack_halo / unpack_halo): part
+// blockIdx.y is a face (`what` 0-3, the side; `count` columns) or a corner column (`what` 4-7,
+// corner what - 4: 0 north-east, 1 north-west, 2 south-east, 3 south-west; `count` 1), buffer
+// `buf` of count * nz values in face order (t * nz + k). Launch: grid (ceil(max count nz / 256),
+// parts), threads over (t, k). The parts go by value (HALO_PARTS at most).
+#define HALO_PARTS 8
+struct HaloPart {
+    double* buf;
+    int what, count;
+};
+struct HaloParts {
+    int parts, pad;
+    HaloPart p[HALO_PARTS];
+};
+
+// Column t of part `what`: the interior cell sent (halo = 0) or the halo cell filled (halo = 1).
+__device__ __forceinline__ void part_column(const Layout& L, int what, int t, int halo, int& i, int& j) {
+    if (what < 4) {
+        face_column(L, what, t, halo, i, j);
+        return;
+    }
+    const int c = what - 4;
+    const bool east = (c & 1) == 0, north = c < 2;
+    i = east ? (halo ? L.nx : L.nx - 1) : (halo ? -1 : 0);
+    j = north ? (halo ? L.ny : L.ny - 1) : (halo ? -1 : 0);
+}
+
+extern "C" __global__ void pack_halo_f64(Layout L, HaloParts P, const real* __restrict__ x) {
+    const HaloPart h = P.p[blockIdx.y];
+    const idx_t n = (idx_t)h.count * NZ;
+    for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
+        const int t = (int)(e / NZ), k = (int)(e % NZ);
+        int i, j;
+        part_column(L, h.what, t, 0, i, j);
+        h.buf[e] = x[at_(L, i, j, k)];
+    }
+}
+
+extern "C" __global__ void unpack_halo_f64(Layout L, HaloParts P, real* __restrict__ x) {
+    const HaloPart h = P.p[blockIdx.y];
+    const idx_t n = (idx_t)h.count * NZ;
+    for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
+        const int t = (int)(e / NZ), k = (int)(e % NZ);
+        int i, j;
+        part_column(L, h.what, t, 1, i, j);
+        x[at_(L, i, j, k)] = (real)h.buf[e];
+    }
+}
+
 // buf[k] <- x at halo-inclusive column (ih, jh) (a corner of a sphere tile). One thread per k.
 extern "C" __global__ void pack_column_f64(Layout L, int ih, int jh, const real* __restrict__ x,
                                            double* __restrict__ buf) {

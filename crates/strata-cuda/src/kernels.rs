@@ -97,6 +97,11 @@ pub enum Kernel {
     ReverseFace,
     /// `copy_halos_f64` (transfer.cu).
     CopyHalos,
+    /// `pack_halo_f64` (transfer.cu): a rank's faces and corner columns into their buffers, in
+    /// one launch.
+    PackHalo,
+    /// `unpack_halo_f64` (transfer.cu).
+    UnpackHalo,
     /// `widen_f64` (vector.cu): a whole field of this build's storage to fp64.
     Widen,
     /// `narrow_f64` (vector.cu): a whole fp64 field to this build's storage.
@@ -208,7 +213,7 @@ impl Kernel {
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 70] = [
+    pub const ALL: [Kernel; 72] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -245,6 +250,8 @@ impl Kernel {
         Kernel::CopyColumn,
         Kernel::ReverseFace,
         Kernel::CopyHalos,
+        Kernel::PackHalo,
+        Kernel::UnpackHalo,
         Kernel::Widen,
         Kernel::Narrow,
         Kernel::SmoothPcr,
@@ -321,6 +328,8 @@ impl Kernel {
             Kernel::CopyColumn => "copy_column_f64",
             Kernel::ReverseFace => "reverse_face_f64",
             Kernel::CopyHalos => "copy_halos_f64",
+            Kernel::PackHalo => "pack_halo_f64",
+            Kernel::UnpackHalo => "unpack_halo_f64",
             Kernel::Widen => "widen_f64",
             Kernel::Narrow => "narrow_f64",
             Kernel::SmoothPcr => "smooth_pcr_f64",
@@ -394,7 +403,7 @@ impl Kernel {
             Kernel::CopyHalo => "transfer.cu",
             Kernel::PackColumn | Kernel::UnpackColumn | Kernel::CopyColumn => "transfer.cu",
             Kernel::ReverseFace => "transfer.cu",
-            Kernel::CopyHalos => "transfer.cu",
+            Kernel::CopyHalos | Kernel::PackHalo | Kernel::UnpackHalo => "transfer.cu",
             Kernel::Widen => "vector.cu",
             Kernel::Narrow => "vector.cu",
             Kernel::LineSolveTwin

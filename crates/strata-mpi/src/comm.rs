@@ -6,8 +6,9 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
 use strata::backend::Backend;
+use strata::backend::HaloPart;
 use strata::comm::{Comm, Corners, FaceStore};
-use strata::grid::{corner_cells, RankGrid, Side};
+use strata::grid::{RankGrid, Side};
 use strata::Result;
 
 /// The allocator of a level's buffers after [`MpiComm::buffers`] made them: never called.
@@ -130,6 +131,27 @@ pub(crate) fn all_sum(world: &SimpleCommunicator, values: &mut [f64]) {
     world.all_reduce_into(&local[..], values, SystemOperation::sum());
 }
 
+/// The parts of an exchange with their buffers: every face that has one (a neighbour), and the
+/// corners whose diagonal rank is given in `diagonals` (those of this exchange).
+pub(crate) fn halo_parts<'a, F>(
+    faces: &'a mut [Option<F>; 4],
+    corners: &'a mut [Option<F>; 4],
+    diagonals: &[Option<usize>; 4],
+) -> Vec<(HaloPart, &'a mut F)> {
+    let faces = Side::ALL
+        .into_iter()
+        .map(HaloPart::Face)
+        .zip(faces.iter_mut());
+    let corners = (0..4)
+        .map(HaloPart::Corner)
+        .zip(corners.iter_mut())
+        .filter(|(p, _)| matches!(p, HaloPart::Corner(c) if diagonals[*c].is_some()));
+    faces
+        .chain(corners)
+        .filter_map(|(p, buf)| buf.as_mut().map(|buf| (p, buf)))
+        .collect()
+}
+
 impl<B: Backend> MpiComm<B> {
     /// Fills the halo of `x` from the neighbouring ranks, and with `corners` the halo corners
     /// from the diagonal ranks, in one round of non-blocking messages. Slots 0–3 are the faces
@@ -142,7 +164,6 @@ impl<B: Backend> MpiComm<B> {
         x: &mut B::Field,
         corners: bool,
     ) -> Result<()> {
-        let (nx, ny) = (b.stencil(lev).nx(), b.stencil(lev).ny());
         let diagonals = if corners { self.diagonals() } else { [None; 4] };
         let on_host = self.buffers(b, lev)?;
         let mut faces = self.faces.borrow_mut();
@@ -153,19 +174,17 @@ impl<B: Backend> MpiComm<B> {
         let cols = &mut *cols;
         let mut col_host = self.corner_host.borrow_mut();
         let col_host = &mut *col_host;
-        for side in Side::ALL {
-            let t = side.index();
-            if let Some(face) = &mut faces.send[t] {
-                b.pack_face(lev, x, side, face)?;
-                if let (false, Some(h)) = (on_host, &mut host.send[t]) {
-                    b.face_to_host(face, h)?;
-                }
-            }
+        {
+            let mut parts = halo_parts(&mut faces.send, &mut cols.send, &diagonals);
+            b.pack_halo(lev, x, &mut parts)?;
         }
-        for c in (0..4).filter(|&c| diagonals[c].is_some()) {
-            if let Some(buf) = &mut cols.send[c] {
-                b.pack_column(lev, x, corner_cells(nx, ny, c).1, buf)?;
-                if let (false, Some(h)) = (on_host, &mut col_host.send[c]) {
+        // Slots 0–3 the faces, 4–7 the corners; a corner only where this exchange sends it.
+        let live = |t: usize| t < 4 || diagonals[t - 4].is_some();
+        if !on_host {
+            let bufs = faces.send.iter().chain(&cols.send);
+            let hosts = host.send.iter_mut().chain(col_host.send.iter_mut());
+            for (t, (buf, h)) in bufs.zip(hosts).enumerate() {
+                if let (true, Some(buf), Some(h)) = (live(t), buf, h) {
                     b.face_to_host(buf, h)?;
                 }
             }
@@ -219,24 +238,18 @@ impl<B: Backend> MpiComm<B> {
             }
         });
         drop((send, recv));
-        for side in Side::ALL {
-            let t = side.index();
-            if let Some(face) = &mut faces.recv[t] {
-                if let (false, Some(h)) = (on_host, &host.recv[t]) {
-                    b.face_from_host(h, face)?;
-                }
-                b.unpack_face(lev, x, side, face)?;
-            }
-        }
-        for c in (0..4).filter(|&c| diagonals[c].is_some()) {
-            if let Some(buf) = &mut cols.recv[c] {
-                if let (false, Some(h)) = (on_host, &col_host.recv[c]) {
+        if !on_host {
+            let bufs = faces.recv.iter_mut().chain(cols.recv.iter_mut());
+            for (t, (buf, h)) in bufs.zip(host.recv.iter().chain(&col_host.recv)).enumerate() {
+                if let (true, Some(buf), Some(h)) = (live(t), buf, h) {
                     b.face_from_host(h, buf)?;
                 }
-                b.unpack_column(lev, x, corner_cells(nx, ny, c).0, buf)?;
             }
         }
-        Ok(())
+        let mut parts = halo_parts(&mut faces.recv, &mut cols.recv, &diagonals);
+        let parts: Vec<(HaloPart, &B::FaceBuffer)> =
+            parts.iter_mut().map(|(p, buf)| (*p, &**buf)).collect();
+        b.unpack_halo(lev, x, &parts)
     }
 }
 

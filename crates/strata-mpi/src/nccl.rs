@@ -2,14 +2,16 @@
 //! (no host copies), the NCCL communicator bootstrapped over MPI; global sums by MPI allreduce
 //! of the host scalars the solvers already read back.
 
+use crate::comm::halo_parts;
 use crate::MpiComm;
 use cudarc::driver::CudaSlice;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::cell::RefCell;
 use strata::backend::prelude::*;
+use strata::backend::HaloPart;
 use strata::comm::{Comm, Corners, FaceStore};
-use strata::grid::{corner_cells, RankGrid, Side};
+use strata::grid::{RankGrid, Side};
 use strata::{Result, StrataError};
 use strata_cuda::{CudaBackend, CudaField, CudaLevel};
 
@@ -127,7 +129,8 @@ impl NcclComm {
     }
 
     /// Fills the halo of `x` from the neighbouring ranks, and with `corners` the halo corners
-    /// from the diagonal ranks, in one NCCL group.
+    /// from the diagonal ranks, in one NCCL group, the parts packed and unpacked in one launch
+    /// each.
     fn exchange_halo(
         &self,
         b: &CudaBackend,
@@ -138,25 +141,17 @@ impl NcclComm {
         let neighbours = self.neighbours();
         let has = neighbours.map(|n| n.is_some());
         let diagonals = if corners { self.diagonals() } else { [None; 4] };
-        let (nx, ny, nz) = {
-            let s = b.stencil(lev);
-            (s.nx(), s.ny(), s.nz)
-        };
+        let nz = b.stencil(lev).nz;
         let mut faces = self.faces.borrow_mut();
         let faces = faces.level(b, lev, has, |len| b.alloc_face(len))?;
         let mut cols = self.corners.borrow_mut();
         let all = self.diagonals().map(|d| d.is_some());
         let cols = cols.columns(nz, all, |len| b.alloc_face(len))?;
-        for side in Side::ALL {
-            if let Some(buf) = &mut faces.send[side.index()] {
-                b.pack_face(lev, x, side, buf)?;
-            }
-        }
-        for c in (0..4).filter(|&c| diagonals[c].is_some()) {
-            if let Some(buf) = &mut cols.send[c] {
-                b.pack_column(lev, x, corner_cells(nx, ny, c).1, buf)?;
-            }
-        }
+        b.pack_halo(
+            lev,
+            x,
+            &mut halo_parts(&mut faces.send, &mut cols.send, &diagonals),
+        )?;
         {
             let mut group = self.nccl.group();
             let sends = faces.send.iter().chain(&cols.send);
@@ -171,16 +166,10 @@ impl NcclComm {
                 }
             }
         }
-        for side in Side::ALL {
-            if let Some(buf) = &faces.recv[side.index()] {
-                b.unpack_face(lev, x, side, buf)?;
-            }
-        }
-        for c in (0..4).filter(|&c| diagonals[c].is_some()) {
-            if let Some(buf) = &cols.recv[c] {
-                b.unpack_column(lev, x, corner_cells(nx, ny, c).0, buf)?;
-            }
-        }
+        let mut parts = halo_parts(&mut faces.recv, &mut cols.recv, &diagonals);
+        let parts: Vec<(HaloPart, &CudaSlice<f64>)> =
+            parts.iter_mut().map(|(p, buf)| (*p, &**buf)).collect();
+        b.unpack_halo(lev, x, &parts)?;
         Ok(())
     }
 }

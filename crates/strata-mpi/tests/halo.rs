@@ -1,8 +1,9 @@
-//! Halo exchange on non-square rank grids with random data. Run by `cargo test`, this binary
+//! Halo exchange on rank grids (non-square among them) with hashed data. Run by `cargo test`, this binary
 //! launches itself under `mpirun` for several grids; as an MPI rank it fills its block of two
 //! levels with values that are a hash of the global cell, fills its halo with other values,
 //! exchanges, and checks every halo cell against the neighbour's value (and that the halo across
-//! the physical boundary is left alone).
+//! the physical boundary is left alone); then again with the corners (`exchange_with_corners`),
+//! each filled from the diagonal rank where there is one.
 
 use mpi::traits::*;
 use std::process::Command;
@@ -17,7 +18,7 @@ use strata::problem::{ProblemParams, VerticalGrid};
 use strata::stencil::LevelStencil;
 use strata_mpi::MpiComm;
 
-const GRIDS: [&str; 5] = ["2x1", "1x2", "1x3", "3x2", "2x3"];
+const GRIDS: [&str; 6] = ["2x1", "1x2", "1x3", "3x2", "2x3", "2x2"];
 
 fn main() {
     if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() {
@@ -108,9 +109,17 @@ fn rank_main() {
                 }
             }
         }
-        let mut x = strata::backend::cpu::CpuField::from(x);
-        comm.exchange(&backend, &s, &mut x).unwrap();
-        errors += check(x.as_double(), &block, grid, rank, nz);
+        // The faces alone (corners left as they were), then with the corners.
+        for corners in [false, true] {
+            let mut x = strata::backend::cpu::CpuField::from(x.clone());
+            if corners {
+                comm.exchange_with_corners(&backend, &s, &mut x).unwrap();
+            } else {
+                comm.exchange(&backend, &s, &mut x).unwrap();
+            }
+            errors += check(x.as_double(), &block, grid, rank, nz);
+            errors += check_corners(x.as_double(), &block, grid, rank, nz, corners);
+        }
     }
     let mut total = [errors as f64];
     comm.sum(&mut total).unwrap();
@@ -149,6 +158,36 @@ fn check(x: &HostField, b: &Block, grid: RankGrid, rank: usize, nz: usize) -> us
     }
     if wrong > 0 {
         eprintln!("rank {rank}: {wrong} wrong halo values in {b:?}");
+    }
+    wrong
+}
+
+/// Counts wrong halo corners of one block: the diagonal rank's corner cell where there is one
+/// and `corners` was asked for, the value set before otherwise.
+fn check_corners(
+    x: &HostField,
+    b: &Block,
+    grid: RankGrid,
+    rank: usize,
+    nz: usize,
+    corners: bool,
+) -> usize {
+    let mut wrong = 0;
+    for c in 0..4 {
+        let ((ih, jh), _) = strata::grid::corner_cells(b.nx, b.ny, c);
+        // The global cell across the corner (the halo cell's own global position).
+        let (gi, gj) = ((b.i0 + ih).wrapping_sub(1), (b.j0 + jh).wrapping_sub(1));
+        let filled = corners && grid.diagonal(rank, c).is_some();
+        let o = x.offset(ih, jh);
+        for k in 0..nz {
+            let want = if filled { value(gi, gj, k) } else { -7.0 };
+            if x.data[o + k] != want {
+                wrong += 1;
+            }
+        }
+    }
+    if wrong > 0 {
+        eprintln!("rank {rank}: {wrong} wrong corner values in {b:?} (corners asked: {corners})");
     }
     wrong
 }

@@ -1,7 +1,7 @@
 //! Transfers (kernels/transfer.cu): host arrays in and out through page-locked staging with an on-device transpose, and the halo faces.
 
 use super::*;
-use strata::backend::TransferKernels;
+use strata::backend::{HaloPart, TransferKernels};
 
 impl TransferKernels for CudaBackend {
     fn upload(&self, op: &CudaLevel, host: &[f64], x: &mut CudaField) -> Result<()> {
@@ -306,6 +306,50 @@ impl TransferKernels for CudaBackend {
         Ok(())
     }
 
+    fn pack_halo(
+        &self,
+        op: &CudaLevel,
+        x: &CudaField,
+        parts: &mut [(HaloPart, &mut CudaSlice<f64>)],
+    ) -> Result<()> {
+        self.check(op, &[x])?;
+        use cudarc::driver::DevicePtrMut;
+        let mut guards = Vec::with_capacity(parts.len());
+        let mut descs = Vec::with_capacity(parts.len());
+        for (part, buf) in parts.iter_mut() {
+            let what = part_what(&op.stencil, part, buf.len())?;
+            let (ptr, g) = buf.device_ptr_mut(self.base());
+            guards.push(g);
+            descs.push((ptr, what, part.len(&op.stencil) / op.stencil.nz));
+        }
+        let (field, g) = x.data.device_ptr(self.base());
+        self.halo_launch(op, K::PackHalo, &descs, field)?;
+        drop((g, guards));
+        Ok(())
+    }
+
+    fn unpack_halo(
+        &self,
+        op: &CudaLevel,
+        x: &mut CudaField,
+        parts: &[(HaloPart, &CudaSlice<f64>)],
+    ) -> Result<()> {
+        self.check(op, &[x])?;
+        use cudarc::driver::DevicePtr;
+        let mut guards = Vec::with_capacity(parts.len());
+        let mut descs = Vec::with_capacity(parts.len());
+        for (part, buf) in parts {
+            let what = part_what(&op.stencil, part, buf.len())?;
+            let (ptr, g) = buf.device_ptr(self.base());
+            guards.push(g);
+            descs.push((ptr, what, part.len(&op.stencil) / op.stencil.nz));
+        }
+        let (field, g) = x.data.device_ptr_mut(self.base());
+        self.halo_launch(op, K::UnpackHalo, &descs, field)?;
+        drop((g, guards));
+        Ok(())
+    }
+
     fn reverse_face(&self, op: &CudaLevel, buf: &mut CudaSlice<f64>) -> Result<()> {
         let nz = op.layout.nz as usize;
         assert_eq!(buf.len() % nz, 0, "a face of whole columns");
@@ -334,6 +378,111 @@ impl TransferKernels for CudaBackend {
         cu(self.base().memcpy_htod(host, buf))
     }
 }
+
+impl CudaBackend {
+    /// Launches [`K::PackHalo`] or [`K::UnpackHalo`] over `parts` (buffer address, part code of
+    /// [`part_what`], columns), [`HALO_PARTS`] per launch, on the field at device address
+    /// `field` (of the level's layout and precision).
+    fn halo_launch(
+        &self,
+        op: &CudaLevel,
+        kernel: K,
+        parts: &[(u64, i32, usize)],
+        field: u64,
+    ) -> Result<()> {
+        let nz = op.layout.nz as usize;
+        // No part twice: two blocks of a launch would write the same cells.
+        for (a, p) in parts.iter().enumerate() {
+            if parts[..a].iter().any(|q| q.1 == p.1) {
+                return Err(strata::StrataError::invalid(
+                    "halo part",
+                    format!("part {} given twice", p.1),
+                ));
+            }
+        }
+        for chunk in parts.chunks(HALO_PARTS) {
+            let mut batch = HaloParts {
+                parts: chunk.len() as i32,
+                pad: 0,
+                p: [HaloPartDesc::default(); HALO_PARTS],
+            };
+            for (d, &(buf, what, count)) in batch.p.iter_mut().zip(chunk) {
+                *d = HaloPartDesc {
+                    buf,
+                    what,
+                    count: count as i32,
+                };
+            }
+            let most = chunk.iter().map(|p| p.2 * nz).max().unwrap_or(0) as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (most.div_ceil(256).max(1), chunk.len() as u32, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut b = self.base().launch_builder(op.k.get(kernel));
+            b.arg(&op.layout).arg(&batch).arg(&field);
+            // SAFETY: the field at `field` matches the level's layout and precision (checked by
+            // the caller, which holds it for the launch, exclusively when unpacking); each part's
+            // buffer is a live allocation of `count` columns of nz values (checked in
+            // `part_what`), held by the caller for the launch; part y touches only its own
+            // buffer and its own face or corner of the field (disjoint cells: the interior layer
+            // when packing, the halo when unpacking, and no part repeated).
+            cu(unsafe { b.launch(cfg) })?;
+        }
+        Ok(())
+    }
+}
+
+/// The kernel's code of a part (0–3 a side, 4–7 a corner), after checking its buffer's length.
+fn part_what(s: &strata::stencil::LevelStencil, part: &HaloPart, len: usize) -> Result<i32> {
+    let what = match *part {
+        HaloPart::Face(side) => side_index(side),
+        HaloPart::Corner(c) if c < 4 => 4 + c as i32,
+        HaloPart::Corner(c) => {
+            return Err(strata::StrataError::invalid(
+                "halo part",
+                format!("corner {c} is not one of 0..=3"),
+            ))
+        }
+    };
+    if len != part.len(s) {
+        return Err(strata::StrataError::invalid(
+            "halo part",
+            format!(
+                "{part:?} needs a buffer of {} values, not {len}",
+                part.len(s)
+            ),
+        ));
+    }
+    Ok(what)
+}
+
+/// Parts per launch of `pack_halo_f64` and `unpack_halo_f64` (`HALO_PARTS` of
+/// kernels/transfer.cu).
+const HALO_PARTS: usize = 8;
+
+/// `HaloPart` of kernels/transfer.cu: a buffer's device address, what it holds, its columns.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct HaloPartDesc {
+    buf: u64,
+    what: i32,
+    count: i32,
+}
+
+/// `HaloParts` of kernels/transfer.cu, passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct HaloParts {
+    parts: i32,
+    pad: i32,
+    p: [HaloPartDesc; HALO_PARTS],
+}
+
+// SAFETY: plain #[repr(C)] data laid out as the C structs `HaloPart` (an 8-byte address, two
+// i32: 16 bytes) and `HaloParts` (two i32, then the parts at offset 8) of kernels/transfer.cu;
+// the addresses are device pointers the kernel dereferences.
+unsafe impl cudarc::driver::DeviceRepr for HaloParts {}
 
 /// Links per launch of `copy_halos_f64` (`HALO_LINKS` of kernels/transfer.cu).
 const HALO_LINKS: usize = 32;

@@ -88,6 +88,85 @@ pub struct HaloLink {
     pub reversed: bool,
 }
 
+/// One part of a rank's halo exchange ([`TransferKernels::pack_halo`]): a face, or the column at
+/// a corner (0 north-east, 1 north-west, 2 south-east, 3 south-west; the block's own corner cell
+/// is sent, the halo corner filled: [`crate::grid::corner_cells`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaloPart {
+    /// The face across a side: its interior layer is sent, its halo filled.
+    Face(Side),
+    /// The column at a corner.
+    Corner(usize),
+}
+
+impl HaloPart {
+    /// Values the part holds on a level: a face's [`face_len`], a corner's `nz`.
+    pub fn len(&self, s: &LevelStencil) -> usize {
+        match *self {
+            HaloPart::Face(side) => face_len(s, side),
+            HaloPart::Corner(_) => s.nz,
+        }
+    }
+
+    /// Halo-inclusive (own cell, halo cell) of a corner part; `None` for a face or a corner
+    /// number above 3.
+    pub fn corner_cells(&self, s: &LevelStencil) -> Option<((usize, usize), (usize, usize))> {
+        match *self {
+            HaloPart::Corner(c) if c < 4 => {
+                let (halo, own) = crate::grid::corner_cells(s.nx(), s.ny(), c);
+                Some((own, halo))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The default [`TransferKernels::pack_halo`]: one `pack_face` or `pack_column` per part.
+pub fn pack_halo_one_by_one<B: TransferKernels + ?Sized>(
+    b: &B,
+    op: &B::LevelOp,
+    x: &B::Field,
+    parts: &mut [(HaloPart, &mut B::FaceBuffer)],
+) -> Result<()> {
+    for (part, buf) in parts.iter_mut() {
+        match *part {
+            HaloPart::Face(side) => b.pack_face(op, x, side, buf)?,
+            HaloPart::Corner(_) => {
+                let (own, _) = corner_part(b.stencil(op), part)?;
+                b.pack_column(op, x, own, buf)?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The default [`TransferKernels::unpack_halo`]: one `unpack_face` or `unpack_column` per part.
+pub fn unpack_halo_one_by_one<B: TransferKernels + ?Sized>(
+    b: &B,
+    op: &B::LevelOp,
+    x: &mut B::Field,
+    parts: &[(HaloPart, &B::FaceBuffer)],
+) -> Result<()> {
+    for (part, buf) in parts {
+        match *part {
+            HaloPart::Face(side) => b.unpack_face(op, x, side, buf)?,
+            HaloPart::Corner(_) => {
+                let (_, halo) = corner_part(b.stencil(op), part)?;
+                b.unpack_column(op, x, halo, buf)?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A corner part's cells, or an error for a corner number above 3.
+fn corner_part(s: &LevelStencil, part: &HaloPart) -> Result<((usize, usize), (usize, usize))> {
+    match part.corner_cells(s) {
+        Some(cells) => Ok(cells),
+        None => crate::error::invalid("halo part", format!("{part:?} is not a corner 0..=3")),
+    }
+}
+
 /// Checks a column index (halo-inclusive, within the block and its halo) and a buffer of `nz`
 /// values for [`TransferKernels::pack_column`] and [`TransferKernels::unpack_column`].
 pub fn check_column(s: &LevelStencil, (ih, jh): (usize, usize), len: usize) -> Result<()> {
@@ -650,6 +729,31 @@ pub trait TransferKernels: Fields {
         let mut buf = self.alloc_face(self.stencil(op).nz)?;
         self.pack_column(src_op, src, src_at, &mut buf)?;
         self.unpack_column(op, x, at, &buf)
+    }
+
+    /// Packs what this block sends for each of `parts` into the part's buffer (of
+    /// [`HaloPart::len`] values): a face's interior layer as [`TransferKernels::pack_face`], a
+    /// corner's own cell as [`TransferKernels::pack_column`]. What a communicator sends to its
+    /// neighbours and diagonal ranks; by default one call per part, on a GPU one launch.
+    fn pack_halo(
+        &self,
+        op: &Self::LevelOp,
+        x: &Self::Field,
+        parts: &mut [(HaloPart, &mut Self::FaceBuffer)],
+    ) -> Result<()> {
+        pack_halo_one_by_one(self, op, x, parts)
+    }
+
+    /// Writes each of `parts`' buffers into the halo of `x`: a face across its side as
+    /// [`TransferKernels::unpack_face`], a corner into the halo corner as
+    /// [`TransferKernels::unpack_column`]. By default one call per part, on a GPU one launch.
+    fn unpack_halo(
+        &self,
+        op: &Self::LevelOp,
+        x: &mut Self::Field,
+        parts: &[(HaloPart, &Self::FaceBuffer)],
+    ) -> Result<()> {
+        unpack_halo_one_by_one(self, op, x, parts)
     }
 
     /// Reverses the order of a face buffer's columns (`nz` values each, kept in order): a face
