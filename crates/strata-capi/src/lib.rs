@@ -613,40 +613,23 @@ const COEFFICIENT_NAMES: [&str; 7] = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", 
 /// calls (in [`COEFFICIENT_NAMES`] order; null: the model problem's value, 1 or δ for β, 0 for a
 /// ξ component), each non-null one read by `read(pointer, name)`; `None` when all are null (the
 /// model problem).
-fn coefficients_from(
+fn coefficients_from<R: AsRef<[f64]>>(
     p: &ProblemParams,
     pointers: [*const f64; 7],
-    mut read: impl FnMut(*const f64, &str) -> Result<Vec<f64>, StrataError>,
+    mut read: impl FnMut(*const f64, &str) -> Result<R, StrataError>,
 ) -> Result<Option<Coefficients>, StrataError> {
     if pointers.iter().all(|x| x.is_null()) {
         return Ok(None);
     }
-    let mut given = Vec::with_capacity(7);
-    for (ptr, name) in pointers.into_iter().zip(COEFFICIENT_NAMES) {
-        given.push(if ptr.is_null() {
-            None
-        } else {
-            Some(read(ptr, name)?)
-        });
-    }
-    let len = p.panels() * p.n * p.n * p.nz;
-    let mut c = Coefficients::constant_panels(p.panels(), p.n, p.nz, p.delta);
-    let mut it = given.into_iter();
-    for field in [&mut c.kx, &mut c.ky, &mut c.kz, &mut c.beta] {
-        if let Some(v) = it.next().flatten() {
-            *field = v;
+    let mut read_in: [Option<R>; 7] = [None, None, None, None, None, None, None];
+    for ((g, ptr), name) in read_in.iter_mut().zip(pointers).zip(COEFFICIENT_NAMES) {
+        if !ptr.is_null() {
+            *g = Some(read(ptr, name)?);
         }
     }
-    let xi: Vec<Option<Vec<f64>>> = it.collect();
-    if xi.iter().any(Option::is_some) {
-        let mut v = xi.into_iter().map(|x| x.unwrap_or_else(|| vec![0.0; len]));
-        c.xi = v
-            .next()
-            .zip(v.next())
-            .zip(v.next())
-            .map(|((a, b), c)| [a, b, c]);
-    }
-    Ok(Some(c))
+    let given = read_in.each_ref().map(|g| g.as_ref().map(AsRef::as_ref));
+    // Copied (and the fields not given filled) by the host's threads.
+    Coefficients::from_given(p.panels(), p.n, p.nz, p.delta, given).map(Some)
 }
 
 /// Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
@@ -680,8 +663,9 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
         let len = p.unknowns() as usize;
         let coefficients =
             coefficients_from(&p, [kx, ky, kz, beta, xi_x, xi_y, xi_z], |ptr, name| {
-                // SAFETY: a non-null pointer to `len` values, promised by the caller.
-                unsafe { slice(ptr, len, name) }.map(<[f64]>::to_vec)
+                // SAFETY: a non-null pointer to `len` values, promised by the caller, read
+                // (copied) before this call returns.
+                unsafe { slice(ptr, len, name) }
             })?;
         // One process on a GPU: the levels are made on the device from an uploaded copy (the
         // same operator, a small part of the time).

@@ -260,20 +260,24 @@ impl Solver {
     }
 
     /// The values of an (n, n, nz) array, NumPy or device, in strata's order (a copy).
-    fn host_values(&self, name: &str, a: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+    fn host_values<'py>(
+        &self,
+        name: &str,
+        a: &Bound<'py, PyAny>,
+    ) -> PyResult<PyReadonlyArray3<'py, f64>> {
         let a = if is_device(a) {
             let (view, _) = interface(a)?;
             a.py().import("cupy")?.call_method1("asnumpy", (view,))?
         } else {
             a.clone()
         };
-        let a: PyReadonlyArray3<'_, f64> = a.extract().map_err(|_| {
+        let a: PyReadonlyArray3<'py, f64> = a.extract().map_err(|_| {
             PyValueError::new_err(format!(
                 "{name} must be a float64 array of shape (n, n, nz)"
             ))
         })?;
         self.check_shape(name, a.shape())?;
-        a.to_vec().map_err(|e| PyValueError::new_err(e.to_string()))
+        Ok(a)
     }
 
     /// A read-only view of an (n, n, nz) float64 array as a slice (no copy when C-contiguous).
@@ -621,25 +625,31 @@ impl Solver {
         let coefficients = if none {
             None
         } else {
-            let mut c = Coefficients::constant_panels(panels, n, nz, delta);
-            for (a, field, name) in [
-                (&kx, &mut c.kx, "kx"),
-                (&ky, &mut c.ky, "ky"),
-                (&kz, &mut c.kz, "kz"),
-                (&beta, &mut c.beta, "beta"),
-            ] {
+            // Each array read in place where it is C-contiguous (copied otherwise), then copied
+            // into the solver's fields by the host's threads, the fields not given filled.
+            let mut read = Vec::new();
+            for (slot, (a, name)) in given.iter().enumerate() {
                 if let Some(a) = a {
-                    *field = self.host_values(name, a)?;
+                    read.push((slot, self.host_values(name, a)?));
                 }
             }
-            if let Some((x, y, z)) = &xi {
-                c.xi = Some([
-                    self.host_values("xi[0]", x)?,
-                    self.host_values("xi[1]", y)?,
-                    self.host_values("xi[2]", z)?,
-                ]);
+            let mut views = Vec::with_capacity(read.len());
+            for (slot, a) in &read {
+                let v = match a.as_slice() {
+                    Ok(v) => std::borrow::Cow::Borrowed(v),
+                    Err(_) => std::borrow::Cow::Owned(
+                        a.to_vec()
+                            .map_err(|e| PyValueError::new_err(e.to_string()))?,
+                    ),
+                };
+                views.push((*slot, v));
             }
-            Some(c)
+            let mut fields: [Option<&[f64]>; 7] = [None; 7];
+            for (slot, v) in &views {
+                fields[*slot] = Some(v.as_ref());
+            }
+            let c = py.detach(|| Coefficients::from_given(panels, n, nz, delta, fields));
+            Some(c.map_err(to_py)?)
         };
         // On one GPU the levels are made on the device from an uploaded copy (the same operator,
         // a small part of the time; the host path where the device has no room).

@@ -493,3 +493,47 @@ fn the_assembled_matrix_is_the_operator_the_solvers_use() {
         );
     }
 }
+
+/// The fields a caller gives, copied; the others the model problem's (κ = 1, β = δ, ξ only when a
+/// component is given, the others 0); a field of the wrong length named in the error.
+#[test]
+fn given_fields_are_copied_and_the_others_are_the_model_problems() {
+    let (n, nz, delta) = (5, 3, 0.25);
+    let len = n * n * nz;
+    let ky: Vec<f64> = (0..len).map(|v| 1.0 + v as f64 / 7.0).collect();
+    let xi_z: Vec<f64> = (0..len).map(|v| -(v as f64)).collect();
+    let c = Coefficients::from_given(1, n, nz, delta, [None; 7]).unwrap();
+    assert_eq!(c, Coefficients::constant(n, nz, delta));
+    let given = [None, Some(&ky[..]), None, None, None, None, Some(&xi_z[..])];
+    let c = Coefficients::from_given(1, n, nz, delta, given).unwrap();
+    let mut want = Coefficients::constant(n, nz, delta);
+    want.ky = ky.clone();
+    want.xi = Some([vec![0.0; len], vec![0.0; len], xi_z.clone()]);
+    assert_eq!(c, want);
+    // Large enough for several pieces of the parallel copy.
+    let big = 200 * 200 * 8;
+    let kx: Vec<f64> = (0..big).map(|v| v as f64).collect();
+    let c = Coefficients::from_given(
+        1,
+        200,
+        8,
+        delta,
+        [Some(&kx[..]), None, None, None, None, None, None],
+    )
+    .unwrap();
+    assert_eq!(c.kx, kx);
+    assert!(c.beta.iter().all(|&b| b == delta) && c.kz.iter().all(|&k| k == 1.0));
+    let e = Coefficients::from_given(
+        1,
+        n,
+        nz,
+        delta,
+        [None, None, None, Some(&ky[1..]), None, None, None],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("beta") && e.contains(&(len - 1).to_string()),
+        "{e}"
+    );
+}
