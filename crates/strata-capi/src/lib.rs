@@ -573,6 +573,7 @@ pub unsafe extern "C" fn strata_solver_solve(
         // SAFETY: non-null, `len` writable values promised by the caller, distinct from rhs.
         let u = unsafe { std::slice::from_raw_parts_mut(u, len) };
         let warm = initial_guess != 0;
+        rebuild_pending(s)?;
         let record: SolveInfo = dispatch!(&mut s.inner, b, p => p.solve(b, rhs, u, warm)?);
         // SAFETY: `info` is null or writable, as the caller promises.
         unsafe { write_info(info, &record) };
@@ -602,8 +603,20 @@ pub unsafe extern "C" fn strata_solver_apply(
         }
         // SAFETY: non-null, `len` writable values promised by the caller.
         let y = unsafe { std::slice::from_raw_parts_mut(y, len) };
+        rebuild_pending(s)?;
         dispatch!(&mut s.inner, b, p => p.apply(b, x, y))
     })
+}
+
+/// On one GPU, the levels a new ω left to rebuild from host fields that were made into the levels
+/// on the device are made there again (`DeviceSolve::rebuild_pending`), before a solve or an
+/// apply would rebuild them on the host.
+fn rebuild_pending(s: &mut StrataSolver) -> Result<(), StrataError> {
+    if let Inner::Cuda(b, q) = &mut s.inner {
+        use strata_cuda::DeviceSolve;
+        q.rebuild_pending(b.as_ref())?;
+    }
+    Ok(())
 }
 
 /// The names of the seven coefficient arrays, in the order of the set_coefficients calls.
@@ -807,6 +820,7 @@ unsafe fn solve_device_arrays(
 ) -> Result<(), StrataError> {
     use strata_cuda::DeviceSolve;
     let x0 = (initial_guess != 0).then_some(x);
+    rebuild_pending(s)?;
     let record = dispatch_cuda!(&mut s.inner, b, p => p.solve_device(b, r, x0, x))?;
     // SAFETY: null or writable, as promised.
     unsafe { write_info(info, &record) };
@@ -889,6 +903,7 @@ pub unsafe extern "C" fn strata_solver_apply_device(
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         // SAFETY: device arrays of the block promised by the caller (ranges checked on use).
         let (xa, ya) = unsafe { device_pair(s, (x, "x"), (y, "y"), order)? };
+        rebuild_pending(s)?;
         dispatch_cuda!(&mut s.inner, b, p => p.apply_device(b, &xa, &ya))
     })
 }

@@ -114,12 +114,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let set_s = t.elapsed().as_secs_f64();
         let dev = solve_from_zero(&mut solver, &backend, &rhs)?;
         println!(
-            "  host fields made on the device, round {round}: set_coefficients_host {set_s:.4} s              (on the device: {on_device}), then {} its in {:.4} s (residuals as the host              path's: {})",
+            "  host fields made on the device, round {round}: set_coefficients_host {set_s:.4} s \
+             (on the device: {on_device}), then {} its in {:.4} s (residuals as the host \
+             path's: {})",
             dev.iterations,
             dev.seconds,
             dev.residuals == info.residuals
         );
     }
+    // A new ω after host fields made on the device: the levels rebuilt from the kept fields on
+    // the device (rebuild_pending, what the C and Python calls do before a solve), then on the
+    // host (what a solve does by itself), each followed by a solve; same residuals.
+    // The same new ω both times (1.5 times the problem's), from the same fields.
+    let omega = 1.5 * p.omega();
+    let mut omega_residuals = Vec::new();
+    for on_device in [true, false] {
+        let t = Instant::now();
+        solver.update_omega(&backend, omega)?;
+        let rebuilt = on_device && solver.rebuild_pending(&backend)?;
+        backend.synchronize()?;
+        let set_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let dev = solve_from_zero(&mut solver, &backend, &rhs)?;
+        let wall = t.elapsed().as_secs_f64();
+        println!(
+            "  a new omega, rebuilt {}: update_omega{} {set_s:.4} s, then the solve {wall:.4} s \
+             wall ({} its in {:.4} s)",
+            if rebuilt {
+                "on the device"
+            } else {
+                "at the solve, on the host"
+            },
+            if on_device { " + rebuild_pending" } else { "" },
+            dev.iterations,
+            dev.seconds
+        );
+        omega_residuals.push(dev.residuals);
+        // Back to the fields made on the device for the second round.
+        solver.set_coefficients_host(&backend, Some(coeffs_kept.clone()))?;
+    }
+    println!(
+        "  the two rebuilds' residuals equal: {}",
+        omega_residuals[0] == omega_residuals[1]
+    );
     // The same fields from device arrays (a model's, on the GPU), kept on the device: set every
     // step, three times, each followed by a solve.
     let stream = backend.stream();

@@ -60,6 +60,13 @@ pub trait DeviceSolve {
         coefficients: Option<strata::problem::Coefficients>,
     ) -> Result<bool>;
 
+    /// Makes the levels on the device from the kept host fields where a rebuild is pending (ω
+    /// changed after [`DeviceSolve::set_coefficients_host`] made them there), as that call
+    /// does, instead of the host path the next solve would take; call it before a solve.
+    /// Returns whether it did (nothing pending, the sphere, ranks or no room: the solve
+    /// rebuilds on the host as before).
+    fn rebuild_pending(&mut self, backend: &Self::Backend) -> Result<bool>;
+
     /// y = A x with the solver's operator (uses the solver's fields as scratch, as
     /// [`PersistentSolver::apply`]).
     fn apply_device(
@@ -126,57 +133,26 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
         backend: &Self::Backend,
         coefficients: Option<strata::problem::Coefficients>,
     ) -> Result<bool> {
-        use cudarc::driver::DevicePtr;
-        let p = self.problem().clone();
         let Some(c) = coefficients else {
             self.update_coefficients(backend, None)?;
             return Ok(false);
         };
-        let (n, nz) = (p.n, p.nz);
-        let len = n * n * nz;
-        let mut host: Vec<&[f64]> = vec![&c.kx, &c.ky, &c.kz, &c.beta];
-        if let Some(xi) = &c.xi {
-            host.extend(xi.iter().map(Vec::as_slice));
-        }
-        // The device copies, and about a third more for the coarse levels' averages.
-        let need = host.len() * len * 8 / 3 * 4;
-        let whole = self.block() == strata::grid::Block::whole(n);
-        if !whole || host.iter().any(|v| v.len() != len) || backend.memory()?.0 < need {
+        if !fields_fit(self, backend, &c)? {
             self.update_coefficients(backend, Some(c))?;
             return Ok(false);
         }
-        let stream = backend.stream();
-        // Through the page-locked staging pair: a pageable copy ran at ≈ 4.7 GB/s.
-        let device = host
-            .iter()
-            .map(|v| backend.upload_f64(v))
-            .collect::<Result<Vec<_>>>()?;
-        let arrays: Vec<DeviceArray> = device
-            .iter()
-            .map(|d| {
-                let (ptr, _sync) = d.device_ptr(&stream);
-                // SAFETY: a live allocation of n·n·nz values of the backend's context (lengths
-                // checked above), k fastest, alive until the end of this call, after the
-                // synchronisation below.
-                unsafe { DeviceArray::with_order(ptr, crate::Order::KFastest, n, n, nz) }
-            })
-            .collect();
-        let mut slots: [Option<&DeviceArray>; 7] = [None; 7];
-        for (slot, a) in slots.iter_mut().zip(&arrays) {
-            *slot = Some(a);
+        host_fields_on_device(self, backend, std::sync::Arc::new(c))?;
+        Ok(true)
+    }
+
+    fn rebuild_pending(&mut self, backend: &Self::Backend) -> Result<bool> {
+        let Some(c) = self.pending_coefficients() else {
+            return Ok(false);
+        };
+        if !fields_fit(self, backend, &c)? {
+            return Ok(false);
         }
-        let cfg = self.config();
-        let symmetric = c.xi.is_none();
-        let cells =
-            backend.resident_coefficients(slots, &p, cfg.num_levels(), cfg.multigrid.averaging)?;
-        self.update_resident_coefficients_kept(
-            backend,
-            cells,
-            symmetric,
-            Some(std::sync::Arc::new(c)),
-        )?;
-        backend.synchronize()?;
-        drop(device);
+        host_fields_on_device(self, backend, c)?;
         Ok(true)
     }
 
@@ -193,6 +169,70 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
         )?;
         backend.synchronize()
     }
+}
+
+/// Whether host fields `c` can be made into the levels on the device: one process holding the
+/// whole panel or box, arrays of its size, and room on the device for a copy of them (and about
+/// a third more for the coarse levels' averages).
+fn fields_fit<C: Comm<CudaBackend>>(
+    s: &PersistentSolver<CudaBackend, C>,
+    backend: &CudaBackend,
+    c: &strata::problem::Coefficients,
+) -> Result<bool> {
+    let n = s.problem().n;
+    let len = n * n * s.problem().nz;
+    let arrays = 4 + if c.xi.is_some() { 3 } else { 0 };
+    let need = arrays * len * 8 / 3 * 4;
+    let lengths = [&c.kx, &c.ky, &c.kz, &c.beta]
+        .into_iter()
+        .chain(c.xi.iter().flatten())
+        .all(|v| v.len() == len);
+    Ok(s.block() == strata::grid::Block::whole(n) && lengths && backend.memory()?.0 >= need)
+}
+
+/// Uploads host fields `c` (through the page-locked staging pair) and makes them into the
+/// levels on the device (session 14's kernels: the host path's operator bit for bit); the
+/// solver keeps `c` for a later ω.
+fn host_fields_on_device<C: Comm<CudaBackend>>(
+    s: &mut PersistentSolver<CudaBackend, C>,
+    backend: &CudaBackend,
+    c: std::sync::Arc<strata::problem::Coefficients>,
+) -> Result<()> {
+    use cudarc::driver::DevicePtr;
+    let p = s.problem().clone();
+    let (n, nz) = (p.n, p.nz);
+    let mut host: Vec<&[f64]> = vec![&c.kx, &c.ky, &c.kz, &c.beta];
+    if let Some(xi) = &c.xi {
+        host.extend(xi.iter().map(Vec::as_slice));
+    }
+    let stream = backend.stream();
+    let device = host
+        .iter()
+        .map(|v| backend.upload_f64(v))
+        .collect::<Result<Vec<_>>>()?;
+    let arrays: Vec<DeviceArray> = device
+        .iter()
+        .map(|d| {
+            let (ptr, _sync) = d.device_ptr(&stream);
+            // SAFETY: a live allocation of n·n·nz values of the backend's context (lengths
+            // checked by `fields_fit`), k fastest, alive until the end of this call, after the
+            // synchronisation below.
+            unsafe { DeviceArray::with_order(ptr, crate::Order::KFastest, n, n, nz) }
+        })
+        .collect();
+    let mut slots: [Option<&DeviceArray>; 7] = [None; 7];
+    for (slot, a) in slots.iter_mut().zip(&arrays) {
+        *slot = Some(a);
+    }
+    let cfg = s.config();
+    let symmetric = c.xi.is_none();
+    let cells =
+        backend.resident_coefficients(slots, &p, cfg.num_levels(), cfg.multigrid.averaging)?;
+    drop(host);
+    s.update_resident_coefficients_kept(backend, cells, symmetric, Some(c))?;
+    backend.synchronize()?;
+    drop(device);
+    Ok(())
 }
 
 /// The sphere: `DeviceArray`s of the whole sphere (panel 0's array with the panel stride,
@@ -257,6 +297,11 @@ impl<H: Handle<Inner = CudaBackend>, C: Comm<Tiled<H>>> DeviceSolve
     ) -> Result<bool> {
         // The sphere's levels are made on the host.
         self.update_coefficients(backend, coefficients)?;
+        Ok(false)
+    }
+
+    fn rebuild_pending(&mut self, _backend: &Tiled<H>) -> Result<bool> {
+        // The next solve rebuilds the sphere's levels on the host.
         Ok(false)
     }
 

@@ -593,9 +593,18 @@ fn host_fields_made_on_the_device_give_the_host_operator() {
         assert!(dev.coefficients_resident(), "{what}");
         host.update_coefficients(&g, Some(c.clone())).unwrap();
         compare(&mut dev, &mut host, "fields");
-        // A new ω: rebuilt from the kept copies at the next solve.
+        // A new ω: rebuilt from the kept copies, on the device by rebuild_pending (the C and
+        // Python calls do that before a solve) in one case, at the next solve on the host in
+        // the other.
         dev.update_omega(&g, 0.3).unwrap();
         host.update_omega(&g, 0.3).unwrap();
+        assert!(dev.pending_coefficients().is_some(), "{what}");
+        if !xi {
+            assert!(dev.rebuild_pending(&g).unwrap(), "{what}");
+            assert!(dev.coefficients_resident(), "{what}");
+            assert!(dev.pending_coefficients().is_none(), "{what}");
+            assert!(!dev.rebuild_pending(&g).unwrap(), "{what}: nothing left");
+        }
         compare(&mut dev, &mut host, "new omega");
         // A new ω, then new fields (the rebuild skipped): the fields with that ω.
         let mut c2 = c.clone();

@@ -259,6 +259,17 @@ impl Solver {
         Ok(out)
     }
 
+    /// On one GPU, levels a new ω left to rebuild from host fields made on the device are made
+    /// there again (`DeviceSolve::rebuild_pending`) before a solve or an apply would rebuild
+    /// them on the host.
+    fn rebuild_pending(&mut self, py: Python<'_>) -> PyResult<()> {
+        if let Engine::Cuda(b, p) = &mut self.engine {
+            let b = b.as_ref();
+            py.detach(|| p.rebuild_pending(b)).map_err(to_py)?;
+        }
+        Ok(())
+    }
+
     /// The values of an (n, n, nz) array, NumPy or device, in strata's order (a copy).
     fn host_values<'py>(
         &self,
@@ -468,6 +479,7 @@ impl Solver {
         out: Option<Bound<'py, PyAny>>,
         x0: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.rebuild_pending(py)?;
         if is_device(rhs) {
             return self.solve_on_device(py, rhs, out, x0);
         }
@@ -538,6 +550,7 @@ impl Solver {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.rebuild_pending(py)?;
         if is_device(x) {
             let xa = self.device("x", x)?;
             let y = new_device_array(py, self.shape)?;

@@ -182,6 +182,18 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.resident
     }
 
+    /// The kept host copies of the coefficient fields when the levels are to be rebuilt from
+    /// them before the next solve (ω changed after
+    /// [`PersistentSolver::update_resident_coefficients_kept`]): a backend that can make levels
+    /// from host fields faster than the host path does it with these first; `None` otherwise.
+    pub fn pending_coefficients(&self) -> Option<Arc<Coefficients>> {
+        if self.pending {
+            self.p.coefficients.clone()
+        } else {
+            None
+        }
+    }
+
     /// This rank's block of the fine level (on the sphere its first tile).
     pub fn block(&self) -> crate::grid::Block {
         self.tiles[0]
