@@ -1,14 +1,17 @@
-//! Halo exchange on rank grids (non-square among them) with hashed data. Run by `cargo test`, this binary
-//! launches itself under `mpirun` for several grids; as an MPI rank it fills its block of two
-//! levels with values that are a hash of the global cell, fills its halo with other values,
-//! exchanges, and checks every halo cell against the neighbour's value (and that the halo across
-//! the physical boundary is left alone); then again with the corners (`exchange_with_corners`),
-//! each filled from the diagonal rank where there is one.
+//! Halo exchange on rank grids (non-square among them) with hashed data. Run by `cargo test`,
+//! this binary launches itself under `mpirun` for several grids; as an MPI rank it fills its
+//! block of two levels with values that are a hash of the global cell, fills its halo with
+//! other values, exchanges, and checks every halo cell against the neighbour's value (and that
+//! the halo across the physical boundary is left alone); then again with the corners
+//! (`exchange_with_corners`), each filled from the diagonal rank where there is one. CPU ranks
+//! always; built with the `nccl` feature and where a GPU is found, CUDA ranks with host-staged
+//! MPI halos (sharing the GPUs) and, with a GPU per rank, NCCL.
 
 use mpi::traits::*;
 use std::process::Command;
 use std::sync::Arc;
 use strata::backend::cpu::CpuBackend;
+use strata::backend::Backend;
 use strata::backend::Side;
 use strata::comm::Comm;
 use strata::field::HostField;
@@ -28,40 +31,71 @@ fn main() {
     }
 }
 
-fn launcher() {
+/// Runs this binary under mpirun on `grid` with the communicator `kind`; whether it passed.
+fn run(grid: &str, kind: &str) -> bool {
     let exe = std::env::current_exe().expect("own path");
-    let (mut passed, mut failed) = (0, 0);
-    for grid in GRIDS {
-        let p: usize = grid
-            .split('x')
-            .map(|v| v.parse::<usize>().unwrap())
-            .product();
-        let out = Command::new("mpirun")
-            .args(["--oversubscribe", "--timeout", "120", "-n", &p.to_string()])
-            .arg(&exe)
-            .arg(grid)
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {
-                println!("test halo_exchange_{grid} ... ok");
-                passed += 1;
+    let p: usize = grid
+        .split('x')
+        .map(|v| v.parse::<usize>().unwrap())
+        .product();
+    let out = Command::new("mpirun")
+        .args(["--oversubscribe", "--timeout", "120", "-n", &p.to_string()])
+        .arg(&exe)
+        .args([grid, kind])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output();
+    let name = if kind == "cpu" {
+        format!("halo_exchange_{grid}")
+    } else {
+        format!("halo_exchange_{kind}_{grid}")
+    };
+    match out {
+        Ok(o) if o.status.success() => {
+            println!("test {name} ... ok");
+            true
+        }
+        Ok(o) => {
+            println!(
+                "test {name} ... FAILED\n{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            false
+        }
+        Err(e) => {
+            println!("test {name} ... FAILED: cannot run mpirun: {e}");
+            false
+        }
+    }
+}
+
+fn launcher() {
+    let mut results: Vec<bool> = GRIDS.iter().map(|g| run(g, "cpu")).collect();
+    // GPU ranks, where there is a GPU: host-staged MPI halos (ranks may share a GPU) and NCCL
+    // (a GPU per rank).
+    #[cfg(feature = "nccl")]
+    {
+        let gpus = strata_cuda::device_count().unwrap_or(0);
+        for grid in ["2x1", "2x2", "3x2"] {
+            let p: usize = grid
+                .split('x')
+                .map(|v| v.parse::<usize>().unwrap())
+                .product();
+            if gpus == 0 {
+                println!("test halo_exchange_cuda_{grid} ... skipped (no CUDA device)");
+                continue;
             }
-            Ok(o) => {
-                println!(
-                    "test halo_exchange_{grid} ... FAILED\n{}{}",
-                    String::from_utf8_lossy(&o.stdout),
-                    String::from_utf8_lossy(&o.stderr)
-                );
-                failed += 1;
-            }
-            Err(e) => {
-                println!("test halo_exchange_{grid} ... FAILED: cannot run mpirun: {e}");
-                failed += 1;
+            results.push(run(grid, "cuda"));
+            if gpus >= p && strata_mpi::nccl_available() {
+                results.push(run(grid, "nccl"));
+            } else {
+                println!("test halo_exchange_nccl_{grid} ... skipped (needs {p} GPUs and NCCL, {gpus} GPUs here)");
             }
         }
     }
+    let passed = results.iter().filter(|&&r| r).count();
+    let failed = results.len() - passed;
     println!("{passed} passed, {failed} failed");
     std::process::exit(i32::from(failed > 0));
 }
@@ -78,10 +112,45 @@ fn rank_main() {
     let universe = mpi::initialize().expect("MPI");
     let world = universe.world();
     let arg = std::env::args().nth(1).expect("grid argument");
+    let kind = std::env::args().nth(2).unwrap_or_else(|| "cpu".into());
     let grid = RankGrid::parse(&arg).expect("PXxPY");
     let rank = world.rank() as usize;
-    let comm = MpiComm::new(world.duplicate(), grid).expect("grid matches the job");
-    let backend = CpuBackend::new(Some(1)).unwrap();
+    let errors = match kind.as_str() {
+        "cpu" => {
+            let comm = MpiComm::new(world.duplicate(), grid).expect("grid matches the job");
+            rank_checks(&CpuBackend::new(Some(1)).unwrap(), &comm, grid, rank)
+        }
+        #[cfg(feature = "nccl")]
+        "cuda" | "nccl" => {
+            let gpus = strata_cuda::device_count().expect("a CUDA device");
+            let b = strata_cuda::CudaBackend::new(rank % gpus).expect("a CUDA device");
+            if kind == "nccl" {
+                let comm = strata_mpi::NcclComm::new(world.duplicate(), grid, &b).expect("NCCL");
+                rank_checks(&b, &comm, grid, rank)
+            } else {
+                let comm = MpiComm::new(world.duplicate(), grid).expect("grid matches the job");
+                rank_checks(&b, &comm, grid, rank)
+            }
+        }
+        other => panic!("no communicator {other}"),
+    };
+    let mut total = [errors as f64];
+    mpi::collective::CommunicatorCollectives::all_reduce_into(
+        &world,
+        &[errors as f64][..],
+        &mut total[..],
+        mpi::collective::SystemOperation::sum(),
+    );
+    if rank == 0 && total[0] > 0.0 {
+        eprintln!("{} wrong halo values", total[0]);
+    }
+    drop(universe);
+    std::process::exit(i32::from(total[0] > 0.0));
+}
+
+/// This rank's checks on backend `b` through `comm`: two levels, faces alone and with corners;
+/// the count of wrong values.
+fn rank_checks<B: Backend, C: Comm<B>>(b: &B, comm: &C, grid: RankGrid, rank: usize) -> usize {
     let nz = 5;
     // 44 = 4 · 11: the coarse level of 22 cells splits unevenly over 3 ranks.
     let dec = Decomposition::new(44, 2, grid).unwrap();
@@ -111,23 +180,57 @@ fn rank_main() {
         }
         // The faces alone (corners left as they were), then with the corners.
         for corners in [false, true] {
-            let mut x = strata::backend::cpu::CpuField::from(x.clone());
-            if corners {
-                comm.exchange_with_corners(&backend, &s, &mut x).unwrap();
-            } else {
-                comm.exchange(&backend, &s, &mut x).unwrap();
-            }
-            errors += check(x.as_double(), &block, grid, rank, nz);
-            errors += check_corners(x.as_double(), &block, grid, rank, nz, corners);
+            let y = exchanged(b, comm, &s, &x, corners);
+            errors += check(&y, &block, grid, rank, nz);
+            errors += check_corners(&y, &block, grid, rank, nz, corners);
         }
     }
-    let mut total = [errors as f64];
-    comm.sum(&mut total).unwrap();
-    if rank == 0 && total[0] > 0.0 {
-        eprintln!("{} wrong halo values", total[0]);
+    errors
+}
+
+/// The columns of the halo ring of an `nx × ny` block, halo-inclusive (faces and corners).
+fn ring(nx: usize, ny: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..nx + 2)
+        .flat_map(move |i| [(i, 0), (i, ny + 1)])
+        .chain((1..ny + 1).flat_map(move |j| [(0, j), (nx + 1, j)]))
+}
+
+/// `x` on the backend (interior by `upload`, every halo column by `unpack_column`), exchanged
+/// through `comm` (with the corners if `corners`), and back on the host.
+fn exchanged<B: Backend, C: Comm<B>>(
+    b: &B,
+    comm: &C,
+    s: &LevelStencil,
+    x: &HostField,
+    corners: bool,
+) -> HostField {
+    let op = b.prepare_level(s).unwrap();
+    comm.prepare(b, &op).unwrap();
+    let mut d = b.alloc(&op).unwrap();
+    let mut interior = vec![0.0; s.cells()];
+    x.get_interior(&mut interior);
+    b.upload(&op, &interior, &mut d).unwrap();
+    let mut buf = b.alloc_face(s.nz).unwrap();
+    let mut column = vec![0.0; s.nz];
+    for at in ring(s.nx(), s.ny()) {
+        x.pack_column(at, &mut column);
+        b.face_from_host(&column, &mut buf).unwrap();
+        b.unpack_column(&op, &mut d, at, &buf).unwrap();
     }
-    drop(universe);
-    std::process::exit(i32::from(total[0] > 0.0));
+    if corners {
+        comm.exchange_with_corners(b, &op, &mut d).unwrap();
+    } else {
+        comm.exchange(b, &op, &mut d).unwrap();
+    }
+    let mut y = HostField::zeros(s.nx(), s.ny(), s.nz);
+    b.download(&op, &d, &mut interior).unwrap();
+    y.set_interior(&interior);
+    for at in ring(s.nx(), s.ny()) {
+        b.pack_column(&op, &d, at, &mut buf).unwrap();
+        b.face_to_host(&buf, &mut column).unwrap();
+        y.unpack_column(at, &column);
+    }
+    y
 }
 
 /// Counts wrong halo values of one block.
