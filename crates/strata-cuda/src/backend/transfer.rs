@@ -8,7 +8,7 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         let l = op.layout;
         let row = l.nx as usize * l.nz as usize;
-        assert_eq!(host.len(), row * l.ny as usize, "host array size");
+        same_len("host array", host.len(), row * l.ny as usize)?;
         let rows = chunk_rows(row, l.ny as usize);
         let mut pinned = cu(self.pinned.get(&self.ctx, rows * row))?;
         let mut staging = self.alloc_values(pinned[0].len())?;
@@ -35,7 +35,7 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         let l = op.layout;
         let row = l.nx as usize * l.nz as usize;
-        assert_eq!(host.len(), row * l.ny as usize, "host array size");
+        same_len("host array", host.len(), row * l.ny as usize)?;
         let rows = chunk_rows(row, l.ny as usize);
         let mut pinned = cu(self.pinned.get(&self.ctx, rows * row))?;
         let mut staging = self.alloc_values(pinned[0].len())?;
@@ -117,7 +117,7 @@ impl TransferKernels for CudaBackend {
         buf: &mut CudaSlice<f64>,
     ) -> Result<()> {
         self.check(op, &[x])?;
-        assert_eq!(buf.len(), face_len(&op.stencil, side));
+        same_len("face buffer", buf.len(), face_len(&op.stencil, side))?;
         use cudarc::driver::DevicePtrMut;
         let (src, _g) = x.data.device_ptr(self.base());
         let (dst, _h) = buf.device_ptr_mut(self.base());
@@ -132,7 +132,7 @@ impl TransferKernels for CudaBackend {
         buf: &CudaSlice<f64>,
     ) -> Result<()> {
         self.check(op, &[x])?;
-        assert_eq!(buf.len(), face_len(&op.stencil, side));
+        same_len("face buffer", buf.len(), face_len(&op.stencil, side))?;
         use cudarc::driver::DevicePtr;
         let (src, _g) = buf.device_ptr(self.base());
         let (dst, _h) = x.data.device_ptr_mut(self.base());
@@ -223,7 +223,11 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         let nz = op.layout.nz as usize;
         let count = face_len(&op.stencil, side) / nz;
-        assert_eq!(face_len(&src_op.stencil, src_side), count * nz);
+        same_len(
+            "source face",
+            face_len(&src_op.stencil, src_side),
+            count * nz,
+        )?;
         let (s, d) = (side_index(src_side), side_index(side));
         let (count, rev) = (count as i32, i32::from(reversed));
         let n = count as u32 * op.layout.nz as u32;
@@ -250,15 +254,14 @@ impl TransferKernels for CudaBackend {
             return Ok(());
         };
         let layout = first.layout;
-        // One launch per batch needs blocks of one layout (the tiles of a level are).
-        if ops.iter().any(|o| o.layout != layout) {
+        // One launch per batch needs square blocks of one layout (the tiles of a level are).
+        if ops.iter().any(|o| o.layout != layout) || layout.nx != layout.ny {
             return strata::backend::copy_halos_one_by_one(self, ops, x, links);
         }
         for (o, f) in ops.iter().zip(x.iter()) {
             self.check(o, &[f])?;
         }
         // Square blocks: every face has nx (= ny) columns.
-        assert_eq!(layout.nx, layout.ny, "tiles are square");
         let count = layout.nx;
         // The fields' device addresses; `x` is borrowed exclusively for the launch, and each
         // link's kernel reads only the interior layer of its source and writes only the halo
@@ -352,7 +355,12 @@ impl TransferKernels for CudaBackend {
 
     fn reverse_face(&self, op: &CudaLevel, buf: &mut CudaSlice<f64>) -> Result<()> {
         let nz = op.layout.nz as usize;
-        assert_eq!(buf.len() % nz, 0, "a face of whole columns");
+        if !buf.len().is_multiple_of(nz) {
+            return Err(strata::StrataError::invalid(
+                "face buffer",
+                format!("has {} values, not whole columns of {nz}", buf.len()),
+            ));
+        }
         let count = (buf.len() / nz) as i32;
         let n = (count / 2) as u32 * nz as u32;
         let cfg = LaunchConfig {
@@ -362,19 +370,19 @@ impl TransferKernels for CudaBackend {
         };
         let mut b = self.base().launch_builder(op.k.get(K::ReverseFace));
         b.arg(&count).arg(buf);
-        // SAFETY: the buffer holds `count` whole columns of nz values (asserted); each thread
+        // SAFETY: the buffer holds `count` whole columns of nz values (checked); each thread
         // swaps two values of distinct columns, and no two threads touch the same value.
         cu(unsafe { b.launch(cfg) }).map(|_| ())
     }
 
     fn face_to_host(&self, buf: &CudaSlice<f64>, host: &mut [f64]) -> Result<()> {
-        assert_eq!(buf.len(), host.len());
+        same_len("host face", host.len(), buf.len())?;
         cu(self.base().memcpy_dtoh(buf, host))?;
         cu(self.base().synchronize())
     }
 
     fn face_from_host(&self, host: &[f64], buf: &mut CudaSlice<f64>) -> Result<()> {
-        assert_eq!(buf.len(), host.len());
+        same_len("host face", host.len(), buf.len())?;
         cu(self.base().memcpy_htod(host, buf))
     }
 }
@@ -431,6 +439,18 @@ impl CudaBackend {
         }
         Ok(())
     }
+}
+
+/// An error unless a length is the one expected (`what` names it): a wrong size from a caller is
+/// refused, never a panic.
+fn same_len(what: &str, got: usize, want: usize) -> Result<()> {
+    if got != want {
+        return Err(strata::StrataError::invalid(
+            what,
+            format!("has {got} values where {want} are needed"),
+        ));
+    }
+    Ok(())
 }
 
 /// The kernel's code of a part (0–3 a side, 4–7 a corner), after checking its buffer's length.
