@@ -620,7 +620,7 @@ fn rebuild_pending(s: &mut StrataSolver) -> Result<(), StrataError> {
 }
 
 /// The names of the seven coefficient arrays, in the order of the set_coefficients calls.
-const COEFFICIENT_NAMES: [&str; 7] = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", "xi_z"];
+const COEFFICIENT_NAMES: [&str; 7] = Coefficients::FIELD_NAMES;
 
 /// Coefficient fields of an `n × n × nz` problem from the seven arrays of the set_coefficients
 /// calls (in [`COEFFICIENT_NAMES`] order; null: the model problem's value, 1 or δ for β, 0 for a

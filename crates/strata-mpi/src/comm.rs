@@ -77,12 +77,12 @@ impl<B: Backend> MpiComm<B> {
     }
 
     /// Which sides of this rank's block have a neighbouring rank.
-    fn neighbours(&self) -> [Option<usize>; 4] {
+    pub(crate) fn neighbours(&self) -> [Option<usize>; 4] {
         Side::ALL.map(|side| self.grid.neighbour(self.rank, side))
     }
 
     /// The ranks diagonally across this rank's block's corners.
-    fn diagonals(&self) -> [Option<usize>; 4] {
+    pub(crate) fn diagonals(&self) -> [Option<usize>; 4] {
         std::array::from_fn(|c| self.grid.diagonal(self.rank, c))
     }
 
@@ -178,8 +178,16 @@ impl<B: Backend> MpiComm<B> {
             let mut parts = halo_parts(&mut faces.send, &mut cols.send, &diagonals);
             b.pack_halo(lev, x, &mut parts)?;
         }
-        // Slots 0–3 the faces, 4–7 the corners; a corner only where this exchange sends it.
-        let live = |t: usize| t < 4 || diagonals[t - 4].is_some();
+        // Slots 0–3 the faces, 4–7 the corners (a corner only where this exchange sends it).
+        let neighbours = self.neighbours();
+        let peer = |t: usize| {
+            if t < 4 {
+                neighbours[t]
+            } else {
+                diagonals[t - 4]
+            }
+        };
+        let live = |t: usize| peer(t).is_some();
         if !on_host {
             let bufs = faces.send.iter().chain(&cols.send);
             let hosts = host.send.iter_mut().chain(col_host.send.iter_mut());
@@ -205,14 +213,6 @@ impl<B: Backend> MpiComm<B> {
         } else {
             let all = host.recv.iter_mut().chain(col_host.recv.iter_mut());
             all.map(|h| h.as_deref_mut()).collect()
-        };
-        let neighbours = self.neighbours();
-        let peer = |t: usize| {
-            if t < 4 {
-                neighbours[t]
-            } else {
-                diagonals[t - 4]
-            }
         };
         // (tag out, tag in): a face travelling across `side` is tagged by that direction and
         // received across the opposite side; a corner by the sender's corner.

@@ -116,16 +116,14 @@ pub(crate) fn bootstrap(
 }
 
 impl NcclComm {
-    /// Which sides of this rank's block have a neighbouring rank.
+    /// Which sides of this rank's block have a neighbouring rank (the MPI communicator's).
     fn neighbours(&self) -> [Option<usize>; 4] {
-        let (grid, rank) = (self.mpi.grid(), self.mpi.rank());
-        Side::ALL.map(|side| grid.neighbour(rank, side))
+        self.mpi.neighbours()
     }
 
     /// The ranks diagonally across this rank's block's corners.
     fn diagonals(&self) -> [Option<usize>; 4] {
-        let (grid, rank) = (self.mpi.grid(), self.mpi.rank());
-        std::array::from_fn(|c| grid.diagonal(rank, c))
+        self.mpi.diagonals()
     }
 
     /// Fills the halo of `x` from the neighbouring ranks, and with `corners` the halo corners

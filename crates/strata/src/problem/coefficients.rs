@@ -66,6 +66,10 @@ impl Coefficients {
         }
     }
 
+    /// The names of the seven fields in the order of [`Coefficients::from_given`] (and of the C
+    /// API's set_coefficients calls).
+    pub const FIELD_NAMES: [&'static str; 7] = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", "xi_z"];
+
     /// The fields a caller gives (κx, κy, κz, β, then the three components of ξ; each
     /// `panels·n·n·nz` values, copied), the model problem's for those not given (κ = 1, β =
     /// `beta`, a ξ component 0; no ξ at all if none is given). Filled and copied by the host's
@@ -78,9 +82,8 @@ impl Coefficients {
         beta: f64,
         given: [Option<&[f64]>; 7],
     ) -> crate::error::Result<Self> {
-        const NAMES: [&str; 7] = ["kx", "ky", "kz", "beta", "xi_x", "xi_y", "xi_z"];
         let len = panels * n * n * nz;
-        for (g, name) in given.iter().zip(NAMES) {
+        for (g, name) in given.iter().zip(Self::FIELD_NAMES) {
             if let Some(v) = g.filter(|v| v.len() != len) {
                 return crate::error::invalid(
                     name,
