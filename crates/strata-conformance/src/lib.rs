@@ -612,6 +612,7 @@ fn sphere_panel(n: usize, nz: usize, fields: bool) -> LevelStencil {
             .xi
             .as_ref()
             .map(|x| [six(&x[0]), six(&x[1]), six(&x[2])]),
+        window: None,
     };
     LevelStencil::with_coefficients(&p, block, vertical, Some(&c))
 }
@@ -1328,6 +1329,7 @@ pub fn coefficient_fields(n: usize, nz: usize, seed: u64) -> Coefficients {
         beta: field(3.0),
         // An advection vector of either sign: the non-symmetric part of the operator.
         xi: Some([0, 1, 2].map(|_| (0..n * n * nz).map(|_| rng.next_value()).collect())),
+        window: None,
     }
 }
 

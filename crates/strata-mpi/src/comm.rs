@@ -282,4 +282,53 @@ impl<B: Backend> Comm<B> for MpiComm<B> {
     fn prolongation_sides(&self) -> Option<[bool; 4]> {
         strata::comm::prolongation_sides(self.neighbours().map(|n| n.is_some()))
     }
+
+    fn swap_faces(&self, send: [Option<Vec<f64>>; 4]) -> Result<[Option<Vec<f64>>; 4]> {
+        self.swap_host_faces(send)
+    }
+}
+
+impl<B: Backend> MpiComm<B> {
+    /// [`Comm::swap_faces`]: one round of non-blocking messages, tagged 16 + the direction they
+    /// travel ([`Side::index`]) apart from the halo exchange's.
+    pub(crate) fn swap_host_faces(
+        &self,
+        send: [Option<Vec<f64>>; 4],
+    ) -> Result<[Option<Vec<f64>>; 4]> {
+        let neighbours = self.neighbours();
+        if let Some(side) = Side::ALL
+            .into_iter()
+            .find(|s| send[s.index()].is_some() && neighbours[s.index()].is_none())
+        {
+            return Err(strata::StrataError::invalid(
+                "comm",
+                format!(
+                    "rank {} has no neighbour across its {side:?} side",
+                    self.rank
+                ),
+            ));
+        }
+        let mut recv = send
+            .each_ref()
+            .map(|s| s.as_ref().map(|s| vec![0.0; s.len()]));
+        mpi::request::scope(|scope| {
+            let mut requests = Vec::with_capacity(8);
+            for (side, (s, r)) in Side::ALL.into_iter().zip(send.iter().zip(recv.iter_mut())) {
+                if let (Some(n), Some(s), Some(r)) = (neighbours[side.index()], s, r) {
+                    let p = self.world.process_at_rank(n as i32);
+                    let tag_in = 16 + side.opposite().index() as i32;
+                    requests.push(p.immediate_receive_into_with_tag(scope, &mut r[..], tag_in));
+                    requests.push(p.immediate_send_with_tag(
+                        scope,
+                        &s[..],
+                        16 + side.index() as i32,
+                    ));
+                }
+            }
+            for r in requests {
+                r.wait();
+            }
+        });
+        Ok(recv)
+    }
 }

@@ -238,4 +238,9 @@ impl Comm<CudaBackend> for NcclComm {
     fn prolongation_sides(&self) -> Option<[bool; 4]> {
         strata::comm::prolongation_sides(self.neighbours().map(|n| n.is_some()))
     }
+
+    /// Host values through the MPI communicator (set-up only).
+    fn swap_faces(&self, send: [Option<Vec<f64>>; 4]) -> Result<[Option<Vec<f64>>; 4]> {
+        self.mpi.swap_host_faces(send)
+    }
 }

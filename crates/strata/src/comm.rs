@@ -11,6 +11,7 @@ use crate::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
 use crate::backend::{face_len, Backend, Fields, TransferKernels};
 use crate::error::{invalid, Result};
 use crate::grid::Side;
+use crate::problem::Coefficients;
 use crate::stencil::LevelStencil;
 
 /// Halo exchange and global reductions for fields of backend `B`.
@@ -64,6 +65,32 @@ pub trait Comm<B: Backend> {
     fn exchange_with_corners(&self, b: &B, lev: &B::LevelOp, x: &mut B::Field) -> Result<()> {
         self.exchange(b, lev, x)
     }
+    /// Sends `send[s]` (host values; [`Side::index`]) to the rank across side `s` of this
+    /// rank's block and returns, per side, what that rank sent back across the same line (as
+    /// long as what was sent that way): the rings of coefficient fields of a block
+    /// ([`fill_rings`]), once per level at set-up. A side whose `send` is `None` exchanges
+    /// nothing. By default only nothing can be exchanged (a communicator without neighbouring
+    /// ranks).
+    fn swap_faces(&self, send: [Option<Vec<f64>>; 4]) -> Result<[Option<Vec<f64>>; 4]> {
+        if send.iter().any(Option::is_some) {
+            return invalid(
+                "comm",
+                "this communicator has no neighbouring ranks to exchange coefficient rings with",
+            );
+        }
+        Ok([None, None, None, None])
+    }
+}
+
+/// Fills the ring of the coefficient fields of a rank's block ([`Coefficients::window`]) from
+/// the ranks across its sides (their [`Coefficients::edges`], through [`Comm::swap_faces`]):
+/// every rank of the job calls it for the same level at once. Nothing for whole-level fields.
+pub fn fill_rings<B: Backend, C: Comm<B>>(comm: &C, c: &mut Coefficients) -> Result<()> {
+    if c.window.is_none() {
+        return Ok(());
+    }
+    let rings = comm.swap_faces(c.edges())?;
+    c.set_rings(rings)
 }
 
 /// [`Comm::prolongation_sides`] of a communicator of a rank grid over one panel or box whose

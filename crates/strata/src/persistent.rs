@@ -5,13 +5,13 @@
 use crate::backend::tiled::{Handle, Tiled};
 use crate::backend::Backend;
 use crate::comm::SphereComm;
-use crate::comm::{Comm, SerialComm};
+use crate::comm::{fill_rings, Comm, SerialComm};
 use crate::error::{invalid, Result};
 use crate::grid::sphere;
 use crate::grid::Block;
 use crate::problem::{Coefficients, ProblemParams};
 use crate::solver::{SolveInfo, Solver, SolverConfig};
-use crate::stencil::{build_levels_with, build_sphere_levels, LevelStencil, ResidentCells};
+use crate::stencil::{build_block_levels, build_sphere_levels, LevelStencil, ResidentCells};
 use std::sync::Arc;
 
 /// A solver set up once for a problem on one backend and communicator. Every call of
@@ -133,10 +133,10 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             setup.push((name, clock.elapsed().as_secs_f64()));
             clock = std::time::Instant::now();
         };
-        p.validate()?;
+        validate_on_all(&comm, p)?;
         check(backend, p, cfg)?;
         phase("checks");
-        let levels = levels_of(p, &tiles, cfg)?;
+        let levels = levels_of(p, &tiles, cfg, &comm)?;
         phase("stencils");
         let mut solver = Solver::new(backend, cfg, &levels)?;
         backend.synchronize()?;
@@ -365,7 +365,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         p.validate()?;
         let bare = match self.bare.take() {
             Some(b) => b,
-            None => levels_of(&p, &self.tiles, &self.cfg)?,
+            None => levels_of(&p, &self.tiles, &self.cfg, &self.comm)?,
         };
         let mut stencils = bare.clone();
         self.bare = Some(bare);
@@ -452,9 +452,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     }
 
     fn rebuild(&mut self, backend: &B, p: ProblemParams) -> Result<()> {
-        p.validate()?;
+        validate_on_all(&self.comm, &p)?;
         crate::api::check_operator(&p, &self.cfg)?;
-        let levels = levels_of(&p, &self.tiles, &self.cfg)?;
+        let levels = levels_of(&p, &self.tiles, &self.cfg, &self.comm)?;
         self.solver.replace_operators(backend, &levels)?;
         self.p = p;
         self.resident = false;
@@ -465,12 +465,53 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     }
 }
 
-/// The levels of a block (`[block]`) or of the sphere's tiles.
-fn levels_of(p: &ProblemParams, tiles: &[Block], cfg: &SolverConfig) -> Result<Vec<LevelStencil>> {
+/// The levels of a block (`[block]`; coefficient fields of the block have their rings filled by
+/// `comm`) or of the sphere's tiles.
+fn levels_of<B: Backend, C: Comm<B>>(
+    p: &ProblemParams,
+    tiles: &[Block],
+    cfg: &SolverConfig,
+    comm: &C,
+) -> Result<Vec<LevelStencil>> {
+    let averaging = cfg.multigrid.averaging;
     match tiles {
         [b] if b.panel.is_none() => {
-            build_levels_with(p, *b, cfg.num_levels(), cfg.multigrid.averaging)
+            build_block_levels(p, *b, cfg.num_levels(), averaging, &mut |c| {
+                fill_rings::<B, C>(comm, c)
+            })
         }
-        _ => build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging),
+        _ => build_sphere_levels(p, tiles, cfg.num_levels(), averaging),
+    }
+}
+
+/// Validates `p`; where its coefficient fields are this rank's block's (each rank checks only
+/// its own), every rank learns whether any rank's were refused, or whether some ranks gave an
+/// advection vector and others none, so that all return an error together instead of some
+/// waiting for the others' rings.
+fn validate_on_all<B: Backend, C: Comm<B>>(comm: &C, p: &ProblemParams) -> Result<()> {
+    let local = p.validate();
+    let Some(c) = p.coefficients.as_ref().filter(|c| c.window.is_some()) else {
+        return local;
+    };
+    if comm.size() == 1 {
+        return local;
+    }
+    let flag = |b: bool| f64::from(u8::from(b));
+    let mut counts = [flag(local.is_err()), flag(c.xi.is_some())];
+    comm.sum(&mut counts)?;
+    let [refused, with_xi] = counts;
+    match local {
+        Ok(()) if refused > 0.0 => invalid(
+            "coefficients",
+            format!("of {refused} other rank(s) were refused (each rank's error says why)"),
+        ),
+        Ok(()) if with_xi > 0.0 && with_xi < comm.size() as f64 => invalid(
+            "coefficients",
+            format!(
+                "have an advection vector on {with_xi} of {} ranks: give it on all or none",
+                comm.size()
+            ),
+        ),
+        other => other,
     }
 }

@@ -385,6 +385,23 @@ pub fn build_levels_with(
     n_levels: usize,
     averaging: Averaging,
 ) -> Result<Vec<LevelStencil>> {
+    // Nothing fills rings here: coefficients of a block with neighbours are refused.
+    build_block_levels(p, fine, n_levels, averaging, &mut |c| {
+        c.set_rings([None, None, None, None])
+    })
+}
+
+/// [`build_levels_with`] for a rank's block `fine` whose coefficient fields may be the block's
+/// own ([`Coefficients::window`]): `fill` fills their ring from the neighbouring ranks on every
+/// level ([`crate::comm::fill_rings`]; called on every rank for the same levels in the same
+/// order), after the fine fields are copied and after each coarsening.
+pub fn build_block_levels(
+    p: &ProblemParams,
+    fine: Block,
+    n_levels: usize,
+    averaging: Averaging,
+    fill: &mut dyn FnMut(&mut Coefficients) -> Result<()>,
+) -> Result<Vec<LevelStencil>> {
     p.validate()?;
     if p.geometry == crate::problem::Geometry::Sphere {
         return crate::error::invalid(
@@ -398,15 +415,29 @@ pub fn build_levels_with(
     let mut b = fine;
     // The coefficients of each level: the fine fields, then their averages (docs/MODEL.md §15.3).
     let mut coeffs = p.coefficients.as_deref().map(Cow::Borrowed);
-    for _ in 0..n_levels {
+    if let Some(c) = coeffs.as_mut().filter(|c| c.window.is_some()) {
+        if c.window != Some(fine) {
+            return crate::error::invalid(
+                "coefficients",
+                format!("are of the block {:?}, this rank's is {fine:?}", c.window),
+            );
+        }
+        fill(c.to_mut())?;
+    }
+    for l in 0..n_levels {
+        if l > 0 {
+            b = b.coarsen();
+            coeffs = coeffs.map(|c| Cow::Owned(c.coarsen_with(averaging)));
+            if let Some(c) = coeffs.as_mut().filter(|c| c.window.is_some()) {
+                fill(c.to_mut())?;
+            }
+        }
         out.push(LevelStencil::with_coefficients(
             p,
             b,
             vertical.clone(),
             coeffs.as_deref(),
         ));
-        b = b.coarsen();
-        coeffs = coeffs.map(|c| Cow::Owned(c.coarsen_with(averaging)));
     }
     Ok(out)
 }
@@ -497,8 +528,7 @@ fn advection(
     let [xx, xy, xz] = c.xi.as_ref()?;
     let (nx, ny, nz, n) = (block.nx, block.ny, p.nz, block.n);
     let panel = block.panel.unwrap_or(0);
-    let at =
-        |v: &[f64], pnl: usize, i: usize, j: usize, k: usize| v[((pnl * n + j) * n + i) * nz + k];
+    let at = |v: &[f64], pnl: usize, i: usize, j: usize, k: usize| v[c.column_at(pnl, i, j) + k];
     // The neighbouring panel's cell across `side` at position `along`, its ξ along this
     // panel's +x (west/east faces) or +y (south/north faces) at the edge.
     let across = |side: Side, along: usize, k: usize| -> f64 {

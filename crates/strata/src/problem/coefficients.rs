@@ -43,6 +43,12 @@ pub struct Coefficients {
     /// The advection vector ξ = (ξ_x, ξ_y, ξ_z) of −ω² ∇·(ξ u) (docs/MODEL.md §15.5), which
     /// makes the operator non-symmetric; `None` for none. Any sign; finite.
     pub xi: Option<[Vec<f64>; 3]>,
+    /// `None`: the fields hold the whole level. `Some(block)`: they hold one rank's block of a
+    /// panel or box and a ring of one cell around it where another rank's block lies across
+    /// (docs/MODEL.md §15.6; [`Coefficients::for_block`]), so that no rank stores the whole
+    /// level: arrays of [`Coefficients::stored`]'s rectangle, `v[(j * wx + i) * nz + k]` in
+    /// its local indices.
+    pub window: Option<Block>,
 }
 
 impl Coefficients {
@@ -63,6 +69,7 @@ impl Coefficients {
             kz: vec![1.0; len],
             beta: vec![beta; len],
             xi: None,
+            window: None,
         }
     }
 
@@ -104,6 +111,7 @@ impl Coefficients {
             kz: field(kz, 1.0),
             beta: field(b, beta),
             xi,
+            window: None,
         })
     }
 
@@ -166,6 +174,7 @@ impl Coefficients {
             kz: field(2.0),
             beta: field(3.0),
             xi: None,
+            window: None,
         }
     }
 
@@ -177,6 +186,18 @@ impl Coefficients {
     /// Checks shapes and values: every field `n · n · nz` long, finite, `kx, ky, kz, β > 0`; the
     /// error names the field and the first bad cell as (y, x, z).
     pub fn validate(&self) -> Result<()> {
+        if let Some(b) = &self.window {
+            let inside = b.nx > 0 && b.ny > 0 && b.i0 + b.nx <= b.n && b.j0 + b.ny <= b.n;
+            if self.panels != 1 || b.panel.is_some() || b.n != self.n || !inside {
+                return invalid(
+                    "coefficients",
+                    format!(
+                        "of the block {b:?} do not fit their {}x{} level (a block of one panel or box)",
+                        self.n, self.n
+                    ),
+                );
+            }
+        }
         if self.panels != 1 && self.panels != 6 {
             return invalid(
                 "coefficients",
@@ -188,35 +209,30 @@ impl Coefficients {
         let signed = self.xi_fields().into_iter().map(|(n, v)| (n, v, false));
         for (name, v, must_be_positive) in positive.chain(signed) {
             if v.len() != len {
+                let (_, _, wx, wy) = self.stored();
                 return invalid(
                     name,
                     format!(
-                        "has {} values, the grid {}{}x{}x{} needs {len}",
+                        "has {} values, the {} {}{wx}x{wy}x{} needs {len}",
                         v.len(),
+                        if self.window.is_some() {
+                            "block"
+                        } else {
+                            "grid"
+                        },
                         if self.panels > 1 {
                             format!("{}x", self.panels)
                         } else {
                             String::new()
                         },
-                        self.n,
-                        self.n,
                         self.nz
                     ),
                 );
             }
             let bad = |x: &f64| !x.is_finite() || (must_be_positive && *x <= 0.0);
-            // In parallel, a chunk at a time (a per-element parallel search costs more than the
-            // test).
-            const CHUNK: usize = 1 << 16;
-            let first = v
-                .par_chunks(CHUNK)
-                .enumerate()
-                .find_map_first(|(c, chunk)| chunk.iter().position(bad).map(|p| c * CHUNK + p));
-            if let Some(p) = first {
-                let q = p % (self.n * self.n * self.nz);
-                let (j, i, k) = (q / (self.n * self.nz), (q / self.nz) % self.n, q % self.nz);
+            if let Some((p, (pnl, i, j, k))) = self.first_bad(v, bad) {
                 let panel = if self.panels > 1 {
-                    format!("panel={}, ", p / (self.n * self.n * self.nz))
+                    format!("panel={pnl}, ")
                 } else {
                     String::new()
                 };
@@ -237,9 +253,54 @@ impl Coefficients {
         Ok(())
     }
 
-    /// Values of each field: panels · n² · nz.
+    /// The first value of `v` (one of the fields) that is `bad`, with its cell `(panel, i, j,
+    /// k)`: in the whole level, or in a block's own cells (its ring is its neighbours' to check).
+    /// In parallel, a piece at a time (a per-element parallel search costs more than the test).
+    fn first_bad(
+        &self,
+        v: &[f64],
+        bad: impl Fn(&f64) -> bool + Sync,
+    ) -> Option<(usize, (usize, usize, usize, usize))> {
+        let nz = self.nz;
+        let Some(b) = &self.window else {
+            const CHUNK: usize = 1 << 16;
+            let p = v
+                .par_chunks(CHUNK)
+                .enumerate()
+                .find_map_first(|(c, chunk)| chunk.iter().position(&bad).map(|p| c * CHUNK + p))?;
+            let (n, q) = (self.n, p % (self.n * self.n * nz));
+            return Some((p, (p / (n * n * nz), (q / nz) % n, q / (n * nz), q % nz)));
+        };
+        (0..b.ny).into_par_iter().find_map_first(|r| {
+            let at = self.column_at(0, b.i0, b.j0 + r);
+            let row = &v[at..at + b.nx * nz];
+            row.iter()
+                .position(&bad)
+                .map(|p| (at + p, (0, b.i0 + p / nz, b.j0 + r, p % nz)))
+        })
+    }
+
+    /// Values of each field: panels · n² · nz, or of a block's [`Coefficients::stored`]
+    /// rectangle times nz.
     pub fn len(&self) -> usize {
-        self.panels * self.n * self.n * self.nz
+        let (_, _, wx, wy) = self.stored();
+        self.panels * wx * wy * self.nz
+    }
+
+    /// The rectangle of cells each field holds, `(x0, y0, wx, wy)`: the whole `n × n` level (of
+    /// each panel), or a block and its ring ([`Coefficients::window`]).
+    pub fn stored(&self) -> (usize, usize, usize, usize) {
+        match &self.window {
+            None => (0, 0, self.n, self.n),
+            Some(b) => super::block_coefficients::stored_rect(b),
+        }
+    }
+
+    /// Where column `(i, j)` of `panel` (indices of the level) starts in each field.
+    pub fn column_at(&self, panel: usize, i: usize, j: usize) -> usize {
+        let (x0, y0, wx, wy) = self.stored();
+        debug_assert!(i >= x0 && i < x0 + wx && j >= y0 && j < y0 + wy);
+        ((panel * wy + j - y0) * wx + i - x0) * self.nz
     }
 
     /// Whether the fields are empty (never for a valid level).
@@ -283,17 +344,26 @@ impl Coefficients {
             panels: self.panels,
             n: self.n / 2,
             nz: self.nz,
-            kx: self.coarsen_field(&self.kx, mean),
-            ky: self.coarsen_field(&self.ky, mean),
-            kz: self.coarsen_field(&self.kz, mean),
-            beta: self.coarsen_field(&self.beta, mean),
+            kx: self.coarsen_any(&self.kx, mean),
+            ky: self.coarsen_any(&self.ky, mean),
+            kz: self.coarsen_any(&self.kz, mean),
+            beta: self.coarsen_any(&self.beta, mean),
             xi: self.xi.as_ref().map(|[x, y, z]| {
                 [
-                    self.coarsen_field(x, plain),
-                    self.coarsen_field(y, plain),
-                    self.coarsen_field(z, plain),
+                    self.coarsen_any(x, plain),
+                    self.coarsen_any(y, plain),
+                    self.coarsen_any(z, plain),
                 ]
             }),
+            window: self.window.map(|b| b.coarsen()),
+        }
+    }
+
+    /// One field on the next coarser level, of the whole level or of a block.
+    fn coarsen_any(&self, v: &[f64], mean: impl Fn(f64, f64, f64, f64) -> f64 + Sync) -> Vec<f64> {
+        match &self.window {
+            None => self.coarsen_field(v, mean),
+            Some(b) => self.coarsen_block_field(b, v, mean),
         }
     }
 
@@ -335,15 +405,23 @@ impl Coefficients {
         // Row by row in parallel, a column's nz values at a time (contiguous: the loops over k
         // vectorise): at a model's size this is half a billion cells.
         let n = self.n;
-        let plane = n * n * nz;
         let panel = block.panel.unwrap_or(0);
         assert!(
             panel < self.panels && (block.panel.is_some() == (self.panels > 1)),
             "a sphere's coefficients for its tiles, a panel's for its blocks"
         );
-        let off = panel * plane;
-        fn column(off: usize, v: &[f64], n: usize, nz: usize, i: usize, j: usize) -> &[f64] {
-            &v[off + (j * n + i) * nz..][..nz]
+        assert!(
+            self.window.is_none_or(|w| w == *block),
+            "the coefficients of a block for that block"
+        );
+        fn column<'a>(
+            c: &Coefficients,
+            v: &'a [f64],
+            panel: usize,
+            i: usize,
+            j: usize,
+        ) -> &'a [f64] {
+            &v[c.column_at(panel, i, j)..][..c.nz]
         }
         // The face across a panel edge of the sphere: the neighbouring panel's coefficient
         // normal to it, in the cell beside it.
@@ -353,7 +431,7 @@ impl Coefficients {
                 Side::West | Side::East => &self.kx,
                 Side::South | Side::North => &self.ky,
             };
-            &v[l.panel * plane + (j * n + i) * nz..][..nz]
+            column(self, v, l.panel, i, j)
         };
         let closed = block.panel.is_some();
         let faces = |out: &mut [f64], a: &[f64], b: &[f64]| {
@@ -375,23 +453,23 @@ impl Coefficients {
                     match (gi.checked_sub(1), gi < self.n) {
                         (Some(w), true) => faces(
                             out,
-                            column(off, &self.kx, n, nz, w, gj),
-                            column(off, &self.kx, n, nz, gi, gj),
+                            column(self, &self.kx, panel, w, gj),
+                            column(self, &self.kx, panel, gi, gj),
                         ),
                         (Some(w), false) if closed => faces(
                             out,
-                            column(off, &self.kx, n, nz, w, gj),
+                            column(self, &self.kx, panel, w, gj),
                             across(Side::East, gj),
                         ),
                         (None, _) if closed => faces(
                             out,
                             across(Side::West, gj),
-                            column(off, &self.kx, n, nz, gi, gj),
+                            column(self, &self.kx, panel, gi, gj),
                         ),
                         (Some(w), false) => {
-                            out.copy_from_slice(column(off, &self.kx, n, nz, w, gj))
+                            out.copy_from_slice(column(self, &self.kx, panel, w, gj))
                         }
-                        (None, _) => out.copy_from_slice(column(off, &self.kx, n, nz, gi, gj)),
+                        (None, _) => out.copy_from_slice(column(self, &self.kx, panel, gi, gj)),
                     }
                 }
             });
@@ -402,21 +480,21 @@ impl Coefficients {
                 match (gj.checked_sub(1), gj < self.n) {
                     (Some(s), true) => faces(
                         out,
-                        column(off, &self.ky, n, nz, gi, s),
-                        column(off, &self.ky, n, nz, gi, gj),
+                        column(self, &self.ky, panel, gi, s),
+                        column(self, &self.ky, panel, gi, gj),
                     ),
                     (Some(s), false) if closed => faces(
                         out,
-                        column(off, &self.ky, n, nz, gi, s),
+                        column(self, &self.ky, panel, gi, s),
                         across(Side::North, gi),
                     ),
                     (None, _) if closed => faces(
                         out,
                         across(Side::South, gi),
-                        column(off, &self.ky, n, nz, gi, gj),
+                        column(self, &self.ky, panel, gi, gj),
                     ),
-                    (Some(s), false) => out.copy_from_slice(column(off, &self.ky, n, nz, gi, s)),
-                    (None, _) => out.copy_from_slice(column(off, &self.ky, n, nz, gi, gj)),
+                    (Some(s), false) => out.copy_from_slice(column(self, &self.ky, panel, gi, s)),
+                    (None, _) => out.copy_from_slice(column(self, &self.ky, panel, gi, gj)),
                 }
             }
         });
@@ -426,8 +504,8 @@ impl Coefficients {
             .for_each(|(j, (fzr, br))| {
                 for (i, (fzc, bc)) in fzr.chunks_mut(nz).zip(br.chunks_mut(nz)).enumerate() {
                     let (gi, gj) = (block.i0 + i, block.j0 + j);
-                    bc.copy_from_slice(column(off, &self.beta, n, nz, gi, gj));
-                    let kz = column(off, &self.kz, n, nz, gi, gj);
+                    bc.copy_from_slice(column(self, &self.beta, panel, gi, gj));
+                    let kz = column(self, &self.kz, panel, gi, gj);
                     faces(&mut fzc[..nz - 1], &kz[..nz - 1], &kz[1..]);
                 }
             });
@@ -442,8 +520,8 @@ impl Coefficients {
                         if ga == 0 || gb == 0 || ga >= n || gb >= n {
                             continue;
                         }
-                        let kx = |i, j| column(off, &self.kx, n, nz, i, j);
-                        let ky = |i, j| column(off, &self.ky, n, nz, i, j);
+                        let kx = |i, j| column(self, &self.kx, panel, i, j);
+                        let ky = |i, j| column(self, &self.ky, panel, i, j);
                         let (s, nn) = (
                             (kx(ga - 1, gb - 1), kx(ga, gb - 1)),
                             (kx(ga - 1, gb), kx(ga, gb)),
@@ -525,7 +603,7 @@ pub struct Advection {
 
 /// `len` values: a copy of `given` (of that length), or `constant`; written by the host's
 /// threads in pieces, each piece first touched by the thread that writes it.
-fn par_field(len: usize, given: Option<&[f64]>, constant: f64) -> Vec<f64> {
+pub(super) fn par_field(len: usize, given: Option<&[f64]>, constant: f64) -> Vec<f64> {
     use rayon::prelude::*;
     const PIECE: usize = 1 << 16;
     let mut v: Vec<f64> = Vec::with_capacity(len);

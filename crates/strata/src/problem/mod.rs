@@ -4,6 +4,7 @@
 //! sizes and the physical parameters. [`ProblemParams::validate`] checks them; the stencil of each
 //! multigrid level is then built by [`crate::stencil`].
 
+mod block_coefficients;
 mod coefficients;
 mod horizontal;
 mod manufactured;
