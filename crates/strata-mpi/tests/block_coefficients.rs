@@ -1,0 +1,236 @@
+//! Coefficient fields that each rank gives for its own block only (docs/MODEL.md §15.6). Run by
+//! `cargo test`, this binary launches itself under `mpirun` for several rank grids; as an MPI
+//! rank it sets up two persistent solvers of the same problem (GCR with mg, an advection vector
+//! among the fields): one given the whole level's fields, one given only its block's
+//! (`Coefficients::for_block`, the rings filled from the neighbouring ranks). Their solutions must
+//! be equal bit for bit after set-up, after new fields and after a new ω. Then one rank gives a
+//! negative κz: every rank's update must fail (and none wait for it), and the solver must still
+//! solve with its old fields. CPU ranks always; with the `nccl` feature and a GPU, CUDA ranks
+//! (host-staged MPI) too.
+
+use mpi::traits::*;
+use std::process::Command;
+use std::sync::Arc;
+use strata::backend::cpu::CpuBackend;
+use strata::backend::Backend;
+use strata::comm::Comm;
+use strata::grid::{Block, Decomposition, RankGrid};
+use strata::problem::{build_rhs, Coefficients, ProblemParams, RhsKind};
+use strata::solver::{SolverConfig, SolverKind};
+use strata::PersistentSolver;
+use strata_mpi::MpiComm;
+
+const GRIDS: [&str; 4] = ["2x1", "1x3", "2x2", "3x2"];
+const N: usize = 48;
+const NZ: usize = 8;
+const LEVELS: usize = 3;
+
+fn main() {
+    if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() {
+        rank_main();
+    } else {
+        launcher();
+    }
+}
+
+/// Runs this binary under mpirun on `grid` with backend `kind`; whether it passed.
+fn run(grid: &str, kind: &str) -> bool {
+    let exe = std::env::current_exe().expect("own path");
+    let ranks = RankGrid::parse(grid).expect("PXxPY").size();
+    let out = Command::new("mpirun")
+        .args(["--oversubscribe", "--timeout", "120", "-n", &ranks.to_string()])
+        .arg(&exe)
+        .args([grid, kind])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output();
+    let name = format!("block_coefficients_{kind}_{grid}");
+    match out {
+        Ok(o) if o.status.success() => {
+            println!("test {name} ... ok");
+            true
+        }
+        Ok(o) => {
+            println!(
+                "test {name} ... FAILED\n{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            false
+        }
+        Err(e) => {
+            println!("test {name} ... FAILED: cannot run mpirun: {e}");
+            false
+        }
+    }
+}
+
+fn launcher() {
+    #[cfg_attr(not(feature = "nccl"), allow(unused_mut))]
+    let mut results: Vec<bool> = GRIDS.iter().map(|g| run(g, "cpu")).collect();
+    #[cfg(feature = "nccl")]
+    {
+        if strata_cuda::device_count().unwrap_or(0) == 0 {
+            println!("test block_coefficients_cuda_2x2 ... skipped (no CUDA device)");
+        } else {
+            results.push(run("2x2", "cuda"));
+        }
+    }
+    let passed = results.iter().filter(|&&r| r).count();
+    let failed = results.len() - passed;
+    println!("{passed} passed, {failed} failed");
+    std::process::exit(i32::from(failed > 0));
+}
+
+/// Fields of the whole level that differ in every cell; `scale` multiplies κx (new fields).
+fn whole_fields(scale: f64) -> Coefficients {
+    let len = N * N * NZ;
+    let value = |seed: u64, c: usize| {
+        let h = (c as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ seed.wrapping_mul(0x2545_F491);
+        (h >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let positive = |s, f: f64| (0..len).map(|c| f * (0.2 + 2.0 * value(s, c))).collect();
+    let signed = |s| (0..len).map(|c| 0.5 * (value(s, c) - 0.5)).collect();
+    Coefficients {
+        panels: 1,
+        n: N,
+        nz: NZ,
+        kx: positive(1, scale),
+        ky: positive(2, 1.0),
+        kz: positive(3, 1.0),
+        beta: positive(4, 1.0),
+        xi: Some([signed(5), signed(6), signed(7)]),
+        window: None,
+    }
+}
+
+/// The block's own values of the whole level's fields, as a model's rank holds them.
+fn block_fields(whole: &Coefficients, b: &Block) -> Coefficients {
+    let part = |v: &[f64]| -> Vec<f64> {
+        (b.j0..b.j0 + b.ny)
+            .flat_map(|j| v[(j * N + b.i0) * NZ..][..b.nx * NZ].iter().copied())
+            .collect()
+    };
+    let xi = whole.xi.as_ref().expect("ξ");
+    let given = [
+        part(&whole.kx),
+        part(&whole.ky),
+        part(&whole.kz),
+        part(&whole.beta),
+        part(&xi[0]),
+        part(&xi[1]),
+        part(&xi[2]),
+    ];
+    Coefficients::for_block(*b, NZ, 1.0, given.each_ref().map(|v| Some(v.as_slice())))
+        .expect("the block's fields")
+}
+
+fn rank_main() {
+    let universe = mpi::initialize().expect("MPI");
+    let world = universe.world();
+    let arg = std::env::args().nth(1).expect("grid argument");
+    let kind = std::env::args().nth(2).unwrap_or_else(|| "cpu".into());
+    let grid = RankGrid::parse(&arg).expect("PXxPY");
+    let rank = world.rank() as usize;
+    let comm = || MpiComm::new(world.duplicate(), grid).expect("grid matches the job");
+    let errors = match kind.as_str() {
+        "cpu" => rank_checks(&CpuBackend::new(Some(1)).unwrap(), comm, grid, rank),
+        #[cfg(feature = "nccl")]
+        "cuda" => {
+            let gpus = strata_cuda::device_count().expect("a CUDA device");
+            let b = strata_cuda::CudaBackend::new(rank % gpus).expect("a CUDA device");
+            rank_checks(&b, comm, grid, rank)
+        }
+        other => panic!("no backend {other}"),
+    };
+    let mut total = [0.0];
+    world.all_reduce_into(
+        &[errors.len() as f64][..],
+        &mut total[..],
+        mpi::collective::SystemOperation::sum(),
+    );
+    for e in &errors {
+        eprintln!("rank {rank}: {e}");
+    }
+    drop(universe);
+    std::process::exit(i32::from(total[0] > 0.0));
+}
+
+/// This rank's checks; what went wrong.
+fn rank_checks<B: Backend, C: Comm<B>>(
+    b: &B,
+    comm: impl Fn() -> C,
+    grid: RankGrid,
+    rank: usize,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    let block = Decomposition::new(N, LEVELS, grid).unwrap().fine_block(rank);
+    let cfg = SolverConfig::new(SolverKind::Gcr)
+        .with_levels(LEVELS)
+        .with_rtol(1e-9);
+    let problem = |c: Coefficients| ProblemParams {
+        n: N,
+        nz: NZ,
+        omega: Some(0.8),
+        coefficients: Some(Arc::new(c)),
+        ..Default::default()
+    };
+    let whole = whole_fields(1.0);
+    let mut global = PersistentSolver::with_comm(b, comm(), &problem(whole.clone()), block, &cfg)
+        .expect("set-up with the whole level's fields");
+    let mut local =
+        PersistentSolver::with_comm(b, comm(), &problem(block_fields(&whole, &block)), block, &cfg)
+            .expect("set-up with the block's fields");
+    let rhs = build_rhs(&global.problem().clone(), RhsKind::Random, 3, &block);
+    let compare = |what: &str,
+                       global: &mut PersistentSolver<B, C>,
+                       local: &mut PersistentSolver<B, C>,
+                       errors: &mut Vec<String>| {
+        let (mut ug, mut ul) = (vec![0.0; rhs.len()], vec![0.0; rhs.len()]);
+        let ig = global.solve(b, &rhs, &mut ug, false).expect("solve");
+        let il = local.solve(b, &rhs, &mut ul, false).expect("solve");
+        if !ig.reason.converged() || ig.iterations < 2 {
+            errors.push(format!("{what}: the reference did not converge sensibly: {ig:?}"));
+        }
+        if ig.residuals != il.residuals || ug != ul {
+            errors.push(format!(
+                "{what}: block fields {} its (r {:e}), whole fields {} its (r {:e}); solutions {}",
+                il.iterations,
+                il.relative_residual(),
+                ig.iterations,
+                ig.relative_residual(),
+                if ug == ul { "equal" } else { "differ" }
+            ));
+        }
+    };
+    compare("set-up", &mut global, &mut local, &mut errors);
+    // New fields, then a new ω (rebuilt from the kept block fields, rings again).
+    let new = whole_fields(3.0);
+    global.update_coefficients(b, Some(new.clone())).expect("update");
+    local
+        .update_coefficients(b, Some(block_fields(&new, &block)))
+        .expect("update with the block's fields");
+    compare("new fields", &mut global, &mut local, &mut errors);
+    global.update_omega(b, 1.3).expect("omega");
+    local.update_omega(b, 1.3).expect("omega");
+    compare("new omega", &mut global, &mut local, &mut errors);
+    // The last rank's block has a bad value: every rank is told, none waits, and the solvers
+    // keep their fields.
+    let mut bad = block_fields(&whole, &block);
+    if rank + 1 == grid.size() {
+        let at = bad.column_at(0, block.i0, block.j0) + 1;
+        bad.kz[at] = -1.0;
+    }
+    match local.update_coefficients(b, Some(bad)) {
+        Ok(()) => errors.push("fields with a negative κz on one rank were taken".into()),
+        Err(e) => {
+            let e = e.to_string();
+            let mine = rank + 1 == grid.size();
+            if mine != e.contains("kz") || (!mine && !e.contains("other rank")) {
+                errors.push(format!("the refusal says: {e}"));
+            }
+        }
+    }
+    compare("after a refused update", &mut global, &mut local, &mut errors);
+    errors
+}
