@@ -1,6 +1,7 @@
 /* The C time loop on several ranks: MPI initialised by the program, strata given its
  * communicator (as a Fortran handle, MPI_Comm_c2f); each rank fills and solves its own block,
- * the residual summed over the ranks. Argument: the backend (0 auto: the GPU where usable, 1 cpu,
+ * the residual summed over the ranks; from the second step on with coefficient fields, each rank
+ * giving its own block of them. Argument: the backend (0 auto: the GPU where usable, 1 cpu,
  * 2 cuda); a GPU rank uses device (node-local rank) modulo the GPUs.
  *
  *   mpicc -I crates/strata-capi/include examples/c/timesteps_mpi.c -L target/release -lstrata -lm
@@ -48,7 +49,19 @@ int main(int argc, char **argv) {
     CHECK(strata_solver_block(solver, &i0, &j0, &nx, &ny));
     size_t len = (size_t)nx * ny * nz;
     double *f = malloc(len * sizeof *f), *u = calloc(len, sizeof *u), *au = malloc(len * sizeof *au);
+    /* Coefficient fields from step 1 on, each rank giving its own block of them only: a vertical
+     * conductivity that jumps tenfold halfway up and a horizontal one that varies in x, functions
+     * of the global cell, so that every decomposition solves the same problem. */
+    double *kx = malloc(len * sizeof *kx), *kz = malloc(len * sizeof *kz);
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++)
+            for (int k = 0; k < nz; k++) {
+                size_t c = ((size_t)j * nx + i) * nz + k;
+                kx[c] = 1.0 + 0.5 * sin(0.3 * (i0 + i));
+                kz[c] = k < nz / 2 ? 1.0 : 10.0;
+            }
     for (int step = 0; step < 3; step++) {
+        if (step == 1) CHECK(strata_solver_set_coefficients(solver, kx, NULL, kz, NULL, NULL, NULL, NULL));
         /* The global field on this rank's block, k fastest. */
         for (int j = 0; j < ny; j++)
             for (int i = 0; i < nx; i++)
@@ -77,6 +90,8 @@ int main(int argc, char **argv) {
     free(f);
     free(u);
     free(au);
+    free(kx);
+    free(kz);
     if (rank == 0) printf("ok\n");
     MPI_Comm_free(&node);
     MPI_Finalize();

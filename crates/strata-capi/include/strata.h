@@ -194,8 +194,13 @@ enum StrataStatus strata_solver_apply(struct StrataSolver *solver, const double 
 // Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
 // for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
 // `xi_z`: all null for none, a null component is 0). All null: back to the model problem.
-// Each array is the whole problem's field, `n · n · nz` values (six panels of them on the
-// sphere, `[panel][j][i][k]`), on every rank of a distributed solver alike. A solver on one GPU
+// Each array is the solver's size of values ([`strata_solver_size`]), k fastest: on one
+// process the whole problem's field, `n · n · nz` values (six panels of them on the sphere,
+// `[panel][j][i][k]`); on a rank of a distributed panel or box solve its block's own
+// ([`strata_solver_block`]; the ranks exchange the cells their faces need, and no rank holds
+// the whole field); on a rank of a distributed sphere the whole sphere's fields, on every rank
+// alike. Collective on a distributed solver: every rank calls it, giving fields or none alike
+// (a rank whose fields are refused makes every rank's call fail). A solver on one GPU
 // (one process, a panel or box) uploads them and makes the levels on the device (the same
 // operator as on the host, bit for bit, in a small part of the time) where the device has room
 // for the copy; the solver keeps the host values either way (`strata_solver_set_omega` rebuilds
@@ -263,8 +268,9 @@ enum StrataStatus strata_solver_apply_device(struct StrataSolver *solver,
 // coarse levels and made into every level's operator there, with the same operator as host
 // arrays give and nothing copied to the host (fast enough for every time step). Omega changed
 // after such a call needs the fields again before the next solve (strata keeps no copy of
-// them). On the sphere the fields are copied to the host once and prepared there (set-up
-// speed). The arrays are read during the call only.
+// them). On the sphere, and on a rank of a distributed solve (whose arrays are its block's
+// own, as strata_solver_set_coefficients says; collective), the fields are copied to the host
+// once and prepared there (set-up speed). The arrays are read during the call only.
 //
 // # Safety
 // `solver` must be a live handle on the CUDA backend; each non-null pointer a device array of

@@ -17,6 +17,7 @@ use strata_core::backend::cpu::CpuBackend;
 use strata_core::backend::reference::ReferenceBackend;
 use strata_core::backend::tiled::Tiled;
 use strata_core::comm::SphereComm;
+use strata_core::grid::Block;
 use strata_core::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereStencil};
 use strata_core::solver::{Preconditioner, SolveInfo, SolverConfig, SolverKind};
 use strata_core::{PersistentSolver, StrataError};
@@ -622,12 +623,26 @@ fn rebuild_pending(s: &mut StrataSolver) -> Result<(), StrataError> {
 /// The names of the seven coefficient arrays, in the order of the set_coefficients calls.
 const COEFFICIENT_NAMES: [&str; 7] = Coefficients::FIELD_NAMES;
 
-/// Coefficient fields of an `n × n × nz` problem from the seven arrays of the set_coefficients
-/// calls (in [`COEFFICIENT_NAMES`] order; null: the model problem's value, 1 or δ for β, 0 for a
-/// ξ component), each non-null one read by `read(pointer, name)`; `None` when all are null (the
-/// model problem).
+/// This rank's block where the solver is one rank of a distributed panel or box solve (whose
+/// coefficient arrays are the block's own); `None` otherwise (one process, or the sphere).
+fn rank_block(s: &StrataSolver) -> Option<Block> {
+    match &s.inner {
+        #[cfg(feature = "mpi")]
+        Inner::CpuMpi(_, q) => Some(q.block()),
+        #[cfg(feature = "mpi")]
+        Inner::CudaMpi(_, q) => Some(q.block()),
+        _ => None,
+    }
+}
+
+/// Coefficient fields from the seven arrays of the set_coefficients calls (in
+/// [`COEFFICIENT_NAMES`] order; null: the model problem's value, 1 or δ for β, 0 for a ξ
+/// component), each non-null one read by `read(pointer, name)`: of the whole `n × n × nz`
+/// problem, or with `block` that rank block's own ([`Coefficients::for_block`]). `None` when all
+/// are null (the model problem).
 fn coefficients_from<R: AsRef<[f64]>>(
     p: &ProblemParams,
+    block: Option<Block>,
     pointers: [*const f64; 7],
     mut read: impl FnMut(*const f64, &str) -> Result<R, StrataError>,
 ) -> Result<Option<Coefficients>, StrataError> {
@@ -642,14 +657,22 @@ fn coefficients_from<R: AsRef<[f64]>>(
     }
     let given = read_in.each_ref().map(|g| g.as_ref().map(AsRef::as_ref));
     // Copied (and the fields not given filled) by the host's threads.
-    Coefficients::from_given(p.panels(), p.n, p.nz, p.delta, given).map(Some)
+    match block {
+        Some(b) => Coefficients::for_block(b, p.nz, p.delta, given).map(Some),
+        None => Coefficients::from_given(p.panels(), p.n, p.nz, p.delta, given).map(Some),
+    }
 }
 
 /// Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
 /// for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
 /// `xi_z`: all null for none, a null component is 0). All null: back to the model problem.
-/// Each array is the whole problem's field, `n · n · nz` values (six panels of them on the
-/// sphere, `[panel][j][i][k]`), on every rank of a distributed solver alike. A solver on one GPU
+/// Each array is the solver's size of values ([`strata_solver_size`]), k fastest: on one
+/// process the whole problem's field, `n · n · nz` values (six panels of them on the sphere,
+/// `[panel][j][i][k]`); on a rank of a distributed panel or box solve its block's own
+/// ([`strata_solver_block`]; the ranks exchange the cells their faces need, and no rank holds
+/// the whole field); on a rank of a distributed sphere the whole sphere's fields, on every rank
+/// alike. Collective on a distributed solver: every rank calls it, giving fields or none alike
+/// (a rank whose fields are refused makes every rank's call fail). A solver on one GPU
 /// (one process, a panel or box) uploads them and makes the levels on the device (the same
 /// operator as on the host, bit for bit, in a small part of the time) where the device has room
 /// for the copy; the solver keeps the host values either way (`strata_solver_set_omega` rebuilds
@@ -673,13 +696,21 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         let p = s.problem().clone();
-        let len = p.unknowns() as usize;
-        let coefficients =
-            coefficients_from(&p, [kx, ky, kz, beta, xi_x, xi_y, xi_z], |ptr, name| {
+        let block = rank_block(s);
+        let len = match block {
+            Some(_) => s.len(),
+            None => p.unknowns() as usize,
+        };
+        let coefficients = coefficients_from(
+            &p,
+            block,
+            [kx, ky, kz, beta, xi_x, xi_y, xi_z],
+            |ptr, name| {
                 // SAFETY: a non-null pointer to `len` values, promised by the caller, read
                 // (copied) before this call returns.
                 unsafe { slice(ptr, len, name) }
-            })?;
+            },
+        )?;
         // One process on a GPU: the levels are made on the device from an uploaded copy (the
         // same operator, a small part of the time).
         if let Inner::Cuda(b, q) = &mut s.inner {
@@ -914,8 +945,9 @@ pub unsafe extern "C" fn strata_solver_apply_device(
 /// coarse levels and made into every level's operator there, with the same operator as host
 /// arrays give and nothing copied to the host (fast enough for every time step). Omega changed
 /// after such a call needs the fields again before the next solve (strata keeps no copy of
-/// them). On the sphere the fields are copied to the host once and prepared there (set-up
-/// speed). The arrays are read during the call only.
+/// them). On the sphere, and on a rank of a distributed solve (whose arrays are its block's
+/// own, as strata_solver_set_coefficients says; collective), the fields are copied to the host
+/// once and prepared there (set-up speed). The arrays are read during the call only.
 ///
 /// # Safety
 /// `solver` must be a live handle on the CUDA backend; each non-null pointer a device array of
@@ -939,16 +971,18 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         let p = s.problem().clone();
         let block = dispatch!(&s.inner, _b, p => p.block());
-        // The device path reads the solver's own arrays: all of the problem on one process only.
-        if s.len() as u64 != p.unknowns() {
+        let ranks = rank_block(s);
+        if ranks.is_none() && s.len() as u64 != p.unknowns() {
             return Err(StrataError::invalid(
                 "solver",
-                "is one rank of several: coefficient fields of a distributed solver are not \
-                 taken from device arrays yet",
+                "is one rank of a distributed sphere: its coefficient fields are not taken from \
+                 device arrays yet (give host arrays of the whole sphere)",
             ));
         }
         let pointers = [kx, ky, kz, beta, xi_x, xi_y, xi_z];
+        // Made on the device: one process, a panel or box.
         let on_device = pointers.iter().any(|x| !x.is_null())
+            && ranks.is_none()
             && p.geometry != strata_core::problem::Geometry::Sphere;
         if on_device {
             let mut arrays = [None; 7];
@@ -962,13 +996,17 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
             let fields = arrays.each_ref().map(Option::as_ref);
             return dispatch_cuda!(&mut s.inner, b, q => q.set_coefficients_device(b, fields));
         }
-        let coefficients =
-            coefficients_from(&p, [kx, ky, kz, beta, xi_x, xi_y, xi_z], |ptr, name| {
+        let coefficients = coefficients_from(
+            &p,
+            ranks,
+            [kx, ky, kz, beta, xi_x, xi_y, xi_z],
+            |ptr, name| {
                 // SAFETY: a device array of the block promised by the caller (its range is checked
                 // before use).
                 let a = unsafe { device_array(ptr, order, block, p.nz, name) }?;
                 dispatch_cuda!(&mut s.inner, b, q => q.read_device(b, &a))
-            })?;
+            },
+        )?;
         dispatch_cuda!(&mut s.inner, b, q => q.update_coefficients(b, coefficients))
     })
 }

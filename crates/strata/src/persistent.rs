@@ -484,34 +484,38 @@ fn levels_of<B: Backend, C: Comm<B>>(
     }
 }
 
-/// Validates `p`; where its coefficient fields are this rank's block's (each rank checks only
-/// its own), every rank learns whether any rank's were refused, or whether some ranks gave an
-/// advection vector and others none, so that all return an error together instead of some
-/// waiting for the others' rings.
+/// Validates `p` on every rank of a distributed solver together: each rank checks its own fields
+/// (coefficient fields of its block, [`Coefficients::window`], are seen by that rank alone), and
+/// all learn whether any rank's were refused, or whether the ranks disagree on what they gave
+/// (fields or none, a block's or the whole level's, an advection vector or none), so that all
+/// return an error together instead of some waiting for the others' rings.
 fn validate_on_all<B: Backend, C: Comm<B>>(comm: &C, p: &ProblemParams) -> Result<()> {
     let local = p.validate();
-    let Some(c) = p.coefficients.as_ref().filter(|c| c.window.is_some()) else {
-        return local;
-    };
     if comm.size() == 1 {
         return local;
     }
+    let c = p.coefficients.as_deref();
     let flag = |b: bool| f64::from(u8::from(b));
-    let mut counts = [flag(local.is_err()), flag(c.xi.is_some())];
+    let mut counts = [
+        flag(local.is_err()),
+        flag(c.is_some()),
+        flag(c.is_some_and(|c| c.window.is_some())),
+        flag(c.is_some_and(|c| c.xi.is_some())),
+    ];
     comm.sum(&mut counts)?;
-    let [refused, with_xi] = counts;
-    match local {
-        Ok(()) if refused > 0.0 => invalid(
-            "coefficients",
-            format!("of {refused} other rank(s) were refused (each rank's error says why)"),
-        ),
-        Ok(()) if with_xi > 0.0 && with_xi < comm.size() as f64 => invalid(
-            "coefficients",
-            format!(
-                "have an advection vector on {with_xi} of {} ranks: give it on all or none",
-                comm.size()
-            ),
-        ),
-        other => other,
-    }
+    let size = comm.size() as f64;
+    let [refused, given, blocks, with_xi] = counts;
+    let split = |count: f64| count > 0.0 && count < size;
+    let why = if refused > 0.0 {
+        format!("of {refused} rank(s) were refused (each of those ranks' errors says why)")
+    } else if split(given) {
+        format!("were given on {given} of {size} ranks: give them on all or none")
+    } else if split(blocks) {
+        format!("were a block's own on {blocks} of {size} ranks, the whole level's on the others")
+    } else if split(with_xi) {
+        format!("have an advection vector on {with_xi} of {size} ranks: give it on all or none")
+    } else {
+        return local;
+    };
+    local.and_then(|()| invalid("coefficients", why))
 }

@@ -1,4 +1,4 @@
-//! Coefficient fields of one rank's block (docs/MODEL.md §15.6): a block's own fields, their ring
+//! Coefficient fields of one rank's block (docs/MODEL.md §15.7): a block's own fields, their ring
 //! filled from the blocks across its sides, give the operator of the whole level's fields on
 //! that block bit for bit (face factors, β, advection), on every coarse level too; wrong inputs
 //! are errors.
@@ -167,8 +167,7 @@ fn wrong_block_fields_are_errors() {
         ..Default::default()
     };
     let e = strata::stencil::build_levels_with(&p, block, 2, Default::default())
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(e.contains("West"), "{e}");
     // Fields of the sphere's tiles are not taken per block.

@@ -1,4 +1,4 @@
-//! Coefficient fields of one rank's block (docs/MODEL.md §15.6): a rank of a distributed solve
+//! Coefficient fields of one rank's block (docs/MODEL.md §15.7): a rank of a distributed solve
 //! gives, keeps and coarsens only its own block's cells, and a ring of one cell around the block
 //! where another rank's block lies across, filled from that rank on every level
 //! ([`crate::comm::fill_rings`]): the face between two ranks' cells takes the harmonic mean of

@@ -45,7 +45,7 @@ pub struct Coefficients {
     pub xi: Option<[Vec<f64>; 3]>,
     /// `None`: the fields hold the whole level. `Some(block)`: they hold one rank's block of a
     /// panel or box and a ring of one cell around it where another rank's block lies across
-    /// (docs/MODEL.md §15.6; [`Coefficients::for_block`]), so that no rank stores the whole
+    /// (docs/MODEL.md §15.7; [`Coefficients::for_block`]), so that no rank stores the whole
     /// level: arrays of [`Coefficients::stored`]'s rectangle, `v[(j * wx + i) * nz + k]` in
     /// its local indices.
     pub window: Option<Block>,
