@@ -8,7 +8,7 @@ use crate::grid::Block;
 use crate::precision::Storage;
 use crate::problem::{Geometry, ProblemParams};
 use crate::solver::{SolveInfo, Solver, SolverConfig, SolverKind};
-use crate::stencil::{build_levels_with, build_sphere_levels};
+use crate::stencil::build_sphere_levels;
 use std::time::Instant;
 
 /// A solution and how it was obtained.
@@ -274,7 +274,7 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     rhs: &[f64],
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
-    p.validate()?;
+    crate::comm::validate_on_ranks(comm, p)?;
     cfg.validate_block(&block)?;
     check_operator(p, cfg)?;
     let local = block.nx * block.ny * p.nz;
@@ -297,7 +297,15 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     };
     check_memory(backend, &local_p, cfg)?;
     let t = Instant::now();
-    let levels = build_levels_with(p, block, cfg.num_levels(), cfg.multigrid.averaging)?;
+    // Coefficient fields of the block ([`Coefficients::window`]) have their rings filled by
+    // `comm` on every level.
+    let levels = crate::stencil::build_block_levels(
+        p,
+        block,
+        cfg.num_levels(),
+        cfg.multigrid.averaging,
+        &mut |c| crate::comm::fill_rings::<B, C>(comm, c),
+    )?;
     solve_levels(backend, comm, &levels, cfg, rhs, t, monitor)
 }
 

@@ -11,7 +11,7 @@ use crate::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
 use crate::backend::{face_len, Backend, Fields, TransferKernels};
 use crate::error::{invalid, Result};
 use crate::grid::Side;
-use crate::problem::Coefficients;
+use crate::problem::{Coefficients, ProblemParams};
 use crate::stencil::LevelStencil;
 
 /// Halo exchange and global reductions for fields of backend `B`.
@@ -80,6 +80,43 @@ pub trait Comm<B: Backend> {
         }
         Ok([None, None, None, None])
     }
+}
+
+/// Validates `p` on every rank of a distributed solve together (collective: every rank calls it
+/// for the same set-up): each rank checks its own fields
+/// (coefficient fields of its block, [`Coefficients::window`], are seen by that rank alone), and
+/// all learn whether any rank's were refused, or whether the ranks disagree on what they gave
+/// (fields or none, a block's or the whole level's, an advection vector or none), so that all
+/// return an error together instead of some waiting for the others' rings.
+pub fn validate_on_ranks<B: Backend, C: Comm<B>>(comm: &C, p: &ProblemParams) -> Result<()> {
+    let local = p.validate();
+    if comm.size() == 1 {
+        return local;
+    }
+    let c = p.coefficients.as_deref();
+    let flag = |b: bool| f64::from(u8::from(b));
+    let mut counts = [
+        flag(local.is_err()),
+        flag(c.is_some()),
+        flag(c.is_some_and(|c| c.window.is_some())),
+        flag(c.is_some_and(|c| c.xi.is_some())),
+    ];
+    comm.sum(&mut counts)?;
+    let size = comm.size() as f64;
+    let [refused, given, blocks, with_xi] = counts;
+    let split = |count: f64| count > 0.0 && count < size;
+    let why = if refused > 0.0 {
+        format!("of {refused} rank(s) were refused (each of those ranks' errors says why)")
+    } else if split(given) {
+        format!("were given on {given} of {size} ranks: give them on all or none")
+    } else if split(blocks) {
+        format!("were a block's own on {blocks} of {size} ranks, the whole level's on the others")
+    } else if split(with_xi) {
+        format!("have an advection vector on {with_xi} of {size} ranks: give it on all or none")
+    } else {
+        return local;
+    };
+    local.and_then(|()| invalid("coefficients", why))
 }
 
 /// Fills the ring of the coefficient fields of a rank's block ([`Coefficients::window`]) from

@@ -133,7 +133,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             setup.push((name, clock.elapsed().as_secs_f64()));
             clock = std::time::Instant::now();
         };
-        validate_on_all(&comm, p)?;
+        crate::comm::validate_on_ranks(&comm, p)?;
         check(backend, p, cfg)?;
         phase("checks");
         let levels = levels_of(p, &tiles, cfg, &comm)?;
@@ -452,7 +452,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     }
 
     fn rebuild(&mut self, backend: &B, p: ProblemParams) -> Result<()> {
-        validate_on_all(&self.comm, &p)?;
+        crate::comm::validate_on_ranks(&self.comm, &p)?;
         crate::api::check_operator(&p, &self.cfg)?;
         let levels = levels_of(&p, &self.tiles, &self.cfg, &self.comm)?;
         self.solver.replace_operators(backend, &levels)?;
@@ -482,40 +482,4 @@ fn levels_of<B: Backend, C: Comm<B>>(
         }
         _ => build_sphere_levels(p, tiles, cfg.num_levels(), averaging),
     }
-}
-
-/// Validates `p` on every rank of a distributed solver together: each rank checks its own fields
-/// (coefficient fields of its block, [`Coefficients::window`], are seen by that rank alone), and
-/// all learn whether any rank's were refused, or whether the ranks disagree on what they gave
-/// (fields or none, a block's or the whole level's, an advection vector or none), so that all
-/// return an error together instead of some waiting for the others' rings.
-fn validate_on_all<B: Backend, C: Comm<B>>(comm: &C, p: &ProblemParams) -> Result<()> {
-    let local = p.validate();
-    if comm.size() == 1 {
-        return local;
-    }
-    let c = p.coefficients.as_deref();
-    let flag = |b: bool| f64::from(u8::from(b));
-    let mut counts = [
-        flag(local.is_err()),
-        flag(c.is_some()),
-        flag(c.is_some_and(|c| c.window.is_some())),
-        flag(c.is_some_and(|c| c.xi.is_some())),
-    ];
-    comm.sum(&mut counts)?;
-    let size = comm.size() as f64;
-    let [refused, given, blocks, with_xi] = counts;
-    let split = |count: f64| count > 0.0 && count < size;
-    let why = if refused > 0.0 {
-        format!("of {refused} rank(s) were refused (each of those ranks' errors says why)")
-    } else if split(given) {
-        format!("were given on {given} of {size} ranks: give them on all or none")
-    } else if split(blocks) {
-        format!("were a block's own on {blocks} of {size} ranks, the whole level's on the others")
-    } else if split(with_xi) {
-        format!("have an advection vector on {with_xi} of {size} ranks: give it on all or none")
-    } else {
-        return local;
-    };
-    local.and_then(|()| invalid("coefficients", why))
 }

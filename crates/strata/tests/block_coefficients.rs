@@ -88,7 +88,18 @@ fn a_blocks_own_fields_give_the_whole_levels_operator_on_every_level() {
                 let [e, f, g] = xi;
                 let all = [a, b2, c, d, e, f, g];
                 let refs = all.each_ref().map(|v| v.as_deref());
-                Coefficients::for_block(*b, nz, 1.0, refs).unwrap()
+                let c = Coefficients::for_block(*b, nz, 1.0, refs).unwrap();
+                // The same block, taken from the whole fields by the library.
+                let taken = whole.block_of(*b).unwrap();
+                let nan_eq = |x: &[f64], y: &[f64]| {
+                    x.len() == y.len()
+                        && x.iter()
+                            .zip(y)
+                            .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()))
+                };
+                assert!(nan_eq(&c.kx, &taken.kx) && nan_eq(&c.beta, &taken.beta));
+                assert_eq!(c.window, taken.window);
+                c
             })
             .collect();
         for level in 0..3 {

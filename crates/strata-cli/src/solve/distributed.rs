@@ -225,6 +225,15 @@ fn solve_with<B: Backend, C: Comm<B>>(
         ..s.p.clone()
     };
     strata::check_memory(backend, &local_p, &s.cfg)?;
+    // Each rank keeps and coarsens its own block of the coefficient fields, the cells beside it
+    // exchanged with its neighbours, as a model's ranks give them (docs/MODEL.md §15.7).
+    let p = match &s.p.coefficients {
+        Some(c) => ProblemParams {
+            coefficients: Some(std::sync::Arc::new(c.block_of(block)?)),
+            ..s.p.clone()
+        },
+        None => s.p.clone(),
+    };
     let rhs = match &a.rhs_file {
         Some(path) => extract(&read_rhs(path, &a.rhs_var, s.p.n, s.p.nz)?, &s.p, &block),
         None => build_rhs(&s.p, rhs_kind(a.rhs), a.seed, &block),
@@ -241,7 +250,7 @@ fn solve_with<B: Backend, C: Comm<B>>(
         &header,
         &format!("{} on {} ranks", backend.name(), grid.size()),
         &rhs,
-        |monitor| solve_block(backend, comm, &s.p, block, &s.cfg, &rhs, monitor),
+        |monitor| solve_block(backend, comm, &p, block, &s.cfg, &rhs, monitor),
         |local| gather(&world, &dec, &s.p, local),
     )
 }

@@ -95,6 +95,37 @@ impl Coefficients {
         })
     }
 
+    /// The part of these whole-level fields that [`Coefficients::for_block`] would take for
+    /// `block`: its own cells (the ring to be filled by the ranks, as from a model's arrays). For
+    /// a rank that has the whole fields at hand (a file read whole) but should keep and coarsen
+    /// only its own.
+    pub fn block_of(&self, block: Block) -> Result<Self> {
+        if self.window.is_some() || self.panels != 1 || block.n != self.n {
+            return invalid(
+                "coefficients",
+                format!("a block of {block:?} is taken from one whole panel's or box's fields of that level"),
+            );
+        }
+        let nz = self.nz;
+        let part = |v: &[f64]| -> Vec<f64> {
+            let mut out = Vec::with_capacity(block.nx * block.ny * nz);
+            for j in block.j0..block.j0 + block.ny {
+                out.extend_from_slice(&v[self.column_at(0, block.i0, j)..][..block.nx * nz]);
+            }
+            out
+        };
+        let mut given: Vec<Vec<f64>> = vec![
+            part(&self.kx),
+            part(&self.ky),
+            part(&self.kz),
+            part(&self.beta),
+        ];
+        given.extend(self.xi.iter().flatten().map(|v| part(v)));
+        let field = |f: usize| given.get(f).map(Vec::as_slice);
+        // β is always given here, so the model problem's δ is not needed.
+        Self::for_block(block, nz, 1.0, std::array::from_fn(field))
+    }
+
     /// One field of the block on the next coarser level: each of the coarse block's cells the
     /// `mean` of its four children (all of them in this block: blocks are split along coarse
     /// cells); the coarse ring NaN until it is filled.
