@@ -60,6 +60,7 @@ module strata
         real(c_double) :: rho
         integer(c_int32_t) :: precision
         real(c_double) :: relaxation  ! red-black smoother's over-relaxation weight, in (0, 2)
+        integer(c_int32_t) :: halo    ! GPU ranks' halos: 0 MPI through host memory, 1 NCCL
     end type
 
     ! Mirrors StrataInfo of strata.h.

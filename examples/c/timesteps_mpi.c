@@ -1,8 +1,9 @@
 /* The C time loop on several ranks: MPI initialised by the program, strata given its
  * communicator (as a Fortran handle, MPI_Comm_c2f); each rank fills and solves its own block,
  * the residual summed over the ranks; from the second step on with coefficient fields, each rank
- * giving its own block of them. Argument: the backend (0 auto: the GPU where usable, 1 cpu,
- * 2 cuda); a GPU rank uses device (node-local rank) modulo the GPUs.
+ * giving its own block of them. Arguments: the backend (0 auto: the GPU where usable, 1 cpu,
+ * 2 cuda), the GPUs per node (a GPU rank uses device node-local rank modulo those), and the halo
+ * path of GPU ranks (0 MPI through host memory, 1 NCCL: libstrata built with `--features nccl`).
  *
  *   mpicc -I crates/strata-capi/include examples/c/timesteps_mpi.c -L target/release -lstrata -lm
  *   LD_LIBRARY_PATH=target/release mpirun -n 2 ./a.out 1
@@ -43,6 +44,7 @@ int main(int argc, char **argv) {
     options.threads = 1;
     options.backend = argc > 1 ? atoi(argv[1]) : 0;
     options.device = local_rank % (gpus > 0 ? gpus : 1);
+    options.halo = argc > 3 ? atoi(argv[3]) : 0;
     StrataSolver *solver = NULL;
     CHECK(strata_solver_create_mpi(&problem, &options, (int32_t)MPI_Comm_c2f(MPI_COMM_WORLD), &solver));
     int i0, j0, nx, ny, nz = problem.nz;
@@ -79,8 +81,8 @@ int main(int argc, char **argv) {
         MPI_Allreduce(local, total, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         double rel = sqrt(total[0] / total[1]);
         if (rank == 0)
-            printf("ranks %d (backend %d), step %d: %d iterations, |f - A u| / |f| = %.2e\n", size,
-                   options.backend, step, info.iterations, rel);
+            printf("ranks %d (backend %d, halo %d), step %d: %d iterations, |f - A u| / |f| = %.2e\n",
+                   size, options.backend, options.halo, step, info.iterations, rel);
         if (!info.converged || rel > 1e-4) {
             fprintf(stderr, "rank %d: the residual check failed\n", rank);
             MPI_Abort(MPI_COMM_WORLD, 1);

@@ -104,6 +104,10 @@ typedef struct StrataOptions {
   // Gauss–Seidel; 1.15 by default, which takes red-black mg from 5 cycles to 4). The
   // symmetric cycle of mg-cg uses 1 whatever this is.
   double relaxation;
+  // How the GPU ranks of a distributed solve (strata_solver_create_mpi) exchange halos: 0
+  // through host memory by MPI (the default), 1 by NCCL between device buffers (one GPU per
+  // rank; libstrata built with the `nccl` feature). Ignored by strata_solver_create.
+  int32_t halo;
 } StrataOptions;
 
 // What a solve did.
@@ -291,9 +295,10 @@ enum StrataStatus strata_solver_set_coefficients_device(struct StrataSolver *sol
 // solver takes is the rank's block ([`strata_solver_block`]), and every call is collective.
 // The backend as `options.backend` says (0: the GPU where one is usable, 1: the CPU, 2: CUDA),
 // on CUDA device `options.device` (pick it per rank, e.g. the node-local rank modulo the GPUs
-// of the node); halos of GPU ranks are staged through host memory. MPI must be initialised by
-// the caller, and the solver destroyed before MPI_Finalize. Needs libstrata built with the
-// `mpi` feature.
+// of the node); halos of GPU ranks go through host memory by MPI, or with `options.halo = 1` by
+// NCCL between device buffers (one GPU per rank; NCCL is set up over this communicator, which
+// takes about a second). MPI must be initialised by the caller, and the solver destroyed before
+// MPI_Finalize. Needs libstrata built with the `mpi` feature (`nccl` for NCCL).
 //
 // # Safety
 // As [`strata_solver_create`]; `fortran_comm` must be a valid communicator handle.

@@ -110,6 +110,10 @@ pub struct StrataOptions {
     /// Gauss–Seidel; 1.15 by default, which takes red-black mg from 5 cycles to 4). The
     /// symmetric cycle of mg-cg uses 1 whatever this is.
     pub relaxation: f64,
+    /// How the GPU ranks of a distributed solve (strata_solver_create_mpi) exchange halos: 0
+    /// through host memory by MPI (the default), 1 by NCCL between device buffers (one GPU per
+    /// rank; libstrata built with the `nccl` feature). Ignored by strata_solver_create.
+    pub halo: i32,
 }
 
 /// What a solve did.
@@ -141,6 +145,11 @@ enum Inner {
         Box<CudaBackend>,
         PersistentSolver<CudaBackend, strata_mpi::MpiComm<CudaBackend>>,
     ),
+    #[cfg(feature = "nccl")]
+    CudaNccl(
+        Box<CudaBackend>,
+        PersistentSolver<CudaBackend, strata_mpi::NcclComm>,
+    ),
     Cpu(CpuBackend, PersistentSolver<CpuBackend>),
     Reference(ReferenceBackend, PersistentSolver<ReferenceBackend>),
     Cuda(Box<CudaBackend>, PersistentSolver<CudaBackend>),
@@ -156,6 +165,11 @@ enum Inner {
     CpuSphereMpi(
         Sphere<CpuBackend>,
         PersistentSolver<Sphere<CpuBackend>, strata_mpi::SphereMpiComm<CpuBackend>>,
+    ),
+    #[cfg(feature = "nccl")]
+    CudaSphereNccl(
+        Sphere<CudaBackend>,
+        PersistentSolver<Sphere<CudaBackend>, strata_mpi::SphereNcclComm>,
     ),
     #[cfg(feature = "mpi")]
     CudaSphereMpi(
@@ -178,6 +192,13 @@ macro_rules! dispatch {
                 let $b = $b.as_ref();
                 $body
             }
+            #[cfg(feature = "nccl")]
+            Inner::CudaNccl($b, $p) => {
+                let $b = $b.as_ref();
+                $body
+            }
+            #[cfg(feature = "nccl")]
+            Inner::CudaSphereNccl($b, $p) => $body,
             Inner::Cpu($b, $p) => $body,
             Inner::Reference($b, $p) => $body,
             Inner::Cuda($b, $p) => {
@@ -204,6 +225,13 @@ macro_rules! dispatch_cuda {
                 let $b = $b.as_ref();
                 $body
             }
+            #[cfg(feature = "nccl")]
+            Inner::CudaNccl($b, $p) => {
+                let $b = $b.as_ref();
+                $body
+            }
+            #[cfg(feature = "nccl")]
+            Inner::CudaSphereNccl($b, $p) => $body,
             Inner::Cuda($b, $p) => {
                 let $b = $b.as_ref();
                 $body
@@ -343,6 +371,7 @@ pub unsafe extern "C" fn strata_options_default(options: *mut StrataOptions) -> 
             rho: c.multigrid.rho,
             precision: 0,
             relaxation: c.multigrid.relaxation,
+            halo: 0,
         };
         Ok(())
     })
@@ -631,6 +660,8 @@ fn rank_block(s: &StrataSolver) -> Option<Block> {
         Inner::CpuMpi(_, q) => Some(q.block()),
         #[cfg(feature = "mpi")]
         Inner::CudaMpi(_, q) => Some(q.block()),
+        #[cfg(feature = "nccl")]
+        Inner::CudaNccl(_, q) => Some(q.block()),
         _ => None,
     }
 }
@@ -1017,9 +1048,10 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
 /// solver takes is the rank's block ([`strata_solver_block`]), and every call is collective.
 /// The backend as `options.backend` says (0: the GPU where one is usable, 1: the CPU, 2: CUDA),
 /// on CUDA device `options.device` (pick it per rank, e.g. the node-local rank modulo the GPUs
-/// of the node); halos of GPU ranks are staged through host memory. MPI must be initialised by
-/// the caller, and the solver destroyed before MPI_Finalize. Needs libstrata built with the
-/// `mpi` feature.
+/// of the node); halos of GPU ranks go through host memory by MPI, or with `options.halo = 1` by
+/// NCCL between device buffers (one GPU per rank; NCCL is set up over this communicator, which
+/// takes about a second). MPI must be initialised by the caller, and the solver destroyed before
+/// MPI_Finalize. Needs libstrata built with the `mpi` feature (`nccl` for NCCL).
 ///
 /// # Safety
 /// As [`strata_solver_create`]; `fortran_comm` must be a valid communicator handle.
@@ -1074,6 +1106,33 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
                     ))
                 }
             };
+            let nccl = match o.halo {
+                0 => false,
+                1 if !cuda => {
+                    return Err(StrataError::invalid(
+                        "halo",
+                        "= 1 (NCCL) moves device memory: it needs GPU ranks (backend 2, or 0 \
+                         where a GPU is usable)",
+                    ))
+                }
+                1 if cfg!(not(feature = "nccl")) => {
+                    return Err(StrataError::invalid(
+                        "halo",
+                        "= 1 (NCCL): this libstrata was built without NCCL (cargo build -p \
+                         strata-capi --features nccl)",
+                    ))
+                }
+                1 => true,
+                h => {
+                    return Err(StrataError::invalid(
+                        "halo",
+                        format!("must be 0 (MPI through host memory) or 1 (NCCL) (got {h})"),
+                    ))
+                }
+            };
+            // Without NCCL built in, `halo = 1` was refused above.
+            #[cfg(not(feature = "nccl"))]
+            let _ = nccl;
             if params.geometry == Geometry::Sphere {
                 // Whole panels up to six ranks, blocks of every panel beyond.
                 params.validate()?;
@@ -1082,6 +1141,13 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
                     strata_core::grid::sphere::rank_tiles(params.n, cfg.num_levels(), size, rank)?;
                 let k = params.n / tiles[0].nx;
                 use strata_mpi::SphereMpiComm;
+                #[cfg(feature = "nccl")]
+                if nccl {
+                    let inner =
+                        nccl_sphere(world, k, &tiles, &params, &cfg, count("device", o.device)?)?;
+                    *out = Box::into_raw(Box::new(StrataSolver { inner }));
+                    return Ok(());
+                }
                 let inner = if cuda {
                     let b = Tiled::new(Box::new(CudaBackend::new(count("device", o.device)?)?));
                     let comm = SphereMpiComm::new(world, k);
@@ -1098,6 +1164,19 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             }
             let dec = cfg.validate_for(params.n, grid)?;
             let block = dec.fine_block(rank);
+            #[cfg(feature = "nccl")]
+            if nccl {
+                let inner = nccl_block(
+                    world,
+                    grid,
+                    block,
+                    &params,
+                    &cfg,
+                    count("device", o.device)?,
+                )?;
+                *out = Box::into_raw(Box::new(StrataSolver { inner }));
+                return Ok(());
+            }
             let inner = if cuda {
                 let b = Box::new(CudaBackend::new(count("device", o.device)?)?);
                 let comm = strata_mpi::MpiComm::new(world, grid)?;
@@ -1122,6 +1201,39 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             })
         }
     })
+}
+
+/// A rank of a distributed panel or box solve on CUDA device `device` whose halos travel by
+/// NCCL.
+#[cfg(feature = "nccl")]
+fn nccl_block(
+    world: strata_mpi::mpi::topology::SimpleCommunicator,
+    grid: strata_core::grid::RankGrid,
+    block: Block,
+    params: &ProblemParams,
+    cfg: &SolverConfig,
+    device: usize,
+) -> Result<Inner, StrataError> {
+    let b = Box::new(CudaBackend::new(device)?);
+    let comm = strata_mpi::NcclComm::new(world, grid, b.as_ref())?;
+    let s = PersistentSolver::with_comm(b.as_ref(), comm, params, block, cfg)?;
+    Ok(Inner::CudaNccl(b, s))
+}
+
+/// A rank of a distributed sphere on CUDA device `device` whose halos travel by NCCL.
+#[cfg(feature = "nccl")]
+fn nccl_sphere(
+    world: strata_mpi::mpi::topology::SimpleCommunicator,
+    k: usize,
+    tiles: &[Block],
+    params: &ProblemParams,
+    cfg: &SolverConfig,
+    device: usize,
+) -> Result<Inner, StrataError> {
+    let b = Tiled::new(Box::new(CudaBackend::new(device)?));
+    let comm = strata_mpi::SphereNcclComm::new(world, k, tiles, b.inner())?;
+    let s = PersistentSolver::with_tiles(&b, comm, params, tiles, cfg)?;
+    Ok(Inner::CudaSphereNccl(b, s))
 }
 
 /// One tile of the sphere held by a solver: a block of one panel (docs/MODEL.md §16).
@@ -1279,6 +1391,7 @@ mod tests {
             rho: 2.0 / 3.0,
             precision: 0,
             relaxation: SolverConfig::default().multigrid.relaxation,
+            halo: 0,
         }
     }
 
