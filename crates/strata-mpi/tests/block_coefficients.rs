@@ -8,8 +8,9 @@
 //! solve with its old fields. CPU ranks always; with the `nccl` feature and a GPU, CUDA ranks
 //! (host-staged MPI) too.
 
+mod common;
+
 use mpi::traits::*;
-use std::process::Command;
 use std::sync::Arc;
 use strata::backend::cpu::CpuBackend;
 use strata::backend::Backend;
@@ -35,40 +36,12 @@ fn main() {
 
 /// Runs this binary under mpirun on `grid` with backend `kind`; whether it passed.
 fn run(grid: &str, kind: &str) -> bool {
-    let exe = std::env::current_exe().expect("own path");
     let ranks = RankGrid::parse(grid).expect("PXxPY").size();
-    let out = Command::new("mpirun")
-        .args([
-            "--oversubscribe",
-            "--timeout",
-            "120",
-            "-n",
-            &ranks.to_string(),
-        ])
-        .arg(&exe)
-        .args([grid, kind])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output();
-    let name = format!("block_coefficients_{kind}_{grid}");
-    match out {
-        Ok(o) if o.status.success() => {
-            println!("test {name} ... ok");
-            true
-        }
-        Ok(o) => {
-            println!(
-                "test {name} ... FAILED\n{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-            false
-        }
-        Err(e) => {
-            println!("test {name} ... FAILED: cannot run mpirun: {e}");
-            false
-        }
-    }
+    common::mpirun_self(
+        &format!("block_coefficients_{kind}_{grid}"),
+        ranks,
+        &[grid, kind],
+    )
 }
 
 fn launcher() {
@@ -82,10 +55,7 @@ fn launcher() {
             results.push(run("2x2", "cuda"));
         }
     }
-    let passed = results.iter().filter(|&&r| r).count();
-    let failed = results.len() - passed;
-    println!("{passed} passed, {failed} failed");
-    std::process::exit(i32::from(failed > 0));
+    common::finish(&results);
 }
 
 /// Fields of the whole level that differ in every cell; `scale` multiplies κx (new fields).

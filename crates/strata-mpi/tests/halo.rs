@@ -7,8 +7,9 @@
 //! always; built with the `nccl` feature and where a GPU is found, CUDA ranks with host-staged
 //! MPI halos (sharing the GPUs) and, with a GPU per rank, NCCL.
 
+mod common;
+
 use mpi::traits::*;
-use std::process::Command;
 use std::sync::Arc;
 use strata::backend::cpu::CpuBackend;
 use strata::backend::Backend;
@@ -33,41 +34,13 @@ fn main() {
 
 /// Runs this binary under mpirun on `grid` with the communicator `kind`; whether it passed.
 fn run(grid: &str, kind: &str) -> bool {
-    let exe = std::env::current_exe().expect("own path");
-    let p: usize = grid
-        .split('x')
-        .map(|v| v.parse::<usize>().unwrap())
-        .product();
-    let out = Command::new("mpirun")
-        .args(["--oversubscribe", "--timeout", "120", "-n", &p.to_string()])
-        .arg(&exe)
-        .args([grid, kind])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output();
+    let ranks = RankGrid::parse(grid).expect("PXxPY").size();
     let name = if kind == "cpu" {
         format!("halo_exchange_{grid}")
     } else {
         format!("halo_exchange_{kind}_{grid}")
     };
-    match out {
-        Ok(o) if o.status.success() => {
-            println!("test {name} ... ok");
-            true
-        }
-        Ok(o) => {
-            println!(
-                "test {name} ... FAILED\n{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-            false
-        }
-        Err(e) => {
-            println!("test {name} ... FAILED: cannot run mpirun: {e}");
-            false
-        }
-    }
+    common::mpirun_self(&name, ranks, &[grid, kind])
 }
 
 fn launcher() {
@@ -94,10 +67,7 @@ fn launcher() {
             }
         }
     }
-    let passed = results.iter().filter(|&&r| r).count();
-    let failed = results.len() - passed;
-    println!("{passed} passed, {failed} failed");
-    std::process::exit(i32::from(failed > 0));
+    common::finish(&results);
 }
 
 /// A hash of the global cell, in [−1, 1).

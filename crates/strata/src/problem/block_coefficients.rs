@@ -65,33 +65,9 @@ impl Coefficients {
             );
         }
         let len = block.nx * block.ny * nz;
-        for (g, name) in given.iter().zip(Self::FIELD_NAMES) {
-            if let Some(v) = g.filter(|v| v.len() != len) {
-                return invalid(
-                    name,
-                    format!(
-                        "has {} values, this rank's block {}x{}x{nz} needs {len}",
-                        v.len(),
-                        block.nx,
-                        block.ny
-                    ),
-                );
-            }
-        }
-        let field = |g: Option<&[f64]>, constant: f64| block_field(&block, nz, g, constant);
-        let [kx, ky, kz, b, xx, xy, xz] = given;
-        let xi = (xx.is_some() || xy.is_some() || xz.is_some())
-            .then(|| [field(xx, 0.0), field(xy, 0.0), field(xz, 0.0)]);
-        Ok(Self {
-            panels: 1,
-            n: block.n,
-            nz,
-            kx: field(kx, 1.0),
-            ky: field(ky, 1.0),
-            kz: field(kz, 1.0),
-            beta: field(b, beta),
-            xi,
-            window: Some(block),
+        let needs = format!("this rank's block {}x{}x{nz}", block.nx, block.ny);
+        Self::shape(1, block.n, nz, Some(block)).with_given(beta, given, len, &needs, |g, c| {
+            block_field(&block, nz, g, c)
         })
     }
 

@@ -90,28 +90,55 @@ impl Coefficients {
         given: [Option<&[f64]>; 7],
     ) -> crate::error::Result<Self> {
         let len = panels * n * n * nz;
+        Self::shape(panels, n, nz, None)
+            .with_given(beta, given, len, "the problem", |g, c| par_field(len, g, c))
+    }
+
+    /// Coefficients of this shape without values yet (empty fields, nothing allocated).
+    pub(super) fn shape(panels: usize, n: usize, nz: usize, window: Option<Block>) -> Self {
+        Self {
+            panels,
+            n,
+            nz,
+            kx: Vec::new(),
+            ky: Vec::new(),
+            kz: Vec::new(),
+            beta: Vec::new(),
+            xi: None,
+            window,
+        }
+    }
+
+    /// This shape's fields made by `field(array, default)` from the seven `given` arrays (the
+    /// model problem's default for those not given: κ = 1, β = `beta`, ξ 0; no ξ if none is
+    /// given), each first checked to have `len` values (`needs` names what needs them, for the
+    /// error).
+    pub(super) fn with_given(
+        self,
+        beta: f64,
+        given: [Option<&[f64]>; 7],
+        len: usize,
+        needs: &str,
+        field: impl Fn(Option<&[f64]>, f64) -> Vec<f64>,
+    ) -> crate::error::Result<Self> {
         for (g, name) in given.iter().zip(Self::FIELD_NAMES) {
             if let Some(v) = g.filter(|v| v.len() != len) {
                 return crate::error::invalid(
                     name,
-                    format!("has {} values, the problem needs {len}", v.len()),
+                    format!("has {} values, {needs} needs {len}", v.len()),
                 );
             }
         }
-        let field = |g: Option<&[f64]>, constant: f64| par_field(len, g, constant);
         let [kx, ky, kz, b, xx, xy, xz] = given;
         let xi = (xx.is_some() || xy.is_some() || xz.is_some())
             .then(|| [field(xx, 0.0), field(xy, 0.0), field(xz, 0.0)]);
         Ok(Self {
-            panels,
-            n,
-            nz,
             kx: field(kx, 1.0),
             ky: field(ky, 1.0),
             kz: field(kz, 1.0),
             beta: field(b, beta),
             xi,
-            window: None,
+            ..self
         })
     }
 
