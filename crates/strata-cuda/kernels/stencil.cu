@@ -367,11 +367,14 @@ extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const r
 
 // prolongate_f64 on the halo cells of the sides set in `sides` (bit s for Side::index s: west,
 // east, south, north; faces, not corners): what the block across each side computes for them
-// (strata::backend::StencilKernels::prolongate_faces). One thread per halo column, the set
-// faces one after the other in that order.
+// (strata::backend::StencilKernels::prolongate_faces). One thread per halo cell: x of the grid
+// runs over the set faces' columns one after the other in that order, y over the levels k (a
+// face has few columns; one thread per column looping over k was latency-bound, ~0.1 ms).
 extern "C" __global__ void prolongate_faces_f64(Layout Lc, Layout L, int phys, int sides,
                                                 const real* __restrict__ uc, real* __restrict__ uf) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int k = blockIdx.y;
+    if (k >= NZ) return;
     for (int s = 0; s < 4; ++s) {
         if (!((sides >> s) & 1)) continue;
         const int len = s < 2 ? L.ny : L.nx;
@@ -379,8 +382,7 @@ extern "C" __global__ void prolongate_faces_f64(Layout Lc, Layout L, int phys, i
             const int i = s == 0 ? -1 : s == 1 ? L.nx : t;
             const int j = s < 2 ? t : s == 2 ? -1 : L.ny;
             const Prolong p = prolong_at(Lc, L, phys, i, j, 0);
-#pragma unroll STENCIL_UNROLL
-            for (int k = 0; k < NZ; ++k) prolong_add(uf, uc, p, (idx_t)k * L.sx, (idx_t)k * Lc.sx);
+            prolong_add(uf, uc, p, (idx_t)k * L.sx, (idx_t)k * Lc.sx);
             return;
         }
         t -= len;

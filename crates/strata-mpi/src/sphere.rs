@@ -333,7 +333,7 @@ impl SphereNcclComm {
         backend: &strata_cuda::CudaBackend,
     ) -> Result<Self> {
         let mpi = SphereMpiComm::new(world, k);
-        let nccl = crate::nccl::bootstrap(&mpi.world, backend, &mpi.peers(tiles))?;
+        let nccl = crate::nccl::bootstrap(&mpi.world, backend, &mpi.peers(tiles), false)?;
         Ok(Self { mpi, nccl })
     }
 }

@@ -165,7 +165,7 @@ impl StencilKernels for CudaBackend {
             return Ok(());
         }
         let cfg = LaunchConfig {
-            grid_dim: (count.div_ceil(128), 1, 1),
+            grid_dim: (count.div_ceil(128), fine.layout.nz as u32, 1),
             block_dim: (128, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -178,8 +178,9 @@ impl StencilKernels for CudaBackend {
             .arg(&mask)
             .arg(&u_coarse.data)
             .arg(&mut u_fine.data);
-        // SAFETY: layouts checked; each thread writes one halo column of u_fine (a face cell of
-        // a side asked for) and reads coarse columns in [−1, n_c] (halo included).
+        // SAFETY: layouts checked; each thread writes one halo cell of u_fine (a face cell of a
+        // side asked for, at the level k of the grid's y) and reads coarse columns in [−1, n_c]
+        // (halo included); threads of y ≥ nz return.
         cu(unsafe { b.launch(cfg) }).map(|_| ())
     }
 }
