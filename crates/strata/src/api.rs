@@ -47,19 +47,32 @@ pub fn field_memory(
     cfg: &SolverConfig,
     field_bytes: impl Fn(usize, Storage) -> u64,
 ) -> u64 {
-    let columns = |n: usize| (n * n * 48) as u64;
-    let fine = field_bytes(p.n, Storage::F64);
+    block_field_memory(p, cfg, (p.n, p.n), |nx, _, s| field_bytes(nx, s))
+}
+
+/// [`field_memory`] of one rank's block of `nx × ny` columns (`shape`), given the bytes of one
+/// field of an `nx × ny` level.
+pub fn block_field_memory(
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    shape: (usize, usize),
+    field_bytes: impl Fn(usize, usize, Storage) -> u64,
+) -> u64 {
+    let (nx, ny) = shape;
+    let columns = |(x, y): (usize, usize)| (x * y * 48) as u64;
+    let fine = field_bytes(nx, ny, Storage::F64);
     let low = cfg.precision.preconditioner_storage();
     let mut hierarchy = 0;
-    let mut n = p.n;
+    let mut n = shape;
     for lev in 0..cfg.num_levels() {
         // u, f and the work field (residual and smoother buffer) of every level; the finest
         // level's u and f are the caller's, with two fields of the coarsest size to swap with.
         let own = if lev == 0 { 1 } else { 3 };
-        hierarchy += own * field_bytes(n, low) + columns(n);
-        n /= 2;
+        hierarchy += own * field_bytes(n.0, n.1, low) + columns(n);
+        n = (n.0 / 2, n.1 / 2);
     }
-    hierarchy += 2 * field_bytes(p.n >> (cfg.num_levels() - 1), low);
+    let last = cfg.num_levels() - 1;
+    hierarchy += 2 * field_bytes(nx >> last, ny >> last, low);
     // A V-cycle preconditioner: its hierarchy and a fine field of zeros; in mixed precision also
     // fp32 copies of r and z and the fp64 fine level's columns. Line relaxation: the fine
     // columns.
@@ -67,23 +80,23 @@ pub fn field_memory(
     // fine level (its columns again and four diagonal couplings per column) is its own.
     let nine = p.nine_point_sphere();
     let outer_op = if nine {
-        columns(p.n) + (p.n * p.n * 32) as u64
+        columns(shape) + (nx * ny * 32) as u64
     } else {
         0
     };
     let v_cycle = match low {
         Storage::F64 => hierarchy + fine + outer_op,
-        Storage::F32 => hierarchy + 3 * field_bytes(p.n, low) + columns(p.n) + outer_op,
+        Storage::F32 => hierarchy + 3 * field_bytes(nx, ny, low) + columns(shape) + outer_op,
     };
     let preconditioner = if cfg.uses_multigrid() {
         v_cycle
     } else {
-        columns(p.n)
+        columns(shape)
     };
-    let cells = cell_memory(p, cfg, &field_bytes);
+    let cells = block_cell_memory(p, cfg, shape, &field_bytes);
     cells
         + match cfg.kind {
-            SolverKind::Cg => 6 * fine + columns(p.n),
+            SolverKind::Cg => 6 * fine + columns(shape),
             // f and u; the nine-point sphere's split cycles add g and the outer fine level;
             // defect correction (mixed precision) holds no fp64 r or z (its residual goes
             // straight into the cycle's fp32 r, the cycle's fp32 z straight into u).
@@ -111,6 +124,17 @@ pub fn cell_memory(
     cfg: &SolverConfig,
     field_bytes: impl Fn(usize, Storage) -> u64,
 ) -> u64 {
+    block_cell_memory(p, cfg, (p.n, p.n), |nx, _, s| field_bytes(nx, s))
+}
+
+/// [`cell_memory`] of one rank's block of `nx × ny` columns (`shape`), given the bytes of one
+/// field of an `nx × ny` level.
+pub fn block_cell_memory(
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    shape: (usize, usize),
+    field_bytes: impl Fn(usize, usize, Storage) -> u64,
+) -> u64 {
     let Some(c) = &p.coefficients else {
         return 0;
     };
@@ -121,20 +145,20 @@ pub fn cell_memory(
     } else {
         (1, Storage::F64)
     };
-    let mut n = p.n;
+    let mut n = shape;
     let mut bytes = 0;
     for _ in 0..levels {
-        bytes += values * field_bytes(n, storage);
-        n /= 2;
+        bytes += values * field_bytes(n.0, n.1, storage);
+        n = (n.0 / 2, n.1 / 2);
     }
     // The outer fine level's entries: fp64 beside an fp32 hierarchy, or the nine-point sphere's
     // beside its 7-point hierarchy; the nine-point operator's four diagonal entries per cell.
     let nine = p.nine_point_sphere();
     if storage != Storage::F64 || (nine && cfg.uses_multigrid()) {
-        bytes += values * field_bytes(p.n, Storage::F64);
+        bytes += values * field_bytes(shape.0, shape.1, Storage::F64);
     }
     if nine {
-        bytes += 4 * field_bytes(p.n, Storage::F64);
+        bytes += 4 * field_bytes(shape.0, shape.1, Storage::F64);
     }
     bytes
 }
@@ -151,36 +175,57 @@ pub fn available_memory() -> Option<u64> {
 /// host's), the right-hand side and solution arrays in host memory.
 /// On the sphere, six panels' worth.
 pub fn check_memory<B: Backend>(backend: &B, p: &ProblemParams, cfg: &SolverConfig) -> Result<()> {
-    check_memory_of(backend, p, cfg, p.panels() as u64)
+    check_memory_of(backend, p, cfg, (p.n, p.n), p.panels() as u64)
 }
 
-/// [`check_memory`] for `copies` blocks of `p.n × p.n` columns (the tiles of a sphere rank).
+/// [`check_memory`] for one rank's block of a panel or box (its own shape, `nx × ny` columns).
+pub fn check_block_memory<B: Backend>(
+    backend: &B,
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+    block: &Block,
+) -> Result<()> {
+    check_memory_of(backend, p, cfg, (block.nx, block.ny), 1)
+}
+
+/// [`check_memory`] for `copies` blocks of `nx × ny` columns (`shape`; the tiles of a sphere
+/// rank, each `p.n × p.n`).
 fn check_memory_of<B: Backend>(
     backend: &B,
     p: &ProblemParams,
     cfg: &SolverConfig,
+    shape: (usize, usize),
     copies: u64,
 ) -> Result<()> {
+    let (nx, ny) = shape;
     let what = match p.geometry {
         Geometry::Sphere => format!(
-            "{} on {copies} sphere tiles of {}x{}x{}",
+            "{} on {copies} sphere tiles of {nx}x{ny}x{}",
             cfg.kind.name(),
-            p.n,
-            p.n,
             p.nz
         ),
-        _ => format!("{} on {}x{}x{}", cfg.kind.name(), p.n, p.n, p.nz),
+        _ if shape != (p.n, p.n) => format!(
+            "{} on a block of {nx}x{ny}x{} (of {}x{})",
+            cfg.kind.name(),
+            p.nz,
+            p.n,
+            p.n
+        ),
+        _ => format!("{} on {nx}x{ny}x{}", cfg.kind.name(), p.nz),
     };
-    let fields = copies * field_memory(p, cfg, |n, s| backend.field_bytes_in(n, n, p.nz, s));
-    let host_arrays = 2 * copies * (p.n * p.n * p.nz) as u64 * 8;
+    let fields = copies
+        * block_field_memory(p, cfg, shape, |x, y, s| {
+            backend.field_bytes_in(x, y, p.nz, s)
+        });
+    let host_arrays = 2 * copies * (nx * ny * p.nz) as u64 * 8;
     // A device backend builds the per-cell coefficients on the host first: the input fields,
     // the face fields of every level and the fine level's entries (seven values per cell) while
     // they are copied.
     let host_cells = match &p.coefficients {
         Some(c) => {
             let input = if c.is_symmetric() { 4 } else { 7 };
-            (input + 7) * copies * (p.n * p.n * p.nz) as u64 * 8
-                + copies * cell_memory(p, cfg, |n, _| (n * n * p.nz * 8) as u64)
+            (input + 7) * copies * (nx * ny * p.nz) as u64 * 8
+                + copies * block_cell_memory(p, cfg, shape, |x, y, _| (x * y * p.nz * 8) as u64)
         }
         None => 0,
     };
@@ -290,12 +335,7 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
             ),
         );
     }
-    // Memory is checked for the largest side of the local block.
-    let local_p = ProblemParams {
-        n: block.nx.max(block.ny),
-        ..p.clone()
-    };
-    check_memory(backend, &local_p, cfg)?;
+    check_block_memory(backend, p, cfg, &block)?;
     let t = Instant::now();
     // Coefficient fields of the block ([`Coefficients::window`]) have their rings filled by
     // `comm` on every level.
@@ -354,7 +394,13 @@ pub(crate) fn check_tiles<B: Backend>(
             n: t.nx,
             ..p.clone()
         };
-        check_memory_of(backend, &tile_p, cfg, tiles.len() as u64)?;
+        check_memory_of(
+            backend,
+            &tile_p,
+            cfg,
+            (tile_p.n, tile_p.n),
+            tiles.len() as u64,
+        )?;
     }
     Ok(())
 }

@@ -51,8 +51,8 @@ pub mod solver;
 pub mod stencil;
 
 pub use api::{
-    available_memory, cell_memory, check_memory, field_memory, solve, solve_block, solve_tiles,
-    SetupStages, Solution,
+    available_memory, block_cell_memory, block_field_memory, cell_memory, check_block_memory,
+    check_memory, field_memory, solve, solve_block, solve_tiles, SetupStages, Solution,
 };
 pub use error::{Result, StrataError};
 pub use persistent::PersistentSolver;

@@ -110,11 +110,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         Self::set_up(backend, comm, p, vec![block], cfg, |backend, p, cfg| {
             cfg.validate_block(&block)?;
             crate::api::check_operator(p, cfg)?;
-            let local = ProblemParams {
-                n: block.nx.max(block.ny),
-                ..p.clone()
-            };
-            crate::check_memory(backend, &local, cfg)
+            crate::api::check_block_memory(backend, p, cfg, &block)
         })
     }
 

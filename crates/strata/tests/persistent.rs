@@ -249,3 +249,45 @@ fn host_backends_refuse_fields_in_device_memory() {
     let e = ReferenceBackend.prepare_level(&levels[0]).unwrap_err();
     assert!(e.to_string().contains("held in a GPU's memory"), "{e}");
 }
+
+#[test]
+fn a_ranks_block_is_estimated_by_its_own_shape() {
+    // With field bytes proportional to the cells, a strip of n/2 × n columns needs half what
+    // the n × n level needs (every level halves both sides), for every solver and precision,
+    // with and without coefficient fields; a square block is the whole level's estimate.
+    // (The distributed set-up counted a strip as the square of its longer side: twice.)
+    use strata::solver::Precision;
+    let nz = 16;
+    let bytes = |nx: usize, ny: usize, _| (nx * ny * nz * 8) as u64;
+    for with_fields in [false, true] {
+        let n = 64;
+        let p = ProblemParams {
+            n,
+            nz,
+            coefficients: with_fields.then(|| Arc::new(coefficients(n, nz))),
+            ..Default::default()
+        };
+        for kind in [
+            SolverKind::Cg,
+            SolverKind::Mg,
+            SolverKind::MgCg,
+            SolverKind::Gcr,
+            SolverKind::BiCgStab,
+        ] {
+            for precision in [Precision::F64, Precision::Mixed] {
+                let cfg = SolverConfig::new(kind)
+                    .with_levels(4)
+                    .with_precision(precision);
+                let square = strata::field_memory(&p, &cfg, |n, s| bytes(n, n, s));
+                let strip = strata::block_field_memory(&p, &cfg, (n / 2, n), bytes);
+                let whole = strata::block_field_memory(&p, &cfg, (n, n), bytes);
+                assert_eq!(whole, square, "{kind:?} {precision:?}");
+                assert_eq!(
+                    2 * strip,
+                    square,
+                    "{kind:?} {precision:?} fields {with_fields}"
+                );
+            }
+        }
+    }
+}

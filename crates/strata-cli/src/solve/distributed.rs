@@ -220,11 +220,7 @@ fn solve_with<B: Backend, C: Comm<B>>(
     let world = job.world().ok_or("MPI is not initialised")?;
     let dec = s.cfg.validate_for(s.p.n, grid)?;
     let block = dec.fine_block(job.rank());
-    let local_p = ProblemParams {
-        n: block.nx.max(block.ny),
-        ..s.p.clone()
-    };
-    strata::check_memory(backend, &local_p, &s.cfg)?;
+    strata::check_block_memory(backend, &s.p, &s.cfg, &block)?;
     // Each rank keeps and coarsens its own block of the coefficient fields, the cells beside it
     // exchanged with its neighbours, as a model's ranks give them (docs/MODEL.md §15.7).
     let p = match &s.p.coefficients {

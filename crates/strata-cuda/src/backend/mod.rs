@@ -832,6 +832,10 @@ impl Fields for CudaBackend {
     }
 
     fn device_memory(&self) -> Result<Option<u64>> {
+        // Frees are stream-ordered: a solver dropped just before (the previous solve of a
+        // series) holds its memory until the stream reaches the frees, and the pool releases
+        // it at a synchronisation; without this wait the check saw it as taken.
+        self.synchronize()?;
         Ok(Some(self.memory()?.0 as u64))
     }
 }
