@@ -27,11 +27,7 @@ const NZ: usize = 8;
 const LEVELS: usize = 3;
 
 fn main() {
-    if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() {
-        rank_main();
-    } else {
-        launcher();
-    }
+    common::rank_or_launch(rank_main, launcher);
 }
 
 /// Runs this binary under mpirun on `grid` with backend `kind`; whether it passed.

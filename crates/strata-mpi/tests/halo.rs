@@ -25,11 +25,7 @@ use strata_mpi::MpiComm;
 const GRIDS: [&str; 6] = ["2x1", "1x2", "1x3", "3x2", "2x3", "2x2"];
 
 fn main() {
-    if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() {
-        rank_main();
-    } else {
-        launcher();
-    }
+    common::rank_or_launch(rank_main, launcher);
 }
 
 /// Runs this binary under mpirun on `grid` with the communicator `kind`; whether it passed.
@@ -44,6 +40,7 @@ fn run(grid: &str, kind: &str) -> bool {
 }
 
 fn launcher() {
+    #[cfg_attr(not(feature = "nccl"), allow(unused_mut))]
     let mut results: Vec<bool> = GRIDS.iter().map(|g| run(g, "cpu")).collect();
     // GPU ranks, where there is a GPU: host-staged MPI halos (ranks may share a GPU) and NCCL
     // (a GPU per rank).

@@ -8,6 +8,15 @@ use strata::problem::{build_rhs, Coefficients, ProblemParams, RhsKind};
 use strata::solver::{SolverConfig, SolverKind};
 use strata::PersistentSolver;
 
+/// Every solver.
+const KINDS: [SolverKind; 5] = [
+    SolverKind::Cg,
+    SolverKind::Mg,
+    SolverKind::MgCg,
+    SolverKind::Gcr,
+    SolverKind::BiCgStab,
+];
+
 fn problem() -> ProblemParams {
     ProblemParams {
         n: 32,
@@ -31,13 +40,7 @@ fn coefficients(n: usize, nz: usize) -> Coefficients {
 fn repeated_solves_equal_one_shot_solves() {
     let p = problem();
     let b = CpuBackend::new(Some(2)).unwrap();
-    for kind in [
-        SolverKind::Cg,
-        SolverKind::Mg,
-        SolverKind::MgCg,
-        SolverKind::Gcr,
-        SolverKind::BiCgStab,
-    ] {
+    for kind in KINDS {
         let cfg = SolverConfig::new(kind).with_levels(4);
         let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
         let mut u = vec![0.0; s.len()];
@@ -267,13 +270,7 @@ fn a_ranks_block_is_estimated_by_its_own_shape() {
             coefficients: with_fields.then(|| Arc::new(coefficients(n, nz))),
             ..Default::default()
         };
-        for kind in [
-            SolverKind::Cg,
-            SolverKind::Mg,
-            SolverKind::MgCg,
-            SolverKind::Gcr,
-            SolverKind::BiCgStab,
-        ] {
+        for kind in KINDS {
             for precision in [Precision::F64, Precision::Mixed] {
                 let cfg = SolverConfig::new(kind)
                     .with_levels(4)

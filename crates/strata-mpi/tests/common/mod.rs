@@ -2,6 +2,16 @@
 
 use std::process::Command;
 
+/// The test binary's `main`: `rank_main` on a rank that mpirun started, `launcher` (which starts
+/// the ranks through [`mpirun_self`]) otherwise.
+pub fn rank_or_launch(rank_main: fn(), launcher: fn()) {
+    if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() {
+        rank_main();
+    } else {
+        launcher();
+    }
+}
+
 /// Runs this binary under mpirun on `ranks` ranks with `args`, reports the outcome as test
 /// `name` (with the ranks' output where it failed) and returns whether it passed.
 pub fn mpirun_self(name: &str, ranks: usize, args: &[&str]) -> bool {
