@@ -100,9 +100,7 @@ fn block_fields(whole: &Coefficients, b: &Block) -> Coefficients {
 fn rank_main() {
     let universe = mpi::initialize().expect("MPI");
     let world = universe.world();
-    let arg = std::env::args().nth(1).expect("grid argument");
-    let kind = std::env::args().nth(2).unwrap_or_else(|| "cpu".into());
-    let grid = RankGrid::parse(&arg).expect("PXxPY");
+    let (grid, kind) = common::rank_args();
     let rank = world.rank() as usize;
     let errors = match kind.as_str() {
         "cpu" => {

@@ -12,6 +12,14 @@ pub fn rank_or_launch(rank_main: fn(), launcher: fn()) {
     }
 }
 
+/// A rank's arguments from [`mpirun_self`]: the rank grid and the backend or communicator kind
+/// (`cpu` if not given).
+pub fn rank_args() -> (strata::grid::RankGrid, String) {
+    let arg = std::env::args().nth(1).expect("grid argument");
+    let kind = std::env::args().nth(2).unwrap_or_else(|| "cpu".into());
+    (strata::grid::RankGrid::parse(&arg).expect("PXxPY"), kind)
+}
+
 /// Runs this binary under mpirun on `ranks` ranks with `args`, reports the outcome as test
 /// `name` (with the ranks' output where it failed) and returns whether it passed.
 pub fn mpirun_self(name: &str, ranks: usize, args: &[&str]) -> bool {
