@@ -320,6 +320,60 @@ fn a_failing_rank_ends_the_job_with_its_rank_and_cause() {
 }
 
 #[test]
+fn a_bad_coefficient_in_one_ranks_block_ends_the_job_with_that_rank() {
+    // Each rank reads only its block of the file's fields; a negative κx in the last rank's
+    // block (2 x 2 ranks: the north-east quarter) is found there, and the job ends (no hang)
+    // with that rank, the variable and the cell in the file.
+    use strata::io::{write_fields, FieldGrid, OutputField, Overwrite};
+    let path = tmp("bad-coefficients.nc");
+    let mut kx = vec![1.0; N * N * NZ];
+    let (i, j, k) = (N - 2, N - 3, 1);
+    kx[(j * N + i) * NZ + k] = -2.0;
+    let p = strata::problem::ProblemParams {
+        n: N,
+        nz: NZ,
+        ..Default::default()
+    };
+    let field = OutputField {
+        name: "kx",
+        ..OutputField::rhs(&kx)
+    };
+    write_fields(
+        &path,
+        &FieldGrid { params: p },
+        &[field],
+        Overwrite::Replace,
+    )
+    .unwrap();
+    let (n, nz) = (N.to_string(), NZ.to_string());
+    let o = mpirun(
+        4,
+        &[
+            "solve",
+            "--n",
+            &n,
+            "--nz",
+            &nz,
+            "--levels",
+            "3",
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+            "--coefficients",
+            path.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    let place = format!("y={j}, x={i}, z={k}");
+    assert!(
+        err.contains("error (rank 3)") && err.contains("'kx'") && err.contains(&place),
+        "{err}"
+    );
+}
+
+#[test]
 fn reproduce_scaling_accumulates_rows_across_rank_counts() {
     let dir = tmp("reproduce");
     let _ = std::fs::remove_dir_all(&dir);

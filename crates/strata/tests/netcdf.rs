@@ -172,3 +172,84 @@ fn sphere_fields_round_trip_with_a_panel_dimension() {
     let e = read_rhs(&path, "rhs", 4, 3).unwrap_err().to_string();
     assert!(e.contains("[4, 4, 3] (y, x, z)"), "{e}");
 }
+
+#[test]
+fn a_ranks_block_of_a_coefficient_file_is_the_whole_files_block() {
+    use strata::io::{read_coefficients, read_coefficients_block};
+    let dir = std::env::temp_dir().join(format!("strata-nc-block-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (n, nz) = (12, 4);
+    let g = grid(n, nz);
+    let base = build_rhs(&g.params, RhsKind::Random, 5, &Block::whole(n));
+    let kx: Vec<f64> = base.iter().map(|v| 2.0 + v).collect();
+    let beta: Vec<f64> = base.iter().rev().map(|v| 1.5 + v).collect();
+    let xi_y: Vec<f64> = base.iter().map(|v| 0.5 * v).collect();
+    let path = dir.join("c.nc");
+    let _ = std::fs::remove_file(&path);
+    let block_of = |i0, j0, nx, ny| Block {
+        n,
+        i0,
+        j0,
+        nx,
+        ny,
+        panel: None,
+    };
+    let field = |name, v| OutputField {
+        name,
+        ..OutputField::rhs(v)
+    };
+    let fields = [field("kx", &kx), field("beta", &beta), field("xi_y", &xi_y)];
+    write_fields(&path, &g, &fields, Overwrite::Refuse).unwrap();
+    let whole = read_coefficients(&path, n, nz, 0.3).unwrap();
+    // Blocks of a 3 x 2 rank grid and a strip; each equal to the whole file's block, field by
+    // field (κy, κz are the model's 1, ξ_x and ξ_z 0).
+    for block in [
+        Block::whole(n),
+        block_of(4, 0, 4, 6),
+        block_of(8, 6, 4, 6),
+        block_of(0, 3, 12, 3),
+    ] {
+        let read = read_coefficients_block(&path, n, nz, 0.3, block).unwrap();
+        let cut = whole.block_of(block).unwrap();
+        assert_eq!(read.window, Some(block));
+        for ((name, a), (_, b)) in read.fields().into_iter().zip(cut.fields()) {
+            assert!(
+                a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{name} {block:?}"
+            );
+        }
+        for ((name, a), (_, b)) in read.xi_fields().into_iter().zip(cut.xi_fields()) {
+            assert!(
+                a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{name} {block:?}"
+            );
+        }
+        assert_eq!(read.xi_fields().len(), 3);
+    }
+    // A bad value is found by the rank whose block holds it, named at its place in the file.
+    let mut bad = kx.clone();
+    let (i, j, k) = (9, 7, 2);
+    bad[(j * n + i) * nz + k] = -1.0;
+    let bad_path = dir.join("bad.nc");
+    let _ = std::fs::remove_file(&bad_path);
+    write_fields(&bad_path, &g, &[field("kx", &bad)], Overwrite::Refuse).unwrap();
+    assert!(read_coefficients_block(&bad_path, n, nz, 1.0, block_of(0, 0, 6, 6)).is_ok());
+    let e = read_coefficients_block(&bad_path, n, nz, 1.0, block_of(6, 6, 6, 6))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("variable 'kx'") && e.contains("y=7, x=9, z=2"),
+        "{e}"
+    );
+    // A block outside the grid, or of the sphere's tiles, is refused; a file without any
+    // coefficient variable too.
+    assert!(read_coefficients_block(&path, n, nz, 1.0, block_of(8, 0, 6, 6)).is_err());
+    let rhs_only = dir.join("rhs.nc");
+    let _ = std::fs::remove_file(&rhs_only);
+    write_fields(&rhs_only, &g, &[OutputField::rhs(&base)], Overwrite::Refuse).unwrap();
+    let e = read_coefficients_block(&rhs_only, n, nz, 1.0, Block::whole(n))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("none of the variables"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

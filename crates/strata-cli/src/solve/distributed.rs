@@ -225,7 +225,11 @@ fn solve_with<B: Backend, C: Comm<B>>(
     // exchanged with its neighbours, as a model's ranks give them (docs/MODEL.md §15.7).
     let p = match &s.p.coefficients {
         Some(c) => ProblemParams {
-            coefficients: Some(std::sync::Arc::new(c.block_of(block)?)),
+            coefficients: Some(if c.window == Some(block) {
+                c.clone()
+            } else {
+                std::sync::Arc::new(c.block_of(block)?)
+            }),
             ..s.p.clone()
         },
         None => s.p.clone(),

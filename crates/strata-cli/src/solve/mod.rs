@@ -16,7 +16,9 @@ use crate::CliResult;
 use std::process::ExitCode;
 use strata::backend::Backend;
 use strata::grid::{sphere, Block, Decomposition, RankGrid};
-use strata::io::{check_writable, read_coefficients_panels, read_panels, Overwrite};
+use strata::io::{
+    check_writable, read_coefficients_block, read_coefficients_panels, read_panels, Overwrite,
+};
 use strata::perf::Probes;
 use strata::problem::{build_rhs, build_rhs_tiles, Geometry, ProblemParams};
 use strata::solver::SolverConfig;
@@ -53,7 +55,18 @@ impl BackendTask for Task<'_> {
         if let Some(path) = &a.coefficients {
             setup.p.validate()?;
             let p = &setup.p;
-            let c = read_coefficients_panels(path, p.panels(), p.n, p.nz, p.delta)?;
+            let c = if self.job.size() > 1 && p.geometry != Geometry::Sphere {
+                // A rank of a panel or box keeps only its block's fields (at most one whole
+                // variable at a time in memory while the file is read).
+                let grid = args::rank_grid(a.ranks.as_deref(), self.job.size())?;
+                let block = setup
+                    .cfg
+                    .validate_for(p.n, grid)?
+                    .fine_block(self.job.rank());
+                read_coefficients_block(path, p.n, p.nz, p.delta, block)?
+            } else {
+                read_coefficients_panels(path, p.panels(), p.n, p.nz, p.delta)?
+            };
             setup.p.coefficients = Some(std::sync::Arc::new(c));
         }
         let Setup { p, cfg } = &setup;

@@ -3,8 +3,8 @@
 mod netcdf;
 
 pub use netcdf::{
-    check_writable, read_coefficients, read_coefficients_panels, read_field, read_panels, read_rhs,
-    write_fields, FieldGrid, OutputField, Overwrite,
+    check_writable, read_coefficients, read_coefficients_block, read_coefficients_panels,
+    read_field, read_panels, read_rhs, write_fields, FieldGrid, OutputField, Overwrite,
 };
 
 mod matrix_market;

@@ -7,6 +7,7 @@
 //! units and long names.
 
 use crate::error::{Result, StrataError};
+use crate::grid::Block;
 use crate::problem::{cell_centre, Coefficients, Geometry, Grading, ProblemParams, VerticalGrid};
 use netcdf3::error::ReadError;
 use netcdf3::{DataSet, FileReader, FileWriter, Version};
@@ -372,6 +373,72 @@ pub fn read_coefficients_panels(
     nz: usize,
     delta: f64,
 ) -> Result<Coefficients> {
+    let [kx, ky, kz, beta, xx, xy, xz] = read_given(path, panels, n, nz, |v| v)?;
+    let len = panels * n * n * nz;
+    let mut c = Coefficients::constant_panels(panels, n, nz, delta);
+    for (field, given) in [
+        (&mut c.kx, kx),
+        (&mut c.ky, ky),
+        (&mut c.kz, kz),
+        (&mut c.beta, beta),
+    ] {
+        if let Some(v) = given {
+            *field = v;
+        }
+    }
+    if xx.is_some() || xy.is_some() || xz.is_some() {
+        let zero = || vec![0.0; len];
+        c.xi = Some([
+            xx.unwrap_or_else(zero),
+            xy.unwrap_or_else(zero),
+            xz.unwrap_or_else(zero),
+        ]);
+    }
+    c.validate().map_err(|err| in_file(path, err))?;
+    Ok(c)
+}
+
+/// [`read_coefficients`] of one rank's `block` of a panel or box of `n × n` columns (what
+/// [`Coefficients::for_block`] takes, its ring to be filled by the ranks): each variable is
+/// read whole, one at a time, and only the block's columns kept, so a rank holds at most one
+/// whole field beside its block's. The whole variables are checked to be finite (each rank
+/// reads them alike); the block's values to be positive where they must be.
+pub fn read_coefficients_block(
+    path: &Path,
+    n: usize,
+    nz: usize,
+    delta: f64,
+    block: Block,
+) -> Result<Coefficients> {
+    if block.panel.is_some() || block.n != n || block.i0 + block.nx > n || block.j0 + block.ny > n {
+        return Err(StrataError::invalid(
+            "coefficients",
+            format!("a block of {block:?} is read from one panel's or box's fields of {n}x{n}"),
+        ));
+    }
+    let keep = |v: Vec<f64>| {
+        let mut out = Vec::with_capacity(block.nx * block.ny * nz);
+        for j in block.j0..block.j0 + block.ny {
+            out.extend_from_slice(&v[(j * n + block.i0) * nz..][..block.nx * nz]);
+        }
+        out
+    };
+    let given = read_given(path, 1, n, nz, keep)?;
+    let c = Coefficients::for_block(block, nz, delta, given.each_ref().map(|g| g.as_deref()))?;
+    c.validate().map_err(|err| in_file(path, err))?;
+    Ok(c)
+}
+
+/// The seven coefficient variables ([`Coefficients::FIELD_NAMES`]) that `path` has, each read
+/// whole (shape and finiteness checked) and passed through `keep` before the next is read; an
+/// error if it has none of them.
+fn read_given(
+    path: &Path,
+    panels: usize,
+    n: usize,
+    nz: usize,
+    keep: impl Fn(Vec<f64>) -> Vec<f64>,
+) -> Result<[Option<Vec<f64>>; 7]> {
     let e = |m: &dyn std::fmt::Display| nc_err(path, m);
     if !path.exists() {
         return Err(e(&"no such file"));
@@ -380,44 +447,29 @@ pub fn read_coefficients_panels(
         let r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
         r.data_set().get_var_names()
     };
-    let mut c = Coefficients::constant_panels(panels, n, nz, delta);
-    let mut found = 0;
-    for (name, field) in [
-        ("kx", &mut c.kx),
-        ("ky", &mut c.ky),
-        ("kz", &mut c.kz),
-        ("beta", &mut c.beta),
-    ] {
+    let mut given: [Option<Vec<f64>>; 7] = Default::default();
+    for (slot, name) in given.iter_mut().zip(Coefficients::FIELD_NAMES) {
         if names.iter().any(|v| v == name) {
-            *field = read_panels(path, name, panels, n, nz)?;
-            found += 1;
+            *slot = Some(keep(read_panels(path, name, panels, n, nz)?));
         }
     }
-    let len = panels * n * n * nz;
-    if ["xi_x", "xi_y", "xi_z"]
-        .iter()
-        .any(|x| names.iter().any(|v| v == x))
-    {
-        let mut xi = [vec![0.0; len], vec![0.0; len], vec![0.0; len]];
-        for (name, field) in ["xi_x", "xi_y", "xi_z"].into_iter().zip(xi.iter_mut()) {
-            if names.iter().any(|v| v == name) {
-                *field = read_panels(path, name, panels, n, nz)?;
-                found += 1;
-            }
-        }
-        c.xi = Some(xi);
-    }
-    if found == 0 {
+    if given.iter().all(Option::is_none) {
         return Err(e(&format!(
             "none of the variables kx, ky, kz, beta, xi_x, xi_y, xi_z (variables: {})",
             names.join(", ")
         )));
     }
-    c.validate().map_err(|err| match err {
-        StrataError::InvalidParameter { name, msg } => e(&format!("variable '{name}' {msg}")),
+    Ok(given)
+}
+
+/// A coefficient field's validation error as the file's: "variable 'kx' ...".
+fn in_file(path: &Path, err: StrataError) -> StrataError {
+    match err {
+        StrataError::InvalidParameter { name, msg } => {
+            nc_err(path, format!("variable '{name}' {msg}"))
+        }
         other => other,
-    })?;
-    Ok(c)
+    }
 }
 
 /// Reads any floating-point variable with its dimension sizes (as stored, slowest first).
