@@ -72,7 +72,8 @@ pub struct SolveArgs {
     /// Per-cell coefficient fields of the general operator from a NetCDF file: variables kx, ky,
     /// kz, beta and the advection vector xi_x, xi_y, xi_z, of shape (y, x, z) = (n, n, nz); a
     /// missing variable takes the model problem's value (1, --delta for beta, 0 for xi). With xi
-    /// the operator is non-symmetric: use --solver gcr or bicgstab.
+    /// the operator is non-symmetric: use --solver gcr or bicgstab. Under mpirun each rank of a
+    /// panel or box keeps only its block (one whole variable in memory at a time while reading).
     #[arg(long, value_name = "FILE.nc")]
     pub coefficients: Option<PathBuf>,
     #[command(flatten)]
