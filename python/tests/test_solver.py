@@ -198,3 +198,12 @@ def test_the_whole_sphere(solver):
     assert np.linalg.norm(w - x) > 1e-3 * np.linalg.norm(x)
     with pytest.raises(ValueError, match="sphere_stencil must be one of"):
         strata.Solver(16, 8, geometry="sphere", sphere_stencil="five-point")
+
+
+def test_one_process_owns_the_whole_grid_and_comm_must_be_a_communicator():
+    s = strata.Solver(16, 8, levels=3, backend="cpu")
+    assert s.block == (0, 0, 16, 16)
+    # Without MPI built in, or with an object that is no mpi4py communicator: a ValueError that
+    # says what comm needs (python/tests/check_ranks.py runs the ranks under mpirun).
+    with pytest.raises(ValueError, match="comm"):
+        strata.Solver(16, 8, levels=3, backend="cpu", comm=object())

@@ -19,6 +19,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use strata_cuda::{CudaBackend, DeviceArray, DeviceSolve};
 
+mod ranks;
+
+/// A rank's persistent solver over MPI (a build with `--features mpi`).
+#[cfg(feature = "mpi")]
+type RankSolver<B> = ranks::Ranks<PersistentSolver<B, strata_mpi::MpiComm<B>>>;
+
 fn to_py(e: StrataError) -> PyErr {
     match e {
         StrataError::InvalidParameter { .. } => PyValueError::new_err(e.to_string()),
@@ -33,7 +39,7 @@ fn to_py(e: StrataError) -> PyErr {
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
 ///        smoother="jacobi", rho=2/3, precision="f64", sphere_stencil="nine-point",
-///        relaxation=None)
+///        relaxation=None, comm=None)
 ///
 /// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
 /// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
@@ -54,11 +60,31 @@ fn to_py(e: StrataError) -> PyErr {
 /// (copied through the host) and device arrays (CuPy, PyTorch, anything with
 /// `__cuda_array_interface__` or DLPack: read and written on the device); a solver on the CPU
 /// takes NumPy arrays.
+/// comm (an mpi4py communicator, in a strata built with `--features mpi`) makes this process one
+/// rank of a distributed panel or box solve: the ranks split the horizontal grid (the most
+/// nearly square rank grid), `block` says which part this rank holds, and every array — the
+/// right-hand side, the solution, the coefficient fields — is that block's, of shape (ny, nx,
+/// nz). Creation and every solve, apply and set_coefficients are collective. A GPU rank
+/// (backend="cuda", `device` its node-local GPU) exchanges halos through host memory.
 #[pyclass(module = "strata")]
 struct Solver {
-    engine: Engine,
+    /// Dropped by hand (`Drop for Solver`): a rank's is leaked once MPI is finalised.
+    engine: std::mem::ManuallyDrop<Engine>,
+    /// This process's block of the horizontal grid: the whole panel or box, or a rank's block.
+    block: ::strata::grid::Block,
     shape: [usize; 3],
     last: Option<SolveInfo>,
+}
+
+impl Drop for Solver {
+    fn drop(&mut self) {
+        // SAFETY: the engine is taken once, here, and the solver is not used after.
+        let engine = unsafe { std::mem::ManuallyDrop::take(&mut self.engine) };
+        if engine.on_ranks() && ranks::finalized() {
+            // Freeing its communicator after MPI_Finalize would be an MPI error.
+            std::mem::forget(engine);
+        }
+    }
 }
 
 /// The backend and persistent solver of a [`Solver`] (one per solver, created once: the size of
@@ -75,6 +101,22 @@ enum Engine {
         Sphere<CudaBackend>,
         PersistentSolver<Sphere<CudaBackend>, SphereComm>,
     ),
+    /// A rank of a distributed panel or box solve.
+    #[cfg(feature = "mpi")]
+    CpuRank(CpuBackend, RankSolver<CpuBackend>),
+    #[cfg(feature = "mpi")]
+    CudaRank(Box<CudaBackend>, RankSolver<CudaBackend>),
+}
+
+impl Engine {
+    /// Whether this is a rank of a distributed solve.
+    fn on_ranks(&self) -> bool {
+        match self {
+            #[cfg(feature = "mpi")]
+            Engine::CpuRank(..) | Engine::CudaRank(..) => true,
+            _ => false,
+        }
+    }
 }
 
 /// A backend over the six panels of the sphere, owning it.
@@ -91,6 +133,13 @@ macro_rules! engine {
             }
             Engine::CpuSphere($b, $p) => $body,
             Engine::CudaSphere($b, $p) => $body,
+            #[cfg(feature = "mpi")]
+            Engine::CpuRank($b, $p) => $body,
+            #[cfg(feature = "mpi")]
+            Engine::CudaRank($b, $p) => {
+                let $b = $b.as_ref();
+                $body
+            }
         }
     };
 }
@@ -107,6 +156,12 @@ macro_rules! engine_cuda {
             }
             Engine::CudaSphere($b, $p) => {
                 let $g = $b.inner();
+                $body
+            }
+            #[cfg(feature = "mpi")]
+            Engine::CudaRank($b, $p) => {
+                let $b = $b.as_ref();
+                let $g = $b;
                 $body
             }
             _ => $other,
@@ -251,7 +306,7 @@ impl Solver {
         let mut all = vec![&r, &u];
         all.extend(x.as_ref());
         let x0 = x.as_ref().map(|d| &d.array);
-        let info = engine_cuda!(&mut self.engine, g, b, p => {
+        let info = engine_cuda!(&mut *self.engine, g, b, p => {
             wait(g, &all)?;
             py.detach(|| p.solve_device(b, &r.array, x0, &u.array)).map_err(to_py)?
         }, else return Err(on_cpu("rhs")));
@@ -263,7 +318,7 @@ impl Solver {
     /// there again (`DeviceSolve::rebuild_pending`) before a solve or an apply would rebuild
     /// them on the host.
     fn rebuild_pending(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Engine::Cuda(b, p) = &mut self.engine {
+        if let Engine::Cuda(b, p) = &mut *self.engine {
             let b = b.as_ref();
             py.detach(|| p.rebuild_pending(b)).map_err(to_py)?;
         }
@@ -309,7 +364,7 @@ impl Solver {
     #[pyo3(signature = (n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01,
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother="jacobi",
-        rho=2.0/3.0, precision="f64", sphere_stencil="nine-point", relaxation=None))]
+        rho=2.0/3.0, precision="f64", sphere_stencil="nine-point", relaxation=None, comm=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -337,6 +392,7 @@ impl Solver {
         precision: &str,
         sphere_stencil: &str,
         relaxation: Option<f64>,
+        comm: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let sphere_stencil = choose(
             "sphere_stencil",
@@ -428,6 +484,15 @@ impl Solver {
             None => cfg,
         };
         let sphere = geometry == Geometry::Sphere;
+        if let Some(comm) = comm {
+            let (engine, block) = on_ranks(py, &comm, cuda, device, threads, &p, &cfg)?;
+            return Ok(Self {
+                engine: std::mem::ManuallyDrop::new(engine),
+                block,
+                shape: [block.ny, block.nx, nz],
+                last: None,
+            });
+        }
         let engine = if cuda && sphere {
             let b = Tiled::new(Box::new(CudaBackend::new(device).map_err(to_py)?));
             let s = py
@@ -454,7 +519,8 @@ impl Solver {
             Engine::Cpu(b, s)
         };
         Ok(Self {
-            engine,
+            engine: std::mem::ManuallyDrop::new(engine),
+            block: ::strata::grid::Block::whole(n),
             // The sphere's six panels stacked along y: a.reshape(6, n, n, nz)[p] is panel p.
             shape: [p.panels() * n, n, nz],
             last: None,
@@ -536,7 +602,7 @@ impl Solver {
             if let Some(x0) = &x0 {
                 u.copy_from_slice(x0);
             }
-            let info = engine!(&mut self.engine, b, p => py.detach(|| p.solve(b, rhs, u, warm)))
+            let info = engine!(&mut *self.engine, b, p => py.detach(|| p.solve(b, rhs, u, warm)))
                 .map_err(to_py)?;
             self.last = Some(info);
         }
@@ -555,7 +621,7 @@ impl Solver {
             let xa = self.device("x", x)?;
             let y = new_device_array(py, self.shape)?;
             let ya = self.device("y", &y)?;
-            engine_cuda!(&mut self.engine, g, b, p => {
+            engine_cuda!(&mut *self.engine, g, b, p => {
                 wait(g, &[&xa])?;
                 py.detach(|| p.apply_device(b, &xa.array, &ya.array)).map_err(to_py)?
             }, else return Err(on_cpu("x")));
@@ -572,7 +638,7 @@ impl Solver {
         {
             let mut guard = y.readwrite();
             let ys = guard.as_slice_mut().expect("a new array is contiguous");
-            engine!(&mut self.engine, b, p => py.detach(|| p.apply(b, x, ys))).map_err(to_py)?;
+            engine!(&mut *self.engine, b, p => py.detach(|| p.apply(b, x, ys))).map_err(to_py)?;
         }
         Ok(y.into_any())
     }
@@ -598,7 +664,7 @@ impl Solver {
         xi: Option<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     ) -> PyResult<()> {
         let [_, n, nz] = self.shape;
-        let panels = engine!(&self.engine, _b, p => p.problem().panels());
+        let panels = engine!(&*self.engine, _b, p => p.problem().panels());
         let none = kx.is_none() && ky.is_none() && kz.is_none() && beta.is_none() && xi.is_none();
         let (xi_x, xi_y, xi_z) = match &xi {
             Some((x, y, z)) => (Some(x.clone()), Some(y.clone()), Some(z.clone())),
@@ -614,7 +680,7 @@ impl Solver {
             (&xi_z, "xi[2]"),
         ];
         let on_device = !none
-            && matches!(self.engine, Engine::Cuda(..))
+            && matches!(*self.engine, Engine::Cuda(..))
             && given.iter().all(|(a, _)| a.as_ref().is_none_or(is_device));
         if on_device {
             let mut devices = Vec::new();
@@ -628,13 +694,13 @@ impl Solver {
             }
             let all: Vec<&Device> = devices.iter().collect();
             let fields = arrays.each_ref().map(Option::as_ref);
-            engine_cuda!(&mut self.engine, g, b, p => {
+            engine_cuda!(&mut *self.engine, g, b, p => {
                 wait(g, &all)?;
                 py.detach(|| p.set_coefficients_device(b, fields)).map_err(to_py)?
             }, else return Err(on_cpu("kx")));
             return Ok(());
         }
-        let delta = engine!(&self.engine, _b, p => p.problem().delta);
+        let delta = engine!(&*self.engine, _b, p => p.problem().delta);
         let coefficients = if none {
             None
         } else {
@@ -661,25 +727,31 @@ impl Solver {
             for (slot, v) in &views {
                 fields[*slot] = Some(v.as_ref());
             }
-            let c = py.detach(|| Coefficients::from_given(panels, n, nz, delta, fields));
+            let block = self.block;
+            let c = if self.engine.on_ranks() {
+                // A rank gives its block's fields; the ranks exchange the cells beside each block.
+                Coefficients::for_block(block, nz, delta, fields)
+            } else {
+                py.detach(|| Coefficients::from_given(panels, n, nz, delta, fields))
+            };
             Some(c.map_err(to_py)?)
         };
         // On one GPU the levels are made on the device from an uploaded copy (the same operator,
         // a small part of the time; the host path where the device has no room).
-        if let Engine::Cuda(b, p) = &mut self.engine {
+        if let Engine::Cuda(b, p) = &mut *self.engine {
             let b = b.as_ref();
             return py
                 .detach(|| p.set_coefficients_host(b, coefficients))
                 .map(|_| ())
                 .map_err(to_py);
         }
-        engine!(&mut self.engine, b, p => py.detach(|| p.update_coefficients(b, coefficients)))
+        engine!(&mut *self.engine, b, p => py.detach(|| p.update_coefficients(b, coefficients)))
             .map_err(to_py)
     }
 
     /// set_omega(omega): a new time step size, everything else kept.
     fn set_omega(&mut self, py: Python<'_>, omega: f64) -> PyResult<()> {
-        engine!(&mut self.engine, b, p => py.detach(|| p.update_omega(b, omega))).map_err(to_py)
+        engine!(&mut *self.engine, b, p => py.detach(|| p.update_omega(b, omega))).map_err(to_py)
     }
 
     /// Seconds of each phase of the solver's creation (a dict: checks, stencils, operators and
@@ -687,7 +759,7 @@ impl Solver {
     #[getter]
     fn setup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (name, s) in engine!(&self.engine, _b, p => p.setup_phases()) {
+        for (name, s) in engine!(&*self.engine, _b, p => p.setup_phases()) {
             d.set_item(*name, *s)?;
         }
         Ok(d)
@@ -696,9 +768,13 @@ impl Solver {
     /// The backend the solver runs on: "cpu" or "cuda".
     #[getter]
     fn backend(&self) -> &'static str {
-        match self.engine {
+        match *self.engine {
             Engine::Cpu(..) | Engine::CpuSphere(..) => "cpu",
             Engine::Cuda(..) | Engine::CudaSphere(..) => "cuda",
+            #[cfg(feature = "mpi")]
+            Engine::CpuRank(..) => "cpu",
+            #[cfg(feature = "mpi")]
+            Engine::CudaRank(..) => "cuda",
         }
     }
 
@@ -720,6 +796,16 @@ impl Solver {
         Ok(Some(d))
     }
 
+    /// This process's part of the horizontal grid, (i0, j0, nx, ny): columns i0 .. i0 + nx (x)
+    /// and rows j0 .. j0 + ny (y) of the n x n panel or box. The whole grid, (0, 0, n, n),
+    /// without `comm`; on ranks every array is this block's, of shape (ny, nx, nz):
+    /// `a[j0:j0 + ny, i0:i0 + nx, :]` of the whole field.
+    #[getter]
+    fn block(&self) -> (usize, usize, usize, usize) {
+        let b = self.block;
+        (b.i0, b.j0, b.nx, b.ny)
+    }
+
     /// The shape of every array: (n, n, nz) = (y, x, z); on the sphere (6 n, n, nz), the six
     /// panels stacked along y (`a.reshape(6, n, n, nz)[p]` is panel p, no copy).
     #[getter]
@@ -728,14 +814,66 @@ impl Solver {
     }
 
     fn __repr__(&self) -> String {
-        let (p, kind) = engine!(&self.engine, _b, s => (s.problem().clone(), s.config().kind));
+        let (p, kind) = engine!(&*self.engine, _b, s => (s.problem().clone(), s.config().kind));
+        let block = if self.engine.on_ranks() {
+            format!(", block={:?}", self.block())
+        } else {
+            String::new()
+        };
         format!(
-            "strata.Solver(n={}, nz={}, solver={:?}, backend={:?})",
+            "strata.Solver(n={}, nz={}, solver={:?}, backend={:?}{block})",
             p.n,
             p.nz,
             kind.name(),
             self.backend()
         )
+    }
+}
+
+/// The engine of one rank of a distributed panel or box solve over `comm` (an mpi4py
+/// communicator), and its block: the most nearly square rank grid, every multigrid level split
+/// alike (as the C API's `strata_solver_create_mpi`). Collective.
+#[allow(clippy::too_many_arguments)]
+fn on_ranks(
+    py: Python<'_>,
+    comm: &Bound<'_, PyAny>,
+    cuda: bool,
+    device: usize,
+    threads: Option<usize>,
+    p: &ProblemParams,
+    cfg: &SolverConfig,
+) -> PyResult<(Engine, ::strata::grid::Block)> {
+    if p.geometry == Geometry::Sphere {
+        return Err(PyValueError::new_err(
+            "comm: the sphere on ranks is not yet taken from Python (the C and Fortran API take \
+             it); a panel or box is",
+        ));
+    }
+    #[cfg(feature = "mpi")]
+    {
+        use strata_mpi::mpi::traits::Communicator;
+        let world = ranks::duplicate(comm)?;
+        let grid = ::strata::grid::RankGrid::choose(world.size() as usize);
+        let rank = world.rank() as usize;
+        let block = cfg.validate_for(p.n, grid).map_err(to_py)?.fine_block(rank);
+        let engine = if cuda {
+            let comm = strata_mpi::MpiComm::new(world, grid).map_err(to_py)?;
+            let b = Box::new(CudaBackend::new(device).map_err(to_py)?);
+            let s = PersistentSolver::with_comm(b.as_ref(), comm, p, block, cfg).map_err(to_py)?;
+            Engine::CudaRank(b, ranks::Ranks(s))
+        } else {
+            let comm = strata_mpi::MpiComm::new(world, grid).map_err(to_py)?;
+            let b = CpuBackend::new(threads).map_err(to_py)?;
+            let s = PersistentSolver::with_comm(&b, comm, p, block, cfg).map_err(to_py)?;
+            Engine::CpuRank(b, ranks::Ranks(s))
+        };
+        let _ = py;
+        Ok((engine, block))
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = (py, comm, cuda, device, threads, cfg);
+        Err(ranks::unavailable())
     }
 }
 
