@@ -1,7 +1,8 @@
 """strata.Solver on MPI ranks (run under mpirun, with mpi4py and a strata built with
 `--features mpi`): every rank gives its block of the right-hand side and of the coefficient
 fields, and the solution, iteration count and residual equal a one-process solve of the whole
-problem; wrong shapes and a bad value on one rank are errors on every rank, not a hang.
+problem (a panel; on the sphere each rank's tiles, with the whole sphere's fields); wrong shapes
+and a bad value on one rank are errors on every rank, not a hang.
 
     mpirun -n 4 python python/tests/check_ranks.py
 """
@@ -60,6 +61,34 @@ for solver, with_xi in (("mg", False), ("mg-cg", False), ("gcr", True)):
     if rank == 0:
         print(f"{solver} on {comm.size} ranks: {its} iterations (one process {its1}), "
               f"max relative difference {diff:.1e}, |f - A u| / |f| = {r:.2e}")
+
+# The sphere: each rank holds whole panels or blocks of every panel (its tiles, stacked along y
+# in its arrays) and takes the whole sphere's coefficient fields.
+ns, nzs = 16, 8
+fs = np.random.default_rng(11).standard_normal((6 * ns, ns, nzs))
+kzs = np.where(np.arange(nzs) >= nzs // 2, 50.0, 1.0) * np.ones((6 * ns, ns, nzs))
+kwargs = dict(geometry="sphere", solver="mg-cg", levels=2, backend="cpu", threads=1)
+sph = strata.Solver(ns, nzs, comm=comm, **kwargs)
+
+
+def tiles_of(a):
+    panels = a.reshape(6, ns, ns, nzs)
+    return np.concatenate([panels[p, j0 : j0 + ny_, i0 : i0 + nx_] for p, i0, j0, nx_, ny_ in sph.tiles])
+
+
+check("sphere shape", sph.shape == tiles_of(fs).shape, f"{sph.shape} for tiles {sph.tiles}")
+sph.set_coefficients(kz=kzs)
+us = sph.solve(tiles_of(fs))
+one = strata.Solver(ns, nzs, **kwargs)
+one.set_coefficients(kz=kzs)
+us1 = one.solve(fs)
+its, its1 = sph.info["iterations"], one.info["iterations"]
+check("sphere: iterations", its == its1, f"{its} on ranks, {its1} on one process")
+diff = np.abs(us - tiles_of(us1)).max() / np.abs(us1).max()
+check("sphere: solution", diff < 1e-9, f"max relative difference {diff:.3e}")
+if rank == 0:
+    print(f"sphere mg-cg on {comm.size} ranks ({len(sph.tiles)} tiles on rank 0): {its} iterations "
+          f"(one process {its1}), max relative difference {diff:.1e}")
 
 # The whole field where a block is needed: an error naming the shape, on this rank alone (no
 # collective call starts).

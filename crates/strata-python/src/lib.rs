@@ -25,6 +25,10 @@ mod ranks;
 #[cfg(feature = "mpi")]
 type RankSolver<B> = ranks::Ranks<PersistentSolver<B, strata_mpi::MpiComm<B>>>;
 
+/// A sphere rank's persistent solver over MPI.
+#[cfg(feature = "mpi")]
+type SphereRankSolver<B> = ranks::Ranks<PersistentSolver<Sphere<B>, strata_mpi::SphereMpiComm<B>>>;
+
 fn to_py(e: StrataError) -> PyErr {
     match e {
         StrataError::InvalidParameter { .. } => PyValueError::new_err(e.to_string()),
@@ -64,15 +68,21 @@ fn to_py(e: StrataError) -> PyErr {
 /// rank of a distributed panel or box solve: the ranks split the horizontal grid (the most
 /// nearly square rank grid), `block` says which part this rank holds, and every array — the
 /// right-hand side, the solution, the coefficient fields — is that block's, of shape (ny, nx,
-/// nz). Creation and every solve, apply and set_coefficients are collective. A GPU rank
+/// nz). On the sphere a rank holds whole panels (up to six ranks) or blocks of every panel
+/// (`tiles`), its arrays those tiles stacked along y, and takes the whole sphere's coefficient
+/// fields. Creation and every solve, apply and set_coefficients are collective. A GPU rank
 /// (backend="cuda", `device` its node-local GPU) exchanges halos through host memory.
 #[pyclass(module = "strata")]
 struct Solver {
     /// Dropped by hand (`Drop for Solver`): a rank's is leaked once MPI is finalised.
     engine: std::mem::ManuallyDrop<Engine>,
-    /// This process's block of the horizontal grid: the whole panel or box, or a rank's block.
-    block: ::strata::grid::Block,
+    /// This process's tiles of the horizontal grid, in the order of its arrays: the whole panel
+    /// or box, or a rank's block; on the sphere the six panels, or a rank's tiles.
+    tiles: Vec<::strata::grid::Block>,
+    /// The shape of the solution and right-hand side arrays: the tiles stacked along y.
     shape: [usize; 3],
+    /// The shape of the coefficient arrays: `shape`, but the whole sphere's on its ranks.
+    fields_shape: [usize; 3],
     last: Option<SolveInfo>,
 }
 
@@ -106,6 +116,11 @@ enum Engine {
     CpuRank(CpuBackend, RankSolver<CpuBackend>),
     #[cfg(feature = "mpi")]
     CudaRank(Box<CudaBackend>, RankSolver<CudaBackend>),
+    /// A rank of a distributed sphere: its tiles (whole panels, or blocks of every panel).
+    #[cfg(feature = "mpi")]
+    CpuSphereRank(Sphere<CpuBackend>, SphereRankSolver<CpuBackend>),
+    #[cfg(feature = "mpi")]
+    CudaSphereRank(Sphere<CudaBackend>, SphereRankSolver<CudaBackend>),
 }
 
 impl Engine {
@@ -113,7 +128,10 @@ impl Engine {
     fn on_ranks(&self) -> bool {
         match self {
             #[cfg(feature = "mpi")]
-            Engine::CpuRank(..) | Engine::CudaRank(..) => true,
+            Engine::CpuRank(..)
+            | Engine::CudaRank(..)
+            | Engine::CpuSphereRank(..)
+            | Engine::CudaSphereRank(..) => true,
             _ => false,
         }
     }
@@ -140,6 +158,10 @@ macro_rules! engine {
                 let $b = $b.as_ref();
                 $body
             }
+            #[cfg(feature = "mpi")]
+            Engine::CpuSphereRank($b, $p) => $body,
+            #[cfg(feature = "mpi")]
+            Engine::CudaSphereRank($b, $p) => $body,
         }
     };
 }
@@ -162,6 +184,11 @@ macro_rules! engine_cuda {
             Engine::CudaRank($b, $p) => {
                 let $b = $b.as_ref();
                 let $g = $b;
+                $body
+            }
+            #[cfg(feature = "mpi")]
+            Engine::CudaSphereRank($b, $p) => {
+                let $g = $b.inner();
                 $body
             }
             _ => $other,
@@ -325,7 +352,8 @@ impl Solver {
         Ok(())
     }
 
-    /// The values of an (n, n, nz) array, NumPy or device, in strata's order (a copy).
+    /// The values of a coefficient array (shape `fields_shape`), NumPy or device, in strata's
+    /// order (a copy).
     fn host_values<'py>(
         &self,
         name: &str,
@@ -339,10 +367,17 @@ impl Solver {
         };
         let a: PyReadonlyArray3<'py, f64> = a.extract().map_err(|_| {
             PyValueError::new_err(format!(
-                "{name} must be a float64 array of shape (n, n, nz)"
+                "{name} must be a float64 array of shape {:?}",
+                self.fields_shape
             ))
         })?;
-        self.check_shape(name, a.shape())?;
+        if a.shape() != self.fields_shape {
+            return Err(PyValueError::new_err(format!(
+                "{name} has shape {:?}, the solver needs {:?} (y, x, z)",
+                a.shape(),
+                self.fields_shape
+            )));
+        }
         Ok(a)
     }
 
@@ -485,11 +520,15 @@ impl Solver {
         };
         let sphere = geometry == Geometry::Sphere;
         if let Some(comm) = comm {
-            let (engine, block) = on_ranks(py, &comm, cuda, device, threads, &p, &cfg)?;
+            let (engine, tiles) = on_ranks(py, &comm, cuda, device, threads, &p, &cfg)?;
+            let t = tiles[0];
+            let shape = [tiles.len() * t.ny, t.nx, nz];
             return Ok(Self {
                 engine: std::mem::ManuallyDrop::new(engine),
-                block,
-                shape: [block.ny, block.nx, nz],
+                tiles,
+                shape,
+                // The sphere's ranks take the whole sphere's coefficient fields.
+                fields_shape: if sphere { [6 * n, n, nz] } else { shape },
                 last: None,
             });
         }
@@ -520,9 +559,14 @@ impl Solver {
         };
         Ok(Self {
             engine: std::mem::ManuallyDrop::new(engine),
-            block: ::strata::grid::Block::whole(n),
+            tiles: if sphere {
+                (0..6).map(|k| ::strata::grid::Block::panel(k, n)).collect()
+            } else {
+                vec![::strata::grid::Block::whole(n)]
+            },
             // The sphere's six panels stacked along y: a.reshape(6, n, n, nz)[p] is panel p.
             shape: [p.panels() * n, n, nz],
+            fields_shape: [p.panels() * n, n, nz],
             last: None,
         })
     }
@@ -663,8 +707,10 @@ impl Solver {
         beta: Option<Bound<'py, PyAny>>,
         xi: Option<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     ) -> PyResult<()> {
-        let [_, n, nz] = self.shape;
-        let panels = engine!(&*self.engine, _b, p => p.problem().panels());
+        let (panels, n, nz) = engine!(&*self.engine, _b, p => {
+            let q = p.problem();
+            (q.panels(), q.n, q.nz)
+        });
         let none = kx.is_none() && ky.is_none() && kz.is_none() && beta.is_none() && xi.is_none();
         let (xi_x, xi_y, xi_z) = match &xi {
             Some((x, y, z)) => (Some(x.clone()), Some(y.clone()), Some(z.clone())),
@@ -727,8 +773,8 @@ impl Solver {
             for (slot, v) in &views {
                 fields[*slot] = Some(v.as_ref());
             }
-            let block = self.block;
-            let c = if self.engine.on_ranks() {
+            let block = self.tiles[0];
+            let c = if self.engine.on_ranks() && panels == 1 {
                 // A rank gives its block's fields; the ranks exchange the cells beside each block.
                 Coefficients::for_block(block, nz, delta, fields)
             } else {
@@ -772,9 +818,9 @@ impl Solver {
             Engine::Cpu(..) | Engine::CpuSphere(..) => "cpu",
             Engine::Cuda(..) | Engine::CudaSphere(..) => "cuda",
             #[cfg(feature = "mpi")]
-            Engine::CpuRank(..) => "cpu",
+            Engine::CpuRank(..) | Engine::CpuSphereRank(..) => "cpu",
             #[cfg(feature = "mpi")]
-            Engine::CudaRank(..) => "cuda",
+            Engine::CudaRank(..) | Engine::CudaSphereRank(..) => "cuda",
         }
     }
 
@@ -802,12 +848,26 @@ impl Solver {
     /// `a[j0:j0 + ny, i0:i0 + nx, :]` of the whole field.
     #[getter]
     fn block(&self) -> (usize, usize, usize, usize) {
-        let b = self.block;
+        let b = self.tiles[0];
         (b.i0, b.j0, b.nx, b.ny)
     }
 
+    /// This process's tiles in the order of its arrays, each (panel, i0, j0, nx, ny): on the
+    /// sphere the six panels (panel 0 .. 5, whole), or on ranks this rank's panels or blocks of
+    /// panels, stacked along y in every array (tile t is rows t * ny .. (t + 1) * ny); on a
+    /// panel or box the one block, with panel None.
+    #[getter]
+    fn tiles(&self) -> Vec<(Option<usize>, usize, usize, usize, usize)> {
+        self.tiles
+            .iter()
+            .map(|b| (b.panel, b.i0, b.j0, b.nx, b.ny))
+            .collect()
+    }
+
     /// The shape of every array: (n, n, nz) = (y, x, z); on the sphere (6 n, n, nz), the six
-    /// panels stacked along y (`a.reshape(6, n, n, nz)[p]` is panel p, no copy).
+    /// panels stacked along y (`a.reshape(6, n, n, nz)[p]` is panel p, no copy). On ranks the
+    /// shape of this rank's tiles stacked along y (`tiles`): (ny, nx, nz) for the block of a
+    /// panel or box; the coefficient fields of a sphere's ranks are the whole sphere's.
     #[getter]
     fn shape(&self) -> (usize, usize, usize) {
         (self.shape[0], self.shape[1], self.shape[2])
@@ -816,7 +876,7 @@ impl Solver {
     fn __repr__(&self) -> String {
         let (p, kind) = engine!(&*self.engine, _b, s => (s.problem().clone(), s.config().kind));
         let block = if self.engine.on_ranks() {
-            format!(", block={:?}", self.block())
+            format!(", tiles={:?}", self.tiles())
         } else {
             String::new()
         };
@@ -842,17 +902,31 @@ fn on_ranks(
     threads: Option<usize>,
     p: &ProblemParams,
     cfg: &SolverConfig,
-) -> PyResult<(Engine, ::strata::grid::Block)> {
-    if p.geometry == Geometry::Sphere {
-        return Err(PyValueError::new_err(
-            "comm: the sphere on ranks is not yet taken from Python (the C and Fortran API take \
-             it); a panel or box is",
-        ));
-    }
+) -> PyResult<(Engine, Vec<::strata::grid::Block>)> {
     #[cfg(feature = "mpi")]
     {
         use strata_mpi::mpi::traits::Communicator;
         let world = ranks::duplicate(comm)?;
+        if p.geometry == Geometry::Sphere {
+            // Whole panels up to six ranks, blocks of every panel beyond (as the C API).
+            p.validate().map_err(to_py)?;
+            let (size, rank) = (world.size() as usize, world.rank() as usize);
+            let tiles = ::strata::grid::sphere::rank_tiles(p.n, cfg.num_levels(), size, rank)
+                .map_err(to_py)?;
+            let k = p.n / tiles[0].nx;
+            let engine = if cuda {
+                let comm = strata_mpi::SphereMpiComm::new(world, k);
+                let b = Tiled::new(Box::new(CudaBackend::new(device).map_err(to_py)?));
+                let s = PersistentSolver::with_tiles(&b, comm, p, &tiles, cfg).map_err(to_py)?;
+                Engine::CudaSphereRank(b, ranks::Ranks(s))
+            } else {
+                let comm = strata_mpi::SphereMpiComm::new(world, k);
+                let b = Tiled::new(Box::new(CpuBackend::new(threads).map_err(to_py)?));
+                let s = PersistentSolver::with_tiles(&b, comm, p, &tiles, cfg).map_err(to_py)?;
+                Engine::CpuSphereRank(b, ranks::Ranks(s))
+            };
+            return Ok((engine, tiles));
+        }
         let grid = ::strata::grid::RankGrid::choose(world.size() as usize);
         let rank = world.rank() as usize;
         let block = cfg.validate_for(p.n, grid).map_err(to_py)?.fine_block(rank);
@@ -868,11 +942,11 @@ fn on_ranks(
             Engine::CpuRank(b, ranks::Ranks(s))
         };
         let _ = py;
-        Ok((engine, block))
+        Ok((engine, vec![block]))
     }
     #[cfg(not(feature = "mpi"))]
     {
-        let _ = (py, comm, cuda, device, threads, cfg);
+        let _ = (py, comm, cuda, device, threads, p, cfg);
         Err(ranks::unavailable())
     }
 }
