@@ -206,6 +206,9 @@ def test_one_process_owns_the_whole_grid_and_comm_must_be_a_communicator():
     assert s.tiles == [(None, 0, 0, 16, 16)]
     sphere = strata.Solver(8, 4, geometry="sphere", levels=2, backend="cpu")
     assert sphere.tiles == [(p, 0, 0, 8, 8) for p in range(6)]
+    # A wrong dtype is named with the shape this solver takes.
+    with pytest.raises(ValueError, match=r"float64 NumPy array of shape \[48, 8, 4\]"):
+        sphere.solve(np.zeros(sphere.shape, dtype=np.float32))
     # Without MPI built in, or with an object that is no mpi4py communicator: a ValueError that
     # says what comm needs (python/tests/check_ranks.py runs the ranks under mpirun).
     with pytest.raises(ValueError, match="comm"):

@@ -594,9 +594,10 @@ impl Solver {
             return self.solve_on_device(py, rhs, out, x0);
         }
         let rhs: PyReadonlyArray3<'py, f64> = rhs.extract().map_err(|_| {
-            PyValueError::new_err(
-                "rhs must be a float64 NumPy array of shape (n, n, nz), or a device array",
-            )
+            PyValueError::new_err(format!(
+                "rhs must be a float64 NumPy array of shape {:?}, or a device array",
+                self.shape
+            ))
         })?;
         let out: Option<Bound<'py, PyArray3<f64>>> = out
             .map(|o| o.downcast_into::<PyArray3<f64>>())
@@ -671,9 +672,12 @@ impl Solver {
             }, else return Err(on_cpu("x")));
             return Ok(y);
         }
-        let x: PyReadonlyArray3<'py, f64> = x
-            .extract()
-            .map_err(|_| PyValueError::new_err("x must be a float64 array of shape (n, n, nz)"))?;
+        let x: PyReadonlyArray3<'py, f64> = x.extract().map_err(|_| {
+            PyValueError::new_err(format!(
+                "x must be a float64 array of shape {:?}",
+                self.shape
+            ))
+        })?;
         self.check_shape("x", x.shape())?;
         let x = x
             .as_slice()
