@@ -76,9 +76,6 @@ fn to_py(e: StrataError) -> PyErr {
 struct Solver {
     /// Dropped by hand (`Drop for Solver`): a rank's is leaked once MPI is finalised.
     engine: std::mem::ManuallyDrop<Engine>,
-    /// This process's tiles of the horizontal grid, in the order of its arrays: the whole panel
-    /// or box, or a rank's block; on the sphere the six panels, or a rank's tiles.
-    tiles: Vec<::strata::grid::Block>,
     /// The shape of the solution and right-hand side arrays: the tiles stacked along y.
     shape: [usize; 3],
     /// The shape of the coefficient arrays: `shape`, but the whole sphere's on its ranks.
@@ -371,26 +368,24 @@ impl Solver {
                 self.fields_shape
             ))
         })?;
-        if a.shape() != self.fields_shape {
-            return Err(PyValueError::new_err(format!(
-                "{name} has shape {:?}, the solver needs {:?} (y, x, z)",
-                a.shape(),
-                self.fields_shape
-            )));
-        }
+        check_shape(name, a.shape(), self.fields_shape)?;
         Ok(a)
     }
 
-    /// A read-only view of an (n, n, nz) float64 array as a slice (no copy when C-contiguous).
+    /// An error unless `shape` is the solution's and right-hand side's.
     fn check_shape(&self, name: &str, shape: &[usize]) -> PyResult<()> {
-        if shape != self.shape {
-            return Err(PyValueError::new_err(format!(
-                "{name} has shape {shape:?}, the solver needs {:?} (y, x, z)",
-                self.shape
-            )));
-        }
-        Ok(())
+        check_shape(name, shape, self.shape)
     }
+}
+
+/// An error naming `name` unless its `shape` is `want`.
+fn check_shape(name: &str, shape: &[usize], want: [usize; 3]) -> PyResult<()> {
+    if shape != want {
+        return Err(PyValueError::new_err(format!(
+            "{name} has shape {shape:?}, the solver needs {want:?} (y, x, z)"
+        )));
+    }
+    Ok(())
 }
 
 #[pymethods]
@@ -520,12 +515,11 @@ impl Solver {
         };
         let sphere = geometry == Geometry::Sphere;
         if let Some(comm) = comm {
-            let (engine, tiles) = on_ranks(py, &comm, cuda, device, threads, &p, &cfg)?;
-            let t = tiles[0];
-            let shape = [tiles.len() * t.ny, t.nx, nz];
+            let engine = on_ranks(py, &comm, cuda, device, threads, &p, &cfg)?;
+            let (t, count) = engine!(&engine, _b, s => (s.block(), s.tiles().len()));
+            let shape = [count * t.ny, t.nx, nz];
             return Ok(Self {
                 engine: std::mem::ManuallyDrop::new(engine),
-                tiles,
                 shape,
                 // The sphere's ranks take the whole sphere's coefficient fields.
                 fields_shape: if sphere { [6 * n, n, nz] } else { shape },
@@ -559,11 +553,6 @@ impl Solver {
         };
         Ok(Self {
             engine: std::mem::ManuallyDrop::new(engine),
-            tiles: if sphere {
-                (0..6).map(|k| ::strata::grid::Block::panel(k, n)).collect()
-            } else {
-                vec![::strata::grid::Block::whole(n)]
-            },
             // The sphere's six panels stacked along y: a.reshape(6, n, n, nz)[p] is panel p.
             shape: [p.panels() * n, n, nz],
             fields_shape: [p.panels() * n, n, nz],
@@ -777,7 +766,7 @@ impl Solver {
             for (slot, v) in &views {
                 fields[*slot] = Some(v.as_ref());
             }
-            let block = self.tiles[0];
+            let block = engine!(&*self.engine, _b, p => p.block());
             let c = if self.engine.on_ranks() && panels == 1 {
                 // A rank gives its block's fields; the ranks exchange the cells beside each block.
                 Coefficients::for_block(block, nz, delta, fields)
@@ -852,7 +841,7 @@ impl Solver {
     /// `a[j0:j0 + ny, i0:i0 + nx, :]` of the whole field.
     #[getter]
     fn block(&self) -> (usize, usize, usize, usize) {
-        let b = self.tiles[0];
+        let b = engine!(&*self.engine, _b, p => p.block());
         (b.i0, b.j0, b.nx, b.ny)
     }
 
@@ -862,10 +851,10 @@ impl Solver {
     /// panel or box the one block, with panel None.
     #[getter]
     fn tiles(&self) -> Vec<(Option<usize>, usize, usize, usize, usize)> {
-        self.tiles
+        engine!(&*self.engine, _b, p => p.tiles()
             .iter()
             .map(|b| (b.panel, b.i0, b.j0, b.nx, b.ny))
-            .collect()
+            .collect())
     }
 
     /// The shape of every array: (n, n, nz) = (y, x, z); on the sphere (6 n, n, nz), the six
@@ -894,9 +883,9 @@ impl Solver {
     }
 }
 
-/// The engine of one rank of a distributed panel or box solve over `comm` (an mpi4py
-/// communicator), and its block: the most nearly square rank grid, every multigrid level split
-/// alike (as the C API's `strata_solver_create_mpi`). Collective.
+/// The engine of one rank of a distributed solve over `comm` (an mpi4py communicator), as the
+/// C API's `strata_solver_create_mpi`: on a panel or box the most nearly square rank grid, every
+/// multigrid level split alike; on the sphere whole panels or blocks of every panel. Collective.
 #[allow(clippy::too_many_arguments)]
 fn on_ranks(
     py: Python<'_>,
@@ -906,7 +895,7 @@ fn on_ranks(
     threads: Option<usize>,
     p: &ProblemParams,
     cfg: &SolverConfig,
-) -> PyResult<(Engine, Vec<::strata::grid::Block>)> {
+) -> PyResult<Engine> {
     #[cfg(feature = "mpi")]
     {
         use strata_mpi::mpi::traits::Communicator;
@@ -929,7 +918,7 @@ fn on_ranks(
                 let s = PersistentSolver::with_tiles(&b, comm, p, &tiles, cfg).map_err(to_py)?;
                 Engine::CpuSphereRank(b, ranks::Ranks(s))
             };
-            return Ok((engine, tiles));
+            return Ok(engine);
         }
         let grid = ::strata::grid::RankGrid::choose(world.size() as usize);
         let rank = world.rank() as usize;
@@ -946,7 +935,7 @@ fn on_ranks(
             Engine::CpuRank(b, ranks::Ranks(s))
         };
         let _ = py;
-        Ok((engine, vec![block]))
+        Ok(engine)
     }
     #[cfg(not(feature = "mpi"))]
     {
