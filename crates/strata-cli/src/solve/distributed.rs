@@ -114,7 +114,7 @@ where
         Some(path) => {
             let p = &s.p;
             let whole = read_panels(path, &a.rhs_var, p.panels(), p.n, p.nz)?;
-            tiles.iter().flat_map(|t| extract(&whole, p, t)).collect()
+            tiles.iter().flat_map(|t| t.cut(&whole, p.nz)).collect()
         }
         None => build_rhs_tiles(&s.p, rhs_kind(a.rhs), a.seed, tiles),
     };
@@ -221,21 +221,12 @@ fn solve_with<B: Backend, C: Comm<B>>(
     let dec = s.cfg.validate_for(s.p.n, grid)?;
     let block = dec.fine_block(job.rank());
     strata::check_block_memory(backend, &s.p, &s.cfg, &block)?;
-    // Each rank keeps and coarsens its own block of the coefficient fields, the cells beside it
-    // exchanged with its neighbours, as a model's ranks give them (docs/MODEL.md §15.7).
-    let p = match &s.p.coefficients {
-        Some(c) => ProblemParams {
-            coefficients: Some(if c.window == Some(block) {
-                c.clone()
-            } else {
-                std::sync::Arc::new(c.block_of(block)?)
-            }),
-            ..s.p.clone()
-        },
-        None => s.p.clone(),
-    };
+    // Each rank keeps and coarsens its own block of the coefficient fields (read as that block,
+    // `solve::Task`), the cells beside it exchanged with its neighbours, as a model's ranks give
+    // them (docs/MODEL.md §15.7).
+    let p = &s.p;
     let rhs = match &a.rhs_file {
-        Some(path) => extract(&read_rhs(path, &a.rhs_var, s.p.n, s.p.nz)?, &s.p, &block),
+        Some(path) => block.cut(&read_rhs(path, &a.rhs_var, s.p.n, s.p.nz)?, s.p.nz),
         None => build_rhs(&s.p, rhs_kind(a.rhs), a.seed, &block),
     };
     let header = format!(
@@ -250,7 +241,7 @@ fn solve_with<B: Backend, C: Comm<B>>(
         &header,
         &format!("{} on {} ranks", backend.name(), grid.size()),
         &rhs,
-        |monitor| solve_block(backend, comm, &p, block, &s.cfg, &rhs, monitor),
+        |monitor| solve_block(backend, comm, p, block, &s.cfg, &rhs, monitor),
         |local| gather(&world, &dec, &s.p, local),
     )
 }
@@ -298,21 +289,6 @@ fn solve_and_report(
     }
     sol.u = u.expect("rank 0 gathers");
     report(a, s, name, &sol, &f.expect("rank 0 gathers"))
-}
-
-/// The block's part of a whole-grid array (z-contiguous; on the sphere the block is a tile of
-/// panel `b.panel` of the six panels' array).
-fn extract(global: &[f64], p: &ProblemParams, b: &Block) -> Vec<f64> {
-    let nz = p.nz;
-    let panel = b.panel.unwrap_or(0);
-    let mut out = Vec::with_capacity(b.nx * b.ny * nz);
-    for j in 0..b.ny {
-        for i in 0..b.nx {
-            let o = ((panel * p.n + b.j0 + j) * p.n + b.i0 + i) * nz;
-            out.extend_from_slice(&global[o..o + nz]);
-        }
-    }
-    out
 }
 
 /// Gathers every rank's block onto rank 0 as the whole-grid array.

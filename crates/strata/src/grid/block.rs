@@ -46,6 +46,19 @@ impl Block {
         Self { nx, ..self }
     }
 
+    /// This block's values of a whole-level array with `nz` values per column, columns row by row
+    /// (`v[(j * n + i) * nz + k]`; on the sphere the six panels one after the other, the block's
+    /// panel taken): the block's rows, `nx · nz` values each, in the block's own order.
+    pub fn cut(&self, whole: &[f64], nz: usize) -> Vec<f64> {
+        let panel = self.panel.unwrap_or(0);
+        let mut out = Vec::with_capacity(self.nx * self.ny * nz);
+        for j in self.j0..self.j0 + self.ny {
+            let row = ((panel * self.n + j) * self.n + self.i0) * nz;
+            out.extend_from_slice(&whole[row..row + self.nx * nz]);
+        }
+        out
+    }
+
     /// The block on the next coarser level (every index halved).
     pub fn coarsen(&self) -> Self {
         Self {
@@ -145,5 +158,42 @@ impl Block {
             .iter()
             .all(|v| v % 2 == 0);
         (even && self.nx >= 2 && self.ny >= 2).then(|| self.coarsen())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Block;
+
+    #[test]
+    fn cut_takes_the_blocks_columns_in_its_own_order() {
+        // Each value names its cell: panel, row, column, level.
+        let (n, nz) = (6, 2);
+        let whole: Vec<f64> = (0..6 * n * n * nz)
+            .map(|c| {
+                let (k, i, j, panel) = (c % nz, (c / nz) % n, (c / (nz * n)) % n, c / (nz * n * n));
+                (1000 * panel + 100 * j + 10 * i + k) as f64
+            })
+            .collect();
+        let b = Block {
+            n,
+            i0: 2,
+            j0: 1,
+            nx: 3,
+            ny: 2,
+            panel: Some(4),
+        };
+        let mut want = vec![];
+        for j in 0..b.ny {
+            for i in 0..b.nx {
+                for k in 0..nz {
+                    want.push((4000 + 100 * (b.j0 + j) + 10 * (b.i0 + i) + k) as f64);
+                }
+            }
+        }
+        assert_eq!(b.cut(&whole, nz), want);
+        // A block of a panel or box reads the first (only) panel.
+        let flat = Block { panel: None, ..b };
+        assert_eq!(flat.cut(&whole, nz)[0], (100 + 20) as f64);
     }
 }

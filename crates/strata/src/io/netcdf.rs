@@ -416,14 +416,7 @@ pub fn read_coefficients_block(
             format!("a block of {block:?} is read from one panel's or box's fields of {n}x{n}"),
         ));
     }
-    let keep = |v: Vec<f64>| {
-        let mut out = Vec::with_capacity(block.nx * block.ny * nz);
-        for j in block.j0..block.j0 + block.ny {
-            out.extend_from_slice(&v[(j * n + block.i0) * nz..][..block.nx * nz]);
-        }
-        out
-    };
-    let given = read_given(path, 1, n, nz, keep)?;
+    let given = read_given(path, 1, n, nz, |v| block.cut(&v, nz))?;
     let c = Coefficients::for_block(block, nz, delta, given.each_ref().map(|g| g.as_deref()))?;
     c.validate().map_err(|err| in_file(path, err))?;
     Ok(c)

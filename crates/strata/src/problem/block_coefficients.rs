@@ -83,13 +83,7 @@ impl Coefficients {
             );
         }
         let nz = self.nz;
-        let part = |v: &[f64]| -> Vec<f64> {
-            let mut out = Vec::with_capacity(block.nx * block.ny * nz);
-            for j in block.j0..block.j0 + block.ny {
-                out.extend_from_slice(&v[self.column_at(0, block.i0, j)..][..block.nx * nz]);
-            }
-            out
-        };
+        let part = |v: &[f64]| block.cut(v, nz);
         let mut given: Vec<Vec<f64>> = vec![
             part(&self.kx),
             part(&self.ky),
