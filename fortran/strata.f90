@@ -29,6 +29,9 @@ module strata
     ! u(nx, ny, nz) x fastest.
     integer(c_int), parameter, public :: STRATA_ORDER_K_FASTEST = 0
     integer(c_int), parameter, public :: STRATA_ORDER_X_FASTEST = 1
+    ! options%smoother and options%precision: the solver's default (red-black and mixed
+    ! precision for mg and mg-cg; block Jacobi and fp64 for the others).
+    integer(c_int), parameter, public :: STRATA_DEFAULT = -1
 
     ! Mirrors StrataProblem of strata.h.
     type, bind(c), public :: strata_problem
@@ -56,11 +59,12 @@ module strata
         integer(c_int32_t) :: backend
         integer(c_int32_t) :: threads
         integer(c_int32_t) :: device
-        integer(c_int32_t) :: smoother
+        integer(c_int32_t) :: smoother   ! 0 block Jacobi, 1 red-black, STRATA_DEFAULT
         real(c_double) :: rho
-        integer(c_int32_t) :: precision
+        integer(c_int32_t) :: precision  ! 0 fp64, 1 mixed, STRATA_DEFAULT
         real(c_double) :: relaxation  ! red-black smoother's over-relaxation weight, in (0, 2)
         integer(c_int32_t) :: halo    ! GPU ranks' halos: 0 MPI through host memory, 1 NCCL
+        integer(c_int32_t) :: prolongate_halos  ! 1: prolongate into rank halos; 0: exchange
     end type
 
     ! Mirrors StrataInfo of strata.h.
@@ -81,7 +85,8 @@ module strata
         integer(c_int32_t) :: ny
     end type
 
-    public :: strata_problem_default, strata_options_default, strata_solver_create
+    public :: strata_problem_default, strata_options_default, strata_options_paper
+    public :: strata_solver_create
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
     public :: strata_error_message, strata_solver_create_mpi, strata_solver_block
@@ -94,6 +99,12 @@ module strata
         end function
 
         integer(c_int) function strata_options_default(options) bind(c, name="strata_options_default")
+            import :: c_int, strata_options
+            type(strata_options), intent(out) :: options
+        end function
+
+        ! The paper's configuration: block-Jacobi smoothing and fp64.
+        integer(c_int) function strata_options_paper(options) bind(c, name="strata_options_paper")
             import :: c_int, strata_options
             type(strata_options), intent(out) :: options
         end function

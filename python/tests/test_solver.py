@@ -108,13 +108,23 @@ def test_the_example_time_loop_runs():
 def test_smoother_choices_take_fewer_cycles():
     f = random_rhs((64, 64, 32), 5)
     its = {}
-    for name, kwargs in [("jacobi", {}), ("rho 0.8", {"rho": 0.8}), ("red-black", {"smoother": "red-black"})]:
+    for name, kwargs in [
+        ("jacobi", {"smoother": "jacobi"}),
+        ("rho 0.8", {"smoother": "jacobi", "rho": 0.8}),
+        ("red-black", {"smoother": "red-black"}),
+        ("default", {}),
+        ("paper", {"paper": True}),
+    ]:
         s = strata.Solver(64, 32, solver="mg", levels=4, backend="cpu", **kwargs)
         u = s.solve(f)
         assert s.info["converged"], name
         assert np.linalg.norm(s.apply(u) - f) < 1e-4 * np.linalg.norm(f)
         its[name] = s.info["iterations"]
     assert its["rho 0.8"] < its["jacobi"] and its["red-black"] < its["jacobi"], its
+    # The default is red-black smoothing with mixed precision (the same fp64 answer to rtol, as
+    # checked above), at most 5 V-cycles here; paper=True is the paper's Jacobi in fp64.
+    assert its["default"] <= 5 and its["default"] < its["jacobi"], its
+    assert its["paper"] == its["jacobi"], its
     with pytest.raises(ValueError, match="smoother must be"):
         strata.Solver(16, 8, levels=3, smoother="sor")
     with pytest.raises(ValueError, match="rho"):

@@ -11,6 +11,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+// The value of `StrataOptions::smoother` and `StrataOptions::precision` that takes the
+// chosen solver's default: for mg and mg-cg red-black smoothing and mixed precision (the
+// measured best, the same fp64 answer), for the others block Jacobi and fp64.
+#define STRATA_DEFAULT -1
+
 // Status of a call.
 typedef enum StrataStatus {
   // Success.
@@ -91,14 +96,16 @@ typedef struct StrataOptions {
   // CUDA device ordinal.
   int32_t device;
   // Multigrid smoother: 0 the paper's block-Jacobi line relaxation, 1 red-black line
-  // Gauss–Seidel.
+  // Gauss–Seidel, STRATA_DEFAULT (-1) the solver's default (red-black for mg and mg-cg,
+  // block Jacobi for the others).
   int32_t smoother;
   // Damping ρ of the block-Jacobi smoother, in (0, 2) (2/3 by default; 0.8 takes fewer
   // cycles, docs/PERFORMANCE.md).
   double rho;
   // 0 fp64; 1 mixed: the outer iteration and its stopping test in fp64, the multigrid
   // preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with the multigrid
-  // preconditioner).
+  // preconditioner); STRATA_DEFAULT (-1) the solver's default (mixed for mg and mg-cg, fp64
+  // for the others).
   int32_t precision;
   // Over-relaxation weight w of the red-black smoother's half-sweeps, in (0, 2) (1 is line
   // Gauss–Seidel; 1.15 by default, which takes red-black mg from 5 cycles to 4). The
@@ -154,11 +161,20 @@ const char *strata_last_error(void);
 enum StrataStatus strata_problem_default(struct StrataProblem *problem);
 
 // Fills `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol 1e-5, 500 iterations,
-// gcr/bicgstab preconditioned by multigrid, GCR(5), backend auto, all cores, device 0.
+// the solver's default smoother and precision ([`STRATA_DEFAULT`]: red-black and mixed for mg
+// and mg-cg), gcr/bicgstab preconditioned by multigrid, GCR(5), backend auto, all cores,
+// device 0.
 //
 // # Safety
 // `options` must be null or point to a writable `StrataOptions`.
 enum StrataStatus strata_options_default(struct StrataOptions *options);
+
+// Fills `options` with the paper's configuration (Müller, Scheichl & Vainikko 2014): as
+// strata_options_default, with the block-Jacobi smoother (damped by 2/3) and fp64.
+//
+// # Safety
+// `options` must be null or point to a writable `StrataOptions`.
+enum StrataStatus strata_options_paper(struct StrataOptions *options);
 
 // Creates a solver for `problem` with `options` (both required); `*out` receives the handle, to
 // be released with strata_solver_destroy.

@@ -13,15 +13,13 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use strata_core::backend::cpu::CpuBackend;
-use strata_core::backend::reference::ReferenceBackend;
-use strata_core::backend::tiled::Tiled;
-use strata_core::comm::SphereComm;
 use strata_core::grid::Block;
+use strata_core::names::{BackendKind, Choice, HaloPath};
 use strata_core::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereStencil};
-use strata_core::solver::{Preconditioner, SolveInfo, SolverConfig, SolverKind};
-use strata_core::{PersistentSolver, StrataError};
-use strata_cuda::CudaBackend;
+use strata_core::solver::{Precision, Preconditioner, SolveInfo, SolverConfig, SolverKind};
+use strata_core::StrataError;
+use strata_cuda::DeviceHandle;
+use strata_session::{Place, Solver};
 
 /// Status of a call.
 #[repr(C)]
@@ -97,14 +95,16 @@ pub struct StrataOptions {
     /// CUDA device ordinal.
     pub device: i32,
     /// Multigrid smoother: 0 the paper's block-Jacobi line relaxation, 1 red-black line
-    /// Gauss–Seidel.
+    /// Gauss–Seidel, STRATA_DEFAULT (-1) the solver's default (red-black for mg and mg-cg,
+    /// block Jacobi for the others).
     pub smoother: i32,
     /// Damping ρ of the block-Jacobi smoother, in (0, 2) (2/3 by default; 0.8 takes fewer
     /// cycles, docs/PERFORMANCE.md).
     pub rho: f64,
     /// 0 fp64; 1 mixed: the outer iteration and its stopping test in fp64, the multigrid
     /// preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with the multigrid
-    /// preconditioner).
+    /// preconditioner); STRATA_DEFAULT (-1) the solver's default (mixed for mg and mg-cg, fp64
+    /// for the others).
     pub precision: i32,
     /// Over-relaxation weight w of the red-black smoother's half-sweeps, in (0, 2) (1 is line
     /// Gauss–Seidel; 1.15 by default, which takes red-black mg from 5 cycles to 4). The
@@ -114,6 +114,10 @@ pub struct StrataOptions {
     /// through host memory by MPI (the default), 1 by NCCL between device buffers (one GPU per
     /// rank; libstrata built with the `nccl` feature). Ignored by strata_solver_create.
     pub halo: i32,
+    /// 1 (the default): on ranks, the multigrid cycle fills a prolongated level's halo by
+    /// prolongating the neighbours' coarse values into it; 0: it exchanges after every
+    /// prolongation, as the paper's cycle does (the same iterates bit for bit, more messages).
+    pub prolongate_halos: i32,
 }
 
 /// What a solve did.
@@ -132,136 +136,31 @@ pub struct StrataInfo {
     pub seconds: f64,
 }
 
-// One handle per solver, created once: the size of the variants does not matter.
-#[allow(clippy::large_enum_variant)]
-enum Inner {
-    #[cfg(feature = "mpi")]
-    CpuMpi(
-        CpuBackend,
-        PersistentSolver<CpuBackend, strata_mpi::MpiComm<CpuBackend>>,
-    ),
-    #[cfg(feature = "mpi")]
-    CudaMpi(
-        Box<CudaBackend>,
-        PersistentSolver<CudaBackend, strata_mpi::MpiComm<CudaBackend>>,
-    ),
-    #[cfg(feature = "nccl")]
-    CudaNccl(
-        Box<CudaBackend>,
-        PersistentSolver<CudaBackend, strata_mpi::NcclComm>,
-    ),
-    Cpu(CpuBackend, PersistentSolver<CpuBackend>),
-    Reference(ReferenceBackend, PersistentSolver<ReferenceBackend>),
-    Cuda(Box<CudaBackend>, PersistentSolver<CudaBackend>),
-    CpuSphere(
-        Sphere<CpuBackend>,
-        PersistentSolver<Sphere<CpuBackend>, SphereComm>,
-    ),
-    CudaSphere(
-        Sphere<CudaBackend>,
-        PersistentSolver<Sphere<CudaBackend>, SphereComm>,
-    ),
-    #[cfg(feature = "mpi")]
-    CpuSphereMpi(
-        Sphere<CpuBackend>,
-        PersistentSolver<Sphere<CpuBackend>, strata_mpi::SphereMpiComm<CpuBackend>>,
-    ),
-    #[cfg(feature = "nccl")]
-    CudaSphereNccl(
-        Sphere<CudaBackend>,
-        PersistentSolver<Sphere<CudaBackend>, strata_mpi::SphereNcclComm>,
-    ),
-    #[cfg(feature = "mpi")]
-    CudaSphereMpi(
-        Sphere<CudaBackend>,
-        PersistentSolver<Sphere<CudaBackend>, strata_mpi::SphereMpiComm<CudaBackend>>,
-    ),
-}
-
-/// A backend over the six panels of the sphere, owning it.
-type Sphere<B> = Tiled<Box<B>>;
-
-/// Runs `$body` with `$b` the backend and `$p` the persistent solver of any kind of handle.
-macro_rules! dispatch {
-    ($inner:expr, $b:ident, $p:ident => $body:expr) => {
-        match $inner {
-            #[cfg(feature = "mpi")]
-            Inner::CpuMpi($b, $p) => $body,
-            #[cfg(feature = "mpi")]
-            Inner::CudaMpi($b, $p) => {
-                let $b = $b.as_ref();
-                $body
-            }
-            #[cfg(feature = "nccl")]
-            Inner::CudaNccl($b, $p) => {
-                let $b = $b.as_ref();
-                $body
-            }
-            #[cfg(feature = "nccl")]
-            Inner::CudaSphereNccl($b, $p) => $body,
-            Inner::Cpu($b, $p) => $body,
-            Inner::Reference($b, $p) => $body,
-            Inner::Cuda($b, $p) => {
-                let $b = $b.as_ref();
-                $body
-            }
-            Inner::CpuSphere($b, $p) => $body,
-            Inner::CudaSphere($b, $p) => $body,
-            #[cfg(feature = "mpi")]
-            Inner::CpuSphereMpi($b, $p) => $body,
-            #[cfg(feature = "mpi")]
-            Inner::CudaSphereMpi($b, $p) => $body,
-        }
-    };
-}
-
-/// Runs `$body` with `$b` the CUDA backend and `$p` the solver of a handle on the GPU; an error
-/// for a handle on the host.
-macro_rules! dispatch_cuda {
-    ($inner:expr, $b:ident, $p:ident => $body:expr) => {
-        match $inner {
-            #[cfg(feature = "mpi")]
-            Inner::CudaMpi($b, $p) => {
-                let $b = $b.as_ref();
-                $body
-            }
-            #[cfg(feature = "nccl")]
-            Inner::CudaNccl($b, $p) => {
-                let $b = $b.as_ref();
-                $body
-            }
-            #[cfg(feature = "nccl")]
-            Inner::CudaSphereNccl($b, $p) => $body,
-            Inner::Cuda($b, $p) => {
-                let $b = $b.as_ref();
-                $body
-            }
-            Inner::CudaSphere($b, $p) => $body,
-            #[cfg(feature = "mpi")]
-            Inner::CudaSphereMpi($b, $p) => $body,
-            _ => Err(StrataError::invalid(
-                "solver",
-                "is on the CPU: device arrays need a solver created on the CUDA backend \
-                 (options.backend = 2, or 0 where a GPU is usable)",
-            )),
-        }
-    };
-}
-
 /// An opaque solver handle.
 pub struct StrataSolver {
-    inner: Inner,
+    inner: Box<dyn Solver>,
 }
 
 impl StrataSolver {
     /// Values of one field of the solver's block.
     fn len(&self) -> usize {
-        dispatch!(&self.inner, _b, p => p.len())
+        self.inner.len()
     }
 
     /// The problem the solver was set up for (with its current coefficients and ω).
     fn problem(&self) -> &ProblemParams {
-        dispatch!(&self.inner, _b, p => p.problem())
+        self.inner.problem()
+    }
+
+    /// The device-array calls, or the error for a solver on the CPU.
+    fn device(&mut self) -> Result<&mut dyn DeviceHandle, StrataError> {
+        self.inner.device().ok_or_else(|| {
+            StrataError::invalid(
+                "solver",
+                "is on the CPU: device arrays need a solver created on the CUDA backend \
+                 (options.backend = 2, or 0 where a GPU is usable)",
+            )
+        })
     }
 }
 
@@ -345,8 +244,15 @@ pub unsafe extern "C" fn strata_problem_default(problem: *mut StrataProblem) -> 
     })
 }
 
+/// The value of `StrataOptions::smoother` and `StrataOptions::precision` that takes the
+/// chosen solver's default: for mg and mg-cg red-black smoothing and mixed precision (the
+/// measured best, the same fp64 answer), for the others block Jacobi and fp64.
+pub const STRATA_DEFAULT: i32 = -1;
+
 /// Fills `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol 1e-5, 500 iterations,
-/// gcr/bicgstab preconditioned by multigrid, GCR(5), backend auto, all cores, device 0.
+/// the solver's default smoother and precision ([`STRATA_DEFAULT`]: red-black and mixed for mg
+/// and mg-cg), gcr/bicgstab preconditioned by multigrid, GCR(5), backend auto, all cores,
+/// device 0.
 ///
 /// # Safety
 /// `options` must be null or point to a writable `StrataOptions`.
@@ -355,41 +261,53 @@ pub unsafe extern "C" fn strata_options_default(options: *mut StrataOptions) -> 
     guard(|| {
         // SAFETY: the caller promises a valid pointer or null (checked).
         let out = unsafe { options.as_mut() }.ok_or_else(|| invalid("options is null"))?;
-        let c = SolverConfig::default();
-        *out = StrataOptions {
-            solver: 1,
-            levels: c.multigrid.n_levels as i32,
-            coarse_steps: c.multigrid.coarse_steps as i32,
-            rtol: c.stopping.rtol,
-            max_it: c.stopping.max_it as i32,
-            preconditioner: 1,
-            restart: c.restart as i32,
-            backend: 0,
-            threads: 0,
-            device: 0,
-            smoother: 0,
-            rho: c.multigrid.rho,
-            precision: 0,
-            relaxation: c.multigrid.relaxation,
-            halo: 0,
-        };
+        *out = options_of(&SolverConfig::default());
+        out.smoother = STRATA_DEFAULT;
+        out.precision = STRATA_DEFAULT;
         Ok(())
     })
 }
 
+/// Fills `options` with the paper's configuration (Müller, Scheichl & Vainikko 2014): as
+/// strata_options_default, with the block-Jacobi smoother (damped by 2/3) and fp64.
+///
+/// # Safety
+/// `options` must be null or point to a writable `StrataOptions`.
+#[no_mangle]
+pub unsafe extern "C" fn strata_options_paper(options: *mut StrataOptions) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a valid pointer or null (checked).
+        let out = unsafe { options.as_mut() }.ok_or_else(|| invalid("options is null"))?;
+        *out = options_of(&SolverConfig::paper(SolverKind::Mg));
+        Ok(())
+    })
+}
+
+/// The C options of `c`, on one process, the backend chosen at run time.
+fn options_of(c: &SolverConfig) -> StrataOptions {
+    StrataOptions {
+        solver: c.kind.code(),
+        levels: c.multigrid.n_levels as i32,
+        coarse_steps: c.multigrid.coarse_steps as i32,
+        rtol: c.stopping.rtol,
+        max_it: c.stopping.max_it as i32,
+        preconditioner: c.preconditioner.code(),
+        restart: c.restart as i32,
+        backend: BackendKind::Auto.code(),
+        threads: 0,
+        device: 0,
+        smoother: c.multigrid.smoother.code(),
+        rho: c.multigrid.rho,
+        precision: c.precision.code(),
+        relaxation: c.multigrid.relaxation,
+        halo: HaloPath::Mpi.code(),
+        prolongate_halos: i32::from(c.multigrid.prolongate_halos),
+    }
+}
+
 fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
     Ok(ProblemParams {
-        geometry: match p.geometry {
-            0 => Geometry::Panel,
-            1 => Geometry::Box,
-            2 => Geometry::Sphere,
-            g => {
-                return Err(StrataError::invalid(
-                    "geometry",
-                    format!("must be 0 (panel), 1 (box) or 2 (sphere) (got {g})"),
-                ))
-            }
-        },
+        geometry: Geometry::from_code(p.geometry)?,
         n: count("n", p.n)?,
         nz: count("nz", p.nz)?,
         cfl: p.cfl,
@@ -403,76 +321,42 @@ fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
         },
         omega: (p.omega > 0.0).then_some(p.omega),
         coefficients: None,
-        sphere_stencil: match p.sphere_stencil {
-            0 => SphereStencil::NinePoint,
-            1 => SphereStencil::TwoPoint,
-            s => {
-                return Err(StrataError::invalid(
-                    "sphere_stencil",
-                    format!("must be 0 (nine-point) or 1 (two-point) (got {s})"),
-                ))
-            }
-        },
+        sphere_stencil: SphereStencil::from_code(p.sphere_stencil)?,
     })
 }
 
 fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
-    let kind = match o.solver {
-        0 => SolverKind::Cg,
-        1 => SolverKind::Mg,
-        2 => SolverKind::MgCg,
-        3 => SolverKind::Gcr,
-        4 => SolverKind::BiCgStab,
-        s => {
-            return Err(StrataError::invalid(
-                "solver",
-                format!("must be 0..4 (got {s})"),
-            ))
-        }
-    };
-    let pc = match o.preconditioner {
-        0 => Preconditioner::Line,
-        1 => Preconditioner::Multigrid,
-        p => {
-            return Err(StrataError::invalid(
-                "preconditioner",
-                format!("must be 0 or 1 (got {p})"),
-            ))
-        }
-    };
-    let smoother = match o.smoother {
-        0 => strata_core::solver::Smoother::Jacobi,
-        1 => strata_core::solver::Smoother::RedBlack,
-        s => {
-            return Err(StrataError::invalid(
-                "smoother",
-                format!("must be 0 (block Jacobi) or 1 (red-black) (got {s})"),
-            ))
-        }
-    };
-    let precision = match o.precision {
-        0 => strata_core::solver::Precision::F64,
-        1 => strata_core::solver::Precision::Mixed,
-        p => {
-            return Err(StrataError::invalid(
-                "precision",
-                format!("must be 0 (fp64) or 1 (mixed) (got {p})"),
-            ))
-        }
-    };
-    let cfg = SolverConfig::new(kind)
-        .with_precision(precision)
+    let mut cfg = SolverConfig::new(SolverKind::from_code(o.solver)?);
+    if o.precision != STRATA_DEFAULT {
+        cfg = cfg.with_precision(Precision::from_code(o.precision)?);
+    }
+    if o.smoother != STRATA_DEFAULT {
+        cfg = cfg.with_smoother(strata_core::solver::Smoother::from_code(o.smoother)?);
+    }
+    let cfg = cfg
         .with_levels(count("levels", o.levels)?)
         .with_coarse_steps(count("coarse_steps", o.coarse_steps)?)
         .with_rtol(o.rtol)
         .with_max_it(count("max_it", o.max_it)?)
-        .with_preconditioner(pc)
+        .with_preconditioner(Preconditioner::from_code(o.preconditioner)?)
         .with_restart(count("restart", o.restart)?)
-        .with_smoother(smoother)
         .with_rho(o.rho)
-        .with_relaxation(o.relaxation);
+        .with_relaxation(o.relaxation)
+        .with_prolongated_halos(o.prolongate_halos != 0);
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// Where `o` says the solver runs (backend, threads, device, halo path), on one process.
+fn place(o: &StrataOptions) -> Result<Place, StrataError> {
+    let threads = match count("threads", o.threads)? {
+        0 => None,
+        t => Some(t),
+    };
+    Ok(Place::new(BackendKind::from_code(o.backend)?)
+        .with_threads(threads)
+        .with_device(count("device", o.device)?)
+        .with_halo(HaloPath::from_code(o.halo)?))
 }
 
 /// Creates a solver for `problem` with `options` (both required); `*out` receives the handle, to
@@ -495,49 +379,7 @@ pub unsafe extern "C" fn strata_solver_create(
             out.ok_or_else(|| invalid("out is null"))?,
         );
         *out = std::ptr::null_mut();
-        let params = problem_params(p)?;
-        let cfg = solver_config(o)?;
-        let threads = match count("threads", o.threads)? {
-            0 => None,
-            t => Some(t),
-        };
-        let device = count("device", o.device)?;
-        let sphere = params.geometry == Geometry::Sphere;
-        let cuda = |device| -> Result<Inner, StrataError> {
-            let b = Box::new(CudaBackend::new(device)?);
-            if sphere {
-                let b = Tiled::new(b);
-                let s = PersistentSolver::sphere(&b, &params, &cfg)?;
-                return Ok(Inner::CudaSphere(b, s));
-            }
-            let s = PersistentSolver::new(b.as_ref(), &params, &cfg)?;
-            Ok(Inner::Cuda(b, s))
-        };
-        let cpu = || -> Result<Inner, StrataError> {
-            let b = CpuBackend::new(threads)?;
-            if sphere {
-                let b = Tiled::new(Box::new(b));
-                let s = PersistentSolver::sphere(&b, &params, &cfg)?;
-                return Ok(Inner::CpuSphere(b, s));
-            }
-            let s = PersistentSolver::new(&b, &params, &cfg)?;
-            Ok(Inner::Cpu(b, s))
-        };
-        let inner = match o.backend {
-            0 if strata_cuda::unavailable_reason().is_none() => cuda(device)?,
-            0 | 1 => cpu()?,
-            2 => cuda(device)?,
-            3 => {
-                let s = PersistentSolver::new(&ReferenceBackend, &params, &cfg)?;
-                Inner::Reference(ReferenceBackend, s)
-            }
-            b => {
-                return Err(StrataError::invalid(
-                    "backend",
-                    format!("must be 0..3 (got {b})"),
-                ))
-            }
-        };
+        let inner = strata_session::open(&problem_params(p)?, &solver_config(o)?, place(o)?)?;
         *out = Box::into_raw(Box::new(StrataSolver { inner }));
         Ok(())
     })
@@ -604,7 +446,7 @@ pub unsafe extern "C" fn strata_solver_solve(
         let u = unsafe { std::slice::from_raw_parts_mut(u, len) };
         let warm = initial_guess != 0;
         rebuild_pending(s)?;
-        let record: SolveInfo = dispatch!(&mut s.inner, b, p => p.solve(b, rhs, u, warm)?);
+        let record: SolveInfo = s.inner.solve(rhs, u, warm)?;
         // SAFETY: `info` is null or writable, as the caller promises.
         unsafe { write_info(info, &record) };
         Ok(())
@@ -634,7 +476,7 @@ pub unsafe extern "C" fn strata_solver_apply(
         // SAFETY: non-null, `len` writable values promised by the caller.
         let y = unsafe { std::slice::from_raw_parts_mut(y, len) };
         rebuild_pending(s)?;
-        dispatch!(&mut s.inner, b, p => p.apply(b, x, y))
+        s.inner.apply(x, y)
     })
 }
 
@@ -642,9 +484,8 @@ pub unsafe extern "C" fn strata_solver_apply(
 /// on the device are made there again (`DeviceSolve::rebuild_pending`), before a solve or an
 /// apply would rebuild them on the host.
 fn rebuild_pending(s: &mut StrataSolver) -> Result<(), StrataError> {
-    if let Inner::Cuda(b, q) = &mut s.inner {
-        use strata_cuda::DeviceSolve;
-        q.rebuild_pending(b.as_ref())?;
+    if let Some(d) = s.inner.device() {
+        d.rebuild_pending()?;
     }
     Ok(())
 }
@@ -655,15 +496,8 @@ const COEFFICIENT_NAMES: [&str; 7] = Coefficients::FIELD_NAMES;
 /// This rank's block where the solver is one rank of a distributed panel or box solve (whose
 /// coefficient arrays are the block's own); `None` otherwise (one process, or the sphere).
 fn rank_block(s: &StrataSolver) -> Option<Block> {
-    match &s.inner {
-        #[cfg(feature = "mpi")]
-        Inner::CpuMpi(_, q) => Some(q.block()),
-        #[cfg(feature = "mpi")]
-        Inner::CudaMpi(_, q) => Some(q.block()),
-        #[cfg(feature = "nccl")]
-        Inner::CudaNccl(_, q) => Some(q.block()),
-        _ => None,
-    }
+    let (ranks, p) = (s.inner.on_ranks(), s.problem());
+    (ranks && p.geometry != Geometry::Sphere).then(|| s.inner.block())
 }
 
 /// Coefficient fields from the seven arrays of the set_coefficients calls (in
@@ -744,13 +578,10 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
         )?;
         // One process on a GPU: the levels are made on the device from an uploaded copy (the
         // same operator, a small part of the time).
-        if let Inner::Cuda(b, q) = &mut s.inner {
-            use strata_cuda::DeviceSolve;
-            return q
-                .set_coefficients_host(b.as_ref(), coefficients)
-                .map(|_| ());
+        if let Some(d) = s.inner.device() {
+            return d.set_coefficients_host(coefficients).map(|_| ());
         }
-        dispatch!(&mut s.inner, b, p => p.update_coefficients(b, coefficients))
+        s.inner.update_coefficients(coefficients)
     })
 }
 
@@ -766,7 +597,7 @@ pub unsafe extern "C" fn strata_solver_set_omega(
     guard(|| {
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        dispatch!(&mut s.inner, b, p => p.update_omega(b, omega))
+        s.inner.update_omega(omega)
     })
 }
 
@@ -820,7 +651,7 @@ unsafe fn device_pair(
     (b, b_name): (*const f64, &str),
     order: i32,
 ) -> Result<(strata_cuda::DeviceArray, strata_cuda::DeviceArray), StrataError> {
-    let (block, nz) = (dispatch!(&s.inner, _b, p => p.block()), s.problem().nz);
+    let (block, nz) = (s.inner.block(), s.problem().nz);
     // SAFETY: promised by the caller (ranges checked on use).
     unsafe {
         Ok((
@@ -880,10 +711,9 @@ unsafe fn solve_device_arrays(
     initial_guess: i32,
     info: *mut StrataInfo,
 ) -> Result<(), StrataError> {
-    use strata_cuda::DeviceSolve;
     let x0 = (initial_guess != 0).then_some(x);
     rebuild_pending(s)?;
-    let record = dispatch_cuda!(&mut s.inner, b, p => p.solve_device(b, r, x0, x))?;
+    let record = s.device()?.solve_device(r, x0, x)?;
     // SAFETY: null or writable, as promised.
     unsafe { write_info(info, &record) };
     Ok(())
@@ -960,13 +790,12 @@ pub unsafe extern "C" fn strata_solver_apply_device(
     order: i32,
 ) -> StrataStatus {
     guard(|| {
-        use strata_cuda::DeviceSolve;
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         // SAFETY: device arrays of the block promised by the caller (ranges checked on use).
         let (xa, ya) = unsafe { device_pair(s, (x, "x"), (y, "y"), order)? };
         rebuild_pending(s)?;
-        dispatch_cuda!(&mut s.inner, b, p => p.apply_device(b, &xa, &ya))
+        s.device()?.apply_device(&xa, &ya)
     })
 }
 
@@ -997,11 +826,10 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
     order: i32,
 ) -> StrataStatus {
     guard(|| {
-        use strata_cuda::DeviceSolve;
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         let p = s.problem().clone();
-        let block = dispatch!(&s.inner, _b, p => p.block());
+        let block = s.inner.block();
         let ranks = rank_block(s);
         if ranks.is_none() && s.len() as u64 != p.unknowns() {
             return Err(StrataError::invalid(
@@ -1025,7 +853,7 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
                 }
             }
             let fields = arrays.each_ref().map(Option::as_ref);
-            return dispatch_cuda!(&mut s.inner, b, q => q.set_coefficients_device(b, fields));
+            return s.device()?.set_coefficients_device(fields);
         }
         let coefficients = coefficients_from(
             &p,
@@ -1035,10 +863,11 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
                 // SAFETY: a device array of the block promised by the caller (its range is checked
                 // before use).
                 let a = unsafe { device_array(ptr, order, block, p.nz, name) }?;
-                dispatch_cuda!(&mut s.inner, b, q => q.read_device(b, &a))
+                s.device()?.read_device(&a)
             },
         )?;
-        dispatch_cuda!(&mut s.inner, b, q => q.update_coefficients(b, coefficients))
+        s.device()?;
+        s.inner.update_coefficients(coefficients)
     })
 }
 
@@ -1073,16 +902,12 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
         *out = std::ptr::null_mut();
         #[cfg(feature = "mpi")]
         {
-            use strata_core::grid::RankGrid;
             use strata_mpi::mpi::raw::FromRaw;
             use strata_mpi::mpi::topology::SimpleCommunicator;
             use strata_mpi::mpi::traits::Communicator;
             let params = problem_params(p)?;
             let cfg = solver_config(o)?;
-            let threads = match count("threads", o.threads)? {
-                0 => None,
-                t => Some(t),
-            };
+            let place = place(o)?;
             // SAFETY: the caller promises a valid Fortran communicator handle; MPI converts it.
             let raw = unsafe { strata_mpi::mpi::ffi::RSMPI_Comm_f2c(fortran_comm) };
             // SAFETY: a live communicator of the caller's.
@@ -1091,103 +916,7 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             // solver); the caller's communicator stays the caller's: the wrapper must not free it.
             let world = theirs.duplicate();
             std::mem::forget(theirs);
-            let grid = RankGrid::choose(world.size() as usize);
-            let rank = world.rank() as usize;
-            let cuda = match o.backend {
-                0 => strata_cuda::unavailable_reason().is_none(),
-                1 => false,
-                2 => true,
-                b => {
-                    return Err(StrataError::invalid(
-                        "backend",
-                        format!(
-                        "of a distributed solver must be 0 (auto), 1 (cpu) or 2 (cuda) (got {b})"
-                    ),
-                    ))
-                }
-            };
-            let nccl = match o.halo {
-                0 => false,
-                1 if !cuda => {
-                    return Err(StrataError::invalid(
-                        "halo",
-                        "= 1 (NCCL) moves device memory: it needs GPU ranks (backend 2, or 0 \
-                         where a GPU is usable)",
-                    ))
-                }
-                1 if cfg!(not(feature = "nccl")) => {
-                    return Err(StrataError::invalid(
-                        "halo",
-                        "= 1 (NCCL): this libstrata was built without NCCL (cargo build -p \
-                         strata-capi --features nccl)",
-                    ))
-                }
-                1 => true,
-                h => {
-                    return Err(StrataError::invalid(
-                        "halo",
-                        format!("must be 0 (MPI through host memory) or 1 (NCCL) (got {h})"),
-                    ))
-                }
-            };
-            // Without NCCL built in, `halo = 1` was refused above.
-            #[cfg(not(feature = "nccl"))]
-            let _ = nccl;
-            if params.geometry == Geometry::Sphere {
-                // Whole panels up to six ranks, blocks of every panel beyond.
-                params.validate()?;
-                let size = world.size() as usize;
-                let tiles =
-                    strata_core::grid::sphere::rank_tiles(params.n, cfg.num_levels(), size, rank)?;
-                let k = params.n / tiles[0].nx;
-                use strata_mpi::SphereMpiComm;
-                #[cfg(feature = "nccl")]
-                if nccl {
-                    let inner =
-                        nccl_sphere(world, k, &tiles, &params, &cfg, count("device", o.device)?)?;
-                    *out = Box::into_raw(Box::new(StrataSolver { inner }));
-                    return Ok(());
-                }
-                let inner = if cuda {
-                    let b = Tiled::new(Box::new(CudaBackend::new(count("device", o.device)?)?));
-                    let comm = SphereMpiComm::new(world, k);
-                    let s = PersistentSolver::with_tiles(&b, comm, &params, &tiles, &cfg)?;
-                    Inner::CudaSphereMpi(b, s)
-                } else {
-                    let b = Tiled::new(Box::new(CpuBackend::new(threads)?));
-                    let comm = SphereMpiComm::new(world, k);
-                    let s = PersistentSolver::with_tiles(&b, comm, &params, &tiles, &cfg)?;
-                    Inner::CpuSphereMpi(b, s)
-                };
-                *out = Box::into_raw(Box::new(StrataSolver { inner }));
-                return Ok(());
-            }
-            let dec = cfg.validate_for(params.n, grid)?;
-            let block = dec.fine_block(rank);
-            #[cfg(feature = "nccl")]
-            if nccl {
-                let inner = nccl_block(
-                    world,
-                    grid,
-                    block,
-                    &params,
-                    &cfg,
-                    count("device", o.device)?,
-                )?;
-                *out = Box::into_raw(Box::new(StrataSolver { inner }));
-                return Ok(());
-            }
-            let inner = if cuda {
-                let b = Box::new(CudaBackend::new(count("device", o.device)?)?);
-                let comm = strata_mpi::MpiComm::new(world, grid)?;
-                let s = PersistentSolver::with_comm(b.as_ref(), comm, &params, block, &cfg)?;
-                Inner::CudaMpi(b, s)
-            } else {
-                let b = CpuBackend::new(threads)?;
-                let comm = strata_mpi::MpiComm::new(world, grid)?;
-                let s = PersistentSolver::with_comm(&b, comm, &params, block, &cfg)?;
-                Inner::CpuMpi(b, s)
-            };
+            let inner = strata_session::open(&params, &cfg, place.with_comm(world))?;
             *out = Box::into_raw(Box::new(StrataSolver { inner }));
             Ok(())
         }
@@ -1201,39 +930,6 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             })
         }
     })
-}
-
-/// A rank of a distributed panel or box solve on CUDA device `device` whose halos travel by
-/// NCCL.
-#[cfg(feature = "nccl")]
-fn nccl_block(
-    world: strata_mpi::mpi::topology::SimpleCommunicator,
-    grid: strata_core::grid::RankGrid,
-    block: Block,
-    params: &ProblemParams,
-    cfg: &SolverConfig,
-    device: usize,
-) -> Result<Inner, StrataError> {
-    let b = Box::new(CudaBackend::new(device)?);
-    let comm = strata_mpi::NcclComm::new(world, grid, b.as_ref())?;
-    let s = PersistentSolver::with_comm(b.as_ref(), comm, params, block, cfg)?;
-    Ok(Inner::CudaNccl(b, s))
-}
-
-/// A rank of a distributed sphere on CUDA device `device` whose halos travel by NCCL.
-#[cfg(feature = "nccl")]
-fn nccl_sphere(
-    world: strata_mpi::mpi::topology::SimpleCommunicator,
-    k: usize,
-    tiles: &[Block],
-    params: &ProblemParams,
-    cfg: &SolverConfig,
-    device: usize,
-) -> Result<Inner, StrataError> {
-    let b = Tiled::new(Box::new(CudaBackend::new(device)?));
-    let comm = strata_mpi::SphereNcclComm::new(world, k, tiles, b.inner())?;
-    let s = PersistentSolver::with_tiles(&b, comm, params, tiles, cfg)?;
-    Ok(Inner::CudaSphereNccl(b, s))
 }
 
 /// One tile of the sphere held by a solver: a block of one panel (docs/MODEL.md §16).
@@ -1272,7 +968,9 @@ pub unsafe extern "C" fn strata_solver_tiles(
         let (s, count) = unsafe { (solver.as_ref(), count.as_mut()) };
         let s = s.ok_or_else(|| invalid("solver is null"))?;
         let count = count.ok_or_else(|| invalid("count is null"))?;
-        let mine: Vec<StrataTile> = dispatch!(&s.inner, _b, p => p.tiles())
+        let mine: Vec<StrataTile> = s
+            .inner
+            .tiles()
             .iter()
             .map(|b| StrataTile {
                 panel: b.panel.map_or(-1, |p| p as i32),
@@ -1326,7 +1024,7 @@ pub unsafe extern "C" fn strata_solver_block(
             )
         };
         let s = s.ok_or_else(|| invalid("solver is null"))?;
-        let b = dispatch!(&s.inner, _b, p => p.block());
+        let b = s.inner.block();
         for (out, v, name) in [
             (i0, b.i0, "i0"),
             (j0, b.j0, "j0"),
@@ -1392,6 +1090,7 @@ mod tests {
             precision: 0,
             relaxation: SolverConfig::default().multigrid.relaxation,
             halo: 0,
+            prolongate_halos: 1,
         }
     }
 
@@ -1536,7 +1235,7 @@ mod tests {
             );
             assert_eq!(info.converged, 1);
             let cfg = solver_config(&o).unwrap();
-            let b = CpuBackend::new(Some(1)).unwrap();
+            let b = strata_core::backend::cpu::CpuBackend::new(Some(1)).unwrap();
             let want = strata_core::solve(&b, &params, &cfg, &rhs, &mut |_, _| {}).unwrap();
             assert_eq!(info.iterations as usize, want.info.iterations);
             assert_eq!(u, want.u);

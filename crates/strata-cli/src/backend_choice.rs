@@ -1,11 +1,12 @@
 //! The one place that chooses a backend at run time; everything below is monomorphised.
 
 use crate::job::Job;
-use crate::options::{BackendArg, BackendArgs};
+use crate::options::BackendArgs;
 use crate::CliResult;
 use strata::backend::cpu::CpuBackend;
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::Backend;
+use strata::names::BackendKind;
 use strata::perf::Probes;
 use strata_cuda::{unavailable_reason, CudaBackend};
 
@@ -46,7 +47,7 @@ pub fn with_backend<T: BackendTask>(
     task: T,
 ) -> CliResult<T::Output> {
     match args.backend {
-        BackendArg::Auto => match unavailable_reason() {
+        BackendKind::Auto => match unavailable_reason() {
             None => task.run(&CudaBackend::new(device(args, job)?)?),
             Some(why) => {
                 if job.is_root() {
@@ -55,13 +56,13 @@ pub fn with_backend<T: BackendTask>(
                 task.run(&CpuBackend::new(args.threads)?)
             }
         },
-        BackendArg::Cpu => task.run(&CpuBackend::new(args.threads)?),
-        BackendArg::Cuda => {
+        BackendKind::Cpu => task.run(&CpuBackend::new(args.threads)?),
+        BackendKind::Cuda => {
             if let Some(why) = unavailable_reason() {
                 return Err(format!("--backend cuda: {why}").into());
             }
             task.run(&CudaBackend::new(device(args, job)?)?)
         }
-        BackendArg::Reference => task.run(&ReferenceBackend),
+        BackendKind::Reference => task.run(&ReferenceBackend),
     }
 }

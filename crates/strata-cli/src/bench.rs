@@ -4,7 +4,7 @@
 
 use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;
-use crate::options::{BackendArgs, MgArgs, ProblemArgs, SolverArg};
+use crate::options::{choice, BackendArgs, MgArgs, ProblemArgs};
 use crate::report::Summary;
 use crate::solve::validate;
 use crate::CliResult;
@@ -20,7 +20,7 @@ use strata::grid::{sphere, Block, RankGrid};
 use strata::perf::kernel_cost;
 use strata::perf::Probes;
 use strata::problem::{build_rhs, build_rhs_tiles, Coefficients, Geometry, ProblemParams, RhsKind};
-use strata::solver::{Kernel, MgParams, SolveParams, SolverConfig, SolverKind};
+use strata::solver::{Kernel, MgParams, SolveParams, SolverKind};
 
 /// Options of `strata bench`.
 #[derive(Args, Debug)]
@@ -29,8 +29,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_values_t = vec![128, 256])]
     pub sizes: Vec<usize>,
     /// Solvers to time (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![SolverArg::Cg, SolverArg::Mg])]
-    pub solvers: Vec<SolverArg>,
+    #[arg(long, value_parser = choice::<SolverKind>(), value_delimiter = ',', default_values = ["cg", "mg"])]
+    pub solvers: Vec<SolverKind>,
     #[command(flatten)]
     pub problem: ProblemArgs,
     #[command(flatten)]
@@ -119,7 +119,8 @@ impl BackendTask for Task {
         backend: &B,
     ) -> CliResult<ExitCode> {
         let a = self.args;
-        let mg = a.mg.params();
+        // The multigrid settings of the report: mg's.
+        let mg = a.mg.configure(SolverKind::Mg).multigrid;
         let solve_params = SolveParams {
             rtol: a.rtol,
             ..Default::default()
@@ -152,12 +153,7 @@ impl BackendTask for Task {
             ops
         };
         // Check everything before the long part.
-        let config = |s: SolverArg| {
-            SolverConfig::new(s.into())
-                .with_multigrid(mg.clone())
-                .with_precision(a.mg.precision.into())
-                .with_stopping(solve_params.clone())
-        };
+        let config = |s: SolverKind| a.mg.configure(s).with_stopping(solve_params.clone());
         for &n in &a.sizes {
             for &s in &a.solvers {
                 let mut p = a.problem.params(n);

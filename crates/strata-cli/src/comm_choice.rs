@@ -2,7 +2,7 @@
 //! is monomorphised over the communicator.
 
 use crate::job::Job;
-use crate::solve::HaloArg;
+use crate::options::HaloArg;
 use crate::CliResult;
 use strata::backend::tiled::Tiled;
 use strata::backend::Backend;

@@ -1,84 +1,35 @@
-//! Command-line options shared by `solve` and `bench`.
+//! Command-line options shared by `solve` and `bench`. Every choice is a core type parsed by
+//! its name in `strata::names` ([`choice`]): the command line, C and Python share one table.
 
-use clap::{Args, ValueEnum};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::Args;
+use strata::names::{BackendKind, Choice};
 use strata::problem::{Geometry, Grading, ProblemParams, SphereStencil};
-use strata::solver::{MgParams, SolverKind};
+use strata::solver::{Precision, Smoother, SolverConfig};
 
-/// Horizontal geometry (command-line form).
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum GeometryArg {
-    /// One gnomonic panel of the cubed sphere.
-    Panel,
-    /// The flat box `[0,1]² × [0,H]`.
-    Box,
-    /// The whole cubed sphere: six panels of n × n columns, no lateral boundary.
-    Sphere,
+/// The clap parser of a core choice: its names ([`Choice::names`]), parsed by [`Choice::parse`].
+pub fn choice<T: Choice + Clone + Send + Sync>() -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(T::names()).try_map(|s| T::parse(&s))
 }
 
-/// Solver (command-line form).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum SolverArg {
-    /// CG preconditioned by vertical line relaxation (fused kernels).
-    Cg,
-    /// Tensor-product multigrid, V(1,1) cycles.
-    Mg,
-    /// Flexible CG preconditioned by one multigrid V-cycle.
-    MgCg,
-    /// Restarted GCR(k) for non-symmetric operators, preconditioned as --pc says.
-    Gcr,
-    /// BiCGStab for non-symmetric operators, preconditioned as --pc says.
-    Bicgstab,
-}
-
-/// Preconditioner of gcr and bicgstab (command-line form).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum PcArg {
-    /// One vertical line relaxation (M⁻¹).
-    Line,
-    /// One multigrid V(1,1) cycle.
-    Mg,
-}
-
-impl From<PcArg> for strata::solver::Preconditioner {
-    fn from(p: PcArg) -> Self {
-        match p {
-            PcArg::Line => Self::Line,
-            PcArg::Mg => Self::Multigrid,
-        }
-    }
-}
-
-impl From<SolverArg> for SolverKind {
-    fn from(s: SolverArg) -> Self {
-        match s {
-            SolverArg::Cg => SolverKind::Cg,
-            SolverArg::Mg => SolverKind::Mg,
-            SolverArg::MgCg => SolverKind::MgCg,
-            SolverArg::Gcr => SolverKind::Gcr,
-            SolverArg::Bicgstab => SolverKind::BiCgStab,
-        }
-    }
-}
-
-/// Backend (command-line form).
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum BackendArg {
-    /// The GPU when one is usable, else the CPU (saying why on stderr).
+/// Halo exchange path of an MPI job: `auto` chooses at run time, so it is not a
+/// [`strata::names::HaloPath`].
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum HaloArg {
+    /// NCCL for GPU ranks when built and found, else MPI.
     Auto,
-    /// Multithreaded CPU backend.
-    Cpu,
-    /// NVIDIA GPU (CUDA 13 driver and NVRTC, loaded at run time).
-    Cuda,
-    /// Serial, unfused reference backend (slow; for checking).
-    Reference,
+    /// MPI point-to-point through host buffers.
+    Mpi,
+    /// NCCL point-to-point between device buffers.
+    Nccl,
 }
 
-/// The physical problem.
 #[derive(Args, Debug, Clone)]
 pub struct ProblemArgs {
-    /// Horizontal geometry.
-    #[arg(long, value_enum, default_value = "panel")]
-    pub geometry: GeometryArg,
+    /// Horizontal geometry: one cubed-sphere panel, the flat box, or the whole sphere (six
+    /// panels).
+    #[arg(long, value_parser = choice::<Geometry>(), default_value = "panel")]
+    pub geometry: Geometry,
     /// Vertical cells per column.
     #[arg(long, default_value_t = 128)]
     pub nz: usize,
@@ -101,28 +52,16 @@ pub struct ProblemArgs {
     pub graded: bool,
     /// The horizontal stencil on the sphere: nine-point (consistent, second order) or
     /// two-point (the paper's fluxes, not consistent: its error stalls near 2e-3).
-    #[arg(long, value_enum, default_value = "nine-point")]
-    pub sphere_stencil: SphereStencilArg,
-}
-
-/// The sphere's horizontal stencil (command-line form).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SphereStencilArg {
-    /// Conormal fluxes with the cross terms (docs/MODEL.md §16.1).
-    NinePoint,
-    /// The paper's two-point fluxes (§16.2).
-    TwoPoint,
+    /// (docs/MODEL.md §16.1, §16.2).
+    #[arg(long, value_parser = choice::<SphereStencil>(), default_value = "nine-point")]
+    pub sphere_stencil: SphereStencil,
 }
 
 impl ProblemArgs {
     /// The problem at horizontal size n.
     pub fn params(&self, n: usize) -> ProblemParams {
         ProblemParams {
-            geometry: match self.geometry {
-                GeometryArg::Panel => Geometry::Panel,
-                GeometryArg::Box => Geometry::Box,
-                GeometryArg::Sphere => Geometry::Sphere,
-            },
+            geometry: self.geometry,
             n,
             nz: self.nz,
             cfl: self.cfl,
@@ -136,10 +75,7 @@ impl ProblemArgs {
             },
             omega: None,
             coefficients: None,
-            sphere_stencil: match self.sphere_stencil {
-                SphereStencilArg::NinePoint => SphereStencil::NinePoint,
-                SphereStencilArg::TwoPoint => SphereStencil::TwoPoint,
-            },
+            sphere_stencil: self.sphere_stencil,
         }
     }
 }
@@ -154,10 +90,11 @@ pub struct MgArgs {
     /// 150 at ν = 840 with 5 levels).
     #[arg(long, default_value_t = 2)]
     pub coarse_steps: usize,
-    /// Smoother of the V-cycle: the paper's block-Jacobi line relaxation (damped by 2/3), or
-    /// red-black line Gauss–Seidel (fewer cycles; symmetric, so mg-cg may use it).
-    #[arg(long, value_enum, default_value = "jacobi")]
-    pub smoother: SmootherArg,
+    /// Smoother of the V-cycle: the paper's block-Jacobi line relaxation (damped by --rho), or
+    /// red-black line Gauss–Seidel (fewer cycles; symmetric, so mg-cg may use it). Default:
+    /// red-black for mg and mg-cg, jacobi for gcr and bicgstab (jacobi with --paper).
+    #[arg(long, value_parser = choice::<Smoother>())]
+    pub smoother: Option<Smoother>,
     /// Damping ρ of the block-Jacobi smoother, in (0, 2) (the paper's 2/3; red-black does not
     /// use it).
     #[arg(long, default_value_t = 2.0 / 3.0)]
@@ -172,64 +109,59 @@ pub struct MgArgs {
     /// backend fuses them: the CUDA backend).
     #[arg(long)]
     pub unfused_restriction: bool,
+    /// On a rank grid, exchange halos after every prolongation, as the paper's cycle does,
+    /// instead of prolongating the neighbours' coarse values into the halo (the default: the
+    /// same iterates bit for bit, a third fewer exchanges per level).
+    #[arg(long)]
+    pub exchange_after_prolongation: bool,
     /// Precision: `f64` everywhere, or `mixed`: the outer Krylov iteration (mg-cg, gcr,
     /// bicgstab; for mg, fp64 defect correction) and its stopping test in fp64, the multigrid
-    /// preconditioner's fields stored in fp32 (half the bytes per cycle).
-    #[arg(long, value_enum, default_value = "f64")]
-    pub precision: PrecisionArg,
-}
-
-/// `--precision`.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PrecisionArg {
-    /// fp64 everywhere.
-    F64,
-    /// fp64 outer iteration, fp32 multigrid.
-    Mixed,
-}
-
-impl From<PrecisionArg> for strata::solver::Precision {
-    fn from(p: PrecisionArg) -> Self {
-        match p {
-            PrecisionArg::F64 => strata::solver::Precision::F64,
-            PrecisionArg::Mixed => strata::solver::Precision::Mixed,
-        }
-    }
-}
-
-/// `--smoother`.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmootherArg {
-    /// Block-Jacobi line relaxation (the paper's).
-    Jacobi,
-    /// Red-black line Gauss–Seidel.
-    RedBlack,
+    /// preconditioner's fields stored in fp32 (half the bytes per cycle; the answer meets
+    /// --rtol on the fp64 residual). Default: mixed for mg and mg-cg, f64 for the others (f64
+    /// with --paper).
+    #[arg(long, value_parser = choice::<Precision>())]
+    pub precision: Option<Precision>,
+    /// The paper's configuration (Müller, Scheichl & Vainikko 2014): block-Jacobi smoothing
+    /// and fp64, where the default is red-black smoothing and mixed precision for mg and mg-cg
+    /// (the same fp64 answer in fewer cycles). --smoother and --precision still apply.
+    #[arg(long)]
+    pub paper: bool,
 }
 
 impl MgArgs {
-    /// The multigrid parameters.
-    pub fn params(&self) -> MgParams {
-        MgParams {
-            n_levels: self.levels,
-            coarse_steps: self.coarse_steps,
-            rho: self.rho,
-            relaxation: self.relaxation,
-            fuse_restriction: !self.unfused_restriction,
-            smoother: match self.smoother {
-                SmootherArg::Jacobi => strata::solver::Smoother::Jacobi,
-                SmootherArg::RedBlack => strata::solver::Smoother::RedBlack,
-            },
-            ..Default::default()
+    /// `cfg` with these multigrid options: the solver's default configuration, or the paper's
+    /// with --paper, then the options given.
+    pub fn configure(&self, kind: strata::solver::SolverKind) -> SolverConfig {
+        let mut cfg = if self.paper {
+            SolverConfig::paper(kind)
+        } else {
+            SolverConfig::new(kind)
+        };
+        cfg = cfg
+            .with_levels(self.levels)
+            .with_coarse_steps(self.coarse_steps)
+            .with_rho(self.rho)
+            .with_relaxation(self.relaxation)
+            .with_fused_restriction(!self.unfused_restriction)
+            .with_prolongated_halos(!self.exchange_after_prolongation);
+        if let Some(s) = self.smoother {
+            cfg = cfg.with_smoother(s);
         }
+        if let Some(p) = self.precision {
+            cfg = cfg.with_precision(p);
+        }
+        cfg
     }
 }
 
 /// Where to run.
 #[derive(Args, Debug, Clone)]
 pub struct BackendArgs {
-    /// Compute backend.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub backend: BackendArg,
+    /// Compute backend: auto (the GPU when one is usable, else the CPU, saying why on stderr),
+    /// cpu (multithreaded), cuda (NVIDIA GPU: CUDA 13 driver and NVRTC, loaded at run time) or
+    /// reference (serial and unfused: slow, for checking).
+    #[arg(long, value_parser = choice::<BackendKind>(), default_value = "auto")]
+    pub backend: BackendKind,
     /// CPU worker threads (default: all cores).
     #[arg(long)]
     pub threads: Option<usize>,

@@ -189,7 +189,7 @@ fn every_solver_is_decomposition_invariant() {
 /// On a rank grid the multigrid cycle prolongates into the halos instead of exchanging after
 /// each prolongation (on 2-D grids the last exchange of a coarse level also fills the halo
 /// corners from the diagonal ranks): the same solution, bit for bit, as with the exchange
-/// (`STRATA_HALO_PROLONGATION=0`), and a third fewer exchanges per level (the profile's Halo
+/// (`--exchange-after-prolongation`), and a third fewer exchanges per level (the profile's Halo
 /// calls). Strips, 2 × 2 (one diagonal rank each) and 3 × 2 (up to two, uneven blocks).
 #[test]
 fn prolongating_into_the_halo_replaces_an_exchange_exactly() {
@@ -219,7 +219,11 @@ fn prolongating_into_the_halo_replaces_an_exchange_exactly() {
             "--output",
             file.to_str().unwrap(),
         ];
-        let o = mpirun_with(ranks, &args, &[("STRATA_HALO_PROLONGATION", prolongate)]);
+        let mut args = args.to_vec();
+        if prolongate == "0" {
+            args.push("--exchange-after-prolongation");
+        }
+        let o = mpirun_with(ranks, &args, &[]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let out = String::from_utf8_lossy(&o.stdout).to_string();
         // Halo calls summed over the profile's rows.

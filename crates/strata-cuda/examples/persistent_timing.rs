@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let backend = CudaBackend::new(0)?;
     let backend_s = t.elapsed().as_secs_f64();
-    let cfg = SolverConfig::new(kind);
+    let cfg = SolverConfig::paper(kind);
     let t = Instant::now();
     backend.load_kernels(nz)?;
     let kernels_s = t.elapsed().as_secs_f64();

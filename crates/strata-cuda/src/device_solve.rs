@@ -6,6 +6,7 @@ use crate::{CudaBackend, DeviceArray};
 use strata::backend::prelude::*;
 use strata::backend::tiled::{Handle, Tiled};
 use strata::comm::Comm;
+use strata::session::Session;
 use strata::solver::SolveInfo;
 use strata::{PersistentSolver, Result};
 
@@ -324,4 +325,84 @@ impl<H: Handle<Inner = CudaBackend>, C: Comm<Tiled<H>>> DeviceSolve
         )?;
         g.synchronize()
     }
+}
+
+/// The device-array calls of a solver handle on the GPU ([`strata::session::Session`] over the
+/// CUDA backend or the sphere's tiles over it): [`DeviceSolve`] without the backend argument,
+/// object-safe, so that a front end reaches them through its one handle.
+pub trait DeviceHandle {
+    /// The CUDA backend (for the device, its stream, its memory).
+    fn cuda(&self) -> &CudaBackend;
+    /// [`DeviceSolve::solve_device`].
+    fn solve_device(
+        &mut self,
+        rhs: &DeviceArray,
+        x0: Option<&DeviceArray>,
+        u: &DeviceArray,
+    ) -> Result<SolveInfo>;
+    /// [`DeviceSolve::read_device`].
+    fn read_device(&mut self, a: &DeviceArray) -> Result<Vec<f64>>;
+    /// [`DeviceSolve::set_coefficients_device`].
+    fn set_coefficients_device(&mut self, fields: [Option<&DeviceArray>; 7]) -> Result<()>;
+    /// [`DeviceSolve::set_coefficients_host`].
+    fn set_coefficients_host(
+        &mut self,
+        coefficients: Option<strata::problem::Coefficients>,
+    ) -> Result<bool>;
+    /// [`DeviceSolve::rebuild_pending`].
+    fn rebuild_pending(&mut self) -> Result<bool>;
+    /// [`DeviceSolve::apply_device`].
+    fn apply_device(&mut self, x: &DeviceArray, y: &DeviceArray) -> Result<()>;
+}
+
+/// Forwards [`DeviceHandle`] to the session's persistent solver's [`DeviceSolve`].
+macro_rules! forward_device_handle {
+    () => {
+        fn solve_device(
+            &mut self,
+            rhs: &DeviceArray,
+            x0: Option<&DeviceArray>,
+            u: &DeviceArray,
+        ) -> Result<SolveInfo> {
+            let (b, s) = self.parts_mut();
+            s.solve_device(b, rhs, x0, u)
+        }
+        fn read_device(&mut self, a: &DeviceArray) -> Result<Vec<f64>> {
+            let (b, s) = self.parts_mut();
+            s.read_device(b, a)
+        }
+        fn set_coefficients_device(&mut self, fields: [Option<&DeviceArray>; 7]) -> Result<()> {
+            let (b, s) = self.parts_mut();
+            s.set_coefficients_device(b, fields)
+        }
+        fn set_coefficients_host(
+            &mut self,
+            coefficients: Option<strata::problem::Coefficients>,
+        ) -> Result<bool> {
+            let (b, s) = self.parts_mut();
+            s.set_coefficients_host(b, coefficients)
+        }
+        fn rebuild_pending(&mut self) -> Result<bool> {
+            let (b, s) = self.parts_mut();
+            s.rebuild_pending(b)
+        }
+        fn apply_device(&mut self, x: &DeviceArray, y: &DeviceArray) -> Result<()> {
+            let (b, s) = self.parts_mut();
+            s.apply_device(b, x, y)
+        }
+    };
+}
+
+impl<C: Comm<CudaBackend>> DeviceHandle for Session<CudaBackend, C> {
+    fn cuda(&self) -> &CudaBackend {
+        self.backend()
+    }
+    forward_device_handle!();
+}
+
+impl<H: Handle<Inner = CudaBackend>, C: Comm<Tiled<H>>> DeviceHandle for Session<Tiled<H>, C> {
+    fn cuda(&self) -> &CudaBackend {
+        self.backend().inner()
+    }
+    forward_device_handle!();
 }

@@ -16,4 +16,4 @@ mod staging;
 pub use backend::{
     device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel, DeviceArray, Order,
 };
-pub use device_solve::DeviceSolve;
+pub use device_solve::{DeviceHandle, DeviceSolve};

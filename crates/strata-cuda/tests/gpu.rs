@@ -32,7 +32,7 @@ fn solvers_agree(n: usize) {
     let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
     let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
-        let cfg = SolverConfig::new(kind);
+        let cfg = SolverConfig::paper(kind);
         let a = strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
         let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
         let rel = max_rel_diff(&a.u, &b.u);
@@ -109,7 +109,7 @@ fn replayed_cycles_give_the_launched_ones_iterates() {
         for kind in [SolverKind::MgCg, SolverKind::Mg, SolverKind::Gcr] {
             for smoother in [Smoother::Jacobi, Smoother::RedBlack] {
                 for precision in [Precision::F64, Precision::Mixed] {
-                    let cfg = SolverConfig::new(kind)
+                    let cfg = SolverConfig::paper(kind)
                         .with_smoother(smoother)
                         .with_precision(precision)
                         .with_rtol(1e-9);
@@ -156,15 +156,15 @@ fn coefficient_solves_agree_with_the_cpu() {
         };
         let rhs = build_rhs(&base, RhsKind::Random, 1, &Block::whole(96));
         let runs = [
-            (symmetric.clone(), SolverConfig::new(SolverKind::MgCg)),
-            (symmetric.clone(), SolverConfig::new(SolverKind::Mg)),
-            (symmetric, SolverConfig::new(SolverKind::Cg)),
-            (advected.clone(), SolverConfig::new(SolverKind::Gcr)),
+            (symmetric.clone(), SolverConfig::paper(SolverKind::MgCg)),
+            (symmetric.clone(), SolverConfig::paper(SolverKind::Mg)),
+            (symmetric, SolverConfig::paper(SolverKind::Cg)),
+            (advected.clone(), SolverConfig::paper(SolverKind::Gcr)),
             (
                 advected.clone(),
-                SolverConfig::new(SolverKind::BiCgStab).with_preconditioner(Preconditioner::Line),
+                SolverConfig::paper(SolverKind::BiCgStab).with_preconditioner(Preconditioner::Line),
             ),
-            (advected, SolverConfig::new(SolverKind::BiCgStab)),
+            (advected, SolverConfig::paper(SolverKind::BiCgStab)),
         ];
         for (coeffs, cfg) in runs {
             let cfg = cfg.with_rtol(1e-10);
@@ -212,7 +212,7 @@ fn device_arrays_in_any_order_solve_like_host_arrays() {
         ..Default::default()
     };
     let g = gpu();
-    let cfg = SolverConfig::new(SolverKind::MgCg).with_levels(4);
+    let cfg = SolverConfig::paper(SolverKind::MgCg).with_levels(4);
     let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
     let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(n));
     let mut want = vec![0.0; rhs.len()];
@@ -317,16 +317,16 @@ fn device_coefficient_fields_give_the_host_operator() {
         grading: Grading::Graded,
         ..Default::default()
     };
-    let mixed = SolverConfig::new(SolverKind::Mg)
+    let mixed = SolverConfig::paper(SolverKind::Mg)
         .with_precision(Precision::Mixed)
         .with_smoother(Smoother::RedBlack);
-    let mut arithmetic = SolverConfig::new(SolverKind::MgCg);
+    let mut arithmetic = SolverConfig::paper(SolverKind::MgCg);
     arithmetic.multigrid.averaging = Averaging::Arithmetic;
     let (kappa, all) = ([true, true, true, true, false, false, false], [true; 7]);
     let runs = [
         (
             Geometry::Panel,
-            SolverConfig::new(SolverKind::MgCg),
+            SolverConfig::paper(SolverKind::MgCg),
             Order::KFastest,
             kappa,
         ),
@@ -334,7 +334,7 @@ fn device_coefficient_fields_give_the_host_operator() {
         (Geometry::Box, arithmetic, Order::XFastest, kappa),
         (
             Geometry::Box,
-            SolverConfig::new(SolverKind::Cg),
+            SolverConfig::paper(SolverKind::Cg),
             Order::KFastest,
             kappa,
         ),
@@ -346,19 +346,19 @@ fn device_coefficient_fields_give_the_host_operator() {
         ),
         (
             Geometry::Panel,
-            SolverConfig::new(SolverKind::Gcr),
+            SolverConfig::paper(SolverKind::Gcr),
             Order::KFastest,
             all,
         ),
         (
             Geometry::Box,
-            SolverConfig::new(SolverKind::BiCgStab),
+            SolverConfig::paper(SolverKind::BiCgStab),
             Order::XFastest,
             [true, false, true, true, true, false, true],
         ),
         (
             Geometry::Panel,
-            SolverConfig::new(SolverKind::Gcr).with_precision(Precision::Mixed),
+            SolverConfig::paper(SolverKind::Gcr).with_precision(Precision::Mixed),
             Order::XFastest,
             [false, false, false, false, true, true, true],
         ),
@@ -452,7 +452,7 @@ fn device_coefficient_fields_give_the_host_operator() {
     // One solver, its fields set in place again and again: κ, then κ and ξ (the seven-array
     // form made), then κ again (dropped): every solve the host fields' (a solver each).
     let p = base(Geometry::Panel);
-    let cfg = SolverConfig::new(SolverKind::Gcr).with_precision(Precision::Mixed);
+    let cfg = SolverConfig::paper(SolverKind::Gcr).with_precision(Precision::Mixed);
     let rhs = build_rhs(&p, RhsKind::Random, 5, &Block::whole(n));
     let device: Vec<_> = sources
         .iter()
@@ -492,7 +492,7 @@ fn device_coefficient_fields_give_the_host_operator() {
         assert_eq!(got, want, "in place, xi {with_xi}");
     }
     // Bad values: the host check's message, and the solver keeps its operator.
-    let cfg = SolverConfig::new(SolverKind::Gcr);
+    let cfg = SolverConfig::paper(SolverKind::Gcr);
     let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
     for (field, bad, (j, i, k)) in [
         (2, -2.0, (5, 17, 3)),
@@ -523,7 +523,7 @@ fn device_coefficient_fields_give_the_host_operator() {
     assert!(s.solve(&g, &rhs, &mut u, false).unwrap().reason.converged());
     assert!(!s.coefficients_resident());
     // cg refuses the advection vector, as with host fields.
-    let mut cg = PersistentSolver::new(&g, &p, &SolverConfig::new(SolverKind::Cg)).unwrap();
+    let mut cg = PersistentSolver::new(&g, &p, &SolverConfig::paper(SolverKind::Cg)).unwrap();
     let d = stream.clone_htod(&xx).unwrap();
     let (ptr, _sync) = d.device_ptr(&stream);
     // SAFETY: a live allocation of n·n·nz values of the backend's context.
@@ -560,11 +560,11 @@ fn host_fields_made_on_the_device_give_the_host_operator() {
         ..Default::default()
     };
     let rhs = build_rhs(&p, RhsKind::Random, 6, &Block::whole(n));
-    let mixed = SolverConfig::new(SolverKind::Gcr)
+    let mixed = SolverConfig::paper(SolverKind::Gcr)
         .with_precision(Precision::Mixed)
         .with_smoother(Smoother::RedBlack);
     for (cfg, xi) in [
-        (SolverConfig::new(SolverKind::MgCg), false),
+        (SolverConfig::paper(SolverKind::MgCg), false),
         (mixed.clone(), true),
     ] {
         let what = format!("{:?} xi {xi}", cfg.kind);
@@ -658,7 +658,7 @@ fn the_memory_estimate_is_what_the_device_gives() {
         SolverKind::BiCgStab,
     ]
     .into_iter()
-    .map(|k| (base.clone(), SolverConfig::new(k)))
+    .map(|k| (base.clone(), SolverConfig::paper(k)))
     .collect();
     // Mixed precision: the fp32 multigrid of every solver that has one.
     for k in [
@@ -669,7 +669,7 @@ fn the_memory_estimate_is_what_the_device_gives() {
     ] {
         runs.push((
             base.clone(),
-            SolverConfig::new(k).with_precision(strata::solver::Precision::Mixed),
+            SolverConfig::paper(k).with_precision(strata::solver::Precision::Mixed),
         ));
     }
     let with_coeffs = ProblemParams {
@@ -677,10 +677,10 @@ fn the_memory_estimate_is_what_the_device_gives() {
         coefficients: Some(coeffs),
         ..base.clone()
     };
-    runs.push((with_coeffs.clone(), SolverConfig::new(SolverKind::MgCg)));
+    runs.push((with_coeffs.clone(), SolverConfig::paper(SolverKind::MgCg)));
     runs.push((
         with_coeffs,
-        SolverConfig::new(SolverKind::MgCg).with_precision(strata::solver::Precision::Mixed),
+        SolverConfig::paper(SolverKind::MgCg).with_precision(strata::solver::Precision::Mixed),
     ));
     for (p, cfg) in runs {
         g.synchronize().unwrap();
@@ -759,7 +759,7 @@ fn sphere_solves_agree_with_the_cpu() {
         let tiles = sphere::tiles(p.n, k);
         let rhs = strata::problem::build_rhs_tiles(p, RhsKind::Random, 1, &tiles);
         for &kind in kinds {
-            let cfg = SolverConfig::new(kind).with_levels(4).with_rtol(1e-10);
+            let cfg = SolverConfig::paper(kind).with_levels(4).with_rtol(1e-10);
             let run = |b: &dyn Fn() -> strata::Result<strata::Solution>| b().unwrap();
             let a = run(&|| {
                 strata::solve_tiles(
@@ -826,7 +826,7 @@ fn sphere_device_arrays_solve_like_host_arrays() {
         ..Default::default()
     };
     let g = Tiled::new(Box::new(gpu()));
-    let cfg = SolverConfig::new(SolverKind::MgCg).with_levels(3);
+    let cfg = SolverConfig::paper(SolverKind::MgCg).with_levels(3);
     let whole = sphere::tiles(n, 1);
     // The host arrays are whole panels, [panel][j][i][k].
     let rhs = strata::problem::build_rhs_tiles(&p, RhsKind::Random, 5, &whole);

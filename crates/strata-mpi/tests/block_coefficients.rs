@@ -140,7 +140,7 @@ fn rank_checks<B: Backend, C: Comm<B>>(
     let block = Decomposition::new(N, LEVELS, grid)
         .unwrap()
         .fine_block(rank);
-    let cfg = SolverConfig::new(SolverKind::Gcr)
+    let cfg = SolverConfig::paper(SolverKind::Gcr)
         .with_levels(LEVELS)
         .with_rtol(1e-9);
     let problem = |c: Coefficients| ProblemParams {

@@ -40,7 +40,7 @@ fn one_nccl_rank_solves_as_the_serial_communicator() {
     };
     let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(p.n));
     for kind in [SolverKind::Cg, SolverKind::MgCg, SolverKind::Mg] {
-        let cfg = SolverConfig::new(kind);
+        let cfg = SolverConfig::paper(kind);
         let (a, ha) = run(&g, &SerialComm, &p, &cfg, &rhs);
         let (b, hb) = run(&g, &comm, &p, &cfg, &rhs);
         println!(

@@ -7,27 +7,20 @@
 //! error is a Python exception (`ValueError` for bad arguments, `MemoryError`, `RuntimeError`
 //! otherwise).
 
-use ::strata::backend::cpu::CpuBackend;
-use ::strata::backend::tiled::Tiled;
-use ::strata::comm::SphereComm;
-use ::strata::problem::{Coefficients, Geometry, Grading, ProblemParams};
-use ::strata::solver::{Preconditioner, SolveInfo, SolverConfig, SolverKind};
-use ::strata::{PersistentSolver, StrataError};
+use ::strata::names::{BackendKind, Choice};
+use ::strata::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereStencil};
+use ::strata::solver::{Precision, Preconditioner, Smoother, SolveInfo, SolverConfig, SolverKind};
+use ::strata::StrataError;
+use held::Held;
 use numpy::{PyArray3, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use strata_cuda::{CudaBackend, DeviceArray, DeviceSolve};
+use strata_cuda::{CudaBackend, DeviceArray};
+use strata_session::Place;
 
+mod held;
 mod ranks;
-
-/// A rank's persistent solver over MPI (a build with `--features mpi`).
-#[cfg(feature = "mpi")]
-type RankSolver<B> = ranks::Ranks<PersistentSolver<B, strata_mpi::MpiComm<B>>>;
-
-/// A sphere rank's persistent solver over MPI.
-#[cfg(feature = "mpi")]
-type SphereRankSolver<B> = ranks::Ranks<PersistentSolver<Sphere<B>, strata_mpi::SphereMpiComm<B>>>;
 
 fn to_py(e: StrataError) -> PyErr {
     match e {
@@ -42,8 +35,8 @@ fn to_py(e: StrataError) -> PyErr {
 /// Solver(n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01, delta=1.0,
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
-///        smoother="jacobi", rho=2/3, precision="f64", sphere_stencil="nine-point",
-///        relaxation=None, comm=None)
+///        smoother=None, rho=2/3, precision=None, sphere_stencil="nine-point",
+///        relaxation=None, paper=False, prolongate_halos=True, comm=None)
 ///
 /// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
 /// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
@@ -52,14 +45,21 @@ fn to_py(e: StrataError) -> PyErr {
 /// smoother is the multigrid smoother: "jacobi" (the paper's block-Jacobi line relaxation,
 /// damped by rho; rho=0.8 takes fewer cycles) or "red-black" (line Gauss-Seidel, its half-sweeps
 /// over-relaxed by `relaxation`, in (0, 2); None: the library's 1.15, which takes red-black mg
-/// from 5 cycles to 4; mg-cg's symmetric cycle uses 1).
+/// from 5 cycles to 4; mg-cg's symmetric cycle uses 1); None: the solver's default, red-black
+/// for mg and mg-cg, jacobi for gcr and bicgstab.
 /// precision is "f64", or "mixed": the outer iteration and its stopping test in fp64, the
 /// multigrid preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with preconditioner
-/// "mg"; the answer meets rtol on the fp64 residual as in "f64").
+/// "mg"; the answer meets rtol on the fp64 residual as in "f64"); None: the solver's default,
+/// mixed for mg and mg-cg, f64 for the others.
+/// paper=True starts from the paper's configuration instead (jacobi and f64 for every solver);
+/// smoother and precision, when given, still apply.
+/// prolongate_halos=False makes the ranks' multigrid cycle exchange halos after every
+/// prolongation, as the paper's does, instead of prolongating into them (the same iterates).
 /// rtol stops a solve when |f - A u| < rtol |f| (2-norms of the volume-integrated fields; from a
 /// zero guess the same as |r| / |r0| < rtol; a warm start must meet it too).
 /// solver is one of "cg", "mg", "mg-cg", "gcr", "bicgstab"; preconditioner ("line" or "mg") is
-/// that of gcr and bicgstab. backend is "auto" (the GPU where one is usable), "cpu" (all cores
+/// that of gcr and bicgstab. backend is "auto" (the GPU where one is usable), "reference" (the
+/// serial reference backend, for checking), "cpu" (all cores
 /// unless `threads` is given) or "cuda" (GPU `device`). A solver on the GPU takes NumPy arrays
 /// (copied through the host) and device arrays (CuPy, PyTorch, anything with
 /// `__cuda_array_interface__` or DLPack: read and written on the device); a solver on the CPU
@@ -75,7 +75,7 @@ fn to_py(e: StrataError) -> PyErr {
 #[pyclass(module = "strata")]
 struct Solver {
     /// Dropped by hand (`Drop for Solver`): a rank's is leaked once MPI is finalised.
-    engine: std::mem::ManuallyDrop<Engine>,
+    engine: std::mem::ManuallyDrop<Held>,
     /// The shape of the solution and right-hand side arrays: the tiles stacked along y.
     shape: [usize; 3],
     /// The shape of the coefficient arrays: `shape`, but the whole sphere's on its ranks.
@@ -92,105 +92,6 @@ impl Drop for Solver {
             std::mem::forget(engine);
         }
     }
-}
-
-/// The backend and persistent solver of a [`Solver`] (one per solver, created once: the size of
-/// the variants does not matter).
-#[allow(clippy::large_enum_variant)]
-enum Engine {
-    Cpu(CpuBackend, PersistentSolver<CpuBackend>),
-    Cuda(Box<CudaBackend>, PersistentSolver<CudaBackend>),
-    CpuSphere(
-        Sphere<CpuBackend>,
-        PersistentSolver<Sphere<CpuBackend>, SphereComm>,
-    ),
-    CudaSphere(
-        Sphere<CudaBackend>,
-        PersistentSolver<Sphere<CudaBackend>, SphereComm>,
-    ),
-    /// A rank of a distributed panel or box solve.
-    #[cfg(feature = "mpi")]
-    CpuRank(CpuBackend, RankSolver<CpuBackend>),
-    #[cfg(feature = "mpi")]
-    CudaRank(Box<CudaBackend>, RankSolver<CudaBackend>),
-    /// A rank of a distributed sphere: its tiles (whole panels, or blocks of every panel).
-    #[cfg(feature = "mpi")]
-    CpuSphereRank(Sphere<CpuBackend>, SphereRankSolver<CpuBackend>),
-    #[cfg(feature = "mpi")]
-    CudaSphereRank(Sphere<CudaBackend>, SphereRankSolver<CudaBackend>),
-}
-
-impl Engine {
-    /// Whether this is a rank of a distributed solve.
-    fn on_ranks(&self) -> bool {
-        match self {
-            #[cfg(feature = "mpi")]
-            Engine::CpuRank(..)
-            | Engine::CudaRank(..)
-            | Engine::CpuSphereRank(..)
-            | Engine::CudaSphereRank(..) => true,
-            _ => false,
-        }
-    }
-}
-
-/// A backend over the six panels of the sphere, owning it.
-type Sphere<B> = Tiled<Box<B>>;
-
-/// Runs `$body` with `$b` the backend and `$p` the persistent solver of either engine.
-macro_rules! engine {
-    ($e:expr, $b:ident, $p:ident => $body:expr) => {
-        match $e {
-            Engine::Cpu($b, $p) => $body,
-            Engine::Cuda($b, $p) => {
-                let $b = $b.as_ref();
-                $body
-            }
-            Engine::CpuSphere($b, $p) => $body,
-            Engine::CudaSphere($b, $p) => $body,
-            #[cfg(feature = "mpi")]
-            Engine::CpuRank($b, $p) => $body,
-            #[cfg(feature = "mpi")]
-            Engine::CudaRank($b, $p) => {
-                let $b = $b.as_ref();
-                $body
-            }
-            #[cfg(feature = "mpi")]
-            Engine::CpuSphereRank($b, $p) => $body,
-            #[cfg(feature = "mpi")]
-            Engine::CudaSphereRank($b, $p) => $body,
-        }
-    };
-}
-
-/// Runs `$body` with `$g` the CUDA backend (for stream waits), `$b` the solver's backend and `$p`
-/// the persistent solver of an engine on the GPU (one panel or the sphere); `$else` otherwise.
-macro_rules! engine_cuda {
-    ($e:expr, $g:ident, $b:ident, $p:ident => $body:expr, else $other:expr) => {
-        match $e {
-            Engine::Cuda($b, $p) => {
-                let $b = $b.as_ref();
-                let $g = $b;
-                $body
-            }
-            Engine::CudaSphere($b, $p) => {
-                let $g = $b.inner();
-                $body
-            }
-            #[cfg(feature = "mpi")]
-            Engine::CudaRank($b, $p) => {
-                let $b = $b.as_ref();
-                let $g = $b;
-                $body
-            }
-            #[cfg(feature = "mpi")]
-            Engine::CudaSphereRank($b, $p) => {
-                let $g = $b.inner();
-                $body
-            }
-            _ => $other,
-        }
-    };
 }
 
 /// A device array of the caller, as `__cuda_array_interface__` describes it.
@@ -230,18 +131,9 @@ fn interface<'py>(obj: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound
     Ok((obj, cai))
 }
 
-/// The value named `got` among `options` for the keyword `what`, or a ValueError listing them.
-fn choose<T: Copy>(what: &str, got: &str, options: &[(&str, T)]) -> PyResult<T> {
-    match options.iter().find(|(name, _)| *name == got) {
-        Some((_, v)) => Ok(*v),
-        None => {
-            let names: Vec<String> = options.iter().map(|(n, _)| format!("'{n}'")).collect();
-            Err(PyValueError::new_err(format!(
-                "{what} must be one of {} (got {got:?})",
-                names.join(", ")
-            )))
-        }
-    }
+/// The value of the choice named `got`, or a ValueError listing the names.
+fn choose<T: Choice>(got: &str) -> PyResult<T> {
+    T::parse(got).map_err(to_py)
 }
 
 impl Solver {
@@ -330,10 +222,10 @@ impl Solver {
         let mut all = vec![&r, &u];
         all.extend(x.as_ref());
         let x0 = x.as_ref().map(|d| &d.array);
-        let info = engine_cuda!(&mut *self.engine, g, b, p => {
-            wait(g, &all)?;
-            py.detach(|| p.solve_device(b, &r.array, x0, &u.array)).map_err(to_py)?
-        }, else return Err(on_cpu("rhs")));
+        let h = self.gpu("rhs", &all)?;
+        let info = py
+            .detach(|| h.on_device(|d| d.solve_device(&r.array, x0, &u.array)))
+            .map_err(to_py)?;
         self.last = Some(info);
         Ok(out)
     }
@@ -342,11 +234,23 @@ impl Solver {
     /// there again (`DeviceSolve::rebuild_pending`) before a solve or an apply would rebuild
     /// them on the host.
     fn rebuild_pending(&mut self, py: Python<'_>) -> PyResult<()> {
-        if let Engine::Cuda(b, p) = &mut *self.engine {
-            let b = b.as_ref();
-            py.detach(|| p.rebuild_pending(b)).map_err(to_py)?;
+        let h = &mut *self.engine;
+        if h.device().is_some() {
+            py.detach(|| h.on_device(|d| d.rebuild_pending()))
+                .map_err(to_py)?;
         }
         Ok(())
+    }
+
+    /// The solver handle of a solver on the GPU, after the work queued on the streams of
+    /// `arrays` (the first named `name`); an error for a solver on the CPU.
+    fn gpu(&mut self, name: &str, arrays: &[&Device]) -> PyResult<&mut Held> {
+        let h = &mut *self.engine;
+        match h.device() {
+            Some(d) => wait(d.cuda(), arrays)?,
+            None => return Err(on_cpu(name)),
+        }
+        Ok(h)
     }
 
     /// The values of a coefficient array (shape `fields_shape`), NumPy or device, in strata's
@@ -393,8 +297,9 @@ impl Solver {
     #[new]
     #[pyo3(signature = (n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01,
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
-        preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother="jacobi",
-        rho=2.0/3.0, precision="f64", sphere_stencil="nine-point", relaxation=None, comm=None))]
+        preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother=None,
+        rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
+        prolongate_halos=true, comm=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -417,71 +322,22 @@ impl Solver {
         threads: Option<usize>,
         backend: &str,
         device: usize,
-        smoother: &str,
+        smoother: Option<&str>,
         rho: f64,
-        precision: &str,
+        precision: Option<&str>,
         sphere_stencil: &str,
         relaxation: Option<f64>,
+        paper: bool,
+        prolongate_halos: bool,
         comm: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let sphere_stencil = choose(
-            "sphere_stencil",
-            sphere_stencil,
-            &[
-                ("nine-point", ::strata::problem::SphereStencil::NinePoint),
-                ("two-point", ::strata::problem::SphereStencil::TwoPoint),
-            ],
-        )?;
-        use ::strata::solver::{Precision, Smoother};
-        let precision = choose(
-            "precision",
-            precision,
-            &[("f64", Precision::F64), ("mixed", Precision::Mixed)],
-        )?;
-        let smoother = choose(
-            "smoother",
-            smoother,
-            &[
-                ("jacobi", Smoother::Jacobi),
-                ("red-black", Smoother::RedBlack),
-            ],
-        )?;
-        let cuda = match choose(
-            "backend",
-            backend,
-            &[("auto", None), ("cpu", Some(false)), ("cuda", Some(true))],
-        )? {
-            Some(c) => c,
-            None => strata_cuda::unavailable_reason().is_none(),
-        };
-        let geometry = choose(
-            "geometry",
-            geometry,
-            &[
-                ("panel", Geometry::Panel),
-                ("box", Geometry::Box),
-                ("sphere", Geometry::Sphere),
-            ],
-        )?;
-        let pc = choose(
-            "preconditioner",
-            preconditioner,
-            &[
-                ("line", Preconditioner::Line),
-                ("mg", Preconditioner::Multigrid),
-            ],
-        )?;
-        let kind = choose(
-            "solver",
-            solver,
-            &[
-                ("cg", SolverKind::Cg),
-                ("mg", SolverKind::Mg),
-                ("mg-cg", SolverKind::MgCg),
-                ("gcr", SolverKind::Gcr),
-                ("bicgstab", SolverKind::BiCgStab),
-            ],
-        )?;
+        let sphere_stencil: SphereStencil = choose(sphere_stencil)?;
+        let precision: Option<Precision> = precision.map(choose).transpose()?;
+        let smoother: Option<Smoother> = smoother.map(choose).transpose()?;
+        let backend: BackendKind = choose(backend)?;
+        let geometry: Geometry = choose(geometry)?;
+        let pc: Preconditioner = choose(preconditioner)?;
+        let kind: SolverKind = choose(solver)?;
         let p = ProblemParams {
             geometry,
             n,
@@ -499,24 +355,41 @@ impl Solver {
             coefficients: None,
             sphere_stencil,
         };
-        let cfg = SolverConfig::new(kind)
+        let cfg = if paper {
+            SolverConfig::paper(kind)
+        } else {
+            SolverConfig::new(kind)
+        };
+        let cfg = cfg
             .with_levels(levels)
             .with_coarse_steps(coarse_steps)
             .with_rtol(rtol)
             .with_max_it(max_it)
             .with_preconditioner(pc)
             .with_restart(restart)
-            .with_smoother(smoother)
             .with_rho(rho)
-            .with_precision(precision);
+            .with_prolongated_halos(prolongate_halos);
+        let cfg = match smoother {
+            Some(s) => cfg.with_smoother(s),
+            None => cfg,
+        };
+        let cfg = match precision {
+            Some(p) => cfg.with_precision(p),
+            None => cfg,
+        };
         let cfg = match relaxation {
             Some(w) => cfg.with_relaxation(w),
             None => cfg,
         };
         let sphere = geometry == Geometry::Sphere;
+        let place = move || {
+            Place::new(backend)
+                .with_threads(threads)
+                .with_device(device)
+        };
         if let Some(comm) = comm {
-            let engine = on_ranks(py, &comm, cuda, device, threads, &p, &cfg)?;
-            let (t, count) = engine!(&engine, _b, s => (s.block(), s.tiles().len()));
+            let engine = on_ranks(&comm, place(), &p, &cfg)?;
+            let (t, count) = (engine.block(), engine.tiles().len());
             let shape = [count * t.ny, t.nx, nz];
             return Ok(Self {
                 engine: std::mem::ManuallyDrop::new(engine),
@@ -526,31 +399,9 @@ impl Solver {
                 last: None,
             });
         }
-        let engine = if cuda && sphere {
-            let b = Tiled::new(Box::new(CudaBackend::new(device).map_err(to_py)?));
-            let s = py
-                .detach(|| PersistentSolver::sphere(&b, &p, &cfg))
-                .map_err(to_py)?;
-            Engine::CudaSphere(b, s)
-        } else if sphere {
-            let b = Tiled::new(Box::new(CpuBackend::new(threads).map_err(to_py)?));
-            let s = py
-                .detach(|| PersistentSolver::sphere(&b, &p, &cfg))
-                .map_err(to_py)?;
-            Engine::CpuSphere(b, s)
-        } else if cuda {
-            let b = Box::new(CudaBackend::new(device).map_err(to_py)?);
-            let s = py
-                .detach(|| PersistentSolver::new(b.as_ref(), &p, &cfg))
-                .map_err(to_py)?;
-            Engine::Cuda(b, s)
-        } else {
-            let b = CpuBackend::new(threads).map_err(to_py)?;
-            let s = py
-                .detach(|| PersistentSolver::new(&b, &p, &cfg))
-                .map_err(to_py)?;
-            Engine::Cpu(b, s)
-        };
+        let engine = py
+            .detach(|| strata_session::open(&p, &cfg, place()).map(Held))
+            .map_err(to_py)?;
         Ok(Self {
             engine: std::mem::ManuallyDrop::new(engine),
             // The sphere's six panels stacked along y: a.reshape(6, n, n, nz)[p] is panel p.
@@ -636,8 +487,8 @@ impl Solver {
             if let Some(x0) = &x0 {
                 u.copy_from_slice(x0);
             }
-            let info = engine!(&mut *self.engine, b, p => py.detach(|| p.solve(b, rhs, u, warm)))
-                .map_err(to_py)?;
+            let h = &mut *self.engine;
+            let info = py.detach(|| h.solve(rhs, u, warm)).map_err(to_py)?;
             self.last = Some(info);
         }
         Ok(out.into_any())
@@ -655,10 +506,9 @@ impl Solver {
             let xa = self.device("x", x)?;
             let y = new_device_array(py, self.shape)?;
             let ya = self.device("y", &y)?;
-            engine_cuda!(&mut *self.engine, g, b, p => {
-                wait(g, &[&xa])?;
-                py.detach(|| p.apply_device(b, &xa.array, &ya.array)).map_err(to_py)?
-            }, else return Err(on_cpu("x")));
+            let h = self.gpu("x", &[&xa])?;
+            py.detach(|| h.on_device(|d| d.apply_device(&xa.array, &ya.array)))
+                .map_err(to_py)?;
             return Ok(y);
         }
         let x: PyReadonlyArray3<'py, f64> = x.extract().map_err(|_| {
@@ -675,7 +525,8 @@ impl Solver {
         {
             let mut guard = y.readwrite();
             let ys = guard.as_slice_mut().expect("a new array is contiguous");
-            engine!(&mut *self.engine, b, p => py.detach(|| p.apply(b, x, ys))).map_err(to_py)?;
+            let h = &mut *self.engine;
+            py.detach(|| h.apply(x, ys)).map_err(to_py)?;
         }
         Ok(y.into_any())
     }
@@ -700,10 +551,10 @@ impl Solver {
         beta: Option<Bound<'py, PyAny>>,
         xi: Option<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     ) -> PyResult<()> {
-        let (panels, n, nz) = engine!(&*self.engine, _b, p => {
-            let q = p.problem();
+        let (panels, n, nz) = {
+            let q = self.engine.problem();
             (q.panels(), q.n, q.nz)
-        });
+        };
         let none = kx.is_none() && ky.is_none() && kz.is_none() && beta.is_none() && xi.is_none();
         let (xi_x, xi_y, xi_z) = match &xi {
             Some((x, y, z)) => (Some(x.clone()), Some(y.clone()), Some(z.clone())),
@@ -719,7 +570,9 @@ impl Solver {
             (&xi_z, "xi[2]"),
         ];
         let on_device = !none
-            && matches!(*self.engine, Engine::Cuda(..))
+            && !self.engine.on_ranks()
+            && panels == 1
+            && self.engine.backend() == BackendKind::Cuda
             && given.iter().all(|(a, _)| a.as_ref().is_none_or(is_device));
         if on_device {
             let mut devices = Vec::new();
@@ -733,13 +586,12 @@ impl Solver {
             }
             let all: Vec<&Device> = devices.iter().collect();
             let fields = arrays.each_ref().map(Option::as_ref);
-            engine_cuda!(&mut *self.engine, g, b, p => {
-                wait(g, &all)?;
-                py.detach(|| p.set_coefficients_device(b, fields)).map_err(to_py)?
-            }, else return Err(on_cpu("kx")));
+            let h = self.gpu("kx", &all)?;
+            py.detach(|| h.on_device(|d| d.set_coefficients_device(fields)))
+                .map_err(to_py)?;
             return Ok(());
         }
-        let delta = engine!(&*self.engine, _b, p => p.problem().delta);
+        let delta = self.engine.problem().delta;
         let coefficients = if none {
             None
         } else {
@@ -766,7 +618,7 @@ impl Solver {
             for (slot, v) in &views {
                 fields[*slot] = Some(v.as_ref());
             }
-            let block = engine!(&*self.engine, _b, p => p.block());
+            let block = self.engine.block();
             let c = if self.engine.on_ranks() && panels == 1 {
                 // A rank gives its block's fields; the ranks exchange the cells beside each block.
                 Coefficients::for_block(block, nz, delta, fields)
@@ -777,20 +629,21 @@ impl Solver {
         };
         // On one GPU the levels are made on the device from an uploaded copy (the same operator,
         // a small part of the time; the host path where the device has no room).
-        if let Engine::Cuda(b, p) = &mut *self.engine {
-            let b = b.as_ref();
+        let h = &mut *self.engine;
+        if h.device().is_some() {
             return py
-                .detach(|| p.set_coefficients_host(b, coefficients))
+                .detach(|| h.on_device(|d| d.set_coefficients_host(coefficients)))
                 .map(|_| ())
                 .map_err(to_py);
         }
-        engine!(&mut *self.engine, b, p => py.detach(|| p.update_coefficients(b, coefficients)))
+        py.detach(|| h.update_coefficients(coefficients))
             .map_err(to_py)
     }
 
     /// set_omega(omega): a new time step size, everything else kept.
     fn set_omega(&mut self, py: Python<'_>, omega: f64) -> PyResult<()> {
-        engine!(&mut *self.engine, b, p => py.detach(|| p.update_omega(b, omega))).map_err(to_py)
+        let h = &mut *self.engine;
+        py.detach(|| h.update_omega(omega)).map_err(to_py)
     }
 
     /// Seconds of each phase of the solver's creation (a dict: checks, stencils, operators and
@@ -798,23 +651,16 @@ impl Solver {
     #[getter]
     fn setup<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (name, s) in engine!(&*self.engine, _b, p => p.setup_phases()) {
+        for (name, s) in self.engine.setup_phases() {
             d.set_item(*name, *s)?;
         }
         Ok(d)
     }
 
-    /// The backend the solver runs on: "cpu" or "cuda".
+    /// The backend the solver runs on: "cpu", "cuda" or "reference".
     #[getter]
     fn backend(&self) -> &'static str {
-        match *self.engine {
-            Engine::Cpu(..) | Engine::CpuSphere(..) => "cpu",
-            Engine::Cuda(..) | Engine::CudaSphere(..) => "cuda",
-            #[cfg(feature = "mpi")]
-            Engine::CpuRank(..) | Engine::CpuSphereRank(..) => "cpu",
-            #[cfg(feature = "mpi")]
-            Engine::CudaRank(..) | Engine::CudaSphereRank(..) => "cuda",
-        }
+        self.engine.backend().name()
     }
 
     /// The record of the last solve: a dict with converged, reason, iterations, initial_residual,
@@ -841,7 +687,7 @@ impl Solver {
     /// `a[j0:j0 + ny, i0:i0 + nx, :]` of the whole field.
     #[getter]
     fn block(&self) -> (usize, usize, usize, usize) {
-        let b = engine!(&*self.engine, _b, p => p.block());
+        let b = self.engine.block();
         (b.i0, b.j0, b.nx, b.ny)
     }
 
@@ -851,10 +697,11 @@ impl Solver {
     /// panel or box the one block, with panel None.
     #[getter]
     fn tiles(&self) -> Vec<(Option<usize>, usize, usize, usize, usize)> {
-        engine!(&*self.engine, _b, p => p.tiles()
+        self.engine
+            .tiles()
             .iter()
             .map(|b| (b.panel, b.i0, b.j0, b.nx, b.ny))
-            .collect())
+            .collect()
     }
 
     /// The shape of every array: (n, n, nz) = (y, x, z); on the sphere (6 n, n, nz), the six
@@ -867,7 +714,7 @@ impl Solver {
     }
 
     fn __repr__(&self) -> String {
-        let (p, kind) = engine!(&*self.engine, _b, s => (s.problem().clone(), s.config().kind));
+        let (p, kind) = (self.engine.problem().clone(), self.engine.config().kind);
         let block = if self.engine.on_ranks() {
             format!(", tiles={:?}", self.tiles())
         } else {
@@ -883,63 +730,24 @@ impl Solver {
     }
 }
 
-/// The engine of one rank of a distributed solve over `comm` (an mpi4py communicator), as the
-/// C API's `strata_solver_create_mpi`: on a panel or box the most nearly square rank grid, every
-/// multigrid level split alike; on the sphere whole panels or blocks of every panel. Collective.
-#[allow(clippy::too_many_arguments)]
+/// The solver of one rank of a distributed solve over `comm` (an mpi4py communicator), as the
+/// C API's `strata_solver_create_mpi` ([`strata_session::open`] on ranks). Collective.
 fn on_ranks(
-    py: Python<'_>,
     comm: &Bound<'_, PyAny>,
-    cuda: bool,
-    device: usize,
-    threads: Option<usize>,
+    place: Place,
     p: &ProblemParams,
     cfg: &SolverConfig,
-) -> PyResult<Engine> {
+) -> PyResult<Held> {
     #[cfg(feature = "mpi")]
     {
-        use strata_mpi::mpi::traits::Communicator;
         let world = ranks::duplicate(comm)?;
-        if p.geometry == Geometry::Sphere {
-            // Whole panels up to six ranks, blocks of every panel beyond (as the C API).
-            p.validate().map_err(to_py)?;
-            let (size, rank) = (world.size() as usize, world.rank() as usize);
-            let tiles = ::strata::grid::sphere::rank_tiles(p.n, cfg.num_levels(), size, rank)
-                .map_err(to_py)?;
-            let k = p.n / tiles[0].nx;
-            let engine = if cuda {
-                let comm = strata_mpi::SphereMpiComm::new(world, k);
-                let b = Tiled::new(Box::new(CudaBackend::new(device).map_err(to_py)?));
-                let s = PersistentSolver::with_tiles(&b, comm, p, &tiles, cfg).map_err(to_py)?;
-                Engine::CudaSphereRank(b, ranks::Ranks(s))
-            } else {
-                let comm = strata_mpi::SphereMpiComm::new(world, k);
-                let b = Tiled::new(Box::new(CpuBackend::new(threads).map_err(to_py)?));
-                let s = PersistentSolver::with_tiles(&b, comm, p, &tiles, cfg).map_err(to_py)?;
-                Engine::CpuSphereRank(b, ranks::Ranks(s))
-            };
-            return Ok(engine);
-        }
-        let grid = ::strata::grid::RankGrid::choose(world.size() as usize);
-        let rank = world.rank() as usize;
-        let block = cfg.validate_for(p.n, grid).map_err(to_py)?.fine_block(rank);
-        let engine = if cuda {
-            let comm = strata_mpi::MpiComm::new(world, grid).map_err(to_py)?;
-            let b = Box::new(CudaBackend::new(device).map_err(to_py)?);
-            let s = PersistentSolver::with_comm(b.as_ref(), comm, p, block, cfg).map_err(to_py)?;
-            Engine::CudaRank(b, ranks::Ranks(s))
-        } else {
-            let comm = strata_mpi::MpiComm::new(world, grid).map_err(to_py)?;
-            let b = CpuBackend::new(threads).map_err(to_py)?;
-            let s = PersistentSolver::with_comm(&b, comm, p, block, cfg).map_err(to_py)?;
-            Engine::CpuRank(b, ranks::Ranks(s))
-        };
-        let _ = py;
-        Ok(engine)
+        strata_session::open(p, cfg, place.with_comm(world))
+            .map(Held)
+            .map_err(to_py)
     }
     #[cfg(not(feature = "mpi"))]
     {
-        let _ = (py, comm, cuda, device, threads, p, cfg);
+        let _ = (comm, place, p, cfg);
         Err(ranks::unavailable())
     }
 }

@@ -68,39 +68,3 @@ pub fn finalized() -> bool {
         false
     }
 }
-
-/// A persistent solver of a rank, made `Send` and `Sync` for the Python object that holds it.
-///
-/// Its communicator holds MPI handles (raw pointers in Open MPI), which Rust cannot know to be
-/// movable between threads. They are: strata refuses an MPI initialised below
-/// `MPI_THREAD_SERIALIZED` ([`duplicate`]), so MPI may be called from any thread one at a time,
-/// and one at a time is what the Python object grants — every call that communicates takes
-/// `&mut` through PyO3's borrow of the object (a second concurrent call is refused), and
-/// releasing the GIL runs the call on the calling thread. The `&self` methods of `Solver`
-/// read only the solver's problem and configuration, never the communicator.
-#[cfg(feature = "mpi")]
-pub struct Ranks<S>(pub S);
-
-// SAFETY: see the type's documentation: MPI is initialised at least serialized, and every
-// communicating call holds the object's exclusive borrow.
-#[cfg(feature = "mpi")]
-unsafe impl<S> Send for Ranks<S> {}
-// SAFETY: shared references reach only plain data of the solver (problem, configuration, set-up
-// times), never the communicator's handles or buffers.
-#[cfg(feature = "mpi")]
-unsafe impl<S> Sync for Ranks<S> {}
-
-#[cfg(feature = "mpi")]
-impl<S> std::ops::Deref for Ranks<S> {
-    type Target = S;
-    fn deref(&self) -> &S {
-        &self.0
-    }
-}
-
-#[cfg(feature = "mpi")]
-impl<S> std::ops::DerefMut for Ranks<S> {
-    fn deref_mut(&mut self) -> &mut S {
-        &mut self.0
-    }
-}

@@ -96,7 +96,7 @@ fn main() {
             let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
             let mut row = vec![];
             for (_, kind, pc) in solvers {
-                let mut cfg = SolverConfig::new(kind)
+                let mut cfg = SolverConfig::paper(kind)
                     .with_levels(5)
                     .with_preconditioner(pc)
                     .with_max_it(3000);

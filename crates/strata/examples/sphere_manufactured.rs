@@ -25,7 +25,7 @@ fn main() -> strata::Result<()> {
         };
         let tiles = sphere::tiles(n, 1);
         let rhs = build_rhs_tiles(&p, RhsKind::Manufactured, 0, &tiles);
-        let cfg = SolverConfig::new(SolverKind::MgCg)
+        let cfg = SolverConfig::paper(SolverKind::MgCg)
             .with_levels(3)
             .with_rtol(1e-11)
             .with_max_it(500);

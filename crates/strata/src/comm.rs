@@ -133,20 +133,10 @@ pub fn fill_rings<B: Backend, C: Comm<B>>(comm: &C, c: &mut Coefficients) -> Res
 /// [`Comm::prolongation_sides`] of a communicator of a rank grid over one panel or box whose
 /// block has a neighbour across the sides set in `neighbours` ([`Side::index`]), and which
 /// fills the diagonal ranks' corners in [`Comm::exchange_with_corners`] (a face cell at the end
-/// of a face reads a corner of the coarse halo): those sides, or `None` — where there is no
-/// neighbour, or where the environment says `STRATA_HALO_PROLONGATION=0` (exchange after every
-/// prolongation, as the paper's cycle does; read once).
+/// of a face reads a corner of the coarse halo): those sides, or `None` where there is no
+/// neighbour. (The cycle uses them unless [`crate::solver::MgParams::prolongate_halos`] is off.)
 pub fn prolongation_sides(neighbours: [bool; 4]) -> Option<[bool; 4]> {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let on = *ON.get_or_init(|| {
-        std::env::var("STRATA_HALO_PROLONGATION").map_or(true, |v| v.trim() != "0")
-    });
-    neighbour_sides(neighbours).filter(|_| on)
-}
-
-/// The sides of [`prolongation_sides`] whatever the environment says.
-fn neighbour_sides(n: [bool; 4]) -> Option<[bool; 4]> {
-    n.contains(&true).then_some(n)
+    neighbours.contains(&true).then_some(neighbours)
 }
 
 /// The communicator of a single process.
@@ -391,7 +381,7 @@ impl<F> Corners<F> {
 
 #[cfg(test)]
 mod tests {
-    use super::neighbour_sides;
+    use super::prolongation_sides as neighbour_sides;
 
     #[test]
     fn blocks_with_a_neighbour_prolongate_into_their_halos() {

@@ -11,6 +11,9 @@
 //!   serial [`backend::reference::ReferenceBackend`]).
 //! * [`solver`]: fused CG, tensor-product multigrid and MG-preconditioned CG, written once over
 //!   [`backend::Backend`] and [`comm::Comm`].
+//! * [`names`]: every choice's name, parse and C integer, once.
+//! * [`session`]: the object-safe [`session::SolverHandle`] over a persistent solver and its
+//!   backend, the one type a front end holds.
 //! * [`perf`]: the paper's FLOP and memory-traffic model; [`io`]: NetCDF and Matrix Market files;
 //!   [`matrix`]: the assembled operator, for checking against other solvers.
 //!
@@ -43,10 +46,12 @@ pub mod field;
 pub mod grid;
 pub mod io;
 pub mod matrix;
+pub mod names;
 pub mod perf;
 mod persistent;
 pub mod precision;
 pub mod problem;
+pub mod session;
 pub mod solver;
 pub mod stencil;
 

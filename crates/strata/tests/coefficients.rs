@@ -113,7 +113,7 @@ fn unit_coefficients_solve_like_the_model_problem() {
     };
     let b = CpuBackend::new(Some(2)).unwrap();
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
-        let cfg = SolverConfig::new(kind).with_levels(4);
+        let cfg = SolverConfig::paper(kind).with_levels(4);
         let a = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
         let g = strata::solve(&b, &general, &cfg, &rhs, &mut |_, _| {}).unwrap();
         assert_eq!(a.info.iterations, g.info.iterations, "{kind:?}");
@@ -228,7 +228,7 @@ fn box_error(n: usize, advect: bool) -> f64 {
     } else {
         SolverKind::MgCg
     };
-    let cfg = SolverConfig::new(kind)
+    let cfg = SolverConfig::paper(kind)
         .with_levels(max_levels(n, RankGrid::single()))
         .with_rtol(1e-12)
         .with_max_it(300);
@@ -284,7 +284,7 @@ fn advection_makes_the_operator_non_symmetric_and_only_gcr_bicgstab_take_it() {
     let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(n));
     let b = CpuBackend::new(Some(2)).unwrap();
     for kind in [SolverKind::Cg, SolverKind::MgCg] {
-        let cfg = SolverConfig::new(kind).with_levels(3);
+        let cfg = SolverConfig::paper(kind).with_levels(3);
         let e = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {})
             .unwrap_err()
             .to_string();
@@ -296,7 +296,7 @@ fn advection_makes_the_operator_non_symmetric_and_only_gcr_bicgstab_take_it() {
     let a = strata::matrix::assemble(&p).unwrap();
     let mut solutions = vec![];
     for kind in [SolverKind::Gcr, SolverKind::BiCgStab, SolverKind::Mg] {
-        let cfg = SolverConfig::new(kind)
+        let cfg = SolverConfig::paper(kind)
             .with_levels(3)
             .with_rtol(1e-10)
             .with_max_it(500);
@@ -369,7 +369,7 @@ fn every_solver_solves_the_general_operator() {
             (SolverKind::BiCgStab, strata::solver::Preconditioner::Line),
             (SolverKind::Cg, strata::solver::Preconditioner::Line),
         ] {
-            let cfg = SolverConfig::new(kind)
+            let cfg = SolverConfig::paper(kind)
                 .with_levels(4)
                 .with_preconditioner(pc)
                 .with_rtol(1e-10)
@@ -466,7 +466,7 @@ fn the_assembled_matrix_is_the_operator_the_solvers_use() {
         // A direct solve of the exported system equals strata's solution.
         let rhs = build_rhs(&p, RhsKind::Random, 2, &Block::whole(8));
         let direct = dense_solve(&a, &rhs);
-        let cfg = SolverConfig::new(SolverKind::MgCg)
+        let cfg = SolverConfig::paper(SolverKind::MgCg)
             .with_levels(3)
             .with_rtol(1e-13)
             .with_max_it(200);

@@ -33,7 +33,7 @@ fn errors(geometry: Geometry, grading: Grading, n: usize) -> (f64, f64) {
     let sol = strata::solve(
         &backend,
         &p,
-        &SolverConfig::new(SolverKind::MgCg)
+        &SolverConfig::paper(SolverKind::MgCg)
             .with_multigrid(mg.clone())
             .with_stopping(params.clone()),
         &rhs,

@@ -30,7 +30,7 @@ fn true_residual(p: &ProblemParams, rhs: &[f64], u: &[f64]) -> f64 {
 }
 
 fn config(kind: SolverKind, precision: Precision, rtol: f64) -> SolverConfig {
-    SolverConfig::new(kind)
+    SolverConfig::paper(kind)
         .with_precision(precision)
         .with_stopping(SolveParams {
             rtol,
@@ -133,10 +133,10 @@ fn mixed_precision_on_the_sphere() {
 
 #[test]
 fn mixed_precision_needs_a_multigrid() {
-    let cfg = SolverConfig::new(SolverKind::Cg).with_precision(Precision::Mixed);
+    let cfg = SolverConfig::paper(SolverKind::Cg).with_precision(Precision::Mixed);
     let e = cfg.validate().unwrap_err().to_string();
     assert!(e.contains("precision") && e.contains("cg"), "{e}");
-    let cfg = SolverConfig::new(SolverKind::Gcr)
+    let cfg = SolverConfig::paper(SolverKind::Gcr)
         .with_preconditioner(strata::solver::Preconditioner::Line)
         .with_precision(Precision::Mixed);
     assert!(cfg.validate().is_err());

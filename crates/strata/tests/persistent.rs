@@ -41,7 +41,7 @@ fn repeated_solves_equal_one_shot_solves() {
     let p = problem();
     let b = CpuBackend::new(Some(2)).unwrap();
     for kind in KINDS {
-        let cfg = SolverConfig::new(kind).with_levels(4);
+        let cfg = SolverConfig::paper(kind).with_levels(4);
         let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
         let mut u = vec![0.0; s.len()];
         for step in 0..3 {
@@ -61,7 +61,7 @@ fn repeated_solves_equal_one_shot_solves() {
 fn a_warm_start_begins_at_the_given_solution() {
     let p = problem();
     let b = CpuBackend::new(Some(2)).unwrap();
-    let cfg = SolverConfig::new(SolverKind::MgCg)
+    let cfg = SolverConfig::paper(SolverKind::MgCg)
         .with_levels(4)
         .with_rtol(1e-10);
     let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
@@ -81,7 +81,7 @@ fn a_warm_start_begins_at_the_given_solution() {
 fn updated_coefficients_and_omega_solve_like_a_new_setup() {
     let p = problem();
     let b = CpuBackend::new(Some(2)).unwrap();
-    let cfg = SolverConfig::new(SolverKind::Gcr).with_levels(4);
+    let cfg = SolverConfig::paper(SolverKind::Gcr).with_levels(4);
     let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
     let rhs = build_rhs(&p, RhsKind::Random, 4, &Block::whole(p.n));
     let mut u = vec![0.0; s.len()];
@@ -124,7 +124,7 @@ fn updated_coefficients_and_omega_solve_like_a_new_setup() {
 fn bad_calls_are_errors() {
     let p = problem();
     let b = CpuBackend::new(Some(1)).unwrap();
-    let cfg = SolverConfig::new(SolverKind::Mg).with_levels(4);
+    let cfg = SolverConfig::paper(SolverKind::Mg).with_levels(4);
     let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
     let mut u = vec![0.0; s.len()];
     let e = s
@@ -145,7 +145,7 @@ fn bad_calls_are_errors() {
     // cg and mg-cg refuse a non-symmetric operator at set-up and at update.
     let mut adv = coefficients(p.n, p.nz);
     adv.xi = Some([0, 1, 2].map(|_| vec![0.3; p.n * p.n * p.nz]));
-    let mut cg = PersistentSolver::new(&b, &p, &SolverConfig::new(SolverKind::Cg)).unwrap();
+    let mut cg = PersistentSolver::new(&b, &p, &SolverConfig::paper(SolverKind::Cg)).unwrap();
     let e = cg
         .update_coefficients(&b, Some(adv))
         .unwrap_err()
@@ -165,7 +165,7 @@ fn rtol_is_relative_to_the_rhs_so_warm_starts_meet_it() {
     let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
     let mut finals = vec![];
     for relative_to in [RelativeTo::Rhs, RelativeTo::InitialResidual] {
-        let cfg = SolverConfig::new(SolverKind::MgCg)
+        let cfg = SolverConfig::paper(SolverKind::MgCg)
             .with_levels(4)
             .with_stopping(SolveParams {
                 rtol: 1e-6,
@@ -213,7 +213,7 @@ fn host_backends_refuse_fields_in_device_memory() {
     use strata::backend::Fields;
     use strata::stencil::ResidentCells;
     let p = problem();
-    let cfg = SolverConfig::new(SolverKind::Mg).with_levels(3);
+    let cfg = SolverConfig::paper(SolverKind::Mg).with_levels(3);
     let b = CpuBackend::new(None).unwrap();
     let rhs = build_rhs(&p, RhsKind::Random, 2, &Block::whole(p.n));
     let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
@@ -239,7 +239,7 @@ fn host_backends_refuse_fields_in_device_memory() {
     s.solve(&b, &rhs, &mut after, false).unwrap();
     assert_eq!(before, after);
     // cg and mg-cg refuse fields with an advection vector before anything else.
-    let mut cg = PersistentSolver::new(&b, &p, &SolverConfig::new(SolverKind::Cg)).unwrap();
+    let mut cg = PersistentSolver::new(&b, &p, &SolverConfig::paper(SolverKind::Cg)).unwrap();
     let levels = cg.config().num_levels();
     let e = cg
         .update_resident_coefficients(&b, cells(levels), false)
@@ -272,7 +272,7 @@ fn a_ranks_block_is_estimated_by_its_own_shape() {
         };
         for kind in KINDS {
             for precision in [Precision::F64, Precision::Mixed] {
-                let cfg = SolverConfig::new(kind)
+                let cfg = SolverConfig::paper(kind)
                     .with_levels(4)
                     .with_precision(precision);
                 let square = strata::field_memory(&p, &cfg, |n, s| bytes(n, n, s));

@@ -29,7 +29,7 @@ fn run(p: &ProblemParams, kind: SolverKind, mg: &MgParams, params: &SolveParams)
     strata::solve(
         &b,
         p,
-        &SolverConfig::new(kind)
+        &SolverConfig::paper(kind)
             .with_multigrid(mg.clone())
             .with_stopping(params.clone()),
         &rhs,
@@ -128,7 +128,7 @@ fn red_black_mg_uses_every_half_sweep() {
     let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
     let b = CpuBackend::new(None).unwrap();
     for precision in [Precision::F64, Precision::Mixed] {
-        let cfg = SolverConfig::new(SolverKind::Mg)
+        let cfg = SolverConfig::paper(SolverKind::Mg)
             .with_multigrid(mg.clone())
             .with_rtol(1e-8)
             .with_precision(precision);
@@ -224,7 +224,7 @@ fn cpu_solves_are_bit_identical_across_runs_and_thread_counts() {
     for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
         let solve = |threads| {
             let b = CpuBackend::new(Some(threads)).unwrap();
-            let cfg = SolverConfig::new(kind).with_multigrid(mg.clone());
+            let cfg = SolverConfig::paper(kind).with_multigrid(mg.clone());
             strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap()
         };
         let (a, b, c) = (solve(2), solve(2), solve(1));
@@ -248,7 +248,7 @@ fn cpu_and_reference_backends_solve_alike() {
         let a = strata::solve(
             &cpu,
             &p,
-            &SolverConfig::new(kind)
+            &SolverConfig::paper(kind)
                 .with_multigrid(mg.clone())
                 .with_stopping(params.clone()),
             &rhs,
@@ -258,7 +258,7 @@ fn cpu_and_reference_backends_solve_alike() {
         let b = strata::solve(
             &ReferenceBackend,
             &p,
-            &SolverConfig::new(kind)
+            &SolverConfig::paper(kind)
                 .with_multigrid(mg.clone())
                 .with_stopping(params.clone()),
             &rhs,
@@ -289,7 +289,7 @@ fn stopping_reasons() {
         let zero = strata::solve(
             &b,
             &p,
-            &SolverConfig::new(kind)
+            &SolverConfig::paper(kind)
                 .with_multigrid(mg.clone())
                 .with_stopping(params.clone()),
             &vec![0.0; n],
@@ -305,7 +305,7 @@ fn stopping_reasons() {
         let nan = strata::solve(
             &b,
             &p,
-            &SolverConfig::new(kind)
+            &SolverConfig::paper(kind)
                 .with_multigrid(mg.clone())
                 .with_stopping(params.clone()),
             &bad,
@@ -326,7 +326,7 @@ fn stopping_reasons() {
         let s = strata::solve(
             &b,
             &p,
-            &SolverConfig::new(kind)
+            &SolverConfig::paper(kind)
                 .with_multigrid(mg.clone())
                 .with_stopping(few.clone()),
             &rhs,
@@ -348,7 +348,7 @@ fn stopping_reasons() {
         let s = strata::solve(
             &b,
             &p,
-            &SolverConfig::new(kind)
+            &SolverConfig::paper(kind)
                 .with_multigrid(mg.clone())
                 .with_stopping(fixed.clone()),
             &rhs,
@@ -377,7 +377,7 @@ fn bad_parameters_are_errors_not_panics() {
     let e = strata::solve(
         &b,
         &p,
-        &SolverConfig::new(SolverKind::Mg)
+        &SolverConfig::paper(SolverKind::Mg)
             .with_multigrid(too_many.clone())
             .with_stopping(params.clone()),
         &rhs,
@@ -393,7 +393,7 @@ fn bad_parameters_are_errors_not_panics() {
     let e = strata::solve(
         &b,
         &p,
-        &SolverConfig::new(SolverKind::Cg)
+        &SolverConfig::paper(SolverKind::Cg)
             .with_multigrid(too_many.clone())
             .with_stopping(bad_rtol.clone()),
         &rhs,
@@ -405,7 +405,7 @@ fn bad_parameters_are_errors_not_panics() {
     let e = strata::solve(
         &b,
         &p,
-        &SolverConfig::new(SolverKind::Cg)
+        &SolverConfig::paper(SolverKind::Cg)
             .with_multigrid(too_many.clone())
             .with_stopping(params.clone()),
         &rhs[1..],

@@ -213,7 +213,7 @@ fn any_tiling_and_any_backend_give_the_same_solve() {
     let cpu = CpuBackend::new(Some(2)).unwrap();
     // mg (split cycles: the whole operator's exchange gives the tiles' corners) on 1 x 1 and
     // 3 x 3 tiles, CPU and reference.
-    let cfg = SolverConfig::new(SolverKind::Mg)
+    let cfg = SolverConfig::paper(SolverKind::Mg)
         .with_levels(3)
         .with_rtol(1e-9);
     let (m1, mt1, h1) = solve_tiled_history(&cpu, &p, &cfg, 1);
@@ -229,7 +229,7 @@ fn any_tiling_and_any_backend_give_the_same_solve() {
             );
         }
     }
-    let cfg = SolverConfig::new(SolverKind::MgCg)
+    let cfg = SolverConfig::paper(SolverKind::MgCg)
         .with_levels(3)
         .with_rtol(1e-9);
     let (u1, it1) = solve_tiled(&cpu, &p, &cfg, 1);
@@ -266,7 +266,7 @@ fn multigrid_converges_on_the_sphere_as_on_one_panel() {
     let cpu = CpuBackend::new(Some(2)).unwrap();
     for n in [32, 64] {
         for kind in [SolverKind::Mg, SolverKind::MgCg] {
-            let cfg = SolverConfig::new(kind).with_levels(4);
+            let cfg = SolverConfig::paper(kind).with_levels(4);
             let sphere_its = solve_tiled(&cpu, &sphere_params(n, 32), &cfg, 1).1;
             let panel = ProblemParams {
                 geometry: Geometry::Panel,
@@ -312,7 +312,7 @@ fn what_cannot_work_on_the_sphere_is_refused() {
     let t = Tiled::new(&cpu);
     let mut solver = Solver::new(
         &t,
-        &SolverConfig::new(SolverKind::Mg).with_levels(2),
+        &SolverConfig::paper(SolverKind::Mg).with_levels(2),
         &levels,
     )
     .unwrap();
@@ -325,7 +325,7 @@ fn what_cannot_work_on_the_sphere_is_refused() {
         &SphereComm,
         &p,
         &some,
-        &SolverConfig::new(SolverKind::Mg).with_levels(2),
+        &SolverConfig::paper(SolverKind::Mg).with_levels(2),
         &build_rhs_tiles(&p, RhsKind::Random, 1, &some),
         &mut |_, _| {},
     )
@@ -391,7 +391,7 @@ fn a_persistent_solver_on_the_sphere_repeats_its_solves() {
         SolverKind::MgCg,
         SolverKind::BiCgStab,
     ] {
-        let cfg = SolverConfig::new(kind).with_levels(3).with_rtol(1e-9);
+        let cfg = SolverConfig::paper(kind).with_levels(3).with_rtol(1e-9);
         let mut s = PersistentSolver::sphere(&cpu, &p, &cfg).unwrap();
         let (f, g) = (
             build_rhs_tiles(&p, RhsKind::Random, 1, &tiles),
@@ -490,7 +490,7 @@ fn coefficient_fields_on_the_sphere_keep_symmetry_conservation_and_any_tiling() 
         assert!((v - want).abs() < 1e-13 * scale, "{at}: {v} vs {want}");
     }
     // Whole panels and 3 × 3 blocks of every panel, CPU and reference: one solve.
-    let cfg = SolverConfig::new(SolverKind::MgCg)
+    let cfg = SolverConfig::paper(SolverKind::MgCg)
         .with_levels(3)
         .with_rtol(1e-9);
     let (u1, it1) = solve_tiled(&cpu, &p, &cfg, 1);
@@ -574,7 +574,7 @@ fn advection_on_the_sphere_conserves_across_panel_edges() {
     );
     // Tilings and backends agree with the non-symmetric solvers; CG-based ones are refused.
     for kind in [SolverKind::Gcr, SolverKind::BiCgStab] {
-        let cfg = SolverConfig::new(kind).with_levels(3).with_rtol(1e-9);
+        let cfg = SolverConfig::paper(kind).with_levels(3).with_rtol(1e-9);
         let (u1, it1) = solve_tiled(&cpu, &p, &cfg, 1);
         let (u2, it2) = solve_tiled(&cpu, &p, &cfg, 2);
         let (ur, itr) = solve_tiled(&ReferenceBackend, &p, &cfg, 1);
@@ -599,7 +599,7 @@ fn advection_on_the_sphere_conserves_across_panel_edges() {
         &SphereComm,
         &p,
         &tiles,
-        &SolverConfig::new(SolverKind::MgCg).with_levels(3),
+        &SolverConfig::paper(SolverKind::MgCg).with_levels(3),
         &build_rhs_tiles(&p, RhsKind::Random, 1, &tiles),
         &mut |_, _| {},
     )
@@ -619,7 +619,7 @@ fn manufactured_errors(n: usize, stencil: SphereStencil) -> (f64, f64) {
     };
     let tiles = sphere::tiles(n, 1);
     let rhs = build_rhs_tiles(&p, RhsKind::Manufactured, 0, &tiles);
-    let cfg = SolverConfig::new(SolverKind::MgCg)
+    let cfg = SolverConfig::paper(SolverKind::MgCg)
         .with_levels(2)
         .with_rtol(1e-11)
         .with_max_it(500);
@@ -655,14 +655,14 @@ fn the_memory_estimate_counts_the_nine_point_operators_own_fine_level() {
     // mg on the nine-point sphere runs split cycles (one fine field g), and its outer fine
     // level is the columns again plus four diagonal couplings each.
     let (n, nz) = (64, 16);
-    let cfg = SolverConfig::new(SolverKind::Mg).with_levels(3);
+    let cfg = SolverConfig::paper(SolverKind::Mg).with_levels(3);
     let bytes = |n: usize, _| (n * n * nz * 8) as u64;
     let nine = strata::field_memory(&sphere_params(n, nz), &cfg, bytes);
     let two = strata::field_memory(&two_point(&sphere_params(n, nz)), &cfg, bytes);
     let fine = (n * n * nz * 8) as u64;
     assert_eq!(nine - two, fine + (n * n * (48 + 32)) as u64);
     // mg-cg only the outer fine level.
-    let cfg = SolverConfig::new(SolverKind::MgCg).with_levels(3);
+    let cfg = SolverConfig::paper(SolverKind::MgCg).with_levels(3);
     let nine = strata::field_memory(&sphere_params(n, nz), &cfg, bytes);
     let two = strata::field_memory(&two_point(&sphere_params(n, nz)), &cfg, bytes);
     assert_eq!(nine - two, (n * n * (48 + 32)) as u64);

@@ -58,7 +58,7 @@ impl BackendTask for Task {
             ..Default::default()
         };
         // The paper's kernels: the residual stored, then RestrictSmooth.
-        let cfg = SolverConfig::new(SolverKind::Mg)
+        let cfg = SolverConfig::paper(SolverKind::Mg)
             .with_levels(a.levels)
             .with_fused_restriction(false)
             .with_max_it(a.cycles.max(1))

@@ -87,7 +87,7 @@ impl BackendTask for Task {
             let p = problem(nu);
             let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(a.n));
             for (c, (label, kind, levels)) in configs.iter().enumerate() {
-                let cfg = SolverConfig::new(*kind)
+                let cfg = SolverConfig::paper(*kind)
                     .with_levels(*levels)
                     .with_coarse_steps(coarse_steps(*levels, nu))
                     .with_max_it(a.max_it);

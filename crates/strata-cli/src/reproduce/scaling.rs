@@ -7,7 +7,7 @@ use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, Common};
 use crate::backend_choice::{with_backend, BackendTask, Distributable};
 use crate::job::Job;
-use crate::solve::HaloArg;
+use crate::options::HaloArg;
 use crate::CliResult;
 use clap::Args;
 use std::collections::BTreeMap;
@@ -61,7 +61,7 @@ fn measure(
 ) -> CliResult<Vec<Measured>> {
     let mut out = vec![];
     for kind in [SolverKind::Cg, SolverKind::Mg] {
-        let plain = SolverConfig::new(kind);
+        let plain = SolverConfig::paper(kind);
         let configs = [plain.clone(), plain.with_profile(true)];
         let mut infos = solve(&configs)?.into_iter();
         let (Some(plain), Some(profiled)) = (infos.next(), infos.next()) else {

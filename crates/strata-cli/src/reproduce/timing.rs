@@ -46,7 +46,7 @@ impl BackendTask for Task {
                 nz: a.common.nz,
                 ..Default::default()
             };
-            let cfg = SolverConfig::new(SolverKind::Mg);
+            let cfg = SolverConfig::paper(SolverKind::Mg);
             crate::solve::validate(b, &p, &cfg, RankGrid::single())?;
         }
         let copy = b.copy_bandwidth(256 << 20, 10)? / 1e9;
@@ -66,7 +66,7 @@ impl BackendTask for Task {
                 if let Some(bar) = &bar {
                     bar.set_message(format!("{} n = {n}", kind.name()));
                 }
-                let cfg = SolverConfig::new(kind);
+                let cfg = SolverConfig::paper(kind);
                 let sol = strata::solve(b, &p, &cfg, &rhs, &mut |_, _| {})?;
                 let m = Summary::new(&p, &cfg, &sol);
                 let pct = 100.0 * m.useful_gbs / copy;

@@ -9,7 +9,8 @@ use strata::problem::{ProblemParams, RhsKind};
 use strata::solver::{SolveParams, SolverConfig, SolverKind};
 use strata::StrataError;
 
-use crate::options::{BackendArgs, MgArgs, PcArg, ProblemArgs, SolverArg};
+use crate::options::{choice, BackendArgs, HaloArg, MgArgs, ProblemArgs};
+use strata::solver::Preconditioner;
 
 /// Right-hand side (command-line form).
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -20,17 +21,6 @@ pub enum RhsArg {
     Bump,
     /// The manufactured solution of the verification tests (the error is reported).
     Manufactured,
-}
-
-/// Halo exchange path of an MPI job.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum HaloArg {
-    /// NCCL for GPU ranks when built and found, else MPI.
-    Auto,
-    /// MPI point-to-point through host buffers.
-    Mpi,
-    /// NCCL point-to-point between device buffers.
-    Nccl,
 }
 
 /// Options of `strata solve`.
@@ -61,11 +51,11 @@ pub struct SolveArgs {
     pub rhs_var: String,
     /// Solver: cg, mg, mg-cg for the symmetric operator; gcr, bicgstab also for non-symmetric
     /// ones.
-    #[arg(long, value_enum, default_value = "mg")]
-    pub solver: SolverArg,
-    /// Preconditioner of gcr and bicgstab.
-    #[arg(long, value_enum, default_value = "mg")]
-    pub pc: PcArg,
+    #[arg(long, value_parser = choice::<SolverKind>(), default_value = "mg")]
+    pub solver: SolverKind,
+    /// Preconditioner of gcr and bicgstab: line (vertical line relaxation) or mg (a V-cycle).
+    #[arg(long, value_parser = choice::<Preconditioner>(), default_value = "mg")]
+    pub pc: Preconditioner,
     /// Directions GCR keeps before it restarts (the k of GCR(k)).
     #[arg(long, default_value_t = 5, value_name = "K")]
     pub restart: usize,
@@ -131,10 +121,10 @@ impl Setup {
     pub fn new(a: &SolveArgs) -> Self {
         Self {
             p: a.problem.params(a.n),
-            cfg: SolverConfig::new(SolverKind::from(a.solver))
-                .with_multigrid(a.mg.params())
-                .with_precision(a.mg.precision.into())
-                .with_preconditioner(a.pc.into())
+            cfg: a
+                .mg
+                .configure(a.solver)
+                .with_preconditioner(a.pc)
                 .with_restart(a.restart)
                 .with_stopping(SolveParams {
                     rtol: a.rtol,

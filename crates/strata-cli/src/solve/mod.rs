@@ -6,7 +6,7 @@ mod args;
 mod distributed;
 mod output;
 
-pub use args::{flag_error, rhs_kind, HaloArg, RhsArg, SolveArgs};
+pub use args::{flag_error, rhs_kind, RhsArg, SolveArgs};
 
 use self::args::{overwrite, rank_grid, Setup};
 use self::output::{print_header, progress, report};

@@ -21,6 +21,18 @@ pub struct Block {
 }
 
 impl Block {
+    /// The rectangle `(x0, y0, wx, wy)` of the block with a ring of one cell on every side that
+    /// is not the edge of the panel or box (the cells a rank stores of a per-cell field).
+    pub fn with_ring(&self) -> (usize, usize, usize, usize) {
+        let (x0, y0) = (
+            self.i0 - usize::from(self.i0 > 0),
+            self.j0 - usize::from(self.j0 > 0),
+        );
+        let x1 = self.i0 + self.nx + usize::from(self.i0 + self.nx < self.n);
+        let y1 = self.j0 + self.ny + usize::from(self.j0 + self.ny < self.n);
+        (x0, y0, x1 - x0, y1 - y0)
+    }
+
     /// The whole `n × n` level.
     pub fn whole(n: usize) -> Self {
         Self {

@@ -9,15 +9,6 @@ use crate::error::{invalid, Result};
 use crate::grid::{Block, Side};
 use rayon::prelude::*;
 
-/// The rectangle `(x0, y0, wx, wy)` of the cells stored for `b`: the block and one cell more
-/// on every side that is not the edge of the panel or box.
-pub(super) fn stored_rect(b: &Block) -> (usize, usize, usize, usize) {
-    let (x0, y0) = (b.i0 - usize::from(b.i0 > 0), b.j0 - usize::from(b.j0 > 0));
-    let x1 = b.i0 + b.nx + usize::from(b.i0 + b.nx < b.n);
-    let y1 = b.j0 + b.ny + usize::from(b.j0 + b.ny < b.n);
-    (x0, y0, x1 - x0, y1 - y0)
-}
-
 /// Whether `b` has a ring cell across `side` (another block lies there).
 fn has_ring(b: &Block, side: Side) -> bool {
     match side {
@@ -106,7 +97,7 @@ impl Coefficients {
         mean: impl Fn(f64, f64, f64, f64) -> f64 + Sync,
     ) -> Vec<f64> {
         let coarse = fine.coarsen();
-        let (x0, y0, wx, wy) = stored_rect(&coarse);
+        let (x0, y0, wx, wy) = coarse.with_ring();
         let nz = self.nz;
         let mut out = vec![f64::NAN; wx * wy * nz];
         out.par_chunks_mut(wx * nz)
@@ -202,7 +193,7 @@ impl Coefficients {
 /// A field of `block` with its ring: the given values (block-local order) or `constant` in the
 /// block's cells, NaN in the ring; written by the host's threads a stored row at a time.
 fn block_field(block: &Block, nz: usize, given: Option<&[f64]>, constant: f64) -> Vec<f64> {
-    let (x0, y0, wx, wy) = stored_rect(block);
+    let (x0, y0, wx, wy) = block.with_ring();
     let mut v = vec![f64::NAN; wx * wy * nz];
     v.par_chunks_mut(wx * nz).enumerate().for_each(|(r, row)| {
         let j = y0 + r;

@@ -319,7 +319,7 @@ impl Coefficients {
     pub fn stored(&self) -> (usize, usize, usize, usize) {
         match &self.window {
             None => (0, 0, self.n, self.n),
-            Some(b) => super::block_coefficients::stored_rect(b),
+            Some(b) => b.with_ring(),
         }
     }
 

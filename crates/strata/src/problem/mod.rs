@@ -205,3 +205,20 @@ fn positive(name: &str, v: f64) -> Result<()> {
         invalid(name, format!("must be finite and positive (got {v})"))
     }
 }
+
+impl crate::names::Choice for Geometry {
+    const SETTING: &'static str = "geometry";
+    const ALL: &'static [(Self, &'static str, i32)] = &[
+        (Geometry::Panel, "panel", 0),
+        (Geometry::Box, "box", 1),
+        (Geometry::Sphere, "sphere", 2),
+    ];
+}
+
+impl crate::names::Choice for SphereStencil {
+    const SETTING: &'static str = "sphere_stencil";
+    const ALL: &'static [(Self, &'static str, i32)] = &[
+        (SphereStencil::NinePoint, "nine-point", 0),
+        (SphereStencil::TwoPoint, "two-point", 1),
+    ];
+}

@@ -375,3 +375,11 @@ impl<B: Backend> BiCgStab<B> {
         Ok(mon.finish(reason, it, seconds, timer.into_profile()))
     }
 }
+
+impl crate::names::Choice for Preconditioner {
+    const SETTING: &'static str = "preconditioner";
+    const ALL: &'static [(Self, &'static str, i32)] = &[
+        (Preconditioner::Line, "line", 0),
+        (Preconditioner::Multigrid, "mg", 1),
+    ];
+}

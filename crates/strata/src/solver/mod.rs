@@ -103,15 +103,9 @@ impl SolverKind {
         }
     }
 
-    /// The name used on the command line and in reports.
+    /// The name used on the command line and in reports ([`crate::names::Choice`]).
     pub fn name(self) -> &'static str {
-        match self {
-            SolverKind::Cg => "cg",
-            SolverKind::Mg => "mg",
-            SolverKind::MgCg => "mg-cg",
-            SolverKind::Gcr => "gcr",
-            SolverKind::BiCgStab => "bicgstab",
-        }
+        crate::names::Choice::name(self)
     }
 }
 
@@ -252,4 +246,15 @@ fn line_cost() -> Cost {
         mem: 10.0,
         mem_cached: 2.0,
     }
+}
+
+impl crate::names::Choice for SolverKind {
+    const SETTING: &'static str = "solver";
+    const ALL: &'static [(Self, &'static str, i32)] = &[
+        (SolverKind::Cg, "cg", 0),
+        (SolverKind::Mg, "mg", 1),
+        (SolverKind::MgCg, "mg-cg", 2),
+        (SolverKind::Gcr, "gcr", 3),
+        (SolverKind::BiCgStab, "bicgstab", 4),
+    ];
 }

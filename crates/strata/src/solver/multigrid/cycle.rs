@@ -102,7 +102,11 @@ impl<B: Backend> Hierarchy<B> {
         };
         // The last exchange on a coarse level fills the corners that the prolongation into
         // the finer level's halo reads.
-        let last = if lev > 0 { Halo::Corners } else { Halo::Faces };
+        let last = if lev > 0 && self.halo_sides(comm).is_some() {
+            Halo::Corners
+        } else {
+            Halo::Faces
+        };
         let coarsest = lev == self.levels.len() - 1;
         // Coarsest: the smoothing steps after the first are the coarse solve. Red-black and
         // symmetric: the palindrome red-black, black-red, … of those steps, whose every second
@@ -231,6 +235,7 @@ impl<B: Backend> Hierarchy<B> {
         // The nine-point operator reads the halo's corners, which no face holds.
         let sides = comm
             .prolongation_sides()
+            .filter(|_| self.params.prolongate_halos)
             .filter(|_| b.stencil(&l.op).cross.is_none());
         timer.run(b, Kernel::Prolongate, lev, || {
             b.prolongate(&c.op, &l.op, &c.u, &mut l.u)?;
@@ -287,6 +292,13 @@ impl<B: Backend> Hierarchy<B> {
         } else {
             exchange(b, comm, timer, lev, &l.op, &mut l.u, halo)
         }
+    }
+
+    /// The sides whose halo the cycle fills by prolongation ([`Comm::prolongation_sides`], unless
+    /// [`super::MgParams::prolongate_halos`] is off).
+    fn halo_sides<C: Comm<B>>(&self, comm: &C) -> Option<[bool; 4]> {
+        comm.prolongation_sides()
+            .filter(|_| self.params.prolongate_halos)
     }
 
     /// One red-black half-sweep of `color` on level `lev`, over-relaxed by `relax`, and the

@@ -78,6 +78,13 @@ pub struct MgParams {
     /// (`ResidualNorm`, [`crate::backend::StencilKernels::residual_norm`]).
     #[serde(default = "default_fuse_restriction")]
     pub fuse_restriction: bool,
+    /// On a rank grid over one panel or box, fills the halo of a prolongated level by
+    /// prolongating the neighbours' coarse values into it ([`crate::comm::Comm::prolongation_sides`])
+    /// instead of exchanging after every prolongation as the paper's cycle does: the same
+    /// iterates bit for bit, a third fewer exchanges per level. On by default; off, the paper's
+    /// exchange.
+    #[serde(default = "default_fuse_restriction")]
+    pub prolongate_halos: bool,
 }
 
 /// Default of [`MgParams::relaxation`].
@@ -87,6 +94,7 @@ fn default_relaxation() -> f64 {
     DEFAULT_RELAXATION
 }
 
+/// Default of the switches that are on unless asked off.
 fn default_fuse_restriction() -> bool {
     true
 }
@@ -119,6 +127,7 @@ impl Default for MgParams {
             smoother: Smoother::Jacobi,
             relaxation: DEFAULT_RELAXATION,
             fuse_restriction: true,
+            prolongate_halos: true,
         }
     }
 }
@@ -392,4 +401,12 @@ impl<B: Backend> Hierarchy<B> {
             })
         }
     }
+}
+
+impl crate::names::Choice for Smoother {
+    const SETTING: &'static str = "smoother";
+    const ALL: &'static [(Self, &'static str, i32)] = &[
+        (Smoother::Jacobi, "jacobi", 0),
+        (Smoother::RedBlack, "red-black", 1),
+    ];
 }
