@@ -194,7 +194,7 @@ impl BackendTask for Task {
                 };
                 let symmetric = p.coefficients.as_ref().map(|c| c.is_symmetric());
                 for &s in &a.solvers {
-                    let kind: SolverKind = s.into();
+                    let kind: SolverKind = s;
                     let cfg = config(s);
                     if let Some(b) = &bar {
                         b.set_message(format!("{} n = {n}", kind.name()));

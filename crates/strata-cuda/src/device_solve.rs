@@ -192,7 +192,7 @@ fn fields_fit<C: Comm<CudaBackend>>(
 }
 
 /// Uploads host fields `c` (through the page-locked staging pair) and makes them into the
-/// levels on the device (session 14's kernels: the host path's operator bit for bit); the
+/// levels on the device (the 2026-11-25 (58e9f6a)'s kernels: the host path's operator bit for bit); the
 /// solver keeps `c` for a later ω.
 fn host_fields_on_device<C: Comm<CudaBackend>>(
     s: &mut PersistentSolver<CudaBackend, C>,

@@ -478,7 +478,7 @@ pub struct Tuning {
     /// Whether fp32 levels also compute the V-cycle's residual inside the restriction
     /// (`residual_restrict_smooth`), as fp64 levels do. On by default: with the kernel's
     /// grouped loads, mixed red-black mg at 2816² × 128 on one H200 took 0.2345 s fused against
-    /// 0.2385 s (docs/PERFORMANCE.md, session 13).
+    /// 0.2385 s (docs/PERFORMANCE.md, the work of 2026-11-24 (c019126)).
     pub fuse_f32: bool,
     /// The line kernels (Smooth, RestrictSmooth, the line solve, CG's Tridiag, the red-black
     /// half-sweep) of a launch that
@@ -542,12 +542,12 @@ pub const TILE_STREAMS_COLUMNS: usize = 65536;
 /// Default of [`Tuning::pcr_columns`]: 2^15, so that 128² levels (and smaller) use PCR and 256²
 /// levels the Thomas sweep, as measured on one H200 (docs/PERFORMANCE.md, coarse levels); a
 /// level of a rank's block just under 256² columns (180 × 360 on two GPUs) takes 0.24 ms per
-/// Smooth by Thomas against 0.38 ms by PCR (session 13).
+/// Smooth by Thomas against 0.38 ms by PCR (the work of 2026-11-24 (c019126)).
 pub const PCR_COLUMNS: usize = 1 << 15;
 
 /// Default of [`Tuning::twin_threads`]: 2^17, so that the line kernels of 256² levels (one
 /// thread per column: 0.4–0.5 waves on an H200) and the red-black half-sweeps of levels up to
-/// 362² run two threads per column (docs/PERFORMANCE.md, session 15).
+/// 362² run two threads per column (docs/PERFORMANCE.md, the work of 2026-11-25 (b48a0b0)).
 pub const TWIN_THREADS: usize = 1 << 17;
 
 /// Default block width of the column kernels (the paper's 64 × 2).
