@@ -1,57 +1,13 @@
-//! The V-cycle of docs/MODEL.md §9.2 with the paper's fused kernels; level 0 is the finest.
+//! The V-cycle of docs/MODEL.md §9.2 with the paper's fused kernels; level 0 is the finest. The
+//! cycle names no smoother: it calls the configured one through [`super::smoother::Smooth`].
 
-use super::hierarchy::MgLevel;
-use super::{Hierarchy, Smoother};
+use super::smoother::{strategy, Smooth};
+use super::sweep::{exchange, parts, Halo, Sweep};
+use super::Hierarchy;
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::solver::profile::{Kernel, Timer};
-
-/// A level's operator, right-hand side (`f0`, the caller's, on the finest level), iterate and
-/// work field, borrowed apart.
-type Parts<'a, B> = (
-    &'a <B as crate::backend::Fields>::LevelOp,
-    &'a <B as crate::backend::Fields>::Field,
-    &'a mut <B as crate::backend::Fields>::Field,
-    &'a mut <B as crate::backend::Fields>::Field,
-);
-
-fn parts<'a, B: Backend>(l: &'a mut MgLevel<B>, lev: usize, f0: &'a B::Field) -> Parts<'a, B> {
-    let MgLevel { op, u, work, f } = l;
-    (op, if lev == 0 { f0 } else { f }, u, work)
-}
-
-/// Which halo cells an exchange fills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Halo {
-    /// The faces.
-    Faces,
-    /// The faces, and the corners whose diagonal block is another rank's where the
-    /// communicator prolongates into the halo ([`Comm::prolongation_sides`]): the last
-    /// exchange of a coarse level, before the finer level's prolongation reads its halo.
-    Corners,
-}
-
-/// Fills the halo of `u` (level `lev`, operator `op`) as `halo` says.
-#[allow(clippy::too_many_arguments)]
-fn exchange<B: Backend, C: Comm<B>>(
-    b: &B,
-    comm: &C,
-    timer: &mut Timer,
-    lev: usize,
-    op: &B::LevelOp,
-    u: &mut B::Field,
-    halo: Halo,
-) -> Result<()> {
-    let corners = halo == Halo::Corners && comm.prolongation_sides().is_some();
-    timer.run(b, Kernel::Halo, lev, || {
-        if corners {
-            comm.exchange_with_corners(b, op, u)
-        } else {
-            comm.exchange(b, op, u)
-        }
-    })
-}
 
 /// Where the fine level's first smoothing step starts.
 pub(crate) enum Start<'a, B: Backend> {
@@ -66,8 +22,8 @@ impl<B: Backend> Hierarchy<B> {
     /// Level 0 is the finest, with right-hand side `f0` (the caller's) and the caller's iterate
     /// swapped into its `u`; every coarser level starts from zero. From zero the cycle is
     /// symmetric (a preconditioner that needs it calls [`Hierarchy::precondition`], which
-    /// chooses); from the current iterate (mg as a solver) it need not be, and the red-black
-    /// smoother sweeps in one order.
+    /// chooses); from the current iterate (mg as a solver) it need not be, and the smoother
+    /// may sweep in one order.
     pub(crate) fn vcycle<C: Comm<B>>(
         &mut self,
         b: &B,
@@ -92,9 +48,10 @@ impl<B: Backend> Hierarchy<B> {
         symmetric: bool,
         f0: &B::Field,
     ) -> Result<()> {
-        // The red-black smoother's over-relaxation weight: the parameter's in the cycle that need
-        // not be symmetric, 1 in the symmetric one (mg-cg's: over-relaxing gained it no
-        // iteration, and 1 keeps it symmetric).
+        let sm: &dyn Smooth<B, C> = strategy(self.params.smoother);
+        // The over-relaxation weight: the parameter's in the cycle that need not be symmetric,
+        // 1 in the symmetric one (mg-cg's: over-relaxing gained it no iteration, and 1 keeps
+        // it symmetric).
         let relax = if symmetric {
             1.0
         } else {
@@ -108,18 +65,11 @@ impl<B: Backend> Hierarchy<B> {
             Halo::Faces
         };
         let coarsest = lev == self.levels.len() - 1;
-        // Coarsest: the smoothing steps after the first are the coarse solve. Red-black and
-        // symmetric: the palindrome red-black, black-red, … of those steps, whose every second
-        // half-sweep repeats the one before it (same colour, same neighbours: the same values,
-        // bit for bit) and is skipped — one half-sweep per step, alternating. Otherwise red
-        // then black every step.
-        let steps = self.params.coarse_steps.saturating_sub(1);
-        let red_black = self.params.smoother == Smoother::RedBlack;
-        let more = match (coarsest, red_black, symmetric) {
-            (false, ..) => 0,
-            (true, true, true) => steps,
-            (true, true, false) => 2 * steps,
-            (true, false, _) => steps,
+        // Coarsest: the smoothing steps after the first are the coarse solve.
+        let more = if coarsest {
+            sm.coarse_count(self.params.coarse_steps.saturating_sub(1), symmetric)
+        } else {
+            0
         };
         let first = if coarsest && more == 0 {
             last
@@ -127,20 +77,27 @@ impl<B: Backend> Hierarchy<B> {
             Halo::Faces
         };
         // Down: pre-smooth. A coarser level restricts the finer residual and smooths from zero
-        // in one kernel (RestrictSmooth). Every pre-smoothing ends with a black half-sweep.
+        // in one kernel (RestrictSmooth).
         match (lev, start) {
-            (0, Start::Current) => self.smooth(b, comm, timer, 0, false, relax, f0, first)?,
-            (0, Start::Zero(zero)) => self.smooth_from_zero(b, comm, timer, zero, relax, f0)?,
-            _ => self.restrict_smooth(b, comm, timer, lev, relax, f0, first)?,
+            (0, Start::Current) => {
+                let mut s = self.sweep(b, comm, timer, f0);
+                sm.smooth(&mut s, 0, false, relax, first)?
+            }
+            (0, Start::Zero(zero)) => {
+                let mut s = self.sweep(b, comm, timer, f0);
+                sm.start_from_zero(&mut s, zero, relax)?
+            }
+            _ => {
+                self.restrict_smooth(b, timer, lev, sm.restrict_rho(&self.params), f0)?;
+                let mut s = self.sweep(b, comm, timer, f0);
+                sm.after_restrict(&mut s, lev, relax, first)?
+            }
         }
         if coarsest {
-            for s in 0..more {
-                let halo = if s + 1 == more { last } else { Halo::Faces };
-                if red_black {
-                    self.half_sweep(b, comm, timer, lev, s % 2, relax, f0, halo)?;
-                } else {
-                    self.smooth(b, comm, timer, lev, false, relax, f0, halo)?;
-                }
+            let mut s = self.sweep(b, comm, timer, f0);
+            for k in 0..more {
+                let halo = if k + 1 == more { last } else { Halo::Faces };
+                sm.coarse_step(&mut s, lev, k, relax, halo)?;
             }
             return Ok(());
         }
@@ -150,12 +107,30 @@ impl<B: Backend> Hierarchy<B> {
         // Recursion: the coarse-level correction.
         self.cycle_from(b, comm, timer, lev + 1, Start::Current, symmetric, f0)?;
         // Up: add the interpolated correction, post-smooth: in the symmetric cycle in the
-        // reversed order (black then red); otherwise red then black on every level — on the
-        // finest level the reversed order would end each cycle with the red half-sweep that
-        // the next cycle begins with, which recomputes the same values, and on the coarser
-        // ones the forward order contracts more (one cycle in six fewer: docs/PERFORMANCE.md).
+        // reversed order; otherwise in the forward order on every level — on the finest level
+        // the reversed order would end each cycle with the half-sweep that the next cycle
+        // begins with, and on the coarser ones the forward order contracts more (one cycle in
+        // six fewer: docs/results/performance-log.md).
         self.prolongate(b, comm, timer, lev)?;
-        self.smooth(b, comm, timer, lev, symmetric, relax, f0, last)
+        let mut s = self.sweep(b, comm, timer, f0);
+        sm.smooth(&mut s, lev, symmetric, relax, last)
+    }
+
+    /// What a smoother acts on.
+    fn sweep<'a, C: Comm<B>>(
+        &'a mut self,
+        b: &'a B,
+        comm: &'a C,
+        timer: &'a mut Timer,
+        f0: &'a B::Field,
+    ) -> Sweep<'a, B, C> {
+        Sweep {
+            h: self,
+            b,
+            comm,
+            timer,
+            f0,
+        }
     }
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (a preconditioner), symmetric (for CG) or
@@ -177,40 +152,6 @@ impl<B: Backend> Hierarchy<B> {
         })
     }
 
-    /// u₀ ← ρ M⁻¹ f₀ (a smoothing step from zero on the finest level), and its halo; with the
-    /// red-black smoother the red half-sweep from zero (not over-relaxed), then the black one
-    /// over-relaxed by `relax`.
-    #[allow(clippy::too_many_arguments)]
-    fn smooth_from_zero<C: Comm<B>>(
-        &mut self,
-        b: &B,
-        comm: &C,
-        timer: &mut Timer,
-        zero: &B::Field,
-        relax: f64,
-        f0: &B::Field,
-    ) -> Result<()> {
-        // Red-black from zero: the red half-sweep is T⁻¹ f on the red columns, which the line
-        // solve M⁻¹ f gives (the Jacobi step from zero with ρ = 1, without reading the zero
-        // field's neighbours: 3 passes where the step moves 5); its black values the black
-        // half-sweep replaces.
-        let red_black = self.params.smoother == Smoother::RedBlack;
-        let rho = self.params.rho;
-        let (op, f, u, _) = parts(&mut self.levels[0], 0, f0);
-        timer.run(b, Kernel::Smooth, 0, || {
-            if red_black {
-                b.line_solve(op, f, u)
-            } else {
-                b.smooth(op, f, zero, u, rho)
-            }
-        })?;
-        exchange(b, comm, timer, 0, op, u, Halo::Faces)?;
-        if red_black {
-            self.half_sweep(b, comm, timer, 0, 1, relax, f0, Halo::Faces)?;
-        }
-        Ok(())
-    }
-
     /// r_lev ← f_lev − A u_lev into the level's work field (no halo: the restriction reads the
     /// interior only).
     fn residual(&mut self, b: &B, timer: &mut Timer, lev: usize, f0: &B::Field) -> Result<()> {
@@ -230,12 +171,13 @@ impl<B: Backend> Hierarchy<B> {
         timer: &mut Timer,
         lev: usize,
     ) -> Result<()> {
+        let on = self.params.prolongate_halos;
         let (this, coarser) = self.levels.split_at_mut(lev + 1);
         let (l, c) = (&mut this[lev], &coarser[0]);
         // The nine-point operator reads the halo's corners, which no face holds.
         let sides = comm
             .prolongation_sides()
-            .filter(|_| self.params.prolongate_halos)
+            .filter(|_| on)
             .filter(|_| b.stencil(&l.op).cross.is_none());
         timer.run(b, Kernel::Prolongate, lev, || {
             b.prolongate(&c.op, &l.op, &c.u, &mut l.u)?;
@@ -250,25 +192,18 @@ impl<B: Backend> Hierarchy<B> {
         exchange(b, comm, timer, lev, &l.op, &mut l.u, Halo::Faces)
     }
 
-    /// f_lev ← R r_{lev−1}; u_lev ← ρ M⁻¹ f_lev, and the halo of u_lev, the last exchange as
-    /// `halo` says (red-black: the red half-sweep from zero, then the black one over-relaxed
-    /// by `relax`). With
-    /// [`super::MgParams::fuse_restriction`] the finer residual r_{lev−1} is computed in the same
-    /// call; otherwise [`Hierarchy::residual`] stored it before.
-    #[allow(clippy::too_many_arguments)]
-    fn restrict_smooth<C: Comm<B>>(
+    /// f_lev ← R r_{lev−1}; u_lev ← ρ M⁻¹ f_lev (the smoother's step from zero, damped by
+    /// `rho`), without the halo. With [`super::MgParams::fuse_restriction`] the finer residual
+    /// r_{lev−1} is computed in the same call; otherwise [`Hierarchy::residual`] stored it
+    /// before.
+    fn restrict_smooth(
         &mut self,
         b: &B,
-        comm: &C,
         timer: &mut Timer,
         lev: usize,
-        relax: f64,
+        rho: f64,
         f0: &B::Field,
-        halo: Halo,
     ) -> Result<()> {
-        // Red-black from zero, as in smooth_from_zero: ρ = 1, then the black half-sweep.
-        let red_black = self.params.smoother == Smoother::RedBlack;
-        let rho = if red_black { 1.0 } else { self.params.rho };
         let scale = self.params.restriction.scale();
         let (finer, this) = self.levels.split_at_mut(lev);
         let l = &mut this[0];
@@ -279,18 +214,12 @@ impl<B: Backend> Hierarchy<B> {
                 b.residual_restrict_smooth(
                     fop, &l.op, ff, fu, fwork, &mut l.f, &mut l.u, rho, scale,
                 )
-            })?;
+            })
         } else {
             let fine = &finer[lev - 1];
             timer.run(b, Kernel::RestrictSmooth, lev, || {
                 b.restrict_smooth(&fine.op, &l.op, &fine.work, &mut l.f, &mut l.u, rho, scale)
-            })?;
-        }
-        if red_black {
-            exchange(b, comm, timer, lev, &l.op, &mut l.u, Halo::Faces)?;
-            self.half_sweep(b, comm, timer, lev, 1, relax, f0, halo)
-        } else {
-            exchange(b, comm, timer, lev, &l.op, &mut l.u, halo)
+            })
         }
     }
 
@@ -299,55 +228,6 @@ impl<B: Backend> Hierarchy<B> {
     fn halo_sides<C: Comm<B>>(&self, comm: &C) -> Option<[bool; 4]> {
         comm.prolongation_sides()
             .filter(|_| self.params.prolongate_halos)
-    }
-
-    /// One red-black half-sweep of `color` on level `lev`, over-relaxed by `relax`, and the
-    /// halo as `halo` says.
-    #[allow(clippy::too_many_arguments)]
-    fn half_sweep<C: Comm<B>>(
-        &mut self,
-        b: &B,
-        comm: &C,
-        timer: &mut Timer,
-        lev: usize,
-        color: usize,
-        relax: f64,
-        f0: &B::Field,
-        halo: Halo,
-    ) -> Result<()> {
-        let (op, f, u, _) = parts(&mut self.levels[lev], lev, f0);
-        timer.run(b, Kernel::SmoothColor, lev, || {
-            b.smooth_color(op, f, u, color, relax)
-        })?;
-        exchange(b, comm, timer, lev, op, u, halo)
-    }
-
-    /// One smoothing step on level `lev`, and its halo (the last exchange as `halo` says): block Jacobi u ← u + ρ M⁻¹ (f − A u)
-    /// (out of place, then swapped), or a red-black sweep over-relaxed by `relax` (red then
-    /// black; black then red when `reverse`, as after the coarse correction in the
-    /// preconditioner's cycle).
-    #[allow(clippy::too_many_arguments)]
-    fn smooth<C: Comm<B>>(
-        &mut self,
-        b: &B,
-        comm: &C,
-        timer: &mut Timer,
-        lev: usize,
-        reverse: bool,
-        relax: f64,
-        f0: &B::Field,
-        halo: Halo,
-    ) -> Result<()> {
-        if self.params.smoother == Smoother::RedBlack {
-            let order = if reverse { [1, 0] } else { [0, 1] };
-            self.half_sweep(b, comm, timer, lev, order[0], relax, f0, Halo::Faces)?;
-            return self.half_sweep(b, comm, timer, lev, order[1], relax, f0, halo);
-        }
-        let rho = self.params.rho;
-        let (op, f, u, work) = parts(&mut self.levels[lev], lev, f0);
-        timer.run(b, Kernel::Smooth, lev, || b.smooth(op, f, u, work, rho))?;
-        std::mem::swap(u, work);
-        exchange(b, comm, timer, lev, op, u, halo)
     }
 }
 
@@ -359,7 +239,7 @@ mod tests {
     use crate::comm::SerialComm;
     use crate::grid::Block;
     use crate::problem::{Grading, ProblemParams};
-    use crate::solver::MgParams;
+    use crate::solver::{MgParams, Smoother};
     use crate::stencil::build_levels_with;
 
     /// The smoothing of the cycle is symmetric, ⟨S r₁, r₂⟩ = ⟨r₁, S r₂⟩, with either smoother:

@@ -5,6 +5,8 @@
 mod cycle;
 mod hierarchy;
 mod precond;
+mod smoother;
+mod sweep;
 
 pub use hierarchy::Hierarchy;
 pub use precond::MgPreconditioner;

@@ -1,0 +1,70 @@
+//! The smoothers of the V-cycle, one file each, behind one interface ([`Smooth`]): the cycle
+//! asks [`strategy`] for the configured smoother and calls only this interface. A new smoother
+//! is its file here, its kernels on each backend, its [`Smoother`] variant (with its name in
+//! the `Choice` table) and its line in [`strategy`].
+
+mod jacobi;
+mod red_black;
+
+use super::sweep::{Halo, Sweep};
+use super::{MgParams, Smoother};
+use crate::backend::Backend;
+use crate::comm::Comm;
+use crate::error::Result;
+
+/// A smoother: the steps the V-cycle takes on each level, with the halo exchanges they need.
+/// `relax` is the cycle's over-relaxation weight (1 in the symmetric cycle); `halo` says what
+/// the last exchange of a step fills.
+pub(crate) trait Smooth<B: Backend, C: Comm<B>> {
+    /// The damping of the step from zero that the restriction fuses (RestrictSmooth).
+    fn restrict_rho(&self, p: &MgParams) -> f64;
+
+    /// What follows the fused step from zero on coarse level `lev` to finish its
+    /// pre-smoothing, with the halo.
+    fn after_restrict(
+        &self,
+        s: &mut Sweep<'_, B, C>,
+        lev: usize,
+        relax: f64,
+        halo: Halo,
+    ) -> Result<()>;
+
+    /// The fine level's pre-smoothing from zero (`zero`: a fine field of zeros), with the halo
+    /// (faces).
+    fn start_from_zero(&self, s: &mut Sweep<'_, B, C>, zero: &B::Field, relax: f64) -> Result<()>;
+
+    /// One smoothing step on level `lev` from its current iterate; `reverse`: the symmetric
+    /// cycle's post-smoothing (the adjoint order).
+    fn smooth(
+        &self,
+        s: &mut Sweep<'_, B, C>,
+        lev: usize,
+        reverse: bool,
+        relax: f64,
+        halo: Halo,
+    ) -> Result<()>;
+
+    /// How many steps the coarsest level takes after its first, of `coarse_steps − 1` smoothing
+    /// steps, in the symmetric cycle or not.
+    fn coarse_count(&self, steps: usize, symmetric: bool) -> usize;
+
+    /// Step `k` of those on the coarsest level `lev`.
+    fn coarse_step(
+        &self,
+        s: &mut Sweep<'_, B, C>,
+        lev: usize,
+        k: usize,
+        relax: f64,
+        halo: Halo,
+    ) -> Result<()>;
+}
+
+/// The smoother `which`: the one registry of smoothers.
+pub(crate) fn strategy<'a, B: Backend + 'a, C: Comm<B> + 'a>(
+    which: Smoother,
+) -> &'a dyn Smooth<B, C> {
+    match which {
+        Smoother::Jacobi => &jacobi::Jacobi,
+        Smoother::RedBlack => &red_black::RedBlack,
+    }
+}
