@@ -32,7 +32,7 @@ pub trait SolverHandle {
     }
     /// Whether this is one rank of a distributed solve (its arrays are its block's or tiles').
     fn on_ranks(&self) -> bool;
-    /// The backend's name ([`Backend::name`]).
+    /// The backend's name ([`crate::backend::Fields::name`]).
     fn backend_name(&self) -> String;
     /// Seconds of each phase of the set-up ([`PersistentSolver::setup_phases`]).
     fn setup_phases(&self) -> &[(&'static str, f64)];
