@@ -115,6 +115,10 @@ typedef struct StrataOptions {
   // through host memory by MPI (the default), 1 by NCCL between device buffers (one GPU per
   // rank; libstrata built with the `nccl` feature). Ignored by strata_solver_create.
   int32_t halo;
+  // 1 (the default): on ranks, the multigrid cycle fills a prolongated level's halo by
+  // prolongating the neighbours' coarse values into it; 0: it exchanges after every
+  // prolongation, as the paper's cycle does (the same iterates bit for bit, more messages).
+  int32_t prolongate_halos;
 } StrataOptions;
 
 // What a solve did.
