@@ -223,3 +223,20 @@ def test_one_process_owns_the_whole_grid_and_comm_must_be_a_communicator():
     # says what comm needs (python/tests/check_ranks.py runs the ranks under mpirun).
     with pytest.raises(ValueError, match="comm"):
         strata.Solver(16, 8, levels=3, backend="cpu", comm=object())
+
+
+def test_every_backend_and_names_from_one_table():
+    # The serial reference backend is reachable as from C; its answer is the CPU's.
+    f = random_rhs((16, 16, 8), 3)
+    u = {}
+    for backend in ("reference", "cpu"):
+        s = strata.Solver(16, 8, levels=3, backend=backend)
+        assert s.backend == backend
+        u[backend] = s.solve(f)
+        assert s.info["converged"]
+    # Both meet rtol 1e-5 (mixed precision: fp32 V-cycles on either backend).
+    assert np.linalg.norm(u["reference"] - u["cpu"]) <= 1e-4 * np.linalg.norm(u["cpu"])
+    with pytest.raises(ValueError, match="halo must be one of 'mpi', 'nccl'"):
+        strata.Solver(16, 8, levels=3, halo="carrier-pigeon")
+    with pytest.raises(ValueError, match="backend must be one of 'auto', 'cpu', 'cuda', 'reference'"):
+        strata.Solver(16, 8, levels=3, backend="tpu")

@@ -398,9 +398,11 @@ fn bench_measures_bandwidth_and_reports_fractions() {
     assert!(v["copy_gbs"].as_f64().unwrap() > 0.0);
     assert_eq!(v["solvers"].as_array().unwrap().len(), 4);
     let kernels = v["kernels"].as_array().unwrap();
+    // A row per kernel and level (the coarsest level's smoothing: red-black half-sweeps by
+    // default).
     assert!(kernels
         .iter()
-        .any(|k| k["kernel"] == "Smooth" && k["level"] == 2));
+        .any(|k| (k["kernel"] == "Smooth" || k["kernel"] == "SmoothColor") && k["level"] == 2));
     assert!(kernels
         .iter()
         .all(|k| k["useful_fraction"].as_f64().unwrap() > 0.0));

@@ -7,7 +7,7 @@
 //! error is a Python exception (`ValueError` for bad arguments, `MemoryError`, `RuntimeError`
 //! otherwise).
 
-use ::strata::names::{BackendKind, Choice};
+use ::strata::names::{BackendKind, Choice, HaloPath};
 use ::strata::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereStencil};
 use ::strata::solver::{Precision, Preconditioner, Smoother, SolveInfo, SolverConfig, SolverKind};
 use ::strata::StrataError;
@@ -36,7 +36,7 @@ fn to_py(e: StrataError) -> PyErr {
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
 ///        smoother=None, rho=2/3, precision=None, sphere_stencil="nine-point",
-///        relaxation=None, paper=False, prolongate_halos=True, comm=None)
+///        relaxation=None, paper=False, prolongate_halos=True, comm=None, halo="mpi")
 ///
 /// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
 /// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
@@ -71,7 +71,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// nz). On the sphere a rank holds whole panels (up to six ranks) or blocks of every panel
 /// (`tiles`), its arrays those tiles stacked along y, and takes the whole sphere's coefficient
 /// fields. Creation and every solve, apply and set_coefficients are collective. A GPU rank
-/// (backend="cuda", `device` its node-local GPU) exchanges halos through host memory.
+/// (backend="cuda", `device` its node-local GPU) exchanges halos through host memory
+/// (halo="mpi"), or with halo="nccl" by NCCL between device buffers (a package built with
+/// `--features nccl`; one GPU per rank).
 #[pyclass(module = "strata")]
 struct Solver {
     /// Dropped by hand (`Drop for Solver`): a rank's is leaked once MPI is finalised.
@@ -299,7 +301,7 @@ impl Solver {
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother=None,
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
-        prolongate_halos=true, comm=None))]
+        prolongate_halos=true, comm=None, halo="mpi"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -330,6 +332,7 @@ impl Solver {
         paper: bool,
         prolongate_halos: bool,
         comm: Option<Bound<'_, PyAny>>,
+        halo: &str,
     ) -> PyResult<Self> {
         let sphere_stencil: SphereStencil = choose(sphere_stencil)?;
         let precision: Option<Precision> = precision.map(choose).transpose()?;
@@ -338,6 +341,7 @@ impl Solver {
         let geometry: Geometry = choose(geometry)?;
         let pc: Preconditioner = choose(preconditioner)?;
         let kind: SolverKind = choose(solver)?;
+        let halo: HaloPath = choose(halo)?;
         let p = ProblemParams {
             geometry,
             n,
@@ -386,6 +390,7 @@ impl Solver {
             Place::new(backend)
                 .with_threads(threads)
                 .with_device(device)
+                .with_halo(halo)
         };
         if let Some(comm) = comm {
             let engine = on_ranks(&comm, place(), &p, &cfg)?;

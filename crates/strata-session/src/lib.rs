@@ -168,7 +168,7 @@ where
 #[cfg(feature = "mpi")]
 mod ranks {
     use super::*;
-    use strata::grid::RankGrid;
+    use strata::grid::{Block, RankGrid};
     use strata_mpi::mpi::topology::SimpleCommunicator;
     use strata_mpi::mpi::traits::Communicator;
     use strata_mpi::{MpiComm, SphereMpiComm};
@@ -184,21 +184,46 @@ mod ranks {
         B: OnDevice,
         Tiled<Box<B>>: OnDevice,
     {
+        match share(&world, p, cfg)? {
+            Share::Tiles { tiles, k } => {
+                let t = Box::new(Tiled::new(b));
+                let comm = SphereMpiComm::<B>::new(world, k);
+                let s = PersistentSolver::with_tiles(&t, comm, p, &tiles, cfg)?;
+                Ok(Box::new(Session::on_ranks(t, s)))
+            }
+            Share::Block { grid, block } => {
+                let comm = MpiComm::new(world, grid)?;
+                let s = PersistentSolver::with_comm(b.as_ref(), comm, p, block, cfg)?;
+                Ok(Box::new(Session::on_ranks(b, s)))
+            }
+        }
+    }
+
+    /// What one rank holds.
+    pub(super) enum Share {
+        /// Its tiles of the sphere (whole panels up to six ranks, blocks of every panel
+        /// beyond), each panel cut k × k.
+        Tiles { tiles: Vec<Block>, k: usize },
+        /// Its block of a panel or box split over the most nearly square rank grid.
+        Block { grid: RankGrid, block: Block },
+    }
+
+    /// This rank's share of `p` among the ranks of `world`.
+    pub(super) fn share(
+        world: &SimpleCommunicator,
+        p: &ProblemParams,
+        cfg: &SolverConfig,
+    ) -> Result<Share> {
         let (size, rank) = (world.size() as usize, world.rank() as usize);
         if p.geometry == Geometry::Sphere {
             p.validate()?;
             let tiles = strata::grid::sphere::rank_tiles(p.n, cfg.num_levels(), size, rank)?;
             let k = p.n / tiles[0].nx;
-            let t = Box::new(Tiled::new(b));
-            let comm = SphereMpiComm::<B>::new(world, k);
-            let s = PersistentSolver::with_tiles(&t, comm, p, &tiles, cfg)?;
-            return Ok(Box::new(Session::on_ranks(t, s)));
+            return Ok(Share::Tiles { tiles, k });
         }
         let grid = RankGrid::choose(size);
         let block = cfg.validate_for(p.n, grid)?.fine_block(rank);
-        let comm = MpiComm::new(world, grid)?;
-        let s = PersistentSolver::with_comm(b.as_ref(), comm, p, block, cfg)?;
-        Ok(Box::new(Session::on_ranks(b, s)))
+        Ok(Share::Block { grid, block })
     }
 }
 
@@ -215,27 +240,24 @@ mod nccl {
         cfg: &SolverConfig,
         place: Place,
     ) -> Result<Box<dyn Solver>> {
-        use strata::grid::RankGrid;
-        use strata_mpi::mpi::traits::Communicator;
+        use super::ranks::{share, Share};
         use strata_mpi::{NcclComm, SphereNcclComm};
         let world = place
             .into_comm()
             .ok_or_else(|| StrataError::invalid("halo", "nccl needs ranks"))?;
-        let (size, rank) = (world.size() as usize, world.rank() as usize);
-        if p.geometry == Geometry::Sphere {
-            p.validate()?;
-            let tiles = strata::grid::sphere::rank_tiles(p.n, cfg.num_levels(), size, rank)?;
-            let k = p.n / tiles[0].nx;
-            let t = Box::new(Tiled::new(b));
-            let comm = SphereNcclComm::new(world, k, &tiles, t.inner())?;
-            let s = PersistentSolver::with_tiles(&t, comm, p, &tiles, cfg)?;
-            return Ok(Box::new(Session::on_ranks(t, s)));
+        match share(&world, p, cfg)? {
+            Share::Tiles { tiles, k } => {
+                let t = Box::new(Tiled::new(b));
+                let comm = SphereNcclComm::new(world, k, &tiles, t.inner())?;
+                let s = PersistentSolver::with_tiles(&t, comm, p, &tiles, cfg)?;
+                Ok(Box::new(Session::on_ranks(t, s)))
+            }
+            Share::Block { grid, block } => {
+                let comm = NcclComm::new(world, grid, &b)?;
+                let s = PersistentSolver::with_comm(b.as_ref(), comm, p, block, cfg)?;
+                Ok(Box::new(Session::on_ranks(b, s)))
+            }
         }
-        let grid = RankGrid::choose(size);
-        let block = cfg.validate_for(p.n, grid)?.fine_block(rank);
-        let comm = NcclComm::new(world, grid, &b)?;
-        let s = PersistentSolver::with_comm(b.as_ref(), comm, p, block, cfg)?;
-        Ok(Box::new(Session::on_ranks(b, s)))
     }
 
     /// Without NCCL built in: the error that says how to build it.
