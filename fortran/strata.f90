@@ -32,6 +32,30 @@ module strata
     ! options%smoother and options%precision: the solver's default (red-black and mixed
     ! precision for mg and mg-cg; block Jacobi and fp64 for the others).
     integer(c_int), parameter, public :: STRATA_DEFAULT = -1
+    ! The integers of every choice, as strata.h defines them (a test of the C API keeps
+    ! them equal to strata's one table of names).
+    integer(c_int), parameter, public :: STRATA_SOLVER_CG = 0
+    integer(c_int), parameter, public :: STRATA_SOLVER_MG = 1
+    integer(c_int), parameter, public :: STRATA_SOLVER_MG_CG = 2
+    integer(c_int), parameter, public :: STRATA_SOLVER_GCR = 3
+    integer(c_int), parameter, public :: STRATA_SOLVER_BICGSTAB = 4
+    integer(c_int), parameter, public :: STRATA_PRECONDITIONER_LINE = 0
+    integer(c_int), parameter, public :: STRATA_PRECONDITIONER_MG = 1
+    integer(c_int), parameter, public :: STRATA_SMOOTHER_JACOBI = 0
+    integer(c_int), parameter, public :: STRATA_SMOOTHER_RED_BLACK = 1
+    integer(c_int), parameter, public :: STRATA_PRECISION_F64 = 0
+    integer(c_int), parameter, public :: STRATA_PRECISION_MIXED = 1
+    integer(c_int), parameter, public :: STRATA_GEOMETRY_PANEL = 0
+    integer(c_int), parameter, public :: STRATA_GEOMETRY_BOX = 1
+    integer(c_int), parameter, public :: STRATA_GEOMETRY_SPHERE = 2
+    integer(c_int), parameter, public :: STRATA_SPHERE_STENCIL_NINE_POINT = 0
+    integer(c_int), parameter, public :: STRATA_SPHERE_STENCIL_TWO_POINT = 1
+    integer(c_int), parameter, public :: STRATA_BACKEND_AUTO = 0
+    integer(c_int), parameter, public :: STRATA_BACKEND_CPU = 1
+    integer(c_int), parameter, public :: STRATA_BACKEND_CUDA = 2
+    integer(c_int), parameter, public :: STRATA_BACKEND_REFERENCE = 3
+    integer(c_int), parameter, public :: STRATA_HALO_MPI = 0
+    integer(c_int), parameter, public :: STRATA_HALO_NCCL = 1
 
     ! Mirrors StrataProblem of strata.h.
     type, bind(c), public :: strata_problem

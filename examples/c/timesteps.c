@@ -48,7 +48,7 @@ int main(void) {
     printf("refused as expected: %s\n", strata_last_error());
     problem.n = 32;
     /* The red-black smoother's over-relaxation weight is checked too. */
-    options.smoother = 1; /* red-black */
+    options.smoother = STRATA_SMOOTHER_RED_BLACK;
     options.relaxation = 2.5;
     if (strata_solver_create(&problem, &options, &solver) != STRATA_STATUS_INVALID_ARGUMENT ||
         strstr(strata_last_error(), "relaxation") == NULL) {

@@ -34,7 +34,7 @@ program timesteps
     print '(a, a)', "refused as expected: ", strata_error_message()
     problem%n = 32
     ! The red-black smoother's over-relaxation weight is checked too.
-    options%smoother = 1 ! red-black
+    options%smoother = STRATA_SMOOTHER_RED_BLACK
     options%relaxation = 2.5
     if (strata_solver_create(problem, options, solver) /= STRATA_INVALID_ARGUMENT) then
         print *, "relaxation = 2.5 was accepted"

@@ -11,6 +11,33 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+// The integers of every choice (solver, preconditioner, smoother, precision,
+// geometry, sphere_stencil, backend, halo), generated from strata's one table of
+// names (strata::names::Choice).
+#define STRATA_SOLVER_CG 0
+#define STRATA_SOLVER_MG 1
+#define STRATA_SOLVER_MG_CG 2
+#define STRATA_SOLVER_GCR 3
+#define STRATA_SOLVER_BICGSTAB 4
+#define STRATA_PRECONDITIONER_LINE 0
+#define STRATA_PRECONDITIONER_MG 1
+#define STRATA_SMOOTHER_JACOBI 0
+#define STRATA_SMOOTHER_RED_BLACK 1
+#define STRATA_PRECISION_F64 0
+#define STRATA_PRECISION_MIXED 1
+#define STRATA_GEOMETRY_PANEL 0
+#define STRATA_GEOMETRY_BOX 1
+#define STRATA_GEOMETRY_SPHERE 2
+#define STRATA_SPHERE_STENCIL_NINE_POINT 0
+#define STRATA_SPHERE_STENCIL_TWO_POINT 1
+#define STRATA_BACKEND_AUTO 0
+#define STRATA_BACKEND_CPU 1
+#define STRATA_BACKEND_CUDA 2
+#define STRATA_BACKEND_REFERENCE 3
+#define STRATA_HALO_MPI 0
+#define STRATA_HALO_NCCL 1
+
+
 // The value of `StrataOptions::smoother` and `StrataOptions::precision` that takes the
 // chosen solver's default: for mg and mg-cg red-black smoothing and mixed precision (the
 // measured best, the same fp64 answer), for the others block Jacobi and fp64.
@@ -75,7 +102,7 @@ typedef struct StrataProblem {
 
 // Solver settings.
 typedef struct StrataOptions {
-  // 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab.
+  // 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab (`STRATA_SOLVER_*`).
   int32_t solver;
   // Multigrid levels.
   int32_t levels;
@@ -85,11 +112,12 @@ typedef struct StrataOptions {
   double rtol;
   // Most iterations.
   int32_t max_it;
-  // Preconditioner of gcr and bicgstab: 0 line relaxation, 1 multigrid.
+  // Preconditioner of gcr and bicgstab: 0 line relaxation, 1 multigrid
+  // (`STRATA_PRECONDITIONER_*`).
   int32_t preconditioner;
   // k of GCR(k).
   int32_t restart;
-  // 0 auto (the GPU when usable), 1 cpu, 2 cuda, 3 reference.
+  // 0 auto (the GPU when usable), 1 cpu, 2 cuda, 3 reference (`STRATA_BACKEND_*`).
   int32_t backend;
   // CPU threads (0: all cores).
   int32_t threads;

@@ -74,7 +74,7 @@ pub struct StrataProblem {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct StrataOptions {
-    /// 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab.
+    /// 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab (`STRATA_SOLVER_*`).
     pub solver: i32,
     /// Multigrid levels.
     pub levels: i32,
@@ -84,11 +84,12 @@ pub struct StrataOptions {
     pub rtol: f64,
     /// Most iterations.
     pub max_it: i32,
-    /// Preconditioner of gcr and bicgstab: 0 line relaxation, 1 multigrid.
+    /// Preconditioner of gcr and bicgstab: 0 line relaxation, 1 multigrid
+    /// (`STRATA_PRECONDITIONER_*`).
     pub preconditioner: i32,
     /// k of GCR(k).
     pub restart: i32,
-    /// 0 auto (the GPU when usable), 1 cpu, 2 cuda, 3 reference.
+    /// 0 auto (the GPU when usable), 1 cpu, 2 cuda, 3 reference (`STRATA_BACKEND_*`).
     pub backend: i32,
     /// CPU threads (0: all cores).
     pub threads: i32,
@@ -1185,13 +1186,76 @@ mod tests {
     }
 
     /// include/strata.h is what cbindgen makes of this file.
+    /// `#define STRATA_<SETTING>_<NAME> <code>` for every value of `T` ([`Choice`]).
+    fn constants_of<T: Choice>() -> Vec<(String, i32)> {
+        T::ALL
+            .iter()
+            .map(|(_, name, code)| {
+                let c = format!("STRATA_{}_{}", T::SETTING, name)
+                    .to_uppercase()
+                    .replace('-', "_");
+                (c, *code)
+            })
+            .collect()
+    }
+
+    /// Every choice's C integer, named: the tables of `strata::names` (each enum's, beside it).
+    fn all_constants() -> Vec<(String, i32)> {
+        use strata_core::solver::Smoother;
+        [
+            constants_of::<SolverKind>(),
+            constants_of::<Preconditioner>(),
+            constants_of::<Smoother>(),
+            constants_of::<Precision>(),
+            constants_of::<Geometry>(),
+            constants_of::<SphereStencil>(),
+            constants_of::<BackendKind>(),
+            constants_of::<HaloPath>(),
+        ]
+        .concat()
+    }
+
+    /// The header's block of choice constants, generated from the tables.
+    fn choice_constants() -> String {
+        let mut s = String::from(
+            "\n// The integers of every choice (solver, preconditioner, smoother, precision,\n\
+             // geometry, sphere_stencil, backend, halo), generated from strata's one table of\n\
+             // names (strata::names::Choice).\n",
+        );
+        for (name, code) in all_constants() {
+            s.push_str(&format!("#define {name} {code}\n"));
+        }
+        s
+    }
+
+    /// The Fortran module declares every choice constant of the header, with the same value.
+    #[test]
+    fn the_fortran_module_has_every_choice_constant() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let f90 = std::fs::read_to_string(dir.join("../../fortran/strata.f90")).unwrap();
+        let mut missing = Vec::new();
+        for (name, code) in all_constants() {
+            let line = format!("integer(c_int), parameter, public :: {name} = {code}");
+            if !f90.lines().any(|l| l.trim() == line) {
+                missing.push(line);
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "fortran/strata.f90 lacks:\n{}",
+            missing.join("\n")
+        );
+    }
+
     #[test]
     fn the_header_is_in_sync() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut out = Vec::new();
+        let mut config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).unwrap();
+        config.after_includes = Some(choice_constants());
         cbindgen::Builder::new()
             .with_src(dir.join("src/lib.rs"))
-            .with_config(cbindgen::Config::from_file(dir.join("cbindgen.toml")).unwrap())
+            .with_config(config)
             .generate()
             .expect("cbindgen")
             .write(&mut out);
