@@ -497,8 +497,7 @@ const COEFFICIENT_NAMES: [&str; 7] = Coefficients::FIELD_NAMES;
 /// This rank's block where the solver is one rank of a distributed panel or box solve (whose
 /// coefficient arrays are the block's own); `None` otherwise (one process, or the sphere).
 fn rank_block(s: &StrataSolver) -> Option<Block> {
-    let (ranks, p) = (s.inner.on_ranks(), s.problem());
-    (ranks && p.geometry != Geometry::Sphere).then(|| s.inner.block())
+    s.inner.block_fields()
 }
 
 /// Coefficient fields from the seven arrays of the set_coefficients calls (in
@@ -841,9 +840,8 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
         }
         let pointers = [kx, ky, kz, beta, xi_x, xi_y, xi_z];
         // Made on the device: one process, a panel or box.
-        let on_device = pointers.iter().any(|x| !x.is_null())
-            && ranks.is_none()
-            && p.geometry != strata_core::problem::Geometry::Sphere;
+        let on_device =
+            pointers.iter().any(|x| !x.is_null()) && ranks.is_none() && !p.geometry.closed();
         if on_device {
             let mut arrays = [None; 7];
             for ((slot, ptr), name) in arrays.iter_mut().zip(pointers).zip(COEFFICIENT_NAMES) {

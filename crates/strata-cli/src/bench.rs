@@ -16,10 +16,10 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use strata::backend::Backend;
-use strata::grid::{sphere, Block, RankGrid};
+use strata::grid::RankGrid;
 use strata::perf::kernel_cost;
 use strata::perf::Probes;
-use strata::problem::{build_rhs, build_rhs_tiles, Coefficients, Geometry, ProblemParams, RhsKind};
+use strata::problem::{build_rhs_tiles, Coefficients, ProblemParams, RhsKind};
 use strata::solver::{Kernel, MgParams, SolveParams, SolverKind};
 
 /// Options of `strata bench`.
@@ -138,10 +138,7 @@ impl BackendTask for Task {
             let model = a.problem.params(n);
             let mut ops = vec![("model".to_string(), model.clone())];
             if let Some(c) = a.coefficient_contrast {
-                let coeffs = match model.geometry {
-                    Geometry::Sphere => Coefficients::smooth_sphere(n, model.nz, c),
-                    _ => Coefficients::smooth(n, model.nz, c),
-                };
+                let coeffs = Coefficients::smooth_for(model.geometry, n, model.nz, c);
                 ops.push((
                     format!("coeff{c}"),
                     ProblemParams {
@@ -186,12 +183,7 @@ impl BackendTask for Task {
         };
         for &n in &a.sizes {
             for (operator, p) in operators(n) {
-                let rhs = match p.geometry {
-                    Geometry::Sphere => {
-                        build_rhs_tiles(&p, RhsKind::Random, 1, &sphere::tiles(n, 1))
-                    }
-                    _ => build_rhs(&p, RhsKind::Random, 1, &Block::whole(n)),
-                };
+                let rhs = build_rhs_tiles(&p, RhsKind::Random, 1, &p.whole_tiles());
                 let symmetric = p.coefficients.as_ref().map(|c| c.is_symmetric());
                 for &s in &a.solvers {
                     let kind: SolverKind = s;

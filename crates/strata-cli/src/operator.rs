@@ -7,11 +7,9 @@ use crate::CliResult;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use strata::grid::Block;
 use strata::io::{
     check_writable, read_coefficients_panels, write_matrix_market, write_vector_market, Overwrite,
 };
-use strata::problem::build_rhs;
 
 /// Options of `strata operator`.
 #[derive(Args, Debug)]
@@ -74,21 +72,12 @@ pub fn run(a: OperatorArgs) -> CliResult<ExitCode> {
     }
     let m = strata::matrix::assemble(&p)?;
     let kind = crate::solve::rhs_kind(a.rhs);
-    let rhs = match p.geometry {
-        strata::problem::Geometry::Sphere => {
-            strata::problem::build_rhs_tiles(&p, kind, a.seed, &strata::grid::sphere::tiles(p.n, 1))
-        }
-        _ => build_rhs(&p, kind, a.seed, &Block::whole(p.n)),
-    };
+    let rhs = strata::problem::build_rhs_tiles(&p, kind, a.seed, &p.whole_tiles());
     let comment = vec![
         format!(
             "strata {}: {} {}x{}x{}, omega {}, lambda {}, H {}, delta {}{}",
             env!("CARGO_PKG_VERSION"),
-            match p.geometry {
-                strata::problem::Geometry::Panel => "panel",
-                strata::problem::Geometry::Box => "box",
-                strata::problem::Geometry::Sphere => "sphere",
-            },
+            strata::names::Choice::name(p.geometry),
             p.n,
             p.n,
             p.nz,
@@ -102,7 +91,7 @@ pub fn run(a: OperatorArgs) -> CliResult<ExitCode> {
                 ""
             }
         ),
-        if p.geometry == strata::problem::Geometry::Sphere {
+        if p.geometry.closed() {
             "unknown (panel, i, j, k) is row ((panel * n + j) * n + i) * nz + k + 1; rows are volume-integrated".into()
         } else {
             "unknown (i, j, k) is row (j * n + i) * nz + k + 1; rows are volume-integrated".into()

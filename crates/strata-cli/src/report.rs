@@ -4,7 +4,7 @@ use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;
 use strata::perf::{kernel_cost, rates};
-use strata::problem::{Geometry, Grading, ProblemParams, RhsKind};
+use strata::problem::{Grading, ProblemParams, RhsKind};
 use strata::solver::{
     Kernel, MgParams, Precision, Preconditioner, Profile, SolveInfo, SolveParams, SolverConfig,
     SolverKind,
@@ -13,11 +13,7 @@ use strata::Solution;
 
 /// One line describing the problem.
 pub fn problem_line(p: &ProblemParams, rhs_file: Option<&Path>, rhs: RhsKind) -> String {
-    let geometry = match p.geometry {
-        Geometry::Panel => "panel",
-        Geometry::Box => "box",
-        Geometry::Sphere => "sphere (6 panels)",
-    };
+    let geometry = p.geometry.label();
     let grading = match p.grading {
         Grading::Uniform => "uniform",
         Grading::Graded => "graded",

@@ -385,7 +385,6 @@ impl Solver {
             Some(w) => cfg.with_relaxation(w),
             None => cfg,
         };
-        let sphere = geometry == Geometry::Sphere;
         let place = move || {
             Place::new(backend)
                 .with_threads(threads)
@@ -396,11 +395,16 @@ impl Solver {
             let engine = on_ranks(&comm, place(), &p, &cfg)?;
             let (t, count) = (engine.block(), engine.tiles().len());
             let shape = [count * t.ny, t.nx, nz];
+            // A rank of a panel or box takes its block's coefficient fields, the sphere's ranks
+            // the whole sphere's.
+            let fields_shape = match engine.block_fields() {
+                Some(_) => shape,
+                None => [p.panels() * n, n, nz],
+            };
             return Ok(Self {
                 engine: std::mem::ManuallyDrop::new(engine),
                 shape,
-                // The sphere's ranks take the whole sphere's coefficient fields.
-                fields_shape: if sphere { [6 * n, n, nz] } else { shape },
+                fields_shape,
                 last: None,
             });
         }
@@ -623,8 +627,7 @@ impl Solver {
             for (slot, v) in &views {
                 fields[*slot] = Some(v.as_ref());
             }
-            let block = self.engine.block();
-            let c = if self.engine.on_ranks() && panels == 1 {
+            let c = if let Some(block) = self.engine.block_fields() {
                 // A rank gives its block's fields; the ranks exchange the cells beside each block.
                 Coefficients::for_block(block, nz, delta, fields)
             } else {

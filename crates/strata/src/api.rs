@@ -6,7 +6,7 @@ use crate::comm::{Comm, SerialComm, SphereComm};
 use crate::error::{invalid, Result, StrataError};
 use crate::grid::Block;
 use crate::precision::Storage;
-use crate::problem::{Geometry, ProblemParams};
+use crate::problem::ProblemParams;
 use crate::solver::{SolveInfo, Solver, SolverConfig, SolverKind};
 use crate::stencil::build_sphere_levels;
 use std::time::Instant;
@@ -198,8 +198,8 @@ fn check_memory_of<B: Backend>(
     copies: u64,
 ) -> Result<()> {
     let (nx, ny) = shape;
-    let what = match p.geometry {
-        Geometry::Sphere => format!(
+    let what = match () {
+        _ if p.geometry.closed() => format!(
             "{} on {copies} sphere tiles of {nx}x{ny}x{}",
             cfg.kind.name(),
             p.nz
@@ -284,7 +284,7 @@ pub fn solve<B: Backend>(
     rhs: &[f64],
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
-    if p.geometry == Geometry::Sphere {
+    if p.geometry.closed() {
         let tiles = crate::grid::sphere::tiles(p.n, 1);
         return solve_tiles(
             &Tiled::new(backend),

@@ -7,7 +7,7 @@
 
 use crate::error::Result;
 use crate::grid::{sphere, Block, Side};
-use crate::problem::{Geometry, ProblemParams, VerticalGrid};
+use crate::problem::{ProblemParams, VerticalGrid};
 use crate::stencil::{build_sphere_levels, LevelStencil};
 use std::sync::Arc;
 
@@ -44,13 +44,12 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
     p.validate()?;
     let (n, nz) = (p.n, p.nz);
     let vertical = Arc::new(VerticalGrid::new(p));
-    let stencils: Vec<LevelStencil> = match p.geometry {
-        Geometry::Sphere => {
-            let tiles = sphere::tiles(n, 1);
-            let levels = build_sphere_levels(p, &tiles, 1, Default::default())?;
-            levels[0].tiles.as_deref().unwrap_or_default().to_vec()
-        }
-        _ => vec![LevelStencil::new(p, Block::whole(n), vertical)],
+    let stencils: Vec<LevelStencil> = if p.geometry.closed() {
+        let tiles = sphere::tiles(n, 1);
+        let levels = build_sphere_levels(p, &tiles, 1, Default::default())?;
+        levels[0].tiles.as_deref().unwrap_or_default().to_vec()
+    } else {
+        vec![LevelStencil::new(p, Block::whole(n), vertical)]
     };
     let index = |panel: usize, i: usize, j: usize, k: usize| ((panel * n + j) * n + i) * nz + k;
     // The cell next to (i, j) of `panel` across `side`: in the panel, or across its edge.
@@ -64,7 +63,7 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
         if let Some((i, j)) = inside {
             return Some((panel, i, j));
         }
-        if p.geometry != Geometry::Sphere {
+        if !p.geometry.closed() {
             return None; // the wall
         }
         let along = match side {

@@ -32,6 +32,12 @@ pub trait SolverHandle {
     }
     /// Whether this is one rank of a distributed solve (its arrays are its block's or tiles').
     fn on_ranks(&self) -> bool;
+    /// The block whose coefficient fields [`SolverHandle::update_coefficients`] takes: on a rank
+    /// of a panel or box its own block ([`Coefficients::for_block`]); `None`: the whole
+    /// problem's fields (one process, or every rank of the sphere).
+    fn block_fields(&self) -> Option<Block> {
+        (self.on_ranks() && !self.problem().geometry.closed()).then(|| self.block())
+    }
     /// The backend's name ([`crate::backend::Fields::name`]).
     fn backend_name(&self) -> String;
     /// Seconds of each phase of the set-up ([`PersistentSolver::setup_phases`]).

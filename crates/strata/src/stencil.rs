@@ -403,7 +403,7 @@ pub fn build_block_levels(
     fill: &mut dyn FnMut(&mut Coefficients) -> Result<()>,
 ) -> Result<Vec<LevelStencil>> {
     p.validate()?;
-    if p.geometry == crate::problem::Geometry::Sphere {
+    if p.geometry.closed() {
         return crate::error::invalid(
             "geometry",
             "sphere: its levels are tiles of six panels, built by build_sphere_levels",
@@ -452,7 +452,7 @@ pub fn build_sphere_levels(
     averaging: Averaging,
 ) -> Result<Vec<LevelStencil>> {
     p.validate()?;
-    if p.geometry != crate::problem::Geometry::Sphere {
+    if !p.geometry.closed() {
         return crate::error::invalid("geometry", "sphere levels need geometry = sphere");
     }
     let Some(first) = tiles.first() else {
@@ -597,10 +597,7 @@ fn advection(
             }
         }
     }
-    let surface = |r: f64| match p.geometry {
-        crate::problem::Geometry::Panel | crate::problem::Geometry::Sphere => r * r,
-        crate::problem::Geometry::Box => 1.0,
-    };
+    let surface = |r: f64| p.geometry.surface(r);
     for j in 0..ny {
         for i in 0..nx {
             let (gi, gj) = (block.i0 + i, block.j0 + j);

@@ -12,7 +12,7 @@ use strata::backend::Backend;
 use strata::comm::Comm;
 use strata::grid::{sphere, Block, Decomposition, RankGrid};
 use strata::io::{read_panels, read_rhs};
-use strata::problem::{build_rhs, build_rhs_tiles, Geometry, ProblemParams};
+use strata::problem::{build_rhs, build_rhs_tiles, ProblemParams};
 use strata::{solve_block, solve_tiles};
 use strata_mpi::mpi::datatype::PartitionMut;
 use strata_mpi::mpi::traits::*;
@@ -24,7 +24,7 @@ pub fn solve<B: HaloPaths>(
     backend: &B,
     job: &Job,
 ) -> CliResult<ExitCode> {
-    if s.p.geometry == Geometry::Sphere {
+    if s.p.geometry.closed() {
         return solve_sphere(a, s, backend, job);
     }
     let grid = rank_grid(a.ranks.as_deref(), job.size())?;

@@ -15,12 +15,12 @@ use crate::job::Job;
 use crate::CliResult;
 use std::process::ExitCode;
 use strata::backend::Backend;
-use strata::grid::{sphere, Block, Decomposition, RankGrid};
+use strata::grid::{Decomposition, RankGrid};
 use strata::io::{
     check_writable, read_coefficients_block, read_coefficients_panels, read_panels, Overwrite,
 };
 use strata::perf::Probes;
-use strata::problem::{build_rhs, build_rhs_tiles, Geometry, ProblemParams};
+use strata::problem::{build_rhs_tiles, ProblemParams};
 use strata::solver::SolverConfig;
 
 /// Runs `strata solve`.
@@ -55,7 +55,7 @@ impl BackendTask for Task<'_> {
         if let Some(path) = &a.coefficients {
             setup.p.validate()?;
             let p = &setup.p;
-            let c = if self.job.size() > 1 && p.geometry != Geometry::Sphere {
+            let c = if self.job.size() > 1 && !p.geometry.closed() {
                 // A rank of a panel or box keeps only its block's fields (at most one whole
                 // variable at a time in memory while the file is read).
                 let grid = args::rank_grid(a.ranks.as_deref(), self.job.size())?;
@@ -78,10 +78,7 @@ impl BackendTask for Task<'_> {
         let rhs = match &a.rhs_file {
             // On the sphere the six panels, whole: the host order of one process's tiles.
             Some(path) => read_panels(path, &a.rhs_var, p.panels(), p.n, p.nz)?,
-            None if p.geometry == Geometry::Sphere => {
-                build_rhs_tiles(p, rhs_kind(a.rhs), a.seed, &sphere::tiles(p.n, 1))
-            }
-            None => build_rhs(p, rhs_kind(a.rhs), a.seed, &Block::whole(p.n)),
+            None => build_rhs_tiles(p, rhs_kind(a.rhs), a.seed, &p.whole_tiles()),
         };
         print_header(&a, &setup, &backend.name());
         let bar = progress(&cfg.stopping, a.quiet);

@@ -88,7 +88,7 @@ impl CudaBackend {
         averaging: Averaging,
     ) -> Result<Vec<ResidentCells>> {
         let (n, nz) = (p.n, p.nz);
-        if p.geometry == Geometry::Sphere {
+        if p.geometry.closed() {
             return Err(StrataError::invalid(
                 "coefficients",
                 "from device arrays are kept on the device for one panel or box, not yet for the sphere",
@@ -353,11 +353,8 @@ fn fill_entries(
             }
         });
         let surf: Vec<f64> = (0..s.nz)
-            .map(|k| match (f.geometry, v.faces.get(k + 1)) {
-                (Geometry::Box, _) => 1.0,
-                (_, Some(r)) => r * r,
-                (_, None) => 0.0,
-            })
+            // (The vertical grid has nz + 1 faces: every k + 1 is one.)
+            .map(|k| v.faces.get(k + 1).map_or(0.0, |&r| f.geometry.surface(r)))
             .collect();
         Some((
             backend.upload_values(&flen, Storage::F64)?,

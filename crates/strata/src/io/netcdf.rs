@@ -8,7 +8,7 @@
 
 use crate::error::{Result, StrataError};
 use crate::grid::Block;
-use crate::problem::{cell_centre, Coefficients, Geometry, Grading, ProblemParams, VerticalGrid};
+use crate::problem::{cell_centre, Coefficients, Grading, ProblemParams, VerticalGrid};
 use netcdf3::error::ReadError;
 use netcdf3::{DataSet, FileReader, FileWriter, Version};
 use std::path::Path;
@@ -189,22 +189,24 @@ fn definition(p: &ProblemParams, fields: &[OutputField]) -> std::result::Result<
         ds.add_fixed_dim(dim, len).map_err(m)?;
     }
     // The sphere's fields are six panels, [panel][y][x][z] (docs/MODEL.md §16).
-    let dims: &[&str] = if p.geometry == Geometry::Sphere {
+    let dims: &[&str] = if p.geometry.closed() {
         ds.add_fixed_dim("panel", p.panels()).map_err(m)?;
         &["panel", "y", "x", "z"]
     } else {
         &["y", "x", "z"]
     };
-    let (zlong, hlong) = match p.geometry {
-        Geometry::Panel | Geometry::Sphere => (
+    let (zlong, hlong, zface_long) = if p.geometry.spherical() {
+        (
             "radius of the cell centre, in Earth radii",
             "gnomonic coordinate of the cell centre (tangent of the central angle)",
-        ),
-        Geometry::Box => ("height of the cell centre", "coordinate of the cell centre"),
-    };
-    let zface_long = match p.geometry {
-        Geometry::Panel | Geometry::Sphere => "radius of the vertical cell faces, in Earth radii",
-        Geometry::Box => "height of the vertical cell faces",
+            "radius of the vertical cell faces, in Earth radii",
+        )
+    } else {
+        (
+            "height of the cell centre",
+            "coordinate of the cell centre",
+            "height of the vertical cell faces",
+        )
     };
     let coords = [
         ("x", "x", "X", format!("x {hlong}")),
@@ -232,11 +234,7 @@ fn definition(p: &ProblemParams, fields: &[OutputField]) -> std::result::Result<
                 .map_err(m)?;
         }
     }
-    let geometry = match p.geometry {
-        Geometry::Panel => "panel",
-        Geometry::Box => "box",
-        Geometry::Sphere => "sphere (six gnomonic panels, docs/MODEL.md section 16)",
-    };
+    let geometry = p.geometry.describe();
     let grading = match p.grading {
         Grading::Uniform => "uniform",
         Grading::Graded => "graded (faces at (k/nz)^2)",

@@ -167,6 +167,16 @@ impl Coefficients {
         })
     }
 
+    /// The smooth fields of `geometry` ([`Coefficients::smooth`], or on the sphere
+    /// [`Coefficients::smooth_sphere`]).
+    pub fn smooth_for(geometry: super::Geometry, n: usize, nz: usize, contrast: f64) -> Self {
+        if geometry.closed() {
+            Self::smooth_sphere(n, nz, contrast)
+        } else {
+            Self::smooth(n, nz, contrast)
+        }
+    }
+
     /// The smooth fields of `panels` panels: each field (its own phase φ) is
     /// `contrast^(h(column, φ)) · contrast^(sin(5z + φ)/4)`, built in parallel column by column.
     fn smooth_with(

@@ -6,12 +6,14 @@
 
 mod block_coefficients;
 mod coefficients;
+mod geometry;
 mod horizontal;
 mod manufactured;
 mod rhs;
 mod vertical;
 
 pub use coefficients::{Advection, Averaging, CellCoefficients, Coefficients};
+pub use geometry::Geometry;
 pub use horizontal::{
     cell_centre, face_length, panel_cell_area, Column, Diagonals, HorizontalGrid,
 };
@@ -24,20 +26,6 @@ pub use vertical::VerticalGrid;
 use crate::error::{invalid, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-
-/// Horizontal geometry of the domain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Geometry {
-    /// One gnomonic panel of the cubed sphere, `(x, y) ∈ [−1, 1]²`, radius `r ∈ [1, 1 + H]`.
-    #[default]
-    Panel,
-    /// The flat Cartesian box `[0, 1]² × [0, H]`.
-    Box,
-    /// The whole cubed sphere: six panels of `n × n` columns, no lateral boundary
-    /// (docs/MODEL.md §16).
-    Sphere,
-}
 
 /// Spacing of the vertical grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -116,10 +104,7 @@ impl Default for ProblemParams {
 impl ProblemParams {
     /// Horizontal grid spacing h used in ω = ν h / 2: 2/n on the panel, 1/n on the box.
     pub fn h(&self) -> f64 {
-        match self.geometry {
-            Geometry::Panel | Geometry::Sphere => 2.0 / self.n as f64,
-            Geometry::Box => 1.0 / self.n as f64,
-        }
+        self.geometry.spacing(self.n)
     }
 
     /// ω of the operator: the fixed value if given, else ν_CFL h / 2.
@@ -134,15 +119,22 @@ impl ProblemParams {
 
     /// Whether the operator is the sphere's 9-point one (with cross terms).
     pub fn nine_point_sphere(&self) -> bool {
-        self.geometry == Geometry::Sphere && self.sphere_stencil == SphereStencil::NinePoint
+        self.geometry.closed() && self.sphere_stencil == SphereStencil::NinePoint
+    }
+
+    /// The tiles of the whole problem held by one process, in the order of its fields: the six
+    /// panels of the sphere, or the one block of a panel or box.
+    pub fn whole_tiles(&self) -> Vec<crate::grid::Block> {
+        if self.geometry.closed() {
+            crate::grid::sphere::tiles(self.n, 1)
+        } else {
+            vec![crate::grid::Block::whole(self.n)]
+        }
     }
 
     /// Panels of n × n columns: six on the sphere, else one.
     pub fn panels(&self) -> usize {
-        match self.geometry {
-            Geometry::Sphere => crate::grid::sphere::PANELS,
-            Geometry::Panel | Geometry::Box => 1,
-        }
+        self.geometry.panels()
     }
 
     /// Checks every parameter; the error names the first one that is wrong.
@@ -204,15 +196,6 @@ fn positive(name: &str, v: f64) -> Result<()> {
     } else {
         invalid(name, format!("must be finite and positive (got {v})"))
     }
-}
-
-impl crate::names::Choice for Geometry {
-    const SETTING: &'static str = "geometry";
-    const ALL: &'static [(Self, &'static str, i32)] = &[
-        (Geometry::Panel, "panel", 0),
-        (Geometry::Box, "box", 1),
-        (Geometry::Sphere, "sphere", 2),
-    ];
 }
 
 impl crate::names::Choice for SphereStencil {

@@ -90,11 +90,7 @@ pub fn build_rhs_tiles(p: &ProblemParams, kind: RhsKind, seed: u64, tiles: &[Blo
 
 /// f = exp(−((x−0.3)² + (y+0.2)²)/0.1 − (ζ−0.5)²/0.05), ζ the relative height.
 fn bump(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
-    let base = match p.geometry {
-        Geometry::Panel | Geometry::Sphere => 1.0,
-        Geometry::Box => 0.0,
-    };
-    let zeta = (r - base) / p.height;
+    let zeta = (r - p.geometry.ground()) / p.height;
     let (dx, dy, dz) = (x - 0.3, y + 0.2, zeta - 0.5);
     (-(dx * dx + dy * dy) / 0.1 - dz * dz / 0.05).exp()
 }

@@ -28,10 +28,7 @@ impl VerticalGrid {
     /// Builds the vertical grid and vectors of a problem.
     pub fn new(p: &ProblemParams) -> Self {
         let nz = p.nz;
-        let base = match p.geometry {
-            Geometry::Panel | Geometry::Sphere => 1.0,
-            Geometry::Box => 0.0,
-        };
+        let base = p.geometry.ground();
         let faces: Vec<f64> = (0..=nz)
             .map(|k| {
                 let s = k as f64 / nz as f64;
@@ -44,14 +41,8 @@ impl VerticalGrid {
             .collect();
         let centres: Vec<f64> = (0..nz).map(|k| 0.5 * (faces[k] + faces[k + 1])).collect();
         // Surface factor r² on the sphere, 1 on the box; volume ∫ r² dr or Δz.
-        let surface = |r: f64| match p.geometry {
-            Geometry::Panel | Geometry::Sphere => r * r,
-            Geometry::Box => 1.0,
-        };
-        let volume = |lo: f64, hi: f64| match p.geometry {
-            Geometry::Panel | Geometry::Sphere => (hi * hi * hi - lo * lo * lo) / 3.0,
-            Geometry::Box => hi - lo,
-        };
+        let surface = |r: f64| p.geometry.surface(r);
+        let volume = |lo: f64, hi: f64| p.geometry.volume(lo, hi);
         let w2 = p.omega() * p.omega();
         let wl2 = w2 * p.lambda * p.lambda;
         let a: Vec<f64> = (0..nz)
@@ -97,10 +88,6 @@ impl VerticalGrid {
 
     /// Radial volume factor V_k (so that the cell volume is |T| V_k) for the geometry.
     pub fn volume_factor(&self, geometry: Geometry, k: usize) -> f64 {
-        let (lo, hi) = (self.faces[k], self.faces[k + 1]);
-        match geometry {
-            Geometry::Panel | Geometry::Sphere => (hi * hi * hi - lo * lo * lo) / 3.0,
-            Geometry::Box => hi - lo,
-        }
+        geometry.volume(self.faces[k], self.faces[k + 1])
     }
 }
