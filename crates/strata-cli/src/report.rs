@@ -3,6 +3,7 @@
 use serde::Serialize;
 use std::fmt::Write;
 use std::path::Path;
+use strata::names::Choice;
 use strata::perf::{kernel_cost, rates};
 use strata::problem::{Grading, ProblemParams, RhsKind};
 use strata::solver::{
@@ -52,12 +53,17 @@ pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
     if cfg.uses_multigrid() {
         let _ = write!(
             s,
-            " ({} levels, {} coarse steps, rho {:.4})",
-            mg.n_levels, mg.coarse_steps, mg.rho
+            " ({} levels, {} coarse steps), {} smoother",
+            mg.n_levels,
+            mg.coarse_steps,
+            mg.smoother.name()
         );
-        if mg.smoother == strata::solver::Smoother::RedBlack {
-            let _ = write!(s, ", red-black smoother (relaxation {})", mg.relaxation);
-        }
+        // The smoother's own parameter: the damping of block Jacobi, the over-relaxation of
+        // red-black.
+        let _ = match mg.smoother {
+            strata::solver::Smoother::Jacobi => write!(s, " (rho {:.4})", mg.rho),
+            strata::solver::Smoother::RedBlack => write!(s, " (relaxation {})", mg.relaxation),
+        };
         if !mg.fuse_restriction {
             s.push_str(", residual stored before the restriction");
         }

@@ -35,7 +35,7 @@ use strata::backend::reference::ReferenceBackend;
 use strata::backend::tiled::Tiled;
 use strata::comm::Comm;
 use strata::names::{BackendKind, HaloPath};
-use strata::problem::{Geometry, ProblemParams};
+use strata::problem::ProblemParams;
 use strata::session::Session;
 use strata::solver::SolverConfig;
 use strata::{PersistentSolver, Result, StrataError};
@@ -155,7 +155,7 @@ where
     }
     #[cfg(not(feature = "mpi"))]
     let _ = place;
-    if p.geometry == Geometry::Sphere {
+    if p.geometry.closed() {
         let t = Box::new(Tiled::new(b));
         let s = PersistentSolver::sphere(&t, p, cfg)?;
         return Ok(Box::new(Session::new(t, s)));
@@ -215,7 +215,7 @@ mod ranks {
         cfg: &SolverConfig,
     ) -> Result<Share> {
         let (size, rank) = (world.size() as usize, world.rank() as usize);
-        if p.geometry == Geometry::Sphere {
+        if p.geometry.closed() {
             p.validate()?;
             let tiles = strata::grid::sphere::rank_tiles(p.n, cfg.num_levels(), size, rank)?;
             let k = p.n / tiles[0].nx;
