@@ -240,3 +240,14 @@ def test_every_backend_and_names_from_one_table():
         strata.Solver(16, 8, levels=3, halo="carrier-pigeon")
     with pytest.raises(ValueError, match="backend must be one of 'auto', 'cpu', 'cuda', 'reference'"):
         strata.Solver(16, 8, levels=3, backend="tpu")
+
+
+def test_input_that_is_not_finite_raises_with_its_cell():
+    s = strata.Solver(16, 8, levels=3, backend="cpu")
+    f = random_rhs((16, 16, 8), 4)
+    f[5, 3, 2] = np.nan  # (y, x, z): cell (i, j, k) = (3, 5, 2)
+    with pytest.raises(ValueError, match=r"rhs holds NaN at \(i, j, k\) = \(3, 5, 2\)"):
+        s.solve(f)
+    f[5, 3, 2] = 0.0
+    s.solve(f)
+    assert s.info["converged"]

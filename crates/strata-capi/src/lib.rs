@@ -1423,6 +1423,18 @@ mod tests {
                 strata_solver_solve(s, std::ptr::null(), u.as_mut_ptr(), 0, &mut info),
                 StrataStatus::InvalidArgument
             );
+            // A NaN in the right-hand side is an error naming the cell, not a status Ok with
+            // converged = 0 that a caller checking the status would take for an answer.
+            let mut nan = rhs.clone();
+            nan[(2 * 16 + 3) * 8 + 4] = f64::NAN;
+            assert_eq!(
+                strata_solver_solve(s, nan.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+                StrataStatus::InvalidArgument
+            );
+            let msg = std::ffi::CStr::from_ptr(strata_last_error())
+                .to_string_lossy()
+                .into_owned();
+            assert!(msg.contains("rhs") && msg.contains("(3, 2, 4)"), "{msg}");
             let bad = vec![-1.0; size];
             assert_eq!(
                 strata_solver_set_coefficients(

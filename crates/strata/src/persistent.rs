@@ -10,7 +10,7 @@ use crate::error::{invalid, Result};
 use crate::grid::sphere;
 use crate::grid::Block;
 use crate::problem::{Coefficients, ProblemParams};
-use crate::solver::{SolveInfo, Solver, SolverConfig};
+use crate::solver::{ConvergedReason, SolveInfo, Solver, SolverConfig};
 use crate::stencil::{build_block_levels, build_sphere_levels, LevelStencil, ResidentCells};
 use std::sync::Arc;
 
@@ -244,14 +244,77 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         } else {
             backend.fill(fine, &mut self.u, 0.0)?;
         }
-        let info = self.solve_resident(backend)?;
+        let info = self.solve_fields(backend)?;
+        if stopped_on_input(&info) {
+            let guess = initial_guess.then_some(&*u);
+            return Err(self.non_finite_input(rhs, guess));
+        }
         backend.download(self.solver.fine(), &self.u, u)?;
         Ok(info)
     }
 
+    /// The error for a solve that stopped before its first iteration on a residual or a
+    /// right-hand-side norm that is not finite: the first value of `rhs` (then of the initial
+    /// guess `u`) that is not finite, with its cell; or, where all are finite, the largest value,
+    /// whose square overflows.
+    fn non_finite_input(&self, rhs: &[f64], u: Option<&[f64]>) -> crate::StrataError {
+        let nz = self.p.nz;
+        let cell = |at: usize| {
+            let mut rest = at;
+            for b in &self.tiles {
+                let size = b.nx * b.ny * nz;
+                if rest < size {
+                    let (col, k) = (rest / nz, rest % nz);
+                    let (i, j) = (b.i0 + col % b.nx, b.j0 + col / b.nx);
+                    return match b.panel {
+                        Some(p) => format!("panel {p}, (i, j, k) = ({i}, {j}, {k})"),
+                        None => format!("(i, j, k) = ({i}, {j}, {k})"),
+                    };
+                }
+                rest -= size;
+            }
+            format!("index {at}")
+        };
+        for (name, values) in [("rhs", Some(rhs)), ("u", u)] {
+            let Some(values) = values else { continue };
+            if let Some(at) = values.iter().position(|v| !v.is_finite()) {
+                return crate::StrataError::invalid(
+                    name,
+                    format!("holds {} at {}: nothing was solved", values[at], cell(at)),
+                );
+            }
+        }
+        let largest = rhs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let elsewhere = if self.comm.size() > 1 {
+            "another rank's right-hand side or initial guess is not finite, or "
+        } else {
+            ""
+        };
+        crate::StrataError::invalid(
+            "rhs",
+            format!(
+                "is finite here, but {elsewhere}its values (up to {largest:e} on this rank) or the initial guess's residual overflow the norm: scale the problem; nothing was solved"
+            ),
+        )
+    }
+
     /// Solves with the right-hand side and the initial guess already in the solver's own fields
-    /// ([`PersistentSolver::fields_mut`]): no transfer at all.
+    /// ([`PersistentSolver::fields_mut`]): no transfer at all. Input that is not finite (a NaN
+    /// or Inf in the right-hand side or the initial guess, or values whose norm overflows) is an
+    /// error, not a solve that "did not converge" after no iteration.
     pub fn solve_resident(&mut self, backend: &B) -> Result<SolveInfo> {
+        let info = self.solve_fields(backend)?;
+        if stopped_on_input(&info) {
+            return invalid(
+                "rhs",
+                "or the initial guess holds values that are not finite (NaN or Inf), or whose norm overflows: nothing was solved",
+            );
+        }
+        Ok(info)
+    }
+
+    /// The solve of [`PersistentSolver::solve_resident`], whatever its input.
+    fn solve_fields(&mut self, backend: &B) -> Result<SolveInfo> {
         self.check_current(backend)?;
         let params = self.cfg.stopping.clone();
         self.solver.solve(
@@ -459,6 +522,12 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.bare = None;
         Ok(())
     }
+}
+
+/// Whether a solve stopped before its first iteration because its initial residual or its
+/// right-hand side's norm is not finite: its input was.
+fn stopped_on_input(info: &SolveInfo) -> bool {
+    info.reason == ConvergedReason::DivergedNanOrInf && info.iterations == 0
 }
 
 /// The levels of a block (`[block]`; coefficient fields of the block have their rings filled by

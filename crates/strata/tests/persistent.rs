@@ -288,3 +288,40 @@ fn a_ranks_block_is_estimated_by_its_own_shape() {
         }
     }
 }
+
+/// Input that is not finite is an error naming the array and the cell (no "did not converge"
+/// after no iteration, which a caller checking only the status would take for an answer); the
+/// solver solves again after it.
+#[test]
+fn input_that_is_not_finite_is_an_error_with_its_cell() {
+    let p = problem();
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
+    let at = |i: usize, j: usize, k: usize| (j * p.n + i) * p.nz + k;
+    for kind in KINDS {
+        let mut s = PersistentSolver::new(&b, &p, &SolverConfig::new(kind)).unwrap();
+        let mut u = vec![0.0; rhs.len()];
+        let mut bad = rhs.clone();
+        bad[at(3, 5, 7)] = f64::NAN;
+        let e = s.solve(&b, &bad, &mut u, false).unwrap_err().to_string();
+        assert!(
+            e.contains("rhs") && e.contains("NaN") && e.contains("(3, 5, 7)"),
+            "{kind:?}: {e}"
+        );
+        // An initial guess with an infinity.
+        let mut guess = vec![0.0; rhs.len()];
+        guess[at(0, 31, 15)] = f64::INFINITY;
+        let e = s.solve(&b, &rhs, &mut guess, true).unwrap_err().to_string();
+        assert!(
+            e.contains("u ") && e.contains("inf") && e.contains("(0, 31, 15)"),
+            "{kind:?}: {e}"
+        );
+        // Finite values whose squared norm overflows.
+        let huge: Vec<f64> = rhs.iter().map(|v| v * 1e300).collect();
+        let e = s.solve(&b, &huge, &mut u, false).unwrap_err().to_string();
+        assert!(e.contains("overflow"), "{kind:?}: {e}");
+        // The solver is unharmed.
+        let info = s.solve(&b, &rhs, &mut u, false).unwrap();
+        assert!(info.reason.converged(), "{kind:?}");
+    }
+}
