@@ -251,3 +251,9 @@ def test_input_that_is_not_finite_raises_with_its_cell():
     f[5, 3, 2] = 0.0
     s.solve(f)
     assert s.info["converged"]
+
+
+def test_the_package_version_is_the_crates():
+    from importlib.metadata import version
+
+    assert version("strata") == strata.__version__
