@@ -317,6 +317,9 @@ fn stopping_reasons() {
             ConvergedReason::DivergedNanOrInf,
             "{kind:?}"
         );
+        // A solve that did not run never reports a relative residual of 0.
+        assert!(nan.info.relative_residual().is_nan(), "{kind:?}");
+        assert_eq!(zero.info.relative_residual(), 0.0, "{kind:?}");
 
         let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
         let few = SolveParams {

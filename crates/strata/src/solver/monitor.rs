@@ -108,7 +108,9 @@ pub struct SolveInfo {
 }
 
 impl SolveInfo {
-    /// Final ‖r‖ relative to the stopping rule's reference norm (0 when that is 0).
+    /// Final ‖r‖ relative to the stopping rule's reference norm: 0 when that is 0 (a zero
+    /// right-hand side and initial residual: the exact answer), NaN when the norms are not
+    /// finite (a solve that did not run never reports 0).
     pub fn relative_residual(&self) -> f64 {
         let reference = if self.reference > 0.0 {
             self.reference
@@ -117,7 +119,8 @@ impl SolveInfo {
         };
         match self.residuals.last() {
             Some(r) if reference > 0.0 => r / reference,
-            _ => 0.0,
+            _ if reference == 0.0 => 0.0,
+            _ => f64::NAN,
         }
     }
 }
