@@ -446,7 +446,7 @@ pub unsafe extern "C" fn strata_solver_solve(
         // SAFETY: non-null, `len` writable values promised by the caller, distinct from rhs.
         let u = unsafe { std::slice::from_raw_parts_mut(u, len) };
         let warm = initial_guess != 0;
-        rebuild_pending(s)?;
+        s.inner.rebuild_pending()?;
         let record: SolveInfo = s.inner.solve(rhs, u, warm)?;
         // SAFETY: `info` is null or writable, as the caller promises.
         unsafe { write_info(info, &record) };
@@ -476,29 +476,13 @@ pub unsafe extern "C" fn strata_solver_apply(
         }
         // SAFETY: non-null, `len` writable values promised by the caller.
         let y = unsafe { std::slice::from_raw_parts_mut(y, len) };
-        rebuild_pending(s)?;
+        s.inner.rebuild_pending()?;
         s.inner.apply(x, y)
     })
 }
 
-/// On one GPU, the levels a new ω left to rebuild from host fields that were made into the levels
-/// on the device are made there again (`DeviceSolve::rebuild_pending`), before a solve or an
-/// apply would rebuild them on the host.
-fn rebuild_pending(s: &mut StrataSolver) -> Result<(), StrataError> {
-    if let Some(d) = s.inner.device() {
-        d.rebuild_pending()?;
-    }
-    Ok(())
-}
-
 /// The names of the seven coefficient arrays, in the order of the set_coefficients calls.
 const COEFFICIENT_NAMES: [&str; 7] = Coefficients::FIELD_NAMES;
-
-/// This rank's block where the solver is one rank of a distributed panel or box solve (whose
-/// coefficient arrays are the block's own); `None` otherwise (one process, or the sphere).
-fn rank_block(s: &StrataSolver) -> Option<Block> {
-    s.inner.block_fields()
-}
 
 /// Coefficient fields from the seven arrays of the set_coefficients calls (in
 /// [`COEFFICIENT_NAMES`] order; null: the model problem's value, 1 or δ for β, 0 for a ξ
@@ -561,7 +545,7 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         let p = s.problem().clone();
-        let block = rank_block(s);
+        let block = s.inner.block_fields();
         let len = match block {
             Some(_) => s.len(),
             None => p.unknowns() as usize,
@@ -576,12 +560,7 @@ pub unsafe extern "C" fn strata_solver_set_coefficients(
                 unsafe { slice(ptr, len, name) }
             },
         )?;
-        // One process on a GPU: the levels are made on the device from an uploaded copy (the
-        // same operator, a small part of the time).
-        if let Some(d) = s.inner.device() {
-            return d.set_coefficients_host(coefficients).map(|_| ());
-        }
-        s.inner.update_coefficients(coefficients)
+        s.inner.set_coefficients(coefficients)
     })
 }
 
@@ -712,7 +691,7 @@ unsafe fn solve_device_arrays(
     info: *mut StrataInfo,
 ) -> Result<(), StrataError> {
     let x0 = (initial_guess != 0).then_some(x);
-    rebuild_pending(s)?;
+    s.inner.rebuild_pending()?;
     let record = s.device()?.solve_device(r, x0, x)?;
     // SAFETY: null or writable, as promised.
     unsafe { write_info(info, &record) };
@@ -794,7 +773,7 @@ pub unsafe extern "C" fn strata_solver_apply_device(
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
         // SAFETY: device arrays of the block promised by the caller (ranges checked on use).
         let (xa, ya) = unsafe { device_pair(s, (x, "x"), (y, "y"), order)? };
-        rebuild_pending(s)?;
+        s.inner.rebuild_pending()?;
         s.device()?.apply_device(&xa, &ya)
     })
 }
@@ -828,9 +807,11 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
     guard(|| {
         // SAFETY: the caller promises a live handle or null (checked).
         let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        // Device arrays need a solver on the GPU.
+        s.device()?;
         let p = s.problem().clone();
         let block = s.inner.block();
-        let ranks = rank_block(s);
+        let ranks = s.inner.block_fields();
         if ranks.is_none() && s.len() as u64 != p.unknowns() {
             return Err(StrataError::invalid(
                 "solver",
@@ -865,7 +846,6 @@ pub unsafe extern "C" fn strata_solver_set_coefficients_device(
                 s.device()?.read_device(&a)
             },
         )?;
-        s.device()?;
         s.inner.update_coefficients(coefficients)
     })
 }

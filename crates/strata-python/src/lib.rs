@@ -237,11 +237,7 @@ impl Solver {
     /// them on the host.
     fn rebuild_pending(&mut self, py: Python<'_>) -> PyResult<()> {
         let h = &mut *self.engine;
-        if h.device().is_some() {
-            py.detach(|| h.on_device(|d| d.rebuild_pending()))
-                .map_err(to_py)?;
-        }
-        Ok(())
+        py.detach(|| h.rebuild_pending()).map_err(to_py)
     }
 
     /// The solver handle of a solver on the GPU, after the work queued on the streams of
@@ -638,13 +634,7 @@ impl Solver {
         // On one GPU the levels are made on the device from an uploaded copy (the same operator,
         // a small part of the time; the host path where the device has no room).
         let h = &mut *self.engine;
-        if h.device().is_some() {
-            return py
-                .detach(|| h.on_device(|d| d.set_coefficients_host(coefficients)))
-                .map(|_| ())
-                .map_err(to_py);
-        }
-        py.detach(|| h.update_coefficients(coefficients))
+        py.detach(|| h.set_coefficients(coefficients))
             .map_err(to_py)
     }
 

@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use strata::names::BackendKind;
-//! use strata::problem::ProblemParams;
+//! use strata::problem::{Coefficients, ProblemParams};
 //! use strata::solver::{SolverConfig, SolverKind};
 //! use strata_session::{open, Place};
 //!
@@ -35,7 +35,7 @@ use strata::backend::reference::ReferenceBackend;
 use strata::backend::tiled::Tiled;
 use strata::comm::Comm;
 use strata::names::{BackendKind, HaloPath};
-use strata::problem::ProblemParams;
+use strata::problem::{Coefficients, ProblemParams};
 use strata::session::Session;
 use strata::solver::SolverConfig;
 use strata::{PersistentSolver, Result, StrataError};
@@ -48,6 +48,28 @@ pub trait Solver: SolverHandle {
     fn backend(&self) -> BackendKind;
     /// The device-array calls ([`DeviceHandle`]); `None` on the CPU and reference backends.
     fn device(&mut self) -> Option<&mut dyn DeviceHandle>;
+
+    /// Replaces the coefficient fields from host arrays (`None`: the model problem's), the
+    /// call of a model every time step: on one GPU made into the levels on the device from an
+    /// uploaded copy where it has room ([`DeviceHandle::set_coefficients_host`]: the same
+    /// operator in a small part of the time), otherwise
+    /// [`SolverHandle::update_coefficients`].
+    fn set_coefficients(&mut self, coefficients: Option<Coefficients>) -> Result<()> {
+        match self.device() {
+            Some(d) => d.set_coefficients_host(coefficients).map(|_| ()),
+            None => self.update_coefficients(coefficients),
+        }
+    }
+
+    /// Before a solve or an apply: on one GPU, levels that a new ω left to rebuild from host
+    /// fields made on the device are made there again
+    /// ([`DeviceHandle::rebuild_pending`]) instead of on the host by the solve.
+    fn rebuild_pending(&mut self) -> Result<()> {
+        if let Some(d) = self.device() {
+            d.rebuild_pending()?;
+        }
+        Ok(())
+    }
 }
 
 /// A backend a session may run on, and whether it offers device arrays.
