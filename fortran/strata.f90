@@ -56,6 +56,7 @@ module strata
     integer(c_int), parameter, public :: STRATA_BACKEND_REFERENCE = 3
     integer(c_int), parameter, public :: STRATA_HALO_MPI = 0
     integer(c_int), parameter, public :: STRATA_HALO_NCCL = 1
+    integer(c_int), parameter, public :: STRATA_HALO_AUTO = 2
 
     ! Mirrors StrataProblem of strata.h.
     type, bind(c), public :: strata_problem

@@ -3,7 +3,8 @@
  * the residual summed over the ranks; from the second step on with coefficient fields, each rank
  * giving its own block of them. Arguments: the backend (0 auto: the GPU where usable, 1 cpu,
  * 2 cuda), the GPUs per node (a GPU rank uses device node-local rank modulo those), and the halo
- * path of GPU ranks (0 MPI through host memory, 1 NCCL: libstrata built with `--features nccl`).
+ * path of GPU ranks (0 MPI through host memory, 1 NCCL: libstrata built with `--features nccl`,
+ * 2 auto, the default: NCCL where built and found, else MPI).
  *
  *   mpicc -I crates/strata-capi/include examples/c/timesteps_mpi.c -L target/release -lstrata -lm
  *   LD_LIBRARY_PATH=target/release mpirun -n 2 ./a.out 1
@@ -44,7 +45,7 @@ int main(int argc, char **argv) {
     options.threads = 1;
     options.backend = argc > 1 ? atoi(argv[1]) : 0;
     options.device = local_rank % (gpus > 0 ? gpus : 1);
-    options.halo = argc > 3 ? atoi(argv[3]) : 0;
+    options.halo = argc > 3 ? atoi(argv[3]) : STRATA_HALO_AUTO;
     StrataSolver *solver = NULL;
     CHECK(strata_solver_create_mpi(&problem, &options, (int32_t)MPI_Comm_c2f(MPI_COMM_WORLD), &solver));
     int i0, j0, nx, ny, nz = problem.nz;

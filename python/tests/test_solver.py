@@ -236,7 +236,7 @@ def test_every_backend_and_names_from_one_table():
         assert s.info["converged"]
     # Both meet rtol 1e-5 (mixed precision: fp32 V-cycles on either backend).
     assert np.linalg.norm(u["reference"] - u["cpu"]) <= 1e-4 * np.linalg.norm(u["cpu"])
-    with pytest.raises(ValueError, match="halo must be one of 'mpi', 'nccl'"):
+    with pytest.raises(ValueError, match="halo must be one of 'auto', 'mpi', 'nccl'"):
         strata.Solver(16, 8, levels=3, halo="carrier-pigeon")
     with pytest.raises(ValueError, match="backend must be one of 'auto', 'cpu', 'cuda', 'reference'"):
         strata.Solver(16, 8, levels=3, backend="tpu")

@@ -34,6 +34,7 @@
 #define STRATA_BACKEND_CPU 1
 #define STRATA_BACKEND_CUDA 2
 #define STRATA_BACKEND_REFERENCE 3
+#define STRATA_HALO_AUTO 2
 #define STRATA_HALO_MPI 0
 #define STRATA_HALO_NCCL 1
 
@@ -139,9 +140,11 @@ typedef struct StrataOptions {
   // Gauss–Seidel; 1.15 by default, which takes red-black mg from 5 cycles to 4). The
   // symmetric cycle of mg-cg uses 1 whatever this is.
   double relaxation;
-  // How the GPU ranks of a distributed solve (strata_solver_create_mpi) exchange halos: 0
-  // through host memory by MPI (the default), 1 by NCCL between device buffers (one GPU per
-  // rank; libstrata built with the `nccl` feature). Ignored by strata_solver_create.
+  // How the GPU ranks of a distributed solve (strata_solver_create_mpi) exchange halos:
+  // `STRATA_HALO_AUTO` (the default) NCCL for GPU ranks where libstrata has it and
+  // libnccl.so is found, else MPI; `STRATA_HALO_MPI` through host memory by MPI;
+  // `STRATA_HALO_NCCL` by NCCL between device buffers (one GPU per rank; libstrata built
+  // with the `nccl` feature). Ignored by strata_solver_create.
   int32_t halo;
   // 1 (the default): on ranks, the multigrid cycle fills a prolongated level's halo by
   // prolongating the neighbours' coarse values into it; 0: it exchanges after every
@@ -343,9 +346,9 @@ enum StrataStatus strata_solver_set_coefficients_device(struct StrataSolver *sol
 // solver takes is the rank's block ([`strata_solver_block`]), and every call is collective.
 // The backend as `options.backend` says (0: the GPU where one is usable, 1: the CPU, 2: CUDA),
 // on CUDA device `options.device` (pick it per rank, e.g. the node-local rank modulo the GPUs
-// of the node); halos of GPU ranks go through host memory by MPI, or with `options.halo = 1` by
-// NCCL between device buffers (one GPU per rank; NCCL is set up over this communicator, which
-// takes about a second). MPI must be initialised by the caller, and the solver destroyed before
+// of the node); halos of GPU ranks go by NCCL between device buffers where libstrata has it and
+// finds libnccl.so (`options.halo`, `STRATA_HALO_AUTO` by default; one GPU per rank; NCCL is
+// set up over this communicator, which takes about a second), else through host memory by MPI. MPI must be initialised by the caller, and the solver destroyed before
 // MPI_Finalize. Needs libstrata built with the `mpi` feature (`nccl` for NCCL).
 //
 // # Safety

@@ -2,7 +2,7 @@
 //! size, with useful bandwidth (paper's Mem^(C)) and moved bandwidth (strata's own traffic) as
 //! fractions of the copy bandwidth measured in the same run.
 
-use crate::backend_choice::{with_backend, BackendTask, Distributable};
+use crate::backend_choice::{with_backend, BackendTask};
 use crate::job::Job;
 use crate::options::{choice, BackendArgs, MgArgs, ProblemArgs};
 use crate::report::Summary;
@@ -15,12 +15,11 @@ use std::fmt::Write;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use strata::backend::Backend;
 use strata::grid::RankGrid;
 use strata::perf::kernel_cost;
-use strata::perf::Probes;
 use strata::problem::{build_rhs_tiles, Coefficients, ProblemParams, RhsKind};
 use strata::solver::{Kernel, MgParams, SolveParams, SolverKind};
+use strata_session::OnBackend;
 
 /// Options of `strata bench`.
 #[derive(Args, Debug)]
@@ -114,10 +113,8 @@ struct BenchReport {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + Distributable + 'static>(
-        self,
-        backend: &B,
-    ) -> CliResult<ExitCode> {
+    fn run<B: OnBackend>(self, backend: Box<B>) -> CliResult<ExitCode> {
+        let backend: &B = &backend;
         let a = self.args;
         // The multigrid settings of the report: mg's.
         let mg = a.mg.configure(SolverKind::Mg).multigrid;

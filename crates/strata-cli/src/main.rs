@@ -2,8 +2,6 @@
 
 mod backend_choice;
 mod bench;
-#[cfg(feature = "mpi")]
-mod comm_choice;
 mod compare;
 mod job;
 mod operator;

@@ -12,18 +12,6 @@ pub fn choice<T: Choice + Clone + Send + Sync>() -> impl TypedValueParser<Value 
     PossibleValuesParser::new(T::names()).try_map(|s| T::parse(&s))
 }
 
-/// Halo exchange path of an MPI job: `auto` chooses at run time, so it is not a
-/// [`strata::names::HaloPath`].
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
-pub enum HaloArg {
-    /// NCCL for GPU ranks when built and found, else MPI.
-    Auto,
-    /// MPI point-to-point through host buffers.
-    Mpi,
-    /// NCCL point-to-point between device buffers.
-    Nccl,
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct ProblemArgs {
     /// Horizontal geometry: one cubed-sphere panel, the flat box, or the whole sphere (six

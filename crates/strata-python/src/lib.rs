@@ -36,7 +36,7 @@ fn to_py(e: StrataError) -> PyErr {
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
 ///        smoother=None, rho=2/3, precision=None, sphere_stencil="nine-point",
-///        relaxation=None, paper=False, prolongate_halos=True, comm=None, halo="mpi")
+///        relaxation=None, paper=False, prolongate_halos=True, comm=None, halo="auto")
 ///
 /// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
 /// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
@@ -71,9 +71,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// nz). On the sphere a rank holds whole panels (up to six ranks) or blocks of every panel
 /// (`tiles`), its arrays those tiles stacked along y, and takes the whole sphere's coefficient
 /// fields. Creation and every solve, apply and set_coefficients are collective. A GPU rank
-/// (backend="cuda", `device` its node-local GPU) exchanges halos through host memory
-/// (halo="mpi"), or with halo="nccl" by NCCL between device buffers (a package built with
-/// `--features nccl`; one GPU per rank).
+/// (backend="cuda", `device` its node-local GPU) exchanges halos by NCCL between device buffers
+/// where the package has it (built with `--features nccl`) and finds libnccl.so, else through
+/// host memory (halo="auto", the default; "nccl" or "mpi" to choose; one GPU per rank).
 #[pyclass(module = "strata")]
 struct Solver {
     /// Dropped by hand (`Drop for Solver`): a rank's is leaked once MPI is finalised.
@@ -297,7 +297,7 @@ impl Solver {
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother=None,
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
-        prolongate_halos=true, comm=None, halo="mpi"))]
+        prolongate_halos=true, comm=None, halo="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

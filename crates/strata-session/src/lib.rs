@@ -26,12 +26,14 @@
 #![warn(missing_docs)]
 
 mod place;
+mod visit;
 
 pub use place::Place;
 pub use strata::session::SolverHandle;
+#[cfg(feature = "mpi")]
+pub use visit::with_ranks;
+pub use visit::{with_backend, BackendTask, BlockShare, OnBackend, RanksTask, TileShare};
 
-use strata::backend::cpu::CpuBackend;
-use strata::backend::reference::ReferenceBackend;
 use strata::backend::tiled::Tiled;
 use strata::comm::Comm;
 use strata::names::{BackendKind, HaloPath};
@@ -39,7 +41,7 @@ use strata::problem::{Coefficients, ProblemParams};
 use strata::session::Session;
 use strata::solver::SolverConfig;
 use strata::{PersistentSolver, Result, StrataError};
-use strata_cuda::{CudaBackend, DeviceHandle};
+use strata_cuda::DeviceHandle;
 
 /// A solver handle: the host calls of [`SolverHandle`], and the device-array calls where the
 /// solver runs on a GPU.
@@ -72,15 +74,7 @@ pub trait Solver: SolverHandle {
     }
 }
 
-/// A backend a session may run on, and whether it offers device arrays.
-trait OnDevice: strata::backend::Backend + Sync + Sized + 'static {
-    /// Which backend this is.
-    const KIND: BackendKind;
-    /// The session's device-array calls, if this backend has them.
-    fn device<C: Comm<Self> + 'static>(s: &mut Session<Self, C>) -> Option<&mut dyn DeviceHandle>;
-}
-
-impl<B: OnDevice, C: Comm<B> + 'static> Solver for Session<B, C> {
+impl<B: OnBackend, C: Comm<B> + 'static> Solver for Session<B, C> {
     fn backend(&self) -> BackendKind {
         B::KIND
     }
@@ -89,37 +83,12 @@ impl<B: OnDevice, C: Comm<B> + 'static> Solver for Session<B, C> {
     }
 }
 
-/// Backends without device arrays.
-macro_rules! host_only {
-    ($($t:ty => $kind:ident),*) => {$(
-        impl OnDevice for $t {
-            const KIND: BackendKind = BackendKind::$kind;
-            fn device<C: Comm<Self> + 'static>(
-                _: &mut Session<Self, C>,
-            ) -> Option<&mut dyn DeviceHandle> {
-                None
-            }
-        }
-    )*};
-}
-host_only!(
-    CpuBackend => Cpu,
-    ReferenceBackend => Reference,
-    Tiled<Box<CpuBackend>> => Cpu,
-    Tiled<Box<ReferenceBackend>> => Reference
-);
-
-impl OnDevice for CudaBackend {
-    const KIND: BackendKind = BackendKind::Cuda;
-    fn device<C: Comm<Self> + 'static>(s: &mut Session<Self, C>) -> Option<&mut dyn DeviceHandle> {
-        Some(s)
+impl<B: OnBackend, C: Comm<Tiled<Box<B>>> + 'static> Solver for Session<Tiled<Box<B>>, C> {
+    fn backend(&self) -> BackendKind {
+        B::KIND
     }
-}
-
-impl OnDevice for Tiled<Box<CudaBackend>> {
-    const KIND: BackendKind = BackendKind::Cuda;
-    fn device<C: Comm<Self> + 'static>(s: &mut Session<Self, C>) -> Option<&mut dyn DeviceHandle> {
-        Some(s)
+    fn device(&mut self) -> Option<&mut dyn DeviceHandle> {
+        B::tiled_device(self)
     }
 }
 
@@ -134,8 +103,9 @@ pub fn resolve(kind: BackendKind) -> BackendKind {
 
 /// Sets up `cfg`'s solver for problem `p` at `place`: on one process the whole panel, box or
 /// sphere; on ranks (a [`Place`] with a communicator) this rank's block of a panel or box (the
-/// most nearly square rank grid, every multigrid level split alike) or its tiles of the sphere
-/// (whole panels up to six ranks, blocks of every panel beyond). Collective on ranks.
+/// place's rank grid or the most nearly square one, every multigrid level split alike) or its
+/// tiles of the sphere (whole panels up to six ranks, blocks of every panel beyond). Collective
+/// on ranks.
 pub fn open(p: &ProblemParams, cfg: &SolverConfig, place: Place) -> Result<Box<dyn Solver>> {
     let backend = resolve(place.backend);
     if place.halo == HaloPath::Nccl && place.has_ranks() && backend != BackendKind::Cuda {
@@ -144,155 +114,64 @@ pub fn open(p: &ProblemParams, cfg: &SolverConfig, place: Place) -> Result<Box<d
             "nccl moves device memory: it needs GPU ranks (backend cuda, or auto where a GPU is usable)",
         ));
     }
-    match backend {
-        BackendKind::Cuda => open_cuda(p, cfg, place),
-        BackendKind::Reference => open_on(Box::new(ReferenceBackend), p, cfg, place),
-        _ => open_on(Box::new(CpuBackend::new(place.threads)?), p, cfg, place),
-    }
+    with_backend(&place.backend_only(), Open { p, cfg, place })
 }
 
-/// The CUDA backend: NCCL ranks, or the paths every backend has.
-fn open_cuda(p: &ProblemParams, cfg: &SolverConfig, place: Place) -> Result<Box<dyn Solver>> {
-    let b = Box::new(CudaBackend::new(place.device)?);
-    if place.halo == HaloPath::Nccl && place.has_ranks() {
-        return nccl::open(b, p, cfg, place);
-    }
-    open_on(b, p, cfg, place)
-}
-
-/// A solver on backend `b`: ranks over MPI, the sphere, or one block.
-fn open_on<B>(
-    b: Box<B>,
-    p: &ProblemParams,
-    cfg: &SolverConfig,
+/// [`open`] on the chosen backend.
+struct Open<'a> {
+    p: &'a ProblemParams,
+    cfg: &'a SolverConfig,
     place: Place,
-) -> Result<Box<dyn Solver>>
-where
-    B: OnDevice,
-    Tiled<Box<B>>: OnDevice,
-{
-    #[cfg(feature = "mpi")]
-    if let Some(world) = place.into_comm() {
-        return ranks::open(b, world, p, cfg);
-    }
-    #[cfg(not(feature = "mpi"))]
-    let _ = place;
-    if p.geometry.closed() {
-        let t = Box::new(Tiled::new(b));
-        let s = PersistentSolver::sphere(&t, p, cfg)?;
-        return Ok(Box::new(Session::new(t, s)));
-    }
-    let s = PersistentSolver::new(b.as_ref(), p, cfg)?;
-    Ok(Box::new(Session::new(b, s)))
 }
 
-/// Ranks whose halos travel by MPI.
-#[cfg(feature = "mpi")]
-mod ranks {
-    use super::*;
-    use strata::grid::{Block, RankGrid};
-    use strata_mpi::mpi::topology::SimpleCommunicator;
-    use strata_mpi::mpi::traits::Communicator;
-    use strata_mpi::{MpiComm, SphereMpiComm};
+impl BackendTask for Open<'_> {
+    type Output = Box<dyn Solver>;
 
-    /// This rank's solver of `p` on backend `b`, the ranks of `world` joined by MPI.
-    pub(super) fn open<B>(
-        b: Box<B>,
-        world: SimpleCommunicator,
-        p: &ProblemParams,
-        cfg: &SolverConfig,
-    ) -> Result<Box<dyn Solver>>
-    where
-        B: OnDevice,
-        Tiled<Box<B>>: OnDevice,
-    {
-        match share(&world, p, cfg)? {
-            Share::Tiles { tiles, k } => {
-                let t = Box::new(Tiled::new(b));
-                let comm = SphereMpiComm::<B>::new(world, k);
-                let s = PersistentSolver::with_tiles(&t, comm, p, &tiles, cfg)?;
-                Ok(Box::new(Session::on_ranks(t, s)))
-            }
-            Share::Block { grid, block } => {
-                let comm = MpiComm::new(world, grid)?;
-                let s = PersistentSolver::with_comm(b.as_ref(), comm, p, block, cfg)?;
-                Ok(Box::new(Session::on_ranks(b, s)))
-            }
+    fn run<B: OnBackend>(self, b: Box<B>) -> Result<Box<dyn Solver>> {
+        let Open { p, cfg, place } = self;
+        #[cfg(feature = "mpi")]
+        if place.has_ranks() {
+            return with_ranks(b, place, p, cfg, OpenRanks { p, cfg });
         }
-    }
-
-    /// What one rank holds.
-    pub(super) enum Share {
-        /// Its tiles of the sphere (whole panels up to six ranks, blocks of every panel
-        /// beyond), each panel cut k × k.
-        Tiles { tiles: Vec<Block>, k: usize },
-        /// Its block of a panel or box split over the most nearly square rank grid.
-        Block { grid: RankGrid, block: Block },
-    }
-
-    /// This rank's share of `p` among the ranks of `world`.
-    pub(super) fn share(
-        world: &SimpleCommunicator,
-        p: &ProblemParams,
-        cfg: &SolverConfig,
-    ) -> Result<Share> {
-        let (size, rank) = (world.size() as usize, world.rank() as usize);
+        let _ = place;
         if p.geometry.closed() {
-            p.validate()?;
-            let tiles = strata::grid::sphere::rank_tiles(p.n, cfg.num_levels(), size, rank)?;
-            let k = p.n / tiles[0].nx;
-            return Ok(Share::Tiles { tiles, k });
+            let t = Box::new(Tiled::new(b));
+            let s = PersistentSolver::sphere(&t, p, cfg)?;
+            return Ok(Box::new(Session::new(t, s)));
         }
-        let grid = RankGrid::choose(size);
-        let block = cfg.validate_for(p.n, grid)?.fine_block(rank);
-        Ok(Share::Block { grid, block })
+        let s = PersistentSolver::new(b.as_ref(), p, cfg)?;
+        Ok(Box::new(Session::new(b, s)))
     }
 }
 
-/// GPU ranks whose halos travel by NCCL between device buffers.
-mod nccl {
-    use super::*;
+/// [`open`] on ranks, over the communicator chosen.
+#[cfg(feature = "mpi")]
+struct OpenRanks<'a> {
+    p: &'a ProblemParams,
+    cfg: &'a SolverConfig,
+}
 
-    /// This rank's solver of `p` on the GPU of `b`, halos by NCCL (set up over the place's
-    /// communicator).
-    #[cfg(feature = "nccl")]
-    pub(super) fn open(
-        b: Box<CudaBackend>,
-        p: &ProblemParams,
-        cfg: &SolverConfig,
-        place: Place,
+#[cfg(feature = "mpi")]
+impl<B: OnBackend> RanksTask<B> for OpenRanks<'_> {
+    type Output = Box<dyn Solver>;
+
+    fn block<C: Comm<B> + 'static>(
+        self,
+        b: Box<B>,
+        comm: C,
+        share: BlockShare,
+        _: HaloPath,
     ) -> Result<Box<dyn Solver>> {
-        use super::ranks::{share, Share};
-        use strata_mpi::{NcclComm, SphereNcclComm};
-        let world = place
-            .into_comm()
-            .ok_or_else(|| StrataError::invalid("halo", "nccl needs ranks"))?;
-        match share(&world, p, cfg)? {
-            Share::Tiles { tiles, k } => {
-                let t = Box::new(Tiled::new(b));
-                let comm = SphereNcclComm::new(world, k, &tiles, t.inner())?;
-                let s = PersistentSolver::with_tiles(&t, comm, p, &tiles, cfg)?;
-                Ok(Box::new(Session::on_ranks(t, s)))
-            }
-            Share::Block { grid, block } => {
-                let comm = NcclComm::new(world, grid, &b)?;
-                let s = PersistentSolver::with_comm(b.as_ref(), comm, p, block, cfg)?;
-                Ok(Box::new(Session::on_ranks(b, s)))
-            }
-        }
+        let s = PersistentSolver::with_comm(b.as_ref(), comm, self.p, share.block, self.cfg)?;
+        Ok(Box::new(Session::on_ranks(b, s)))
     }
 
-    /// Without NCCL built in: the error that says how to build it.
-    #[cfg(not(feature = "nccl"))]
-    pub(super) fn open(
-        _: Box<CudaBackend>,
-        _: &ProblemParams,
-        _: &SolverConfig,
-        _: Place,
-    ) -> Result<Box<dyn Solver>> {
-        Err(StrataError::invalid(
-            "halo",
-            "nccl: this build has no NCCL (build with the `nccl` feature)",
-        ))
+    fn tiles<C>(self, b: Box<B>, comm: C, share: TileShare, _: HaloPath) -> Result<Box<dyn Solver>>
+    where
+        C: Comm<Tiled<Box<B>>> + for<'a> Comm<Tiled<&'a B>> + 'static,
+    {
+        let t = Box::new(Tiled::new(b));
+        let s = PersistentSolver::with_tiles(&t, comm, self.p, &share.tiles, self.cfg)?;
+        Ok(Box::new(Session::on_ranks(t, s)))
     }
 }

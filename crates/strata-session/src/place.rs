@@ -1,6 +1,7 @@
 //! Where a solver runs: backend, CPU threads, CUDA device, and on ranks the communicator and
 //! the halo path.
 
+use strata::grid::RankGrid;
 use strata::names::{BackendKind, HaloPath};
 
 /// Where a solver runs ([`crate::open`]). Built with [`Place::new`] and the `with_*` methods.
@@ -11,21 +12,25 @@ pub struct Place {
     pub threads: Option<usize>,
     /// CUDA device ordinal.
     pub device: usize,
-    /// How GPU ranks exchange halos (used on ranks only).
+    /// How GPU ranks exchange halos (used on ranks only; `Auto`: NCCL where built and found).
     pub halo: HaloPath,
+    /// The rank grid of a panel or box (`None`: the most nearly square one; used on ranks only).
+    pub grid: Option<RankGrid>,
     /// The ranks' communicator (strata's own duplicate of the caller's).
     #[cfg(feature = "mpi")]
     comm: Option<strata_mpi::mpi::topology::SimpleCommunicator>,
 }
 
 impl Place {
-    /// One process on `backend`, all cores, device 0.
+    /// One process on `backend`, all cores, device 0 (on ranks: halos by NCCL for GPU ranks
+    /// where built and found, the most nearly square rank grid).
     pub fn new(backend: BackendKind) -> Self {
         Self {
             backend,
             threads: None,
             device: 0,
-            halo: HaloPath::Mpi,
+            halo: HaloPath::Auto,
+            grid: None,
             #[cfg(feature = "mpi")]
             comm: None,
         }
@@ -49,12 +54,25 @@ impl Place {
         self
     }
 
+    /// Sets the rank grid of a panel or box (`None`: the most nearly square one).
+    pub fn with_grid(mut self, grid: Option<RankGrid>) -> Self {
+        self.grid = grid;
+        self
+    }
+
     /// One rank of a distributed solve over `comm` (strata's own communicator: duplicate the
     /// caller's so that strata's messages stay apart from the model's).
     #[cfg(feature = "mpi")]
     pub fn with_comm(mut self, comm: strata_mpi::mpi::topology::SimpleCommunicator) -> Self {
         self.comm = Some(comm);
         self
+    }
+
+    /// The backend, threads and device of this place, without ranks.
+    pub fn backend_only(&self) -> Place {
+        Place::new(self.backend)
+            .with_threads(self.threads)
+            .with_device(self.device)
     }
 
     /// Whether the solve is spread over ranks.

@@ -86,8 +86,10 @@ pub enum BackendKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HaloPath {
-    /// Through host memory by MPI (every backend).
+    /// NCCL for GPU ranks where the build has it and the library is found, else MPI.
     #[default]
+    Auto,
+    /// Through host memory by MPI (every backend).
     Mpi,
     /// By NCCL between device buffers (GPU ranks, one GPU per rank; a build with NCCL).
     Nccl,
@@ -105,6 +107,9 @@ impl Choice for BackendKind {
 
 impl Choice for HaloPath {
     const SETTING: &'static str = "halo";
-    const ALL: &'static [(Self, &'static str, i32)] =
-        &[(HaloPath::Mpi, "mpi", 0), (HaloPath::Nccl, "nccl", 1)];
+    const ALL: &'static [(Self, &'static str, i32)] = &[
+        (HaloPath::Auto, "auto", 2),
+        (HaloPath::Mpi, "mpi", 0),
+        (HaloPath::Nccl, "nccl", 1),
+    ];
 }

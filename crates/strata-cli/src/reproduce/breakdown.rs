@@ -3,16 +3,15 @@
 use super::paper::BREAKDOWN_512;
 use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, write_csv, Common};
-use crate::backend_choice::{with_backend, BackendTask, Distributable};
+use crate::backend_choice::{with_backend, BackendTask};
 use crate::job::Job;
 use crate::CliResult;
 use clap::Args;
 use std::process::ExitCode;
-use strata::backend::Backend;
 use strata::grid::{Block, RankGrid};
-use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{Kernel, SolverConfig, SolverKind};
+use strata_session::OnBackend;
 
 /// Options of `strata reproduce breakdown`.
 #[derive(Args, Debug)]
@@ -50,7 +49,8 @@ const KERNELS: [Kernel; 4] = [
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + Distributable + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: OnBackend>(self, b: Box<B>) -> CliResult<ExitCode> {
+        let b: &B = &b;
         let a = self.a;
         let p = ProblemParams {
             n: a.n,

@@ -2,16 +2,15 @@
 
 use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, progress, write_csv, Common};
-use crate::backend_choice::{with_backend, BackendTask, Distributable};
+use crate::backend_choice::{with_backend, BackendTask};
 use crate::job::Job;
 use crate::CliResult;
 use clap::Args;
 use std::process::ExitCode;
-use strata::backend::Backend;
 use strata::grid::{max_levels, Block, RankGrid};
-use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{SolverConfig, SolverKind};
+use strata_session::OnBackend;
 
 /// Options of `strata reproduce robustness`.
 #[derive(Args, Debug)]
@@ -53,7 +52,8 @@ struct Task {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + Distributable + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: OnBackend>(self, b: Box<B>) -> CliResult<ExitCode> {
+        let b: &B = &b;
         let a = self.a;
         let most = max_levels(a.n, RankGrid::single());
         // (label, solver, levels): the levels the grid allows of 5, 7 and 10.

@@ -5,20 +5,20 @@
 
 use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, Common};
-use crate::backend_choice::{with_backend, BackendTask, Distributable};
+use crate::backend_choice::{with_backend, BackendTask};
 use crate::job::Job;
-use crate::options::HaloArg;
+use crate::options::choice;
 use crate::CliResult;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use strata::backend::Backend;
 use strata::grid::Block;
 use strata::grid::RankGrid;
-use strata::perf::Probes;
+use strata::names::HaloPath;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{Kernel, Profile, SolveInfo, SolverConfig, SolverKind};
+use strata_session::OnBackend;
 
 /// Options of `strata reproduce scaling`.
 #[derive(Args, Debug)]
@@ -27,8 +27,8 @@ pub struct ScalingArgs {
     #[arg(long, default_value_t = 64)]
     pub n: usize,
     /// Halo exchange path on more than one rank (as `strata solve --halo`).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub halo: HaloArg,
+    #[arg(long, value_parser = choice::<HaloPath>(), default_value = "auto")]
+    pub halo: HaloPath,
     #[command(flatten)]
     pub common: Common,
 }
@@ -104,7 +104,7 @@ fn profile_text(prof: &Profile, p: &ProblemParams) -> String {
 impl BackendTask for Task<'_> {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + Distributable + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: OnBackend>(self, boxed: Box<B>) -> CliResult<ExitCode> {
         let (a, job) = (self.a, self.job);
         let p = ProblemParams {
             n: a.n,
@@ -112,6 +112,7 @@ impl BackendTask for Task<'_> {
             ..Default::default()
         };
         let (results, halo) = if job.size() == 1 {
+            let b: &B = &boxed;
             let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
             let results = measure(|configs| {
                 let mut infos = vec![];
@@ -123,7 +124,7 @@ impl BackendTask for Task<'_> {
             })?;
             (results, "none".to_string())
         } else {
-            distributed(b, job, &p, a.halo)?
+            distributed(boxed, job, &p, a.halo)?
         };
         if !job.is_root() {
             return Ok(ExitCode::SUCCESS);
@@ -183,37 +184,76 @@ impl BackendTask for Task<'_> {
 
 /// The distributed measurement: one communicator for all solves (NCCL's set-up is paid once).
 #[cfg(feature = "mpi")]
-fn distributed<B: crate::comm_choice::HaloPaths>(
-    b: &B,
+fn distributed<B: OnBackend>(
+    b: Box<B>,
     job: &Job,
     p: &ProblemParams,
-    halo: HaloArg,
+    halo: HaloPath,
 ) -> CliResult<(Vec<Measured>, String)> {
-    use crate::comm_choice::{timed_solves, CommTask};
+    use crate::backend_choice::{halo_label, ranks};
+    use strata::backend::tiled::Tiled;
     use strata::comm::Comm;
-    struct Run<'a, B> {
-        b: &'a B,
+    use strata::names::HaloPath;
+    use strata_session::{BlockShare, RanksTask, TileShare};
+    struct Run<'a> {
         job: &'a Job,
         p: &'a ProblemParams,
     }
-    impl<B: Backend> CommTask<B> for Run<'_, B> {
-        type Output = (Vec<Measured>, String);
-        fn run<C: Comm<B>>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<Self::Output> {
-            let results =
-                measure(|configs| timed_solves(self.b, comm, grid, self.job, self.p, configs))?;
-            Ok((results, halo.to_string()))
+    impl<B: OnBackend> RanksTask<B> for Run<'_> {
+        type Output = CliResult<(Vec<Measured>, String)>;
+        fn block<C: Comm<B> + 'static>(
+            self,
+            b: Box<B>,
+            comm: C,
+            share: BlockShare,
+            halo: HaloPath,
+        ) -> strata::Result<Self::Output> {
+            let rhs = build_rhs(self.p, RhsKind::Random, 1, &share.block);
+            let results = measure(|configs| {
+                let mut out = vec![];
+                for cfg in configs {
+                    let sol = strata::solve_block(
+                        b.as_ref(),
+                        &comm,
+                        self.p,
+                        share.block,
+                        cfg,
+                        &rhs,
+                        &mut |_, _| {},
+                    )?;
+                    out.push(sol.info);
+                }
+                Ok(out)
+            });
+            Ok(results.map(|r| (r, halo_label::<B>(halo))))
+        }
+        fn tiles<C>(
+            self,
+            _: Box<B>,
+            _: C,
+            _: TileShare,
+            _: HaloPath,
+        ) -> strata::Result<Self::Output>
+        where
+            C: Comm<Tiled<Box<B>>> + for<'a> Comm<Tiled<&'a B>> + 'static,
+        {
+            let _ = self.job;
+            Ok(Err(
+                "reproduce scaling measures a panel; the sphere is not offered".into(),
+            ))
         }
     }
-    let grid = RankGrid::choose(job.size());
-    b.with_comm(halo, grid, job, Run { b, job, p })
+    let place = ranks(job, halo, None)?;
+    let cfg = strata::solver::SolverConfig::paper(SolverKind::Mg);
+    strata_session::with_ranks(b, place, p, &cfg, Run { job, p })?
 }
 
 #[cfg(not(feature = "mpi"))]
-fn distributed<B: Backend + 'static>(
-    _: &B,
+fn distributed<B: OnBackend>(
+    _: Box<B>,
     _: &Job,
     _: &ProblemParams,
-    _: HaloArg,
+    _: HaloPath,
 ) -> CliResult<(Vec<Measured>, String)> {
     Err("more than one rank needs strata built with --features strata-cli/mpi".into())
 }

@@ -3,17 +3,16 @@
 use super::paper::single_gpu;
 use super::plot::{line_plot, Axes, Series};
 use super::{out_dir, progress, write_csv, Common};
-use crate::backend_choice::{with_backend, BackendTask, Distributable};
+use crate::backend_choice::{with_backend, BackendTask};
 use crate::job::Job;
 use crate::report::Summary;
 use crate::CliResult;
 use clap::Args;
 use std::process::ExitCode;
-use strata::backend::Backend;
 use strata::grid::{Block, RankGrid};
-use strata::perf::Probes;
 use strata::problem::{build_rhs, ProblemParams, RhsKind};
 use strata::solver::{SolverConfig, SolverKind};
+use strata_session::OnBackend;
 
 /// Options of `strata reproduce timing`.
 #[derive(Args, Debug)]
@@ -38,7 +37,8 @@ struct Task {
 impl BackendTask for Task {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + Distributable + 'static>(self, b: &B) -> CliResult<ExitCode> {
+    fn run<B: OnBackend>(self, b: Box<B>) -> CliResult<ExitCode> {
+        let b: &B = &b;
         let a = self.a;
         for &n in &a.sizes {
             let p = ProblemParams {

@@ -9,7 +9,8 @@ use strata::problem::{ProblemParams, RhsKind};
 use strata::solver::{SolveParams, SolverConfig, SolverKind};
 use strata::StrataError;
 
-use crate::options::{choice, BackendArgs, HaloArg, MgArgs, ProblemArgs};
+use crate::options::{choice, BackendArgs, MgArgs, ProblemArgs};
+use strata::names::HaloPath;
 use strata::solver::Preconditioner;
 
 /// Right-hand side (command-line form).
@@ -104,8 +105,8 @@ pub struct SolveArgs {
     /// Halo exchange of an MPI job: `nccl` (GPU ranks, device to device; built with the `nccl`
     /// feature), `mpi` (point-to-point, through host buffers for GPU ranks), or `auto` (NCCL for
     /// GPU ranks where it is built and found, else MPI).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub halo: HaloArg,
+    #[arg(long, value_parser = choice::<HaloPath>(), default_value = "auto")]
+    pub halo: HaloPath,
 }
 
 /// The solve's parameters, parsed from the options.
@@ -140,7 +141,9 @@ impl Setup {
 /// Says a library error about a parameter in terms of the flag that sets it (`levels` →
 /// `--levels`), so that the checks live in the library alone.
 pub fn flag_error(e: CliError) -> CliError {
-    const FLAGS: [&str; 21] = [
+    const FLAGS: [&str; 23] = [
+        "backend",
+        "halo",
         "precision",
         "restart",
         "coefficients",

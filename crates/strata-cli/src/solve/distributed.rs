@@ -3,7 +3,7 @@
 
 use super::args::{rank_grid, rhs_kind, RhsArg, Setup, SolveArgs};
 use super::output::{print_header, progress, report};
-use crate::comm_choice::{CommTask, HaloPaths, SphereTask};
+use crate::backend_choice::{halo_label, ranks};
 use crate::job::Job;
 use crate::CliResult;
 use std::process::ExitCode;
@@ -12,87 +12,79 @@ use strata::backend::Backend;
 use strata::comm::Comm;
 use strata::grid::{sphere, Block, Decomposition, RankGrid};
 use strata::io::{read_panels, read_rhs};
+use strata::names::HaloPath;
 use strata::problem::{build_rhs, build_rhs_tiles, ProblemParams};
 use strata::{solve_block, solve_tiles};
 use strata_mpi::mpi::datatype::PartitionMut;
 use strata_mpi::mpi::traits::*;
+use strata_session::{BlockShare, OnBackend, RanksTask, TileShare};
 
-/// The distributed solve of `strata solve`: chooses the halo path, then solves.
-pub fn solve<B: HaloPaths>(
+/// The distributed solve of `strata solve`: `strata-session` chooses the halo path and this
+/// rank's share, then this rank solves it.
+pub fn solve<B: OnBackend>(
     a: &SolveArgs,
     s: &Setup,
-    backend: &B,
+    backend: Box<B>,
     job: &Job,
 ) -> CliResult<ExitCode> {
-    if s.p.geometry.closed() {
-        return solve_sphere(a, s, backend, job);
-    }
-    let grid = rank_grid(a.ranks.as_deref(), job.size())?;
-    struct Task<'a, B> {
-        a: &'a SolveArgs,
-        s: &'a Setup,
-        backend: &'a B,
-        job: &'a Job,
-    }
-    impl<B: Backend> CommTask<B> for Task<'_, B> {
-        type Output = ExitCode;
-        fn run<C: Comm<B>>(self, comm: &C, grid: RankGrid, halo: &str) -> CliResult<ExitCode> {
-            solve_with(self.a, self.s, self.backend, self.job, comm, grid, halo)
+    let grid = match a.ranks.as_deref() {
+        Some(r) if s.p.geometry.closed() => {
+            return Err(format!("--ranks {r}: the sphere's ranks take whole panels or equal blocks of every panel; leave --ranks out").into());
         }
-    }
-    backend.with_comm(a.halo, grid, job, Task { a, s, backend, job })
-}
-
-/// The sphere's tiles over the job's ranks: whole panels up to six ranks, blocks of every panel
-/// beyond (docs/MODEL.md §16); halos through MPI (host memory).
-fn solve_sphere<B: HaloPaths>(
-    a: &SolveArgs,
-    s: &Setup,
-    backend: &B,
-    job: &Job,
-) -> CliResult<ExitCode> {
-    if a.ranks.is_some() {
-        return Err("--ranks: the sphere's ranks take whole panels or equal blocks of every panel; leave --ranks out".into());
-    }
-    let (size, rank) = (job.size(), job.rank());
-    s.p.validate()?;
-    s.cfg.validate()?;
-    let tiles = sphere::rank_tiles(s.p.n, s.cfg.num_levels(), size, rank)?;
-    let k = s.p.n / tiles[0].nx;
-    struct Task<'a, B> {
+        Some(_) => Some(rank_grid(a.ranks.as_deref(), job.size())?),
+        None => None,
+    };
+    struct Task<'a> {
         a: &'a SolveArgs,
         s: &'a Setup,
-        backend: &'a B,
         job: &'a Job,
-        tiles: &'a [Block],
-        k: usize,
     }
-    impl<B: Backend> SphereTask<B> for Task<'_, B> {
-        type Output = ExitCode;
-        fn run<C>(self, comm: &C, halo: &str) -> CliResult<ExitCode>
+    impl<B: OnBackend> RanksTask<B> for Task<'_> {
+        type Output = CliResult<ExitCode>;
+        fn block<C: Comm<B> + 'static>(
+            self,
+            backend: Box<B>,
+            comm: C,
+            share: BlockShare,
+            halo: HaloPath,
+        ) -> strata::Result<Self::Output> {
+            let halo = halo_label::<B>(halo);
+            Ok(solve_with(
+                self.a,
+                self.s,
+                backend.as_ref(),
+                self.job,
+                &comm,
+                share.grid,
+                &halo,
+            ))
+        }
+        fn tiles<C>(
+            self,
+            backend: Box<B>,
+            comm: C,
+            share: TileShare,
+            halo: HaloPath,
+        ) -> strata::Result<Self::Output>
         where
-            C: for<'c> Comm<Tiled<&'c B>>,
+            C: Comm<Tiled<Box<B>>> + for<'c> Comm<Tiled<&'c B>> + 'static,
         {
-            let Task {
+            let halo = halo_label::<B>(halo);
+            let tiles = (share.tiles.as_slice(), share.k);
+            let (a, s, job) = (self.a, self.s, self.job);
+            Ok(solve_sphere_with(
                 a,
                 s,
-                backend,
+                backend.as_ref(),
                 job,
                 tiles,
-                k,
-            } = self;
-            solve_sphere_with(a, s, backend, job, (tiles, k), comm, halo)
+                &comm,
+                &halo,
+            ))
         }
     }
-    let task = Task {
-        a,
-        s,
-        backend,
-        job,
-        tiles: &tiles,
-        k,
-    };
-    backend.with_sphere_comm(a.halo, job, k, &tiles, task)
+    let place = ranks(job, a.halo, grid)?;
+    strata_session::with_ranks(backend, place, &s.p, &s.cfg, Task { a, s, job })?
 }
 
 /// The sphere's solve of this rank's fine `tiles` (`k × k` blocks per panel) over `comm`.

@@ -10,7 +10,7 @@ pub use args::{flag_error, rhs_kind, RhsArg, SolveArgs};
 
 use self::args::{overwrite, rank_grid, Setup};
 use self::output::{print_header, progress, report};
-use crate::backend_choice::{with_backend, BackendTask, Distributable};
+use crate::backend_choice::{with_backend, BackendTask};
 use crate::job::Job;
 use crate::CliResult;
 use std::process::ExitCode;
@@ -19,9 +19,9 @@ use strata::grid::{Decomposition, RankGrid};
 use strata::io::{
     check_writable, read_coefficients_block, read_coefficients_panels, read_panels, Overwrite,
 };
-use strata::perf::Probes;
 use strata::problem::{build_rhs_tiles, ProblemParams};
 use strata::solver::SolverConfig;
+use strata_session::OnBackend;
 
 /// Runs `strata solve`.
 pub fn run(args: SolveArgs, job: &Job) -> CliResult<ExitCode> {
@@ -46,10 +46,7 @@ struct Task<'a> {
 impl BackendTask for Task<'_> {
     type Output = ExitCode;
 
-    fn run<B: Backend + Probes + Distributable + 'static>(
-        self,
-        backend: &B,
-    ) -> CliResult<ExitCode> {
+    fn run<B: OnBackend>(self, backend: Box<B>) -> CliResult<ExitCode> {
         let a = self.args;
         let mut setup = Setup::new(&a);
         if let Some(path) = &a.coefficients {
@@ -74,6 +71,7 @@ impl BackendTask for Task<'_> {
             #[cfg(feature = "mpi")]
             return distributed::solve(&a, &setup, backend, self.job);
         }
+        let backend: &B = &backend;
         validate(backend, p, cfg, RankGrid::single())?;
         let rhs = match &a.rhs_file {
             // On the sphere the six panels, whole: the host order of one process's tiles.
