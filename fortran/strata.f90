@@ -25,6 +25,7 @@ module strata
     integer(c_int), parameter, public :: STRATA_FILE = 4
     integer(c_int), parameter, public :: STRATA_COMMUNICATION = 5
     integer(c_int), parameter, public :: STRATA_INTERNAL_ERROR = 6
+    integer(c_int), parameter, public :: STRATA_NOT_CONVERGED = 7
     ! Orders of device arrays (strata_solver_solve_device): u(nz, nx, ny) is k fastest,
     ! u(nx, ny, nz) x fastest.
     integer(c_int), parameter, public :: STRATA_ORDER_K_FASTEST = 0
@@ -59,7 +60,10 @@ module strata
     integer(c_int), parameter, public :: STRATA_HALO_AUTO = 2
 
     ! Mirrors StrataProblem of strata.h.
+    ! The size comes first (set by strata_problem_default: the library reads the fields of the
+    ! layout this module was built with and defaults the rest).
     type, bind(c), public :: strata_problem
+        integer(c_size_t) :: size
         integer(c_int32_t) :: geometry  ! 0 panel, 1 box, 2 sphere (six panels, [panel][j][i][k])
         integer(c_int32_t) :: n
         integer(c_int32_t) :: nz
@@ -74,6 +78,7 @@ module strata
 
     ! Mirrors StrataOptions of strata.h.
     type, bind(c), public :: strata_options
+        integer(c_size_t) :: size  ! set by strata_options_default (as strata_problem's)
         integer(c_int32_t) :: solver
         integer(c_int32_t) :: levels
         integer(c_int32_t) :: coarse_steps
@@ -88,8 +93,9 @@ module strata
         real(c_double) :: rho
         integer(c_int32_t) :: precision  ! 0 fp64, 1 mixed, STRATA_DEFAULT
         real(c_double) :: relaxation  ! red-black smoother's over-relaxation weight, in (0, 2)
-        integer(c_int32_t) :: halo    ! GPU ranks' halos: 0 MPI through host memory, 1 NCCL
+        integer(c_int32_t) :: halo    ! GPU ranks' halos: 2 auto, 0 MPI through host memory, 1 NCCL
         integer(c_int32_t) :: prolongate_halos  ! 1: prolongate into rank halos; 0: exchange
+        integer(c_int32_t) :: error_if_not_converged  ! 1: STRATA_NOT_CONVERGED, 0: info%converged
     end type
 
     ! Mirrors StrataInfo of strata.h.
@@ -110,7 +116,7 @@ module strata
         integer(c_int32_t) :: ny
     end type
 
-    public :: strata_problem_default, strata_options_default, strata_options_paper
+    public :: strata_problem_default, strata_options_default, strata_options_paper, strata_version
     public :: strata_solver_create
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
@@ -118,20 +124,27 @@ module strata
     public :: strata_solver_solve_device, strata_solver_tiles, strata_solver_set_coefficients_device
 
     interface
-        integer(c_int) function strata_problem_default(problem) bind(c, name="strata_problem_default")
-            import :: c_int, strata_problem
+        integer(c_int) function strata_problem_init(problem, size) bind(c, name="strata_problem_init")
+            import :: c_int, c_size_t, strata_problem
             type(strata_problem), intent(out) :: problem
+            integer(c_size_t), value :: size
         end function
 
-        integer(c_int) function strata_options_default(options) bind(c, name="strata_options_default")
-            import :: c_int, strata_options
+        integer(c_int) function strata_options_init(options, size) bind(c, name="strata_options_init")
+            import :: c_int, c_size_t, strata_options
             type(strata_options), intent(out) :: options
+            integer(c_size_t), value :: size
         end function
 
-        ! The paper's configuration: block-Jacobi smoothing and fp64.
-        integer(c_int) function strata_options_paper(options) bind(c, name="strata_options_paper")
-            import :: c_int, strata_options
+        integer(c_int) function strata_options_init_paper(options, size) &
+                bind(c, name="strata_options_init_paper")
+            import :: c_int, c_size_t, strata_options
             type(strata_options), intent(out) :: options
+            integer(c_size_t), value :: size
+        end function
+
+        type(c_ptr) function strata_version_c() bind(c, name="strata_version")
+            import :: c_ptr
         end function
 
         integer(c_int) function strata_solver_create(problem, options, solver) &
@@ -244,13 +257,42 @@ module strata
 
 contains
 
+    ! The model problem's defaults, the struct's size set for the library.
+    integer(c_int) function strata_problem_default(problem)
+        type(strata_problem), intent(out) :: problem
+        strata_problem_default = strata_problem_init(problem, c_sizeof(problem))
+    end function
+
+    ! The defaults (red-black smoothing and mixed precision for mg and mg-cg).
+    integer(c_int) function strata_options_default(options)
+        type(strata_options), intent(out) :: options
+        strata_options_default = strata_options_init(options, c_sizeof(options))
+    end function
+
+    ! The paper's configuration: block-Jacobi smoothing and fp64.
+    integer(c_int) function strata_options_paper(options)
+        type(strata_options), intent(out) :: options
+        strata_options_paper = strata_options_init_paper(options, c_sizeof(options))
+    end function
+
+    ! The version of libstrata, "MAJOR.MINOR.PATCH".
+    function strata_version() result(version)
+        character(len=:), allocatable :: version
+        version = c_string(strata_version_c())
+    end function
+
     ! The message of the last failed strata call on this thread, as a Fortran string.
     function strata_error_message() result(message)
         character(len=:), allocatable :: message
-        type(c_ptr) :: p
+        message = c_string(strata_last_error())
+    end function
+
+    ! A C string as a Fortran string.
+    function c_string(p) result(message)
+        type(c_ptr), intent(in) :: p
+        character(len=:), allocatable :: message
         character(kind=c_char), pointer :: chars(:)
         integer :: i, n
-        p = strata_last_error()
         n = int(c_strlen(p))
         call c_f_pointer(p, chars, [n])
         allocate(character(len=n) :: message)

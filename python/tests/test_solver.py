@@ -257,3 +257,18 @@ def test_the_package_version_is_the_crates():
     from importlib.metadata import version
 
     assert version("strata") == strata.__version__
+
+
+def test_non_convergence_raises_only_when_asked():
+    f = random_rhs((16, 16, 8), 5)
+    s = strata.Solver(16, 8, levels=3, backend="cpu", max_it=1, rtol=1e-12)
+    s.solve(f)
+    assert not s.info["converged"] and s.info["iterations"] == 1
+    strict = strata.Solver(
+        16, 8, levels=3, backend="cpu", max_it=1, rtol=1e-12, error_if_not_converged=True
+    )
+    u = np.zeros(strict.shape)
+    with pytest.raises(strata.NotConvergedError, match="did not converge .* in 1 iterations"):
+        strict.solve(f, out=u)
+    assert isinstance(strata.NotConvergedError("x"), RuntimeError)
+    assert np.any(u != 0.0), "out holds the last iterate"

@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -38,6 +39,18 @@
 #define STRATA_HALO_MPI 0
 #define STRATA_HALO_NCCL 1
 
+// The version of strata this header belongs to (strata_version() gives the library's).
+#define STRATA_VERSION_MAJOR 0
+#define STRATA_VERSION_MINOR 2
+#define STRATA_VERSION_PATCH 0
+#define STRATA_VERSION "0.2.0"
+
+// Fill a StrataProblem or StrataOptions of this header's layout (its size set: the library
+// then knows which fields a program built against an older header has).
+#define strata_problem_default(problem) strata_problem_init((problem), sizeof *(problem))
+#define strata_options_default(options) strata_options_init((options), sizeof *(options))
+#define strata_options_paper(options) strata_options_init_paper((options), sizeof *(options))
+
 
 // The value of `StrataOptions::smoother` and `StrataOptions::precision` that takes the
 // chosen solver's default: for mg and mg-cg red-black smoothing and mixed precision (the
@@ -60,6 +73,9 @@ typedef enum StrataStatus {
   STRATA_STATUS_COMMUNICATION = 5,
   // A bug in strata (a caught panic).
   STRATA_STATUS_INTERNAL_ERROR = 6,
+  // The solve did not converge and `StrataOptions::error_if_not_converged` asks for an
+  // error: `info` is filled and `u` holds the last iterate.
+  STRATA_STATUS_NOT_CONVERGED = 7,
 } StrataStatus;
 
 // Memory orders of device arrays (strata_solver_solve_device): which index is fastest.
@@ -76,6 +92,10 @@ typedef struct StrataSolver StrataSolver;
 
 // The problem: the model problem's parameters (see `strata solve --help` for their meaning).
 typedef struct StrataProblem {
+  // `sizeof(StrataProblem)` as the caller's header lays it out, set by
+  // strata_problem_default: the library reads the fields that layout has and takes the
+  // defaults for fields added since (docs/USING.md, "A stable ABI").
+  size_t size;
   // 0: a cubed-sphere panel, 1: the flat box, 2: the whole sphere (six panels of n × n
   // columns; a field is the six panels one after the other, `[panel][j][i][k]`).
   int32_t geometry;
@@ -103,6 +123,10 @@ typedef struct StrataProblem {
 
 // Solver settings.
 typedef struct StrataOptions {
+  // `sizeof(StrataOptions)` as the caller's header lays it out, set by
+  // strata_options_default and strata_options_paper: the library reads the fields that
+  // layout has and takes the defaults for fields added since (docs/USING.md, "A stable ABI").
+  size_t size;
   // 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab (`STRATA_SOLVER_*`).
   int32_t solver;
   // Multigrid levels.
@@ -150,6 +174,10 @@ typedef struct StrataOptions {
   // prolongating the neighbours' coarse values into it; 0: it exchanges after every
   // prolongation, as the paper's cycle does (the same iterates bit for bit, more messages).
   int32_t prolongate_halos;
+  // 1: a solve that did not converge returns `STRATA_STATUS_NOT_CONVERGED` (with `info`
+  // filled and the last iterate in `u`), as PETSc's `-ksp_error_if_not_converged`; 0 (the
+  // default): it returns `STRATA_STATUS_OK` and `info.converged = 0` says so.
+  int32_t error_if_not_converged;
 } StrataOptions;
 
 // What a solve did.
@@ -188,28 +216,36 @@ extern "C" {
 // stays valid until the next strata call on this thread.
 const char *strata_last_error(void);
 
-// Fills `problem` with the paper's model problem at n = 128 (panel, nz 128, ν 8.4, λ 1, H 0.01,
-// δ 1, uniform grid).
-//
-// # Safety
-// `problem` must be null or point to a writable `StrataProblem`.
-enum StrataStatus strata_problem_default(struct StrataProblem *problem);
+// The version of libstrata, "MAJOR.MINOR.PATCH" (the header's `STRATA_VERSION` is the one a
+// program was built against). The string is static.
+const char *strata_version(void);
 
-// Fills `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol 1e-5, 500 iterations,
-// the solver's default smoother and precision ([`STRATA_DEFAULT`]: red-black and mixed for mg
-// and mg-cg), gcr/bicgstab preconditioned by multigrid, GCR(5), backend auto, all cores,
-// device 0.
+// Fills the `size` bytes of `problem` with the paper's model problem at n = 128 (panel,
+// nz 128, ν 8.4, λ 1, H 0.01, δ 1, uniform grid) and sets `problem->size`. Call it through
+// the header's `strata_problem_default(problem)`, which passes `sizeof *problem`.
 //
 // # Safety
-// `options` must be null or point to a writable `StrataOptions`.
-enum StrataStatus strata_options_default(struct StrataOptions *options);
+// `problem` must be null or point to `size` writable bytes.
+enum StrataStatus strata_problem_init(struct StrataProblem *problem, size_t size);
 
-// Fills `options` with the paper's configuration (Müller, Scheichl & Vainikko 2014): as
-// strata_options_default, with the block-Jacobi smoother (damped by 2/3) and fp64.
+// Fills the `size` bytes of `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol
+// 1e-5, 500 iterations, the solver's default smoother and precision ([`STRATA_DEFAULT`]:
+// red-black and mixed for mg and mg-cg), gcr/bicgstab preconditioned by multigrid, GCR(5),
+// backend auto, all cores, device 0, halos auto, non-convergence reported in the info (not an
+// error); sets `options->size`. Call it through the header's `strata_options_default(options)`,
+// which passes `sizeof *options`.
 //
 // # Safety
-// `options` must be null or point to a writable `StrataOptions`.
-enum StrataStatus strata_options_paper(struct StrataOptions *options);
+// `options` must be null or point to `size` writable bytes.
+enum StrataStatus strata_options_init(struct StrataOptions *options, size_t size);
+
+// Fills the `size` bytes of `options` with the paper's configuration (Müller, Scheichl &
+// Vainikko 2014): as strata_options_init, with the block-Jacobi smoother (damped by 2/3) and
+// fp64. Call it through the header's `strata_options_paper(options)`.
+//
+// # Safety
+// `options` must be null or point to `size` writable bytes.
+enum StrataStatus strata_options_init_paper(struct StrataOptions *options, size_t size);
 
 // Creates a solver for `problem` with `options` (both required); `*out` receives the handle, to
 // be released with strata_solver_destroy.
@@ -224,11 +260,13 @@ enum StrataStatus strata_solver_create(const struct StrataProblem *problem,
 //
 // # Safety
 // `solver` must be null or a live handle.
-enum StrataStatus strata_solver_size(const struct StrataSolver *solver, uintptr_t *size);
+enum StrataStatus strata_solver_size(const struct StrataSolver *solver, size_t *size);
 
 // Solves A u = rhs. `rhs` and `u` hold strata_solver_size values; with `initial_guess` != 0 the
 // solve starts from `u`, else from zero. `info` (may be null) receives the record; a solve that
-// does not converge is not an error (see info.converged).
+// does not converge is not an error (see info.converged) unless `options.error_if_not_converged`
+// asked for `STRATA_STATUS_NOT_CONVERGED` (info filled, the last iterate in `u`). A right-hand
+// side or initial guess that is not finite is refused, naming the first bad cell.
 //
 // # Safety
 // `solver` must be a live handle; `rhs` and `u` must hold the solver's size of values (`u`

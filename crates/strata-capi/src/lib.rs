@@ -21,6 +21,8 @@ use strata_core::StrataError;
 use strata_cuda::DeviceHandle;
 use strata_session::{Place, Solver};
 
+mod sized;
+
 /// Status of a call.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,12 +41,19 @@ pub enum StrataStatus {
     Communication = 5,
     /// A bug in strata (a caught panic).
     InternalError = 6,
+    /// The solve did not converge and `StrataOptions::error_if_not_converged` asks for an
+    /// error: `info` is filled and `u` holds the last iterate.
+    NotConverged = 7,
 }
 
 /// The problem: the model problem's parameters (see `strata solve --help` for their meaning).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct StrataProblem {
+    /// `sizeof(StrataProblem)` as the caller's header lays it out, set by
+    /// strata_problem_default: the library reads the fields that layout has and takes the
+    /// defaults for fields added since (docs/USING.md, "A stable ABI").
+    pub size: usize,
     /// 0: a cubed-sphere panel, 1: the flat box, 2: the whole sphere (six panels of n × n
     /// columns; a field is the six panels one after the other, `[panel][j][i][k]`).
     pub geometry: i32,
@@ -74,6 +83,10 @@ pub struct StrataProblem {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct StrataOptions {
+    /// `sizeof(StrataOptions)` as the caller's header lays it out, set by
+    /// strata_options_default and strata_options_paper: the library reads the fields that
+    /// layout has and takes the defaults for fields added since (docs/USING.md, "A stable ABI").
+    pub size: usize,
     /// 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab (`STRATA_SOLVER_*`).
     pub solver: i32,
     /// Multigrid levels.
@@ -121,6 +134,10 @@ pub struct StrataOptions {
     /// prolongating the neighbours' coarse values into it; 0: it exchanges after every
     /// prolongation, as the paper's cycle does (the same iterates bit for bit, more messages).
     pub prolongate_halos: i32,
+    /// 1: a solve that did not converge returns `STRATA_STATUS_NOT_CONVERGED` (with `info`
+    /// filled and the last iterate in `u`), as PETSc's `-ksp_error_if_not_converged`; 0 (the
+    /// default): it returns `STRATA_STATUS_OK` and `info.converged = 0` says so.
+    pub error_if_not_converged: i32,
 }
 
 /// What a solve did.
@@ -183,6 +200,7 @@ fn status_of(e: &StrataError) -> StrataStatus {
         StrataError::NetCdf { .. } => StrataStatus::File,
         StrataError::Backend { .. } => StrataStatus::Backend,
         StrataError::Comm(_) => StrataStatus::Communication,
+        StrataError::NotConverged { .. } => StrataStatus::NotConverged,
     }
 }
 
@@ -220,31 +238,44 @@ pub extern "C" fn strata_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
-/// Fills `problem` with the paper's model problem at n = 128 (panel, nz 128, ν 8.4, λ 1, H 0.01,
-/// δ 1, uniform grid).
+/// The version of libstrata, "MAJOR.MINOR.PATCH" (the header's `STRATA_VERSION` is the one a
+/// program was built against). The string is static.
+#[no_mangle]
+pub extern "C" fn strata_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// Fills the `size` bytes of `problem` with the paper's model problem at n = 128 (panel,
+/// nz 128, ν 8.4, λ 1, H 0.01, δ 1, uniform grid) and sets `problem->size`. Call it through
+/// the header's `strata_problem_default(problem)`, which passes `sizeof *problem`.
 ///
 /// # Safety
-/// `problem` must be null or point to a writable `StrataProblem`.
+/// `problem` must be null or point to `size` writable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn strata_problem_default(problem: *mut StrataProblem) -> StrataStatus {
-    guard(|| {
-        // SAFETY: the caller promises a valid pointer or null (checked).
-        let out = unsafe { problem.as_mut() }.ok_or_else(|| invalid("problem is null"))?;
-        let d = ProblemParams::default();
-        *out = StrataProblem {
-            geometry: 0,
-            n: d.n as i32,
-            nz: d.nz as i32,
-            cfl: d.cfl,
-            lambda: d.lambda,
-            height: d.height,
-            delta: d.delta,
-            omega: 0.0,
-            graded: 0,
-            sphere_stencil: 0,
-        };
-        Ok(())
-    })
+pub unsafe extern "C" fn strata_problem_init(
+    problem: *mut StrataProblem,
+    size: usize,
+) -> StrataStatus {
+    // SAFETY: the caller promises `size` writable bytes or null (checked).
+    guard(|| unsafe { sized::write(problem, size, default_problem()) })
+}
+
+/// The model problem's defaults as the C struct of this version.
+fn default_problem() -> StrataProblem {
+    let d = ProblemParams::default();
+    StrataProblem {
+        size: std::mem::size_of::<StrataProblem>(),
+        geometry: 0,
+        n: d.n as i32,
+        nz: d.nz as i32,
+        cfl: d.cfl,
+        lambda: d.lambda,
+        height: d.height,
+        delta: d.delta,
+        omega: 0.0,
+        graded: 0,
+        sphere_stencil: 0,
+    }
 }
 
 /// The value of `StrataOptions::smoother` and `StrataOptions::precision` that takes the
@@ -252,43 +283,53 @@ pub unsafe extern "C" fn strata_problem_default(problem: *mut StrataProblem) -> 
 /// measured best, the same fp64 answer), for the others block Jacobi and fp64.
 pub const STRATA_DEFAULT: i32 = -1;
 
-/// Fills `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol 1e-5, 500 iterations,
-/// the solver's default smoother and precision ([`STRATA_DEFAULT`]: red-black and mixed for mg
-/// and mg-cg), gcr/bicgstab preconditioned by multigrid, GCR(5), backend auto, all cores,
-/// device 0.
+/// Fills the `size` bytes of `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol
+/// 1e-5, 500 iterations, the solver's default smoother and precision ([`STRATA_DEFAULT`]:
+/// red-black and mixed for mg and mg-cg), gcr/bicgstab preconditioned by multigrid, GCR(5),
+/// backend auto, all cores, device 0, halos auto, non-convergence reported in the info (not an
+/// error); sets `options->size`. Call it through the header's `strata_options_default(options)`,
+/// which passes `sizeof *options`.
 ///
 /// # Safety
-/// `options` must be null or point to a writable `StrataOptions`.
+/// `options` must be null or point to `size` writable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn strata_options_default(options: *mut StrataOptions) -> StrataStatus {
-    guard(|| {
-        // SAFETY: the caller promises a valid pointer or null (checked).
-        let out = unsafe { options.as_mut() }.ok_or_else(|| invalid("options is null"))?;
-        *out = options_of(&SolverConfig::default());
-        out.smoother = STRATA_DEFAULT;
-        out.precision = STRATA_DEFAULT;
-        Ok(())
-    })
+pub unsafe extern "C" fn strata_options_init(
+    options: *mut StrataOptions,
+    size: usize,
+) -> StrataStatus {
+    // SAFETY: the caller promises `size` writable bytes or null (checked).
+    guard(|| unsafe { sized::write(options, size, default_options()) })
 }
 
-/// Fills `options` with the paper's configuration (Müller, Scheichl & Vainikko 2014): as
-/// strata_options_default, with the block-Jacobi smoother (damped by 2/3) and fp64.
+/// Fills the `size` bytes of `options` with the paper's configuration (Müller, Scheichl &
+/// Vainikko 2014): as strata_options_init, with the block-Jacobi smoother (damped by 2/3) and
+/// fp64. Call it through the header's `strata_options_paper(options)`.
 ///
 /// # Safety
-/// `options` must be null or point to a writable `StrataOptions`.
+/// `options` must be null or point to `size` writable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn strata_options_paper(options: *mut StrataOptions) -> StrataStatus {
-    guard(|| {
-        // SAFETY: the caller promises a valid pointer or null (checked).
-        let out = unsafe { options.as_mut() }.ok_or_else(|| invalid("options is null"))?;
-        *out = options_of(&SolverConfig::paper(SolverKind::Mg));
-        Ok(())
-    })
+pub unsafe extern "C" fn strata_options_init_paper(
+    options: *mut StrataOptions,
+    size: usize,
+) -> StrataStatus {
+    let paper = options_of(&SolverConfig::paper(SolverKind::Mg));
+    // SAFETY: the caller promises `size` writable bytes or null (checked).
+    guard(|| unsafe { sized::write(options, size, paper) })
+}
+
+/// The defaults as the C struct of this version.
+fn default_options() -> StrataOptions {
+    StrataOptions {
+        smoother: STRATA_DEFAULT,
+        precision: STRATA_DEFAULT,
+        ..options_of(&SolverConfig::default())
+    }
 }
 
 /// The C options of `c`, on one process, the backend chosen at run time.
 fn options_of(c: &SolverConfig) -> StrataOptions {
     StrataOptions {
+        size: std::mem::size_of::<StrataOptions>(),
         solver: c.kind.code(),
         levels: c.multigrid.n_levels as i32,
         coarse_steps: c.multigrid.coarse_steps as i32,
@@ -305,6 +346,7 @@ fn options_of(c: &SolverConfig) -> StrataOptions {
         relaxation: c.multigrid.relaxation,
         halo: HaloPath::Auto.code(),
         prolongate_halos: i32::from(c.multigrid.prolongate_halos),
+        error_if_not_converged: i32::from(c.stopping.error_if_not_converged),
     }
 }
 
@@ -345,7 +387,8 @@ fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
         .with_restart(count("restart", o.restart)?)
         .with_rho(o.rho)
         .with_relaxation(o.relaxation)
-        .with_prolongated_halos(o.prolongate_halos != 0);
+        .with_prolongated_halos(o.prolongate_halos != 0)
+        .with_error_if_not_converged(o.error_if_not_converged != 0);
     cfg.validate()?;
     Ok(cfg)
 }
@@ -374,14 +417,12 @@ pub unsafe extern "C" fn strata_solver_create(
     out: *mut *mut StrataSolver,
 ) -> StrataStatus {
     guard(|| {
-        // SAFETY: the caller promises valid pointers or null (checked).
-        let (p, o, out) = unsafe { (problem.as_ref(), options.as_ref(), out.as_mut()) };
-        let (p, o, out) = (
-            p.ok_or_else(|| invalid("problem is null"))?,
-            o.ok_or_else(|| invalid("options is null"))?,
-            out.ok_or_else(|| invalid("out is null"))?,
-        );
+        // SAFETY: the caller promises a writable handle or null (checked).
+        let out = unsafe { out.as_mut() }.ok_or_else(|| invalid("out is null"))?;
         *out = std::ptr::null_mut();
+        // SAFETY: the caller promises structs of their stated sizes, or null (checked).
+        let (p, o) = unsafe { (sized::read(problem)?, sized::read(options)?) };
+        let (p, o) = (&p, &o);
         let inner = strata_session::open(&problem_params(p)?, &solver_config(o)?, place(o)?)?;
         *out = Box::into_raw(Box::new(StrataSolver { inner }));
         Ok(())
@@ -423,7 +464,9 @@ unsafe fn slice<'a>(ptr: *const f64, len: usize, name: &str) -> Result<&'a [f64]
 
 /// Solves A u = rhs. `rhs` and `u` hold strata_solver_size values; with `initial_guess` != 0 the
 /// solve starts from `u`, else from zero. `info` (may be null) receives the record; a solve that
-/// does not converge is not an error (see info.converged).
+/// does not converge is not an error (see info.converged) unless `options.error_if_not_converged`
+/// asked for `STRATA_STATUS_NOT_CONVERGED` (info filled, the last iterate in `u`). A right-hand
+/// side or initial guess that is not finite is refused, naming the first bad cell.
 ///
 /// # Safety
 /// `solver` must be a live handle; `rhs` and `u` must hold the solver's size of values (`u`
@@ -449,10 +492,9 @@ pub unsafe extern "C" fn strata_solver_solve(
         let u = unsafe { std::slice::from_raw_parts_mut(u, len) };
         let warm = initial_guess != 0;
         s.inner.rebuild_pending()?;
-        let record: SolveInfo = s.inner.solve(rhs, u, warm)?;
+        let record = s.inner.solve(rhs, u, warm);
         // SAFETY: `info` is null or writable, as the caller promises.
-        unsafe { write_info(info, &record) };
-        Ok(())
+        unsafe { report(info, record) }
     })
 }
 
@@ -680,6 +722,46 @@ unsafe fn write_info(info: *mut StrataInfo, record: &SolveInfo) {
     }
 }
 
+/// Writes a solve's record to `info` (null: nowhere), also for a solve that did not converge
+/// where that is an error (`error_if_not_converged`), whose error is then returned.
+///
+/// # Safety
+/// `info` must be null or writable.
+unsafe fn report(
+    info: *mut StrataInfo,
+    record: Result<SolveInfo, StrataError>,
+) -> Result<(), StrataError> {
+    match record {
+        Ok(record) => {
+            // SAFETY: null or writable, as promised.
+            unsafe { write_info(info, &record) };
+            Ok(())
+        }
+        Err(e) => {
+            if let StrataError::NotConverged {
+                iterations,
+                r0,
+                relative_residual,
+                seconds,
+                ..
+            } = &e
+            {
+                // SAFETY: null or writable, as promised.
+                if let Some(out) = unsafe { info.as_mut() } {
+                    *out = StrataInfo {
+                        converged: 0,
+                        iterations: *iterations as i32,
+                        initial_residual: *r0,
+                        relative_residual: *relative_residual,
+                        seconds: *seconds,
+                    };
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
 /// Solves with the device arrays `r` (the right-hand side) and `x` (the solution, and the
 /// initial guess when `initial_guess` != 0) and writes the record to `info`.
 ///
@@ -694,10 +776,9 @@ unsafe fn solve_device_arrays(
 ) -> Result<(), StrataError> {
     let x0 = (initial_guess != 0).then_some(x);
     s.inner.rebuild_pending()?;
-    let record = s.device()?.solve_device(r, x0, x)?;
+    let record = s.device()?.solve_device(r, x0, x);
     // SAFETY: null or writable, as promised.
-    unsafe { write_info(info, &record) };
-    Ok(())
+    unsafe { report(info, record) }
 }
 
 /// Solves A u = rhs with `rhs` and `u` in device memory of the solver's GPU (a solver on the
@@ -873,14 +954,12 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
     out: *mut *mut StrataSolver,
 ) -> StrataStatus {
     guard(|| {
-        // SAFETY: the caller promises valid pointers or null (checked).
-        let (p, o, out) = unsafe { (problem.as_ref(), options.as_ref(), out.as_mut()) };
-        let (p, o, out) = (
-            p.ok_or_else(|| invalid("problem is null"))?,
-            o.ok_or_else(|| invalid("options is null"))?,
-            out.ok_or_else(|| invalid("out is null"))?,
-        );
+        // SAFETY: the caller promises a writable handle or null (checked).
+        let out = unsafe { out.as_mut() }.ok_or_else(|| invalid("out is null"))?;
         *out = std::ptr::null_mut();
+        // SAFETY: the caller promises structs of their stated sizes, or null (checked).
+        let (p, o) = unsafe { (sized::read(problem)?, sized::read(options)?) };
+        let (p, o) = (&p, &o);
         #[cfg(feature = "mpi")]
         {
             use strata_mpi::mpi::raw::FromRaw;
@@ -1034,405 +1113,4 @@ pub unsafe extern "C" fn strata_solver_destroy(solver: *mut StrataSolver) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A 16 × 16 × 8 problem of `geometry` for the tests.
-    fn test_problem(geometry: i32) -> StrataProblem {
-        StrataProblem {
-            geometry,
-            n: 16,
-            nz: 8,
-            cfl: 8.4,
-            lambda: 1.0,
-            height: 0.01,
-            delta: 1.0,
-            omega: 0.0,
-            graded: 0,
-            sphere_stencil: 0,
-        }
-    }
-
-    /// mg-cg on 3 levels, one CPU thread, to `rtol`.
-    fn test_options(rtol: f64) -> StrataOptions {
-        StrataOptions {
-            solver: 2,
-            levels: 3,
-            coarse_steps: 2,
-            rtol,
-            max_it: 100,
-            preconditioner: 1,
-            restart: 5,
-            backend: 1,
-            threads: 1,
-            device: 0,
-            smoother: 0,
-            rho: 2.0 / 3.0,
-            precision: 0,
-            relaxation: SolverConfig::default().multigrid.relaxation,
-            halo: 0,
-            prolongate_halos: 1,
-        }
-    }
-
-    /// A random right-hand side for problem `p`.
-    fn random_rhs(p: &StrataProblem, seed: u64) -> Vec<f64> {
-        let params = problem_params(p).unwrap();
-        strata_core::problem::build_rhs(
-            &params,
-            strata_core::problem::RhsKind::Random,
-            seed,
-            &strata_core::grid::Block::whole(params.n),
-        )
-    }
-
-    /// A handle for `p` and `o` is refused (no handle made), the message naming `field`.
-    fn assert_refused(p: &StrataProblem, o: &StrataOptions, field: &str) {
-        let mut s = std::ptr::null_mut();
-        // SAFETY: valid pointers to locals.
-        unsafe {
-            assert_eq!(
-                strata_solver_create(p, o, &mut s),
-                StrataStatus::InvalidArgument,
-                "{o:?}"
-            );
-            assert!(s.is_null());
-            let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
-            assert!(msg.contains(field), "{msg}");
-        }
-    }
-
-    /// One solve from zero by a handle created for `p` and `o` (both accepted), then destroyed.
-    fn solve_once(p: &StrataProblem, o: &StrataOptions, rhs: &[f64]) -> StrataInfo {
-        let mut s = std::ptr::null_mut();
-        let mut info = StrataInfo::default();
-        // SAFETY: valid pointers to locals; the handle is destroyed once.
-        unsafe {
-            assert_eq!(strata_solver_create(p, o, &mut s), StrataStatus::Ok);
-            let mut u = vec![0.0; rhs.len()];
-            assert_eq!(
-                strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
-                StrataStatus::Ok
-            );
-            strata_solver_destroy(s);
-        }
-        info
-    }
-
-    /// `relaxation` reaches the red-black smoother of mg: w = 1 (line Gauss–Seidel) and the
-    /// default 1.15 both converge, along different residual histories; w outside (0, 2) is
-    /// refused, naming the field.
-    #[test]
-    fn relaxation_weight() {
-        let p = test_problem(0);
-        let mut o = test_options(1e-8);
-        (o.solver, o.smoother) = (1, 1);
-        let rhs = random_rhs(&p, 5);
-        let mut runs = vec![];
-        for w in [1.0, 1.15] {
-            o.relaxation = w;
-            let info = solve_once(&p, &o, &rhs);
-            assert_eq!(info.converged, 1, "w = {w}");
-            runs.push(info.relative_residual);
-        }
-        assert_ne!(runs[0], runs[1], "the weight changed nothing");
-        for w in [0.0, 2.0, f64::NAN] {
-            o.relaxation = w;
-            assert_refused(&p, &o, "relaxation");
-        }
-    }
-
-    /// precision 1: the fp32 multigrid inside fp64 mg-cg gives the fp64 solve's iterations and
-    /// meets rtol on the fp64 residual; a bad value, and mixed for cg, are refused.
-    #[test]
-    fn mixed_precision() {
-        let p = test_problem(0);
-        let mut o = test_options(1e-9);
-        let rhs = random_rhs(&p, 2);
-        let mut runs = vec![];
-        for precision in [0, 1] {
-            o.precision = precision;
-            let info = solve_once(&p, &o, &rhs);
-            assert_eq!(info.converged, 1);
-            assert!(info.relative_residual <= 1e-9);
-            runs.push(info.iterations);
-        }
-        assert_eq!(runs[0], runs[1]);
-        for (solver, precision) in [(2, 2), (0, 1)] {
-            o.solver = solver;
-            o.precision = precision;
-            assert_refused(&p, &o, "precision");
-        }
-    }
-
-    /// include/strata.h is what cbindgen makes of this file.
-    /// `#define STRATA_<SETTING>_<NAME> <code>` for every value of `T` ([`Choice`]).
-    fn constants_of<T: Choice>() -> Vec<(String, i32)> {
-        T::ALL
-            .iter()
-            .map(|(_, name, code)| {
-                let c = format!("STRATA_{}_{}", T::SETTING, name)
-                    .to_uppercase()
-                    .replace('-', "_");
-                (c, *code)
-            })
-            .collect()
-    }
-
-    /// Every choice's C integer, named: the tables of `strata::names` (each enum's, beside it).
-    fn all_constants() -> Vec<(String, i32)> {
-        use strata_core::solver::Smoother;
-        [
-            constants_of::<SolverKind>(),
-            constants_of::<Preconditioner>(),
-            constants_of::<Smoother>(),
-            constants_of::<Precision>(),
-            constants_of::<Geometry>(),
-            constants_of::<SphereStencil>(),
-            constants_of::<BackendKind>(),
-            constants_of::<HaloPath>(),
-        ]
-        .concat()
-    }
-
-    /// The header's block of choice constants, generated from the tables.
-    fn choice_constants() -> String {
-        let mut s = String::from(
-            "\n// The integers of every choice (solver, preconditioner, smoother, precision,\n\
-             // geometry, sphere_stencil, backend, halo), generated from strata's one table of\n\
-             // names (strata::names::Choice).\n",
-        );
-        for (name, code) in all_constants() {
-            s.push_str(&format!("#define {name} {code}\n"));
-        }
-        s
-    }
-
-    /// The Fortran module declares every choice constant of the header, with the same value.
-    #[test]
-    fn the_fortran_module_has_every_choice_constant() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let f90 = std::fs::read_to_string(dir.join("../../fortran/strata.f90")).unwrap();
-        let mut missing = Vec::new();
-        for (name, code) in all_constants() {
-            let line = format!("integer(c_int), parameter, public :: {name} = {code}");
-            if !f90.lines().any(|l| l.trim() == line) {
-                missing.push(line);
-            }
-        }
-        assert!(
-            missing.is_empty(),
-            "fortran/strata.f90 lacks:\n{}",
-            missing.join("\n")
-        );
-    }
-
-    #[test]
-    fn the_header_is_in_sync() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut out = Vec::new();
-        let mut config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).unwrap();
-        config.after_includes = Some(choice_constants());
-        cbindgen::Builder::new()
-            .with_src(dir.join("src/lib.rs"))
-            .with_config(config)
-            .generate()
-            .expect("cbindgen")
-            .write(&mut out);
-        let committed = std::fs::read_to_string(dir.join("include/strata.h")).unwrap_or_default();
-        let generated = String::from_utf8(out).unwrap();
-        if committed != generated {
-            if std::env::var_os("STRATA_BLESS").is_some() {
-                std::fs::write(dir.join("include/strata.h"), &generated).unwrap();
-            } else {
-                panic!("include/strata.h is stale: run `STRATA_BLESS=1 cargo test -p strata-capi` and commit it");
-            }
-        }
-    }
-
-    /// geometry 2: the six panels, a field of 6 n² nz values; the solution is the library's,
-    /// and the residual of A u (the handle's apply, halos across panel edges) is small.
-    #[test]
-    fn a_solver_on_the_sphere() {
-        let mut p = test_problem(2);
-        let o = test_options(1e-9);
-        let mut s = std::ptr::null_mut();
-        // SAFETY: valid pointers to locals; the handle is destroyed once.
-        unsafe {
-            assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
-            let mut size = 0;
-            assert_eq!(strata_solver_size(s, &mut size), StrataStatus::Ok);
-            assert_eq!(size, 6 * 16 * 16 * 8);
-            let params = problem_params(&p).unwrap();
-            let tiles = strata_core::grid::sphere::tiles(16, 1);
-            let rhs = strata_core::problem::build_rhs_tiles(
-                &params,
-                strata_core::problem::RhsKind::Random,
-                4,
-                &tiles,
-            );
-            let mut u = vec![0.0; size];
-            let mut info = StrataInfo::default();
-            assert_eq!(
-                strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
-                StrataStatus::Ok
-            );
-            assert_eq!(info.converged, 1);
-            let cfg = solver_config(&o).unwrap();
-            let b = strata_core::backend::cpu::CpuBackend::new(Some(1)).unwrap();
-            let want = strata_core::solve(&b, &params, &cfg, &rhs, &mut |_, _| {}).unwrap();
-            assert_eq!(info.iterations as usize, want.info.iterations);
-            assert_eq!(u, want.u);
-            let mut au = vec![0.0; size];
-            assert_eq!(
-                strata_solver_apply(s, u.as_ptr(), au.as_mut_ptr()),
-                StrataStatus::Ok
-            );
-            let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
-            let res = norm(&mut au.iter().zip(&rhs).map(|(a, b)| a - b));
-            assert!(res <= 2e-9 * norm(&mut rhs.iter().copied()), "{res}");
-            // Coefficient fields of the six panels (6 n² nz values): the solve is the library's
-            // with them.
-            let kz: Vec<f64> = (0..size).map(|m| 1.0 + (m % 11) as f64).collect();
-            let null = std::ptr::null();
-            assert_eq!(
-                strata_solver_set_coefficients(s, null, null, kz.as_ptr(), null, null, null, null),
-                StrataStatus::Ok,
-                "{}",
-                std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy()
-            );
-            assert_eq!(
-                strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
-                StrataStatus::Ok
-            );
-            let mut c = strata_core::problem::Coefficients::constant_panels(6, 16, 8, 1.0);
-            c.kz = kz;
-            let with = strata_core::problem::ProblemParams {
-                coefficients: Some(std::sync::Arc::new(c)),
-                ..params.clone()
-            };
-            let want = strata_core::solve(&b, &with, &cfg, &rhs, &mut |_, _| {}).unwrap();
-            assert_eq!(info.iterations as usize, want.info.iterations);
-            assert_eq!(u, want.u);
-            strata_solver_destroy(s);
-            // δ = 0 is singular on the closed sphere.
-            p.delta = 0.0;
-            let mut s = std::ptr::null_mut();
-            assert_eq!(
-                strata_solver_create(&p, &o, &mut s),
-                StrataStatus::InvalidArgument
-            );
-            let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
-            assert!(msg.contains("singular"), "{msg}");
-        }
-    }
-
-    #[test]
-    fn errors_and_panics_do_not_cross() {
-        let mut p = test_problem(0);
-        let mut o = test_options(1e-8);
-        let mut s = std::ptr::null_mut();
-        // SAFETY: valid pointers to locals.
-        unsafe {
-            assert_eq!(
-                strata_problem_default(std::ptr::null_mut()),
-                StrataStatus::InvalidArgument
-            );
-            p.n = 15;
-            assert_eq!(
-                strata_solver_create(&p, &o, &mut s),
-                StrataStatus::InvalidArgument
-            );
-            assert!(s.is_null());
-            let msg = std::ffi::CStr::from_ptr(strata_last_error())
-                .to_string_lossy()
-                .into_owned();
-            assert!(msg.contains("levels"), "{msg}");
-            p.n = 16;
-            p.sphere_stencil = 2;
-            assert_eq!(
-                strata_solver_create(&p, &o, &mut s),
-                StrataStatus::InvalidArgument
-            );
-            let msg = std::ffi::CStr::from_ptr(strata_last_error())
-                .to_string_lossy()
-                .into_owned();
-            assert!(msg.contains("sphere_stencil"), "{msg}");
-            p.sphere_stencil = 0;
-            o.solver = 9;
-            assert_eq!(
-                strata_solver_create(&p, &o, &mut s),
-                StrataStatus::InvalidArgument
-            );
-            o.solver = 2;
-            o.smoother = 7;
-            assert_eq!(
-                strata_solver_create(&p, &o, &mut s),
-                StrataStatus::InvalidArgument
-            );
-            o.smoother = 1;
-            o.rho = 0.0;
-            assert_eq!(
-                strata_solver_create(&p, &o, &mut s),
-                StrataStatus::InvalidArgument
-            );
-            o.rho = 2.0 / 3.0;
-            assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
-            let mut size = 0;
-            assert_eq!(strata_solver_size(s, &mut size), StrataStatus::Ok);
-            assert_eq!(size, 16 * 16 * 8);
-            let rhs = vec![1.0; size];
-            let mut u = vec![0.0; size];
-            let mut info = StrataInfo::default();
-            assert_eq!(
-                strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
-                StrataStatus::Ok
-            );
-            assert_eq!(info.converged, 1);
-            let mut au = vec![0.0; size];
-            assert_eq!(
-                strata_solver_apply(s, u.as_ptr(), au.as_mut_ptr()),
-                StrataStatus::Ok
-            );
-            let res = au
-                .iter()
-                .zip(&rhs)
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum::<f64>()
-                .sqrt();
-            assert!(res <= 1e-7 * (size as f64).sqrt(), "{res}");
-            assert_eq!(
-                strata_solver_solve(s, std::ptr::null(), u.as_mut_ptr(), 0, &mut info),
-                StrataStatus::InvalidArgument
-            );
-            // A NaN in the right-hand side is an error naming the cell, not a status Ok with
-            // converged = 0 that a caller checking the status would take for an answer.
-            let mut nan = rhs.clone();
-            nan[(2 * 16 + 3) * 8 + 4] = f64::NAN;
-            assert_eq!(
-                strata_solver_solve(s, nan.as_ptr(), u.as_mut_ptr(), 0, &mut info),
-                StrataStatus::InvalidArgument
-            );
-            let msg = std::ffi::CStr::from_ptr(strata_last_error())
-                .to_string_lossy()
-                .into_owned();
-            assert!(msg.contains("rhs") && msg.contains("(3, 2, 4)"), "{msg}");
-            let bad = vec![-1.0; size];
-            assert_eq!(
-                strata_solver_set_coefficients(
-                    s,
-                    bad.as_ptr(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                    std::ptr::null(),
-                    std::ptr::null()
-                ),
-                StrataStatus::InvalidArgument
-            );
-            strata_solver_destroy(s);
-            strata_solver_destroy(std::ptr::null_mut());
-        }
-    }
-}
+mod tests;

@@ -98,7 +98,7 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
         let (op, _, x) = self.fields_mut();
         backend.export(op, x, u)?;
         backend.synchronize()?;
-        Ok(info)
+        self.config().stopping.outcome(info)
     }
 
     fn read_device(&mut self, backend: &Self::Backend, a: &DeviceArray) -> Result<Vec<f64>> {
@@ -266,7 +266,7 @@ impl<H: Handle<Inner = CudaBackend>, C: Comm<Tiled<H>>> DeviceSolve
             g.export(&op.tiles[t], &x[t], &u.tile(b)?)?;
         }
         g.synchronize()?;
-        Ok(info)
+        self.config().stopping.outcome(info)
     }
 
     fn read_device(&mut self, backend: &Tiled<H>, a: &DeviceArray) -> Result<Vec<f64>> {

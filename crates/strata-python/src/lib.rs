@@ -22,8 +22,17 @@ use strata_session::Place;
 mod held;
 mod ranks;
 
+pyo3::create_exception!(
+    strata,
+    NotConvergedError,
+    pyo3::exceptions::PyRuntimeError,
+    "A solve did not converge and the solver was made with error_if_not_converged=True (the \
+     solution array holds the last iterate)."
+);
+
 fn to_py(e: StrataError) -> PyErr {
     match e {
+        StrataError::NotConverged { .. } => NotConvergedError::new_err(e.to_string()),
         StrataError::InvalidParameter { .. } => PyValueError::new_err(e.to_string()),
         StrataError::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
         _ => PyRuntimeError::new_err(e.to_string()),
@@ -36,7 +45,8 @@ fn to_py(e: StrataError) -> PyErr {
 ///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
 ///        smoother=None, rho=2/3, precision=None, sphere_stencil="nine-point",
-///        relaxation=None, paper=False, prolongate_halos=True, comm=None, halo="auto")
+///        relaxation=None, paper=False, prolongate_halos=True, comm=None, halo="auto",
+///        error_if_not_converged=False)
 ///
 /// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
 /// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
@@ -57,6 +67,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// prolongation, as the paper's does, instead of prolongating into them (the same iterates).
 /// rtol stops a solve when |f - A u| < rtol |f| (2-norms of the volume-integrated fields; from a
 /// zero guess the same as |r| / |r0| < rtol; a warm start must meet it too).
+/// error_if_not_converged=True makes a solve that did not converge raise
+/// strata.NotConvergedError (a RuntimeError; the solution array holds the last iterate), as
+/// PETSc's -ksp_error_if_not_converged; by default it returns and `converged` says so.
 /// solver is one of "cg", "mg", "mg-cg", "gcr", "bicgstab"; preconditioner ("line" or "mg") is
 /// that of gcr and bicgstab. backend is "auto" (the GPU where one is usable), "reference" (the
 /// serial reference backend, for checking), "cpu" (all cores
@@ -297,7 +310,7 @@ impl Solver {
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother=None,
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
-        prolongate_halos=true, comm=None, halo="auto"))]
+        prolongate_halos=true, comm=None, halo="auto", error_if_not_converged=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -329,6 +342,7 @@ impl Solver {
         prolongate_halos: bool,
         comm: Option<Bound<'_, PyAny>>,
         halo: &str,
+        error_if_not_converged: bool,
     ) -> PyResult<Self> {
         let sphere_stencil: SphereStencil = choose(sphere_stencil)?;
         let precision: Option<Precision> = precision.map(choose).transpose()?;
@@ -368,7 +382,8 @@ impl Solver {
             .with_preconditioner(pc)
             .with_restart(restart)
             .with_rho(rho)
-            .with_prolongated_halos(prolongate_halos);
+            .with_prolongated_halos(prolongate_halos)
+            .with_error_if_not_converged(error_if_not_converged);
         let cfg = match smoother {
             Some(s) => cfg.with_smoother(s),
             None => cfg,
@@ -786,6 +801,7 @@ fn wait(b: &CudaBackend, arrays: &[&Device]) -> PyResult<()> {
 #[pyo3(name = "strata")]
 fn strata_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Solver>()?;
+    m.add("NotConvergedError", m.py().get_type::<NotConvergedError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong outside the numerics. Non-convergence is not an error: it is a
+/// Everything that can go wrong outside the numerics. Non-convergence is not an error unless
+/// asked for ([`crate::solver::SolveParams::error_if_not_converged`]): it is a
 /// [`crate::solver::ConvergedReason`] in the solve's [`crate::solver::SolveInfo`].
 #[derive(Debug, thiserror::Error)]
 pub enum StrataError {
@@ -50,6 +51,26 @@ pub enum StrataError {
     /// A communication failure between ranks.
     #[error("communication: {0}")]
     Comm(String),
+    /// A solve did not converge and the configuration makes that an error
+    /// ([`crate::solver::SolveParams::error_if_not_converged`], PETSc's
+    /// `-ksp_error_if_not_converged`); the solution array holds the last iterate.
+    #[error(
+        "the solve did not converge ({reason}) in {iterations} iterations: relative residual {relative_residual:.3e}, rtol {rtol:e}"
+    )]
+    NotConverged {
+        /// Why it stopped ([`crate::solver::ConvergedReason`]'s name).
+        reason: String,
+        /// Iterations run.
+        iterations: usize,
+        /// ‖f − A u₀‖₂.
+        r0: f64,
+        /// The final relative residual.
+        relative_residual: f64,
+        /// Seconds in the solver.
+        seconds: f64,
+        /// The tolerance asked for.
+        rtol: f64,
+    },
 }
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;

@@ -250,7 +250,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             return Err(self.non_finite_input(rhs, guess));
         }
         backend.download(self.solver.fine(), &self.u, u)?;
-        Ok(info)
+        self.cfg.stopping.outcome(info)
     }
 
     /// The error for a solve that stopped before its first iteration on a residual or a
@@ -301,7 +301,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     /// Solves with the right-hand side and the initial guess already in the solver's own fields
     /// ([`PersistentSolver::fields_mut`]): no transfer at all. Input that is not finite (a NaN
     /// or Inf in the right-hand side or the initial guess, or values whose norm overflows) is an
-    /// error, not a solve that "did not converge" after no iteration.
+    /// error, not a solve that "did not converge" after no iteration. Non-convergence is reported
+    /// in the record whatever [`crate::solver::SolveParams::error_if_not_converged`] says: the
+    /// caller reads the solution out, then applies [`crate::solver::SolveParams::outcome`].
     pub fn solve_resident(&mut self, backend: &B) -> Result<SolveInfo> {
         let info = self.solve_fields(backend)?;
         if stopped_on_input(&info) {

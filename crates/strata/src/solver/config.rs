@@ -201,6 +201,13 @@ impl SolverConfig {
         self
     }
 
+    /// Makes a solve of the persistent solver that did not converge an error
+    /// ([`SolveParams::error_if_not_converged`]; off by default).
+    pub fn with_error_if_not_converged(mut self, error: bool) -> Self {
+        self.stopping.error_if_not_converged = error;
+        self
+    }
+
     /// Runs exactly `max_it` iterations, ignoring rtol (for timing).
     pub fn with_fixed_iterations(mut self, fixed: bool) -> Self {
         self.stopping.fixed_iterations = fixed;

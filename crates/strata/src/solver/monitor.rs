@@ -57,6 +57,11 @@ pub struct SolveParams {
     pub fixed_iterations: bool,
     /// Time every kernel (synchronising the backend around each one).
     pub profile: bool,
+    /// Make a solve that did not converge an error ([`crate::StrataError::NotConverged`])
+    /// of the persistent solver (so of C, Fortran and Python) instead of a record that says so
+    /// (PETSc's `-ksp_error_if_not_converged`). Off by default, as in PETSc.
+    #[serde(default)]
+    pub error_if_not_converged: bool,
 }
 
 impl Default for SolveParams {
@@ -67,7 +72,26 @@ impl Default for SolveParams {
             max_it: 500,
             fixed_iterations: false,
             profile: false,
+            error_if_not_converged: false,
         }
+    }
+}
+
+impl SolveParams {
+    /// `info` as the result of a solve under these settings: an error if it did not converge
+    /// and [`SolveParams::error_if_not_converged`] is set.
+    pub fn outcome(&self, info: SolveInfo) -> crate::Result<SolveInfo> {
+        if !self.error_if_not_converged || info.reason.converged() {
+            return Ok(info);
+        }
+        Err(crate::StrataError::NotConverged {
+            reason: format!("{:?}", info.reason),
+            iterations: info.iterations,
+            r0: info.r0,
+            relative_residual: info.relative_residual(),
+            seconds: info.seconds,
+            rtol: self.rtol,
+        })
     }
 }
 

@@ -1,0 +1,559 @@
+//! The C API's own tests: every call through the C signatures, from Rust.
+use super::*;
+
+/// A 16 × 16 × 8 problem of `geometry` for the tests.
+fn test_problem(geometry: i32) -> StrataProblem {
+    StrataProblem {
+        geometry,
+        n: 16,
+        nz: 8,
+        cfl: 8.4,
+        ..default_problem()
+    }
+}
+
+/// mg-cg on 3 levels, one CPU thread, to `rtol`.
+fn test_options(rtol: f64) -> StrataOptions {
+    StrataOptions {
+        solver: 2,
+        levels: 3,
+        coarse_steps: 2,
+        rtol,
+        max_it: 100,
+        preconditioner: 1,
+        restart: 5,
+        backend: 1,
+        threads: 1,
+        device: 0,
+        smoother: 0,
+        rho: 2.0 / 3.0,
+        precision: 0,
+        relaxation: SolverConfig::default().multigrid.relaxation,
+        halo: 0,
+        prolongate_halos: 1,
+        ..default_options()
+    }
+}
+
+/// A random right-hand side for problem `p`.
+fn random_rhs(p: &StrataProblem, seed: u64) -> Vec<f64> {
+    let params = problem_params(p).unwrap();
+    strata_core::problem::build_rhs(
+        &params,
+        strata_core::problem::RhsKind::Random,
+        seed,
+        &strata_core::grid::Block::whole(params.n),
+    )
+}
+
+/// A handle for `p` and `o` is refused (no handle made), the message naming `field`.
+fn assert_refused(p: &StrataProblem, o: &StrataOptions, field: &str) {
+    let mut s = std::ptr::null_mut();
+    // SAFETY: valid pointers to locals.
+    unsafe {
+        assert_eq!(
+            strata_solver_create(p, o, &mut s),
+            StrataStatus::InvalidArgument,
+            "{o:?}"
+        );
+        assert!(s.is_null());
+        let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
+        assert!(msg.contains(field), "{msg}");
+    }
+}
+
+/// One solve from zero by a handle created for `p` and `o` (both accepted), then destroyed.
+fn solve_once(p: &StrataProblem, o: &StrataOptions, rhs: &[f64]) -> StrataInfo {
+    let mut s = std::ptr::null_mut();
+    let mut info = StrataInfo::default();
+    // SAFETY: valid pointers to locals; the handle is destroyed once.
+    unsafe {
+        assert_eq!(strata_solver_create(p, o, &mut s), StrataStatus::Ok);
+        let mut u = vec![0.0; rhs.len()];
+        assert_eq!(
+            strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+            StrataStatus::Ok
+        );
+        strata_solver_destroy(s);
+    }
+    info
+}
+
+/// `relaxation` reaches the red-black smoother of mg: w = 1 (line Gauss–Seidel) and the
+/// default 1.15 both converge, along different residual histories; w outside (0, 2) is
+/// refused, naming the field.
+#[test]
+fn relaxation_weight() {
+    let p = test_problem(0);
+    let mut o = test_options(1e-8);
+    (o.solver, o.smoother) = (1, 1);
+    let rhs = random_rhs(&p, 5);
+    let mut runs = vec![];
+    for w in [1.0, 1.15] {
+        o.relaxation = w;
+        let info = solve_once(&p, &o, &rhs);
+        assert_eq!(info.converged, 1, "w = {w}");
+        runs.push(info.relative_residual);
+    }
+    assert_ne!(runs[0], runs[1], "the weight changed nothing");
+    for w in [0.0, 2.0, f64::NAN] {
+        o.relaxation = w;
+        assert_refused(&p, &o, "relaxation");
+    }
+}
+
+/// precision 1: the fp32 multigrid inside fp64 mg-cg gives the fp64 solve's iterations and
+/// meets rtol on the fp64 residual; a bad value, and mixed for cg, are refused.
+#[test]
+fn mixed_precision() {
+    let p = test_problem(0);
+    let mut o = test_options(1e-9);
+    let rhs = random_rhs(&p, 2);
+    let mut runs = vec![];
+    for precision in [0, 1] {
+        o.precision = precision;
+        let info = solve_once(&p, &o, &rhs);
+        assert_eq!(info.converged, 1);
+        assert!(info.relative_residual <= 1e-9);
+        runs.push(info.iterations);
+    }
+    assert_eq!(runs[0], runs[1]);
+    for (solver, precision) in [(2, 2), (0, 1)] {
+        o.solver = solver;
+        o.precision = precision;
+        assert_refused(&p, &o, "precision");
+    }
+}
+
+/// include/strata.h is what cbindgen makes of this file.
+/// `#define STRATA_<SETTING>_<NAME> <code>` for every value of `T` ([`Choice`]).
+fn constants_of<T: Choice>() -> Vec<(String, i32)> {
+    T::ALL
+        .iter()
+        .map(|(_, name, code)| {
+            let c = format!("STRATA_{}_{}", T::SETTING, name)
+                .to_uppercase()
+                .replace('-', "_");
+            (c, *code)
+        })
+        .collect()
+}
+
+/// Every choice's C integer, named: the tables of `strata::names` (each enum's, beside it).
+fn all_constants() -> Vec<(String, i32)> {
+    use strata_core::solver::Smoother;
+    [
+        constants_of::<SolverKind>(),
+        constants_of::<Preconditioner>(),
+        constants_of::<Smoother>(),
+        constants_of::<Precision>(),
+        constants_of::<Geometry>(),
+        constants_of::<SphereStencil>(),
+        constants_of::<BackendKind>(),
+        constants_of::<HaloPath>(),
+    ]
+    .concat()
+}
+
+/// The header's block of choice constants, generated from the tables.
+fn header_macros() -> String {
+    let mut s = String::from(
+        "\n// The integers of every choice (solver, preconditioner, smoother, precision,\n\
+         // geometry, sphere_stencil, backend, halo), generated from strata's one table of\n\
+         // names (strata::names::Choice).\n",
+    );
+    for (name, code) in all_constants() {
+        s.push_str(&format!("#define {name} {code}\n"));
+    }
+    let v = |part: &str| part.parse::<u32>().expect("a numeric version");
+    let (major, minor, patch) = (
+        v(env!("CARGO_PKG_VERSION_MAJOR")),
+        v(env!("CARGO_PKG_VERSION_MINOR")),
+        v(env!("CARGO_PKG_VERSION_PATCH")),
+    );
+    s.push_str(&format!(
+        "\n// The version of strata this header belongs to (strata_version() gives the library's).\n\
+         #define STRATA_VERSION_MAJOR {major}\n\
+         #define STRATA_VERSION_MINOR {minor}\n\
+         #define STRATA_VERSION_PATCH {patch}\n\
+         #define STRATA_VERSION \"{major}.{minor}.{patch}\"\n\
+         \n\
+         // Fill a StrataProblem or StrataOptions of this header's layout (its size set: the library\n\
+         // then knows which fields a program built against an older header has).\n\
+         #define strata_problem_default(problem) strata_problem_init((problem), sizeof *(problem))\n\
+         #define strata_options_default(options) strata_options_init((options), sizeof *(options))\n\
+         #define strata_options_paper(options) strata_options_init_paper((options), sizeof *(options))\n"
+    ));
+    s
+}
+
+/// The Fortran module declares every choice constant of the header, with the same value.
+#[test]
+fn the_fortran_module_has_every_choice_constant() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let f90 = std::fs::read_to_string(dir.join("../../fortran/strata.f90")).unwrap();
+    let mut missing = Vec::new();
+    for (name, code) in all_constants() {
+        let line = format!("integer(c_int), parameter, public :: {name} = {code}");
+        if !f90.lines().any(|l| l.trim() == line) {
+            missing.push(line);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "fortran/strata.f90 lacks:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn the_header_is_in_sync() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    let mut config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).unwrap();
+    config.after_includes = Some(header_macros());
+    cbindgen::Builder::new()
+        .with_src(dir.join("src/lib.rs"))
+        .with_config(config)
+        .generate()
+        .expect("cbindgen")
+        .write(&mut out);
+    let committed = std::fs::read_to_string(dir.join("include/strata.h")).unwrap_or_default();
+    let generated = String::from_utf8(out).unwrap();
+    if committed != generated {
+        if std::env::var_os("STRATA_BLESS").is_some() {
+            std::fs::write(dir.join("include/strata.h"), &generated).unwrap();
+        } else {
+            panic!("include/strata.h is stale: run `STRATA_BLESS=1 cargo test -p strata-capi` and commit it");
+        }
+    }
+}
+
+/// geometry 2: the six panels, a field of 6 n² nz values; the solution is the library's,
+/// and the residual of A u (the handle's apply, halos across panel edges) is small.
+#[test]
+fn a_solver_on_the_sphere() {
+    let mut p = test_problem(2);
+    let o = test_options(1e-9);
+    let mut s = std::ptr::null_mut();
+    // SAFETY: valid pointers to locals; the handle is destroyed once.
+    unsafe {
+        assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
+        let mut size = 0;
+        assert_eq!(strata_solver_size(s, &mut size), StrataStatus::Ok);
+        assert_eq!(size, 6 * 16 * 16 * 8);
+        let params = problem_params(&p).unwrap();
+        let tiles = strata_core::grid::sphere::tiles(16, 1);
+        let rhs = strata_core::problem::build_rhs_tiles(
+            &params,
+            strata_core::problem::RhsKind::Random,
+            4,
+            &tiles,
+        );
+        let mut u = vec![0.0; size];
+        let mut info = StrataInfo::default();
+        assert_eq!(
+            strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+            StrataStatus::Ok
+        );
+        assert_eq!(info.converged, 1);
+        let cfg = solver_config(&o).unwrap();
+        let b = strata_core::backend::cpu::CpuBackend::new(Some(1)).unwrap();
+        let want = strata_core::solve(&b, &params, &cfg, &rhs, &mut |_, _| {}).unwrap();
+        assert_eq!(info.iterations as usize, want.info.iterations);
+        assert_eq!(u, want.u);
+        let mut au = vec![0.0; size];
+        assert_eq!(
+            strata_solver_apply(s, u.as_ptr(), au.as_mut_ptr()),
+            StrataStatus::Ok
+        );
+        let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
+        let res = norm(&mut au.iter().zip(&rhs).map(|(a, b)| a - b));
+        assert!(res <= 2e-9 * norm(&mut rhs.iter().copied()), "{res}");
+        // Coefficient fields of the six panels (6 n² nz values): the solve is the library's
+        // with them.
+        let kz: Vec<f64> = (0..size).map(|m| 1.0 + (m % 11) as f64).collect();
+        let null = std::ptr::null();
+        assert_eq!(
+            strata_solver_set_coefficients(s, null, null, kz.as_ptr(), null, null, null, null),
+            StrataStatus::Ok,
+            "{}",
+            std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy()
+        );
+        assert_eq!(
+            strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+            StrataStatus::Ok
+        );
+        let mut c = strata_core::problem::Coefficients::constant_panels(6, 16, 8, 1.0);
+        c.kz = kz;
+        let with = strata_core::problem::ProblemParams {
+            coefficients: Some(std::sync::Arc::new(c)),
+            ..params.clone()
+        };
+        let want = strata_core::solve(&b, &with, &cfg, &rhs, &mut |_, _| {}).unwrap();
+        assert_eq!(info.iterations as usize, want.info.iterations);
+        assert_eq!(u, want.u);
+        strata_solver_destroy(s);
+        // δ = 0 is singular on the closed sphere.
+        p.delta = 0.0;
+        let mut s = std::ptr::null_mut();
+        assert_eq!(
+            strata_solver_create(&p, &o, &mut s),
+            StrataStatus::InvalidArgument
+        );
+        let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
+        assert!(msg.contains("singular"), "{msg}");
+    }
+}
+
+#[test]
+fn errors_and_panics_do_not_cross() {
+    let mut p = test_problem(0);
+    let mut o = test_options(1e-8);
+    let mut s = std::ptr::null_mut();
+    // SAFETY: valid pointers to locals.
+    unsafe {
+        assert_eq!(
+            strata_problem_init(std::ptr::null_mut(), std::mem::size_of::<StrataProblem>()),
+            StrataStatus::InvalidArgument
+        );
+        p.n = 15;
+        assert_eq!(
+            strata_solver_create(&p, &o, &mut s),
+            StrataStatus::InvalidArgument
+        );
+        assert!(s.is_null());
+        let msg = std::ffi::CStr::from_ptr(strata_last_error())
+            .to_string_lossy()
+            .into_owned();
+        assert!(msg.contains("levels"), "{msg}");
+        p.n = 16;
+        p.sphere_stencil = 2;
+        assert_eq!(
+            strata_solver_create(&p, &o, &mut s),
+            StrataStatus::InvalidArgument
+        );
+        let msg = std::ffi::CStr::from_ptr(strata_last_error())
+            .to_string_lossy()
+            .into_owned();
+        assert!(msg.contains("sphere_stencil"), "{msg}");
+        p.sphere_stencil = 0;
+        o.solver = 9;
+        assert_eq!(
+            strata_solver_create(&p, &o, &mut s),
+            StrataStatus::InvalidArgument
+        );
+        o.solver = 2;
+        o.smoother = 7;
+        assert_eq!(
+            strata_solver_create(&p, &o, &mut s),
+            StrataStatus::InvalidArgument
+        );
+        o.smoother = 1;
+        o.rho = 0.0;
+        assert_eq!(
+            strata_solver_create(&p, &o, &mut s),
+            StrataStatus::InvalidArgument
+        );
+        o.rho = 2.0 / 3.0;
+        assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
+        let mut size = 0;
+        assert_eq!(strata_solver_size(s, &mut size), StrataStatus::Ok);
+        assert_eq!(size, 16 * 16 * 8);
+        let rhs = vec![1.0; size];
+        let mut u = vec![0.0; size];
+        let mut info = StrataInfo::default();
+        assert_eq!(
+            strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+            StrataStatus::Ok
+        );
+        assert_eq!(info.converged, 1);
+        let mut au = vec![0.0; size];
+        assert_eq!(
+            strata_solver_apply(s, u.as_ptr(), au.as_mut_ptr()),
+            StrataStatus::Ok
+        );
+        let res = au
+            .iter()
+            .zip(&rhs)
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum::<f64>()
+            .sqrt();
+        assert!(res <= 1e-7 * (size as f64).sqrt(), "{res}");
+        assert_eq!(
+            strata_solver_solve(s, std::ptr::null(), u.as_mut_ptr(), 0, &mut info),
+            StrataStatus::InvalidArgument
+        );
+        // A NaN in the right-hand side is an error naming the cell, not a status Ok with
+        // converged = 0 that a caller checking the status would take for an answer.
+        let mut nan = rhs.clone();
+        nan[(2 * 16 + 3) * 8 + 4] = f64::NAN;
+        assert_eq!(
+            strata_solver_solve(s, nan.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+            StrataStatus::InvalidArgument
+        );
+        let msg = std::ffi::CStr::from_ptr(strata_last_error())
+            .to_string_lossy()
+            .into_owned();
+        assert!(msg.contains("rhs") && msg.contains("(3, 2, 4)"), "{msg}");
+        let bad = vec![-1.0; size];
+        assert_eq!(
+            strata_solver_set_coefficients(
+                s,
+                bad.as_ptr(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null()
+            ),
+            StrataStatus::InvalidArgument
+        );
+        strata_solver_destroy(s);
+        strata_solver_destroy(std::ptr::null_mut());
+    }
+}
+
+/// error_if_not_converged: a solve stopped by max_it returns STRATA_STATUS_NOT_CONVERGED with
+/// the record filled (converged 0, the iterations run, a finite relative residual above rtol);
+/// without it the same solve returns Ok and says converged 0.
+#[test]
+fn non_convergence_as_an_error() {
+    let p = test_problem(0);
+    let rhs = random_rhs(&p, 3);
+    for strict in [0, 1] {
+        let o = StrataOptions {
+            max_it: 2,
+            error_if_not_converged: strict,
+            ..test_options(1e-12)
+        };
+        let mut s = std::ptr::null_mut();
+        let mut info = StrataInfo::default();
+        let mut u = vec![0.0; rhs.len()];
+        // SAFETY: valid pointers to locals; the handle is destroyed once.
+        let status = unsafe {
+            assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
+            let st = strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info);
+            strata_solver_destroy(s);
+            st
+        };
+        let expected = if strict == 1 {
+            StrataStatus::NotConverged
+        } else {
+            StrataStatus::Ok
+        };
+        assert_eq!(status, expected, "error_if_not_converged = {strict}");
+        assert_eq!((info.converged, info.iterations), (0, 2));
+        assert!(info.relative_residual.is_finite() && info.relative_residual > 1e-12);
+        assert!(u.iter().any(|&v| v != 0.0), "u holds the last iterate");
+        if strict == 1 {
+            // SAFETY: the message is a valid C string until the next call.
+            let msg = unsafe { std::ffi::CStr::from_ptr(strata_last_error()) };
+            assert!(
+                msg.to_string_lossy().contains("did not converge"),
+                "{msg:?}"
+            );
+        }
+    }
+}
+
+/// The size field: the header's layout is accepted; a struct whose size is not a layout this
+/// library knows (an unset size, a layout of the 0.1 header that had no size field, a newer
+/// header's larger struct) is refused with InvalidArgument naming `options.size`; the init
+/// functions refuse such a size too, writing nothing.
+#[test]
+fn struct_sizes() {
+    let p = test_problem(0);
+    let o = test_options(1e-6);
+    let mut s = std::ptr::null_mut();
+    // SAFETY: valid pointers to locals; the handle is destroyed once.
+    unsafe {
+        assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
+        strata_solver_destroy(s);
+    }
+    for size in [0, 7, std::mem::size_of::<StrataOptions>() + 8, 1 << 40] {
+        let bad = StrataOptions { size, ..o };
+        // SAFETY: as above; no handle is made.
+        unsafe {
+            assert_eq!(
+                strata_solver_create(&p, &bad, &mut s),
+                StrataStatus::InvalidArgument
+            );
+            assert!(s.is_null());
+            let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
+            assert!(msg.contains("options.size"), "{msg}");
+            let mut filled = bad;
+            assert_eq!(
+                strata_options_init(&mut filled, size),
+                StrataStatus::InvalidArgument
+            );
+            assert_eq!(filled.size, size, "nothing written");
+        }
+    }
+    // SAFETY: a buffer of the struct's size.
+    unsafe {
+        let mut q = StrataProblem { size: 0, ..p };
+        let full = std::mem::size_of::<StrataProblem>();
+        assert_eq!(strata_problem_init(&mut q, full), StrataStatus::Ok);
+        assert_eq!((q.size, q.n, q.nz), (full, 128, 128));
+    }
+    // SAFETY: a static NUL-terminated string.
+    let v = unsafe { std::ffi::CStr::from_ptr(strata_version()) };
+    assert_eq!(v.to_str(), Ok(env!("CARGO_PKG_VERSION")));
+}
+
+/// The reading of a struct that grew: a caller of an older, smaller layout gets its fields and
+/// the defaults for the fields added since (checked on a struct of two layouts, as
+/// StrataOptions will have once a field is added after 0.2.0).
+#[test]
+fn an_older_smaller_layout_reads_with_defaults() {
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Grown {
+        size: usize,
+        a: i32,
+        b: i32,
+        c: f64,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Older {
+        size: usize,
+        a: i32,
+        b: i32,
+    }
+    impl sized::Grows for Grown {
+        const NAME: &'static str = "grown";
+        const INIT: &'static str = "grown_init";
+        fn layouts() -> Vec<usize> {
+            vec![std::mem::size_of::<Older>(), std::mem::size_of::<Grown>()]
+        }
+        fn defaults() -> Self {
+            Grown {
+                size: std::mem::size_of::<Grown>(),
+                a: 1,
+                b: 2,
+                c: 3.5,
+            }
+        }
+    }
+    let older = Older {
+        size: std::mem::size_of::<Older>(),
+        a: 10,
+        b: 20,
+    };
+    // SAFETY: `older` holds the bytes its size says.
+    let read = unsafe { sized::read(std::ptr::addr_of!(older).cast::<Grown>()) }.unwrap();
+    assert_eq!((read.a, read.b, read.c), (10, 20, 3.5));
+    let mut out = Older {
+        size: 0,
+        a: 0,
+        b: 0,
+    };
+    let size = std::mem::size_of::<Older>();
+    let defaults = <Grown as sized::Grows>::defaults();
+    // SAFETY: `out` has `size` writable bytes; nothing beyond is written.
+    unsafe { sized::write(std::ptr::addr_of_mut!(out).cast::<Grown>(), size, defaults) }.unwrap();
+    assert_eq!((out.size, out.a, out.b), (size, 1, 2));
+}
