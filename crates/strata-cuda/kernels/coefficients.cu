@@ -27,7 +27,7 @@ __device__ __forceinline__ double harmonic2(double a, double b) {
 __device__ __forceinline__ bool k_fastest(const Src& s) { return s.sk < s.si; }
 
 // The smallest host-order index (j * nx + i) * nz + k of a value that is not finite, or not
-// positive where `positive`, into *first (left alone where every value is good). One thread per
+// positive where `positive`, or beyond the bound of strata's Coefficients::validate, into *first (left alone where every value is good). One thread per
 // value, along the array's fastest index: grid (ceil(nz / 128), nx, ny) when k is fastest
 // (`kfast`), else (ceil(nx / 128), nz, ny).
 extern "C" __global__ void coef_check_f64(int nx, int nz, Src a, int positive, int kfast, unsigned long long* first) {
@@ -35,7 +35,8 @@ extern "C" __global__ void coef_check_f64(int nx, int nz, Src a, int positive, i
     const int i = kfast ? (int)blockIdx.y : t, k = kfast ? t : (int)blockIdx.y;
     if (i >= nx || k >= nz) return;
     const double v = src_at(a, i, j, k);
-    const bool bad = !isfinite(v) || (positive && !(v > 0.0));
+    // COEFFICIENT_BOUND of the core crate: magnitudes within 1e100 (and 1e-100 for positive fields).
+    const bool bad = !isfinite(v) || (positive && !(v >= 1e-100)) || !(fabs(v) <= 1e100);
     if (bad) atomicMin(first, (unsigned long long)(((i64)j * nx + i) * nz + k));
 }
 

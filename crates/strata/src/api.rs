@@ -406,6 +406,27 @@ pub(crate) fn check_tiles<B: Backend>(
 }
 
 /// Set-up from the built `levels` (started at `t`), the solve, and the solution read back.
+/// Refuses, before any solve, a right-hand side with a value that is not finite (naming its
+/// index) or whose norm (the square root of a sum of squares) overflows.
+fn check_rhs(rhs: &[f64]) -> Result<()> {
+    if let Some(at) = rhs.iter().position(|v| !v.is_finite()) {
+        return invalid(
+            "rhs",
+            format!("holds {} at index {at}: nothing was solved", rhs[at]),
+        );
+    }
+    if !rhs.iter().map(|v| v * v).sum::<f64>().is_finite() {
+        let largest = rhs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        return invalid(
+            "rhs",
+            format!(
+                "has values up to {largest:e}, whose squares overflow its norm: scale the problem; nothing was solved"
+            ),
+        );
+    }
+    Ok(())
+}
+
 fn solve_levels<B: Backend, C: Comm<B>>(
     backend: &B,
     comm: &C,
@@ -415,6 +436,7 @@ fn solve_levels<B: Backend, C: Comm<B>>(
     t: Instant,
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
+    check_rhs(rhs)?;
     let local = rhs.len();
     let built = t.elapsed().as_secs_f64();
     let mut solver = Solver::new(backend, cfg, levels)?;

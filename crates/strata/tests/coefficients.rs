@@ -537,3 +537,47 @@ fn given_fields_are_copied_and_the_others_are_the_model_problems() {
         "{e}"
     );
 }
+
+/// Values that would overflow the operator or the norms are refused before a solve, naming the
+/// field, the value and the cell: a coefficient beyond 1e100 (or a positive one below 1e-100),
+/// and a right-hand side whose sum of squares overflows (before: "did not converge
+/// (DivergedNanOrInf)").
+#[test]
+fn huge_finite_values_are_named_before_a_solve() {
+    let (n, nz) = (8, 4);
+    for (value, field) in [(1e300, "kz"), (1e-200, "kz"), (-1e200, "xi_x")] {
+        let mut c = Coefficients::constant(n, nz, 1.0);
+        if field == "kz" {
+            c.kz[(2 * n + 3) * nz + 1] = value;
+        } else {
+            let mut xi = [
+                vec![0.0; n * n * nz],
+                vec![0.0; n * n * nz],
+                vec![0.0; n * n * nz],
+            ];
+            xi[0][(2 * n + 3) * nz + 1] = value;
+            c.xi = Some(xi);
+        }
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains(field) && e.contains("(y=2, x=3, z=1)") && e.contains("rescale"),
+            "{e}"
+        );
+    }
+    let p = ProblemParams {
+        n,
+        nz,
+        ..Default::default()
+    };
+    let mut rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
+    rhs[17] = 1e300;
+    let b = CpuBackend::new(Some(1)).unwrap();
+    let cfg = SolverConfig::new(SolverKind::Mg).with_levels(2);
+    let e = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("rhs") && e.contains("1e300") && e.contains("overflow"),
+        "{e}"
+    );
+}

@@ -247,14 +247,10 @@ impl CudaBackend {
         // SAFETY: an offset inside the caller's checked allocation; a synchronous copy of one
         // value after the stream's work is done.
         cu(unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut v, s.ptr + 8 * at as u64) })?;
-        let what = if positive {
-            "finite and positive"
-        } else {
-            "finite"
-        };
+        let at = format!("(y={j}, x={i}, z={kk})");
         Err(StrataError::invalid(
             name,
-            format!("must be {what}, but is {} at (y={j}, x={i}, z={kk})", v[0]),
+            strata::problem::refused_value(v[0], positive, &at),
         ))
     }
 }

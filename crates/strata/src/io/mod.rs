@@ -1,6 +1,7 @@
 //! Input and output of fields.
 
 mod netcdf;
+mod netcdf_header;
 
 pub use netcdf::{
     check_writable, read_coefficients, read_coefficients_block, read_coefficients_panels,

@@ -307,6 +307,7 @@ pub fn read_panels(path: &Path, var: &str, panels: usize, n: usize, nz: usize) -
     if !path.exists() {
         return Err(e(&"no such file"));
     }
+    super::netcdf_header::check(path).map_err(|m| e(&m))?;
     let mut r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
     let ds = r.data_set();
     let Some(v) = ds.get_var(var) else {
@@ -435,6 +436,7 @@ fn read_given(
         return Err(e(&"no such file"));
     }
     let names: Vec<String> = {
+        super::netcdf_header::check(path).map_err(|m| e(&m))?;
         let r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
         r.data_set().get_var_names()
     };
@@ -469,6 +471,7 @@ pub fn read_field(path: &Path, var: &str) -> Result<(Vec<f64>, Vec<usize>)> {
     if !path.exists() {
         return Err(e(&"no such file"));
     }
+    super::netcdf_header::check(path).map_err(|m| e(&m))?;
     let mut r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
     let shape: Vec<usize> = match r.data_set().get_var(var) {
         Some(v) => v.get_dims().iter().map(|d| d.size()).collect(),

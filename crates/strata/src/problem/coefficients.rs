@@ -51,6 +51,33 @@ pub struct Coefficients {
     pub window: Option<Block>,
 }
 
+/// The largest magnitude of a coefficient value (and the inverse: the smallest of kx, ky, kz, β):
+/// the operator's entries are products of a coefficient, ω² and the cells' geometry, and the
+/// solvers' norms sums of their squares, which a value near `f64::MAX` would overflow (a solve
+/// that ends in "did not converge (DivergedNanOrInf)" instead of an error naming the value).
+pub const COEFFICIENT_BOUND: f64 = 1e100;
+
+/// Why a coefficient value `x` at cell `at` is refused (it is not finite, not positive where
+/// `positive`, or beyond [`COEFFICIENT_BOUND`]): the message after the field's name.
+pub fn refused_value(x: f64, positive: bool, at: &str) -> String {
+    if x.is_finite() && (x > 0.0 || !positive) {
+        let range = if positive {
+            format!("[{:e}, {COEFFICIENT_BOUND:e}]", 1.0 / COEFFICIENT_BOUND)
+        } else {
+            format!("±{COEFFICIENT_BOUND:e}")
+        };
+        return format!(
+            "is {x:e} at {at}, outside {range}, where the operator's entries and the solvers' norms would overflow: rescale the problem"
+        );
+    }
+    let what = if positive {
+        "finite and positive"
+    } else {
+        "finite"
+    };
+    format!("must be {what}, but is {x} at {at}")
+}
+
 impl Coefficients {
     /// Constant fields: `kx = ky = kz = 1` and `β = beta` (the model problem with δ = beta).
     pub fn constant(n: usize, nz: usize, beta: f64) -> Self {
@@ -220,7 +247,8 @@ impl Coefficients {
         self.xi.is_none()
     }
 
-    /// Checks shapes and values: every field `n · n · nz` long, finite, `kx, ky, kz, β > 0`; the
+    /// Checks shapes and values: every field `n · n · nz` long, finite, `kx, ky, kz, β > 0`, every
+    /// magnitude within [`COEFFICIENT_BOUND`] (and its inverse for the positive fields); the
     /// error names the field and the first bad cell as (y, x, z).
     pub fn validate(&self) -> Result<()> {
         if let Some(b) = &self.window {
@@ -266,25 +294,20 @@ impl Coefficients {
                     ),
                 );
             }
-            let bad = |x: &f64| !x.is_finite() || (must_be_positive && *x <= 0.0);
+            let bad = |x: &f64| {
+                !x.is_finite()
+                    || (must_be_positive && *x <= 0.0)
+                    || !(x.abs() <= COEFFICIENT_BOUND)
+                    || (must_be_positive && *x < 1.0 / COEFFICIENT_BOUND)
+            };
             if let Some((p, (pnl, i, j, k))) = self.first_bad(v, bad) {
                 let panel = if self.panels > 1 {
                     format!("panel={pnl}, ")
                 } else {
                     String::new()
                 };
-                let what = if must_be_positive {
-                    "finite and positive"
-                } else {
-                    "finite"
-                };
-                return invalid(
-                    name,
-                    format!(
-                        "must be {what}, but is {} at ({panel}y={j}, x={i}, z={k})",
-                        v[p]
-                    ),
-                );
+                let at = format!("({panel}y={j}, x={i}, z={k})");
+                return invalid(name, refused_value(v[p], must_be_positive, &at));
             }
         }
         Ok(())

@@ -12,7 +12,9 @@ mod manufactured;
 mod rhs;
 mod vertical;
 
-pub use coefficients::{Advection, Averaging, CellCoefficients, Coefficients};
+pub use coefficients::{
+    refused_value, Advection, Averaging, CellCoefficients, Coefficients, COEFFICIENT_BOUND,
+};
 pub use geometry::Geometry;
 pub use horizontal::{
     cell_centre, face_length, panel_cell_area, Column, Diagonals, HorizontalGrid,
