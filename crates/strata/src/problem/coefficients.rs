@@ -297,7 +297,7 @@ impl Coefficients {
             let bad = |x: &f64| {
                 !x.is_finite()
                     || (must_be_positive && *x <= 0.0)
-                    || !(x.abs() <= COEFFICIENT_BOUND)
+                    || x.abs() > COEFFICIENT_BOUND
                     || (must_be_positive && *x < 1.0 / COEFFICIENT_BOUND)
             };
             if let Some((p, (pnl, i, j, k))) = self.first_bad(v, bad) {
