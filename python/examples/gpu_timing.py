@@ -21,7 +21,8 @@ f = cp.asarray(np.random.default_rng(1).uniform(-1e-6, 1e-6, (n, n, nz)))
 cp.cuda.Device().synchronize()
 print(f"CUDA context and the rhs on the GPU: {time.perf_counter() - t:.3f} s")
 t = time.perf_counter()
-s = strata.Solver(n, nz, solver=solver, backend="cuda")
+# A name from the command line (the stubs type `solver` as the literal names): strata checks it.
+s = strata.Solver(n, nz, solver=solver, backend="cuda")  # type: ignore[arg-type]
 phases = ", ".join(f"{k} {v:.3f} s" for k, v in s.setup.items())
 print(f"python, {solver}, {n}x{n}x{nz}: created in {time.perf_counter() - t:.3f} s ({phases})")
 u = cp.zeros_like(f)
@@ -32,16 +33,20 @@ for step in range(steps):
     s.solve(f, out=u)
     cp.cuda.Device().synchronize()
     wall = time.perf_counter() - t
-    ratio = wall / s.info["seconds"]
+    info = s.info
+    assert info is not None
+    ratio = wall / info["seconds"]
     if step > 0:
         worst = max(worst, ratio)
-    print(f"cupy step {step}: {s.info['iterations']} its, call {wall:.4f} s, "
-          f"solver {s.info['seconds']:.4f} s, ratio {ratio:.4f}")
+    print(f"cupy step {step}: {info['iterations']} its, call {wall:.4f} s, "
+          f"solver {info['seconds']:.4f} s, ratio {ratio:.4f}")
 r = float(cp.linalg.norm(s.apply(u) - f) / cp.linalg.norm(f))
 print(f"|f - A u| / |f| = {r:.2e}; worst call / solver time after the first: {worst:.4f}")
 fh = cp.asnumpy(f)
 t = time.perf_counter()
 uh = s.solve(fh)
 wall = time.perf_counter() - t
-print(f"numpy (through the host): call {wall:.4f} s, solver {s.info['seconds']:.4f} s, "
-      f"ratio {wall / s.info['seconds']:.4f}; same answer: {np.array_equal(uh, cp.asnumpy(u))}")
+info = s.info
+assert info is not None
+print(f"numpy (through the host): call {wall:.4f} s, solver {info['seconds']:.4f} s, "
+      f"ratio {wall / info['seconds']:.4f}; same answer: {np.array_equal(uh, cp.asnumpy(u))}")

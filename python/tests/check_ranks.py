@@ -62,18 +62,17 @@ for solver, with_xi in (("mg", False), ("mg-cg", False), ("gcr", True)):
         print(f"{solver} on {comm.size} ranks: {its} iterations (one process {its1}), "
               f"max relative difference {diff:.1e}, |f - A u| / |f| = {r:.2e}")
 
-# The sphere: each rank holds whole panels or blocks of every panel (its tiles, stacked along y
-# in its arrays) and takes the whole sphere's coefficient fields.
+# The sphere: each rank holds whole panels or blocks of every panel (its tiles, the leading axis
+# of its arrays) and takes the whole sphere's coefficient fields.
 ns, nzs = 16, 8
-fs = np.random.default_rng(11).standard_normal((6 * ns, ns, nzs))
-kzs = np.where(np.arange(nzs) >= nzs // 2, 50.0, 1.0) * np.ones((6 * ns, ns, nzs))
+fs = np.random.default_rng(11).standard_normal((6, ns, ns, nzs))
+kzs = np.where(np.arange(nzs) >= nzs // 2, 50.0, 1.0) * np.ones((6, ns, ns, nzs))
 kwargs = dict(geometry="sphere", solver="mg-cg", levels=2, backend="cpu", threads=1)
 sph = strata.Solver(ns, nzs, comm=comm, **kwargs)
 
 
 def tiles_of(a):
-    panels = a.reshape(6, ns, ns, nzs)
-    return np.concatenate([panels[p, j0 : j0 + ny_, i0 : i0 + nx_] for p, i0, j0, nx_, ny_ in sph.tiles])
+    return np.stack([a[p, j0 : j0 + ny_, i0 : i0 + nx_] for p, i0, j0, nx_, ny_ in sph.tiles])
 
 
 check("sphere shape", sph.shape == tiles_of(fs).shape, f"{sph.shape} for tiles {sph.tiles}")

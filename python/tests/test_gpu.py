@@ -129,17 +129,21 @@ def test_coefficients_kept_on_the_device():
 
 
 def test_the_sphere_with_cupy_arrays():
-    # Six panels stacked along y, (6 n, n, nz): the device solve is the host solve, also for
-    # a padded view (panels further apart than n rows).
+    # Six panels, (6, n, n, nz): the device solve is the host solve, also for a padded view
+    # (panels further apart than n rows), and for the deprecated stacked shape (6 n, n, nz).
     s = strata.Solver(32, 16, geometry="sphere", solver="mg-cg", levels=3, rtol=1e-9,
                       backend="cuda")
     f = rhs(s.shape, 4)
     host = s.solve(f)
     ud = s.solve(cp.asarray(f))
-    assert isinstance(ud, cp.ndarray) and ud.shape == (6 * 32, 32, 16)
+    assert isinstance(ud, cp.ndarray) and ud.shape == (6, 32, 32, 16)
     assert np.array_equal(cp.asnumpy(ud), host)
-    big = cp.zeros((6 * 32, 40, 16))
-    big[:, :32, :] = cp.asarray(f)
-    assert np.array_equal(cp.asnumpy(s.solve(big[:, :32, :])), host)
+    big = cp.zeros((6, 40, 32, 16))
+    big[:, :32] = cp.asarray(f)
+    assert np.array_equal(cp.asnumpy(s.solve(big[:, :32])), host)
+    with pytest.warns(DeprecationWarning):
+        old = s.solve(cp.asarray(f).reshape(6 * 32, 32, 16))
+    assert old.shape == (6 * 32, 32, 16)
+    assert np.array_equal(cp.asnumpy(old).reshape(host.shape), host)
     r = cp.linalg.norm(s.apply(ud) - cp.asarray(f)) / np.linalg.norm(f)
     assert float(r) < 1e-8

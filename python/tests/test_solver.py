@@ -166,9 +166,9 @@ def test_mixed_precision_meets_rtol_in_the_fp64_iterations(solver):
 
 @pytest.mark.parametrize("solver", ["cg", "mg", "mg-cg"])
 def test_the_whole_sphere(solver):
-    # Six panels of 16 x 16 columns, stacked along y: reshape(6, n, n, nz)[p] is panel p.
+    # Six panels of 16 x 16 columns, (panel, y, x, z) as in the files and the C API.
     s = strata.Solver(16, 8, geometry="sphere", solver=solver, levels=3, rtol=1e-9)
-    assert s.shape == (6 * 16, 16, 8)
+    assert s.shape == (6, 16, 16, 8)
     f = random_rhs(s.shape, 3)
     u = s.solve(f)
     assert s.info["converged"], s.info
@@ -176,13 +176,14 @@ def test_the_whole_sphere(solver):
     assert r < 1e-8, r
     # The panels are joined: a right-hand side on panel 0 alone moves every panel's solution
     # near its edges with panel 0 (panels 1-5 all touch panel 0's edges but one, the opposite).
-    g = np.zeros(s.shape).reshape(6, 16, 16, 8)
+    g = np.zeros(s.shape)
     g[0] = 1e-6
-    v = s.solve(g.reshape(s.shape)).reshape(6, 16, 16, 8)
+    v = s.solve(g)
+    assert v.shape == (6, 16, 16, 8)
     assert all(np.abs(v[p]).max() > 0 for p in (1, 3, 4, 5))
     assert np.abs(v[2]).max() < np.abs(v[1]).max()
-    # Coefficient fields on the six panels, in the same (6 n, n, nz) arrays.
-    y = np.linspace(1.0, 3.0, s.shape[0])[:, None, None]
+    # Coefficient fields on the six panels, in the same (6, n, n, nz) arrays.
+    y = np.linspace(1.0, 3.0, 6 * 16).reshape(6, 16, 1, 1)
     s.set_coefficients(kx=np.ones(s.shape) * y, kz=np.full(s.shape, 5.0))
     u = s.solve(f)
     assert s.info["converged"], s.info
@@ -217,7 +218,7 @@ def test_one_process_owns_the_whole_grid_and_comm_must_be_a_communicator():
     sphere = strata.Solver(8, 4, geometry="sphere", levels=2, backend="cpu")
     assert sphere.tiles == [(p, 0, 0, 8, 8) for p in range(6)]
     # A wrong dtype is named with the shape this solver takes.
-    with pytest.raises(ValueError, match=r"float64 NumPy array of shape \[48, 8, 4\]"):
+    with pytest.raises(ValueError, match=r"float64 NumPy array of shape \[6, 8, 8, 4\]"):
         sphere.solve(np.zeros(sphere.shape, dtype=np.float32))
     # Without MPI built in, or with an object that is no mpi4py communicator: a ValueError that
     # says what comm needs (python/tests/check_ranks.py runs the ranks under mpirun).
@@ -272,3 +273,20 @@ def test_non_convergence_raises_only_when_asked():
         strict.solve(f, out=u)
     assert isinstance(strata.NotConvergedError("x"), RuntimeError)
     assert np.any(u != 0.0), "out holds the last iterate"
+
+
+def test_the_spheres_stacked_shape_is_deprecated_and_still_taken():
+    s = strata.Solver(8, 4, geometry="sphere", levels=2, backend="cpu", rtol=1e-9)
+    f = random_rhs(s.shape, 6)
+    u = s.solve(f)
+    # The shape before 0.2, the panels stacked along y: the same answer, in that shape, warned.
+    with pytest.warns(DeprecationWarning, match=r"pass shape \[6, 8, 8, 4\]"):
+        old = s.solve(f.reshape(48, 8, 4))
+    assert old.shape == (48, 8, 4) and np.array_equal(old.reshape(u.shape), u)
+    with pytest.warns(DeprecationWarning):
+        assert s.apply(u.reshape(48, 8, 4)).shape == (48, 8, 4)
+    # out= in the 4D layout must be C-contiguous (it is written in place).
+    with pytest.raises(ValueError, match="out must be C-contiguous"):
+        s.solve(f, out=np.zeros((6, 8, 8, 8))[..., ::2])
+    with pytest.raises(ValueError, match=r"needs \[6, 8, 8, 4\] \(tile, y, x, z\)"):
+        s.solve(np.zeros((6, 8, 4, 8)))

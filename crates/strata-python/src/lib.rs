@@ -15,12 +15,15 @@ use held::Held;
 use numpy::{PyArray3, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 use strata_cuda::{CudaBackend, DeviceArray};
 use strata_session::Place;
 
 mod held;
 mod ranks;
+mod shapes;
+
+use shapes::Shape;
 
 pyo3::create_exception!(
     strata,
@@ -91,10 +94,10 @@ fn to_py(e: StrataError) -> PyErr {
 struct Solver {
     /// Dropped by hand (`Drop for Solver`): a rank's is leaked once MPI is finalised.
     engine: std::mem::ManuallyDrop<Held>,
-    /// The shape of the solution and right-hand side arrays: the tiles stacked along y.
-    shape: [usize; 3],
+    /// The shape of the solution and right-hand side arrays.
+    shape: Shape,
     /// The shape of the coefficient arrays: `shape`, but the whole sphere's on its ranks.
-    fields_shape: [usize; 3],
+    fields_shape: Shape,
     last: Option<SolveInfo>,
 }
 
@@ -114,6 +117,8 @@ struct Device {
     array: DeviceArray,
     readonly: bool,
     stream: Option<u64>,
+    /// Whether it is in the sphere's (tile, y, x, z) layout (not the deprecated stacked one).
+    four: bool,
 }
 
 /// Whether `obj` is a GPU array (has `__cuda_array_interface__`, or DLPack on a CUDA device).
@@ -160,7 +165,7 @@ impl Solver {
                 .ok_or_else(|| PyValueError::new_err(format!("{name}: no {k:?} in its interface")))
         };
         let shape: Vec<usize> = get("shape")?.extract()?;
-        self.check_shape(name, &shape)?;
+        let four = self.shape.check(obj.py(), name, &shape)?;
         let typestr: String = get("typestr")?.extract()?;
         if typestr != "<f8" {
             return Err(PyValueError::new_err(format!(
@@ -173,12 +178,20 @@ impl Solver {
             .map(|s| s.extract())
             .transpose()?
             .flatten();
-        let [ny, nx, nz] = self.shape;
-        // Python axes (y, x, z); strata's strides are of (i = x, j = y, k = z), in values.
-        let [sy, sx, sz] = match strides {
-            None => [(nx * nz) as i64, nz as i64, 1],
-            Some(s) if s.len() == 3 && s.iter().all(|v| v % 8 == 0) => {
-                [s[0] / 8, s[1] / 8, s[2] / 8]
+        let [stacked_y, nx, nz] = self.shape.stacked;
+        // Rows of one tile (on the sphere), of the whole array otherwise.
+        let ny = stacked_y / self.shape.tiles.unwrap_or(1);
+        // Python axes ([tile,] y, x, z); strata's strides are of (i = x, j = y, k = z) and of the
+        // tiles, in values. Contiguous: the C order of the array's shape.
+        let c_order: Vec<i64> = if four {
+            vec![(ny * nx * nz) as i64, (nx * nz) as i64, nz as i64, 1]
+        } else {
+            vec![(nx * nz) as i64, nz as i64, 1]
+        };
+        let s: Vec<i64> = match strides {
+            None => c_order,
+            Some(s) if s.len() == c_order.len() && s.iter().all(|v| v % 8 == 0) => {
+                s.iter().map(|v| v / 8).collect()
             }
             Some(s) => {
                 return Err(PyValueError::new_err(format!(
@@ -186,7 +199,11 @@ impl Solver {
                 )))
             }
         };
-        let _ = ny;
+        let (st, [sy, sx, sz]) = match s.as_slice() {
+            [st, sy, sx, sz] => (*st, [*sy, *sx, *sz]),
+            [sy, sx, sz] => (ny as i64 * sy, [*sy, *sx, *sz]),
+            _ => unreachable!("strides of the array's rank"),
+        };
         let stream: Option<u64> = cai
             .get_item("stream")?
             .map(|s| s.extract::<Option<u64>>())
@@ -196,10 +213,12 @@ impl Solver {
             // SAFETY: the exporter promises a live device allocation at `ptr` with these shape
             // and strides while the object lives (we hold it for the call); the backend checks
             // the address range before any kernel touches it.
-            // On the sphere the panels are stacked along y: panel p starts n rows further.
-            array: unsafe { DeviceArray::new(ptr, [sx, sy, sz]) }.with_panel_stride(nx as i64 * sy),
+            // On the sphere tile t starts `st` values further (its own axis, or ny rows of the
+            // deprecated stacked layout).
+            array: unsafe { DeviceArray::new(ptr, [sx, sy, sz]) }.with_panel_stride(st),
             readonly,
             stream,
+            four,
         })
     }
 
@@ -211,6 +230,7 @@ impl Solver {
         out: Option<Bound<'py, PyAny>>,
         x0: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let r = self.device("rhs", rhs)?;
         let out = match out {
             Some(o) if is_device(&o) => o,
             Some(_) => {
@@ -218,9 +238,8 @@ impl Solver {
                     "out must be a device array when rhs is one",
                 ))
             }
-            None => new_device_array(py, self.shape)?,
+            None => new_device_array(py, &self.shape.layout(r.four))?,
         };
-        let r = self.device("rhs", rhs)?;
         let u = self.device("out", &out)?;
         if u.readonly {
             return Err(PyValueError::new_err("out is read-only"));
@@ -277,19 +296,21 @@ impl Solver {
         } else {
             a.clone()
         };
+        let (a, _) = self.fields_shape.stacked_view(name, &a)?;
         let a: PyReadonlyArray3<'py, f64> = a.extract().map_err(|_| {
             PyValueError::new_err(format!(
                 "{name} must be a float64 array of shape {:?}",
-                self.fields_shape
+                self.fields_shape.python()
             ))
         })?;
-        check_shape(name, a.shape(), self.fields_shape)?;
+        check_shape(name, a.shape(), self.fields_shape.stacked)?;
         Ok(a)
     }
 
-    /// An error unless `shape` is the solution's and right-hand side's.
+    /// An error unless `shape` (of an array in the stacked layout) is the solution's and
+    /// right-hand side's.
     fn check_shape(&self, name: &str, shape: &[usize]) -> PyResult<()> {
-        check_shape(name, shape, self.shape)
+        check_shape(name, shape, self.shape.stacked)
     }
 }
 
@@ -405,12 +426,16 @@ impl Solver {
         if let Some(comm) = comm {
             let engine = on_ranks(&comm, place(), &p, &cfg)?;
             let (t, count) = (engine.block(), engine.tiles().len());
-            let shape = [count * t.ny, t.nx, nz];
             // A rank of a panel or box takes its block's coefficient fields, the sphere's ranks
             // the whole sphere's.
-            let fields_shape = match engine.block_fields() {
-                Some(_) => shape,
-                None => [p.panels() * n, n, nz],
+            let (shape, fields_shape) = if p.geometry.closed() {
+                (
+                    Shape::tiles(count, t.ny, t.nx, nz),
+                    Shape::tiles(6, n, n, nz),
+                )
+            } else {
+                let block = Shape::plain([t.ny, t.nx, nz]);
+                (block, block)
             };
             return Ok(Self {
                 engine: std::mem::ManuallyDrop::new(engine),
@@ -422,11 +447,16 @@ impl Solver {
         let engine = py
             .detach(|| strata_session::open(&p, &cfg, place()).map(Held))
             .map_err(to_py)?;
+        // The sphere's six panels, (panel, y, x, z) as in the files and the C API.
+        let shape = if p.geometry.closed() {
+            Shape::tiles(p.panels(), n, n, nz)
+        } else {
+            Shape::plain([n, n, nz])
+        };
         Ok(Self {
             engine: std::mem::ManuallyDrop::new(engine),
-            // The sphere's six panels stacked along y: a.reshape(6, n, n, nz)[p] is panel p.
-            shape: [p.panels() * n, n, nz],
-            fields_shape: [p.panels() * n, n, nz],
+            shape,
+            fields_shape: shape,
             last: None,
         })
     }
@@ -453,18 +483,26 @@ impl Solver {
         if is_device(rhs) {
             return self.solve_on_device(py, rhs, out, x0);
         }
+        let given_out = out.clone();
+        let (rhs, four) = self.shape.stacked_view("rhs", rhs)?;
         let rhs: PyReadonlyArray3<'py, f64> = rhs.extract().map_err(|_| {
             PyValueError::new_err(format!(
                 "rhs must be a float64 NumPy array of shape {:?}, or a device array",
-                self.shape
+                self.shape.python()
             ))
         })?;
+        let out = out
+            .map(|o| self.shape.stacked_view("out", &o).map(|v| v.0))
+            .transpose()?;
         let out: Option<Bound<'py, PyArray3<f64>>> = out
             .map(|o| o.downcast_into::<PyArray3<f64>>())
             .transpose()
             .map_err(|_| {
                 PyValueError::new_err("out must be a float64 NumPy array when rhs is one")
             })?;
+        let x0 = x0
+            .map(|x| self.shape.stacked_view("x0", &x).map(|v| v.0))
+            .transpose()?;
         let x0: Option<PyReadonlyArray3<'py, f64>> =
             x0.map(|x| x.extract()).transpose().map_err(|_| {
                 PyValueError::new_err("x0 must be a float64 NumPy array when rhs is one")
@@ -475,7 +513,7 @@ impl Solver {
                 self.check_shape("out", o.shape())?;
                 o
             }
-            None => PyArray3::zeros(py, self.shape, false),
+            None => PyArray3::zeros(py, self.shape.stacked, false),
         };
         let warm = match &x0 {
             Some(x) => {
@@ -511,7 +549,11 @@ impl Solver {
             let info = py.detach(|| h.solve(rhs, u, warm)).map_err(to_py)?;
             self.last = Some(info);
         }
-        Ok(out.into_any())
+        // The caller's own `out` (the same object), else the new array as Python sees it.
+        match given_out {
+            Some(o) => Ok(o),
+            None => self.shape.view(out.into_any(), four),
+        }
     }
 
     /// apply(x) -> array: A x with the solver's operator (to check a residual); a device array
@@ -524,31 +566,32 @@ impl Solver {
         self.rebuild_pending(py)?;
         if is_device(x) {
             let xa = self.device("x", x)?;
-            let y = new_device_array(py, self.shape)?;
+            let y = new_device_array(py, &self.shape.layout(xa.four))?;
             let ya = self.device("y", &y)?;
             let h = self.gpu("x", &[&xa])?;
             py.detach(|| h.on_device(|d| d.apply_device(&xa.array, &ya.array)))
                 .map_err(to_py)?;
             return Ok(y);
         }
+        let (x, four) = self.shape.stacked_view("x", x)?;
         let x: PyReadonlyArray3<'py, f64> = x.extract().map_err(|_| {
             PyValueError::new_err(format!(
                 "x must be a float64 array of shape {:?}",
-                self.shape
+                self.shape.python()
             ))
         })?;
         self.check_shape("x", x.shape())?;
         let x = x
             .as_slice()
             .map_err(|_| PyValueError::new_err("x must be C-contiguous"))?;
-        let y = PyArray3::zeros(py, self.shape, false);
+        let y = PyArray3::zeros(py, self.shape.stacked, false);
         {
             let mut guard = y.readwrite();
             let ys = guard.as_slice_mut().expect("a new array is contiguous");
             let h = &mut *self.engine;
             py.detach(|| h.apply(x, ys)).map_err(to_py)?;
         }
-        Ok(y.into_any())
+        self.shape.view(y.into_any(), four)
     }
 
     /// set_coefficients(kx=None, ky=None, kz=None, beta=None, xi=None)
@@ -717,13 +760,15 @@ impl Solver {
             .collect()
     }
 
-    /// The shape of every array: (n, n, nz) = (y, x, z); on the sphere (6 n, n, nz), the six
-    /// panels stacked along y (`a.reshape(6, n, n, nz)[p]` is panel p, no copy). On ranks the
-    /// shape of this rank's tiles stacked along y (`tiles`): (ny, nx, nz) for the block of a
-    /// panel or box; the coefficient fields of a sphere's ranks are the whole sphere's.
+    /// The shape of the solution and right-hand side: (n, n, nz) = (y, x, z); on the sphere
+    /// (6, n, n, nz) = (panel, y, x, z), as the files and the C API order it (`a[p]` is panel
+    /// p). On ranks this rank's: (ny, nx, nz) for the block of a panel or box, (tiles, ny, nx,
+    /// nz) of the sphere (`tiles` says which); the coefficient fields of a sphere's ranks are
+    /// the whole sphere's, (6, n, n, nz). The sphere's shape before 0.2, the panels stacked
+    /// along y ((6 n, n, nz)), is still taken, with a DeprecationWarning.
     #[getter]
-    fn shape(&self) -> (usize, usize, usize) {
-        (self.shape[0], self.shape[1], self.shape[2])
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.shape.python())
     }
 
     fn __repr__(&self) -> String {
@@ -774,11 +819,11 @@ fn on_cpu(name: &str) -> PyErr {
 }
 
 /// A new CuPy float64 array of `shape` (the output of a device solve without `out`).
-fn new_device_array<'py>(py: Python<'py>, shape: [usize; 3]) -> PyResult<Bound<'py, PyAny>> {
+fn new_device_array<'py>(py: Python<'py>, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
     let cupy = py.import("cupy").map_err(|_| {
         PyValueError::new_err("pass out= (a device array): CuPy is not installed to make one")
     })?;
-    cupy.call_method1("empty", ((shape[0], shape[1], shape[2]), "float64"))
+    cupy.call_method1("empty", (PyTuple::new(py, shape)?, "float64"))
 }
 
 /// Waits for the work the exporters queued on the arrays' streams (`__cuda_array_interface__`
