@@ -28,6 +28,10 @@ try:
 except ImportError:
     cp = None
 
+# The default configuration's V-cycles run in fp32: a decomposition rounds them differently (the
+# same iteration counts; issue 35 measured 2.2e-7 relative between 1 and 4 H200s), so the
+# solutions agree to well within what rtol 1e-5 asks, not to rounding.
+AGREE = 1e-6
 n, nz = 64, 32
 f = np.random.default_rng(3).standard_normal((n, n, nz))
 one = strata.Solver(n, nz, solver="mg-cg", levels=4, backend="cuda", device=0)
@@ -42,7 +46,7 @@ for halo in ("auto", "mpi", "nccl"):
     its = s.info["iterations"]
     diff = np.abs(ub - u1[j0 : j0 + ny, i0 : i0 + nx]).max() / np.abs(u1).max()
     check(f"panel halo={halo}: iterations", its == its1, f"{its} vs {its1}")
-    check(f"panel halo={halo}: solution", diff < 1e-9, f"{diff:.2e}")
+    check(f"panel halo={halo}: solution", diff < AGREE, f"{diff:.2e}")
     if cp is not None:
         ud = s.solve(cp.asarray(fb))
         dd = float(cp.abs(ud - cp.asarray(ub)).max()) / np.abs(ub).max()
@@ -67,7 +71,7 @@ for halo in ("auto", "mpi", "nccl"):
     ref = np.stack([us1[p, j0 : j0 + ny, i0 : i0 + nx] for p, i0, j0, nx, ny in tiles])
     diff = np.abs(ut - ref).max() / np.abs(us1).max()
     check(f"sphere halo={halo}: iterations", its == its1, f"{its} vs {its1}")
-    check(f"sphere halo={halo}: solution", diff < 1e-9, f"{diff:.2e}")
+    check(f"sphere halo={halo}: solution", diff < AGREE, f"{diff:.2e}")
     if rank == 0:
         print(f"sphere 6x{ns}x{ns}x{nzs} on {comm.size} GPU ranks ({len(tiles)} tiles on rank 0), "
               f"halo={halo}: {its} iterations (one GPU {its1}), max relative difference {diff:.1e}")
