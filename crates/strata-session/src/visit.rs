@@ -83,29 +83,25 @@ fn no_nccl<B: OnBackend>() -> StrataError {
     )
 }
 
-impl OnBackend for CpuBackend {
-    const KIND: BackendKind = BackendKind::Cpu;
-    fn device<C: Comm<Self> + 'static>(_: &mut Session<Self, C>) -> Option<&mut dyn DeviceHandle> {
-        None
-    }
-    fn tiled_device<C: Comm<Tiled<Box<Self>>> + 'static>(
-        _: &mut Session<Tiled<Box<Self>>, C>,
-    ) -> Option<&mut dyn DeviceHandle> {
-        None
-    }
+/// Backends without device arrays.
+macro_rules! host_only {
+    ($($t:ty => $kind:ident),*) => {$(
+        impl OnBackend for $t {
+            const KIND: BackendKind = BackendKind::$kind;
+            fn device<C: Comm<Self> + 'static>(
+                _: &mut Session<Self, C>,
+            ) -> Option<&mut dyn DeviceHandle> {
+                None
+            }
+            fn tiled_device<C: Comm<Tiled<Box<Self>>> + 'static>(
+                _: &mut Session<Tiled<Box<Self>>, C>,
+            ) -> Option<&mut dyn DeviceHandle> {
+                None
+            }
+        }
+    )*};
 }
-
-impl OnBackend for ReferenceBackend {
-    const KIND: BackendKind = BackendKind::Reference;
-    fn device<C: Comm<Self> + 'static>(_: &mut Session<Self, C>) -> Option<&mut dyn DeviceHandle> {
-        None
-    }
-    fn tiled_device<C: Comm<Tiled<Box<Self>>> + 'static>(
-        _: &mut Session<Tiled<Box<Self>>, C>,
-    ) -> Option<&mut dyn DeviceHandle> {
-        None
-    }
-}
+host_only!(CpuBackend => Cpu, ReferenceBackend => Reference);
 
 impl OnBackend for CudaBackend {
     const KIND: BackendKind = BackendKind::Cuda;

@@ -300,9 +300,10 @@ fn stopping_reasons() {
         assert_eq!(zero.info.iterations, 0);
         assert!(zero.u.iter().all(|&v| v == 0.0));
 
+        // A right-hand side that is not finite is refused before the solve, naming the value.
         let mut bad = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
         bad[n / 2] = f64::NAN;
-        let nan = strata::solve(
+        let e = strata::solve(
             &b,
             &p,
             &SolverConfig::paper(kind)
@@ -311,14 +312,21 @@ fn stopping_reasons() {
             &bad,
             &mut |_, _| {},
         )
-        .unwrap();
-        assert_eq!(
-            nan.info.reason,
-            ConvergedReason::DivergedNanOrInf,
-            "{kind:?}"
-        );
-        // A solve that did not run never reports a relative residual of 0.
-        assert!(nan.info.relative_residual().is_nan(), "{kind:?}");
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("rhs holds NaN at index"), "{kind:?}: {e}");
+        // A solve that stopped on norms that are not finite (the record the solver itself gives
+        // when it meets them) never reports a relative residual of 0.
+        let stopped = SolveInfo {
+            reason: ConvergedReason::DivergedNanOrInf,
+            iterations: 0,
+            r0: f64::NAN,
+            reference: f64::NAN,
+            residuals: vec![f64::NAN],
+            seconds: 0.0,
+            profile: None,
+        };
+        assert!(stopped.relative_residual().is_nan(), "{kind:?}");
         assert_eq!(zero.info.relative_residual(), 0.0, "{kind:?}");
 
         let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
