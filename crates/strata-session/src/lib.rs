@@ -36,11 +36,11 @@ pub use visit::{with_backend, BackendTask, BlockShare, OnBackend, RanksTask, Til
 
 use strata::backend::tiled::Tiled;
 use strata::comm::Comm;
-use strata::names::{BackendKind, HaloPath};
+use strata::names::BackendKind;
 use strata::problem::{Coefficients, ProblemParams};
 use strata::session::Session;
 use strata::solver::SolverConfig;
-use strata::{PersistentSolver, Result, StrataError};
+use strata::{PersistentSolver, Result};
 use strata_cuda::DeviceHandle;
 
 /// A solver handle: the host calls of [`SolverHandle`], and the device-array calls where the
@@ -107,13 +107,8 @@ pub fn resolve(kind: BackendKind) -> BackendKind {
 /// tiles of the sphere (whole panels up to six ranks, blocks of every panel beyond). Collective
 /// on ranks.
 pub fn open(p: &ProblemParams, cfg: &SolverConfig, place: Place) -> Result<Box<dyn Solver>> {
-    let backend = resolve(place.backend);
-    if place.halo == HaloPath::Nccl && place.has_ranks() && backend != BackendKind::Cuda {
-        return Err(StrataError::invalid(
-            "halo",
-            "nccl moves device memory: it needs GPU ranks (backend cuda, or auto where a GPU is usable)",
-        ));
-    }
+    // NCCL asked of a backend without device memory is refused by `with_ranks`, before any
+    // communicator is made.
     with_backend(&place.backend_only(), Open { p, cfg, place })
 }
 
@@ -160,13 +155,19 @@ impl<B: OnBackend> RanksTask<B> for OpenRanks<'_> {
         b: Box<B>,
         comm: C,
         share: BlockShare,
-        _: HaloPath,
+        _: strata::names::HaloPath,
     ) -> Result<Box<dyn Solver>> {
         let s = PersistentSolver::with_comm(b.as_ref(), comm, self.p, share.block, self.cfg)?;
         Ok(Box::new(Session::on_ranks(b, s)))
     }
 
-    fn tiles<C>(self, b: Box<B>, comm: C, share: TileShare, _: HaloPath) -> Result<Box<dyn Solver>>
+    fn tiles<C>(
+        self,
+        b: Box<B>,
+        comm: C,
+        share: TileShare,
+        _: strata::names::HaloPath,
+    ) -> Result<Box<dyn Solver>>
     where
         C: Comm<Tiled<Box<B>>> + for<'a> Comm<Tiled<&'a B>> + 'static,
     {

@@ -196,7 +196,6 @@ fn distributed<B: OnBackend>(
     use strata::names::HaloPath;
     use strata_session::{BlockShare, RanksTask, TileShare};
     struct Run<'a> {
-        job: &'a Job,
         p: &'a ProblemParams,
     }
     impl<B: OnBackend> RanksTask<B> for Run<'_> {
@@ -237,7 +236,6 @@ fn distributed<B: OnBackend>(
         where
             C: Comm<Tiled<Box<B>>> + for<'a> Comm<Tiled<&'a B>> + 'static,
         {
-            let _ = self.job;
             Ok(Err(
                 "reproduce scaling measures a panel; the sphere is not offered".into(),
             ))
@@ -245,7 +243,7 @@ fn distributed<B: OnBackend>(
     }
     let place = ranks(job, halo, None)?;
     let cfg = strata::solver::SolverConfig::paper(SolverKind::Mg);
-    strata_session::with_ranks(b, place, p, &cfg, Run { job, p })?
+    strata_session::with_ranks(b, place, p, &cfg, Run { p })?
 }
 
 #[cfg(not(feature = "mpi"))]
