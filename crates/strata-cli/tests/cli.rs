@@ -546,31 +546,26 @@ fn output_files_follow_the_cf_conventions() {
         nc.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", text(&o).1);
-    let r = netcdf3::FileReader::open(&nc).unwrap();
-    let ds = r.data_set();
-    assert_eq!(
-        ds.get_global_attr_as_string("Conventions").as_deref(),
-        Some("CF-1.8")
-    );
+    assert!(text(&o).0.contains(if strata::io::NcFormat::NETCDF4_BUILT {
+        "(netcdf4)"
+    } else {
+        "(netcdf3)"
+    }));
+    let ds = strata::io::Dataset::open(&nc).unwrap();
+    assert_eq!(ds.text(None, "Conventions").as_deref(), Some("CF-1.8"));
     // The solution is a point value (not volume-integrated like the right-hand side).
+    assert_eq!(ds.text(Some("u"), "units").as_deref(), Some("1"));
+    assert!(!ds.text(Some("u"), "long_name").unwrap().contains("volume"));
     assert_eq!(
-        ds.get_var_attr_as_string("u", "units").as_deref(),
-        Some("1")
-    );
-    assert!(!ds
-        .get_var_attr_as_string("u", "long_name")
-        .unwrap()
-        .contains("volume"));
-    assert_eq!(
-        ds.get_var_attr_as_string("rhs", "cell_methods").as_deref(),
+        ds.text(Some("rhs"), "cell_methods").as_deref(),
         Some("y: x: z: sum")
     );
-    assert!(ds.get_var("z_face").is_some(), "no vertical faces");
+    assert!(ds.var("z_face").is_some(), "no vertical faces");
     assert!(ds
-        .get_global_attr_as_string("vertical_grid")
+        .text(None, "vertical_grid")
         .unwrap()
         .starts_with("graded"));
-    let omega = ds.get_global_attr_f64("omega").unwrap()[0];
+    let omega = ds.number(None, "omega").unwrap();
     assert!((omega - 3.0 * (2.0 / 8.0) / 2.0).abs() < 1e-15, "{omega}");
 }
 

@@ -4,7 +4,7 @@ use crate::{CliError, CliResult};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use strata::grid::RankGrid;
-use strata::io::Overwrite;
+use strata::io::{NcFormat, Overwrite};
 use strata::problem::{ProblemParams, RhsKind};
 use strata::solver::{SolveParams, SolverConfig, SolverKind};
 use strata::StrataError;
@@ -88,10 +88,20 @@ pub struct SolveArgs {
     /// if it exists). Its folder is checked before the solve starts.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write the solution u and the right-hand side as NetCDF-3 (CF-1.8) to this file. An
-    /// existing file is kept unless --force is given; the path is checked before the solve starts.
+    /// Write the solution u and the right-hand side as NetCDF (CF-1.8) to this file, in the
+    /// --format. An existing file is kept unless --force is given; the path is checked before the
+    /// solve starts.
     #[arg(long, value_name = "FILE.nc")]
     pub output: Option<PathBuf>,
+    /// Format of --output: `netcdf4` (HDF5, the fields chunked by rows and deflated; the default
+    /// of a strata built with NetCDF-4, the `netcdf4` feature) or `netcdf3` (64-bit offset,
+    /// uncompressed; every build, and the default of one without NetCDF-4).
+    #[arg(long, value_parser = ["netcdf4", "netcdf3"], value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// zlib deflate level of the NetCDF-4 fields, with the shuffle filter: 0 (stored as they are)
+    /// to 9.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=9), default_value_t = 1)]
+    pub deflate: u8,
     /// Replace the --output file if it exists (the new file is written beside it and renamed over
     /// it when complete).
     #[arg(long)]
@@ -195,6 +205,21 @@ pub fn rank_grid(ranks: Option<&str>, job_size: usize) -> CliResult<RankGrid> {
         .into());
     }
     Ok(grid)
+}
+
+/// The --output file's format; an error (before any work) for NetCDF-4 in a build without it.
+pub fn output_format(a: &SolveArgs) -> CliResult<NcFormat> {
+    let netcdf4 = NcFormat::Netcdf4 { deflate: a.deflate };
+    match a.format.as_deref() {
+        None if NcFormat::NETCDF4_BUILT => Ok(netcdf4),
+        None | Some("netcdf3") => Ok(NcFormat::Classic),
+        _ if NcFormat::NETCDF4_BUILT => Ok(netcdf4),
+        _ => Err(
+            "--format netcdf4: this strata was built without NetCDF-4 (build it with \
+                  --features netcdf4, which needs libnetcdf), or write --format netcdf3"
+                .into(),
+        ),
+    }
 }
 
 pub fn overwrite(force: bool) -> Overwrite {

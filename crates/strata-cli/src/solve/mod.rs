@@ -8,7 +8,7 @@ mod output;
 
 pub use args::{flag_error, rhs_kind, RhsArg, SolveArgs};
 
-use self::args::{overwrite, rank_grid, Setup};
+use self::args::{output_format, overwrite, rank_grid, Setup};
 use self::output::{print_header, progress, report};
 use crate::backend_choice::{with_backend, BackendTask};
 use crate::job::Job;
@@ -32,6 +32,7 @@ pub fn run(args: SolveArgs, job: &Job) -> CliResult<ExitCode> {
             check_writable(path, Overwrite::Replace, "json")?;
         }
         if let Some(path) = &args.output {
+            output_format(&args)?;
             check_writable(path, overwrite(args.force), "output")?;
         }
     }

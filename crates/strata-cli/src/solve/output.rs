@@ -1,12 +1,12 @@
 //! What a finished solve prints and writes: the header, the history and summary, the files.
 
-use super::args::{overwrite, rhs_kind, RhsArg, Setup, SolveArgs};
+use super::args::{output_format, overwrite, rhs_kind, RhsArg, Setup, SolveArgs};
 use crate::report::{self, Summary};
 use crate::CliResult;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use strata::io::{write_fields, FieldGrid, OutputField};
+use strata::io::{write_fields_as, FieldGrid, OutputField};
 use strata::problem::manufactured_error;
 use strata::solver::SolveParams;
 
@@ -46,13 +46,15 @@ pub fn report(
         std::fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     if let Some(path) = &a.output {
-        write_fields(
+        let format = output_format(a)?;
+        write_fields_as(
             path,
             &FieldGrid { params: p.clone() },
             &[OutputField::solution(&sol.u), OutputField::rhs(rhs)],
             overwrite(a.force),
+            format,
         )?;
-        println!("wrote {}", path.display());
+        println!("wrote {} ({})", path.display(), format.name());
     }
     Ok(if sol.info.reason.converged() {
         ExitCode::SUCCESS

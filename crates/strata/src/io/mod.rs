@@ -1,11 +1,18 @@
 //! Input and output of fields.
 
+mod dataset;
 mod netcdf;
+#[cfg(feature = "netcdf4")]
+mod netcdf4;
+mod netcdf_classic;
 mod netcdf_header;
+mod netcdf_layout;
 
+pub use dataset::{Attribute, Dataset, NcFormat, VarInfo};
 pub use netcdf::{
     check_writable, read_coefficients, read_coefficients_block, read_coefficients_panels,
-    read_field, read_panels, read_rhs, write_fields, FieldGrid, OutputField, Overwrite,
+    read_field, read_panels, read_rhs, write_fields, write_fields_as, FieldGrid, OutputField,
+    Overwrite,
 };
 
 mod matrix_market;

@@ -1,16 +1,17 @@
-//! NetCDF-3 (64-bit offset) files of fields on the fine grid, through the pure-Rust `netcdf3`
-//! crate, so that the default build needs no system library.
+//! NetCDF files of fields on the fine grid: NetCDF-3 (64-bit offset) through the pure-Rust
+//! `netcdf3` crate in every build, NetCDF-4 (HDF5) through libnetcdf with the `netcdf4` feature;
+//! read by what the file is ([`Dataset`]), written as the caller asks ([`NcFormat`]).
 //!
 //! Variables are stored with dimensions `(y, x, z)`, z fastest: exactly the host layout
 //! `u[(j * nx + i) * nz + k]`, so no transposition is needed. Coordinates `x`, `y` (gnomonic or
 //! Cartesian, dimensionless) and `z` (radius in Earth radii on the panel, height on the box) carry
 //! units and long names.
 
+use super::dataset::{Dataset, NcFormat};
+use super::netcdf_layout::layout;
 use crate::error::{Result, StrataError};
 use crate::grid::Block;
-use crate::problem::{cell_centre, Coefficients, Grading, ProblemParams, VerticalGrid};
-use netcdf3::error::ReadError;
-use netcdf3::{DataSet, FileReader, FileWriter, Version};
+use crate::problem::{Coefficients, ProblemParams};
 use std::path::Path;
 
 /// The grid a file's fields live on.
@@ -112,15 +113,27 @@ pub fn check_writable(path: &Path, overwrite: Overwrite, what: &str) -> Result<(
     }
 }
 
-/// Writes fields with CF-1.8 attributes: coordinates `x`, `y`, `z` and the vertical faces
-/// `z_face`, every problem parameter as a global attribute. The file is written under a
-/// temporary name beside `path` and renamed when complete, so an interrupted write leaves no
-/// partial file and, with [`Overwrite::Replace`], the old file stays until the new one is whole.
+/// Writes fields with CF-1.8 attributes in the format [`NcFormat::default_output`] (NetCDF-4
+/// where the build has it): see [`write_fields_as`].
 pub fn write_fields(
     path: &Path,
     grid: &FieldGrid,
     fields: &[OutputField],
     overwrite: Overwrite,
+) -> Result<()> {
+    write_fields_as(path, grid, fields, overwrite, NcFormat::default_output())
+}
+
+/// Writes fields with CF-1.8 attributes in `format`: coordinates `x`, `y`, `z` and the vertical
+/// faces `z_face`, every problem parameter as a global attribute. The file is written under a
+/// temporary name beside `path` and renamed when complete, so an interrupted write leaves no
+/// partial file and, with [`Overwrite::Replace`], the old file stays until the new one is whole.
+pub fn write_fields_as(
+    path: &Path,
+    grid: &FieldGrid,
+    fields: &[OutputField],
+    overwrite: Overwrite,
+    format: NcFormat,
 ) -> Result<()> {
     let p = &grid.params;
     let (n, nz) = (p.n, p.nz);
@@ -128,7 +141,6 @@ pub fn write_fields(
     if overwrite == Overwrite::Refuse && path.exists() {
         return Err(e(&"exists; not overwriting it"));
     }
-    let ds = definition(p, fields).map_err(|m| e(&m))?;
     let panels = p.panels();
     for f in fields {
         if f.values.len() != panels * n * n * nz {
@@ -140,32 +152,17 @@ pub fn write_fields(
             )));
         }
     }
-    let vert = VerticalGrid::new(p);
-    let xs: Vec<f64> = (0..n).map(|i| cell_centre(p.geometry, n, i, 0).0).collect();
+    let layout = layout(p, fields);
     let name = path.file_name().map(|s| s.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(
         ".{}.part-{}",
         name.unwrap_or_else(|| "strata.nc".into()),
         std::process::id()
     ));
-    let written = (|| -> std::result::Result<(), String> {
-        let mut w = FileWriter::create_new(&tmp).map_err(|m| format!("{m:?}"))?;
-        w.set_def(&ds, Version::Offset64Bit, 0)
-            .map_err(|m| format!("{m:?}"))?;
-        for (name, data) in [
-            ("x", &xs),
-            ("y", &xs),
-            ("z", &vert.centres),
-            ("z_face", &vert.faces),
-        ] {
-            w.write_var_f64(name, data).map_err(|m| format!("{m:?}"))?;
-        }
-        for f in fields {
-            w.write_var_f64(f.name, f.values)
-                .map_err(|m| format!("{m:?}"))?;
-        }
-        w.close().map_err(|m| format!("{m:?}"))
-    })();
+    let written = match format {
+        NcFormat::Classic => super::netcdf_classic::write(&tmp, &layout),
+        NcFormat::Netcdf4 { deflate } => write_netcdf4(&tmp, &layout, deflate),
+    };
     if let Err(m) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(e(&m));
@@ -180,118 +177,29 @@ pub fn write_fields(
     })
 }
 
-/// The file's dimensions, variables and attributes.
-fn definition(p: &ProblemParams, fields: &[OutputField]) -> std::result::Result<DataSet, String> {
-    let (n, nz) = (p.n, p.nz);
-    let m = |x: netcdf3::error::InvalidDataSet| format!("{x:?}");
-    let mut ds = DataSet::new();
-    for (dim, len) in [("y", n), ("x", n), ("z", nz), ("z_face", nz + 1)] {
-        ds.add_fixed_dim(dim, len).map_err(m)?;
+#[cfg(feature = "netcdf4")]
+fn write_netcdf4(
+    tmp: &Path,
+    layout: &super::netcdf_layout::Layout,
+    deflate: u8,
+) -> std::result::Result<(), String> {
+    if deflate > 9 {
+        return Err(format!("deflate level {deflate}: levels are 0 to 9"));
     }
-    // The sphere's fields are six panels, [panel][y][x][z] (docs/MODEL.md §16).
-    let dims: &[&str] = if p.geometry.closed() {
-        ds.add_fixed_dim("panel", p.panels()).map_err(m)?;
-        &["panel", "y", "x", "z"]
-    } else {
-        &["y", "x", "z"]
-    };
-    let (zlong, hlong, zface_long) = if p.geometry.spherical() {
-        (
-            "radius of the cell centre, in Earth radii",
-            "gnomonic coordinate of the cell centre (tangent of the central angle)",
-            "radius of the vertical cell faces, in Earth radii",
-        )
-    } else {
-        (
-            "height of the cell centre",
-            "coordinate of the cell centre",
-            "height of the vertical cell faces",
-        )
-    };
-    let coords = [
-        ("x", "x", "X", format!("x {hlong}")),
-        ("y", "y", "Y", format!("y {hlong}")),
-        ("z", "z", "Z", zlong.to_string()),
-        ("z_face", "z_face", "Z", zface_long.to_string()),
-    ];
-    for (name, dim, axis, long) in coords {
-        ds.add_var_f64(name, &[dim]).map_err(m)?;
-        ds.add_var_attr_string(name, "long_name", long).map_err(m)?;
-        ds.add_var_attr_string(name, "units", "1").map_err(m)?;
-        ds.add_var_attr_string(name, "axis", axis).map_err(m)?;
-        if axis == "Z" {
-            ds.add_var_attr_string(name, "positive", "up").map_err(m)?;
-        }
-    }
-    for f in fields {
-        ds.add_var_f64(f.name, dims).map_err(m)?;
-        ds.add_var_attr_string(f.name, "long_name", f.long_name)
-            .map_err(m)?;
-        ds.add_var_attr_string(f.name, "units", f.units)
-            .map_err(m)?;
-        if let Some(c) = f.cell_methods {
-            ds.add_var_attr_string(f.name, "cell_methods", c)
-                .map_err(m)?;
-        }
-    }
-    let geometry = p.geometry.describe();
-    let grading = match p.grading {
-        Grading::Uniform => "uniform",
-        Grading::Graded => "graded (faces at (k/nz)^2)",
-    };
-    let attrs = [
-        ("Conventions", "CF-1.8".to_string()),
-        ("title", "strata: anisotropic elliptic solve".to_string()),
-        ("source", format!("strata {}", env!("CARGO_PKG_VERSION"))),
-        (
-            "equation",
-            "-omega^2 (laplace_S u + lambda^2 r^-2 d_r(r^2 d_r u)) + delta u = f".to_string(),
-        ),
-        ("geometry", geometry.to_string()),
-        ("vertical_grid", grading.to_string()),
-    ];
-    for (k, v) in attrs {
-        ds.add_global_attr_string(k, v).map_err(m)?;
-    }
-    for (k, v) in [("n", p.n), ("nz", p.nz)] {
-        ds.add_global_attr_i32(k, vec![v.min(i32::MAX as usize) as i32])
-            .map_err(m)?;
-    }
-    for (k, v) in [
-        ("cfl", p.cfl),
-        ("lambda", p.lambda),
-        ("height", p.height),
-        ("delta", p.delta),
-        ("omega", p.omega()),
-    ] {
-        ds.add_global_attr_f64(k, vec![v]).map_err(m)?;
-    }
-    Ok(ds)
+    super::netcdf4::write(tmp, layout, deflate)
 }
 
-/// A sentence for an error of the NetCDF reader.
-fn read_error(path: &Path, err: &ReadError) -> String {
-    let hdf5 = std::fs::File::open(path)
-        .and_then(|mut f| {
-            let mut magic = [0u8; 8];
-            std::io::Read::read_exact(&mut f, &mut magic).map(|_| magic)
-        })
-        .map(|m| &m[1..4] == b"HDF")
-        .unwrap_or(false);
-    match err {
-        _ if hdf5 => "a NetCDF-4 (HDF5) file; strata reads NetCDF-3 (convert it with \
-             `nccopy -k 64-bit-offset IN OUT`)"
+#[cfg(not(feature = "netcdf4"))]
+fn write_netcdf4(
+    _: &Path,
+    _: &super::netcdf_layout::Layout,
+    _: u8,
+) -> std::result::Result<(), String> {
+    Err(
+        "this strata was built without NetCDF-4 (the `netcdf4` feature, which needs \
+         libnetcdf): write NetCDF-3 (`--format netcdf3`) or build with `--features netcdf4`"
             .into(),
-        ReadError::IOErrorKind(std::io::ErrorKind::UnexpectedEof) => {
-            "the file is truncated: it ends before the data its header describes".into()
-        }
-        e if e.header_is_incomplete() => {
-            "the file is truncated or not NetCDF: its header is incomplete".into()
-        }
-        ReadError::ParseHeader(_) => "not a NetCDF-3 file (its header cannot be read)".into(),
-        ReadError::IOErrorKind(k) => format!("cannot be read ({k})"),
-        other => format!("cannot be read ({other:?})"),
-    }
+    )
 }
 
 /// Reads a right-hand side variable of shape `(y, x, z) = (n, n, nz)` (f64 or f32), checking the
@@ -304,40 +212,26 @@ pub fn read_rhs(path: &Path, var: &str, n: usize, nz: usize) -> Result<Vec<f64>>
 /// with six (the sphere, as strata writes it) of shape `(panel, y, x, z) = (6, n, n, nz)`.
 pub fn read_panels(path: &Path, var: &str, panels: usize, n: usize, nz: usize) -> Result<Vec<f64>> {
     let e = |m: &dyn std::fmt::Display| nc_err(path, m);
-    if !path.exists() {
-        return Err(e(&"no such file"));
-    }
-    super::netcdf_header::check(path).map_err(|m| e(&m))?;
-    let mut r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
-    let ds = r.data_set();
-    let Some(v) = ds.get_var(var) else {
+    let mut ds = Dataset::open(path)?;
+    let Some(v) = ds.var(var) else {
         return Err(e(&format!(
             "no variable '{var}' (variables: {})",
-            ds.get_var_names().join(", ")
+            ds.variables().join(", ")
         )));
     };
-    let shape: Vec<usize> = v.get_dims().iter().map(|d| d.size()).collect();
     let (want, axes): (Vec<usize>, &str) = if panels == 1 {
         (vec![n, n, nz], "y, x, z")
     } else {
         (vec![panels, n, n, nz], "panel, y, x, z")
     };
-    if shape != want {
+    if v.shape != want {
         return Err(e(&format!(
-            "variable '{var}' has shape {shape:?} ({}), the problem needs {want:?} ({axes})",
-            v.dim_names().join(", ")
+            "variable '{var}' has shape {:?} ({}), the problem needs {want:?} ({axes})",
+            v.shape,
+            v.dims.join(", ")
         )));
     }
-    let data: Vec<f64> = match r.read_var(var).map_err(|m| e(&read_error(path, &m)))? {
-        netcdf3::DataVector::F64(d) => d,
-        netcdf3::DataVector::F32(d) => d.into_iter().map(f64::from).collect(),
-        other => {
-            return Err(e(&format!(
-                "variable '{var}' is {:?}, expected a floating-point type",
-                other.data_type()
-            )))
-        }
-    };
+    let data = ds.read(var)?;
     if let Some(pos) = data.iter().position(|x| !x.is_finite()) {
         let q = pos % (n * n * nz);
         let (j, i, k) = (q / (n * nz), (q / nz) % n, q % nz);
@@ -432,14 +326,7 @@ fn read_given(
     keep: impl Fn(Vec<f64>) -> Vec<f64>,
 ) -> Result<[Option<Vec<f64>>; 7]> {
     let e = |m: &dyn std::fmt::Display| nc_err(path, m);
-    if !path.exists() {
-        return Err(e(&"no such file"));
-    }
-    let names: Vec<String> = {
-        super::netcdf_header::check(path).map_err(|m| e(&m))?;
-        let r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
-        r.data_set().get_var_names()
-    };
+    let names = Dataset::open(path)?.variables();
     let mut given: [Option<Vec<f64>>; 7] = Default::default();
     for (slot, name) in given.iter_mut().zip(Coefficients::FIELD_NAMES) {
         if names.iter().any(|v| v == name) {
@@ -467,20 +354,8 @@ fn in_file(path: &Path, err: StrataError) -> StrataError {
 
 /// Reads any floating-point variable with its dimension sizes (as stored, slowest first).
 pub fn read_field(path: &Path, var: &str) -> Result<(Vec<f64>, Vec<usize>)> {
-    let e = |m: &dyn std::fmt::Display| nc_err(path, m);
-    if !path.exists() {
-        return Err(e(&"no such file"));
-    }
-    super::netcdf_header::check(path).map_err(|m| e(&m))?;
-    let mut r = FileReader::open(path).map_err(|m| e(&read_error(path, &m)))?;
-    let shape: Vec<usize> = match r.data_set().get_var(var) {
-        Some(v) => v.get_dims().iter().map(|d| d.size()).collect(),
-        None => return Err(e(&format!("no variable '{var}'"))),
-    };
-    let data = match r.read_var(var).map_err(|m| e(&read_error(path, &m)))? {
-        netcdf3::DataVector::F64(d) => d,
-        netcdf3::DataVector::F32(d) => d.into_iter().map(f64::from).collect(),
-        _ => return Err(e(&format!("variable '{var}' is not floating-point"))),
-    };
+    let mut ds = Dataset::open(path)?;
+    let shape = ds.var(var).map(|v| v.shape).unwrap_or_default();
+    let data = ds.read(var)?;
     Ok((data, shape))
 }
