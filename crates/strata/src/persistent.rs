@@ -258,23 +258,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     /// guess `u`) that is not finite, with its cell; or, where all are finite, the largest value,
     /// whose square overflows.
     fn non_finite_input(&self, rhs: &[f64], u: Option<&[f64]>) -> crate::StrataError {
-        let nz = self.p.nz;
-        let cell = |at: usize| {
-            let mut rest = at;
-            for b in &self.tiles {
-                let size = b.nx * b.ny * nz;
-                if rest < size {
-                    let (col, k) = (rest / nz, rest % nz);
-                    let (i, j) = (b.i0 + col % b.nx, b.j0 + col / b.nx);
-                    return match b.panel {
-                        Some(p) => format!("panel {p}, (i, j, k) = ({i}, {j}, {k})"),
-                        None => format!("(i, j, k) = ({i}, {j}, {k})"),
-                    };
-                }
-                rest -= size;
-            }
-            format!("index {at}")
-        };
+        let cell = |at: usize| self.cell(at);
         for (name, values) in [("rhs", Some(rhs)), ("u", u)] {
             let Some(values) = values else { continue };
             if let Some(at) = values.iter().position(|v| !v.is_finite()) {
@@ -296,6 +280,25 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
                 "is finite here, but {elsewhere}its values (up to {largest:e} on this rank) or the initial guess's residual overflow the norm: scale the problem; nothing was solved"
             ),
         )
+    }
+
+    /// The cell of position `at` of a host array: "(i, j, k) = (…)", with the panel on the sphere.
+    fn cell(&self, at: usize) -> String {
+        let nz = self.p.nz;
+        let mut rest = at;
+        for b in &self.tiles {
+            let size = b.nx * b.ny * nz;
+            if rest < size {
+                let (col, k) = (rest / nz, rest % nz);
+                let (i, j) = (b.i0 + col % b.nx, b.j0 + col / b.nx);
+                return match b.panel {
+                    Some(p) => format!("panel {p}, (i, j, k) = ({i}, {j}, {k})"),
+                    None => format!("(i, j, k) = ({i}, {j}, {k})"),
+                };
+            }
+            rest -= size;
+        }
+        format!("index {at}")
     }
 
     /// Solves with the right-hand side and the initial guess already in the solver's own fields
@@ -344,6 +347,32 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             |op, field| backend.upload(op, x, field),
             |op, field| backend.download(op, field, y),
         )
+    }
+
+    /// z = P r (host arrays of the block): the solver's preconditioner applied once
+    /// ([`crate::solver::Solver::precondition`]: mg-cg's symmetric V-cycle, mg's cycle, cg's
+    /// line relaxation, gcr's and bicgstab's configured one), for an outer iteration of another
+    /// library (PETSc's `-pc_type strata`). Uses the solver's resident fields as scratch, as
+    /// [`PersistentSolver::apply`]; a non-finite value in `r` is refused, naming its cell.
+    pub fn precondition(&mut self, backend: &B, r: &[f64], z: &mut [f64]) -> Result<()> {
+        let len = self.len();
+        for (name, n) in [("r", r.len()), ("z", z.len())] {
+            if n != len {
+                return invalid(name, format!("has {n} values, the block needs {len}"));
+            }
+        }
+        if let Some(at) = r.iter().position(|v| !v.is_finite()) {
+            return invalid(
+                "r",
+                format!("holds {} at {}: nothing was applied", r[at], self.cell(at)),
+            );
+        }
+        self.check_current(backend)?;
+        let fine = self.solver.fine();
+        backend.upload(fine, r, &mut self.f)?;
+        self.solver
+            .precondition(backend, &self.comm, &mut self.f, &mut self.u)?;
+        backend.download(self.solver.fine(), &self.u, z)
     }
 
     /// y = A x, with x loaded into a solver field by `load` and y stored from one by `store`: for

@@ -47,6 +47,8 @@ pub trait SolverHandle {
     fn solve(&mut self, rhs: &[f64], u: &mut [f64], initial_guess: bool) -> Result<SolveInfo>;
     /// y = A x with the solver's operator ([`PersistentSolver::apply`]).
     fn apply(&mut self, x: &[f64], y: &mut [f64]) -> Result<()>;
+    /// z = P r with the solver's preconditioner ([`PersistentSolver::precondition`]).
+    fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<()>;
     /// Replaces the coefficient fields (`None`: the model problem's)
     /// ([`PersistentSolver::update_coefficients`]).
     fn update_coefficients(&mut self, coefficients: Option<Coefficients>) -> Result<()>;
@@ -124,6 +126,9 @@ impl<B: Backend, C: Comm<B>> SolverHandle for Session<B, C> {
     }
     fn apply(&mut self, x: &[f64], y: &mut [f64]) -> Result<()> {
         self.solver.apply(&self.backend, x, y)
+    }
+    fn precondition(&mut self, r: &[f64], z: &mut [f64]) -> Result<()> {
+        self.solver.precondition(&self.backend, r, z)
     }
     fn update_coefficients(&mut self, coefficients: Option<Coefficients>) -> Result<()> {
         self.solver.update_coefficients(&self.backend, coefficients)

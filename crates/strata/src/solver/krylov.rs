@@ -144,6 +144,19 @@ pub struct Gcr<B: Backend> {
 }
 
 impl<B: Backend> Gcr<B> {
+    /// z ← P r with the configured preconditioner ([`super::Solver::precondition`]).
+    pub fn precondition<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        r: &mut B::Field,
+        z: &mut B::Field,
+    ) -> Result<()> {
+        let mut timer = Timer::new(false, self.pc.n_levels());
+        comm.exchange(b, self.pc.op(), r)?;
+        self.pc.apply(b, comm, &mut timer, r, z)
+    }
+
     /// Prepares GCR(`restart`) with preconditioner `pc` on the level stencils (finest first).
     pub fn new(
         b: &B,
@@ -253,6 +266,19 @@ pub struct BiCgStab<B: Backend> {
 }
 
 impl<B: Backend> BiCgStab<B> {
+    /// z ← P r with the configured preconditioner ([`super::Solver::precondition`]).
+    pub fn precondition<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        r: &mut B::Field,
+        z: &mut B::Field,
+    ) -> Result<()> {
+        let mut timer = Timer::new(false, self.pc.n_levels());
+        comm.exchange(b, self.pc.op(), r)?;
+        self.pc.apply(b, comm, &mut timer, r, z)
+    }
+
     /// Prepares BiCGStab with preconditioner `pc` on the level stencils (finest first).
     pub fn new(
         b: &B,

@@ -63,6 +63,19 @@ impl<B: Backend> MgCg<B> {
         self.pc.prepare_comm(b, comm)
     }
 
+    /// z ← P r, the symmetric V-cycle of the iteration ([`super::Solver::precondition`]).
+    pub fn precondition<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        r: &mut B::Field,
+        z: &mut B::Field,
+    ) -> Result<()> {
+        let mut timer = Timer::new(false, self.pc.n_levels());
+        comm.exchange(b, self.pc.fine(), r)?;
+        self.pc.apply(b, comm, &mut timer, r, z)
+    }
+
     /// Solves A u = f from the initial guess in `u`.
     pub fn solve<C: Comm<B>>(
         &mut self,

@@ -188,6 +188,32 @@ impl<B: Backend> Solver<B> {
         }
     }
 
+    /// z ← P r: the solver's preconditioner applied once, as its iteration applies it — cg's
+    /// vertical line relaxation; mg's V-cycle from zero (the defect-correction cycle); mg-cg's
+    /// symmetric V-cycle; gcr's and bicgstab's configured preconditioner. A linear operator
+    /// (up to fp32 rounding in mixed precision) for an outer Krylov method of another library
+    /// (PETSc's `-pc_type strata`). `r` keeps its values; its halo is exchanged here.
+    pub fn precondition<C: Comm<B>>(
+        &mut self,
+        backend: &B,
+        comm: &C,
+        r: &mut B::Field,
+        z: &mut B::Field,
+    ) -> Result<()> {
+        match self {
+            Solver::Cg(s) => {
+                let op = s.level();
+                comm.exchange(backend, op, r)?;
+                backend.line_solve(op, r, z)?;
+                comm.exchange(backend, op, z)
+            }
+            Solver::Mg(s) => s.precondition(backend, comm, r, z),
+            Solver::MgCg(s) => s.precondition(backend, comm, r, z),
+            Solver::Gcr(s) => s.precondition(backend, comm, r, z),
+            Solver::BiCgStab(s) => s.precondition(backend, comm, r, z),
+        }
+    }
+
     /// Solves A u = f from the initial guess in `u`; `monitor(it, ‖r‖ / reference)` sees every iteration
     /// (the reference of [`SolveParams::relative_to`]). Every solver exchanges the guess's halo
     /// before its first residual: a caller sets only the interior.

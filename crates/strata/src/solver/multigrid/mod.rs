@@ -247,6 +247,25 @@ impl<B: Backend> Multigrid<B> {
         }
     }
 
+    /// z ← one V-cycle from zero on A z = r: the cycle of defect correction as a preconditioner
+    /// ([`super::Solver::precondition`]).
+    pub fn precondition<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        r: &mut B::Field,
+        z: &mut B::Field,
+    ) -> Result<()> {
+        comm.exchange(b, self.fine(), r)?;
+        b.fill(self.fine(), z, 0.0)?;
+        let once = SolveParams {
+            max_it: 1,
+            fixed_iterations: true,
+            ..SolveParams::default()
+        };
+        self.solve(b, comm, r, z, &once, &mut |_, _| {}).map(|_| ())
+    }
+
     /// Solves A u = f from the initial guess in `u`.
     pub fn solve<C: Comm<B>>(
         &mut self,
