@@ -65,6 +65,11 @@ class Solver:
         """Solves A u = rhs; the solution in `out` if given, else a new array."""
     def apply(self, x: _Array) -> _Array:
         """A x with the solver's operator."""
+    def precondition(self, r: _Array) -> _Array:
+        """z = P r: the solver's preconditioner applied once (NumPy arrays), for another
+        library's Krylov method (a petsc4py PCSHELL)."""
+    def matrix(self) -> tuple[_Array, _Array, _Array]:
+        """The operator in compressed sparse rows: (indptr, indices, data), int64/int64/float64."""
     def set_coefficients(
         self,
         kx: Optional[_Array] = None,

@@ -284,6 +284,48 @@ enum StrataStatus strata_solver_solve(struct StrataSolver *solver,
 // writable).
 enum StrataStatus strata_solver_apply(struct StrataSolver *solver, const double *x, double *y);
 
+// The C integer of a setting's value given by name, as the command line and Python spell it:
+// `strata_choice("solver", "mg-cg", &options.solver)`. Settings: every integer field of
+// `StrataProblem` and `StrataOptions` that names a choice — `geometry`, `sphere_stencil`,
+// `solver`, `preconditioner`, `backend`, `smoother`, `precision`, `halo`. For front ends that
+// read names (PETSc's options database, a model's namelist) without a table of their own.
+// An unknown setting or name is `STRATA_STATUS_INVALID_ARGUMENT`, the last error listing the
+// names.
+//
+// # Safety
+// `setting` and `name` must be null or NUL-terminated strings; `value` null or writable.
+enum StrataStatus strata_choice(const char *setting, const char *name, int32_t *value);
+
+// z = P r: the solver's preconditioner applied once, as its own iteration applies it (mg-cg's
+// symmetric V-cycle, mg's cycle from zero, cg's line relaxation, gcr's and bicgstab's
+// configured preconditioner): for an outer Krylov method of another library (PETSc's
+// `-pc_type strata`, petsc/strata_petsc.h). A non-finite value in `r` is refused, naming its
+// cell.
+//
+// # Safety
+// `solver` must be a live handle; `r` and `z` must hold the solver's size of values (`z`
+// writable).
+enum StrataStatus strata_solver_precondition(struct StrataSolver *solver,
+                                             const double *r,
+                                             double *z);
+
+// The solver's operator (with its coefficient fields and ω) assembled in compressed sparse
+// rows, 0-based, rows and columns numbered as the solver's arrays (z fastest): for another
+// library's matrix (PETSc's `MatCreateSeqAIJ`, SciPy's `csr_matrix`). Call it with `row_ptr`,
+// `cols` and `values` null to get `*size` (rows) and `*nnz`; then with arrays of `*size + 1`,
+// `*nnz` and `*nnz` values. One process only (refused on ranks: assemble each rank's rows from
+// its block instead).
+//
+// # Safety
+// `solver` must be a live handle; `size` and `nnz` writable; the arrays null or as long as
+// said above.
+enum StrataStatus strata_solver_matrix(struct StrataSolver *solver,
+                                       size_t *size,
+                                       size_t *nnz,
+                                       int64_t *row_ptr,
+                                       int64_t *cols,
+                                       double *values);
+
 // Replaces the coefficient fields of the general operator (`kx`, `ky`, `kz`, `beta`; each null
 // for the model problem's value: 1, or δ for beta) and the advection vector (`xi_x`, `xi_y`,
 // `xi_z`: all null for none, a null component is 0). All null: back to the model problem.

@@ -525,6 +525,163 @@ pub unsafe extern "C" fn strata_solver_apply(
     })
 }
 
+/// The C integer of a setting's value given by name, as the command line and Python spell it:
+/// `strata_choice("solver", "mg-cg", &options.solver)`. Settings: every integer field of
+/// `StrataProblem` and `StrataOptions` that names a choice — `geometry`, `sphere_stencil`,
+/// `solver`, `preconditioner`, `backend`, `smoother`, `precision`, `halo`. For front ends that
+/// read names (PETSc's options database, a model's namelist) without a table of their own.
+/// An unknown setting or name is `STRATA_STATUS_INVALID_ARGUMENT`, the last error listing the
+/// names.
+///
+/// # Safety
+/// `setting` and `name` must be null or NUL-terminated strings; `value` null or writable.
+#[no_mangle]
+pub unsafe extern "C" fn strata_choice(
+    setting: *const c_char,
+    name: *const c_char,
+    value: *mut i32,
+) -> StrataStatus {
+    guard(|| {
+        let text = |p: *const c_char, what: &str| {
+            if p.is_null() {
+                return Err(StrataError::invalid(what, "is null"));
+            }
+            // SAFETY: non-null, NUL-terminated as the caller promises.
+            unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_str()
+                .map_err(|_| StrataError::invalid(what, "is not UTF-8"))
+        };
+        let (setting, name) = (text(setting, "setting")?, text(name, "name")?);
+        if value.is_null() {
+            return Err(StrataError::invalid("value", "is null"));
+        }
+        fn code<T: Choice>(name: &str) -> strata_core::Result<i32> {
+            T::parse(name).map(T::code)
+        }
+        use strata_core::solver::Smoother;
+        let c = match setting {
+            "geometry" => code::<Geometry>(name),
+            "sphere_stencil" => code::<SphereStencil>(name),
+            "solver" => code::<SolverKind>(name),
+            "preconditioner" => code::<Preconditioner>(name),
+            "backend" => code::<BackendKind>(name),
+            "smoother" => code::<Smoother>(name),
+            "precision" => code::<Precision>(name),
+            "halo" => code::<HaloPath>(name),
+            other => Err(StrataError::invalid(
+                "setting",
+                format!(
+                    "{other:?} is not a setting with named values (geometry, sphere_stencil, \
+                     solver, preconditioner, backend, smoother, precision, halo)"
+                ),
+            )),
+        }?;
+        // SAFETY: non-null (checked), writable as the caller promises.
+        unsafe { *value = c };
+        Ok(())
+    })
+}
+
+/// z = P r: the solver's preconditioner applied once, as its own iteration applies it (mg-cg's
+/// symmetric V-cycle, mg's cycle from zero, cg's line relaxation, gcr's and bicgstab's
+/// configured preconditioner): for an outer Krylov method of another library (PETSc's
+/// `-pc_type strata`, petsc/strata_petsc.h). A non-finite value in `r` is refused, naming its
+/// cell.
+///
+/// # Safety
+/// `solver` must be a live handle; `r` and `z` must hold the solver's size of values (`z`
+/// writable).
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_precondition(
+    solver: *mut StrataSolver,
+    r: *const f64,
+    z: *mut f64,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        let len = s.len();
+        // SAFETY: `len` values promised by the caller.
+        let r = unsafe { slice(r, len, "r") }?;
+        if z.is_null() {
+            return Err(StrataError::invalid("z", "is null"));
+        }
+        // SAFETY: non-null, `len` writable values promised by the caller.
+        let z = unsafe { std::slice::from_raw_parts_mut(z, len) };
+        s.inner.rebuild_pending()?;
+        s.inner.precondition(r, z)
+    })
+}
+
+/// The solver's operator (with its coefficient fields and ω) assembled in compressed sparse
+/// rows, 0-based, rows and columns numbered as the solver's arrays (z fastest): for another
+/// library's matrix (PETSc's `MatCreateSeqAIJ`, SciPy's `csr_matrix`). Call it with `row_ptr`,
+/// `cols` and `values` null to get `*size` (rows) and `*nnz`; then with arrays of `*size + 1`,
+/// `*nnz` and `*nnz` values. One process only (refused on ranks: assemble each rank's rows from
+/// its block instead).
+///
+/// # Safety
+/// `solver` must be a live handle; `size` and `nnz` writable; the arrays null or as long as
+/// said above.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_matrix(
+    solver: *mut StrataSolver,
+    size: *mut usize,
+    nnz: *mut usize,
+    row_ptr: *mut i64,
+    cols: *mut i64,
+    values: *mut f64,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        if s.inner.on_ranks() {
+            return Err(StrataError::invalid(
+                "solver",
+                "runs on ranks: the matrix is assembled by a solver of one process",
+            ));
+        }
+        if size.is_null() || nnz.is_null() {
+            return Err(StrataError::invalid("size", "and nnz must not be null"));
+        }
+        let m = strata_core::matrix::assemble(s.inner.problem())?;
+        // SAFETY: non-null (checked), writable as the caller promises.
+        unsafe {
+            *size = m.size;
+            *nnz = m.values.len();
+        }
+        if row_ptr.is_null() && cols.is_null() && values.is_null() {
+            return Ok(());
+        }
+        if row_ptr.is_null() || cols.is_null() || values.is_null() {
+            return Err(StrataError::invalid(
+                "row_ptr",
+                "cols and values must be all null (to ask the sizes) or all given",
+            ));
+        }
+        // SAFETY: non-null (checked), of the lengths just reported, as the caller promises.
+        let (rp, cs, vs) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(row_ptr, m.size + 1),
+                std::slice::from_raw_parts_mut(cols, m.values.len()),
+                std::slice::from_raw_parts_mut(values, m.values.len()),
+            )
+        };
+        rp.fill(0);
+        for &r in &m.rows {
+            rp[r + 1] += 1;
+        }
+        for i in 0..m.size {
+            rp[i + 1] += rp[i];
+        }
+        for (k, (&c, &v)) in m.cols.iter().zip(&m.values).enumerate() {
+            cs[k] = c as i64;
+            vs[k] = v;
+        }
+        Ok(())
+    })
+}
+
 /// The names of the seven coefficient arrays, in the order of the set_coefficients calls.
 const COEFFICIENT_NAMES: [&str; 7] = Coefficients::FIELD_NAMES;
 

@@ -557,3 +557,128 @@ fn an_older_smaller_layout_reads_with_defaults() {
     unsafe { sized::write(std::ptr::addr_of_mut!(out).cast::<Grown>(), size, defaults) }.unwrap();
     assert_eq!((out.size, out.a, out.b), (size, 1, 2));
 }
+
+/// strata_choice gives every setting's C integer from its name (the command line's and
+/// Python's) and refuses an unknown setting or name, saying which.
+#[test]
+fn choices_by_name() {
+    let c = |s: &str| CString::new(s).unwrap();
+    let mut v = -7;
+    for (setting, name, want) in [
+        ("solver", "mg-cg", SolverKind::MgCg.code()),
+        ("geometry", "sphere", Geometry::Sphere.code()),
+        (
+            "smoother",
+            "red-black",
+            strata_core::solver::Smoother::RedBlack.code(),
+        ),
+        ("precision", "mixed", Precision::Mixed.code()),
+        ("halo", "auto", HaloPath::Auto.code()),
+    ] {
+        // SAFETY: NUL-terminated strings and a writable int.
+        let st = unsafe { strata_choice(c(setting).as_ptr(), c(name).as_ptr(), &mut v) };
+        assert_eq!((st, v), (StrataStatus::Ok, want), "{setting}={name}");
+    }
+    for (setting, name, says) in [
+        ("solver", "multigrid", "'mg-cg'"),
+        ("colour", "red", "setting"),
+    ] {
+        // SAFETY: as above.
+        let st = unsafe { strata_choice(c(setting).as_ptr(), c(name).as_ptr(), &mut v) };
+        assert_eq!(st, StrataStatus::InvalidArgument);
+        assert!(last_error_text().contains(says), "{}", last_error_text());
+    }
+    // SAFETY: a null name is refused before it is read.
+    let st = unsafe { strata_choice(c("solver").as_ptr(), std::ptr::null(), &mut v) };
+    assert_eq!(st, StrataStatus::InvalidArgument);
+}
+
+/// The operator as compressed sparse rows (strata_solver_matrix) times the preconditioner's
+/// output (strata_solver_precondition) is the solver's own apply of it; one V-cycle of mg-cg
+/// reduces the residual of a random right-hand side.
+#[test]
+fn matrix_and_preconditioner() {
+    let p = test_problem(0);
+    let o = test_options(1e-8);
+    let mut s: *mut StrataSolver = std::ptr::null_mut();
+    // SAFETY: valid structs and a writable handle pointer.
+    assert_eq!(
+        unsafe { strata_solver_create(&p, &o, &mut s) },
+        StrataStatus::Ok
+    );
+    let (mut size, mut nnz) = (0usize, 0usize);
+    let (null, nullf) = (std::ptr::null_mut::<i64>(), std::ptr::null_mut::<f64>());
+    // SAFETY: a live handle, writable sizes, arrays null to ask the sizes.
+    let st = unsafe { strata_solver_matrix(s, &mut size, &mut nnz, null, null, nullf) };
+    assert_eq!((st, size), (StrataStatus::Ok, 16 * 16 * 8));
+    let (mut rp, mut cols, mut vals) = (vec![0i64; size + 1], vec![0i64; nnz], vec![0.0; nnz]);
+    // SAFETY: arrays of the lengths just reported.
+    let st = unsafe {
+        strata_solver_matrix(
+            s,
+            &mut size,
+            &mut nnz,
+            rp.as_mut_ptr(),
+            cols.as_mut_ptr(),
+            vals.as_mut_ptr(),
+        )
+    };
+    assert_eq!(st, StrataStatus::Ok);
+    assert_eq!(rp[size] as usize, nnz);
+    let r = random_rhs(&p, 5);
+    let (mut z, mut az) = (vec![0.0; size], vec![0.0; size]);
+    // SAFETY: a live handle and arrays of the solver's size.
+    unsafe {
+        assert_eq!(
+            strata_solver_precondition(s, r.as_ptr(), z.as_mut_ptr()),
+            StrataStatus::Ok
+        );
+        assert_eq!(
+            strata_solver_apply(s, z.as_ptr(), az.as_mut_ptr()),
+            StrataStatus::Ok
+        );
+    }
+    let csr_az: Vec<f64> = (0..size)
+        .map(|i| {
+            (rp[i] as usize..rp[i + 1] as usize)
+                .map(|k| vals[k] * z[cols[k] as usize])
+                .sum()
+        })
+        .collect();
+    let scale = az.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for i in 0..size {
+        assert!((csr_az[i] - az[i]).abs() <= 1e-12 * scale, "row {i}");
+    }
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let res: Vec<f64> = r.iter().zip(&az).map(|(a, b)| a - b).collect();
+    assert!(
+        norm(&res) < 0.5 * norm(&r),
+        "{} of {}",
+        norm(&res),
+        norm(&r)
+    );
+    // Half the arrays given is refused, as is a NaN in r, naming its cell.
+    // SAFETY: a live handle; the null arrays are checked before any is written.
+    let st = unsafe { strata_solver_matrix(s, &mut size, &mut nnz, rp.as_mut_ptr(), null, nullf) };
+    assert_eq!(st, StrataStatus::InvalidArgument);
+    let mut bad = r.clone();
+    bad[3] = f64::NAN;
+    // SAFETY: as above.
+    let st = unsafe { strata_solver_precondition(s, bad.as_ptr(), z.as_mut_ptr()) };
+    assert_eq!(st, StrataStatus::InvalidArgument);
+    assert!(
+        last_error_text().contains("r holds NaN"),
+        "{}",
+        last_error_text()
+    );
+    // SAFETY: the handle is live and destroyed once.
+    unsafe { strata_solver_destroy(s) };
+}
+
+/// The last error's sentence.
+fn last_error_text() -> String {
+    // SAFETY: strata_last_error returns a NUL-terminated string owned by the library.
+    unsafe { std::ffi::CStr::from_ptr(strata_last_error()) }
+        .to_string_lossy()
+        .into_owned()
+}

@@ -12,7 +12,7 @@ use ::strata::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereSt
 use ::strata::solver::{Precision, Preconditioner, Smoother, SolveInfo, SolverConfig, SolverKind};
 use ::strata::StrataError;
 use held::Held;
-use numpy::{PyArray3, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyArray3, PyArrayMethods, PyReadonlyArray3, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -309,6 +309,36 @@ impl Solver {
 
     /// An error unless `shape` (of an array in the stacked layout) is the solution's and
     /// right-hand side's.
+    /// `op(x, y)` on a host array `x` of the solver's shape into a new array of that shape (in
+    /// the caller's layout): apply's and precondition's host path.
+    fn host_map<'py>(
+        &mut self,
+        py: Python<'py>,
+        name: &str,
+        x: &Bound<'py, PyAny>,
+        op: impl FnOnce(&mut Held, &[f64], &mut [f64]) -> ::strata::Result<()> + Send,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (x, four) = self.shape.stacked_view(name, x)?;
+        let x: PyReadonlyArray3<'py, f64> = x.extract().map_err(|_| {
+            PyValueError::new_err(format!(
+                "{name} must be a float64 array of shape {:?}",
+                self.shape.python()
+            ))
+        })?;
+        self.check_shape(name, x.shape())?;
+        let x = x
+            .as_slice()
+            .map_err(|_| PyValueError::new_err(format!("{name} must be C-contiguous")))?;
+        let y = PyArray3::zeros(py, self.shape.stacked, false);
+        {
+            let mut guard = y.readwrite();
+            let ys = guard.as_slice_mut().expect("a new array is contiguous");
+            let h = &mut *self.engine;
+            py.detach(|| op(h, x, ys)).map_err(to_py)?;
+        }
+        self.shape.view(y.into_any(), four)
+    }
+
     fn check_shape(&self, name: &str, shape: &[usize]) -> PyResult<()> {
         check_shape(name, shape, self.shape.stacked)
     }
@@ -573,25 +603,58 @@ impl Solver {
                 .map_err(to_py)?;
             return Ok(y);
         }
-        let (x, four) = self.shape.stacked_view("x", x)?;
-        let x: PyReadonlyArray3<'py, f64> = x.extract().map_err(|_| {
-            PyValueError::new_err(format!(
-                "x must be a float64 array of shape {:?}",
-                self.shape.python()
-            ))
-        })?;
-        self.check_shape("x", x.shape())?;
-        let x = x
-            .as_slice()
-            .map_err(|_| PyValueError::new_err("x must be C-contiguous"))?;
-        let y = PyArray3::zeros(py, self.shape.stacked, false);
-        {
-            let mut guard = y.readwrite();
-            let ys = guard.as_slice_mut().expect("a new array is contiguous");
-            let h = &mut *self.engine;
-            py.detach(|| h.apply(x, ys)).map_err(to_py)?;
+        self.host_map(py, "x", x, |h, x, y| h.apply(x, y))
+    }
+
+    /// precondition(r) -> array: z = P r, the solver's preconditioner applied once as its own
+    /// iteration applies it (mg-cg's symmetric V-cycle, mg's cycle from zero, cg's line
+    /// relaxation, gcr's and bicgstab's configured one): for the Krylov method of another
+    /// library (a petsc4py PCSHELL: examples/petsc/ksp.py). NumPy arrays.
+    fn precondition<'py>(
+        &mut self,
+        py: Python<'py>,
+        r: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if is_device(r) {
+            return Err(PyValueError::new_err(
+                "precondition takes NumPy arrays (copy a device array to the host first)",
+            ));
         }
-        self.shape.view(y.into_any(), four)
+        self.rebuild_pending(py)?;
+        self.host_map(py, "r", r, |h, r, z| h.precondition(r, z))
+    }
+
+    /// matrix() -> (indptr, indices, data): the solver's operator (with its coefficient fields
+    /// and ω) in compressed sparse rows, rows numbered as the arrays' flattened order (z
+    /// fastest): `scipy.sparse.csr_matrix((data, indices, indptr))`, or a PETSc AIJ matrix.
+    /// One process only.
+    fn matrix<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<i64>>,
+        Bound<'py, PyArray1<f64>>,
+    )> {
+        if self.engine.on_ranks() {
+            return Err(PyValueError::new_err(
+                "matrix() assembles the operator of a solver of one process, not of ranks",
+            ));
+        }
+        let m = strata::matrix::assemble(self.engine.problem()).map_err(to_py)?;
+        let mut indptr = vec![0i64; m.size + 1];
+        for &r in &m.rows {
+            indptr[r + 1] += 1;
+        }
+        for i in 0..m.size {
+            indptr[i + 1] += indptr[i];
+        }
+        let indices: Vec<i64> = m.cols.iter().map(|&c| c as i64).collect();
+        Ok((
+            PyArray1::from_vec(py, indptr),
+            PyArray1::from_vec(py, indices),
+            PyArray1::from_vec(py, m.values),
+        ))
     }
 
     /// set_coefficients(kx=None, ky=None, kz=None, beta=None, xi=None)
