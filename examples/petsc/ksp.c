@@ -110,10 +110,10 @@ int main(int argc, char **argv)
   PetscCall(VecNorm(x, NORM_2, &xnorm));
   PetscCall(PetscPrintf(PETSC_COMM_SELF,
                         "ksp %s pc %s: %" PetscInt_FMT " iterations, set-up %.4f s, solve %.4f s, "
-                        "differs from strata's by %.1e; strata mg-cg %d iterations (n = %" PetscInt_FMT
+                        "differs from strata's by %.1e; strata mg-cg %d iterations in %.4f s (n = %" PetscInt_FMT
                         ", nz = %" PetscInt_FMT ")\n",
                         ktype, ptype, its, t1 - t0, t2 - t1, (double)(err / xnorm),
-                        (int)info.iterations, n, nz));
+                        (int)info.iterations, info.seconds, n, nz));
   if (check) {
     KSPConvergedReason reason;
     PetscCall(KSPGetConvergedReason(ksp, &reason));

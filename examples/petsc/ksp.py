@@ -72,7 +72,7 @@ def main() -> int:
     name = "strata (PCSHELL)" if pc.getType() == "python" else pc.getType()
     print(f"petsc4py ksp {ksp.getType()} pc {name}: {its} iterations, set-up {t1 - t0:.4f} s, "
           f"solve {t2 - t1:.4f} s, differs from strata's by {diff:.1e}; strata mg-cg {own_its} "
-          f"iterations (n = {n}, nz = {nz})")
+          f"iterations in {solver.info['seconds']:.4f} s (n = {n}, nz = {nz})")
     if opts.getBool("check", False):
         if ksp.getConvergedReason() <= 0:
             print(f"the KSP did not converge ({ksp.getConvergedReason()})", file=sys.stderr)
