@@ -6,6 +6,10 @@
  *   ksp -n 64 -nz 32 -ksp_type cg -pc_type gamg            PETSc's own, for comparison
  *   ksp ... -check                                          exit 1 unless PETSc's iterations are
  *                                                           strata's own mg-cg count ± 1
+ *   ksp ... -contrast 10                                    the operator with a coefficient field
+ *                                                           kz varying tenfold across the domain;
+ *   ksp ... -contrast 10 -nearby                            the preconditioner of the model
+ *                                                           problem on it (a nearby operator)
  *
  * The right-hand side is random (uniform in [0, 1), every cell); the stopping test is strata's:
  * the unpreconditioned residual's 2-norm below rtol times the right-hand side's (-ksp_rtol, 1e-5
@@ -27,7 +31,9 @@ int main(int argc, char **argv)
 {
   PetscInt n = 32, nz = 16, levels = 4, its;
   PetscReal rtol = 1e-5, err, xnorm;
-  PetscBool check = PETSC_FALSE;
+  PetscBool check = PETSC_FALSE, nearby = PETSC_FALSE;
+  PetscReal contrast = 1.0;
+  double *kz = NULL;
   StrataProblem problem;
   StrataOptions options;
   StrataSolver *solver;
@@ -52,6 +58,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-levels", &levels, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-ksp_rtol", &rtol, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-check", &check, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-contrast", &contrast, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-nearby", &nearby, NULL));
 
   /* The problem and strata's own mg-cg solver (its matrix, and its count for the check). */
   StrataCheck(strata_problem_default(&problem));
@@ -62,6 +70,16 @@ int main(int argc, char **argv)
   options.levels = (int32_t)levels;
   options.rtol = rtol;
   StrataCheck(strata_solver_create(&problem, &options, &solver));
+  StrataCheck(strata_solver_size(solver, &size));
+  if (contrast != 1.0) {
+    /* kz = contrast^(x / n): smooth, varying by the factor `contrast` along x. */
+    PetscCall(PetscMalloc1(size, &kz));
+    for (size_t c = 0; c < size; c++) {
+      size_t i = (c / (size_t)nz) % (size_t)n;
+      kz[c] = PetscPowReal(contrast, ((PetscReal)i + 0.5) / (PetscReal)n);
+    }
+    StrataCheck(strata_solver_set_coefficients(solver, NULL, NULL, kz, NULL, NULL, NULL, NULL));
+  }
   StrataCheck(strata_solver_matrix(solver, &size, &nnz, NULL, NULL, NULL));
   PetscCall(PetscMalloc1(size + 1, &rp64));
   PetscCall(PetscMalloc1(nnz, &col64));
@@ -96,6 +114,7 @@ int main(int argc, char **argv)
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCSetType(pc, PCSTRATA));
   PetscCall(PCStrataSetProblem(pc, &problem, &options));
+  if (kz && !nearby) PetscCall(PCStrataSetCoefficients(pc, NULL, NULL, kz, NULL));
   PetscCall(KSPSetFromOptions(ksp));
   PetscCall(PetscTime(&t0));
   PetscCall(KSPSetUp(ksp));
@@ -135,6 +154,7 @@ int main(int argc, char **argv)
   PetscCall(PetscFree(rp));
   PetscCall(PetscFree(col64));
   PetscCall(PetscFree(rp64));
+  PetscCall(PetscFree(kz));
   strata_solver_destroy(solver);
   PetscCall(PetscFinalize());
   return 0;
