@@ -25,6 +25,13 @@ mod shapes;
 
 use shapes::Shape;
 
+/// A matrix in compressed sparse rows as NumPy arrays: (indptr, indices, data).
+type Csr<'py> = (
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<i64>>,
+    Bound<'py, PyArray1<f64>>,
+);
+
 pyo3::create_exception!(
     strata,
     NotConvergedError,
@@ -631,11 +638,7 @@ impl Solver {
     fn matrix<'py>(
         &self,
         py: Python<'py>,
-    ) -> PyResult<(
-        Bound<'py, PyArray1<i64>>,
-        Bound<'py, PyArray1<i64>>,
-        Bound<'py, PyArray1<f64>>,
-    )> {
+    ) -> PyResult<Csr<'py>> {
         if self.engine.on_ranks() {
             return Err(PyValueError::new_err(
                 "matrix() assembles the operator of a solver of one process, not of ranks",
