@@ -635,10 +635,7 @@ impl Solver {
     /// and ω) in compressed sparse rows, rows numbered as the arrays' flattened order (z
     /// fastest): `scipy.sparse.csr_matrix((data, indices, indptr))`, or a PETSc AIJ matrix.
     /// One process only.
-    fn matrix<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<Csr<'py>> {
+    fn matrix<'py>(&self, py: Python<'py>) -> PyResult<Csr<'py>> {
         if self.engine.on_ranks() {
             return Err(PyValueError::new_err(
                 "matrix() assembles the operator of a solver of one process, not of ranks",
