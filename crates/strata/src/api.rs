@@ -7,7 +7,7 @@ use crate::error::{invalid, Result, StrataError};
 use crate::grid::Block;
 use crate::precision::Storage;
 use crate::problem::ProblemParams;
-use crate::solver::{SolveInfo, Solver, SolverConfig, SolverKind};
+use crate::solver::{NullSpace, SolveInfo, Solver, SolverConfig, SolverKind};
 use crate::stencil::build_sphere_levels;
 use std::time::Instant;
 
@@ -346,7 +346,7 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
         cfg.multigrid.averaging,
         &mut |c| crate::comm::fill_rings::<B, C>(comm, c),
     )?;
-    solve_levels(backend, comm, &levels, cfg, rhs, t, monitor)
+    solve_levels(backend, comm, &levels, cfg, rhs, None, t, monitor)
 }
 
 /// Solves the sphere problem `p` on this rank's `tiles` of the fine level
@@ -375,7 +375,8 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
     }
     let t = Instant::now();
     let levels = build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging)?;
-    solve_levels(backend, comm, &levels, cfg, rhs, t, monitor)
+    let volumes = p.singular().then(|| crate::problem::cell_volumes(p, tiles));
+    solve_levels(backend, comm, &levels, cfg, rhs, volumes, t, monitor)
 }
 
 /// The checks of a sphere solve on `tiles` before anything is built: the parameters, the
@@ -427,12 +428,16 @@ fn check_rhs(rhs: &[f64]) -> Result<()> {
     Ok(())
 }
 
+/// The solve of the levels' problem; `volumes`: the fine cells' volumes where the problem is
+/// singular ([`crate::solver::NullSpace`]).
+#[allow(clippy::too_many_arguments)]
 fn solve_levels<B: Backend, C: Comm<B>>(
     backend: &B,
     comm: &C,
     levels: &[crate::stencil::LevelStencil],
     cfg: &SolverConfig,
     rhs: &[f64],
+    volumes: Option<Vec<f64>>,
     t: Instant,
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
@@ -446,6 +451,10 @@ fn solve_levels<B: Backend, C: Comm<B>>(
     let fine = solver.fine();
     let mut f = backend.alloc(fine)?;
     let mut u = backend.alloc(fine)?;
+    let null = match &volumes {
+        Some(v) => Some(NullSpace::new(backend, comm, fine, v)?),
+        None => None,
+    };
     backend.synchronize()?;
     let setup_seconds = t.elapsed().as_secs_f64();
     let setup_stages = SetupStages {
@@ -460,7 +469,15 @@ fn solve_levels<B: Backend, C: Comm<B>>(
     // The ranks start the solve together: the time a rank would wait in its first exchange for
     // a slower rank's set-up is not the solver's.
     comm.barrier()?;
-    let info = solver.solve(backend, comm, &f, &mut u, &cfg.stopping, monitor)?;
+    let incompatible = match &null {
+        Some(null) => Some(null.prepare(backend, comm, solver.fine(), &mut f, &cfg.stopping)?),
+        None => None,
+    };
+    let mut info = solver.solve(backend, comm, &f, &mut u, &cfg.stopping, monitor)?;
+    info.incompatible = incompatible;
+    if let Some(null) = &null {
+        null.remove_mean(backend, comm, solver.fine(), &mut u)?;
+    }
     let t = Instant::now();
     let mut out = vec![0.0; local];
     backend.download(solver.fine(), &u, &mut out)?;

@@ -63,6 +63,8 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     /// such update for the next (their columns are shared with the prepared levels'): a model
     /// that sets fields every step does not rebuild them.
     bare: Option<Vec<LevelStencil>>,
+    /// The null space of a singular problem (the sphere with δ = 0), made at its first solve.
+    null: Option<crate::solver::NullSpace<B>>,
 }
 
 impl<B: Backend> PersistentSolver<B> {
@@ -155,6 +157,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             stale: None,
             pending: false,
             bare: None,
+            null: None,
         })
     }
 
@@ -322,14 +325,41 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     fn solve_fields(&mut self, backend: &B) -> Result<SolveInfo> {
         self.check_current(backend)?;
         let params = self.cfg.stopping.clone();
-        self.solver.solve(
+        if self.p.singular() {
+            if self.null.is_none() {
+                let volumes = crate::problem::cell_volumes(&self.p, &self.tiles);
+                let null = crate::solver::NullSpace::new(
+                    backend,
+                    &self.comm,
+                    self.solver.fine(),
+                    &volumes,
+                )?;
+                self.null = Some(null);
+            }
+        }
+        let incompatible = match (self.p.singular(), &self.null) {
+            (true, Some(null)) => Some(null.prepare(
+                backend,
+                &self.comm,
+                self.solver.fine(),
+                &mut self.f,
+                &params,
+            )?),
+            _ => None,
+        };
+        let mut info = self.solver.solve(
             backend,
             &self.comm,
             &self.f,
             &mut self.u,
             &params,
             &mut |_, _| {},
-        )
+        )?;
+        info.incompatible = incompatible;
+        if let (true, Some(null)) = (self.p.singular(), &self.null) {
+            null.remove_mean(backend, &self.comm, self.solver.fine(), &mut self.u)?;
+        }
+        Ok(info)
     }
 
     /// y = A x (host arrays of the block): the operator the solver solves with, for checking a

@@ -325,6 +325,7 @@ fn stopping_reasons() {
             residuals: vec![f64::NAN],
             seconds: 0.0,
             profile: None,
+            incompatible: None,
         };
         assert!(stopped.relative_residual().is_nan(), "{kind:?}");
         assert_eq!(zero.info.relative_residual(), 0.0, "{kind:?}");

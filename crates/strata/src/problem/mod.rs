@@ -22,7 +22,7 @@ pub use horizontal::{
 pub use manufactured::{
     manufactured_error, manufactured_rhs, manufactured_solution, sphere_rhs, sphere_solution,
 };
-pub use rhs::{build_rhs, build_rhs_tiles, RhsKind};
+pub use rhs::{build_rhs, build_rhs_tiles, cell_volumes, RhsKind};
 pub use vertical::VerticalGrid;
 
 use crate::error::{invalid, Result};
@@ -139,6 +139,14 @@ impl ProblemParams {
         self.geometry.panels()
     }
 
+    /// Whether the operator is singular: the whole sphere with δ = 0 (no boundary and zero-flux
+    /// top and bottom leave the constants as its null space, A·1 = 0). Solved with the
+    /// right-hand side checked or projected and the answer of zero volume-weighted mean
+    /// ([`crate::solver::NullSpace`]).
+    pub fn singular(&self) -> bool {
+        self.geometry.closed() && self.delta == 0.0 && self.coefficients.is_none()
+    }
+
     /// Checks every parameter; the error names the first one that is wrong.
     pub fn validate(&self) -> Result<()> {
         if self.n < 1 {
@@ -159,11 +167,12 @@ impl ProblemParams {
         if let Some(w) = self.omega {
             positive("omega", w)?;
         }
-        if self.geometry == Geometry::Sphere && self.delta == 0.0 {
+        if self.geometry == Geometry::Sphere && self.delta == 0.0 && self.coefficients.is_some() {
             return invalid(
                 "delta",
-                "= 0 on the sphere makes the operator singular (a closed surface has no \
-                 boundary to fix the constant: A·1 = 0); use delta > 0",
+                "= 0 with coefficient fields on the sphere: the singular problem (A·1 = 0) is \
+                 solved for the model problem's coefficients only (with advection the null \
+                 space of Aᵀ is not the constants); give beta > 0",
             );
         }
         if let Some(c) = &self.coefficients {

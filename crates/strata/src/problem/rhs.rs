@@ -79,6 +79,29 @@ pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> 
     out
 }
 
+/// The cell volumes |T| V_k of every tile of `tiles`, one after the other, in the host layout
+/// (what [`build_rhs`] integrates over).
+pub fn cell_volumes(p: &ProblemParams, tiles: &[Block]) -> Vec<f64> {
+    let vert = VerticalGrid::new(p);
+    let hgrid = HorizontalGrid {
+        geometry: p.geometry,
+        n: p.n,
+    };
+    let factors: Vec<f64> = (0..p.nz)
+        .map(|k| vert.volume_factor(p.geometry, k))
+        .collect();
+    let mut out = Vec::with_capacity(tiles.iter().map(|b| b.nx * b.ny * p.nz).sum());
+    for b in tiles {
+        for jl in 0..b.ny {
+            for il in 0..b.nx {
+                let area = hgrid.area(b.i0 + il, b.j0 + jl);
+                out.extend(factors.iter().map(|v| area * v));
+            }
+        }
+    }
+    out
+}
+
 /// [`build_rhs`] of every tile of `tiles`, one after the other (the host layout of a sphere
 /// field, [`crate::backend::tiled`]).
 pub fn build_rhs_tiles(p: &ProblemParams, kind: RhsKind, seed: u64, tiles: &[Block]) -> Vec<f64> {

@@ -208,6 +208,13 @@ impl SolverConfig {
         self
     }
 
+    /// Removes a singular problem's right-hand side's component along the null space before
+    /// solving ([`SolveParams::project_rhs`]; off by default: such a right-hand side is refused).
+    pub fn with_project_rhs(mut self, project: bool) -> Self {
+        self.stopping.project_rhs = project;
+        self
+    }
+
     /// Runs exactly `max_it` iterations, ignoring rtol (for timing).
     pub fn with_fixed_iterations(mut self, fixed: bool) -> Self {
         self.stopping.fixed_iterations = fixed;

@@ -14,6 +14,7 @@ mod krylov;
 mod mgcg;
 mod monitor;
 mod multigrid;
+mod null_space;
 mod profile;
 mod slots;
 mod textbook;
@@ -24,6 +25,7 @@ pub use krylov::{BiCgStab, Gcr, Preconditioner};
 pub use mgcg::MgCg;
 pub use monitor::{ConvergedReason, RelativeTo, SolveInfo, SolveParams};
 pub use multigrid::{MgParams, Multigrid, Restriction, Smoother, DEFAULT_RELAXATION};
+pub use null_space::NullSpace;
 pub use profile::{Kernel, KernelStat, Profile};
 pub use textbook::textbook_pcg;
 

@@ -62,6 +62,12 @@ pub struct SolveParams {
     /// (PETSc's `-ksp_error_if_not_converged`). Off by default, as in PETSc.
     #[serde(default)]
     pub error_if_not_converged: bool,
+    /// For a singular problem (the sphere with δ = 0): remove the right-hand side's component
+    /// along the null space before solving instead of refusing a right-hand side whose
+    /// component is above rtol of its norm ([`super::null_space`]). Off by default: an
+    /// incompatible right-hand side is usually a bug of the caller's.
+    #[serde(default)]
+    pub project_rhs: bool,
 }
 
 impl Default for SolveParams {
@@ -73,6 +79,7 @@ impl Default for SolveParams {
             fixed_iterations: false,
             profile: false,
             error_if_not_converged: false,
+            project_rhs: false,
         }
     }
 }
@@ -129,6 +136,10 @@ pub struct SolveInfo {
     pub seconds: f64,
     /// Per-kernel, per-level times when profiling was asked for.
     pub profile: Option<Profile>,
+    /// Of a singular problem: the right-hand side's component along the null space, |Σ f| / √N,
+    /// relative to ‖f‖, as given (before any projection); `None` for a regular problem.
+    #[serde(default)]
+    pub incompatible: Option<f64>,
 }
 
 impl SolveInfo {
@@ -268,6 +279,7 @@ impl<'a> Monitor<'a> {
             residuals: self.residuals,
             seconds,
             profile,
+            incompatible: None,
         }
     }
 }

@@ -1,0 +1,97 @@
+//! The constant null space of a singular problem: the whole sphere with δ = 0 (a Poisson
+//! problem — stream function, velocity potential), where the closed surface and the zero-flux
+//! top and bottom leave the constants as the operator's null space, A·1 = 0 (docs/MODEL.md
+//! §18). A is symmetric, so A u = f has a solution exactly when f is orthogonal to the
+//! constants: Σ f = 0 for the volume-integrated f.
+//!
+//! Before a solve the right-hand side's incompatible part, its component along the constants
+//! (|Σ f| / √N of ‖f‖), is measured; above rtol of ‖f‖ it is an error unless the caller asked
+//! for projection ([`super::SolveParams::project_rhs`]), which removes it (f ← f − (Σ f / N) 1).
+//! The iteration then solves a consistent system: its residuals stay orthogonal to the
+//! constants (restriction by sums keeps Σ r on every level, so the coarse systems are
+//! consistent too; each column's tridiagonal block stays regular), and the stopping test is the
+//! projected system's. After the solve the volume-weighted mean is removed from u: the answer
+//! is the solution with Σ V u = 0.
+
+use super::SolveParams;
+use crate::backend::Backend;
+use crate::comm::Comm;
+use crate::error::{Result, StrataError};
+
+/// The constants and the cell volumes of this process's part of the fine level.
+pub struct NullSpace<B: Backend> {
+    ones: B::Field,
+    volumes: B::Field,
+    /// Cells of the whole problem (all ranks).
+    cells: f64,
+    /// Volume of the whole problem.
+    volume: f64,
+}
+
+impl<B: Backend> NullSpace<B> {
+    /// The null space of a fine level `fine` whose cells have the host-layout `volumes` (of
+    /// this process; [`crate::problem::cell_volumes`]).
+    pub fn new<C: Comm<B>>(b: &B, comm: &C, fine: &B::LevelOp, volumes: &[f64]) -> Result<Self> {
+        let mut ones = b.alloc(fine)?;
+        b.fill(fine, &mut ones, 1.0)?;
+        let mut v = b.alloc(fine)?;
+        b.upload(fine, volumes, &mut v)?;
+        let mut totals = [volumes.len() as f64, volumes.iter().sum()];
+        comm.sum(&mut totals)?;
+        Ok(Self {
+            ones,
+            volumes: v,
+            cells: totals[0],
+            volume: totals[1],
+        })
+    }
+
+    /// Measures f's component along the constants, |Σ f| / √N, relative to ‖f‖ (0 for f = 0);
+    /// removes it from f where `params` asks for projection, else refuses an f whose part is
+    /// above `params.rtol`. Returns the relative incompatible part as measured.
+    pub fn prepare<C: Comm<B>>(
+        &self,
+        b: &B,
+        comm: &C,
+        fine: &B::LevelOp,
+        f: &mut B::Field,
+        params: &SolveParams,
+    ) -> Result<f64> {
+        let mut s = [b.dot(fine, f, &self.ones)?, b.dot(fine, f, f)?];
+        comm.sum(&mut s)?;
+        let (sum, norm) = (s[0], s[1].sqrt());
+        let part = if norm > 0.0 {
+            sum.abs() / self.cells.sqrt() / norm
+        } else {
+            0.0
+        };
+        if params.project_rhs {
+            b.axpy(fine, -sum / self.cells, &self.ones, f)?;
+        } else if part > params.rtol && !params.fixed_iterations {
+            return Err(StrataError::invalid(
+                "rhs",
+                format!(
+                    "is incompatible with the singular operator (the sphere with delta = 0: \
+                     the constants are its null space, A·1 = 0): its component along them, \
+                     |Σ f|/√N, is {part:.3e} of ‖f‖, above rtol {:e}. Make Σ f = 0, or ask \
+                     for the projection of f (--project-rhs, project_rhs); nothing was solved",
+                    params.rtol
+                ),
+            ));
+        }
+        Ok(part)
+    }
+
+    /// Removes the volume-weighted mean from u: afterwards Σ V u = 0.
+    pub fn remove_mean<C: Comm<B>>(
+        &self,
+        b: &B,
+        comm: &C,
+        fine: &B::LevelOp,
+        u: &mut B::Field,
+    ) -> Result<()> {
+        let mut s = [b.dot(fine, u, &self.volumes)?];
+        comm.sum(&mut s)?;
+        b.axpy(fine, -s[0] / self.volume, &self.ones, u)
+    }
+}
