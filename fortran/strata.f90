@@ -120,6 +120,7 @@ module strata
     public :: strata_solver_create
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
+    public :: strata_solver_set_project_rhs
     public :: strata_error_message, strata_solver_create_mpi, strata_solver_block
     public :: strata_solver_solve_device, strata_solver_tiles, strata_solver_set_coefficients_device
 
@@ -221,6 +222,15 @@ module strata
             import :: c_int, c_ptr, c_double
             type(c_ptr), value :: solver
             real(c_double), value :: omega
+        end function
+
+        ! A singular problem (the sphere with delta = 0): 1 projects the right-hand side onto
+        ! the operator's range before each solve, 0 (the default) refuses an incompatible one.
+        integer(c_int) function strata_solver_set_project_rhs(solver, project) &
+                bind(c, name="strata_solver_set_project_rhs")
+            import :: c_int, c_ptr, c_int32_t
+            type(c_ptr), value :: solver
+            integer(c_int32_t), value :: project
         end function
 
         ! Each field: c_loc of an array of the solver's size, or c_null_ptr for the default.

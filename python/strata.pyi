@@ -60,6 +60,7 @@ class Solver:
         comm: Optional[Any] = None,
         halo: _Halo = "auto",
         error_if_not_converged: bool = False,
+        project_rhs: bool = False,
     ) -> "Solver": ...
     def solve(self, rhs: _Array, out: Optional[_Array] = None, x0: Optional[_Array] = None) -> _Array:
         """Solves A u = rhs; the solution in `out` if given, else a new array."""
@@ -90,7 +91,9 @@ class Solver:
     @property
     def info(self) -> Optional[dict[str, Any]]:
         """The record of the last solve: converged, reason, iterations, initial_residual,
-        relative_residual, residuals, seconds; None before the first solve."""
+        relative_residual, residuals, seconds, incompatible (a singular problem's right-hand
+        side's component along the null space, relative to its norm; None for a regular one);
+        None before the first solve."""
     @property
     def block(self) -> tuple[int, int, int, int]:
         """This process's part of the horizontal grid, (i0, j0, nx, ny)."""

@@ -781,6 +781,29 @@ pub unsafe extern "C" fn strata_solver_set_omega(
     })
 }
 
+/// For a singular problem (the whole sphere with delta = 0, whose null space is the constants):
+/// `project` 1 makes the next solves remove the right-hand side's component along the constants
+/// (Σ f / N from every value) before solving; 0 (the default) refuses a right-hand side whose
+/// component is above rtol of its norm with `STRATA_STATUS_INVALID_ARGUMENT`, the last error
+/// giving its size. Either way the answer has zero volume-weighted mean. A setter, not a field
+/// of `StrataOptions`, so that the struct's layout stays that of 0.2.0. No effect on a regular
+/// problem.
+///
+/// # Safety
+/// `solver` must be a live handle (or null, refused).
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_set_project_rhs(
+    solver: *mut StrataSolver,
+    project: i32,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+        s.inner.set_project_rhs(project != 0);
+        Ok(())
+    })
+}
+
 /// Memory orders of device arrays (strata_solver_solve_device): which index is fastest.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -294,15 +294,32 @@ fn a_solver_on_the_sphere() {
         assert_eq!(info.iterations as usize, want.info.iterations);
         assert_eq!(u, want.u);
         strata_solver_destroy(s);
-        // δ = 0 is singular on the closed sphere.
+        // δ = 0 is singular on the closed sphere: a right-hand side with a component along
+        // the constants is refused until projection is asked for; then solved.
         p.delta = 0.0;
         let mut s = std::ptr::null_mut();
+        assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
+        let mut info = StrataInfo::default();
         assert_eq!(
-            strata_solver_create(&p, &o, &mut s),
+            strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
             StrataStatus::InvalidArgument
         );
         let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
-        assert!(msg.contains("singular"), "{msg}");
+        assert!(
+            msg.contains("singular") && msg.contains("incompatible"),
+            "{msg}"
+        );
+        assert_eq!(strata_solver_set_project_rhs(s, 1), StrataStatus::Ok);
+        assert_eq!(
+            strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
+            StrataStatus::Ok
+        );
+        assert_eq!(info.converged, 1);
+        strata_solver_destroy(s);
+        assert_eq!(
+            strata_solver_set_project_rhs(std::ptr::null_mut(), 1),
+            StrataStatus::InvalidArgument
+        );
     }
 }
 

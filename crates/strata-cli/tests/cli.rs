@@ -630,3 +630,33 @@ fn mixed_precision_from_the_command_line() {
     assert!(!o.status.success());
     assert!(text(&o).1.contains("fp16"), "{}", text(&o).1);
 }
+
+/// The singular sphere (δ = 0) from the command line: refused without --project-rhs (exit 1,
+/// saying why), solved with it, the right-hand side's incompatible part reported.
+#[test]
+fn the_singular_sphere_with_project_rhs() {
+    let base = [
+        "solve",
+        "--geometry",
+        "sphere",
+        "--delta",
+        "0",
+        "--n",
+        "16",
+        "--nz",
+        "8",
+        "--backend",
+        "cpu",
+        "-q",
+    ];
+    let o = strata(&base);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).1.contains("--project-rhs"), "{}", text(&o).1);
+    let o = strata(&[&base[..], &["--project-rhs"]].concat());
+    assert!(o.status.success(), "{}", text(&o).1);
+    let out = text(&o).0;
+    assert!(
+        out.contains("singular problem") && out.contains("projected out"),
+        "{out}"
+    );
+}

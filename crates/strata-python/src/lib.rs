@@ -80,6 +80,11 @@ fn to_py(e: StrataError) -> PyErr {
 /// error_if_not_converged=True makes a solve that did not converge raise
 /// strata.NotConvergedError (a RuntimeError; the solution array holds the last iterate), as
 /// PETSc's -ksp_error_if_not_converged; by default it returns and `converged` says so.
+/// project_rhs=True: for a singular problem (geometry="sphere" with delta=0, whose null space
+/// is the constants) the right-hand side's component along the constants is removed before each
+/// solve; by default a right-hand side whose component is above rtol of its norm raises
+/// ValueError. The answer has zero volume-weighted mean; info["incompatible"] gives the
+/// component as found (relative to the right-hand side's norm).
 /// solver is one of "cg", "mg", "mg-cg", "gcr", "bicgstab"; preconditioner ("line" or "mg") is
 /// that of gcr and bicgstab. backend is "auto" (the GPU where one is usable), "reference" (the
 /// serial reference backend, for checking), "cpu" (all cores
@@ -368,7 +373,8 @@ impl Solver {
         delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother=None,
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
-        prolongate_halos=true, comm=None, halo="auto", error_if_not_converged=false))]
+        prolongate_halos=true, comm=None, halo="auto", error_if_not_converged=false,
+        project_rhs=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -401,6 +407,7 @@ impl Solver {
         comm: Option<Bound<'_, PyAny>>,
         halo: &str,
         error_if_not_converged: bool,
+        project_rhs: bool,
     ) -> PyResult<Self> {
         let sphere_stencil: SphereStencil = choose(sphere_stencil)?;
         let precision: Option<Precision> = precision.map(choose).transpose()?;
@@ -441,7 +448,8 @@ impl Solver {
             .with_restart(restart)
             .with_rho(rho)
             .with_prolongated_halos(prolongate_halos)
-            .with_error_if_not_converged(error_if_not_converged);
+            .with_error_if_not_converged(error_if_not_converged)
+            .with_project_rhs(project_rhs);
         let cfg = match smoother {
             Some(s) => cfg.with_smoother(s),
             None => cfg,
@@ -797,6 +805,7 @@ impl Solver {
         d.set_item("relative_residual", i.relative_residual())?;
         d.set_item("residuals", i.residuals.clone())?;
         d.set_item("seconds", i.seconds)?;
+        d.set_item("incompatible", i.incompatible)?;
         Ok(Some(d))
     }
 

@@ -325,17 +325,11 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     fn solve_fields(&mut self, backend: &B) -> Result<SolveInfo> {
         self.check_current(backend)?;
         let params = self.cfg.stopping.clone();
-        if self.p.singular() {
-            if self.null.is_none() {
-                let volumes = crate::problem::cell_volumes(&self.p, &self.tiles);
-                let null = crate::solver::NullSpace::new(
-                    backend,
-                    &self.comm,
-                    self.solver.fine(),
-                    &volumes,
-                )?;
-                self.null = Some(null);
-            }
+        if self.p.singular() && self.null.is_none() {
+            let volumes = crate::problem::cell_volumes(&self.p, &self.tiles);
+            let null =
+                crate::solver::NullSpace::new(backend, &self.comm, self.solver.fine(), &volumes)?;
+            self.null = Some(null);
         }
         let incompatible = match (self.p.singular(), &self.null) {
             (true, Some(null)) => Some(null.prepare(
@@ -523,6 +517,13 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.stale = None;
         self.pending = false;
         Ok(())
+    }
+
+    /// For a singular problem (the sphere with δ = 0): whether the next solves project the
+    /// right-hand side onto the operator's range ([`crate::solver::SolveParams::project_rhs`])
+    /// instead of refusing one with a component along the null space above rtol.
+    pub fn set_project_rhs(&mut self, project: bool) {
+        self.cfg.stopping.project_rhs = project;
     }
 
     /// Sets ω (the time step changed): as [`PersistentSolver::update_coefficients`]. After

@@ -54,6 +54,9 @@ pub trait SolverHandle {
     fn update_coefficients(&mut self, coefficients: Option<Coefficients>) -> Result<()>;
     /// Sets ω ([`PersistentSolver::update_omega`]).
     fn update_omega(&mut self, omega: f64) -> Result<()>;
+    /// Whether solves of a singular problem project the right-hand side
+    /// ([`PersistentSolver::set_project_rhs`]).
+    fn set_project_rhs(&mut self, project: bool);
 }
 
 /// A persistent solver with the backend it runs on: the one implementation of
@@ -135,5 +138,8 @@ impl<B: Backend, C: Comm<B>> SolverHandle for Session<B, C> {
     }
     fn update_omega(&mut self, omega: f64) -> Result<()> {
         self.solver.update_omega(&self.backend, omega)
+    }
+    fn set_project_rhs(&mut self, project: bool) {
+        self.solver.set_project_rhs(project)
     }
 }

@@ -102,6 +102,11 @@ pub struct SolveArgs {
     /// to 9.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=9), default_value_t = 1)]
     pub deflate: u8,
+    /// A singular problem (--geometry sphere --delta 0, whose null space is the constants):
+    /// remove the right-hand side's component along the constants before solving. Without it a
+    /// right-hand side whose component is above --rtol of its norm is refused, saying so.
+    #[arg(long)]
+    pub project_rhs: bool,
     /// Replace the --output file if it exists (the new file is written beside it and renamed over
     /// it when complete).
     #[arg(long)]
@@ -142,6 +147,7 @@ impl Setup {
                     max_it: a.max_it,
                     fixed_iterations: a.fixed_iterations,
                     profile: a.profile,
+                    project_rhs: a.project_rhs,
                     ..Default::default()
                 }),
         }

@@ -34,6 +34,17 @@ pub fn report(
     }
     let summary = Summary::new(p, cfg, sol);
     print!("{}", summary.table());
+    if let Some(part) = sol.info.incompatible {
+        println!(
+            "singular problem: the right-hand side's component along the constants was {part:.3e} \
+             of its norm ({}); the answer has zero volume-weighted mean",
+            if cfg.stopping.project_rhs {
+                "projected out"
+            } else {
+                "within rtol"
+            }
+        );
+    }
     if let Some(prof) = &sol.info.profile {
         print!("{}", report::profile_table(prof, p));
     }

@@ -7,13 +7,14 @@ mod netcdf4;
 mod netcdf_classic;
 mod netcdf_header;
 mod netcdf_layout;
+mod netcdf_types;
 
-pub use dataset::{Attribute, Dataset, NcFormat, VarInfo};
+pub use dataset::Dataset;
 pub use netcdf::{
     check_writable, read_coefficients, read_coefficients_block, read_coefficients_panels,
-    read_field, read_panels, read_rhs, write_fields, write_fields_as, FieldGrid, OutputField,
-    Overwrite,
+    read_field, read_panels, read_rhs, write_fields, write_fields_as, FieldGrid, Overwrite,
 };
+pub use netcdf_types::{Attribute, NcFormat, OutputField, VarInfo};
 
 mod matrix_market;
 

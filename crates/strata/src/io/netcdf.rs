@@ -7,8 +7,9 @@
 //! Cartesian, dimensionless) and `z` (radius in Earth radii on the panel, height on the box) carry
 //! units and long names.
 
-use super::dataset::{Dataset, NcFormat};
+use super::dataset::Dataset;
 use super::netcdf_layout::layout;
+use super::netcdf_types::{NcFormat, OutputField};
 use crate::error::{Result, StrataError};
 use crate::grid::Block;
 use crate::problem::{Coefficients, ProblemParams};
@@ -25,45 +26,6 @@ fn nc_err(path: &Path, msg: impl std::fmt::Display) -> StrataError {
     StrataError::NetCdf {
         path: path.to_path_buf(),
         msg: msg.to_string(),
-    }
-}
-
-/// One variable of an output file: values in host layout with their CF attributes.
-#[derive(Debug, Clone, Copy)]
-pub struct OutputField<'a> {
-    /// Variable name.
-    pub name: &'a str,
-    /// CF `long_name`.
-    pub long_name: &'a str,
-    /// CF `units` (UDUNITS; `"1"` for the dimensionless fields of the nondimensional problem).
-    pub units: &'a str,
-    /// CF `cell_methods`, e.g. `"y: x: z: sum"` for a value integrated over the cell.
-    pub cell_methods: Option<&'a str>,
-    /// Values, `(y, x, z)` with z fastest.
-    pub values: &'a [f64],
-}
-
-impl<'a> OutputField<'a> {
-    /// The solution u: its value at the cell centre (not volume-integrated).
-    pub fn solution(values: &'a [f64]) -> Self {
-        Self {
-            name: "u",
-            long_name: "solution u (value at the cell centre)",
-            units: "1",
-            cell_methods: Some("y: x: z: point"),
-            values,
-        }
-    }
-
-    /// The right-hand side f, integrated over the cell volume (|T| V_k times the source).
-    pub fn rhs(values: &'a [f64]) -> Self {
-        Self {
-            name: "rhs",
-            long_name: "right-hand side, integrated over the cell volume",
-            units: "1",
-            cell_methods: Some("y: x: z: sum"),
-            values,
-        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! columns (`(1, nx, nz)`, a panel's row on the sphere) and compressed with the shuffle filter
 //! and deflate where the caller asks ([`super::NcFormat::Netcdf4`]'s level).
 
-use super::dataset::{Attribute, VarInfo};
 use super::netcdf_layout::{Attr, Layout};
+use super::netcdf_types::{Attribute, VarInfo};
 use netcdf::types::NcVariableType;
 use netcdf::AttributeValue;
 use std::path::Path;

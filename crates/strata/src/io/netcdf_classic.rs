@@ -2,8 +2,8 @@
 //! and writes, with no system library. The header is walked and bounded
 //! ([`super::netcdf_header`]) before the crate parses it.
 
-use super::dataset::{Attribute, VarInfo};
 use super::netcdf_layout::{Attr, Layout};
+use super::netcdf_types::{Attribute, VarInfo};
 use netcdf3::error::ReadError;
 use netcdf3::{DataSet, DataType, FileReader, FileWriter, Version};
 use std::path::Path;

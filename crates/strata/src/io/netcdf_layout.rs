@@ -2,7 +2,7 @@
 //! CF attributes and values, global attributes. The NetCDF-3 and NetCDF-4 writers both write
 //! this one description, so the two formats carry the same names, attributes and values.
 
-use super::netcdf::OutputField;
+use super::netcdf_types::OutputField;
 use crate::problem::{cell_centre, Grading, ProblemParams, VerticalGrid};
 use std::borrow::Cow;
 

@@ -64,7 +64,7 @@ pub struct SolveParams {
     pub error_if_not_converged: bool,
     /// For a singular problem (the sphere with δ = 0): remove the right-hand side's component
     /// along the null space before solving instead of refusing a right-hand side whose
-    /// component is above rtol of its norm ([`super::null_space`]). Off by default: an
+    /// component is above rtol of its norm ([`super::NullSpace`]). Off by default: an
     /// incompatible right-hand side is usually a bug of the caller's.
     #[serde(default)]
     pub project_rhs: bool,
