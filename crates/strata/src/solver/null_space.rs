@@ -1,7 +1,7 @@
 //! The constant null space of a singular problem: the whole sphere with δ = 0 (a Poisson
 //! problem — stream function, velocity potential), where the closed surface and the zero-flux
 //! top and bottom leave the constants as the operator's null space, A·1 = 0 (docs/MODEL.md
-//! §18). A is symmetric, so A u = f has a solution exactly when f is orthogonal to the
+//! §19). A is symmetric, so A u = f has a solution exactly when f is orthogonal to the
 //! constants: Σ f = 0 for the volume-integrated f.
 //!
 //! Before a solve the right-hand side's incompatible part, its component along the constants
