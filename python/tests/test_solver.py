@@ -197,8 +197,14 @@ def test_the_whole_sphere(solver):
     u = g.solve(f)
     assert g.info["converged"], g.info
     assert np.linalg.norm(g.apply(u) - f) / np.linalg.norm(f) < 1e-8
+    # delta = 0: singular; f with a component along the constants is refused unless projected,
+    # and the answer has zero volume-weighted mean (MODEL.md §19).
     with pytest.raises(ValueError, match="singular"):
-        strata.Solver(16, 8, geometry="sphere", delta=0.0, levels=3)
+        strata.Solver(16, 8, geometry="sphere", delta=0.0, levels=3).solve(f)
+    z = strata.Solver(16, 8, geometry="sphere", delta=0.0, levels=3, project_rhs=True)
+    z.solve(f)
+    assert z.info["converged"] and z.info["incompatible"] > 1e-5, z.info
+    assert s.info["incompatible"] is None
     # The paper's two-point stencil is another operator: another solution of the same f.
     t = strata.Solver(16, 8, geometry="sphere", solver=solver, levels=3, rtol=1e-9,
                       sphere_stencil="two-point")

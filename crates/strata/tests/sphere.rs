@@ -294,12 +294,20 @@ fn multigrid_converges_on_the_sphere_as_on_one_panel() {
 #[test]
 fn what_cannot_work_on_the_sphere_is_refused() {
     let msg = |e: strata::StrataError| e.to_string();
-    // δ = 0: singular on a closed surface.
+    // δ = 0 is singular on a closed surface: solved (tests/singular.rs), but not with
+    // coefficient fields.
     let p = ProblemParams {
         delta: 0.0,
         ..sphere_params(8, 4)
     };
-    assert!(msg(p.validate().unwrap_err()).contains("singular"));
+    assert!(p.validate().is_ok() && p.singular());
+    let p = ProblemParams {
+        coefficients: Some(std::sync::Arc::new(
+            strata::problem::Coefficients::constant_panels(6, 8, 4, 2.0),
+        )),
+        ..p
+    };
+    assert!(msg(p.validate().unwrap_err()).contains("beta > 0"));
     let p = sphere_params(8, 4);
     // The levels of one panel cannot be built for the sphere (they would be walled).
     let e = build_levels(&p, strata::grid::Block::whole(8), 1).unwrap_err();

@@ -90,6 +90,10 @@ impl CpuBackend {
         use crate::backend::line_gs::{has_color, over_relax, solve_given_neighbours};
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
         let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
+        if s.cells.is_none() {
+            self.smooth_color_lanes(s, f, u, color, relax);
+            return;
+        }
         let data = ColumnWriter(u.data.as_mut_ptr());
         self.pool.install(|| {
             (0..ny).into_par_iter().for_each(|j| {
@@ -112,6 +116,74 @@ impl CpuBackend {
                         let own = unsafe { data.column_mut(offset(ih, jh), nz) };
                         over_relax(own, z, relax);
                         crate::field::store(own, z);
+                    }
+                })
+            })
+        });
+    }
+
+    /// [`Self::smooth_color_t`] of a level without cell coefficients: the row's columns of
+    /// `color` (every other one) in groups of [`LANES`] solved in lockstep
+    /// ([`thomas::smooth_color`]), from the columns' stored coefficients, as the Jacobi sweep
+    /// solves adjacent columns. u ← u + w T⁻¹ (f − A u) on each, in place.
+    fn smooth_color_lanes<S: Real>(
+        &self,
+        s: &LevelStencil,
+        f: &HostField<S>,
+        u: &mut HostField<S>,
+        color: usize,
+        relax: f64,
+    ) {
+        let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
+        let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
+        let (f_row, row_len) = (|j: usize| f.offset(0, j + 1), f.row_len());
+        let data = ColumnWriter(u.data.as_mut_ptr());
+        self.pool.install(|| {
+            (0..ny).into_par_iter().for_each(|j| {
+                let frow = &f.data[f_row(j)..][..row_len];
+                // SAFETY: the columns of `color` and their neighbours are distinct: a column of
+                // the colour reads its four neighbours (the other colour, which no thread writes in
+                // this call) and itself, which only this thread writes, after the reads
+                // (`thomas::smooth_color` calls `update` after every read of u); all lie inside
+                // `u.data` (halo included), which outlives the loop.
+                let nbrs_of = |i: usize| unsafe {
+                    let (ih, jh) = (i + 1, j + 1);
+                    column::Nbrs {
+                        c: data.column(offset(ih, jh), nz),
+                        e: data.column(offset(ih + 1, jh), nz),
+                        w: data.column(offset(ih - 1, jh), nz),
+                        n: data.column(offset(ih, jh + 1), nz),
+                        s: data.column(offset(ih, jh - 1), nz),
+                    }
+                };
+                let update = |i: usize, k: usize, z: f64| {
+                    // SAFETY: as above: cell k of this thread's own column i, read and written
+                    // once each, after the kernel's reads of it.
+                    unsafe {
+                        let p = data.0.add(offset(i + 1, j + 1) + k);
+                        *p = S::from_f64((*p).to_f64() + relax * z);
+                    }
+                };
+                with_scratch(thomas::scratch_len(nz), |buf| {
+                    let mut i = (color + 2 - (s.block.i0 + s.block.j0 + j) % 2) % 2;
+                    while i + 2 * (LANES - 1) < nx {
+                        let is: [usize; LANES] = std::array::from_fn(|l| i + 2 * l);
+                        thomas::smooth_color::<LANES, _>(
+                            s,
+                            j,
+                            &is,
+                            frow,
+                            nbrs_of,
+                            buf,
+                            |l, k, z| update(is[l], k, z),
+                        );
+                        i += 2 * LANES;
+                    }
+                    while i < nx {
+                        thomas::smooth_color::<1, _>(s, j, &[i], frow, nbrs_of, buf, |_, k, z| {
+                            update(i, k, z)
+                        });
+                        i += 2;
                     }
                 })
             })

@@ -4,9 +4,10 @@
 //! function takes the row slices of its fields (halo columns included) and works on columns
 //! `i0 .. i0 + L` of row `j`.
 
-use super::column::{apply_column, dot, nbrs, thomas_backward, thomas_forward};
+use super::column::{apply_column, dot, nbrs, thomas_backward, thomas_forward, Nbrs};
 use crate::field::HostField;
 use crate::precision::Real;
+use crate::problem::Column;
 use crate::stencil::LevelStencil;
 
 /// Columns per interleaved group.
@@ -173,4 +174,33 @@ pub(super) fn restrict_smooth<const L: usize, S: Real>(
     thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| {
         u[l * nz + k] = S::from_f64(rho * zk)
     });
+}
+
+/// z ← T⁻¹ (f − A u) on the `L` columns `is` of row `j`, one colour of the red-black ordering
+/// (no two of them neighbours): the correction of a red-black half-sweep of a group, which the
+/// caller applies in place, u ← u + w z, as `update(l, k, z_k)` receives it (top to bottom, after
+/// every read of u here). `f` is the row of f (halo included), `nbrs_of(i)` column i's
+/// neighbourhood in u.
+#[inline(always)]
+pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
+    s: &LevelStencil,
+    j: usize,
+    is: &[usize; L],
+    f: &[S],
+    nbrs_of: impl Fn(usize) -> Nbrs<'a, S>,
+    buf: &mut [f64],
+    update: impl FnMut(usize, usize, f64),
+) {
+    let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+    let sc = Scratch::<L>::new(buf, nz);
+    let cols: [Column; L] = std::array::from_fn(|l| s.columns[j * nx + is[l]]);
+    for (l, col) in cols.iter().enumerate() {
+        let fl = &f[(is[l] + 1) * nz..][..nz];
+        let rhs = &mut *sc.rhs;
+        apply_column(col, v, &nbrs_of(is[l]), |k, au| {
+            rhs[k][l] = fl[k].to_f64() - au
+        });
+    }
+    thomas_forward::<L>(&cols, v, sc.rhs, sc.cp, sc.zs);
+    thomas_backward::<L>(sc.cp, sc.zs, update);
 }
