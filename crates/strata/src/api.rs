@@ -374,6 +374,7 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
         );
     }
     let t = Instant::now();
+    let cfg = &crate::solver::singular_levels(cfg, p, tiles);
     let levels = build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging)?;
     let volumes = p.singular().then(|| crate::problem::cell_volumes(p, tiles));
     solve_levels(backend, comm, &levels, cfg, rhs, volumes, t, monitor)

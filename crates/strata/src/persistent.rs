@@ -132,6 +132,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             clock = std::time::Instant::now();
         };
         crate::comm::validate_on_ranks(&comm, p)?;
+        let cfg = &crate::solver::singular_levels(cfg, p, &tiles);
         check(backend, p, cfg)?;
         phase("checks");
         let levels = levels_of(p, &tiles, cfg, &comm)?;

@@ -135,11 +135,9 @@ pub struct Setup {
 impl Setup {
     /// The settings of the options `a`.
     pub fn new(a: &SolveArgs) -> Self {
-        Self {
-            p: a.problem.params(a.n),
-            cfg: a
-                .mg
-                .configure(a.solver)
+        let p = a.problem.params(a.n);
+        let cfg =
+            a.mg.configure(a.solver)
                 .with_preconditioner(a.pc)
                 .with_restart(a.restart)
                 .with_stopping(SolveParams {
@@ -149,8 +147,15 @@ impl Setup {
                     profile: a.profile,
                     project_rhs: a.project_rhs,
                     ..Default::default()
-                }),
-        }
+                });
+        // A singular problem's hierarchy goes as deep as the grid allows (the library does
+        // the same for each rank's tiles): said in the header as it is on one process.
+        let cfg = if p.geometry.closed() && p.n > 0 {
+            strata::solver::singular_levels(&cfg, &p, &strata::grid::sphere::tiles(p.n, 1))
+        } else {
+            cfg
+        };
+        Self { p, cfg }
     }
 }
 

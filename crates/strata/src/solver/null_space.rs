@@ -13,10 +13,12 @@
 //! projected system's. After the solve the volume-weighted mean is removed from u: the answer
 //! is the solution with Σ V u = 0.
 
-use super::SolveParams;
+use super::{SolveParams, SolverConfig};
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::{Result, StrataError};
+use crate::grid::Block;
+use crate::problem::ProblemParams;
 
 /// The constants and the cell volumes of this process's part of the fine level.
 pub struct NullSpace<B: Backend> {
@@ -94,4 +96,27 @@ impl<B: Backend> NullSpace<B> {
         comm.sum(&mut s)?;
         b.axpy(fine, -s[0] / self.volume, &self.ones, u)
     }
+}
+
+/// `cfg` for problem `p` on `tiles`: for a singular problem, a multigrid hierarchy that goes down
+/// to the coarsest level the tiles allow (as many levels as halving keeps whole columns: 1 × 1 or
+/// 2 × 2 … per panel), more than `cfg` asks where it asks fewer. Smoothing on the coarsest level
+/// cannot reach the singular operator's smoothest modes (the l = 1 harmonics, whose eigenvalue
+/// ω² l(l + 1) is far below the δ that lifts them in a regular problem): with 5 levels at
+/// 6 × 512² × 128 (a coarsest level of 32² columns per panel) mg took 500 cycles where δ = 1
+/// takes 7; down to 1 × 1 the regular count (docs/MODEL.md §19). Regular problems, and solvers
+/// without multigrid, keep `cfg`.
+pub fn singular_levels(cfg: &SolverConfig, p: &ProblemParams, tiles: &[Block]) -> SolverConfig {
+    if !p.singular() || !cfg.uses_multigrid() {
+        return cfg.clone();
+    }
+    let deepest = tiles
+        .iter()
+        .map(|b| 1 + (b.nx.trailing_zeros().min(b.ny.trailing_zeros())) as usize)
+        .min()
+        .unwrap_or(1);
+    if deepest <= cfg.multigrid.n_levels {
+        return cfg.clone();
+    }
+    cfg.clone().with_levels(deepest)
 }
