@@ -498,6 +498,30 @@ pub unsafe extern "C" fn strata_solver_solve(
     })
 }
 
+/// The handle and the two host arrays of an `x → y` call (apply, precondition): the handle
+/// non-null, `x` readable and `y` writable for the solver's size, each named in the error.
+///
+/// # Safety
+/// `solver` null or a live handle; `x` null or `len` readable values, `y` null or `len` writable
+/// values not overlapping `x`, for the solver's `len`; none used elsewhere while the results live.
+unsafe fn host_pair<'a>(
+    solver: *mut StrataSolver,
+    (x, x_name): (*const f64, &str),
+    (y, y_name): (*mut f64, &str),
+) -> Result<(&'a mut StrataSolver, &'a [f64], &'a mut [f64]), StrataError> {
+    // SAFETY: the caller promises a live handle or null (checked).
+    let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
+    let len = s.len();
+    // SAFETY: `len` values promised by the caller.
+    let x = unsafe { slice(x, len, x_name) }?;
+    if y.is_null() {
+        return Err(StrataError::invalid(y_name, "is null"));
+    }
+    // SAFETY: non-null, `len` writable values promised by the caller.
+    let y = unsafe { std::slice::from_raw_parts_mut(y, len) };
+    Ok((s, x, y))
+}
+
 /// y = A x with the solver's operator (to check a residual).
 ///
 /// # Safety
@@ -510,16 +534,8 @@ pub unsafe extern "C" fn strata_solver_apply(
     y: *mut f64,
 ) -> StrataStatus {
     guard(|| {
-        // SAFETY: the caller promises a live handle or null (checked).
-        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        let len = s.len();
-        // SAFETY: `len` values promised by the caller.
-        let x = unsafe { slice(x, len, "x") }?;
-        if y.is_null() {
-            return Err(StrataError::invalid("y", "is null"));
-        }
-        // SAFETY: non-null, `len` writable values promised by the caller.
-        let y = unsafe { std::slice::from_raw_parts_mut(y, len) };
+        // SAFETY: as the caller promises (this function's contract).
+        let (s, x, y) = unsafe { host_pair(solver, (x, "x"), (y, "y")) }?;
         s.inner.rebuild_pending()?;
         s.inner.apply(x, y)
     })
@@ -598,16 +614,8 @@ pub unsafe extern "C" fn strata_solver_precondition(
     z: *mut f64,
 ) -> StrataStatus {
     guard(|| {
-        // SAFETY: the caller promises a live handle or null (checked).
-        let s = unsafe { solver.as_mut() }.ok_or_else(|| invalid("solver is null"))?;
-        let len = s.len();
-        // SAFETY: `len` values promised by the caller.
-        let r = unsafe { slice(r, len, "r") }?;
-        if z.is_null() {
-            return Err(StrataError::invalid("z", "is null"));
-        }
-        // SAFETY: non-null, `len` writable values promised by the caller.
-        let z = unsafe { std::slice::from_raw_parts_mut(z, len) };
+        // SAFETY: as the caller promises (this function's contract).
+        let (s, r, z) = unsafe { host_pair(solver, (r, "r"), (z, "z")) }?;
         s.inner.rebuild_pending()?;
         s.inner.precondition(r, z)
     })

@@ -89,6 +89,19 @@ impl<B: Backend> Prepared<B> {
         }
     }
 
+    /// z ← P r on its own, r's halo exchanged first, untimed (an outer method's call).
+    fn once<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        r: &mut B::Field,
+        z: &mut B::Field,
+    ) -> Result<()> {
+        let mut timer = Timer::new(false, self.n_levels());
+        comm.exchange(b, self.op(), r)?;
+        self.apply(b, comm, &mut timer, r, z)
+    }
+
     /// z ← P r (r is not changed; the V-cycle borrows it).
     fn apply<C: Comm<B>>(
         &mut self,
@@ -152,9 +165,7 @@ impl<B: Backend> Gcr<B> {
         r: &mut B::Field,
         z: &mut B::Field,
     ) -> Result<()> {
-        let mut timer = Timer::new(false, self.pc.n_levels());
-        comm.exchange(b, self.pc.op(), r)?;
-        self.pc.apply(b, comm, &mut timer, r, z)
+        self.pc.once(b, comm, r, z)
     }
 
     /// Prepares GCR(`restart`) with preconditioner `pc` on the level stencils (finest first).
@@ -274,9 +285,7 @@ impl<B: Backend> BiCgStab<B> {
         r: &mut B::Field,
         z: &mut B::Field,
     ) -> Result<()> {
-        let mut timer = Timer::new(false, self.pc.n_levels());
-        comm.exchange(b, self.pc.op(), r)?;
-        self.pc.apply(b, comm, &mut timer, r, z)
+        self.pc.once(b, comm, r, z)
     }
 
     /// Prepares BiCGStab with preconditioner `pc` on the level stencils (finest first).
