@@ -54,7 +54,7 @@ def main(strata, work):
         sol = work / f"{name}.nc"
         run(strata, "operator", *common, "--export", str(mtx), "--force")
         run(strata, "solve", *common, "--levels", "2", "--solver", solver, "--rtol", "1e-12",
-            "--backend", "cpu", "-q", "--output", str(sol), "--force")
+            "--backend", "cpu", "-q", "--output", str(sol), "--format", "netcdf3", "--force")
         a = scipy.io.mmread(str(mtx)).tocsr()
         f = np.asarray(scipy.io.mmread(str(mtx.with_suffix(".rhs.mtx")))).ravel()
         with scipy.io.netcdf_file(str(sol), "r", mmap=False) as nc:
