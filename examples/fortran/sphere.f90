@@ -1,7 +1,8 @@
 ! The whole sphere from Fortran: six panels of n x n columns, a field u(nz, n, n, 6) (k fastest,
 ! then i, j, panel: strata's sphere layout as it is), solved with each horizontal stencil — the
 ! nine-point operator (second order, the default) and the paper's two-point stencil — by mg and
-! by mg-cg, each solution checked with strata's own operator.
+! by mg-cg, each solution checked with strata's own operator; then the singular problem
+! (delta = 0): f refused until projection is asked for, then solved with zero mean.
 !
 !   gfortran -c fortran/strata.f90 && gfortran examples/fortran/sphere.f90 strata.o \
 !       -L target/release -lstrata -o sphere && LD_LIBRARY_PATH=target/release ./sphere
@@ -70,6 +71,31 @@ program sphere
             call strata_solver_destroy(solver)
         end do
     end do
+    ! delta = 0: the constants are the operator's null space. This f has a component along
+    ! them: refused, then projected (strata_solver_set_project_rhs) and solved.
+    problem%delta = 0
+    problem%sphere_stencil = 0
+    options%solver = 1
+    call check(strata_solver_create(problem, options, solver), "strata_solver_create")
+    f = f + 1e-6
+    u = 0
+    if (strata_solver_solve(solver, f, u, 0, info) /= STRATA_INVALID_ARGUMENT) then
+        print *, "an incompatible right-hand side was not refused"
+        stop 1
+    end if
+    call check(strata_solver_set_project_rhs(solver, 1), "strata_solver_set_project_rhs")
+    call check(strata_solver_solve(solver, f, u, 0, info), "strata_solver_solve (projected)")
+    call check(strata_solver_apply(solver, u, au), "strata_solver_apply")
+    ! The residual of the projected system: f minus its mean.
+    f = f - sum(f) / real(6 * n * n * nz, c_double)
+    rel = norm2(au - f) / norm2(f)
+    print '(a, i0, a, es9.2)', "delta = 0, projected: ", info%iterations, &
+        " iterations, |Pf - A u| / |Pf| = ", rel
+    if (info%converged /= 1 .or. rel > 1e-4) then
+        print *, "the singular solve failed"
+        stop 1
+    end if
+    call strata_solver_destroy(solver)
     print '(a)', "ok"
 
 contains
