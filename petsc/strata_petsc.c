@@ -125,23 +125,31 @@ static PetscErrorCode PCSetUp_Strata(PC pc)
   PetscInt rows, cols;
   size_t len = 0;
 
+  MPI_Comm comm = PetscObjectComm((PetscObject)pc);
+  PetscInt grows, gcols;
+
   PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)pc), &size));
-  PetscCheck(size == 1, PetscObjectComm((PetscObject)pc), PETSC_ERR_SUP,
-             "PCSTRATA runs on one process (a KSP on PETSC_COMM_SELF); this one has %d",
-             (int)size);
+  PetscCallMPI(MPI_Comm_size(comm, &size));
   if (!s->solver) {
-    StrataCall(pc, strata_solver_create(&s->problem, &s->options, &s->solver));
+    /* On several ranks strata splits the grid over the KSP's communicator into blocks (the
+     * most nearly square rank grid; the sphere's tiles): the matrix's rows of a rank must be
+     * that rank's block, in strata's order (strata_solver_block via PCStrataGetSolver). */
+    if (size == 1) StrataCall(pc, strata_solver_create(&s->problem, &s->options, &s->solver));
+    else
+      StrataCall(pc, strata_solver_create_mpi(&s->problem, &s->options,
+                                              (int32_t)MPI_Comm_c2f(comm), &s->solver));
     PetscCall(PCStrataApplyCoefficients(pc));
   }
   StrataCall(pc, strata_solver_size(s->solver, &len));
-  PetscCall(MatGetSize(pc->pmat, &rows, &cols));
-  PetscCheck((size_t)rows == len && rows == cols, PetscObjectComm((PetscObject)pc),
-             PETSC_ERR_ARG_SIZ,
-             "the matrix has %" PetscInt_FMT " x %" PetscInt_FMT
-             " rows; strata's problem (n = %d, nz = %d, geometry %d) has %zu unknowns: set "
-             "-pc_strata_n, -pc_strata_nz, -pc_strata_geometry or PCStrataSetProblem",
-             rows, cols, (int)s->problem.n, (int)s->problem.nz, (int)s->problem.geometry, len);
+  PetscCall(MatGetLocalSize(pc->pmat, &rows, &cols));
+  PetscCall(MatGetSize(pc->pmat, &grows, &gcols));
+  PetscCheck((size_t)rows == len && rows == cols, comm, PETSC_ERR_ARG_SIZ,
+             "this rank holds %" PetscInt_FMT " x %" PetscInt_FMT " of the %" PetscInt_FMT
+             " x %" PetscInt_FMT " matrix; strata's problem (n = %d, nz = %d, geometry %d) has "
+             "%zu unknowns on this rank: set -pc_strata_n, -pc_strata_nz, -pc_strata_geometry or "
+             "PCStrataSetProblem, and on ranks give each rank the rows of its strata block",
+             rows, cols, grows, gcols, (int)s->problem.n, (int)s->problem.nz,
+             (int)s->problem.geometry, len);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

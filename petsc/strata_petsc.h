@@ -10,7 +10,10 @@
  * Options (-pc_strata_*): geometry panel|box|sphere, n, nz, cfl, omega, lambda, height, delta,
  * graded, solver (whose preconditioner: mg-cg, mg, cg, gcr, bicgstab), levels, coarse_steps,
  * smoother, precision, paper (the paper's configuration), backend, threads, device.
- * One process (PETSC_COMM_SELF matrices): a parallel KSP is refused at set-up. */
+ * On several ranks the preconditioner is strata's distributed solver over the KSP's
+ * communicator (libstrata built with the `mpi` feature): each rank's rows of the matrix must be
+ * its strata block (strata_solver_block / strata_solver_tiles of PCStrataGetSolver's solver), in
+ * strata's order, ranks in rank order; a rank whose row count differs is refused at set-up. */
 #ifndef STRATA_PETSC_H
 #define STRATA_PETSC_H
 
