@@ -57,7 +57,7 @@ fn assert_refused(p: &StrataProblem, o: &StrataOptions, field: &str) {
             "{o:?}"
         );
         assert!(s.is_null());
-        let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
+        let msg = last_error_text();
         assert!(msg.contains(field), "{msg}");
     }
 }
@@ -278,7 +278,7 @@ fn a_solver_on_the_sphere() {
             strata_solver_set_coefficients(s, null, null, kz.as_ptr(), null, null, null, null),
             StrataStatus::Ok,
             "{}",
-            std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy()
+            last_error_text()
         );
         assert_eq!(
             strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
@@ -304,7 +304,7 @@ fn a_solver_on_the_sphere() {
             strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
             StrataStatus::InvalidArgument
         );
-        let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
+        let msg = last_error_text();
         assert!(
             msg.contains("singular") && msg.contains("incompatible"),
             "{msg}"
@@ -340,9 +340,7 @@ fn errors_and_panics_do_not_cross() {
             StrataStatus::InvalidArgument
         );
         assert!(s.is_null());
-        let msg = std::ffi::CStr::from_ptr(strata_last_error())
-            .to_string_lossy()
-            .into_owned();
+        let msg = last_error_text();
         assert!(msg.contains("levels"), "{msg}");
         p.n = 16;
         p.sphere_stencil = 2;
@@ -350,9 +348,7 @@ fn errors_and_panics_do_not_cross() {
             strata_solver_create(&p, &o, &mut s),
             StrataStatus::InvalidArgument
         );
-        let msg = std::ffi::CStr::from_ptr(strata_last_error())
-            .to_string_lossy()
-            .into_owned();
+        let msg = last_error_text();
         assert!(msg.contains("sphere_stencil"), "{msg}");
         p.sphere_stencil = 0;
         o.solver = 9;
@@ -409,9 +405,7 @@ fn errors_and_panics_do_not_cross() {
             strata_solver_solve(s, nan.as_ptr(), u.as_mut_ptr(), 0, &mut info),
             StrataStatus::InvalidArgument
         );
-        let msg = std::ffi::CStr::from_ptr(strata_last_error())
-            .to_string_lossy()
-            .into_owned();
+        let msg = last_error_text();
         assert!(msg.contains("rhs") && msg.contains("(3, 2, 4)"), "{msg}");
         let bad = vec![-1.0; size];
         assert_eq!(
@@ -498,7 +492,7 @@ fn struct_sizes() {
                 StrataStatus::InvalidArgument
             );
             assert!(s.is_null());
-            let msg = std::ffi::CStr::from_ptr(strata_last_error()).to_string_lossy();
+            let msg = last_error_text();
             assert!(msg.contains("options.size"), "{msg}");
             let mut filled = bad;
             assert_eq!(
