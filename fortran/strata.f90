@@ -51,6 +51,9 @@ module strata
     integer(c_int), parameter, public :: STRATA_GEOMETRY_SPHERE = 2
     integer(c_int), parameter, public :: STRATA_SPHERE_STENCIL_NINE_POINT = 0
     integer(c_int), parameter, public :: STRATA_SPHERE_STENCIL_TWO_POINT = 1
+    integer(c_int), parameter, public :: STRATA_BOUNDARY_DIRICHLET = 0
+    integer(c_int), parameter, public :: STRATA_BOUNDARY_NEUMANN = 1
+    integer(c_int), parameter, public :: STRATA_BOUNDARY_PERIODIC = 2
     integer(c_int), parameter, public :: STRATA_BACKEND_AUTO = 0
     integer(c_int), parameter, public :: STRATA_BACKEND_CPU = 1
     integer(c_int), parameter, public :: STRATA_BACKEND_CUDA = 2
@@ -74,6 +77,8 @@ module strata
         real(c_double) :: omega
         integer(c_int32_t) :: graded
         integer(c_int32_t) :: sphere_stencil  ! 0 nine-point (second order), 1 two-point (the paper's)
+        integer(c_int32_t) :: boundary_x  ! west/east sides: STRATA_BOUNDARY_DIRICHLET, _NEUMANN, _PERIODIC
+        integer(c_int32_t) :: boundary_y  ! south/north sides, as boundary_x
     end type
 
     ! Mirrors StrataOptions of strata.h.

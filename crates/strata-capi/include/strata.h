@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 // The integers of every choice (solver, preconditioner, smoother, precision,
-// geometry, sphere_stencil, backend, halo), generated from strata's one table of
+// geometry, sphere_stencil, boundary, backend, halo), generated from strata's one table of
 // names (strata::names::Choice).
 #define STRATA_SOLVER_CG 0
 #define STRATA_SOLVER_MG 1
@@ -31,6 +31,9 @@
 #define STRATA_GEOMETRY_SPHERE 2
 #define STRATA_SPHERE_STENCIL_NINE_POINT 0
 #define STRATA_SPHERE_STENCIL_TWO_POINT 1
+#define STRATA_BOUNDARY_DIRICHLET 0
+#define STRATA_BOUNDARY_NEUMANN 1
+#define STRATA_BOUNDARY_PERIODIC 2
 #define STRATA_BACKEND_AUTO 0
 #define STRATA_BACKEND_CPU 1
 #define STRATA_BACKEND_CUDA 2
@@ -119,6 +122,12 @@ typedef struct StrataProblem {
   // §16.1), 1 two-point (the paper's fluxes, not consistent on the sphere). Not used
   // elsewhere.
   int32_t sphere_stencil;
+  // The lateral condition of the west and east sides: 0 Dirichlet (u = 0, the paper's),
+  // 1 Neumann (zero flux), 2 periodic (the box only) (`STRATA_BOUNDARY_*`; docs/MODEL.md
+  // §20). Dirichlet on the sphere, which has no lateral boundary. (Added after 0.2.0.)
+  int32_t boundary_x;
+  // The lateral condition of the south and north sides, as `boundary_x`.
+  int32_t boundary_y;
 } StrataProblem;
 
 // Solver settings.

@@ -13,7 +13,7 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use strata_core::grid::Block;
+use strata_core::grid::{Block, Boundaries, Boundary};
 use strata_core::names::{BackendKind, Choice, HaloPath};
 use strata_core::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereStencil};
 use strata_core::solver::{Precision, Preconditioner, SolveInfo, SolverConfig, SolverKind};
@@ -77,6 +77,12 @@ pub struct StrataProblem {
     /// §16.1), 1 two-point (the paper's fluxes, not consistent on the sphere). Not used
     /// elsewhere.
     pub sphere_stencil: i32,
+    /// The lateral condition of the west and east sides: 0 Dirichlet (u = 0, the paper's),
+    /// 1 Neumann (zero flux), 2 periodic (the box only) (`STRATA_BOUNDARY_*`; docs/MODEL.md
+    /// §20). Dirichlet on the sphere, which has no lateral boundary. (Added after 0.2.0.)
+    pub boundary_x: i32,
+    /// The lateral condition of the south and north sides, as `boundary_x`.
+    pub boundary_y: i32,
 }
 
 /// Solver settings.
@@ -275,6 +281,8 @@ fn default_problem() -> StrataProblem {
         omega: 0.0,
         graded: 0,
         sphere_stencil: 0,
+        boundary_x: d.boundaries.x.code(),
+        boundary_y: d.boundaries.y.code(),
     }
 }
 
@@ -367,6 +375,10 @@ fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
         omega: (p.omega > 0.0).then_some(p.omega),
         coefficients: None,
         sphere_stencil: SphereStencil::from_code(p.sphere_stencil)?,
+        boundaries: Boundaries {
+            x: Boundary::from_code(p.boundary_x)?,
+            y: Boundary::from_code(p.boundary_y)?,
+        },
     })
 }
 

@@ -23,8 +23,12 @@ impl Grows for StrataProblem {
     const NAME: &'static str = "problem";
     const INIT: &'static str = "strata_problem_default";
     fn layouts() -> Vec<usize> {
-        // 0.2.0, the first layout with a size.
-        vec![size_of::<StrataProblem>()]
+        // 0.2.0, the first layout with a size (up to sphere_stencil); then boundary_x
+        // and boundary_y.
+        vec![
+            std::mem::offset_of!(StrataProblem, boundary_x),
+            size_of::<StrataProblem>(),
+        ]
     }
     fn defaults() -> Self {
         crate::default_problem()

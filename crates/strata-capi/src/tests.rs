@@ -149,6 +149,7 @@ fn all_constants() -> Vec<(String, i32)> {
         constants_of::<Precision>(),
         constants_of::<Geometry>(),
         constants_of::<SphereStencil>(),
+        constants_of::<strata_core::grid::Boundary>(),
         constants_of::<BackendKind>(),
         constants_of::<HaloPath>(),
     ]
@@ -159,7 +160,7 @@ fn all_constants() -> Vec<(String, i32)> {
 fn header_macros() -> String {
     let mut s = String::from(
         "\n// The integers of every choice (solver, preconditioner, smoother, precision,\n\
-         // geometry, sphere_stencil, backend, halo), generated from strata's one table of\n\
+         // geometry, sphere_stencil, boundary, backend, halo), generated from strata's one table of\n\
          // names (strata::names::Choice).\n",
     );
     for (name, code) in all_constants() {

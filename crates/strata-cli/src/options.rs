@@ -3,6 +3,7 @@
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
+use strata::grid::Boundaries;
 use strata::names::{BackendKind, Choice};
 use strata::problem::{Geometry, Grading, ProblemParams, SphereStencil};
 use strata::solver::{Precision, Smoother, SolverConfig};
@@ -43,6 +44,17 @@ pub struct ProblemArgs {
     /// (docs/MODEL.md §16.1, §16.2).
     #[arg(long, value_parser = choice::<SphereStencil>(), default_value = "nine-point")]
     pub sphere_stencil: SphereStencil,
+    /// Lateral boundary conditions per direction: `x=COND,y=COND` or one COND for both, each
+    /// `dirichlet` (u = 0, the paper's), `neumann` (zero flux) or `periodic` (the box only).
+    /// With δ = 0 and no Dirichlet side the problem is singular (see --project-rhs).
+    /// (docs/MODEL.md §20).
+    #[arg(long, value_parser = parse_boundaries, default_value = "x=dirichlet,y=dirichlet")]
+    pub boundary: Boundaries,
+}
+
+/// The clap parser of `--boundary` ([`Boundaries::parse`]).
+fn parse_boundaries(s: &str) -> Result<Boundaries, String> {
+    Boundaries::parse(s).map_err(|e| e.to_string())
 }
 
 impl ProblemArgs {
@@ -64,6 +76,7 @@ impl ProblemArgs {
             omega: None,
             coefficients: None,
             sphere_stencil: self.sphere_stencil,
+            boundaries: self.boundary,
         }
     }
 }

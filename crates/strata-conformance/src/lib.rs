@@ -180,6 +180,7 @@ pub fn blocks(n: usize, nx: usize, ny: usize) -> Vec<Block> {
         nx,
         ny,
         panel: None,
+        bc: Default::default(),
     };
     vec![at(0, 0), at(n - nx, n - ny), at(6, 8), Block::whole(13)]
 }
@@ -777,6 +778,7 @@ fn prolongated_halos<B: Backend>(b: &B) {
         nx,
         ny,
         panel: None,
+        bc: Default::default(),
     };
     for g in [Geometry::Panel, Geometry::Box] {
         for nz in [7, 16] {
@@ -1358,6 +1360,7 @@ pub fn cell_coefficient_kernels<B: Backend>(b: &B) {
                 nx: 14,
                 ny: 10,
                 panel: None,
+                bc: Default::default(),
             },
         ] {
             let s = LevelStencil::with_coefficients(&p, block, v.clone(), Some(&coeffs));
@@ -1645,6 +1648,7 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
         nx: 74,
         ny: 58,
         panel: None,
+        bc: Default::default(),
     };
     let fs = level(Geometry::Panel, fine_block, 9).with_storage(Storage::F32);
     let cs = level(Geometry::Panel, fine_block.coarsen(), 9).with_storage(Storage::F32);

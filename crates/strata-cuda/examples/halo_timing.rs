@@ -30,6 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             nx: side,
             ny: side,
             panel: None,
+            bc: Default::default(),
         };
         let s = strata_conformance::level(Geometry::Box, block, nz);
         let op = b.prepare_level(&s)?;

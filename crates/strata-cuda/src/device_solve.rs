@@ -115,7 +115,7 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
         fields: [Option<&DeviceArray>; 7],
     ) -> Result<()> {
         let p = self.problem().clone();
-        if self.block() != strata::grid::Block::whole(p.n) {
+        if self.block() != p.whole_block() {
             return Err(strata::StrataError::invalid(
                 "solver",
                 "is one rank of several: coefficient fields from device arrays are taken by a solver of the whole panel",
@@ -188,7 +188,7 @@ fn fields_fit<C: Comm<CudaBackend>>(
         .into_iter()
         .chain(c.xi.iter().flatten())
         .all(|v| v.len() == len);
-    Ok(s.block() == strata::grid::Block::whole(n) && lengths && backend.memory()?.0 >= need)
+    Ok(s.block() == s.problem().whole_block() && lengths && backend.memory()?.0 >= need)
 }
 
 /// Uploads host fields `c` (through the page-locked staging pair) and makes them into the

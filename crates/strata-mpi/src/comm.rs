@@ -4,11 +4,11 @@
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use strata::backend::Backend;
 use strata::backend::HaloPart;
 use strata::comm::{Comm, Corners, FaceStore};
-use strata::grid::{RankGrid, Side};
+use strata::grid::{Boundaries, RankGrid, Side};
 use strata::Result;
 
 /// The allocator of a level's buffers after [`MpiComm::buffers`] made them: never called.
@@ -33,6 +33,10 @@ pub struct MpiComm<B: Backend> {
     corners: RefCell<Corners<B::FaceBuffer>>,
     /// Host vectors of the corners (where the backend's buffers are device memory).
     corner_host: RefCell<Corners<Vec<f64>>>,
+    /// The lateral conditions of the levels' domain, learnt from the first level prepared
+    /// ([`MpiComm::learn`]): across a periodic edge the neighbour is the rank at the far end
+    /// of the row or column.
+    bc: Cell<Boundaries>,
 }
 
 impl<B: Backend> MpiComm<B> {
@@ -58,6 +62,7 @@ impl<B: Backend> MpiComm<B> {
             host: RefCell::new(FaceStore::default()),
             corners: RefCell::new(Corners::default()),
             corner_host: RefCell::new(Corners::default()),
+            bc: Cell::new(Boundaries::DIRICHLET),
         })
     }
 
@@ -76,20 +81,33 @@ impl<B: Backend> MpiComm<B> {
         &self.world
     }
 
-    /// Which sides of this rank's block have a neighbouring rank.
+    /// Which sides of this rank's block have a neighbouring rank (across periodic edges too:
+    /// possibly this rank itself, whose messages to itself MPI delivers like any other).
     pub(crate) fn neighbours(&self) -> [Option<usize>; 4] {
-        Side::ALL.map(|side| self.grid.neighbour(self.rank, side))
+        let bc = self.bc.get();
+        Side::ALL.map(|side| self.grid.neighbour_in(self.rank, side, bc))
     }
 
     /// The ranks diagonally across this rank's block's corners.
     pub(crate) fn diagonals(&self) -> [Option<usize>; 4] {
-        std::array::from_fn(|c| self.grid.diagonal(self.rank, c))
+        let bc = self.bc.get();
+        std::array::from_fn(|c| self.grid.diagonal_in(self.rank, c, bc))
+    }
+
+    /// Takes the lateral conditions of the domain from a level's block (every level of a
+    /// solver has the same): called when a level is prepared, before any exchange. A sphere's
+    /// tiles (and blocks of the walled domains) leave them Dirichlet.
+    pub(crate) fn learn(&self, block: &strata::grid::Block) {
+        if block.panel.is_none() {
+            self.bc.set(block.bc);
+        }
     }
 
     /// Allocates the face buffers of level `lev` the first time it is seen, and the corner
     /// buffers (the backend's, and host vectors only where those are device memory); returns
     /// whether the backend's faces are host memory.
     fn buffers(&self, b: &B, lev: &B::LevelOp) -> Result<bool> {
+        self.learn(&b.stencil(lev).block);
         let has = self.neighbours().map(|n| n.is_some());
         let mut faces = self.faces.borrow_mut();
         let faces = faces.level(b, lev, has, |len| b.alloc_face(len))?;

@@ -190,6 +190,7 @@ impl Comm<CudaBackend> for NcclComm {
     }
 
     fn prepare(&self, b: &CudaBackend, lev: &CudaLevel) -> Result<()> {
+        self.mpi.learn(&b.stencil(lev).block);
         let has = self.neighbours().map(|n| n.is_some());
         self.faces
             .borrow_mut()

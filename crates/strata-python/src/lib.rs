@@ -374,7 +374,7 @@ impl Solver {
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother=None,
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
         prolongate_halos=true, comm=None, halo="auto", error_if_not_converged=false,
-        project_rhs=false))]
+        project_rhs=false, boundary="x=dirichlet,y=dirichlet"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -408,7 +408,9 @@ impl Solver {
         halo: &str,
         error_if_not_converged: bool,
         project_rhs: bool,
+        boundary: &str,
     ) -> PyResult<Self> {
+        let boundaries = strata::grid::Boundaries::parse(boundary).map_err(to_py)?;
         let sphere_stencil: SphereStencil = choose(sphere_stencil)?;
         let precision: Option<Precision> = precision.map(choose).transpose()?;
         let smoother: Option<Smoother> = smoother.map(choose).transpose()?;
@@ -433,6 +435,7 @@ impl Solver {
             omega,
             coefficients: None,
             sphere_stencil,
+            boundaries,
         };
         let cfg = if paper {
             SolverConfig::paper(kind)

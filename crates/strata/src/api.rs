@@ -300,7 +300,7 @@ pub fn solve<B: Backend>(
         backend,
         &SerialComm,
         p,
-        Block::whole(p.n),
+        p.whole_block(),
         cfg,
         rhs,
         monitor,

@@ -5,7 +5,8 @@
 //! A communicator is typed by the backend whose fields it exchanges (`Comm<B>`), so a
 //! communicator that moves device memory directly (NCCL) is a `Comm` of the CUDA backend only,
 //! and the compiler, not a run-time check, says which pairs work. [`SerialComm`] is the
-//! single-process communicator: the halo keeps its Dirichlet zeros and sums are local.
+//! single-process communicator: the halo keeps its walls' zeros, a periodic edge's halo is
+//! the block's own far side, and sums are local.
 
 use crate::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
 use crate::backend::{face_len, Backend, Fields, TransferKernels};
@@ -156,8 +157,8 @@ impl<B: Backend> Comm<B> for SerialComm {
         refuse_tiles(b.stencil(lev))
     }
 
-    fn exchange(&self, _b: &B, _lev: &B::LevelOp, _x: &mut B::Field) -> Result<()> {
-        Ok(())
+    fn exchange(&self, b: &B, lev: &B::LevelOp, x: &mut B::Field) -> Result<()> {
+        wrap_periodic(b, lev, x)
     }
 
     fn sum(&self, _values: &mut [f64]) -> Result<()> {
@@ -167,6 +168,28 @@ impl<B: Backend> Comm<B> for SerialComm {
     fn queues_only(&self) -> bool {
         true
     }
+}
+
+/// Fills the halos of `x` across the periodic edges of its block from its own far side
+/// ([`TransferKernels::wrap_halo`]): the exchange of a block that is its own neighbour there
+/// (the whole level in one process, or a rank alone in its row or column of the rank grid).
+/// Nothing on a level with no periodic edge.
+pub fn wrap_periodic<B: Backend>(b: &B, lev: &B::LevelOp, x: &mut B::Field) -> Result<()> {
+    let block = b.stencil(lev).block;
+    if !block.bc.any_periodic() {
+        return Ok(());
+    }
+    for side in Side::ALL {
+        // Its own neighbour only where the block spans the whole direction.
+        let own = match side {
+            Side::West | Side::East => block.nx == block.n,
+            Side::South | Side::North => block.ny == block.n,
+        };
+        if own && block.periodic(side) {
+            b.wrap_halo(lev, x, side)?;
+        }
+    }
+    Ok(())
 }
 
 /// Refuses the levels of the sphere: their halos join tiles, which only [`SphereComm`] fills

@@ -156,6 +156,18 @@ impl<S: Real> HostField<S> {
         }
     }
 
+    /// Fills the halo across `side` with this field's interior layer next to the opposite
+    /// side (a periodic edge whose far side is this block).
+    pub fn wrap_halo(&mut self, side: Side) {
+        let nz = self.nz;
+        for t in 0..self.face_count(side) {
+            let ((si, sj), _) = self.face_columns(side.opposite(), t);
+            let (_, (i, j)) = self.face_columns(side, t);
+            let (so, o) = (self.offset(si, sj), self.offset(i, j));
+            self.data.copy_within(so..so + nz, o);
+        }
+    }
+
     /// Writes `buf` (face order) into the halo across `side`.
     pub fn unpack_face(&mut self, side: Side, buf: &[f64]) {
         let nz = self.nz;

@@ -6,7 +6,7 @@
 //! `row = ((panel * n + j) * n + i) * nz + k`.
 
 use crate::error::Result;
-use crate::grid::{sphere, Block, Side};
+use crate::grid::{sphere, Boundary, Side};
 use crate::problem::{ProblemParams, VerticalGrid};
 use crate::stencil::{build_sphere_levels, LevelStencil};
 use std::sync::Arc;
@@ -49,7 +49,7 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
         let levels = build_sphere_levels(p, &tiles, 1, Default::default())?;
         levels[0].tiles.as_deref().unwrap_or_default().to_vec()
     } else {
-        vec![LevelStencil::new(p, Block::whole(n), vertical)]
+        vec![LevelStencil::new(p, p.whole_block(), vertical)]
     };
     let index = |panel: usize, i: usize, j: usize, k: usize| ((panel * n + j) * n + i) * nz + k;
     // The cell next to (i, j) of `panel` across `side`: in the panel, or across its edge.
@@ -64,7 +64,15 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
             return Some((panel, i, j));
         }
         if !p.geometry.closed() {
-            return None; // the wall
+            // A periodic edge joins the far side's cell; any other is a wall.
+            let wrap = |b: Boundary| b == Boundary::Periodic;
+            return match side {
+                Side::West if wrap(p.boundaries.x) => Some((panel, n - 1, j)),
+                Side::East if wrap(p.boundaries.x) => Some((panel, 0, j)),
+                Side::South if wrap(p.boundaries.y) => Some((panel, i, n - 1)),
+                Side::North if wrap(p.boundaries.y) => Some((panel, i, 0)),
+                _ => None,
+            };
         }
         let along = match side {
             Side::West | Side::East => j,
@@ -116,6 +124,14 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
                         entries.push((index(panel, i, j, k + 1), e.up));
                     }
                     entries.sort_by_key(|&(c, _)| c);
+                    // On a periodic direction of two cells both neighbours are one cell.
+                    entries.dedup_by(|later, first| {
+                        let same = later.0 == first.0;
+                        if same {
+                            first.1 += later.1;
+                        }
+                        same
+                    });
                     for (c, v) in entries {
                         if v != 0.0 {
                             rows.push(row);

@@ -71,7 +71,7 @@ impl<B: Backend> PersistentSolver<B> {
     /// Sets up `cfg`'s solver for the whole problem `p` on one process (not the sphere: see
     /// [`PersistentSolver::sphere`]).
     pub fn new(backend: &B, p: &ProblemParams, cfg: &SolverConfig) -> Result<Self> {
-        Self::with_comm(backend, SerialComm, p, Block::whole(p.n), cfg)
+        Self::with_comm(backend, SerialComm, p, p.whole_block(), cfg)
     }
 }
 
@@ -109,6 +109,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         block: Block,
         cfg: &SolverConfig,
     ) -> Result<Self> {
+        // The problem's lateral conditions travel with the block (the caller's block says where
+        // it lies, the problem what lies beyond the domain's edges).
+        let block = block.with_bc(p.boundaries);
         Self::set_up(backend, comm, p, vec![block], cfg, |backend, p, cfg| {
             cfg.validate_block(&block)?;
             crate::api::check_operator(p, cfg)?;

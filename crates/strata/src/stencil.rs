@@ -6,7 +6,7 @@
 
 use crate::error::Result;
 pub use crate::grid::Block;
-use crate::grid::{check_levels, sphere, Side};
+use crate::grid::{check_levels, sphere, Boundary, Side};
 use crate::precision::Storage;
 use crate::problem::{
     face_length, Advection, Averaging, CellCoefficients, Coefficients, Column, Diagonals,
@@ -138,7 +138,7 @@ impl LevelStencil {
             let (i, j) = at(c);
             match &lookup {
                 Some(t) => grid.sphere_column(t, i, j),
-                None => grid.column_with(i, j, p.sphere_stencil),
+                None => grid.column_bounded(i, j, p.sphere_stencil, block.bc),
             }
         });
         let cross = lookup.as_ref().map(|t| {
@@ -409,6 +409,8 @@ pub fn build_block_levels(
             "sphere: its levels are tiles of six panels, built by build_sphere_levels",
         );
     }
+    // The problem's lateral conditions travel with the block to every level.
+    let fine = fine.with_bc(p.boundaries);
     check_levels(&fine, n_levels)?;
     let vertical = Arc::new(VerticalGrid::new(p));
     let mut out = Vec::with_capacity(n_levels);
@@ -416,12 +418,24 @@ pub fn build_block_levels(
     // The coefficients of each level: the fine fields, then their averages (docs/MODEL.md §15.3).
     let mut coeffs = p.coefficients.as_deref().map(Cow::Borrowed);
     if let Some(c) = coeffs.as_mut().filter(|c| c.window.is_some()) {
-        if c.window != Some(fine) {
+        if c.window.map(|w| w.with_bc(fine.bc)) != Some(fine) {
             return crate::error::invalid(
                 "coefficients",
                 format!("are of the block {:?}, this rank's is {fine:?}", c.window),
             );
         }
+        if p.boundaries.any_periodic() {
+            return crate::error::invalid(
+                "coefficients",
+                format!(
+                    "of one rank's block on a domain periodic in a direction ({}): give every \
+                     rank the whole level's fields (the block keeps no ring across a periodic \
+                     edge yet)",
+                    p.boundaries
+                ),
+            );
+        }
+        c.to_mut().window = Some(fine);
         fill(c.to_mut())?;
     }
     for l in 0..n_levels {
@@ -565,12 +579,15 @@ fn advection(
         let gj = block.j0 + j;
         for f in 0..=nx {
             let gi = block.i0 + f;
-            if !closed && (gi == 0 || gi == n) {
-                continue; // the physical boundary: no flux
+            let wrap = !closed && (gi == 0 || gi == n) && block.bc.x == Boundary::Periodic;
+            if !closed && !wrap && (gi == 0 || gi == n) {
+                continue; // a wall (Dirichlet or zero-flux): no flux
             }
             let len = length(gi, gj);
             for k in 0..nz {
                 let (w, e) = match (gi.checked_sub(1), gi < n) {
+                    // A periodic edge: the last and first cells' mean, the same from both sides.
+                    _ if wrap => (at(xx, panel, n - 1, gj, k), at(xx, panel, 0, gj, k)),
                     (Some(w), true) => (at(xx, panel, w, gj, k), at(xx, panel, gi, gj, k)),
                     (Some(w), false) => (at(xx, panel, w, gj, k), across(Side::East, gj, k)),
                     (None, _) => (across(Side::West, gj, k), at(xx, panel, gi, gj, k)),
@@ -581,7 +598,8 @@ fn advection(
     }
     for f in 0..=ny {
         let gj = block.j0 + f;
-        if !closed && (gj == 0 || gj == n) {
+        let wrap = !closed && (gj == 0 || gj == n) && block.bc.y == Boundary::Periodic;
+        if !closed && !wrap && (gj == 0 || gj == n) {
             continue;
         }
         for i in 0..nx {
@@ -589,6 +607,7 @@ fn advection(
             let len = length(gj, gi);
             for k in 0..nz {
                 let (s_, n_) = match (gj.checked_sub(1), gj < n) {
+                    _ if wrap => (at(xy, panel, gi, n - 1, k), at(xy, panel, gi, 0, k)),
                     (Some(s_), true) => (at(xy, panel, gi, s_, k), at(xy, panel, gi, gj, k)),
                     (Some(s_), false) => (at(xy, panel, gi, s_, k), across(Side::North, gi, k)),
                     (None, _) => (across(Side::South, gi, k), at(xy, panel, gi, gj, k)),

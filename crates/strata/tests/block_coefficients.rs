@@ -137,6 +137,7 @@ fn wrong_block_fields_are_errors() {
         nx: 8,
         ny: 16,
         panel: None,
+        bc: Default::default(),
     };
     let short = vec![1.0; 8 * 16 * 4 - 1];
     let e = Coefficients::for_block(

@@ -72,6 +72,7 @@ fn unit_coefficients_give_the_model_operator_to_rounding() {
                 nx: 10,
                 ny: 8,
                 panel: None,
+                bc: Default::default(),
             },
         ] {
             let model = LevelStencil::new(&p, block, v.clone());

@@ -225,6 +225,7 @@ fn a_ranks_block_of_a_coefficient_file_is_the_whole_files_block() {
         nx,
         ny,
         panel: None,
+        bc: Default::default(),
     };
     let field = |name, v| OutputField {
         name,

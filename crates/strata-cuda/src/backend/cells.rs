@@ -230,6 +230,7 @@ mod tests {
                 nx: 9,
                 ny: 11,
                 panel: None,
+                bc: Default::default(),
             };
             let l = DeviceLayout::new(block.nx, block.ny, 7).unwrap();
             let advected = LevelStencil::with_coefficients(&p, block, v.clone(), Some(&c));

@@ -724,9 +724,15 @@ impl Fields for CudaBackend {
                 r.partials = self.alloc_values(need)?;
             }
         }
-        let p = s.block.physical();
-        let phys =
-            p.west as i32 | (p.east as i32) << 1 | (p.south as i32) << 2 | (p.north as i32) << 3;
+        // The prolongation's walls: bit Side::index for a wall, bit 4 + index for a zero-flux one.
+        let phys = Side::ALL
+            .iter()
+            .map(|&d| match s.block.edge(d) {
+                strata::grid::Edge::Cells => 0,
+                strata::grid::Edge::Dirichlet => 1 << d.index(),
+                strata::grid::Edge::Neumann => (1 << d.index()) | (1 << (4 + d.index())),
+            })
+            .sum::<i32>();
         // Six values per column, in `Column`'s field order.
         let cols = self.upload_values(column_values(&s.columns), s.storage)?;
         let cells = match (&s.cells, &s.resident) {

@@ -94,6 +94,16 @@ impl CudaBackend {
                 "from device arrays are kept on the device for one panel or box, not yet for the sphere",
             ));
         }
+        if p.boundaries.any_periodic() {
+            return Err(StrataError::invalid(
+                "coefficients",
+                format!(
+                    "from device arrays are kept on the device for walled domains only, not yet \
+                     with periodic sides ({}): give them as host arrays",
+                    p.boundaries
+                ),
+            ));
+        }
         if n > 65535 || nz > 65535 {
             return Err(StrataError::invalid(
                 "n",

@@ -309,6 +309,40 @@ impl TransferKernels for CudaBackend {
         Ok(())
     }
 
+    fn wrap_halo(&self, op: &CudaLevel, x: &mut CudaField, side: Side) -> Result<()> {
+        self.check(op, &[x])?;
+        let count = (face_len(&op.stencil, side) / op.layout.nz as usize) as i32;
+        let (ptr, guard) = x.data.device_ptr_mut(self.base());
+        let mut batch = HaloBatch {
+            links: 1,
+            pad: 0,
+            l: [HaloLinkDesc::default(); HALO_LINKS],
+        };
+        batch.l[0] = HaloLinkDesc {
+            src: ptr,
+            dst: ptr,
+            src_side: side_index(side.opposite()),
+            side: side_index(side),
+            reversed: 0,
+            pad: 0,
+        };
+        let n = count as u32 * op.layout.nz as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(256).max(1), 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.base().launch_builder(op.k.get(K::CopyHalos));
+        b.arg(&op.layout).arg(&count).arg(&batch);
+        // SAFETY: `ptr` is x's live field of `op.layout` (checked above), held exclusively
+        // through `x` for the launch; the one link reads `count` columns of nz values of its
+        // interior layer next to the opposite side and writes its halo across `side` (disjoint
+        // cells of the same field; the kernel takes no `__restrict__` pointers).
+        let r = cu(unsafe { b.launch(cfg) }).map(|_| ());
+        drop(guard);
+        r
+    }
+
     fn pack_halo(
         &self,
         op: &CudaLevel,

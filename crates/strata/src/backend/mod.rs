@@ -695,6 +695,16 @@ pub trait TransferKernels: Fields {
         reversed: bool,
     ) -> Result<()>;
 
+    /// Fills the halo of `x` across `side` with its own interior layer next to the opposite
+    /// side: the halo exchange of a block whose neighbour across a periodic edge is itself
+    /// (docs/MODEL.md §20). By default through a face buffer allocated for the call; the
+    /// backends copy directly.
+    fn wrap_halo(&self, op: &Self::LevelOp, x: &mut Self::Field, side: Side) -> Result<()> {
+        let mut buf = self.alloc_face(face_len(self.stencil(op), side))?;
+        self.pack_face(op, x, side.opposite(), &mut buf)?;
+        self.unpack_face(op, x, side, &buf)
+    }
+
     /// Copies the column at halo-inclusive `(ih, jh)` of `x` into `buf` (`nz` values): a corner
     /// of a tile of the sphere, which its nine-point operator reads (docs/MODEL.md §16.1).
     fn pack_column(

@@ -7,7 +7,7 @@ use crate::grid::Side;
 use crate::stencil::LevelStencil;
 
 /// The coarse cells of fine cell (i, j)'s prolongation, as halo-inclusive coarse indices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Parents {
     /// The parent's column.
     pub ip: usize,
@@ -17,29 +17,43 @@ pub(crate) struct Parents {
     pub ix: usize,
     /// The neighbour in y: its row.
     pub jy: usize,
-    /// Whether the neighbour in x is outside the physical boundary (a ghost: −u_P).
-    pub ghost_x: bool,
-    /// Whether the neighbour in y is outside the physical boundary.
-    pub ghost_y: bool,
+    /// The neighbour in x beyond a wall, as a multiple of the parent (−1 Dirichlet, +1
+    /// zero-flux); `None` where it is a cell of the coarse field or its halo.
+    pub ghost_x: Option<f64>,
+    /// The neighbour in y beyond a wall.
+    pub ghost_y: Option<f64>,
 }
 
 /// The coarse cells read for fine cell (i, j) of interior coordinates (−1 and n are the halo)
 /// below `coarse` (fine blocks are twice the coarse ones).
 pub(crate) fn parents(coarse: &LevelStencil, i: isize, j: isize) -> Parents {
-    let phys = coarse.block.physical();
     let (ncx, ncy) = (coarse.nx() as isize, coarse.ny() as isize);
     let side = |f: isize| {
         let p = f.div_euclid(2);
         (p, if f.rem_euclid(2) == 0 { p - 1 } else { p + 1 })
     };
     let ((ip, ix), (jp, jy)) = (side(i), side(j));
+    let ghost_x = ghost(coarse, ix, ncx, Side::West, Side::East);
+    let ghost_y = ghost(coarse, jy, ncy, Side::South, Side::North);
     Parents {
         ip: (ip + 1) as usize,
         jp: (jp + 1) as usize,
         ix: (ix + 1) as usize,
         jy: (jy + 1) as usize,
-        ghost_x: (ix < 0 && phys.west) || (ix >= ncx && phys.east),
-        ghost_y: (jy < 0 && phys.south) || (jy >= ncy && phys.north),
+        ghost_x,
+        ghost_y,
+    }
+}
+
+/// The ghost beyond a wall that coarse index `c` (of `nc` along the direction, −1 or `nc`
+/// beyond the block) lies in, as a multiple of the parent: [`crate::grid::Block::ghost_sign`].
+pub(crate) fn ghost(coarse: &LevelStencil, c: isize, nc: isize, lo: Side, hi: Side) -> Option<f64> {
+    if c < 0 {
+        coarse.block.ghost_sign(lo)
+    } else if c >= nc {
+        coarse.block.ghost_sign(hi)
+    } else {
+        None
     }
 }
 

@@ -305,25 +305,18 @@ impl StencilKernels for ReferenceBackend {
         u_coarse: &HostField,
         u_fine: &mut HostField,
     ) -> Result<()> {
-        let phys = coarse.block.physical();
-        let (ncx, ncy) = (coarse.nx() as isize, coarse.ny() as isize);
         for (i, j) in interior(fine) {
-            let (ip, jp) = ((i / 2) as isize, (j / 2) as isize);
-            let ix = if i % 2 == 0 { ip - 1 } else { ip + 1 };
-            let jy = if j % 2 == 0 { jp - 1 } else { jp + 1 };
-            let x_ghost = (ix < 0 && phys.west) || (ix >= ncx && phys.east);
-            let y_ghost = (jy < 0 && phys.south) || (jy >= ncy && phys.north);
+            // prolongate_faces's arithmetic: the parent, its neighbours, the walls' ghosts.
+            let p = super::prolong::parents(coarse, i as isize, j as isize);
             for k in 0..fine.nz {
-                let up = at(u_coarse, (ip + 1) as usize, (jp + 1) as usize, k);
-                let ux = if x_ghost {
-                    -up
-                } else {
-                    at(u_coarse, (ix + 1) as usize, (jp + 1) as usize, k)
+                let up = at(u_coarse, p.ip, p.jp, k);
+                let ux = match p.ghost_x {
+                    Some(g) => g * up,
+                    None => at(u_coarse, p.ix, p.jp, k),
                 };
-                let uy = if y_ghost {
-                    -up
-                } else {
-                    at(u_coarse, (ip + 1) as usize, (jy + 1) as usize, k)
+                let uy = match p.ghost_y {
+                    Some(g) => g * up,
+                    None => at(u_coarse, p.ip, p.jy, k),
                 };
                 let v = &mut u_fine.column_mut(i, j)[k];
                 *v = fine.storage.round(*v + 0.5 * up + 0.25 * ux + 0.25 * uy);
@@ -346,15 +339,13 @@ impl StencilKernels for ReferenceBackend {
             let o = u_fine.offset((i + 1) as usize, (j + 1) as usize);
             for k in 0..fine.nz {
                 let up = at(u_coarse, p.ip, p.jp, k);
-                let ux = if p.ghost_x {
-                    -up
-                } else {
-                    at(u_coarse, p.ix, p.jp, k)
+                let ux = match p.ghost_x {
+                    Some(g) => g * up,
+                    None => at(u_coarse, p.ix, p.jp, k),
                 };
-                let uy = if p.ghost_y {
-                    -up
-                } else {
-                    at(u_coarse, p.ip, p.jy, k)
+                let uy = match p.ghost_y {
+                    Some(g) => g * up,
+                    None => at(u_coarse, p.ip, p.jy, k),
                 };
                 let v = &mut u_fine.data[o + k];
                 *v = fine.storage.round(*v + 0.5 * up + 0.25 * ux + 0.25 * uy);
@@ -558,6 +549,16 @@ impl TransferKernels for ReferenceBackend {
             crate::backend::face_len(op, side)
         );
         x.copy_halo_from(side, src, src_side, reversed);
+        Ok(())
+    }
+
+    fn wrap_halo(
+        &self,
+        _op: &LevelStencil,
+        x: &mut HostField,
+        side: crate::grid::Side,
+    ) -> Result<()> {
+        x.wrap_halo(side);
         Ok(())
     }
 }

@@ -1,5 +1,7 @@
 //! Blocks of a level and their sides: the index arithmetic every layer shares.
 
+use super::boundary::{Boundaries, Boundary, Edge};
+
 /// A rectangular block `[i0, i0 + nx) × [j0, j0 + ny)` of a level with `n × n` cells: the whole
 /// level on one process, or one rank's subdomain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -18,6 +20,9 @@ pub struct Block {
     /// docs/MODEL.md §16), `None` on the one-panel and box problems. A block of the closed
     /// sphere has no physical boundary: every side has a neighbour.
     pub panel: Option<usize>,
+    /// The lateral conditions of the level's domain (the box's or panel's edges; Dirichlet,
+    /// and unused, on the sphere): what lies beyond each side of the block on the domain's edge.
+    pub bc: Boundaries,
 }
 
 impl Block {
@@ -42,7 +47,13 @@ impl Block {
             nx: n,
             ny: n,
             panel: None,
+            bc: Boundaries::DIRICHLET,
         }
+    }
+
+    /// The block with the lateral conditions `bc`.
+    pub fn with_bc(self, bc: Boundaries) -> Self {
+        Self { bc, ..self }
     }
 
     /// The whole `n × n` panel `panel` of the cubed sphere.
@@ -80,25 +91,64 @@ impl Block {
             nx: self.nx / 2,
             ny: self.ny / 2,
             panel: self.panel,
+            bc: self.bc,
         }
     }
 
-    /// Which sides of the block are on the physical (Dirichlet) boundary: none on the sphere.
+    /// Which sides of the block are on a wall (a Dirichlet or zero-flux side of the domain):
+    /// none on the sphere, none in a periodic direction.
     pub fn physical(&self) -> Sides {
-        if self.panel.is_some() {
-            return Sides {
-                west: false,
-                east: false,
-                south: false,
-                north: false,
-            };
-        }
+        let wall = |s: Side| self.edge(s) != Edge::Cells;
         Sides {
-            west: self.i0 == 0,
-            east: self.i0 + self.nx == self.n,
-            south: self.j0 == 0,
-            north: self.j0 + self.ny == self.n,
+            west: wall(Side::West),
+            east: wall(Side::East),
+            south: wall(Side::South),
+            north: wall(Side::North),
         }
+    }
+
+    /// Whether `side` of the block is on the edge of the panel or box (whatever its condition).
+    pub fn on_domain_edge(&self, side: Side) -> bool {
+        self.panel.is_none()
+            && match side {
+                Side::West => self.i0 == 0,
+                Side::East => self.i0 + self.nx == self.n,
+                Side::South => self.j0 == 0,
+                Side::North => self.j0 + self.ny == self.n,
+            }
+    }
+
+    /// What lies beyond `side`: cells of the level (a neighbouring block, or across a periodic
+    /// edge the far side of the domain), or a wall with its condition.
+    pub fn edge(&self, side: Side) -> Edge {
+        if !self.on_domain_edge(side) {
+            return Edge::Cells;
+        }
+        let b = match side {
+            Side::West | Side::East => self.bc.x,
+            Side::South | Side::North => self.bc.y,
+        };
+        match b {
+            Boundary::Dirichlet => Edge::Dirichlet,
+            Boundary::Neumann => Edge::Neumann,
+            Boundary::Periodic => Edge::Cells,
+        }
+    }
+
+    /// The ghost cell beyond `side` as a multiple of the cell inside (what the prolongation
+    /// reads there): −1 at a Dirichlet wall, +1 at a zero-flux wall, `None` where the halo
+    /// holds cells.
+    pub fn ghost_sign(&self, side: Side) -> Option<f64> {
+        match self.edge(side) {
+            Edge::Cells => None,
+            Edge::Dirichlet => Some(-1.0),
+            Edge::Neumann => Some(1.0),
+        }
+    }
+
+    /// Whether `side` is a periodic edge of the domain (its halo is the far side's cells).
+    pub fn periodic(&self, side: Side) -> bool {
+        self.on_domain_edge(side) && self.edge(side) == Edge::Cells
     }
 }
 
@@ -194,6 +244,7 @@ mod tests {
             nx: 3,
             ny: 2,
             panel: Some(4),
+            bc: Default::default(),
         };
         let mut want = vec![];
         for j in 0..b.ny {

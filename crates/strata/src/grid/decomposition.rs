@@ -3,7 +3,7 @@
 //! level's block is its coarse block times two, so every rank's children of a coarse cell are
 //! its own.
 
-use super::{Block, Side};
+use super::{Block, Boundaries, Boundary, Side};
 use crate::error::{Result, StrataError};
 
 /// A px × py grid of ranks; rank = cy · px + cx, cx along x (i), cy along y (j).
@@ -58,6 +58,30 @@ impl RankGrid {
             Side::North => (cx, cy + 1),
         };
         (nx < self.px && ny < self.py).then_some(ny * self.px + nx)
+    }
+
+    /// [`RankGrid::neighbour`] on a domain with the lateral conditions `bc`: across a periodic
+    /// edge the rank at the far end of the row or column (this rank itself where it is alone
+    /// there).
+    pub fn neighbour_in(&self, rank: usize, side: Side, bc: Boundaries) -> Option<usize> {
+        if let Some(n) = self.neighbour(rank, side) {
+            return Some(n);
+        }
+        let (cx, cy) = self.coords(rank);
+        match side {
+            Side::West if bc.x == Boundary::Periodic => Some(cy * self.px + self.px - 1),
+            Side::East if bc.x == Boundary::Periodic => Some(cy * self.px),
+            Side::South if bc.y == Boundary::Periodic => Some((self.py - 1) * self.px + cx),
+            Side::North if bc.y == Boundary::Periodic => Some(cx),
+            _ => None,
+        }
+    }
+
+    /// [`RankGrid::diagonal`] on a domain with the lateral conditions `bc` (the neighbour's
+    /// neighbour, across periodic edges too).
+    pub fn diagonal_in(&self, rank: usize, corner: usize, bc: Boundaries) -> Option<usize> {
+        let (x, y) = corner_sides(corner);
+        self.neighbour_in(self.neighbour_in(rank, x, bc)?, y, bc)
     }
 
     /// The rank diagonally across corner `corner` of `rank`'s block (0 north-east, 1
@@ -177,6 +201,7 @@ impl Decomposition {
             nx: nx * f,
             ny: ny * f,
             panel: None,
+            bc: super::Boundaries::DIRICHLET,
         }
     }
 }
@@ -215,6 +240,31 @@ mod tests {
         assert_eq!(grid.neighbour(0, Side::East), Some(1));
         assert_eq!(grid.neighbour(0, Side::North), Some(3));
         assert_eq!(grid.neighbour(5, Side::North), None);
+    }
+
+    #[test]
+    fn periodic_neighbours_wrap_round_the_rank_grid() {
+        let grid = RankGrid { px: 3, py: 2 };
+        let bc = Boundaries::parse("x=periodic,y=neumann").unwrap();
+        for r in 0..6 {
+            for side in Side::ALL {
+                if let Some(n) = grid.neighbour_in(r, side, bc) {
+                    assert_eq!(grid.neighbour_in(n, side.opposite(), bc), Some(r));
+                }
+            }
+            for c in 0..4 {
+                if let Some(d) = grid.diagonal_in(r, c, bc) {
+                    assert_eq!(grid.diagonal_in(d, 3 - c, bc), Some(r), "rank {r} corner {c}");
+                }
+            }
+        }
+        assert_eq!(grid.neighbour_in(0, Side::West, bc), Some(2));
+        assert_eq!(grid.neighbour_in(5, Side::East, bc), Some(3));
+        assert_eq!(grid.neighbour_in(0, Side::South, bc), None);
+        assert_eq!(grid.diagonal_in(0, 1, bc), Some(5));
+        // Alone in its row: its own neighbour.
+        let one = RankGrid { px: 1, py: 2 };
+        assert_eq!(one.neighbour_in(1, Side::East, bc), Some(1));
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! consistent on every multigrid level ([`RankGrid`], [`Decomposition`], [`max_levels`]).
 
 mod block;
+mod boundary;
 mod decomposition;
 pub mod dual;
 pub mod sphere;
 
 pub use block::{Block, Side, Sides};
+pub use boundary::{Boundaries, Boundary, Edge};
 pub use decomposition::{corner_cells, corner_sides, max_levels, split, Decomposition, RankGrid};
 
 use crate::error::{invalid, Result};

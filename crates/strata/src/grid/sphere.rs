@@ -240,6 +240,7 @@ pub fn tiles(n: usize, k: usize) -> Vec<Block> {
                     nx: m,
                     ny: m,
                     panel: Some(panel),
+                    bc: super::Boundaries::DIRICHLET,
                 });
             }
         }

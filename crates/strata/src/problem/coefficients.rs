@@ -494,6 +494,11 @@ impl Coefficients {
             column(self, v, l.panel, i, j)
         };
         let closed = block.panel.is_some();
+        // Periodic directions of a box: the faces on its edges join the last and first cells
+        // (whole-level fields only: a rank's block keeps no ring across a periodic edge, which
+        // the stencil's builder refuses).
+        let wrap_x = !closed && block.bc.x == crate::grid::Boundary::Periodic;
+        let wrap_y = !closed && block.bc.y == crate::grid::Boundary::Periodic;
         let faces = |out: &mut [f64], a: &[f64], b: &[f64]| {
             for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
                 *o = hm(*a, *b);
@@ -526,6 +531,13 @@ impl Coefficients {
                             across(Side::West, gj),
                             column(self, &self.kx, panel, gi, gj),
                         ),
+                        // A periodic edge: the face between the last and the first cell, in
+                        // the same order from both sides (the same bits).
+                        _ if wrap_x => faces(
+                            out,
+                            column(self, &self.kx, panel, n - 1, gj),
+                            column(self, &self.kx, panel, 0, gj),
+                        ),
                         (Some(w), false) => {
                             out.copy_from_slice(column(self, &self.kx, panel, w, gj))
                         }
@@ -552,6 +564,11 @@ impl Coefficients {
                         out,
                         across(Side::South, gi),
                         column(self, &self.ky, panel, gi, gj),
+                    ),
+                    _ if wrap_y => faces(
+                        out,
+                        column(self, &self.ky, panel, gi, n - 1),
+                        column(self, &self.ky, panel, gi, 0),
                     ),
                     (Some(s), false) => out.copy_from_slice(column(self, &self.ky, panel, gi, s)),
                     (None, _) => out.copy_from_slice(column(self, &self.ky, panel, gi, gj)),

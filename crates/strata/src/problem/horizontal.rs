@@ -3,6 +3,7 @@
 
 use super::{Geometry, SphereStencil};
 use crate::grid::dual::VertexTensor;
+use crate::grid::{Boundaries, Boundary};
 
 /// The per-column coefficients of one horizontal cell T: its area and its four face coefficients.
 /// At a Dirichlet boundary face the coefficient carries the factor 2 of the half distance.
@@ -115,6 +116,44 @@ impl HorizontalGrid {
     /// operator (its diagonal couplings: [`HorizontalGrid::sphere_diagonals`]).
     pub fn column(&self, i: usize, j: usize) -> Column {
         self.column_with(i, j, SphereStencil::NinePoint)
+    }
+
+    /// [`HorizontalGrid::column_with`] on a box or panel with the lateral conditions `bc`: a
+    /// face on a Neumann side carries no flux (α = 0), a face on a periodic side of the box
+    /// is an interior face (α = 1, its neighbour the far side's cell); Dirichlet faces keep
+    /// the factor 2 of the half distance (docs/MODEL.md §20).
+    pub fn column_bounded(
+        &self,
+        i: usize,
+        j: usize,
+        stencil: SphereStencil,
+        bc: Boundaries,
+    ) -> Column {
+        let mut c = self.column_with(i, j, stencil);
+        if self.geometry.closed() || bc.is_dirichlet() {
+            return c;
+        }
+        let n = self.n;
+        // The face's coefficient for the condition: an interior face of the box is 1.
+        let edge = |b: Boundary, dirichlet: f64| match b {
+            Boundary::Dirichlet => dirichlet,
+            Boundary::Neumann => 0.0,
+            Boundary::Periodic => 1.0,
+        };
+        if i + 1 == n {
+            c.alpha_e = edge(bc.x, c.alpha_e);
+        }
+        if i == 0 {
+            c.alpha_w = edge(bc.x, c.alpha_w);
+        }
+        if j + 1 == n {
+            c.alpha_n = edge(bc.y, c.alpha_n);
+        }
+        if j == 0 {
+            c.alpha_s = edge(bc.y, c.alpha_s);
+        }
+        c.alpha_t = c.alpha_e + c.alpha_w + c.alpha_n + c.alpha_s;
+        c
     }
 
     /// [`HorizontalGrid::column`] with the sphere's stencil `stencil`.

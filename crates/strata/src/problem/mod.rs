@@ -26,6 +26,7 @@ pub use rhs::{build_rhs, build_rhs_tiles, cell_volumes, RhsKind};
 pub use vertical::VerticalGrid;
 
 use crate::error::{invalid, Result};
+use crate::grid::Boundaries;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -69,6 +70,11 @@ pub struct ProblemParams {
     /// The horizontal stencil on the sphere (not used elsewhere).
     #[serde(default)]
     pub sphere_stencil: SphereStencil,
+    /// The lateral conditions of the box (Dirichlet, Neumann or periodic per direction) or the
+    /// panel (Dirichlet or Neumann); Dirichlet on the sphere, which has no lateral boundary
+    /// (docs/MODEL.md §20).
+    #[serde(default)]
+    pub boundaries: Boundaries,
 }
 
 /// The horizontal discretisation of the whole sphere (docs/MODEL.md §16).
@@ -99,6 +105,7 @@ impl Default for ProblemParams {
             omega: None,
             coefficients: None,
             sphere_stencil: SphereStencil::NinePoint,
+            boundaries: Boundaries::DIRICHLET,
         }
     }
 }
@@ -130,8 +137,13 @@ impl ProblemParams {
         if self.geometry.closed() {
             crate::grid::sphere::tiles(self.n, 1)
         } else {
-            vec![crate::grid::Block::whole(self.n)]
+            vec![self.whole_block()]
         }
+    }
+
+    /// The whole `n × n` fine level of a panel or box, with its lateral conditions.
+    pub fn whole_block(&self) -> crate::grid::Block {
+        crate::grid::Block::whole(self.n).with_bc(self.boundaries)
     }
 
     /// Panels of n × n columns: six on the sphere, else one.
@@ -139,12 +151,14 @@ impl ProblemParams {
         self.geometry.panels()
     }
 
-    /// Whether the operator is singular: the whole sphere with δ = 0 (no boundary and zero-flux
-    /// top and bottom leave the constants as its null space, A·1 = 0). Solved with the
-    /// right-hand side checked or projected and the answer of zero volume-weighted mean
+    /// Whether the operator is singular: δ = 0 on a domain with no Dirichlet side (the whole
+    /// sphere, or a box or panel whose sides are all zero-flux or periodic): with zero-flux top
+    /// and bottom the constants are its null space, A·1 = 0. Solved with the right-hand side
+    /// checked or projected and the answer of zero volume-weighted mean
     /// ([`crate::solver::NullSpace`]).
     pub fn singular(&self) -> bool {
-        self.geometry.closed() && self.delta == 0.0 && self.coefficients.is_none()
+        let closed = self.geometry.closed() || !self.boundaries.any_dirichlet();
+        closed && self.delta == 0.0 && self.coefficients.is_none()
     }
 
     /// Checks every parameter; the error names the first one that is wrong.
@@ -167,12 +181,17 @@ impl ProblemParams {
         if let Some(w) = self.omega {
             positive("omega", w)?;
         }
-        if self.geometry == Geometry::Sphere && self.delta == 0.0 && self.coefficients.is_some() {
+        self.validate_boundaries()?;
+        let closed = self.geometry.closed() || !self.boundaries.any_dirichlet();
+        if closed && self.delta == 0.0 && self.coefficients.is_some() {
             return invalid(
                 "delta",
-                "= 0 with coefficient fields on the sphere: the singular problem (A·1 = 0) is \
-                 solved for the model problem's coefficients only (with advection the null \
-                 space of Aᵀ is not the constants); give beta > 0",
+                format!(
+                    "= 0 with coefficient fields on the {} with no Dirichlet side: the singular \
+                     problem (A·1 = 0) is solved for the model problem's coefficients only \
+                     (with advection the null space of Aᵀ is not the constants); give beta > 0",
+                    self.geometry.label()
+                ),
             );
         }
         if let Some(c) = &self.coefficients {
@@ -198,6 +217,29 @@ impl ProblemParams {
             c.validate()?;
         }
         Ok(())
+    }
+
+    /// Checks the lateral conditions against the geometry: none but Dirichlet on the sphere
+    /// (it has no lateral boundary), no periodic side on the panel (its opposite edges are
+    /// different places of the sphere).
+    fn validate_boundaries(&self) -> Result<()> {
+        let b = self.boundaries;
+        match self.geometry {
+            Geometry::Sphere if !b.is_dirichlet() => invalid(
+                "boundary",
+                format!(
+                    "{b} on the sphere, which has no lateral boundary: leave it out"
+                ),
+            ),
+            Geometry::Panel if b.any_periodic() => invalid(
+                "boundary",
+                format!(
+                    "{b} on the panel: its opposite edges are different places of the sphere, \
+                     so it takes dirichlet or neumann sides only (periodic is for the box)"
+                ),
+            ),
+            _ => Ok(()),
+        }
     }
 }
 

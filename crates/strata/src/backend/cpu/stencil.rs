@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::backend::StencilKernels;
+use crate::grid::Side;
 
 impl CpuBackend {
     // y = A x; traffic: read x (neighbours cached), write y: 2.
@@ -139,36 +140,29 @@ impl CpuBackend {
         u_coarse: &HostField<S>,
         u_fine: &mut HostField<S>,
     ) {
-        let phys = coarse.block.physical();
         let (nx, ncx, ncy, nz) = (fine.nx(), coarse.nx(), coarse.ny(), fine.nz);
         let ccol = |ih: usize, jh: usize| &u_coarse.data[u_coarse.offset(ih, jh)..][..nz];
+        let ghost = crate::backend::prolong::ghost;
         self.pool.install(|| {
             rows(u_fine).enumerate().for_each(|(j, frow)| {
                 // Halo-inclusive coarse indices of the parent and of its y neighbour.
                 let jp = j / 2 + 1;
-                let (jy, ghost_y) = if j % 2 == 0 {
-                    (jp - 1, jp == 1 && phys.south)
-                } else {
-                    (jp + 1, jp == ncy && phys.north)
-                };
+                let jy = if j % 2 == 0 { jp - 1 } else { jp + 1 };
+                let ghost_y = ghost(coarse, jy as isize - 1, ncy as isize, Side::South, Side::North);
                 for i in 0..nx {
                     let ip = i / 2 + 1;
-                    let (ix, ghost_x) = if i % 2 == 0 {
-                        (ip - 1, ip == 1 && phys.west)
-                    } else {
-                        (ip + 1, ip == ncx && phys.east)
-                    };
+                    let ix = if i % 2 == 0 { ip - 1 } else { ip + 1 };
+                    let ghost_x =
+                        ghost(coarse, ix as isize - 1, ncx as isize, Side::West, Side::East);
                     let up = ccol(ip, jp);
-                    // A ghost parent outside the boundary is −u_P.
-                    let (wx, ux) = if ghost_x {
-                        (-0.25, up)
-                    } else {
-                        (0.25, ccol(ix, jp))
+                    // A ghost parent beyond a wall is ∓u_P (Dirichlet, zero-flux).
+                    let (wx, ux) = match ghost_x {
+                        Some(g) => (0.25 * g, up),
+                        None => (0.25, ccol(ix, jp)),
                     };
-                    let (wy, uy) = if ghost_y {
-                        (-0.25, up)
-                    } else {
-                        (0.25, ccol(ip, jy))
+                    let (wy, uy) = match ghost_y {
+                        Some(g) => (0.25 * g, up),
+                        None => (0.25, ccol(ip, jy)),
                     };
                     let fc = col_mut(frow, i, nz);
                     prolong_column(fc, up, (wx, ux), (wy, uy));
@@ -192,15 +186,13 @@ impl CpuBackend {
         for (i, j) in crate::backend::prolong::face_cells(fine.nx(), fine.ny(), sides) {
             let p = crate::backend::prolong::parents(coarse, i, j);
             let up = ccol(p.ip, p.jp);
-            let x = if p.ghost_x {
-                (-0.25, up)
-            } else {
-                (0.25, ccol(p.ix, p.jp))
+            let x = match p.ghost_x {
+                Some(g) => (0.25 * g, up),
+                None => (0.25, ccol(p.ix, p.jp)),
             };
-            let y = if p.ghost_y {
-                (-0.25, up)
-            } else {
-                (0.25, ccol(p.ip, p.jy))
+            let y = match p.ghost_y {
+                Some(g) => (0.25 * g, up),
+                None => (0.25, ccol(p.ip, p.jy)),
             };
             let o = u_fine.offset((i + 1) as usize, (j + 1) as usize);
             prolong_column(&mut u_fine.data[o..o + nz], up, x, y);

@@ -115,6 +115,11 @@ impl TransferKernels for CpuBackend {
         by_precision!(op, S => get_mut::<S>(x)?.copy_halo_from(side, get::<S>(src)?, src_side, reversed));
         Ok(())
     }
+
+    fn wrap_halo(&self, op: &LevelStencil, x: &mut CpuField, side: Side) -> Result<()> {
+        by_precision!(op, S => get_mut::<S>(x)?.wrap_halo(side));
+        Ok(())
+    }
 }
 
 /// The solver's scalars in a host vector (the defaults of every slot kernel).
