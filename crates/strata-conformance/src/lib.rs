@@ -1233,6 +1233,79 @@ fn columns<B: Backend>(b: &B, rng: &mut Rng) {
     assert!(b.pack_column(&op, &dx, (m + 2, 0), &mut buf).is_err());
 }
 
+/// The kernels on levels with zero-flux and periodic sides (docs/MODEL.md §20): a periodic
+/// halo filled by `wrap_halo` from the block's own far side; apply (whose edge rows read it),
+/// the line relaxations and the prolongation (a zero-flux wall's ghost is +u, a periodic
+/// side's the coarse halo) agree with the reference.
+pub fn lateral_boundaries<B: Backend>(b: &B) {
+    use strata::grid::Boundaries;
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(11);
+    for (g, bc) in [
+        (Geometry::Box, "neumann"),
+        (Geometry::Box, "x=periodic,y=neumann"),
+        (Geometry::Box, "periodic"),
+        (Geometry::Box, "x=dirichlet,y=periodic"),
+        (Geometry::Panel, "x=neumann"),
+    ] {
+        let p = ProblemParams {
+            geometry: g,
+            grading: Grading::Graded,
+            nz: 7,
+            n: 12,
+            boundaries: Boundaries::parse(bc).unwrap(),
+            ..Default::default()
+        };
+        let ctx = format!("{g:?} {bc}");
+        let levels = strata::stencil::build_levels(&p, p.whole_block(), 2).unwrap();
+        let (fs, cs) = (&levels[0], &levels[1]);
+        let fo = b.prepare_level(fs).expect("prepare_level");
+        let co = b.prepare_level(cs).expect("prepare_level");
+        // Halos: the periodic ones wrapped, the walls' random (a wall's α is 0 or its
+        // ghost's; the kernels must not read them otherwise).
+        let (x, f) = (rng.field(fs), rng.field(fs));
+        let (mut hx, mut dx) = (x.clone(), to_backend(b, &fo, &x));
+        for side in Side::ALL.into_iter().filter(|s| fs.block.periodic(*s)) {
+            b.wrap_halo(&fo, &mut dx, side).expect("wrap_halo");
+            hx.wrap_halo(side);
+        }
+        let df = to_backend(b, &fo, &f);
+        let mut want = HostField::zeros(fs.nx(), fs.ny(), fs.nz);
+        r.apply(fs, &hx, &mut want).unwrap();
+        let mut got = b.alloc(&fo).unwrap();
+        b.apply(&fo, &dx, &mut got).unwrap();
+        let d = rel_diff(&to_host(b, &fo, &got), &want);
+        assert!(d <= TOL, "apply after wrap_halo {ctx}: {d:e}");
+        // Block-Jacobi and red-black line relaxation read the wrapped halos.
+        let mut hw = HostField::zeros(fs.nx(), fs.ny(), fs.nz);
+        r.smooth(fs, &f, &hx, &mut hw, 0.7).unwrap();
+        let mut dw = b.alloc(&fo).unwrap();
+        b.smooth(&fo, &df, &dx, &mut dw, 0.7).unwrap();
+        let d = rel_diff(&to_host(b, &fo, &dw), &hw);
+        assert!(d <= TOL_SOLVE, "smooth {ctx}: {d:e}");
+        for color in [0, 1] {
+            let mut hu = hx.clone();
+            r.smooth_color(fs, &f, &mut hu, color, 1.1).unwrap();
+            let mut du = to_backend(b, &fo, &hx);
+            b.smooth_color(&fo, &df, &mut du, color, 1.1).unwrap();
+            let d = rel_diff(&to_host(b, &fo, &du), &hu);
+            assert!(d <= TOL_SOLVE, "smooth_color {color} {ctx}: {d:e}");
+        }
+        // The prolongation from a coarse field whose periodic halos are wrapped.
+        let (mut uc, uf) = (rng.field(cs), rng.field(fs));
+        let mut duc = to_backend(b, &co, &uc);
+        for side in Side::ALL.into_iter().filter(|s| cs.block.periodic(*s)) {
+            b.wrap_halo(&co, &mut duc, side).expect("wrap_halo");
+            uc.wrap_halo(side);
+        }
+        let (mut hp, mut dp) = (uf.clone(), to_backend(b, &fo, &uf));
+        r.prolongate(cs, fs, &uc, &mut hp).unwrap();
+        b.prolongate(&co, &fo, &duc, &mut dp).unwrap();
+        let d = rel_diff(&to_host(b, &fo, &dp), &hp);
+        assert!(d <= TOL, "prolongate {ctx}: {d:e}");
+    }
+}
+
 /// copy_halos fills several blocks' halos from each other at once (every side of every block,
 /// both directions along faces), as copy_halo does one at a time: checked through `apply`.
 fn batched_halos<B: Backend>(b: &B, rng: &mut Rng) {
@@ -1736,6 +1809,12 @@ macro_rules! conformance_tests {
         $(#[$attr])*
         fn halo_faces_are_exact() {
             $crate::halo_faces(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn kernels_on_zero_flux_and_periodic_sides_match_the_reference() {
+            $crate::lateral_boundaries(&$backend);
         }
 
         #[test]

@@ -4,15 +4,24 @@
 //! (docs/MODEL.md §3.6), not from the true Laplace–Beltrami operator.
 
 use super::{cell_centre, Geometry, HorizontalGrid, ProblemParams, VerticalGrid};
+use crate::grid::Boundary;
 use std::f64::consts::PI;
 
 /// The exact solution u*(x, y, r) at a point (computational coordinates, radius or height; on
 /// the sphere the coordinates of panel 0, the others through [`sphere_solution`]).
+///
+/// Each horizontal factor meets its direction's lateral condition (docs/MODEL.md §20): on the
+/// box sin(πx) for Dirichlet, cos(πx) for zero-flux sides, cos(2πx) for periodic ones; on the
+/// panel sin(π(x + 1)/2) or cos(π(x + 1)/2). Every factor but the Dirichlet one has zero mean,
+/// so the solution is the one of zero mean that a singular problem returns.
 pub fn manufactured_solution(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
     let h = p.height;
+    let b = p.boundaries;
     match p.geometry {
-        Geometry::Box => (PI * x).sin() * (PI * y).sin() * (PI * r / h).cos(),
-        Geometry::Panel => s(x) * s(y) * (PI * (r - 1.0) / h).cos(),
+        Geometry::Box => mode(b.x, x).0 * mode(b.y, y).0 * (PI * r / h).cos(),
+        Geometry::Panel => {
+            panel_mode(b.x, x).0 * panel_mode(b.y, y).0 * (PI * (r - 1.0) / h).cos()
+        }
         // (x, y) of panel 0; the other panels through `sphere_solution`.
         Geometry::Sphere => sphere_solution(p, crate::grid::sphere::point(0, x, y), r),
     }
@@ -25,8 +34,12 @@ pub fn manufactured_rhs(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
     let h = p.height;
     let u = manufactured_solution(p, x, y, r);
     match p.geometry {
-        Geometry::Box => (w2 * (2.0 * PI * PI + l2 * PI * PI / (h * h)) + p.delta) * u,
+        Geometry::Box => {
+            let (kx, ky) = (mode(p.boundaries.x, x).1, mode(p.boundaries.y, y).1);
+            (w2 * (kx * kx + ky * ky + l2 * PI * PI / (h * h)) + p.delta) * u
+        }
         Geometry::Panel => {
+            let ((sx, dsx), (sy, dsy)) = (panel_mode(p.boundaries.x, x), panel_mode(p.boundaries.y, y));
             let rho = (1.0 + x * x + y * y).sqrt();
             let phx = ((1.0 + x * x) / (1.0 + y * y)).sqrt();
             let phy = 1.0 / phx;
@@ -35,9 +48,8 @@ pub fn manufactured_rhs(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
             let cp = -(PI / h) * (PI * (r - 1.0) / h).sin();
             let cpp = -(PI / h) * (PI / h) * c;
             let lt = rho.powi(3)
-                * (-(PI * PI / 4.0) * (phx + phy) * u
-                    + (x * ds(x) * s(y) + y * s(x) * ds(y)) * c / sq);
-            -w2 * (lt / (r * r) + l2 * s(x) * s(y) * (cpp + 2.0 / r * cp)) + p.delta * u
+                * (-(PI * PI / 4.0) * (phx + phy) * u + (x * dsx * sy + y * sx * dsy) * c / sq);
+            -w2 * (lt / (r * r) + l2 * sx * sy * (cpp + 2.0 / r * cp)) + p.delta * u
         }
         Geometry::Sphere => sphere_rhs(p, crate::grid::sphere::point(0, x, y), r),
     }
@@ -65,12 +77,24 @@ pub fn sphere_rhs(p: &ProblemParams, q: [f64; 3], r: f64) -> f64 {
     -w2 * (-6.0 * y * c / (r * r) + l2 * y * (cpp + 2.0 / r * cp)) + p.delta * y * c
 }
 
-fn s(t: f64) -> f64 {
-    (PI * (t + 1.0) / 2.0).sin()
+/// The box's horizontal factor for a direction with condition `b` at `t` ∈ [0, 1], and its
+/// wavenumber k (the factor's second derivative is −k² times it).
+fn mode(b: Boundary, t: f64) -> (f64, f64) {
+    match b {
+        Boundary::Dirichlet => ((PI * t).sin(), PI),
+        Boundary::Neumann => ((PI * t).cos(), PI),
+        Boundary::Periodic => ((2.0 * PI * t).cos(), 2.0 * PI),
+    }
 }
 
-fn ds(t: f64) -> f64 {
-    (PI / 2.0) * (PI * (t + 1.0) / 2.0).cos()
+/// The panel's horizontal factor for a direction with condition `b` at `t` ∈ [−1, 1] and its
+/// derivative (its second derivative is −π²/4 times it); the panel has no periodic side.
+fn panel_mode(b: Boundary, t: f64) -> (f64, f64) {
+    let a = PI * (t + 1.0) / 2.0;
+    match b {
+        Boundary::Neumann => (a.cos(), -(PI / 2.0) * a.sin()),
+        _ => (a.sin(), (PI / 2.0) * a.cos()),
+    }
 }
 
 /// Max and volume-weighted RMS error of a whole-grid solution `u` (z-contiguous; on the sphere

@@ -1,5 +1,6 @@
-//! The constant null space of a singular problem: the whole sphere with δ = 0 (a Poisson
-//! problem — stream function, velocity potential), where the closed surface and the zero-flux
+//! The constant null space of a singular problem: δ = 0 on the whole sphere (a Poisson
+//! problem — stream function, velocity potential) or on a box or panel with no Dirichlet side
+//! (zero-flux or periodic sides, docs/MODEL.md §20), where the closed domain and the zero-flux
 //! top and bottom leave the constants as the operator's null space, A·1 = 0 (docs/MODEL.md
 //! §19). A is symmetric, so A u = f has a solution exactly when f is orthogonal to the
 //! constants: Σ f = 0 for the volume-integrated f.
@@ -73,8 +74,8 @@ impl<B: Backend> NullSpace<B> {
             return Err(StrataError::invalid(
                 "rhs",
                 format!(
-                    "is incompatible with the singular operator (the sphere with delta = 0: \
-                     the constants are its null space, A·1 = 0): its component along them, \
+                    "is incompatible with the singular operator (delta = 0 with no Dirichlet \
+                     boundary: the constants are its null space, A·1 = 0): its component along them, \
                      |Σ f|/√N, is {part:.3e} of ‖f‖, above rtol {:e}. Make Σ f = 0, or ask \
                      for the projection of f (--project-rhs, project_rhs); nothing was solved",
                     params.rtol
