@@ -337,6 +337,12 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     }
     check_block_memory(backend, p, cfg, &block)?;
     let t = Instant::now();
+    // A singular problem (δ = 0, no Dirichlet side) goes as deep as the block allows and is
+    // solved with its null space.
+    let cfg = &crate::solver::singular_levels(cfg, p, &[block]);
+    let volumes = p
+        .singular()
+        .then(|| crate::problem::cell_volumes(p, &[block]));
     // Coefficient fields of the block ([`Coefficients::window`]) have their rings filled by
     // `comm` on every level.
     let levels = crate::stencil::build_block_levels(
@@ -346,7 +352,7 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
         cfg.multigrid.averaging,
         &mut |c| crate::comm::fill_rings::<B, C>(comm, c),
     )?;
-    solve_levels(backend, comm, &levels, cfg, rhs, None, t, monitor)
+    solve_levels(backend, comm, &levels, cfg, rhs, volumes, t, monitor)
 }
 
 /// Solves the sphere problem `p` on this rank's `tiles` of the fine level

@@ -105,7 +105,8 @@ impl<B: Backend> NullSpace<B> {
 /// cannot reach the singular operator's smoothest modes (the l = 1 harmonics, whose eigenvalue
 /// ω² l(l + 1) is far below the δ that lifts them in a regular problem): with 5 levels at
 /// 6 × 512² × 128 (a coarsest level of 32² columns per panel) mg took 500 cycles where δ = 1
-/// takes 7; down to 1 × 1 the regular count (docs/MODEL.md §19). Regular problems, and solvers
+/// takes 7; down to 1 × 1 the regular count (docs/MODEL.md §19). On a box or panel the coarsest
+/// level keeps 2 × 2 columns (docs/MODEL.md §20). Regular problems, and solvers
 /// without multigrid, keep `cfg`.
 pub fn singular_levels(cfg: &SolverConfig, p: &ProblemParams, tiles: &[Block]) -> SolverConfig {
     if !p.singular() || !cfg.uses_multigrid() {
@@ -113,7 +114,16 @@ pub fn singular_levels(cfg: &SolverConfig, p: &ProblemParams, tiles: &[Block]) -
     }
     let deepest = tiles
         .iter()
-        .map(|b| 1 + (b.nx.trailing_zeros().min(b.ny.trailing_zeros())) as usize)
+        .map(|b| {
+            let local = 1 + (b.nx.trailing_zeros().min(b.ny.trailing_zeros())) as usize;
+            if b.panel.is_some() {
+                return local;
+            }
+            // A box or panel keeps two columns per direction on its coarsest level: one column
+            // alone has no horizontal coupling on a zero-flux domain, and its vertical block
+            // (zero-flux ground and lid, δ = 0) is singular.
+            local.min((b.n.trailing_zeros() as usize).max(1))
+        })
         .min()
         .unwrap_or(1);
     if deepest <= cfg.multigrid.n_levels {
