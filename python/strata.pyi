@@ -61,6 +61,7 @@ class Solver:
         halo: _Halo = "auto",
         error_if_not_converged: bool = False,
         project_rhs: bool = False,
+        boundary: str = "x=dirichlet,y=dirichlet",
     ) -> "Solver": ...
     def solve(self, rhs: _Array, out: Optional[_Array] = None, x0: Optional[_Array] = None) -> _Array:
         """Solves A u = rhs; the solution in `out` if given, else a new array."""

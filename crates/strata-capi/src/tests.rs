@@ -694,3 +694,47 @@ fn last_error_text() -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// boundary_x and boundary_y reach the solver: a box periodic in x with zero-flux sides in y
+/// solves as the library does; periodic on the panel and an unknown code are refused, naming
+/// the field; a caller of the 0.2.0 layout (which ends at sphere_stencil) gets Dirichlet.
+#[test]
+fn lateral_boundaries() {
+    let mut p = StrataProblem {
+        boundary_x: 2, // STRATA_BOUNDARY_PERIODIC
+        boundary_y: 1, // STRATA_BOUNDARY_NEUMANN
+        ..test_problem(1)
+    };
+    let o = test_options(1e-8);
+    let rhs = random_rhs(&p, 4);
+    let info = solve_once(&p, &o, &rhs);
+    assert_eq!(info.converged, 1);
+    let params = problem_params(&p).unwrap();
+    assert_eq!(params.boundaries.describe(), "x=periodic,y=neumann");
+    let cfg = solver_config(&o).unwrap();
+    let lib = strata_core::solve(
+        &strata_core::backend::cpu::CpuBackend::new(Some(1)).unwrap(),
+        &params,
+        &cfg,
+        &rhs,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(info.iterations as usize, lib.info.iterations);
+    p.geometry = 0;
+    assert_refused(&p, &o, "boundary");
+    p.boundary_x = 7;
+    assert_refused(&p, &o, "boundary");
+    // The 0.2.0 layout: its size ends before boundary_x; the fields after take the defaults.
+    let old = std::mem::offset_of!(StrataProblem, boundary_x);
+    let q = StrataProblem {
+        size: old,
+        boundary_x: 99,
+        boundary_y: 99,
+        ..test_problem(1)
+    };
+    // SAFETY: `q` holds at least `old` bytes.
+    let read = unsafe { sized::read(&q) }.unwrap();
+    assert_eq!((read.boundary_x, read.boundary_y), (0, 0));
+    assert_eq!(read.n, 16);
+}

@@ -23,8 +23,14 @@ pub fn problem_line(p: &ProblemParams, rhs_file: Option<&Path>, rhs: RhsKind) ->
         Some(f) => format!("from {}", f.display()),
         None => format!("{rhs:?}").to_lowercase(),
     };
+    // The lateral conditions where they are not the paper's walls.
+    let sides = if p.geometry.closed() || p.boundaries.is_dirichlet() {
+        String::new()
+    } else {
+        format!(", boundary {}", p.boundaries)
+    };
     format!(
-        "problem: {geometry} {n}x{n}x{nz} ({u:.3e} unknowns), nu_CFL {cfl}, omega {w:.6}, lambda {l}, H {h}, delta {d}, {grading} vertical grid, rhs {rhs}",
+        "problem: {geometry} {n}x{n}x{nz} ({u:.3e} unknowns){sides}, nu_CFL {cfl}, omega {w:.6}, lambda {l}, H {h}, delta {d}, {grading} vertical grid, rhs {rhs}",
         n = p.n,
         nz = p.nz,
         u = p.unknowns() as f64,

@@ -80,8 +80,11 @@ fn to_py(e: StrataError) -> PyErr {
 /// error_if_not_converged=True makes a solve that did not converge raise
 /// strata.NotConvergedError (a RuntimeError; the solution array holds the last iterate), as
 /// PETSc's -ksp_error_if_not_converged; by default it returns and `converged` says so.
-/// project_rhs=True: for a singular problem (geometry="sphere" with delta=0, whose null space
-/// is the constants) the right-hand side's component along the constants is removed before each
+/// boundary gives the lateral conditions of the box and the panel per direction:
+/// "x=COND,y=COND" or one COND for both, each "dirichlet" (u = 0, the paper's), "neumann" (zero
+/// flux) or "periodic" (the box only); docs/MODEL.md section 20.
+/// project_rhs=True: for a singular problem (delta=0 on the sphere, or on a box or panel with no
+/// Dirichlet side, whose null space is the constants) the right-hand side's component along the constants is removed before each
 /// solve; by default a right-hand side whose component is above rtol of its norm raises
 /// ValueError. The answer has zero volume-weighted mean; info["incompatible"] gives the
 /// component as found (relative to the right-hand side's norm).

@@ -144,6 +144,8 @@ fn cf_attributes(format: NcFormat) {
     let _ = std::fs::remove_file(&path);
     let mut g = grid(4, 3);
     g.params.grading = strata::problem::Grading::Graded;
+    g.params.geometry = strata::problem::Geometry::Box;
+    g.params.boundaries = strata::grid::Boundaries::parse("x=periodic,y=neumann").unwrap();
     let u = vec![0.5; 48];
     let fields = [OutputField::solution(&u), OutputField::rhs(&u)];
     write_fields_as(&path, &g, &fields, Overwrite::Refuse, format).unwrap();
@@ -162,6 +164,11 @@ fn cf_attributes(format: NcFormat) {
         assert!(v.is_finite(), "{a}");
     }
     assert_eq!(ds.number(None, "nz"), Some(3.0));
+    // The lateral conditions, as --boundary reads them back (docs/MODEL.md §20).
+    let bc = global("boundary").expect("a boundary attribute");
+    assert_eq!(strata::grid::Boundaries::parse(&bc).unwrap(), g.params.boundaries);
+    assert_eq!(global("boundary_x").as_deref(), Some("periodic"));
+    assert_eq!(global("boundary_y").as_deref(), Some("neumann"));
     let expected = strata::problem::VerticalGrid::new(&g.params).faces;
     assert_eq!(faces, expected);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -124,6 +124,13 @@ pub(crate) fn layout<'a>(p: &ProblemParams, fields: &[OutputField<'a>]) -> Layou
         ("geometry", text(p.geometry.describe())),
         ("vertical_grid", text(grading)),
     ];
+    if !p.geometry.closed() {
+        // The lateral conditions (docs/MODEL.md §20), as --boundary reads them back.
+        use crate::names::Choice;
+        globals.push(("boundary", Attr::Text(p.boundaries.describe())));
+        globals.push(("boundary_x", text(p.boundaries.x.name())));
+        globals.push(("boundary_y", text(p.boundaries.y.name())));
+    }
     for (k, v) in [("n", p.n), ("nz", p.nz)] {
         globals.push((k, Attr::Int(v.min(i32::MAX as usize) as i32)));
     }
