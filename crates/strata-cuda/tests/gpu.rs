@@ -926,3 +926,73 @@ fn sphere_device_arrays_solve_like_host_arrays() {
         }
     }
 }
+
+/// Zero-flux and periodic sides (docs/MODEL.md §20) on the GPU: every solver in the default
+/// configuration but fp64 (mixed precision rounds differently on the two) gives the CPU's count
+/// (±1) and its solution to 1e-9 relative, with and without coefficient fields and advection; the
+/// singular box (δ = 0, projected) too; device-resident coefficient fields are refused on a
+/// periodic domain, naming what to do.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn lateral_boundaries_agree_with_the_cpu() {
+    use std::sync::Arc;
+    use strata::grid::Boundaries;
+    use strata::problem::{Coefficients, Geometry};
+    let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
+    for (bc, fields, delta) in [
+        ("x=periodic,y=neumann", false, 1.0),
+        ("periodic", false, 1.0),
+        ("neumann", false, 1.0),
+        ("x=dirichlet,y=periodic", true, 1.0),
+        ("periodic", true, 1.0),
+        ("x=periodic,y=neumann", false, 0.0),
+    ] {
+        let mut p = ProblemParams {
+            geometry: Geometry::Box,
+            n: 128,
+            nz: 64,
+            delta,
+            boundaries: Boundaries::parse(bc).unwrap(),
+            ..Default::default()
+        };
+        let mut kinds = vec![SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg];
+        if fields {
+            let mut cf = Coefficients::smooth(p.n, p.nz, 10.0);
+            let xi: Vec<f64> = cf.kx.iter().map(|k| 0.3 * (k - 1.0)).collect();
+            cf.xi = Some([xi.clone(), xi, vec![0.0; cf.kx.len()]]);
+            p.coefficients = Some(Arc::new(cf));
+            kinds = vec![SolverKind::Gcr, SolverKind::BiCgStab];
+        }
+        let rhs = build_rhs(&p, RhsKind::Random, 2, &p.whole_block());
+        for kind in kinds {
+            let cfg = SolverConfig::new(kind)
+                .with_precision(strata::solver::Precision::F64)
+                .with_project_rhs(delta == 0.0);
+            let a = strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            let rel = max_rel_diff(&a.u, &b.u);
+            println!(
+                "{bc} delta {delta} fields {fields} {}: gpu {} its, cpu {} its, rel diff {rel:.2e}",
+                kind.name(),
+                a.info.iterations,
+                b.info.iterations
+            );
+            assert!(a.info.reason.converged(), "{bc} {kind:?}");
+            assert!(a.info.iterations.abs_diff(b.info.iterations) <= 1, "{bc} {kind:?}");
+            assert!(rel <= 1e-9, "{bc} {kind:?}: {rel:.2e}");
+        }
+    }
+    let p = ProblemParams {
+        geometry: Geometry::Box,
+        n: 64,
+        nz: 16,
+        boundaries: Boundaries::parse("x=periodic").unwrap(),
+        ..Default::default()
+    };
+    let e = g
+        .resident_coefficients([None; 7], &p, 3, Default::default())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("periodic"), "{e}");
+}
