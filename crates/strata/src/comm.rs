@@ -179,15 +179,16 @@ pub fn wrap_periodic<B: Backend>(b: &B, lev: &B::LevelOp, x: &mut B::Field) -> R
     if !block.bc.any_periodic() {
         return Ok(());
     }
-    for side in Side::ALL {
-        // Its own neighbour only where the block spans the whole direction.
+    // Its own neighbour only where the block spans the whole direction.
+    let sides = Side::ALL.map(|side| {
         let own = match side {
             Side::West | Side::East => block.nx == block.n,
             Side::South | Side::North => block.ny == block.n,
         };
-        if own && block.periodic(side) {
-            b.wrap_halo(lev, x, side)?;
-        }
+        own && block.periodic(side)
+    });
+    if sides.contains(&true) {
+        b.wrap_halos(lev, x, sides)?;
     }
     Ok(())
 }

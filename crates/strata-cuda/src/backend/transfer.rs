@@ -310,37 +310,65 @@ impl TransferKernels for CudaBackend {
     }
 
     fn wrap_halo(&self, op: &CudaLevel, x: &mut CudaField, side: Side) -> Result<()> {
+        let mut sides = [false; 4];
+        sides[side.index()] = true;
+        self.wrap_halos(op, x, sides)
+    }
+
+    /// Every periodic side's halo in one launch of the batched halo kernel (one link per side,
+    /// the block its own source), or one per face length where the block is not square.
+    fn wrap_halos(&self, op: &CudaLevel, x: &mut CudaField, sides: [bool; 4]) -> Result<()> {
         self.check(op, &[x])?;
-        let count = (face_len(&op.stencil, side) / op.layout.nz as usize) as i32;
+        let nz = op.layout.nz as usize;
         let (ptr, guard) = x.data.device_ptr_mut(self.base());
-        let mut batch = HaloBatch {
-            links: 1,
-            pad: 0,
-            l: [HaloLinkDesc::default(); HALO_LINKS],
-        };
-        batch.l[0] = HaloLinkDesc {
-            src: ptr,
-            dst: ptr,
-            src_side: side_index(side.opposite()),
-            side: side_index(side),
-            reversed: 0,
-            pad: 0,
-        };
-        let n = count as u32 * op.layout.nz as u32;
-        let cfg = LaunchConfig {
-            grid_dim: (n.div_ceil(256).max(1), 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = self.base().launch_builder(op.k.get(K::CopyHalos));
-        b.arg(&op.layout).arg(&count).arg(&batch);
-        // SAFETY: `ptr` is x's live field of `op.layout` (checked above), held exclusively
-        // through `x` for the launch; the one link reads `count` columns of nz values of its
-        // interior layer next to the opposite side and writes its halo across `side` (disjoint
-        // cells of the same field; the kernel takes no `__restrict__` pointers).
-        let r = cu(unsafe { b.launch(cfg) }).map(|_| ());
+        let mut result = Ok(());
+        // The sides of one face length go in one launch (all four on a square block).
+        let mut lengths: Vec<usize> = Side::ALL
+            .into_iter()
+            .filter(|s| sides[s.index()])
+            .map(|s| face_len(&op.stencil, s) / nz)
+            .collect();
+        lengths.dedup();
+        for count in lengths {
+            let mut batch = HaloBatch {
+                links: 0,
+                pad: 0,
+                l: [HaloLinkDesc::default(); HALO_LINKS],
+            };
+            for side in Side::ALL.into_iter().filter(|s| sides[s.index()]) {
+                if face_len(&op.stencil, side) / nz == count {
+                    batch.l[batch.links as usize] = HaloLinkDesc {
+                        src: ptr,
+                        dst: ptr,
+                        src_side: side_index(side.opposite()),
+                        side: side_index(side),
+                        reversed: 0,
+                        pad: 0,
+                    };
+                    batch.links += 1;
+                }
+            }
+            let n = count as u32 * op.layout.nz as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (n.div_ceil(256).max(1), batch.links as u32, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let count = count as i32;
+            let mut b = self.base().launch_builder(op.k.get(K::CopyHalos));
+            b.arg(&op.layout).arg(&count).arg(&batch);
+            // SAFETY: `ptr` is x's live field of `op.layout` (checked above), held exclusively
+            // through `x` for the launch; each link reads `count` columns of nz values of the
+            // interior layer next to the opposite side and writes the halo across its side
+            // (disjoint cells of the same field: the halo corners are no link's; the kernel
+            // takes no `__restrict__` pointers).
+            result = cu(unsafe { b.launch(cfg) }).map(|_| ());
+            if result.is_err() {
+                break;
+            }
+        }
         drop(guard);
-        r
+        result
     }
 
     fn pack_halo(

@@ -705,6 +705,16 @@ pub trait TransferKernels: Fields {
         self.unpack_face(op, x, side, &buf)
     }
 
+    /// [`TransferKernels::wrap_halo`] for every side set in `sides` ([`Side::index`]) at once:
+    /// the exchange of a level periodic in one or both directions on one process. By default
+    /// one `wrap_halo` per side; the CUDA backend fills them in one launch.
+    fn wrap_halos(&self, op: &Self::LevelOp, x: &mut Self::Field, sides: [bool; 4]) -> Result<()> {
+        for side in Side::ALL.into_iter().filter(|s| sides[s.index()]) {
+            self.wrap_halo(op, x, side)?;
+        }
+        Ok(())
+    }
+
     /// Copies the column at halo-inclusive `(ih, jh)` of `x` into `buf` (`nz` values): a corner
     /// of a tile of the sphere, which its nine-point operator reads (docs/MODEL.md §16.1).
     fn pack_column(
