@@ -1,6 +1,6 @@
 """The exported operator, checked as a SciPy user would (the operator issue's verification (b)):
 `strata operator --export` writes A and f as Matrix Market files (the panel, the box, coefficient
-fields with advection, and the whole sphere), `strata solve --output` writes
+fields with advection, the whole sphere, and zero-flux and periodic sides), `strata solve --output` writes
 strata's solution u as NetCDF-3; SciPy reads both, checks A u = f, solves A x = f directly and
 compares x with u. Run by scripts/test; usage: python3 check_export.py path/to/strata WORKDIR
 """
@@ -47,6 +47,14 @@ def main(strata, work):
         ("box-graded", ["--geometry", "box", "--graded", "--cfl", "20"], "mg-cg"),
         ("coefficients-advection", ["--coefficients", str(coeffs)], "bicgstab"),
         ("sphere", ["--geometry", "sphere"], "mg-cg"),
+        # Lateral conditions (MODEL.md section 20): periodic rows wrap by index in the file.
+        ("box-periodic-neumann", ["--geometry", "box", "--boundary", "x=periodic,y=neumann"],
+         "mg-cg"),
+        ("panel-neumann-advection",
+         ["--boundary", "neumann", "--coefficients", str(coeffs)], "bicgstab"),
+        ("box-periodic-advection",
+         ["--geometry", "box", "--boundary", "periodic", "--coefficients", str(coeffs)],
+         "bicgstab"),
     ]
     for name, extra, solver in cases:
         common = ["--n", str(n), "--nz", str(nz), *extra]
