@@ -339,10 +339,9 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     let t = Instant::now();
     // A singular problem (δ = 0, no Dirichlet side) goes as deep as the block allows and is
     // solved with its null space.
-    let cfg = &crate::solver::singular_levels(cfg, p, &[block]);
-    let volumes = p
-        .singular()
-        .then(|| crate::problem::cell_volumes(p, &[block]));
+    let singular = crate::solver::singular_on_ranks(comm, p)?;
+    let cfg = &crate::solver::deep_levels(cfg, singular, &[block]);
+    let volumes = singular.then(|| crate::problem::cell_volumes(p, &[block]));
     // Coefficient fields of the block ([`Coefficients::window`]) have their rings filled by
     // `comm` on every level.
     let levels = crate::stencil::build_block_levels(
@@ -352,7 +351,8 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
         cfg.multigrid.averaging,
         &mut |c| crate::comm::fill_rings::<B, C>(comm, c),
     )?;
-    solve_levels(backend, comm, &levels, cfg, rhs, volumes, t, monitor)
+    let null = volumes.map(|v| (v, !p.has_advection()));
+    solve_levels(backend, comm, &levels, cfg, rhs, null, t, monitor)
 }
 
 /// Solves the sphere problem `p` on this rank's `tiles` of the fine level
@@ -380,10 +380,12 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
         );
     }
     let t = Instant::now();
-    let cfg = &crate::solver::singular_levels(cfg, p, tiles);
+    let singular = crate::solver::singular_on_ranks(comm, p)?;
+    let cfg = &crate::solver::deep_levels(cfg, singular, tiles);
     let levels = build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging)?;
-    let volumes = p.singular().then(|| crate::problem::cell_volumes(p, tiles));
-    solve_levels(backend, comm, &levels, cfg, rhs, volumes, t, monitor)
+    let volumes = singular.then(|| crate::problem::cell_volumes(p, tiles));
+    let null = volumes.map(|v| (v, !p.has_advection()));
+    solve_levels(backend, comm, &levels, cfg, rhs, null, t, monitor)
 }
 
 /// The checks of a sphere solve on `tiles` before anything is built: the parameters, the
@@ -444,7 +446,7 @@ fn solve_levels<B: Backend, C: Comm<B>>(
     levels: &[crate::stencil::LevelStencil],
     cfg: &SolverConfig,
     rhs: &[f64],
-    volumes: Option<Vec<f64>>,
+    null: Option<(Vec<f64>, bool)>,
     t: Instant,
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
@@ -458,8 +460,8 @@ fn solve_levels<B: Backend, C: Comm<B>>(
     let fine = solver.fine();
     let mut f = backend.alloc(fine)?;
     let mut u = backend.alloc(fine)?;
-    let null = match &volumes {
-        Some(v) => Some(NullSpace::new(backend, comm, fine, v)?),
+    let null = match &null {
+        Some((v, symmetric)) => Some(NullSpace::new(backend, comm, fine, v, *symmetric)?),
         None => None,
     };
     backend.synchronize()?;

@@ -63,8 +63,14 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     /// such update for the next (their columns are shared with the prepared levels'): a model
     /// that sets fields every step does not rebuild them.
     bare: Option<Vec<LevelStencil>>,
-    /// The null space of a singular problem (the sphere with δ = 0), made at its first solve.
+    /// The null space of a singular problem (δ = 0, or β zero everywhere, with no Dirichlet
+    /// side), made at its first solve.
     null: Option<crate::solver::NullSpace<B>>,
+    /// Whether the problem is singular, decided by all ranks together when the operator is made
+    /// ([`crate::solver::singular_on_ranks`]). The hierarchy is taken deep for a problem
+    /// singular at set-up; one that becomes singular later (fields with β = 0 everywhere) is
+    /// solved with its null space on the hierarchy it has.
+    singular: bool,
 }
 
 impl<B: Backend> PersistentSolver<B> {
@@ -135,7 +141,8 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             clock = std::time::Instant::now();
         };
         crate::comm::validate_on_ranks(&comm, p)?;
-        let cfg = &crate::solver::singular_levels(cfg, p, &tiles);
+        let singular = crate::solver::singular_on_ranks(&comm, p)?;
+        let cfg = &crate::solver::deep_levels(cfg, singular, &tiles);
         check(backend, p, cfg)?;
         phase("checks");
         let levels = levels_of(p, &tiles, cfg, &comm)?;
@@ -162,6 +169,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             pending: false,
             bare: None,
             null: None,
+            singular,
         })
     }
 
@@ -329,13 +337,18 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
     fn solve_fields(&mut self, backend: &B) -> Result<SolveInfo> {
         self.check_current(backend)?;
         let params = self.cfg.stopping.clone();
-        if self.p.singular() && self.null.is_none() {
+        if self.singular && self.null.is_none() {
             let volumes = crate::problem::cell_volumes(&self.p, &self.tiles);
-            let null =
-                crate::solver::NullSpace::new(backend, &self.comm, self.solver.fine(), &volumes)?;
+            let null = crate::solver::NullSpace::new(
+                backend,
+                &self.comm,
+                self.solver.fine(),
+                &volumes,
+                !self.p.has_advection(),
+            )?;
             self.null = Some(null);
         }
-        let incompatible = match (self.p.singular(), &self.null) {
+        let incompatible = match (self.singular, &self.null) {
             (true, Some(null)) => Some(null.prepare(
                 backend,
                 &self.comm,
@@ -354,7 +367,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             &mut |_, _| {},
         )?;
         info.incompatible = incompatible;
-        if let (true, Some(null)) = (self.p.singular(), &self.null) {
+        if let (true, Some(null)) = (self.singular, &self.null) {
             null.remove_mean(backend, &self.comm, self.solver.fine(), &mut self.u)?;
         }
         Ok(info)
@@ -513,6 +526,17 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             }
             return Err(e);
         }
+        // Singular only where the kept host copies say β is zero everywhere (fields in device
+        // memory alone are not scanned).
+        let local = kept.is_some() && {
+            let q = ProblemParams {
+                coefficients: kept.clone(),
+                ..p.clone()
+            };
+            q.singular()
+        };
+        self.singular = crate::solver::all_ranks(&self.comm, local)?;
+        self.null = None;
         self.p = ProblemParams {
             coefficients: kept,
             ..p
@@ -523,7 +547,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         Ok(())
     }
 
-    /// For a singular problem (the sphere with δ = 0): whether the next solves project the
+    /// For a singular problem (δ = 0, or β = 0, with no Dirichlet side): whether the next solves project the
     /// right-hand side onto the operator's range ([`crate::solver::SolveParams::project_rhs`])
     /// instead of refusing one with a component along the null space above rtol.
     pub fn set_project_rhs(&mut self, project: bool) {
@@ -581,6 +605,10 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         crate::api::check_operator(&p, &self.cfg)?;
         let levels = levels_of(&p, &self.tiles, &self.cfg, &self.comm)?;
         self.solver.replace_operators(backend, &levels)?;
+        self.singular = crate::solver::singular_on_ranks(&self.comm, &p)?;
+        // Made again at the next singular solve (whether A's null space is the constants too
+        // depends on the fields).
+        self.null = None;
         self.p = p;
         self.resident = false;
         self.stale = None;

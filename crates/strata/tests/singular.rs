@@ -136,13 +136,30 @@ fn an_incompatible_right_hand_side_is_refused_unless_projected() {
     let sol = strata::solve(&b, &p, &cfg, &projected(&f), &mut |_, _| {}).unwrap();
     assert!(sol.info.reason.converged());
     assert!(sol.info.incompatible.unwrap() < 1e-14);
-    // Coefficient fields with δ = 0 on the sphere are refused, saying why.
+    // With coefficient fields β takes δ's place: β = 1 is regular, β = 0 everywhere singular
+    // (and solved as δ = 0 is), a negative β refused with its cell.
     let mut q = p.clone();
-    q.coefficients = Some(std::sync::Arc::new(
-        strata::problem::Coefficients::constant_panels(6, 8, 4, 1.0),
-    ));
+    let fields = |beta| {
+        Some(std::sync::Arc::new(
+            strata::problem::Coefficients::constant_panels(6, 8, 4, beta),
+        ))
+    };
+    q.coefficients = fields(1.0);
+    assert!(q.validate().is_ok() && !q.singular());
+    q.coefficients = fields(0.0);
+    assert!(q.validate().is_ok() && q.singular());
+    let with_fields = strata::solve(&b, &q, &cfg, &projected(&f), &mut |_, _| {}).unwrap();
+    assert_eq!(with_fields.info.iterations, sol.info.iterations);
+    let diff = with_fields
+        .u
+        .iter()
+        .zip(&sol.u)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    let scale = sol.u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(diff <= 1e-12 * scale, "{diff:e}");
+    q.coefficients = fields(-1.0);
     let e = q.validate().unwrap_err().to_string();
-    assert!(e.contains("delta") && e.contains("beta > 0"), "{e}");
+    assert!(e.contains("beta") && e.contains("non-negative"), "{e}");
 }
 
 #[test]

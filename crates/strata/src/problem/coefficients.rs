@@ -270,7 +270,14 @@ impl Coefficients {
             );
         }
         let len = self.len();
-        let positive = self.fields().into_iter().map(|(n, v)| (n, v, true));
+        // β may be zero (a Poisson problem; singular where it is zero everywhere and no side is
+        // Dirichlet), never negative; κx, κy, κz are positive.
+        let fields = self.fields();
+        let positive = fields
+            .into_iter()
+            .filter(|(n, _)| *n != "beta")
+            .map(|(n, v)| (n, v, true));
+        let beta = self.beta.as_slice();
         let signed = self.xi_fields().into_iter().map(|(n, v)| (n, v, false));
         for (name, v, must_be_positive) in positive.chain(signed) {
             if v.len() != len {
@@ -301,16 +308,49 @@ impl Coefficients {
                     || (must_be_positive && *x < 1.0 / COEFFICIENT_BOUND)
             };
             if let Some((p, (pnl, i, j, k))) = self.first_bad(v, bad) {
-                let panel = if self.panels > 1 {
-                    format!("panel={pnl}, ")
-                } else {
-                    String::new()
-                };
-                let at = format!("({panel}y={j}, x={i}, z={k})");
-                return invalid(name, refused_value(v[p], must_be_positive, &at));
+                return invalid(name, refused_value(v[p], must_be_positive, &self.at(pnl, i, j, k)));
             }
         }
+        if beta.len() != len {
+            return invalid(
+                "beta",
+                format!("has {} values, the fields need {len}", beta.len()),
+            );
+        }
+        let bad = |x: &f64| {
+            !(x.is_finite() && *x >= 0.0)
+                || *x > COEFFICIENT_BOUND
+                || (*x > 0.0 && *x < 1.0 / COEFFICIENT_BOUND)
+        };
+        if let Some((p, (pnl, i, j, k))) = self.first_bad(beta, bad) {
+            let x = beta[p];
+            let at = self.at(pnl, i, j, k);
+            let why = if x.is_finite() && x > 0.0 {
+                refused_value(x, true, &at)
+            } else {
+                format!("must be finite and non-negative, but is {x} at {at}")
+            };
+            return invalid("beta", why);
+        }
         Ok(())
+    }
+
+    /// A cell as the errors name it: `(panel=…, y=…, x=…, z=…)`.
+    fn at(&self, pnl: usize, i: usize, j: usize, k: usize) -> String {
+        let panel = if self.panels > 1 {
+            format!("panel={pnl}, ")
+        } else {
+            String::new()
+        };
+        format!("({panel}y={j}, x={i}, z={k})")
+    }
+
+    /// Whether β is zero in every cell this process holds (the block's own cells of a rank's
+    /// fields; whole-level fields: all): with no Dirichlet side, the singular operator
+    /// ([`crate::problem::ProblemParams::singular`]). In parallel, stopping at the first
+    /// non-zero value.
+    pub fn beta_is_zero(&self) -> bool {
+        self.first_bad(&self.beta, |b| *b != 0.0).is_none()
     }
 
     /// The first value of `v` (one of the fields) that is `bad`, with its cell `(panel, i, j,

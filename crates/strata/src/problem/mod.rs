@@ -156,9 +156,24 @@ impl ProblemParams {
     /// and bottom the constants are its null space, A·1 = 0. Solved with the right-hand side
     /// checked or projected and the answer of zero volume-weighted mean
     /// ([`crate::solver::NullSpace`]).
+    ///
+    /// With coefficient fields β takes δ's place: singular where β is zero in every cell (a
+    /// scan of β, stopping at its first non-zero value). With advection too (docs/MODEL.md
+    /// §20): the flux form keeps 1ᵀA = 0, so the compatibility condition is the same; A's own
+    /// null space is then another vector.
     pub fn singular(&self) -> bool {
         let closed = self.geometry.closed() || !self.boundaries.any_dirichlet();
-        closed && self.delta == 0.0 && self.coefficients.is_none()
+        closed
+            && match &self.coefficients {
+                None => self.delta == 0.0,
+                Some(c) => c.beta_is_zero(),
+            }
+    }
+
+    /// Whether the operator has an advection term (coefficient fields with ξ): then it is not
+    /// symmetric.
+    pub fn has_advection(&self) -> bool {
+        self.coefficients.as_ref().is_some_and(|c| c.xi.is_some())
     }
 
     /// Checks every parameter; the error names the first one that is wrong.
@@ -182,18 +197,6 @@ impl ProblemParams {
             positive("omega", w)?;
         }
         self.validate_boundaries()?;
-        let closed = self.geometry.closed() || !self.boundaries.any_dirichlet();
-        if closed && self.delta == 0.0 && self.coefficients.is_some() {
-            return invalid(
-                "delta",
-                format!(
-                    "= 0 with coefficient fields on the {} with no Dirichlet side: the singular \
-                     problem (A·1 = 0) is solved for the model problem's coefficients only \
-                     (with advection the null space of Aᵀ is not the constants); give beta > 0",
-                    self.geometry.label()
-                ),
-            );
-        }
         if let Some(c) = &self.coefficients {
             if c.panels != self.panels() {
                 return invalid(

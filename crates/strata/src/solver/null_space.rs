@@ -29,12 +29,23 @@ pub struct NullSpace<B: Backend> {
     cells: f64,
     /// Volume of the whole problem.
     volume: f64,
+    /// Whether the constants are A's null space too (no advection), so that the answer is made
+    /// the solution of zero mean ([`NullSpace::remove_mean`]).
+    normalise: bool,
 }
 
 impl<B: Backend> NullSpace<B> {
     /// The null space of a fine level `fine` whose cells have the host-layout `volumes` (of
-    /// this process; [`crate::problem::cell_volumes`]).
-    pub fn new<C: Comm<B>>(b: &B, comm: &C, fine: &B::LevelOp, volumes: &[f64]) -> Result<Self> {
+    /// this process; [`crate::problem::cell_volumes`]). `symmetric`: whether the operator has
+    /// no advection term, so that the constants are the null space of A as well as of Aᵀ
+    /// (docs/MODEL.md §20: with advection only Aᵀ's).
+    pub fn new<C: Comm<B>>(
+        b: &B,
+        comm: &C,
+        fine: &B::LevelOp,
+        volumes: &[f64],
+        symmetric: bool,
+    ) -> Result<Self> {
         let mut ones = b.alloc(fine)?;
         b.fill(fine, &mut ones, 1.0)?;
         let mut v = b.alloc(fine)?;
@@ -46,6 +57,7 @@ impl<B: Backend> NullSpace<B> {
             volumes: v,
             cells: totals[0],
             volume: totals[1],
+            normalise: symmetric,
         })
     }
 
@@ -85,7 +97,9 @@ impl<B: Backend> NullSpace<B> {
         Ok(part)
     }
 
-    /// Removes the volume-weighted mean from u: afterwards Σ V u = 0.
+    /// Removes the volume-weighted mean from u: afterwards Σ V u = 0. Nothing with advection,
+    /// where adding a constant to u would change A u (A's null space is another vector, which
+    /// strata does not compute: the answer is the solution the iteration reached).
     pub fn remove_mean<C: Comm<B>>(
         &self,
         b: &B,
@@ -93,6 +107,9 @@ impl<B: Backend> NullSpace<B> {
         fine: &B::LevelOp,
         u: &mut B::Field,
     ) -> Result<()> {
+        if !self.normalise {
+            return Ok(());
+        }
         let mut s = [b.dot(fine, u, &self.volumes)?];
         comm.sum(&mut s)?;
         b.axpy(fine, -s[0] / self.volume, &self.ones, u)
@@ -109,7 +126,13 @@ impl<B: Backend> NullSpace<B> {
 /// level keeps 2 × 2 columns (docs/MODEL.md §20). Regular problems, and solvers
 /// without multigrid, keep `cfg`.
 pub fn singular_levels(cfg: &SolverConfig, p: &ProblemParams, tiles: &[Block]) -> SolverConfig {
-    if !p.singular() || !cfg.uses_multigrid() {
+    deep_levels(cfg, p.singular(), tiles)
+}
+
+/// [`singular_levels`] for a problem whose singularity is known (`singular`, from
+/// [`singular_on_ranks`]: every rank of a job must take the same hierarchy).
+pub fn deep_levels(cfg: &SolverConfig, singular: bool, tiles: &[Block]) -> SolverConfig {
+    if !singular || !cfg.uses_multigrid() {
         return cfg.clone();
     }
     let deepest = tiles
@@ -130,4 +153,21 @@ pub fn singular_levels(cfg: &SolverConfig, p: &ProblemParams, tiles: &[Block]) -
         return cfg.clone();
     }
     cfg.clone().with_levels(deepest)
+}
+
+/// Whether problem `p` is singular ([`ProblemParams::singular`]) on every rank of `comm` together
+/// (collective): with a rank's own block of coefficient fields each rank sees only its β, and the
+/// problem is singular only where β is zero on every rank's block.
+pub fn singular_on_ranks<B: Backend, C: Comm<B>>(comm: &C, p: &ProblemParams) -> Result<bool> {
+    all_ranks(comm, p.singular())
+}
+
+/// Whether `local` holds on every rank of `comm` (collective; `local` itself on one rank).
+pub fn all_ranks<B: Backend, C: Comm<B>>(comm: &C, local: bool) -> Result<bool> {
+    if comm.size() == 1 {
+        return Ok(local);
+    }
+    let mut count = [f64::from(u8::from(local))];
+    comm.sum(&mut count)?;
+    Ok(count[0] == comm.size() as f64)
 }
