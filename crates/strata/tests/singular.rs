@@ -156,7 +156,8 @@ fn an_incompatible_right_hand_side_is_refused_unless_projected() {
         .zip(&sol.u)
         .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
     let scale = sol.u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    assert!(diff <= 1e-12 * scale, "{diff:e}");
+    // The per-cell operator rounds differently from the per-column one.
+    assert!(diff <= 1e-10 * scale, "{:e} relative", diff / scale);
     q.coefficients = fields(-1.0);
     let e = q.validate().unwrap_err().to_string();
     assert!(e.contains("beta") && e.contains("non-negative"), "{e}");
