@@ -229,7 +229,7 @@ module strata
             real(c_double), value :: omega
         end function
 
-        ! A singular problem (the sphere with delta = 0): 1 projects the right-hand side onto
+        ! A singular problem (delta = 0 with no Dirichlet side): 1 projects the right-hand side onto
         ! the operator's range before each solve, 0 (the default) refuses an incompatible one.
         integer(c_int) function strata_solver_set_project_rhs(solver, project) &
                 bind(c, name="strata_solver_set_project_rhs")

@@ -367,17 +367,20 @@ enum StrataStatus strata_solver_set_coefficients(struct StrataSolver *solver,
 // `solver` must be a live handle or null.
 enum StrataStatus strata_solver_set_omega(struct StrataSolver *solver, double omega);
 
-// For a singular problem (the whole sphere with delta = 0, whose null space is the constants):
-// `project` 1 makes the next solves remove the right-hand side's component along the constants
+// For a singular problem (delta = 0, or beta = 0 everywhere, with no Dirichlet side: the
+// whole sphere, or a box or panel of zero-flux and periodic sides, where the constants are the
+// null space): `project` 1 makes the next solves remove the right-hand side's component along the constants
 // (Σ f / N from every value) before solving; 0 (the default) refuses a right-hand side whose
 // component is above rtol of its norm with `STRATA_STATUS_INVALID_ARGUMENT`, the last error
-// giving its size. Either way the answer has zero volume-weighted mean. A setter, not a field
+// giving its size. Either way the answer has zero volume-weighted mean (with advection it is
+// the solution the iteration reached: docs/MODEL.md §19). A setter, not a field
 // of `StrataOptions`, so that the struct's layout stays that of 0.2.0. No effect on a regular
 // problem.
 //
 // # Safety
 // `solver` must be a live handle (or null, refused).
-enum StrataStatus strata_solver_set_project_rhs(struct StrataSolver *solver, int32_t project);
+enum StrataStatus strata_solver_set_project_rhs(struct StrataSolver *solver,
+                                                int32_t project);
 
 // Solves A u = rhs with `rhs` and `u` in device memory of the solver's GPU (a solver on the
 // CUDA backend), in `order` (a StrataOrder value; on the sphere the six panels one after the

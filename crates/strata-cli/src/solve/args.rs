@@ -102,7 +102,8 @@ pub struct SolveArgs {
     /// to 9.
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=9), default_value_t = 1)]
     pub deflate: u8,
-    /// A singular problem (--geometry sphere --delta 0, whose null space is the constants):
+    /// A singular problem (--delta 0 on the sphere, or on a box or panel with no Dirichlet
+    /// --boundary; the constants are its null space):
     /// remove the right-hand side's component along the constants before solving. Without it a
     /// right-hand side whose component is above --rtol of its norm is refused, saying so.
     #[arg(long)]
