@@ -27,7 +27,9 @@ __device__ __forceinline__ double harmonic2(double a, double b) {
 __device__ __forceinline__ bool k_fastest(const Src& s) { return s.sk < s.si; }
 
 // The smallest host-order index (j * nx + i) * nz + k of a value that is not finite, or not
-// positive where `positive`, or beyond the bound of strata's Coefficients::validate, into *first (left alone where every value is good). One thread per
+// positive where `positive` is 1 (kx, ky, kz), or negative where it is 2 (beta, which may be 0),
+// or beyond the bound of strata's Coefficients::validate, into *first (left alone where every
+// value is good). One thread per
 // value, along the array's fastest index: grid (ceil(nz / 128), nx, ny) when k is fastest
 // (`kfast`), else (ceil(nx / 128), nz, ny).
 extern "C" __global__ void coef_check_f64(int nx, int nz, Src a, int positive, int kfast, unsigned long long* first) {
@@ -36,7 +38,8 @@ extern "C" __global__ void coef_check_f64(int nx, int nz, Src a, int positive, i
     if (i >= nx || k >= nz) return;
     const double v = src_at(a, i, j, k);
     // COEFFICIENT_BOUND of the core crate: magnitudes within 1e100 (and 1e-100 for positive fields).
-    const bool bad = !isfinite(v) || (positive && !(v >= 1e-100)) || !(fabs(v) <= 1e100);
+    const bool small = positive == 1 ? !(v >= 1e-100) : positive == 2 && (v < 0.0 || (v > 0.0 && v < 1e-100));
+    const bool bad = !isfinite(v) || small || !(fabs(v) <= 1e100);
     if (bad) atomicMin(first, (unsigned long long)(((i64)j * nx + i) * nz + k));
 }
 

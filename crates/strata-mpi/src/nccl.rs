@@ -159,15 +159,38 @@ impl NcclComm {
             &mut halo_parts(&mut faces.send, &mut cols.send, &diagonals),
         )?;
         {
+            // NCCL matches the messages between two ranks in the order they are posted (it has
+            // no tags), and one rank may be the peer of several slots (across a periodic edge
+            // of a rank grid two ranks wide both x neighbours are the same rank; a rank alone in
+            // its row is its own): every rank posts its sends in slot order (faces by
+            // Side::index, then corners), and its receives in the order of the slots they were
+            // sent from (the opposite side; the opposite corner, 3 − c).
+            let peers: Vec<Option<usize>> = neighbours.iter().chain(&diagonals).copied().collect();
+            let sender = |t: usize| {
+                if t < 4 {
+                    Side::ALL[t].opposite().index()
+                } else {
+                    4 + 3 - (t - 4)
+                }
+            };
             let mut group = self.nccl.group();
             let sends = faces.send.iter().chain(&cols.send);
-            let recvs = faces.recv.iter_mut().chain(cols.recv.iter_mut());
-            let peers = neighbours.iter().chain(&diagonals);
-            for (peer, (send, recv)) in peers.zip(sends.zip(recvs)) {
-                if let (Some(peer), Some(send), Some(recv)) = (peer, send, recv) {
+            for (peer, send) in peers.iter().zip(sends) {
+                if let (Some(peer), Some(send)) = (peer, send) {
                     group.send(send.as_view(), *peer as i32).map_err(nccl_err)?;
+                }
+            }
+            let mut recvs: Vec<(usize, &mut Option<CudaSlice<f64>>)> = faces
+                .recv
+                .iter_mut()
+                .chain(cols.recv.iter_mut())
+                .enumerate()
+                .collect();
+            recvs.sort_by_key(|(t, _)| sender(*t));
+            for (t, recv) in recvs {
+                if let (Some(peer), Some(recv)) = (peers[t], recv) {
                     group
-                        .recv(recv.as_view_mut(), *peer as i32)
+                        .recv(recv.as_view_mut(), peer as i32)
                         .map_err(nccl_err)?;
                 }
             }

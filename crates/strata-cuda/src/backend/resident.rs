@@ -134,7 +134,13 @@ impl CudaBackend {
                         sj,
                         sk,
                     };
-                    self.check_values(&k, s, n, nz, name, m < 4)?;
+                    // κ positive, β non-negative (zero: a Poisson problem), ξ any sign.
+                    let sign = match m {
+                        0..=2 => Sign::Positive,
+                        3 => Sign::NonNegative,
+                        _ => Sign::Any,
+                    };
+                    self.check_values(&k, s, n, nz, name, sign)?;
                     s
                 }
                 None => {
@@ -221,8 +227,8 @@ impl CudaBackend {
             .collect())
     }
 
-    /// Checks that every value of the field at `s` (n × n × nz) is finite, and positive where
-    /// `positive`.
+    /// Checks that every value of the field at `s` (n × n × nz) is finite and of the sign
+    /// `sign` allows (Coefficients::validate's rules, its messages).
     fn check_values(
         &self,
         k: &Kernels,
@@ -230,11 +236,16 @@ impl CudaBackend {
         n: usize,
         nz: usize,
         name: &str,
-        positive: bool,
+        sign: Sign,
     ) -> Result<()> {
         let mut first = cu(self.stream.clone_htod(&[u64::MAX]))?;
         let kfast = s.k_fastest();
-        let (ni, nzi, pos, kf) = (n as i32, nz as i32, positive as i32, kfast as i32);
+        let pos = match sign {
+            Sign::Any => 0i32,
+            Sign::Positive => 1,
+            Sign::NonNegative => 2,
+        };
+        let (ni, nzi, kf) = (n as i32, nz as i32, kfast as i32);
         let mut b = self.stream.launch_builder(k.get(K::CoefCheck));
         b.arg(&ni)
             .arg(&nzi)
@@ -258,11 +269,23 @@ impl CudaBackend {
         // value after the stream's work is done.
         cu(unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut v, s.ptr + 8 * at as u64) })?;
         let at = format!("(y={j}, x={i}, z={kk})");
-        Err(StrataError::invalid(
-            name,
-            strata::problem::refused_value(v[0], positive, &at),
-        ))
+        let why = match sign {
+            Sign::NonNegative => strata::problem::refused_beta(v[0], &at),
+            _ => strata::problem::refused_value(v[0], sign == Sign::Positive, &at),
+        };
+        Err(StrataError::invalid(name, why))
     }
+}
+
+/// What sign a coefficient field's values must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sign {
+    /// Any (ξ).
+    Any,
+    /// Positive (κ).
+    Positive,
+    /// Zero or positive (β).
+    NonNegative,
 }
 
 impl cells::CellArrays {

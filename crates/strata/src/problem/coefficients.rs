@@ -78,6 +78,15 @@ pub fn refused_value(x: f64, positive: bool, at: &str) -> String {
     format!("must be {what}, but is {x} at {at}")
 }
 
+/// Why a value `x` of β at cell `at` is refused (β may be zero, never negative): not finite,
+/// negative, or outside the bounds of [`refused_value`].
+pub fn refused_beta(x: f64, at: &str) -> String {
+    if x.is_finite() && x > 0.0 {
+        return refused_value(x, true, at);
+    }
+    format!("must be finite and non-negative, but is {x} at {at}")
+}
+
 impl Coefficients {
     /// Constant fields: `kx = ky = kz = 1` and `β = beta` (the model problem with δ = beta).
     pub fn constant(n: usize, nz: usize, beta: f64) -> Self {
@@ -323,14 +332,7 @@ impl Coefficients {
                 || (*x > 0.0 && *x < 1.0 / COEFFICIENT_BOUND)
         };
         if let Some((p, (pnl, i, j, k))) = self.first_bad(beta, bad) {
-            let x = beta[p];
-            let at = self.at(pnl, i, j, k);
-            let why = if x.is_finite() && x > 0.0 {
-                refused_value(x, true, &at)
-            } else {
-                format!("must be finite and non-negative, but is {x} at {at}")
-            };
-            return invalid("beta", why);
+            return invalid("beta", refused_beta(beta[p], &self.at(pnl, i, j, k)));
         }
         Ok(())
     }

@@ -13,7 +13,7 @@ mod rhs;
 mod vertical;
 
 pub use coefficients::{
-    refused_value, Advection, Averaging, CellCoefficients, Coefficients, COEFFICIENT_BOUND,
+    refused_beta, refused_value, Advection, Averaging, CellCoefficients, Coefficients, COEFFICIENT_BOUND,
 };
 pub use geometry::Geometry;
 pub use horizontal::{
