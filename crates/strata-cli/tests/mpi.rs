@@ -140,49 +140,54 @@ fn every_solver_is_decomposition_invariant() {
         if red_black {
             base.extend(["--smoother", "red-black"]);
         }
-        let solver = tag.as_str();
-        let serial_file = tmp(&format!("{solver}-serial.nc"));
+        ranks_match_serial(&base, &tag);
+    }
+}
+
+/// `strata` with `base` serially and on 1–4 ranks under mpirun: the serial iteration count, the
+/// serial solution to 1e-10 relative, and the same right-hand side (built block by block and
+/// gathered); `tag` names the runs' files.
+fn ranks_match_serial(base: &[&str], tag: &str) {
+    let serial_file = tmp(&format!("{tag}-serial.nc"));
+    let mut args = base.to_vec();
+    args.extend(["--output", serial_file.to_str().unwrap()]);
+    let serial = Command::new(strata_bin()).args(&args).output().unwrap();
+    assert!(
+        serial.status.success(),
+        "{}",
+        String::from_utf8_lossy(&serial.stderr)
+    );
+    let u0 = read_rhs(&serial_file, "u", N, NZ).unwrap();
+    let scale = u0.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for ranks in 1..=4 {
+        let file = tmp(&format!("{tag}-{ranks}.nc"));
         let mut args = base.to_vec();
-        args.extend(["--output", serial_file.to_str().unwrap()]);
-        let serial = Command::new(strata_bin()).args(&args).output().unwrap();
+        args.extend(["--output", file.to_str().unwrap()]);
+        let o = mpirun(ranks, &args);
         assert!(
-            serial.status.success(),
-            "{}",
-            String::from_utf8_lossy(&serial.stderr)
+            o.status.success(),
+            "{tag} on {ranks} ranks: {}",
+            String::from_utf8_lossy(&o.stderr)
         );
-        let u0 = read_rhs(&serial_file, "u", N, NZ).unwrap();
-        let scale = u0.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for ranks in 1..=4 {
-            let file = tmp(&format!("{solver}-{ranks}.nc"));
-            let mut args = base.to_vec();
-            args.extend(["--output", file.to_str().unwrap()]);
-            let o = mpirun(ranks, &args);
-            assert!(
-                o.status.success(),
-                "{solver} on {ranks} ranks: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            assert_eq!(
-                iterations(&o),
-                iterations(&serial),
-                "{solver} on {ranks} ranks"
-            );
-            let u = read_rhs(&file, "u", N, NZ).unwrap();
-            let diff = u
-                .iter()
-                .zip(&u0)
-                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-            assert!(
-                diff <= 1e-10 * scale,
-                "{solver} on {ranks} ranks: {:.2e} relative",
-                diff / scale
-            );
-            // The right-hand side was built block by block and gathered: identical.
-            assert_eq!(
-                read_rhs(&file, "rhs", N, NZ).unwrap(),
-                read_rhs(&serial_file, "rhs", N, NZ).unwrap()
-            );
-        }
+        assert_eq!(
+            iterations(&o),
+            iterations(&serial),
+            "{tag} on {ranks} ranks"
+        );
+        let u = read_rhs(&file, "u", N, NZ).unwrap();
+        let diff = u
+            .iter()
+            .zip(&u0)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            diff <= 1e-10 * scale,
+            "{tag} on {ranks} ranks: {:.2e} relative",
+            diff / scale
+        );
+        assert_eq!(
+            read_rhs(&file, "rhs", N, NZ).unwrap(),
+            read_rhs(&serial_file, "rhs", N, NZ).unwrap()
+        );
     }
 }
 
@@ -265,43 +270,7 @@ fn lateral_boundaries_are_decomposition_invariant() {
         if let Some(f) = fields {
             base.extend(["--coefficients", f.to_str().unwrap()]);
         }
-        let serial_file = tmp(&format!("{tag}-serial.nc"));
-        let mut args = base.clone();
-        args.extend(["--output", serial_file.to_str().unwrap()]);
-        let serial = Command::new(strata_bin()).args(&args).output().unwrap();
-        assert!(
-            serial.status.success(),
-            "{}",
-            String::from_utf8_lossy(&serial.stderr)
-        );
-        let u0 = read_rhs(&serial_file, "u", N, NZ).unwrap();
-        let scale = u0.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for ranks in 1..=4 {
-            let file = tmp(&format!("{tag}-{ranks}.nc"));
-            let mut args = base.clone();
-            args.extend(["--output", file.to_str().unwrap()]);
-            let o = mpirun(ranks, &args);
-            assert!(
-                o.status.success(),
-                "{bc} {solver} on {ranks} ranks: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            assert_eq!(
-                iterations(&o),
-                iterations(&serial),
-                "{bc} {solver} on {ranks} ranks"
-            );
-            let u = read_rhs(&file, "u", N, NZ).unwrap();
-            let diff = u
-                .iter()
-                .zip(&u0)
-                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-            assert!(
-                diff <= 1e-10 * scale,
-                "{bc} {solver} on {ranks} ranks: {:.2e} relative",
-                diff / scale
-            );
-        }
+        ranks_match_serial(&base, &tag);
     }
 }
 

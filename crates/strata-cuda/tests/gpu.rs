@@ -978,7 +978,10 @@ fn lateral_boundaries_agree_with_the_cpu() {
                 b.info.iterations
             );
             assert!(a.info.reason.converged(), "{bc} {kind:?}");
-            assert!(a.info.iterations.abs_diff(b.info.iterations) <= 1, "{bc} {kind:?}");
+            assert!(
+                a.info.iterations.abs_diff(b.info.iterations) <= 1,
+                "{bc} {kind:?}"
+            );
             assert!(rel <= 1e-9, "{bc} {kind:?}: {rel:.2e}");
         }
     }
@@ -991,8 +994,7 @@ fn lateral_boundaries_agree_with_the_cpu() {
     };
     let e = g
         .resident_coefficients([None; 7], &p, 3, Default::default())
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(e.contains("periodic"), "{e}");
 }

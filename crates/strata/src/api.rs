@@ -296,15 +296,7 @@ pub fn solve<B: Backend>(
             monitor,
         );
     }
-    solve_block(
-        backend,
-        &SerialComm,
-        p,
-        p.whole_block(),
-        cfg,
-        rhs,
-        monitor,
-    )
+    solve_block(backend, &SerialComm, p, p.whole_block(), cfg, rhs, monitor)
 }
 
 /// Solves problem `p` on this rank's `block` of the fine level, with the communicator `comm`

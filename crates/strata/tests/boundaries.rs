@@ -6,6 +6,7 @@
 //! order; with δ = 0 and no Dirichlet side the problem is singular and solved in the regular
 //! problem's count; bad combinations are refused.
 
+use std::sync::Arc;
 use strata::backend::cpu::CpuBackend;
 use strata::backend::reference::ReferenceBackend;
 use strata::grid::{Boundaries, Boundary, Side};
@@ -13,7 +14,6 @@ use strata::problem::{
     build_rhs, cell_volumes, manufactured_error, Coefficients, Geometry, ProblemParams, RhsKind,
 };
 use strata::solver::{SolverConfig, SolverKind};
-use std::sync::Arc;
 
 const KINDS: [SolverKind; 5] = [
     SolverKind::Cg,
@@ -77,7 +77,10 @@ fn every_solver_solves_every_condition_to_the_assembled_matrix() {
             eprintln!("{g:?} {bc} {kind:?}: {its} iterations (walled {b})");
             assert!(sol.info.reason.converged(), "{g:?} {bc} {kind:?}");
             let rel = residual(&a, &sol.u, &f);
-            assert!(rel <= 1.01e-5, "{g:?} {bc} {kind:?}: ‖f − A u‖/‖f‖ = {rel:e}");
+            assert!(
+                rel <= 1.01e-5,
+                "{g:?} {bc} {kind:?}: ‖f − A u‖/‖f‖ = {rel:e}"
+            );
             // Zero-flux walls weaken the zero-order term's hold on the smoothest modes less
             // than a Dirichlet wall fixes them: within a few iterations of the walled count
             // (one-level cg within 2×).
@@ -105,7 +108,9 @@ fn the_operator_is_symmetric_and_conserves() {
             if fields {
                 let mut c = Coefficients::smooth_for(g, p.n, p.nz, 10.0);
                 if advect {
-                    let xi: Vec<f64> = (0..c.kx.len()).map(|i| ((i * 7) % 13) as f64 - 6.0).collect();
+                    let xi: Vec<f64> = (0..c.kx.len())
+                        .map(|i| ((i * 7) % 13) as f64 - 6.0)
+                        .collect();
                     c.xi = Some([xi.clone(), xi.iter().map(|v| -0.5 * v).collect(), xi]);
                 }
                 p.coefficients = Some(Arc::new(c));
@@ -194,15 +199,19 @@ fn a_box_with_no_dirichlet_side_is_singular_and_solved() {
         let a = strata::matrix::assemble(&p).unwrap();
         let volumes = cell_volumes(&p, &[p.whole_block()]);
         let e = strata::solve(&cpu, &p, &SolverConfig::default(), &f, &mut |_, _| {})
-            .err()
-            .expect("an incompatible right-hand side is refused")
+            .expect_err("an incompatible right-hand side is refused")
             .to_string();
         assert!(e.contains("incompatible"), "{e}");
         for kind in KINDS {
-            let cfg = SolverConfig::new(kind).with_levels(3).with_project_rhs(true);
+            let cfg = SolverConfig::new(kind)
+                .with_levels(3)
+                .with_project_rhs(true);
             let sol = strata::solve(&cpu, &p, &cfg, &f, &mut |_, _| {}).unwrap();
             let deep = strata::solver::singular_levels(&cfg, &p, &[p.whole_block()]);
-            let regular = ProblemParams { delta: 1.0, ..p.clone() };
+            let regular = ProblemParams {
+                delta: 1.0,
+                ..p.clone()
+            };
             let base = strata::solve(&cpu, &regular, &deep, &f, &mut |_, _| {}).unwrap();
             let (its, b) = (sol.info.iterations, base.info.iterations);
             eprintln!("box {bc} {kind:?}: δ = 0 {its} iterations, δ = 1 {b}");
@@ -310,7 +319,11 @@ fn singular_problems_with_coefficient_fields_and_advection() {
     let xi: Vec<f64> = (0..c.kx.len())
         .map(|i| 10.0 * (((i / nz) % n) as f64 * 0.4).sin())
         .collect();
-    c.xi = Some([xi.clone(), xi.iter().map(|v| 0.5 * v).collect(), vec![0.0; xi.len()]]);
+    c.xi = Some([
+        xi.clone(),
+        xi.iter().map(|v| 0.5 * v).collect(),
+        vec![0.0; xi.len()],
+    ]);
     p.coefficients = Some(Arc::new(c));
     assert!(p.singular() && p.has_advection());
     let a = strata::matrix::assemble(&p).unwrap();
@@ -321,15 +334,28 @@ fn singular_problems_with_coefficient_fields_and_advection() {
         row_sum > 1e-6 * biggest,
         "A·1 = 0 ({row_sum:e} of {biggest:e}): the test's ξ is divergence-free"
     );
-    let e = strata::solve(&cpu, &p, &SolverConfig::new(SolverKind::Gcr), &f, &mut |_, _| {})
-        .unwrap_err()
-        .to_string();
+    let e = strata::solve(
+        &cpu,
+        &p,
+        &SolverConfig::new(SolverKind::Gcr),
+        &f,
+        &mut |_, _| {},
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("incompatible"), "{e}");
     for kind in [SolverKind::Gcr, SolverKind::BiCgStab] {
         let cfg = SolverConfig::new(kind).with_project_rhs(true);
         let sol = strata::solve(&cpu, &p, &cfg, &f, &mut |_, _| {}).unwrap();
-        eprintln!("advection, δ = 0, {kind:?}: {} iterations", sol.info.iterations);
-        assert!(sol.info.reason.converged(), "{kind:?}: {:?}", sol.info.reason);
+        eprintln!(
+            "advection, δ = 0, {kind:?}: {} iterations",
+            sol.info.iterations
+        );
+        assert!(
+            sol.info.reason.converged(),
+            "{kind:?}: {:?}",
+            sol.info.reason
+        );
         let rel = residual(&a, &sol.u, &pf);
         assert!(rel <= 1.01e-5, "{kind:?}: {rel:e}");
     }

@@ -166,7 +166,10 @@ fn cf_attributes(format: NcFormat) {
     assert_eq!(ds.number(None, "nz"), Some(3.0));
     // The lateral conditions, as --boundary reads them back (docs/MODEL.md §20).
     let bc = global("boundary").expect("a boundary attribute");
-    assert_eq!(strata::grid::Boundaries::parse(&bc).unwrap(), g.params.boundaries);
+    assert_eq!(
+        strata::grid::Boundaries::parse(&bc).unwrap(),
+        g.params.boundaries
+    );
     assert_eq!(global("boundary_x").as_deref(), Some("periodic"));
     assert_eq!(global("boundary_y").as_deref(), Some("neumann"));
     let expected = strata::problem::VerticalGrid::new(&g.params).faces;

@@ -53,8 +53,7 @@ impl BackendTask for Task<'_> {
         if let Some(path) = &a.coefficients {
             setup.p.validate()?;
             let p = &setup.p;
-            let c = if self.job.size() > 1 && !p.geometry.closed() && !p.boundaries.any_periodic()
-            {
+            let c = if self.job.size() > 1 && !p.geometry.closed() && !p.boundaries.any_periodic() {
                 // A rank of a panel or box keeps only its block's fields (at most one whole
                 // variable at a time in memory while the file is read). Across a periodic
                 // edge a block keeps no ring: there every rank keeps the whole level's.

@@ -305,23 +305,8 @@ impl StencilKernels for ReferenceBackend {
         u_coarse: &HostField,
         u_fine: &mut HostField,
     ) -> Result<()> {
-        for (i, j) in interior(fine) {
-            // prolongate_faces's arithmetic: the parent, its neighbours, the walls' ghosts.
-            let p = super::prolong::parents(coarse, i as isize, j as isize);
-            for k in 0..fine.nz {
-                let up = at(u_coarse, p.ip, p.jp, k);
-                let ux = match p.ghost_x {
-                    Some(g) => g * up,
-                    None => at(u_coarse, p.ix, p.jp, k),
-                };
-                let uy = match p.ghost_y {
-                    Some(g) => g * up,
-                    None => at(u_coarse, p.ip, p.jy, k),
-                };
-                let v = &mut u_fine.column_mut(i, j)[k];
-                *v = fine.storage.round(*v + 0.5 * up + 0.25 * ux + 0.25 * uy);
-            }
-        }
+        let cells = interior(fine).map(|(i, j)| (i as isize, j as isize));
+        prolongate_cells(coarse, fine, u_coarse, u_fine, cells);
         Ok(())
     }
 
@@ -334,24 +319,37 @@ impl StencilKernels for ReferenceBackend {
         sides: [bool; 4],
     ) -> Result<()> {
         // prolongate's arithmetic, on the halo cells.
-        for (i, j) in super::prolong::face_cells(fine.nx(), fine.ny(), sides) {
-            let p = super::prolong::parents(coarse, i, j);
-            let o = u_fine.offset((i + 1) as usize, (j + 1) as usize);
-            for k in 0..fine.nz {
-                let up = at(u_coarse, p.ip, p.jp, k);
-                let ux = match p.ghost_x {
-                    Some(g) => g * up,
-                    None => at(u_coarse, p.ix, p.jp, k),
-                };
-                let uy = match p.ghost_y {
-                    Some(g) => g * up,
-                    None => at(u_coarse, p.ip, p.jy, k),
-                };
-                let v = &mut u_fine.data[o + k];
-                *v = fine.storage.round(*v + 0.5 * up + 0.25 * ux + 0.25 * uy);
-            }
-        }
+        let cells = super::prolong::face_cells(fine.nx(), fine.ny(), sides);
+        prolongate_cells(coarse, fine, u_coarse, u_fine, cells);
         Ok(())
+    }
+}
+
+/// u_f ← u_f + P u_c on the fine cells `cells` (interior coordinates; −1 and n are the halo):
+/// the parent, its neighbours on the child's side, a wall's ghost as a multiple of the parent.
+fn prolongate_cells(
+    coarse: &LevelStencil,
+    fine: &LevelStencil,
+    u_coarse: &HostField,
+    u_fine: &mut HostField,
+    cells: impl Iterator<Item = (isize, isize)>,
+) {
+    for (i, j) in cells {
+        let p = super::prolong::parents(coarse, i, j);
+        let o = u_fine.offset((i + 1) as usize, (j + 1) as usize);
+        for k in 0..fine.nz {
+            let up = at(u_coarse, p.ip, p.jp, k);
+            let ux = match p.ghost_x {
+                Some(g) => g * up,
+                None => at(u_coarse, p.ix, p.jp, k),
+            };
+            let uy = match p.ghost_y {
+                Some(g) => g * up,
+                None => at(u_coarse, p.ip, p.jy, k),
+            };
+            let v = &mut u_fine.data[o + k];
+            *v = fine.storage.round(*v + 0.5 * up + 0.25 * ux + 0.25 * uy);
+        }
     }
 }
 

@@ -151,7 +151,13 @@ mod tests {
             b,
             "describe is parsed back"
         );
-        for bad in ["x=wall", "z=periodic", "x=periodic,x=neumann", "x", "sticky"] {
+        for bad in [
+            "x=wall",
+            "z=periodic",
+            "x=periodic,x=neumann",
+            "x",
+            "sticky",
+        ] {
             let e = Boundaries::parse(bad).unwrap_err().to_string();
             assert!(e.contains("boundary"), "{bad}: {e}");
         }

@@ -254,7 +254,11 @@ mod tests {
             }
             for c in 0..4 {
                 if let Some(d) = grid.diagonal_in(r, c, bc) {
-                    assert_eq!(grid.diagonal_in(d, 3 - c, bc), Some(r), "rank {r} corner {c}");
+                    assert_eq!(
+                        grid.diagonal_in(d, 3 - c, bc),
+                        Some(r),
+                        "rank {r} corner {c}"
+                    );
                 }
             }
         }

@@ -317,7 +317,10 @@ impl Coefficients {
                     || (must_be_positive && *x < 1.0 / COEFFICIENT_BOUND)
             };
             if let Some((p, (pnl, i, j, k))) = self.first_bad(v, bad) {
-                return invalid(name, refused_value(v[p], must_be_positive, &self.at(pnl, i, j, k)));
+                return invalid(
+                    name,
+                    refused_value(v[p], must_be_positive, &self.at(pnl, i, j, k)),
+                );
             }
         }
         if beta.len() != len {

@@ -19,9 +19,7 @@ pub fn manufactured_solution(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
     let b = p.boundaries;
     match p.geometry {
         Geometry::Box => mode(b.x, x).0 * mode(b.y, y).0 * (PI * r / h).cos(),
-        Geometry::Panel => {
-            panel_mode(b.x, x).0 * panel_mode(b.y, y).0 * (PI * (r - 1.0) / h).cos()
-        }
+        Geometry::Panel => panel_mode(b.x, x).0 * panel_mode(b.y, y).0 * (PI * (r - 1.0) / h).cos(),
         // (x, y) of panel 0; the other panels through `sphere_solution`.
         Geometry::Sphere => sphere_solution(p, crate::grid::sphere::point(0, x, y), r),
     }
@@ -39,7 +37,8 @@ pub fn manufactured_rhs(p: &ProblemParams, x: f64, y: f64, r: f64) -> f64 {
             (w2 * (kx * kx + ky * ky + l2 * PI * PI / (h * h)) + p.delta) * u
         }
         Geometry::Panel => {
-            let ((sx, dsx), (sy, dsy)) = (panel_mode(p.boundaries.x, x), panel_mode(p.boundaries.y, y));
+            let ((sx, dsx), (sy, dsy)) =
+                (panel_mode(p.boundaries.x, x), panel_mode(p.boundaries.y, y));
             let rho = (1.0 + x * x + y * y).sqrt();
             let phx = ((1.0 + x * x) / (1.0 + y * y)).sqrt();
             let phy = 1.0 / phx;

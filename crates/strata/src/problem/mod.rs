@@ -13,7 +13,8 @@ mod rhs;
 mod vertical;
 
 pub use coefficients::{
-    refused_beta, refused_value, Advection, Averaging, CellCoefficients, Coefficients, COEFFICIENT_BOUND,
+    refused_beta, refused_value, Advection, Averaging, CellCoefficients, Coefficients,
+    COEFFICIENT_BOUND,
 };
 pub use geometry::Geometry;
 pub use horizontal::{
@@ -230,9 +231,7 @@ impl ProblemParams {
         match self.geometry {
             Geometry::Sphere if !b.is_dirichlet() => invalid(
                 "boundary",
-                format!(
-                    "{b} on the sphere, which has no lateral boundary: leave it out"
-                ),
+                format!("{b} on the sphere, which has no lateral boundary: leave it out"),
             ),
             Geometry::Panel if b.any_periodic() => invalid(
                 "boundary",

@@ -148,12 +148,23 @@ impl CpuBackend {
                 // Halo-inclusive coarse indices of the parent and of its y neighbour.
                 let jp = j / 2 + 1;
                 let jy = if j % 2 == 0 { jp - 1 } else { jp + 1 };
-                let ghost_y = ghost(coarse, jy as isize - 1, ncy as isize, Side::South, Side::North);
+                let ghost_y = ghost(
+                    coarse,
+                    jy as isize - 1,
+                    ncy as isize,
+                    Side::South,
+                    Side::North,
+                );
                 for i in 0..nx {
                     let ip = i / 2 + 1;
                     let ix = if i % 2 == 0 { ip - 1 } else { ip + 1 };
-                    let ghost_x =
-                        ghost(coarse, ix as isize - 1, ncx as isize, Side::West, Side::East);
+                    let ghost_x = ghost(
+                        coarse,
+                        ix as isize - 1,
+                        ncx as isize,
+                        Side::West,
+                        Side::East,
+                    );
                     let up = ccol(ip, jp);
                     // A ghost parent beyond a wall is ∓u_P (Dirichlet, zero-flux).
                     let (wx, ux) = match ghost_x {
