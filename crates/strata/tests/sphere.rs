@@ -294,8 +294,8 @@ fn multigrid_converges_on_the_sphere_as_on_one_panel() {
 #[test]
 fn what_cannot_work_on_the_sphere_is_refused() {
     let msg = |e: strata::StrataError| e.to_string();
-    // δ = 0 is singular on a closed surface: solved (tests/singular.rs), but not with
-    // coefficient fields.
+    // δ = 0 is singular on a closed surface: solved (tests/singular.rs); with coefficient
+    // fields β takes δ's place (β = 2: regular).
     let p = ProblemParams {
         delta: 0.0,
         ..sphere_params(8, 4)
@@ -307,7 +307,13 @@ fn what_cannot_work_on_the_sphere_is_refused() {
         )),
         ..p
     };
-    assert!(msg(p.validate().unwrap_err()).contains("beta > 0"));
+    assert!(p.validate().is_ok() && !p.singular());
+    // Neither zero-flux nor periodic sides: the sphere has no lateral boundary.
+    let p = ProblemParams {
+        boundaries: strata::grid::Boundaries::parse("neumann").unwrap(),
+        ..sphere_params(8, 4)
+    };
+    assert!(msg(p.validate().unwrap_err()).contains("no lateral boundary"));
     let p = sphere_params(8, 4);
     // The levels of one panel cannot be built for the sphere (they would be walled).
     let e = build_levels(&p, strata::grid::Block::whole(8), 1).unwrap_err();
