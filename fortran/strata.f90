@@ -54,6 +54,8 @@ module strata
     integer(c_int), parameter, public :: STRATA_BOUNDARY_DIRICHLET = 0
     integer(c_int), parameter, public :: STRATA_BOUNDARY_NEUMANN = 1
     integer(c_int), parameter, public :: STRATA_BOUNDARY_PERIODIC = 2
+    integer(c_int), parameter, public :: STRATA_COARSE_SOLVE_SMOOTH = 0
+    integer(c_int), parameter, public :: STRATA_COARSE_SOLVE_CG = 1
     integer(c_int), parameter, public :: STRATA_BACKEND_AUTO = 0
     integer(c_int), parameter, public :: STRATA_BACKEND_CPU = 1
     integer(c_int), parameter, public :: STRATA_BACKEND_CUDA = 2
@@ -101,6 +103,8 @@ module strata
         integer(c_int32_t) :: halo    ! GPU ranks' halos: 2 auto, 0 MPI through host memory, 1 NCCL
         integer(c_int32_t) :: prolongate_halos  ! 1: prolongate into rank halos; 0: exchange
         integer(c_int32_t) :: error_if_not_converged  ! 1: STRATA_NOT_CONVERGED, 0: info%converged
+        real(c_double) :: coarse_rtol  ! the coarse CG's relative tolerance, in (0, 1)
+        integer(c_int32_t) :: coarse_solve  ! STRATA_COARSE_SOLVE_SMOOTH (default) or _CG
     end type
 
     ! Mirrors StrataInfo of strata.h.

@@ -62,6 +62,8 @@ class Solver:
         error_if_not_converged: bool = False,
         project_rhs: bool = False,
         boundary: str = "x=dirichlet,y=dirichlet",
+        coarse_solve: Literal["smooth", "cg"] = "smooth",
+        coarse_rtol: float = 1e-3,
     ) -> "Solver": ...
     def solve(self, rhs: _Array, out: Optional[_Array] = None, x0: Optional[_Array] = None) -> _Array:
         """Solves A u = rhs; the solution in `out` if given, else a new array."""

@@ -246,6 +246,22 @@ def test_lateral_boundaries(boundary):
         strata.Solver(16, 8, geometry="box", boundary="x=sticky")
 
 
+def test_coarse_cg_makes_the_count_independent_of_the_levels():
+    # The coarsest level solved by CG (MODEL.md section 9.4): 2 to 4 levels, the same count.
+    f = random_rhs((16, 16, 8), 4)
+    counts = []
+    for levels in (2, 3, 4):
+        s = strata.Solver(16, 8, levels=levels, coarse_solve="cg", backend="cpu")
+        s.solve(f)
+        assert s.info["converged"], s.info
+        counts.append(s.info["iterations"])
+    assert max(counts) - min(counts) <= 1, counts
+    with pytest.raises(ValueError, match="coarse_solve must be one of"):
+        strata.Solver(16, 8, coarse_solve="direct")
+    with pytest.raises(ValueError, match="coarse_rtol"):
+        strata.Solver(16, 8, coarse_solve="cg", coarse_rtol=1.5)
+
+
 def test_one_process_owns_the_whole_grid_and_comm_must_be_a_communicator():
     s = strata.Solver(16, 8, levels=3, backend="cpu")
     assert s.block == (0, 0, 16, 16)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 // The integers of every choice (solver, preconditioner, smoother, precision,
-// geometry, sphere_stencil, boundary, backend, halo), generated from strata's one table of
+// geometry, sphere_stencil, boundary, coarse_solve, backend, halo), generated from strata's one table of
 // names (strata::names::Choice).
 #define STRATA_SOLVER_CG 0
 #define STRATA_SOLVER_MG 1
@@ -34,6 +34,8 @@
 #define STRATA_BOUNDARY_DIRICHLET 0
 #define STRATA_BOUNDARY_NEUMANN 1
 #define STRATA_BOUNDARY_PERIODIC 2
+#define STRATA_COARSE_SOLVE_SMOOTH 0
+#define STRATA_COARSE_SOLVE_CG 1
 #define STRATA_BACKEND_AUTO 0
 #define STRATA_BACKEND_CPU 1
 #define STRATA_BACKEND_CUDA 2
@@ -187,6 +189,13 @@ typedef struct StrataOptions {
   // filled and the last iterate in `u`), as PETSc's `-ksp_error_if_not_converged`; 0 (the
   // default): it returns `STRATA_STATUS_OK` and `info.converged = 0` says so.
   int32_t error_if_not_converged;
+  // The coarse CG's relative tolerance (its residual's reduction), in (0, 1); used with
+  // `coarse_solve` 1. (Added after 0.2.0, as `coarse_solve`.)
+  double coarse_rtol;
+  // How the coarsest multigrid level is solved: 0 `coarse_steps` smoothing steps (the
+  // paper's, the default), 1 CG to `coarse_rtol` (the cycle count then no longer depends on
+  // the levels; symmetric operators only) (`STRATA_COARSE_SOLVE_*`; docs/MODEL.md §9.4).
+  int32_t coarse_solve;
 } StrataOptions;
 
 // What a solve did.

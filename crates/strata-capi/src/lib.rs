@@ -16,7 +16,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use strata_core::grid::{Block, Boundaries, Boundary};
 use strata_core::names::{BackendKind, Choice, HaloPath};
 use strata_core::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereStencil};
-use strata_core::solver::{Precision, Preconditioner, SolveInfo, SolverConfig, SolverKind};
+use strata_core::solver::{
+    CoarseSolve, Precision, Preconditioner, SolveInfo, SolverConfig, SolverKind,
+};
 use strata_core::StrataError;
 use strata_cuda::DeviceHandle;
 use strata_session::{Place, Solver};
@@ -144,6 +146,13 @@ pub struct StrataOptions {
     /// filled and the last iterate in `u`), as PETSc's `-ksp_error_if_not_converged`; 0 (the
     /// default): it returns `STRATA_STATUS_OK` and `info.converged = 0` says so.
     pub error_if_not_converged: i32,
+    /// The coarse CG's relative tolerance (its residual's reduction), in (0, 1); used with
+    /// `coarse_solve` 1. (Added after 0.2.0, as `coarse_solve`.)
+    pub coarse_rtol: f64,
+    /// How the coarsest multigrid level is solved: 0 `coarse_steps` smoothing steps (the
+    /// paper's, the default), 1 CG to `coarse_rtol` (the cycle count then no longer depends on
+    /// the levels; symmetric operators only) (`STRATA_COARSE_SOLVE_*`; docs/MODEL.md §9.4).
+    pub coarse_solve: i32,
 }
 
 /// What a solve did.
@@ -355,6 +364,8 @@ fn options_of(c: &SolverConfig) -> StrataOptions {
         halo: HaloPath::Auto.code(),
         prolongate_halos: i32::from(c.multigrid.prolongate_halos),
         error_if_not_converged: i32::from(c.stopping.error_if_not_converged),
+        coarse_rtol: c.multigrid.coarse_rtol,
+        coarse_solve: c.multigrid.coarse_solve.code(),
     }
 }
 
@@ -400,7 +411,8 @@ fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
         .with_rho(o.rho)
         .with_relaxation(o.relaxation)
         .with_prolongated_halos(o.prolongate_halos != 0)
-        .with_error_if_not_converged(o.error_if_not_converged != 0);
+        .with_error_if_not_converged(o.error_if_not_converged != 0)
+        .with_coarse_solve(CoarseSolve::from_code(o.coarse_solve)?, o.coarse_rtol);
     cfg.validate()?;
     Ok(cfg)
 }

@@ -39,8 +39,12 @@ impl Grows for StrataOptions {
     const NAME: &'static str = "options";
     const INIT: &'static str = "strata_options_default";
     fn layouts() -> Vec<usize> {
-        // 0.2.0, the first layout with a size.
-        vec![size_of::<StrataOptions>()]
+        // 0.2.0, the first layout with a size (up to error_if_not_converged, padded: coarse_rtol,
+        // the first field added since, starts where it ended); then coarse_rtol, coarse_solve.
+        vec![
+            std::mem::offset_of!(StrataOptions, coarse_rtol),
+            size_of::<StrataOptions>(),
+        ]
     }
     fn defaults() -> Self {
         crate::default_options()

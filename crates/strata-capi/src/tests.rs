@@ -68,11 +68,18 @@ fn solve_once(p: &StrataProblem, o: &StrataOptions, rhs: &[f64]) -> StrataInfo {
     let mut info = StrataInfo::default();
     // SAFETY: valid pointers to locals; the handle is destroyed once.
     unsafe {
-        assert_eq!(strata_solver_create(p, o, &mut s), StrataStatus::Ok);
+        assert_eq!(
+            strata_solver_create(p, o, &mut s),
+            StrataStatus::Ok,
+            "{}",
+            last_error_text()
+        );
         let mut u = vec![0.0; rhs.len()];
         assert_eq!(
             strata_solver_solve(s, rhs.as_ptr(), u.as_mut_ptr(), 0, &mut info),
-            StrataStatus::Ok
+            StrataStatus::Ok,
+            "{}",
+            last_error_text()
         );
         strata_solver_destroy(s);
     }
@@ -150,6 +157,7 @@ fn all_constants() -> Vec<(String, i32)> {
         constants_of::<Geometry>(),
         constants_of::<SphereStencil>(),
         constants_of::<strata_core::grid::Boundary>(),
+        constants_of::<CoarseSolve>(),
         constants_of::<BackendKind>(),
         constants_of::<HaloPath>(),
     ]
@@ -160,7 +168,7 @@ fn all_constants() -> Vec<(String, i32)> {
 fn header_macros() -> String {
     let mut s = String::from(
         "\n// The integers of every choice (solver, preconditioner, smoother, precision,\n\
-         // geometry, sphere_stencil, boundary, backend, halo), generated from strata's one table of\n\
+         // geometry, sphere_stencil, boundary, coarse_solve, backend, halo), generated from strata's one table of\n\
          // names (strata::names::Choice).\n",
     );
     for (name, code) in all_constants() {
@@ -737,4 +745,46 @@ fn lateral_boundaries() {
     let read = unsafe { sized::read(&q) }.unwrap();
     assert_eq!((read.boundary_x, read.boundary_y), (0, 0));
     assert_eq!(read.n, 16);
+}
+
+/// coarse_solve and coarse_rtol reach the solver: with CG on the coarsest level the count does
+/// not depend on the levels; a bad code or tolerance is refused, naming the field; a caller of
+/// the 0.2.0 layout (which ends at error_if_not_converged) gets the smoothing default.
+#[test]
+fn coarse_solve() {
+    let p = test_problem(0);
+    let mut o = test_options(1e-6);
+    (o.solver, o.smoother, o.precision) = (1, STRATA_DEFAULT, STRATA_DEFAULT);
+    let rhs = random_rhs(&p, 3);
+    o.coarse_solve = 1;
+    o.coarse_rtol = 1e-3;
+    let counts: Vec<i32> = [2, 3, 4]
+        .iter()
+        .map(|&levels| {
+            o.levels = levels;
+            let info = solve_once(&p, &o, &rhs);
+            assert_eq!(info.converged, 1);
+            info.iterations
+        })
+        .collect();
+    assert!(
+        counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1,
+        "{counts:?}"
+    );
+    o.coarse_solve = 2;
+    assert_refused(&p, &o, "coarse_solve");
+    (o.coarse_solve, o.coarse_rtol) = (1, 0.0);
+    assert_refused(&p, &o, "coarse_rtol");
+    // The 0.2.0 layout: its size ends before coarse_rtol; the new fields take the defaults.
+    let old = std::mem::offset_of!(StrataOptions, coarse_rtol);
+    let q = StrataOptions {
+        size: old,
+        coarse_solve: 7,
+        coarse_rtol: -1.0,
+        ..test_options(1e-6)
+    };
+    // SAFETY: `q` holds at least `old` bytes.
+    let read = unsafe { sized::read(&q) }.unwrap();
+    assert_eq!(read.coarse_solve, 0);
+    assert_eq!(read.coarse_rtol, strata_core::solver::DEFAULT_COARSE_RTOL);
 }

@@ -6,7 +6,7 @@ use clap::Args;
 use strata::grid::Boundaries;
 use strata::names::{BackendKind, Choice};
 use strata::problem::{Geometry, Grading, ProblemParams, SphereStencil};
-use strata::solver::{Precision, Smoother, SolverConfig};
+use strata::solver::{CoarseSolve, Precision, Smoother, SolverConfig};
 
 /// The clap parser of a core choice: its names ([`Choice::names`]), parsed by [`Choice::parse`].
 pub fn choice<T: Choice + Clone + Send + Sync>() -> impl TypedValueParser<Value = T> {
@@ -91,6 +91,14 @@ pub struct MgArgs {
     /// 150 at ν = 840 with 5 levels).
     #[arg(long, default_value_t = 2)]
     pub coarse_steps: usize,
+    /// How the coarsest level is solved: `smooth` (--coarse-steps smoothing steps, the paper's)
+    /// or `cg` (preconditioned CG to --coarse-rtol: the cycle count then no longer depends on
+    /// --levels or --coarse-steps; symmetric operators only) (docs/MODEL.md §9.4).
+    #[arg(long, value_parser = choice::<CoarseSolve>(), default_value = "smooth")]
+    pub coarse_solve: CoarseSolve,
+    /// The relative residual reduction the coarse CG stops at, in (0, 1).
+    #[arg(long, default_value_t = strata::solver::DEFAULT_COARSE_RTOL)]
+    pub coarse_rtol: f64,
     /// Smoother of the V-cycle: the paper's block-Jacobi line relaxation (damped by --rho), or
     /// red-black line Gauss–Seidel (fewer cycles; symmetric, so mg-cg may use it). Default:
     /// red-black for mg and mg-cg, jacobi for gcr and bicgstab (jacobi with --paper).
@@ -141,6 +149,7 @@ impl MgArgs {
         cfg = cfg
             .with_levels(self.levels)
             .with_coarse_steps(self.coarse_steps)
+            .with_coarse_solve(self.coarse_solve, self.coarse_rtol)
             .with_rho(self.rho)
             .with_relaxation(self.relaxation)
             .with_fused_restriction(!self.unfused_restriction)

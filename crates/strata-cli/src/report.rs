@@ -57,11 +57,14 @@ pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
         }
     }
     if cfg.uses_multigrid() {
+        let coarse = match mg.coarse_solve {
+            strata::solver::CoarseSolve::Smooth => format!("{} coarse steps", mg.coarse_steps),
+            strata::solver::CoarseSolve::Cg => format!("coarse CG to {:e}", mg.coarse_rtol),
+        };
         let _ = write!(
             s,
-            " ({} levels, {} coarse steps), {} smoother",
+            " ({} levels, {coarse}), {} smoother",
             mg.n_levels,
-            mg.coarse_steps,
             mg.smoother.name()
         );
         // The smoother's own parameter: the damping of block Jacobi, the over-relaxation of

@@ -998,3 +998,42 @@ fn lateral_boundaries_agree_with_the_cpu() {
         .to_string();
     assert!(e.contains("periodic"), "{e}");
 }
+
+/// The coarsest level solved by CG on the GPU (fp32 levels in the default mixed precision):
+/// the CPU's counts (±1) on the panel and the sphere for 2 and 4 levels, each converged.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn coarse_cg_agrees_with_the_cpu() {
+    use strata::problem::Geometry;
+    use strata::solver::CoarseSolve;
+    let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
+    for geometry in [Geometry::Panel, Geometry::Sphere] {
+        let p = ProblemParams {
+            geometry,
+            n: 64,
+            nz: 32,
+            ..Default::default()
+        };
+        let tiles = p.whole_tiles();
+        let rhs = strata::problem::build_rhs_tiles(&p, RhsKind::Random, 3, &tiles);
+        for kind in [SolverKind::Mg, SolverKind::MgCg] {
+            for levels in [2, 4] {
+                let cfg = SolverConfig::new(kind)
+                    .with_levels(levels)
+                    .with_coarse_solve(CoarseSolve::Cg, 1e-3);
+                // strata::solve takes the sphere's six panels as tiles itself.
+                let a = strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {});
+                let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {});
+                let (a, b) = (a.unwrap(), b.unwrap());
+                println!(
+                    "{geometry:?} {} {levels} levels, coarse cg: gpu {} its, cpu {} its",
+                    kind.name(),
+                    a.info.iterations,
+                    b.info.iterations
+                );
+                assert!(a.info.reason.converged(), "{geometry:?} {kind:?} {levels}");
+                assert!(a.info.iterations.abs_diff(b.info.iterations) <= 1);
+            }
+        }
+    }
+}

@@ -80,6 +80,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// error_if_not_converged=True makes a solve that did not converge raise
 /// strata.NotConvergedError (a RuntimeError; the solution array holds the last iterate), as
 /// PETSc's -ksp_error_if_not_converged; by default it returns and `converged` says so.
+/// coarse_solve is how the coarsest multigrid level is solved: "smooth" (coarse_steps smoothing
+/// steps, the paper's) or "cg" (preconditioned CG to coarse_rtol, in (0, 1): the cycle count
+/// then no longer depends on levels or coarse_steps; symmetric operators only).
 /// boundary gives the lateral conditions of the box and the panel per direction:
 /// "x=COND,y=COND" or one COND for both, each "dirichlet" (u = 0, the paper's), "neumann" (zero
 /// flux) or "periodic" (the box only); docs/MODEL.md section 20.
@@ -377,7 +380,8 @@ impl Solver {
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother=None,
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
         prolongate_halos=true, comm=None, halo="auto", error_if_not_converged=false,
-        project_rhs=false, boundary="x=dirichlet,y=dirichlet"))]
+        project_rhs=false, boundary="x=dirichlet,y=dirichlet", coarse_solve="smooth",
+        coarse_rtol=1e-3))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -412,7 +416,10 @@ impl Solver {
         error_if_not_converged: bool,
         project_rhs: bool,
         boundary: &str,
+        coarse_solve: &str,
+        coarse_rtol: f64,
     ) -> PyResult<Self> {
+        let coarse_solve: strata::solver::CoarseSolve = choose(coarse_solve)?;
         let boundaries = strata::grid::Boundaries::parse(boundary).map_err(to_py)?;
         let sphere_stencil: SphereStencil = choose(sphere_stencil)?;
         let precision: Option<Precision> = precision.map(choose).transpose()?;
@@ -455,7 +462,8 @@ impl Solver {
             .with_rho(rho)
             .with_prolongated_halos(prolongate_halos)
             .with_error_if_not_converged(error_if_not_converged)
-            .with_project_rhs(project_rhs);
+            .with_project_rhs(project_rhs)
+            .with_coarse_solve(coarse_solve, coarse_rtol);
         let cfg = match smoother {
             Some(s) => cfg.with_smoother(s),
             None => cfg,

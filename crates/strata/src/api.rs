@@ -262,6 +262,15 @@ pub(crate) fn check_operator(p: &ProblemParams, cfg: &SolverConfig) -> Result<()
 
 /// Refuses a solver that needs a symmetric operator (cg, mg-cg) for one that is not.
 pub(crate) fn check_symmetry(symmetric: bool, cfg: &SolverConfig) -> Result<()> {
+    let coarse_cg =
+        cfg.uses_multigrid() && cfg.multigrid.coarse_solve == crate::solver::CoarseSolve::Cg;
+    if !symmetric && coarse_cg {
+        return invalid(
+            "coarse_solve",
+            "cg needs a symmetric operator, but the coefficient fields have an advection vector \
+             (xi): use coarse_solve smooth",
+        );
+    }
     if !symmetric && matches!(cfg.kind, SolverKind::Cg | SolverKind::MgCg) {
         return invalid(
             "solver",

@@ -183,6 +183,14 @@ impl SolverConfig {
         self
     }
 
+    /// Solves the coarsest level as `how` says ([`super::MgParams::coarse_solve`]); with
+    /// [`super::CoarseSolve::Cg`] to the relative tolerance `rtol`.
+    pub fn with_coarse_solve(mut self, how: super::CoarseSolve, rtol: f64) -> Self {
+        self.multigrid.coarse_solve = how;
+        self.multigrid.coarse_rtol = rtol;
+        self
+    }
+
     /// Replaces the stopping rule.
     pub fn with_stopping(mut self, stopping: SolveParams) -> Self {
         self.stopping = stopping;

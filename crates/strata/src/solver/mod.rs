@@ -24,7 +24,10 @@ pub use config::{Precision, SolverConfig};
 pub use krylov::{BiCgStab, Gcr, Preconditioner};
 pub use mgcg::MgCg;
 pub use monitor::{ConvergedReason, RelativeTo, SolveInfo, SolveParams};
-pub use multigrid::{MgParams, Multigrid, Restriction, Smoother, DEFAULT_RELAXATION};
+pub use multigrid::{
+    CoarseSolve, MgParams, Multigrid, Restriction, Smoother, COARSE_MAX_IT, DEFAULT_COARSE_RTOL,
+    DEFAULT_RELAXATION,
+};
 pub use null_space::{all_ranks, deep_levels, singular_levels, singular_on_ranks, NullSpace};
 pub use profile::{Kernel, KernelStat, Profile};
 pub use textbook::textbook_pcg;

@@ -65,13 +65,14 @@ impl<B: Backend> Hierarchy<B> {
             Halo::Faces
         };
         let coarsest = lev == self.levels.len() - 1;
-        // Coarsest: the smoothing steps after the first are the coarse solve.
-        let more = if coarsest {
+        let coarse_cg = coarsest && self.coarse.is_some();
+        // Coarsest: the smoothing steps after the first are the coarse solve (or CG is).
+        let more = if coarsest && !coarse_cg {
             sm.coarse_count(self.params.coarse_steps.saturating_sub(1), symmetric)
         } else {
             0
         };
-        let first = if coarsest && more == 0 {
+        let first = if coarsest && more == 0 && !coarse_cg {
             last
         } else {
             Halo::Faces
@@ -92,6 +93,13 @@ impl<B: Backend> Hierarchy<B> {
                 let mut s = self.sweep(b, comm, timer, f0);
                 sm.after_restrict(&mut s, lev, relax, first)?
             }
+        }
+        if coarse_cg {
+            let rtol = self.params.coarse_rtol;
+            let l = self.levels.last_mut().expect("the coarsest level");
+            let c = self.coarse.as_mut().expect("the coarse workspace");
+            c.solve(b, comm, timer, lev, &l.op, &l.f, &mut l.u, rtol)?;
+            return super::sweep::exchange(b, comm, timer, lev, &l.op, &mut l.u, last);
         }
         if coarsest {
             let mut s = self.sweep(b, comm, timer, f0);

@@ -35,6 +35,8 @@ pub struct Hierarchy<B: Backend> {
     pub levels: Vec<MgLevel<B>>,
     /// Parameters.
     pub params: MgParams,
+    /// The coarse CG's workspace on the coarsest level ([`super::CoarseSolve::Cg`]).
+    pub(crate) coarse: Option<super::coarse::CoarseCg<B>>,
 }
 
 impl<B: Backend> Hierarchy<B> {
@@ -74,7 +76,18 @@ impl<B: Backend> Hierarchy<B> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { levels, params })
+        let coarse = match params.coarse_solve {
+            super::CoarseSolve::Cg => {
+                let op = &levels.last().expect("at least one level").op;
+                Some(super::coarse::CoarseCg::new(b, op)?)
+            }
+            super::CoarseSolve::Smooth => None,
+        };
+        Ok(Self {
+            levels,
+            params,
+            coarse,
+        })
     }
 
     /// Prepares every level's operator again from `stencils` (new coefficients or ω on the same
@@ -96,6 +109,9 @@ impl<B: Backend> Hierarchy<B> {
             comm.prepare(b, &l.op)?;
             let x = if lev == 0 { &mut l.work } else { &mut l.u };
             comm.exchange(b, &l.op, x)?;
+        }
+        if let (Some(c), Some(l)) = (self.coarse.as_mut(), self.levels.last()) {
+            c.prepare_comm(b, comm, &l.op)?;
         }
         Ok(())
     }

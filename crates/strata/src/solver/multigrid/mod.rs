@@ -2,12 +2,14 @@
 //! rediscretised coarse operators, block-Jacobi vertical line smoothing, sum restriction, linear
 //! prolongation, V(1,1) cycles with the paper's fused kernels.
 
+mod coarse;
 mod cycle;
 mod hierarchy;
 mod precond;
 mod smoother;
 mod sweep;
 
+pub use coarse::{CoarseSolve, COARSE_MAX_IT, DEFAULT_COARSE_RTOL};
 pub use hierarchy::Hierarchy;
 pub use precond::MgPreconditioner;
 
@@ -87,6 +89,17 @@ pub struct MgParams {
     /// exchange.
     #[serde(default = "default_fuse_restriction")]
     pub prolongate_halos: bool,
+    /// How the coarsest level is solved: `coarse_steps` smoothing steps (the paper's), or CG to
+    /// `coarse_rtol` (docs/MODEL.md §9.4).
+    #[serde(default)]
+    pub coarse_solve: CoarseSolve,
+    /// The coarse CG's relative tolerance (its residual's reduction), in (0, 1).
+    #[serde(default = "default_coarse_rtol")]
+    pub coarse_rtol: f64,
+}
+
+fn default_coarse_rtol() -> f64 {
+    DEFAULT_COARSE_RTOL
 }
 
 /// Default of [`MgParams::relaxation`].
@@ -130,6 +143,8 @@ impl Default for MgParams {
             relaxation: DEFAULT_RELAXATION,
             fuse_restriction: true,
             prolongate_halos: true,
+            coarse_solve: CoarseSolve::Smooth,
+            coarse_rtol: DEFAULT_COARSE_RTOL,
         }
     }
 }
@@ -152,7 +167,7 @@ impl MgParams {
                 format!("must be in (0, 2) (got {})", self.relaxation),
             );
         }
-        Ok(())
+        coarse::check_rtol(self.coarse_rtol)
     }
 }
 

@@ -205,7 +205,8 @@ impl<B: Backend> MgPreconditioner<B> {
         timer: &mut Timer,
         mut ends: Ends<'_, B>,
     ) -> Result<()> {
-        if !comm.queues_only() || timer.enabled() {
+        // A coarse CG reads its dot products back on the host: such a cycle is not replayed.
+        if !comm.queues_only() || timer.enabled() || self.h.coarse.is_some() {
             return self.cycle_now(b, comm, timer, &mut ends);
         }
         let key = self.arrangement(b, &ends);
