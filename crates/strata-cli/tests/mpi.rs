@@ -274,6 +274,36 @@ fn lateral_boundaries_are_decomposition_invariant() {
     }
 }
 
+/// The coarsest level solved by CG (docs/MODEL.md §9.4) on 1–4 ranks: its dot products summed
+/// over the ranks, the serial count and solution (mg and mg-cg, 2 levels).
+#[test]
+fn the_coarse_cg_is_decomposition_invariant() {
+    let (n, nz) = (N.to_string(), NZ.to_string());
+    for solver in ["mg", "mg-cg"] {
+        let base = [
+            "solve",
+            "--n",
+            &n,
+            "--nz",
+            &nz,
+            "--levels",
+            "2",
+            "--coarse-solve",
+            "cg",
+            "--solver",
+            solver,
+            "--rtol",
+            "1e-9",
+            "-q",
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+        ];
+        ranks_match_serial(&base, &format!("coarse-cg-{solver}"));
+    }
+}
+
 /// On a rank grid the multigrid cycle prolongates into the halos instead of exchanging after
 /// each prolongation (on 2-D grids the last exchange of a coarse level also fills the halo
 /// corners from the diagonal ranks): the same solution, bit for bit, as with the exchange
