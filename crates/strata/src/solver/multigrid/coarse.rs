@@ -115,7 +115,7 @@ impl<B: Backend> CoarseCg<B> {
             timer.run(b, Kernel::Smooth, lev, || b.line_solve(op, r, z))?;
             let mut s = [b.dot(op, r, z)?, b.dot(op, r, r)?];
             comm.sum(&mut s)?;
-            if s[1] <= rtol * rtol * rr0 || !(s[0] > 0.0) {
+            if s[1] <= rtol * rtol * rr0 || s[0].is_nan() || s[0] <= 0.0 {
                 break;
             }
             let beta = s[0] / rz;
