@@ -61,37 +61,43 @@ fn iterations(o: &Output) -> String {
         .to_string()
 }
 
-/// Coefficient fields of the N × N × NZ problem: smooth in x and y, a jump of 100 in kz.
-fn coefficient_file() -> PathBuf {
+/// The variables `fields` (name, N × N × NZ values) written to the file `name` of the run.
+fn field_file(name: &str, fields: &[(&'static str, &[f64])]) -> PathBuf {
     use strata::io::{write_fields, FieldGrid, OutputField, Overwrite};
-    let path = tmp("coefficients.nc");
-    let len = N * N * NZ;
-    let kx: Vec<f64> = (0..len)
-        .map(|c| 1.0 + 0.5 * ((c / NZ) as f64 * 0.37).sin())
+    let path = tmp(name);
+    let vars: Vec<OutputField> = fields
+        .iter()
+        .map(|&(name, values)| OutputField {
+            name,
+            long_name: name,
+            units: "1",
+            cell_methods: None,
+            values,
+        })
         .collect();
-    let kz: Vec<f64> = (0..len)
-        .map(|c| if c % NZ >= NZ / 2 { 100.0 } else { 1.0 })
-        .collect();
-    let field = |name, values| OutputField {
-        name,
-        long_name: name,
-        units: "1",
-        cell_methods: None,
-        values,
-    };
     let p = strata::problem::ProblemParams {
         n: N,
         nz: NZ,
         ..Default::default()
     };
-    write_fields(
-        &path,
-        &FieldGrid { params: p },
-        &[field("kx", &kx), field("ky", &kx), field("kz", &kz)],
-        Overwrite::Replace,
-    )
-    .unwrap();
+    write_fields(&path, &FieldGrid { params: p }, &vars, Overwrite::Replace).unwrap();
     path
+}
+
+/// kx smooth in x and y (the same field for ky).
+fn smooth_kx() -> Vec<f64> {
+    (0..N * N * NZ)
+        .map(|c| 1.0 + 0.5 * ((c / NZ) as f64 * 0.37).sin())
+        .collect()
+}
+
+/// Coefficient fields of the N × N × NZ problem: smooth in x and y, a jump of 100 in kz.
+fn coefficient_file() -> PathBuf {
+    let kx = smooth_kx();
+    let kz: Vec<f64> = (0..N * N * NZ)
+        .map(|c| if c % NZ >= NZ / 2 { 100.0 } else { 1.0 })
+        .collect();
+    field_file("coefficients.nc", &[("kx", &kx), ("ky", &kx), ("kz", &kz)])
 }
 
 #[test]
@@ -191,38 +197,14 @@ fn ranks_match_serial(base: &[&str], tag: &str) {
     }
 }
 
-/// The coefficient fields of [`coefficient_file`] and an advection vector ξ, smooth in x and y
-/// (periodic in neither: the advective flux across a periodic edge is the mean of both sides').
+/// kx of [`coefficient_file`] and an advection vector ξ, smooth in x and y (periodic in neither:
+/// the advective flux across a periodic edge is the mean of both sides').
 fn advection_file() -> PathBuf {
-    use strata::io::{write_fields, FieldGrid, OutputField, Overwrite};
-    let path = tmp("advection.nc");
-    let len = N * N * NZ;
-    let kx: Vec<f64> = (0..len)
-        .map(|c| 1.0 + 0.5 * ((c / NZ) as f64 * 0.37).sin())
-        .collect();
-    let xi: Vec<f64> = (0..len)
+    let kx = smooth_kx();
+    let xi: Vec<f64> = (0..N * N * NZ)
         .map(|c| 2.0 * ((c / NZ) as f64 * 0.11).cos())
         .collect();
-    let field = |name, values| OutputField {
-        name,
-        long_name: name,
-        units: "1",
-        cell_methods: None,
-        values,
-    };
-    let p = strata::problem::ProblemParams {
-        n: N,
-        nz: NZ,
-        ..Default::default()
-    };
-    write_fields(
-        &path,
-        &FieldGrid { params: p },
-        &[field("kx", &kx), field("xi_x", &xi), field("xi_y", &kx)],
-        Overwrite::Replace,
-    )
-    .unwrap();
-    path
+    field_file("advection.nc", &[("kx", &kx), ("xi_x", &xi), ("xi_y", &kx)])
 }
 
 /// Zero-flux and periodic sides (docs/MODEL.md §20) on 1–4 ranks: periodic neighbours across
