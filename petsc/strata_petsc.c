@@ -82,6 +82,10 @@ static PetscErrorCode PCSetFromOptions_Strata(PC pc, STRATA_OPTION_ITEMS PetscOp
   PetscCall(PetscOptionsReal("-pc_strata_delta", "Zero-order coefficient", "", p->delta, &p->delta,
                              NULL));
   PetscCall(PetscOptionsBool("-pc_strata_graded", "Graded vertical grid", "", graded, &graded, NULL));
+  PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_boundary_x", "boundary",
+                               "West and east sides: dirichlet, neumann or periodic", &p->boundary_x));
+  PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_boundary_y", "boundary",
+                               "South and north sides: dirichlet, neumann or periodic", &p->boundary_y));
   PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_solver", "solver",
                                "Whose preconditioner: mg-cg, mg, cg, gcr, bicgstab", &o->solver));
   PetscCall(PetscOptionsInt("-pc_strata_levels", "Multigrid levels", "", levels, &levels, NULL));
@@ -89,6 +93,10 @@ static PetscErrorCode PCSetFromOptions_Strata(PC pc, STRATA_OPTION_ITEMS PetscOp
                             coarse, &coarse, NULL));
   PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_smoother", "smoother",
                                "jacobi or red-black", &o->smoother));
+  PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_coarse_solve", "coarse_solve",
+                               "The coarsest level: smooth or cg", &o->coarse_solve));
+  PetscCall(PetscOptionsReal("-pc_strata_coarse_rtol", "The coarse CG's relative tolerance", "",
+                             o->coarse_rtol, &o->coarse_rtol, NULL));
   PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_precision", "precision",
                                "fp64 or mixed", &o->precision));
   PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_backend", "backend",

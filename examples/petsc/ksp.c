@@ -11,6 +11,8 @@
  *                                                           kz varying tenfold across the domain;
  *   ksp ... -contrast 10 -nearby                            the preconditioner of the model
  *                                                           problem on it (a nearby operator)
+ *   ksp ... -geometry box -boundary_x periodic -boundary_y neumann
+ *                                                           a channel (strata's names)
  *
  * On ranks the rows are numbered as strata splits the grid: rank by rank, each rank's block
  * (strata_solver_block) in strata's order, z fastest. The right-hand side is random (uniform in
@@ -80,6 +82,19 @@ int main(int argc, char **argv)
   StrataCheck(strata_options_default(&options));
   problem.n = (int32_t)n;
   problem.nz = (int32_t)nz;
+  /* -geometry, -boundary_x, -boundary_y by strata's names (a box periodic in x: -geometry box
+   * -boundary_x periodic); the PC takes the problem as it is. */
+  {
+    const char *opts[3] = {"-geometry", "-boundary_x", "-boundary_y"};
+    const char *settings[3] = {"geometry", "boundary", "boundary"};
+    int32_t *fields[3] = {&problem.geometry, &problem.boundary_x, &problem.boundary_y};
+    for (int q = 0; q < 3; q++) {
+      char name[64];
+      PetscBool set;
+      PetscCall(PetscOptionsGetString(NULL, NULL, opts[q], name, sizeof name, &set));
+      if (set) StrataCheck(strata_choice(settings[q], name, fields[q]));
+    }
+  }
   options.solver = STRATA_SOLVER_MG_CG;
   options.levels = (int32_t)levels;
   options.rtol = rtol;

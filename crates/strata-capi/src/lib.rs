@@ -608,11 +608,14 @@ pub unsafe extern "C" fn strata_choice(
             "smoother" => code::<Smoother>(name),
             "precision" => code::<Precision>(name),
             "halo" => code::<HaloPath>(name),
+            "boundary" => code::<Boundary>(name),
+            "coarse_solve" => code::<CoarseSolve>(name),
             other => Err(StrataError::invalid(
                 "setting",
                 format!(
                     "{other:?} is not a setting with named values (geometry, sphere_stencil, \
-                     solver, preconditioner, backend, smoother, precision, halo)"
+                     solver, preconditioner, backend, smoother, precision, halo, boundary, \
+                     coarse_solve)"
                 ),
             )),
         }?;
