@@ -6,7 +6,7 @@
 //! `row = ((panel * n + j) * n + i) * nz + k`.
 
 use crate::error::Result;
-use crate::grid::{sphere, Boundary, Side};
+use crate::grid::{sphere, Side};
 use crate::problem::{ProblemParams, VerticalGrid};
 use crate::stencil::{build_sphere_levels, LevelStencil};
 use std::sync::Arc;
@@ -52,6 +52,7 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
         vec![LevelStencil::new(p, p.whole_block(), vertical)]
     };
     let index = |panel: usize, i: usize, j: usize, k: usize| ((panel * n + j) * n + i) * nz + k;
+    let whole = p.whole_block();
     // The cell next to (i, j) of `panel` across `side`: in the panel, or across its edge.
     let next = |panel: usize, i: usize, j: usize, side: Side| -> Option<(usize, usize, usize)> {
         let inside = match side {
@@ -65,14 +66,15 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
         }
         if !p.geometry.closed() {
             // A periodic edge joins the far side's cell; any other is a wall.
-            let wrap = |b: Boundary| b == Boundary::Periodic;
-            return match side {
-                Side::West if wrap(p.boundaries.x) => Some((panel, n - 1, j)),
-                Side::East if wrap(p.boundaries.x) => Some((panel, 0, j)),
-                Side::South if wrap(p.boundaries.y) => Some((panel, i, n - 1)),
-                Side::North if wrap(p.boundaries.y) => Some((panel, i, 0)),
-                _ => None,
-            };
+            if !whole.periodic(side) {
+                return None;
+            }
+            return Some(match side {
+                Side::West => (panel, n - 1, j),
+                Side::East => (panel, 0, j),
+                Side::South => (panel, i, n - 1),
+                Side::North => (panel, i, 0),
+            });
         }
         let along = match side {
             Side::West | Side::East => j,
