@@ -64,6 +64,7 @@ class Solver:
         boundary: str = "x=dirichlet,y=dirichlet",
         coarse_solve: Literal["smooth", "cg"] = "smooth",
         coarse_rtol: float = 1e-3,
+        orography: Optional[_Array] = None,
     ) -> "Solver": ...
     def solve(self, rhs: _Array, out: Optional[_Array] = None, x0: Optional[_Array] = None) -> _Array:
         """Solves A u = rhs; the solution in `out` if given, else a new array."""

@@ -390,6 +390,7 @@ fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
             x: Boundary::from_code(p.boundary_x)?,
             y: Boundary::from_code(p.boundary_y)?,
         },
+        orography: None,
     })
 }
 

@@ -122,6 +122,14 @@ impl BackendTask for Task {
             rtol: a.rtol,
             ..Default::default()
         };
+        if let Some(f) = a.problem.orography_file() {
+            return Err(format!(
+                "--orography {}: bench times several sizes, so it takes the generated mountain \
+                 (schaer[:slope=S,a=A,l=L]), not a file of one size",
+                f.display()
+            )
+            .into());
+        }
         if let Some(c) = a.coefficient_contrast {
             if !(c.is_finite() && c >= 1.0) {
                 return Err(format!(

@@ -42,7 +42,7 @@ const MAX_UNKNOWNS: u64 = 4_000_000;
 
 /// Runs `strata operator`.
 pub fn run(a: OperatorArgs) -> CliResult<ExitCode> {
-    let mut p = a.problem.params(a.n);
+    let mut p = a.problem.params_read(a.n)?;
     p.validate()?;
     if p.unknowns() > MAX_UNKNOWNS {
         return Err(format!(

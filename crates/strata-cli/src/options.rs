@@ -3,9 +3,11 @@
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
 use strata::grid::Boundaries;
 use strata::names::{BackendKind, Choice};
-use strata::problem::{Geometry, Grading, ProblemParams, SphereStencil};
+use strata::problem::{Geometry, Grading, Orography, ProblemParams, Schaer, SphereStencil};
 use strata::solver::{CoarseSolve, Precision, Smoother, SolverConfig};
 
 /// The clap parser of a core choice: its names ([`Choice::names`]), parsed by [`Choice::parse`].
@@ -50,6 +52,56 @@ pub struct ProblemArgs {
     /// (docs/MODEL.md §20).
     #[arg(long, value_parser = parse_boundaries, default_value = "x=dirichlet,y=dirichlet")]
     pub boundary: Boundaries,
+    /// Orography under terrain-following coordinates (the box only; docs/MODEL.md §23): a
+    /// NetCDF file with the variable `orography` of shape (y, x) = (n, n), heights in [0, H) in
+    /// the units of --height; or `schaer[:slope=S,a=A,l=L]`, Schär's mountain along x on the
+    /// unit box (half-width a = 0.25, ripple wavelength l = 0.2), its height set so that the
+    /// steepest slope is S (default 0.5).
+    #[arg(long, value_parser = parse_orography, value_name = "FILE.nc|schaer[:slope=S,a=A,l=L]")]
+    pub orography: Option<OrographyArg>,
+}
+
+/// Where `--orography` comes from.
+#[derive(Debug, Clone)]
+pub enum OrographyArg {
+    /// The variable `orography` of a NetCDF file.
+    File(PathBuf),
+    /// Schär's mountain, sampled at the problem's size.
+    Schaer(Schaer),
+}
+
+/// The clap parser of `--orography`: `schaer[:key=value,...]` or a file name.
+fn parse_orography(s: &str) -> Result<OrographyArg, String> {
+    let Some(rest) = s.strip_prefix("schaer") else {
+        return Ok(OrographyArg::File(PathBuf::from(s)));
+    };
+    let mut m = Schaer::default();
+    let rest = match rest.strip_prefix(':') {
+        Some(r) => r,
+        None if rest.is_empty() => "",
+        None => return Ok(OrographyArg::File(PathBuf::from(s))),
+    };
+    for part in rest.split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("{part:?}: expected key=value (slope, a or l)"))?;
+        let v: f64 = v.parse().map_err(|_| format!("{k}={v}: not a number"))?;
+        let slot = match k {
+            "slope" => &mut m.slope,
+            "a" => &mut m.a,
+            "l" => &mut m.l,
+            _ => return Err(format!("{k:?}: the mountain takes slope, a and l")),
+        };
+        *slot = v;
+    }
+    let ok = |v: f64| v.is_finite() && v > 0.0;
+    if !(m.slope.is_finite() && m.slope >= 0.0 && ok(m.a) && ok(m.l)) {
+        return Err(format!(
+            "slope must be finite and non-negative, a and l finite and positive (got slope={}, a={}, l={})",
+            m.slope, m.a, m.l
+        ));
+    }
+    Ok(OrographyArg::Schaer(m))
 }
 
 /// The clap parser of `--boundary` ([`Boundaries::parse`]).
@@ -77,6 +129,29 @@ impl ProblemArgs {
             coefficients: None,
             sphere_stencil: self.sphere_stencil,
             boundaries: self.boundary,
+            orography: match &self.orography {
+                Some(OrographyArg::Schaer(m)) => Some(Arc::new(Orography::schaer(n, m))),
+                _ => None,
+            },
+        }
+    }
+
+    /// [`ProblemArgs::params`] with an --orography file read (checked against the problem:
+    /// its shape, every height on [0, H)).
+    pub fn params_read(&self, n: usize) -> strata::Result<ProblemParams> {
+        let mut p = self.params(n);
+        if let Some(OrographyArg::File(path)) = &self.orography {
+            p.orography = Some(Arc::new(strata::io::read_orography(path, n, p.height)?));
+        }
+        Ok(p)
+    }
+
+    /// The --orography file, if one is given (a command that takes only the generated
+    /// mountain refuses it).
+    pub fn orography_file(&self) -> Option<&PathBuf> {
+        match &self.orography {
+            Some(OrographyArg::File(p)) => Some(p),
+            _ => None,
         }
     }
 }

@@ -29,6 +29,17 @@ pub fn problem_line(p: &ProblemParams, rhs_file: Option<&Path>, rhs: RhsKind) ->
     } else {
         format!(", boundary {}", p.boundaries)
     };
+    let sides = match &p.orography {
+        Some(o) => format!(
+            "{sides}, orography up to {:.4} (steepest slope {:.3})",
+            o.h.iter().fold(0.0f64, |m, &h| m.max(h)),
+            o.max_slope([
+                p.boundaries.x == strata::grid::Boundary::Periodic,
+                p.boundaries.y == strata::grid::Boundary::Periodic
+            ])
+        ),
+        None => sides,
+    };
     format!(
         "problem: {geometry} {n}x{n}x{nz} ({u:.3e} unknowns){sides}, nu_CFL {cfl}, omega {w:.6}, lambda {l}, H {h}, delta {d}, {grading} vertical grid, rhs {rhs}",
         n = p.n,

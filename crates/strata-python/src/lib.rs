@@ -381,7 +381,7 @@ impl Solver {
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
         prolongate_halos=true, comm=None, halo="auto", error_if_not_converged=false,
         project_rhs=false, boundary="x=dirichlet,y=dirichlet", coarse_solve="smooth",
-        coarse_rtol=1e-3))]
+        coarse_rtol=1e-3, orography=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -418,7 +418,12 @@ impl Solver {
         boundary: &str,
         coarse_solve: &str,
         coarse_rtol: f64,
+        orography: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let orography = orography
+            .map(|a| shapes::orography(&a, n))
+            .transpose()?
+            .map(std::sync::Arc::new);
         let coarse_solve: strata::solver::CoarseSolve = choose(coarse_solve)?;
         let boundaries = strata::grid::Boundaries::parse(boundary).map_err(to_py)?;
         let sphere_stencil: SphereStencil = choose(sphere_stencil)?;
@@ -446,6 +451,7 @@ impl Solver {
             coefficients: None,
             sphere_stencil,
             boundaries,
+            orography,
         };
         let cfg = if paper {
             SolverConfig::paper(kind)

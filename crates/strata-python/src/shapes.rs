@@ -116,3 +116,22 @@ impl Shape {
         stacked.call_method1("reshape", (PyTuple::new(stacked.py(), self.python())?,))
     }
 }
+
+/// The orography a solver is given: a float64 array of shape (n, n), (y, x) like the fields'
+/// first two axes; any other type or shape is a ValueError saying what was expected.
+pub(crate) fn orography(a: &Bound<'_, PyAny>, n: usize) -> PyResult<strata::problem::Orography> {
+    use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
+    let arr: PyReadonlyArray2<'_, f64> = a.extract().map_err(|_| {
+        PyValueError::new_err(format!(
+            "orography must be a float64 NumPy array of shape ({n}, {n}) (y, x)"
+        ))
+    })?;
+    let shape = arr.shape().to_vec();
+    if shape != [n, n] {
+        return Err(PyValueError::new_err(format!(
+            "orography has shape {shape:?}, the problem's columns are ({n}, {n}) (y, x)"
+        )));
+    }
+    let h: Vec<f64> = arr.as_array().iter().copied().collect();
+    strata::problem::Orography::new(n, h).map_err(|e| PyValueError::new_err(e.to_string()))
+}

@@ -35,8 +35,8 @@ impl SparseMatrix {
     }
 }
 
-/// Assembles the fine-level operator of `p` (with its coefficient fields, if any): at most seven
-/// entries per row, the Dirichlet boundary folded into the diagonal as the solvers see it; on
+/// Assembles the fine-level operator of `p` (with its coefficient fields, if any): seven
+/// entries per row (nine horizontal on the sphere, fifteen over orography), the Dirichlet boundary folded into the diagonal as the solvers see it; on
 /// the sphere the six panels, the couplings across panel edges to the cells of the neighbouring
 /// panels (docs/MODEL.md §16) — assembled from the rows and the edge links, not from the halo
 /// exchange the solvers use, so the two can be checked against each other.
@@ -117,6 +117,21 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
                             let (a, b) = (i as isize + di, j as isize + dj);
                             entries.push((index(panel, a as usize, b as usize, k), v));
                             entries[0].1 -= v;
+                        }
+                    }
+                    // Orography's slant couplings (the box; walls carry none).
+                    if let Some(w) = &s.slant {
+                        let sides = [Side::East, Side::West, Side::North, Side::South];
+                        for (d, pair) in w.row(i, j, k).chunks(2).enumerate() {
+                            let Some((q, a, b)) = next(panel, i, j, sides[d]) else {
+                                continue;
+                            };
+                            for (v, kk) in [(pair[0], k + 1), (pair[1], k.wrapping_sub(1))] {
+                                if v != 0.0 && kk < nz {
+                                    entries.push((index(q, a, b, kk), v));
+                                    entries[0].1 -= v;
+                                }
+                            }
                         }
                     }
                     if k > 0 {

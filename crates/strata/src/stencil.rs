@@ -9,8 +9,8 @@ pub use crate::grid::Block;
 use crate::grid::{check_levels, sphere, Boundary, Side};
 use crate::precision::Storage;
 use crate::problem::{
-    face_length, Advection, Averaging, CellCoefficients, Coefficients, Column, Diagonals,
-    HorizontalGrid, ProblemParams, VerticalGrid,
+    face_length, fold_terrain, Advection, Averaging, CellCoefficients, Coefficients, Column,
+    Diagonals, HorizontalGrid, Orography, ProblemParams, Slant, VerticalGrid,
 };
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -50,6 +50,12 @@ pub struct LevelStencil {
     /// [`LevelStencil::row`] does not describe the operator. Backends that compute on the host
     /// refuse such a stencil ([`LevelStencil::check_host_cells`]). `None` elsewhere.
     pub resident: Option<ResidentCells>,
+    /// Over orography (docs/MODEL.md §23), the metric cross terms: couplings to the lateral
+    /// neighbours' cells above and below. Like [`LevelStencil::cross`] they belong to the
+    /// operator `A = A₇ + C` that apply, residual and the CG SpMV use, not to the 7-point part
+    /// the hierarchy relaxes ([`LevelStencil::seven_point`]). Only with `cells` (the terrain's
+    /// metric is folded into the face factors). `None` elsewhere.
+    pub slant: Option<Arc<Slant>>,
 }
 
 /// Coefficient fields of one level in a backend's memory (for the CUDA backend, fields on the
@@ -105,7 +111,8 @@ impl LevelStencil {
         let tensors = p
             .nine_point_sphere()
             .then(|| crate::grid::dual::vertex_tensors(block.n));
-        Self::with_tensors(p, block, vertical, coeffs, tensors.as_deref())
+        let oro = p.orography.as_deref().filter(|o| o.n == block.n);
+        Self::with_tensors(p, block, vertical, coeffs, tensors.as_deref(), oro)
     }
 
     /// [`LevelStencil::with_coefficients`] with the sphere's vertex tensors of the level given
@@ -116,6 +123,7 @@ impl LevelStencil {
         vertical: Arc<VerticalGrid>,
         coeffs: Option<&Coefficients>,
         tensors: Option<&[crate::grid::dual::VertexTensor]>,
+        oro: Option<&Orography>,
     ) -> Self {
         if let Some(c) = coeffs {
             assert_eq!(
@@ -147,9 +155,25 @@ impl LevelStencil {
                 grid.sphere_diagonals(t, i, j)
             })
         });
+        // Over orography the operator is the general one (constant fields if none are given)
+        // with the terrain's metric folded in.
+        let flat;
+        let coeffs = match (coeffs, oro) {
+            (None, Some(_)) => {
+                flat = Coefficients::constant(block.n, p.nz, p.delta);
+                Some(&flat)
+            }
+            (c, _) => c,
+        };
+        let mut slant = None;
         let cells = coeffs.map(|c| {
             let mut cells = c.cells(&block);
             cells.advection = advection(p, &block, &vertical, c);
+            if let Some(o) = oro {
+                slant = Some(Arc::new(fold_terrain(
+                    p, &block, &vertical, o, c, &mut cells,
+                )));
+            }
             Arc::new(cells)
         });
         Self {
@@ -162,6 +186,7 @@ impl LevelStencil {
             storage: Storage::F64,
             cross,
             resident: None,
+            slant,
         }
     }
 
@@ -170,6 +195,7 @@ impl LevelStencil {
     pub fn seven_point(&self) -> Self {
         Self {
             cross: None,
+            slant: None,
             tiles: self
                 .tiles
                 .as_ref()
@@ -181,6 +207,7 @@ impl LevelStencil {
     /// Whether the operator has cross terms (on this block or any of its tiles).
     pub fn has_cross(&self) -> bool {
         self.cross.is_some()
+            || self.slant.is_some()
             || self
                 .tiles
                 .iter()
@@ -222,7 +249,7 @@ impl LevelStencil {
             return crate::error::invalid(
                 "operator",
                 format!(
-                    "{kernel} relaxes 7-point operators only, not one with cross terms (the sphere's nine-point operator): give it the stencil's seven_point(), as the solvers' hierarchies do"
+                    "{kernel} relaxes 7-point operators only, not one with cross terms (the sphere's nine-point operator, orography's metric terms): give it the stencil's seven_point(), as the solvers' hierarchies do"
                 ),
             );
         }
@@ -438,6 +465,8 @@ pub fn build_block_levels(
         c.to_mut().window = Some(fine);
         fill(c.to_mut())?;
     }
+    // The orography of each level: the fine heights, then the means of four (§23.4).
+    let mut oro = p.orography.as_deref().map(Cow::Borrowed);
     for l in 0..n_levels {
         if l > 0 {
             b = b.coarsen();
@@ -445,12 +474,15 @@ pub fn build_block_levels(
             if let Some(c) = coeffs.as_mut().filter(|c| c.window.is_some()) {
                 fill(c.to_mut())?;
             }
+            oro = oro.map(|o| Cow::Owned(o.coarsen()));
         }
-        out.push(LevelStencil::with_coefficients(
+        out.push(LevelStencil::with_tensors(
             p,
             b,
             vertical.clone(),
             coeffs.as_deref(),
+            None,
+            oro.as_deref(),
         ));
     }
     Ok(out)
@@ -502,6 +534,7 @@ pub fn build_sphere_levels(
                     vertical.clone(),
                     coeffs.as_deref(),
                     tensors.as_deref(),
+                    None,
                 )
             })
             .collect();
@@ -521,6 +554,7 @@ pub fn build_sphere_levels(
             storage: Storage::F64,
             cross: None,
             resident: None,
+            slant: None,
         });
         level = level.iter().map(Block::coarsen).collect();
     }

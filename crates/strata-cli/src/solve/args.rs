@@ -163,7 +163,8 @@ impl Setup {
 /// Says a library error about a parameter in terms of the flag that sets it (`levels` →
 /// `--levels`), so that the checks live in the library alone.
 pub fn flag_error(e: CliError) -> CliError {
-    const FLAGS: [&str; 23] = [
+    const FLAGS: [&str; 24] = [
+        "orography",
         "backend",
         "halo",
         "precision",

@@ -50,6 +50,7 @@ impl BackendTask for Task<'_> {
     fn run<B: OnBackend>(self, backend: Box<B>) -> CliResult<ExitCode> {
         let a = self.args;
         let mut setup = Setup::new(&a);
+        setup.p.orography = a.problem.params_read(a.n)?.orography;
         if let Some(path) = &a.coefficients {
             setup.p.validate()?;
             let p = &setup.p;

@@ -23,15 +23,31 @@ fn apply_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> 
     apply7_cell(s, u, i, j, k) + cross_cell(s, u, i, j, k)
 }
 
-/// (C u) at interior cell (i, j, k): the couplings to the diagonal neighbours.
+/// (C u) at interior cell (i, j, k): the couplings to the diagonal neighbours (the sphere) and
+/// to the lateral neighbours' cells above and below (orography, §23).
 fn cross_cell(s: &LevelStencil, u: &HostField, i: usize, j: usize, k: usize) -> f64 {
-    if s.cross.is_none() {
-        return 0.0;
-    }
-    let [ne, nw, se, sw] = s.diagonal_row(i, j, k);
     let (ih, jh) = (i + 1, j + 1);
     let uc = at(u, ih, jh, k);
-    ne * (at(u, ih + 1, jh + 1, k) - uc)
+    let mut slant = 0.0;
+    if let Some(w) = &s.slant {
+        let e = w.row(i, j, k);
+        for (&(di, dj, dk), e) in crate::problem::SLANT_NEIGHBOURS.iter().zip(e) {
+            let kk = k as i64 + dk as i64;
+            if kk >= 0 && (kk as usize) < s.nz {
+                let (a, b) = (
+                    (ih as i64 + di as i64) as usize,
+                    (jh as i64 + dj as i64) as usize,
+                );
+                slant += e * (at(u, a, b, kk as usize) - uc);
+            }
+        }
+    }
+    if s.cross.is_none() {
+        return slant;
+    }
+    let [ne, nw, se, sw] = s.diagonal_row(i, j, k);
+    slant
+        + ne * (at(u, ih + 1, jh + 1, k) - uc)
         + nw * (at(u, ih - 1, jh + 1, k) - uc)
         + se * (at(u, ih + 1, jh - 1, k) - uc)
         + sw * (at(u, ih - 1, jh - 1, k) - uc)

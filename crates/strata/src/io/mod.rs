@@ -12,7 +12,8 @@ mod netcdf_types;
 pub use dataset::Dataset;
 pub use netcdf::{
     check_writable, read_coefficients, read_coefficients_block, read_coefficients_panels,
-    read_field, read_panels, read_rhs, write_fields, write_fields_as, FieldGrid, Overwrite,
+    read_field, read_orography, read_panels, read_rhs, write_fields, write_fields_as, FieldGrid,
+    Overwrite,
 };
 pub use netcdf_types::{Attribute, NcFormat, OutputField, VarInfo};
 

@@ -314,6 +314,33 @@ fn in_file(path: &Path, err: StrataError) -> StrataError {
     }
 }
 
+/// The variable `orography` of `path`, the ground height of every column, of shape (y, x) =
+/// (n, n); checked like the problem's own ([`crate::problem::Orography::validate`] against the
+/// model top `top`), the error naming the file, the variable and the column.
+pub fn read_orography(path: &Path, n: usize, top: f64) -> Result<crate::problem::Orography> {
+    let e = |m: &dyn std::fmt::Display| nc_err(path, m);
+    let mut ds = Dataset::open(path)?;
+    let Some(v) = ds.var("orography") else {
+        return Err(e(&format!(
+            "no variable 'orography' (variables: {})",
+            ds.variables().join(", ")
+        )));
+    };
+    if v.shape != [n, n] {
+        return Err(e(&format!(
+            "variable 'orography' has shape {:?} ({}), the problem needs [{n}, {n}] (y, x)",
+            v.shape,
+            v.dims.join(", ")
+        )));
+    }
+    let o = crate::problem::Orography::new(n, ds.read("orography")?)?;
+    o.validate(top).map_err(|err| match err {
+        StrataError::InvalidParameter { msg, .. } => e(&format!("variable 'orography' {msg}")),
+        other => other,
+    })?;
+    Ok(o)
+}
+
 /// Reads any floating-point variable with its dimension sizes (as stored, slowest first).
 pub fn read_field(path: &Path, var: &str) -> Result<(Vec<f64>, Vec<usize>)> {
     let mut ds = Dataset::open(path)?;

@@ -89,6 +89,22 @@ pub(crate) fn layout<'a>(p: &ProblemParams, fields: &[OutputField<'a>]) -> Layou
             field: false,
         });
     }
+    if let Some(o) = &p.orography {
+        // Over orography z holds ζ; the height of a cell is z + orography (1 − z/H).
+        vars.push(Var {
+            name: "orography",
+            dims: vec!["y", "x"],
+            attrs: vec![
+                (
+                    "long_name",
+                    "height of the ground under each column".to_string(),
+                ),
+                ("units", "1".to_string()),
+            ],
+            values: Cow::Owned(o.h.clone()),
+            field: false,
+        });
+    }
     for f in fields {
         let mut attrs = vec![
             ("long_name", f.long_name.to_string()),
@@ -130,6 +146,12 @@ pub(crate) fn layout<'a>(p: &ProblemParams, fields: &[OutputField<'a>]) -> Layou
         globals.push(("boundary", Attr::Text(p.boundaries.describe())));
         globals.push(("boundary_x", text(p.boundaries.x.name())));
         globals.push(("boundary_y", text(p.boundaries.y.name())));
+    }
+    if p.orography.is_some() {
+        globals.push((
+            "vertical_coordinate",
+            text("terrain-following (Gal-Chen & Somerville 1975): z is zeta, the height of a point is zeta + orography (1 - zeta/height)"),
+        ));
     }
     for (k, v) in [("n", p.n), ("nz", p.nz)] {
         globals.push((k, Attr::Int(v.min(i32::MAX as usize) as i32)));

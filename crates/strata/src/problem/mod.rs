@@ -9,7 +9,9 @@ mod coefficients;
 mod geometry;
 mod horizontal;
 mod manufactured;
+mod orography;
 mod rhs;
+mod terrain;
 mod vertical;
 
 pub use coefficients::{
@@ -23,7 +25,10 @@ pub use horizontal::{
 pub use manufactured::{
     manufactured_error, manufactured_rhs, manufactured_solution, sphere_rhs, sphere_solution,
 };
+pub use orography::{Orography, Schaer};
 pub use rhs::{build_rhs, build_rhs_tiles, cell_volumes, RhsKind};
+pub(crate) use terrain::fold_terrain;
+pub use terrain::{Slant, SLANT_NEIGHBOURS};
 pub use vertical::VerticalGrid;
 
 use crate::error::{invalid, Result};
@@ -76,6 +81,10 @@ pub struct ProblemParams {
     /// (docs/MODEL.md §20).
     #[serde(default)]
     pub boundaries: Boundaries,
+    /// The ground height per column of the box (terrain-following coordinates, docs/MODEL.md
+    /// §23); `None` is flat ground.
+    #[serde(skip)]
+    pub orography: Option<Arc<Orography>>,
 }
 
 /// The horizontal discretisation of the whole sphere (docs/MODEL.md §16).
@@ -107,6 +116,7 @@ impl Default for ProblemParams {
             coefficients: None,
             sphere_stencil: SphereStencil::NinePoint,
             boundaries: Boundaries::DIRICHLET,
+            orography: None,
         }
     }
 }
@@ -220,7 +230,52 @@ impl ProblemParams {
             }
             c.validate()?;
         }
-        Ok(())
+        self.validate_orography()
+    }
+
+    /// Checks the orography: on the box only, of its columns, every height on [0, H).
+    fn validate_orography(&self) -> Result<()> {
+        let Some(o) = &self.orography else {
+            return Ok(());
+        };
+        if self.geometry != Geometry::Box {
+            return invalid(
+                "orography",
+                format!(
+                    "is implemented on the box (terrain-following coordinates over flat x, y); \
+                     the {} is not supported yet",
+                    crate::names::Choice::name(self.geometry)
+                ),
+            );
+        }
+        if o.n != self.n {
+            return invalid(
+                "orography",
+                format!(
+                    "is given on {}x{} columns, the problem has {}x{}",
+                    o.n, o.n, self.n, self.n
+                ),
+            );
+        }
+        if self
+            .coefficients
+            .as_ref()
+            .is_some_and(|c| c.window.is_some())
+        {
+            return invalid(
+                "orography",
+                "with coefficient fields of one rank's block: give every rank the whole level's fields",
+            );
+        }
+        o.validate(self.height)
+    }
+
+    /// The Jacobian `J = 1 − h/H` of column (i, j) of the fine grid (1 without orography): the
+    /// factor of its cells' volumes.
+    pub fn jacobian(&self, i: usize, j: usize) -> f64 {
+        self.orography
+            .as_ref()
+            .map_or(1.0, |o| 1.0 - o.at(i, j) / self.height)
     }
 
     /// Checks the lateral conditions against the geometry: none but Dirichlet on the sphere

@@ -49,7 +49,8 @@ pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> 
     for jl in 0..block.ny {
         for il in 0..block.nx {
             let (i, j) = (block.i0 + il, block.j0 + jl);
-            let area = hgrid.area(i, j);
+            // Over orography a cell's volume has the factor J of its column (docs/MODEL.md §23).
+            let area = hgrid.area(i, j) * p.jacobian(i, j);
             let (x, y) = cell_centre(p.geometry, p.n, i, j);
             let col = &mut out[(jl * block.nx + il) * nz..][..nz];
             for (k, v) in col.iter_mut().enumerate() {
@@ -94,7 +95,8 @@ pub fn cell_volumes(p: &ProblemParams, tiles: &[Block]) -> Vec<f64> {
     for b in tiles {
         for jl in 0..b.ny {
             for il in 0..b.nx {
-                let area = hgrid.area(b.i0 + il, b.j0 + jl);
+                let (i, j) = (b.i0 + il, b.j0 + jl);
+                let area = hgrid.area(i, j) * p.jacobian(i, j);
                 out.extend(factors.iter().map(|v| area * v));
             }
         }

@@ -30,7 +30,8 @@ fn apply_col<S: Real>(
             v += r.down * x.c[k - 1].to_f64();
         }
         if let Some(c) = cross {
-            v += c.with_entries(s.diagonal_row(i, j, k), x.c[k].to_f64(), k);
+            let centre = x.c[k].to_f64();
+            v += c.with_entries(s.diagonal_row(i, j, k), centre, k) + c.slant_at(centre, k);
         }
         emit(k, v);
     }
@@ -116,7 +117,9 @@ impl CpuBackend {
                             // The 7-point part and the cross terms apart, each once.
                             apply_col(s, i, j, &x, None, |k, a7| {
                                 let ck = cr.as_ref().map_or(0.0, |c| {
-                                    c.with_entries(s.diagonal_row(i, j, k), x.c[k].to_f64(), k)
+                                    let centre = x.c[k].to_f64();
+                                    c.with_entries(s.diagonal_row(i, j, k), centre, k)
+                                        + c.slant_at(centre, k)
                                 });
                                 sum += split_at(fc, rc, k, a7, ck);
                             });

@@ -31,39 +31,56 @@ pub(super) fn nbrs<S: Real>(x: &HostField<S>, i: usize, j: usize) -> Nbrs<'_, S>
     }
 }
 
-/// The four diagonal neighbours of a column (`ne, nw, se, sw`, each `nz` long) and the
-/// column's couplings to them (docs/MODEL.md §16.1).
+/// The neighbours a column's cross terms read and its couplings to them: the four diagonal
+/// neighbours (`ne, nw, se, sw`, each `nz` long) of the sphere's nine-point operator
+/// (docs/MODEL.md §16.1), and over orography the four lateral neighbours, read one level
+/// above and below (§23).
 pub(super) struct Cross<'a, S> {
     alpha: [f64; 4],
     x: [&'a [S]; 4],
+    /// Orography's slant couplings, when there are any.
+    slant: Option<SlantNbrs<'a, S>>,
 }
 
-/// The diagonal neighbourhood of interior column `(i, j)` of `x` when the stencil has cross
+/// The slant couplings' weights, the column's lateral neighbours `e, w, n, s` and the column
+/// `(i, j)`.
+type SlantNbrs<'a, S> = (&'a crate::problem::Slant, [&'a [S]; 4], (usize, usize));
+
+/// The cross-term neighbourhood of interior column `(i, j)` of `x` when the stencil has cross
 /// terms.
 #[inline(always)]
 pub(super) fn cross<'a, S: Real>(
-    s: &LevelStencil,
+    s: &'a LevelStencil,
     x: &'a HostField<S>,
     i: usize,
     j: usize,
 ) -> Option<Cross<'a, S>> {
-    let dg = s.cross.as_ref()?[j * s.nx() + i];
+    if s.cross.is_none() && s.slant.is_none() {
+        return None;
+    }
+    let dg = s.cross.as_ref().map(|c| c[j * s.nx() + i]);
     let (nz, row) = (x.nz, x.row_len());
     let o = x.offset(i + 1, j + 1);
     let d = &x.data;
+    let slant = s.slant.as_deref().map(|w| {
+        let nb = nbrs(x, i, j);
+        (w, [nb.e, nb.w, nb.n, nb.s], (i, j))
+    });
     Some(Cross {
-        alpha: [dg.ne, dg.nw, dg.se, dg.sw],
+        alpha: dg.map_or([0.0; 4], |dg| [dg.ne, dg.nw, dg.se, dg.sw]),
         x: [
             &d[o + row + nz..][..nz],
             &d[o + row - nz..][..nz],
             &d[o - row + nz..][..nz],
             &d[o - row - nz..][..nz],
         ],
+        slant,
     })
 }
 
 impl<S: Real> Cross<'_, S> {
-    /// (C x) at level k: `d_k Σ α_D (x_D − x_c)`.
+    /// (C x) at level k: `d_k Σ α_D (x_D − x_c)` (the sphere's diagonal couplings; a stencil
+    /// with orography has cell coefficients and comes to [`Cross::slant_at`]).
     #[inline(always)]
     pub(super) fn at(&self, d: f64, centre: f64, k: usize) -> f64 {
         let mut h = 0.0;
@@ -73,7 +90,26 @@ impl<S: Real> Cross<'_, S> {
         d * h
     }
 
-    /// (C x) at level k with per-cell entries `[ne, nw, se, sw]` (coefficient fields).
+    /// Orography's slant couplings at level k (docs/MODEL.md §23.3): 0 without orography.
+    #[inline(always)]
+    pub(super) fn slant_at(&self, centre: f64, k: usize) -> f64 {
+        let Some((w, nb, (i, j))) = &self.slant else {
+            return 0.0;
+        };
+        let e = w.row(*i, *j, k);
+        let mut h = 0.0;
+        for (d, x) in nb.iter().enumerate() {
+            if k + 1 < w.nz {
+                h += e[2 * d] * (x[k + 1].to_f64() - centre);
+            }
+            if k > 0 {
+                h += e[2 * d + 1] * (x[k - 1].to_f64() - centre);
+            }
+        }
+        h
+    }
+
+    /// (C x) at level k with per-cell diagonal entries `[ne, nw, se, sw]` (coefficient fields).
     #[inline(always)]
     pub(super) fn with_entries(&self, e: [f64; 4], centre: f64, k: usize) -> f64 {
         let mut h = 0.0;
