@@ -646,6 +646,83 @@ pub fn cross_term_kernels<B: Backend>(b: &B) {
     }
 }
 
+/// The kernels that apply the terrain-following operator over orography (docs/MODEL.md §23) —
+/// apply, residual, residual_only, split_residual, the CG SpMV — with its slant couplings to the
+/// lateral neighbours' cells above and below, on whole boxes (walls, periodic sides) and on a
+/// block with neighbours on every side (random halos), with and without coefficient fields; and
+/// the relaxations, which refuse it. For backends that take coefficient fields.
+pub fn terrain_kernels<B: Backend>(b: &B) {
+    use std::sync::Arc;
+    use strata::grid::Boundaries;
+    use strata::problem::Orography;
+    let r = ReferenceBackend;
+    let mut rng = Rng::new(23);
+    let n = 16;
+    let hill = Orography::new(
+        n,
+        (0..n * n)
+            .map(|c| {
+                let (x, y) = (
+                    ((c % n) as f64 + 0.5) / n as f64,
+                    ((c / n) as f64 + 0.5) / n as f64,
+                );
+                0.006 * (-((x - 0.4).powi(2) + (y - 0.55).powi(2)) / 0.05).exp()
+            })
+            .collect(),
+    )
+    .unwrap();
+    let inner = Block {
+        n,
+        i0: 3,
+        j0: 5,
+        nx: 9,
+        ny: 7,
+        panel: None,
+        bc: Default::default(),
+    };
+    for (bc, fields, block) in [
+        ("dirichlet", false, None),
+        ("x=periodic,y=neumann", true, None),
+        ("periodic", false, Some(inner)),
+        ("dirichlet", true, Some(inner)),
+    ] {
+        let p = ProblemParams {
+            geometry: Geometry::Box,
+            grading: Grading::Graded,
+            n,
+            nz: 9,
+            boundaries: Boundaries::parse(bc).unwrap(),
+            orography: Some(Arc::new(hill.clone())),
+            coefficients: fields.then(|| Arc::new(coefficient_fields(n, 9, 4))),
+            ..Default::default()
+        };
+        let mut p = p;
+        if let Some(c) = p.coefficients.as_mut() {
+            Arc::make_mut(c).xi = None;
+        }
+        let block = block.unwrap_or(p.whole_block()).with_bc(p.boundaries);
+        let s = LevelStencil::new(&p, block, Arc::new(VerticalGrid::new(&p)));
+        assert!(s.slant.is_some() && s.cells.is_some());
+        let op = b.prepare_level(&s).expect("prepare_level");
+        let ctx = format!("orography {bc} fields {fields} {block:?} {:?}", b.name());
+        let (mut x, mut f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
+        for side in Side::ALL.into_iter().filter(|side| s.block.periodic(*side)) {
+            x.wrap_halo(side);
+            f.wrap_halo(side);
+        }
+        let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
+        let res = check_apply_residual(b, &s, &op, (&x, &f), &mut rng, &ctx);
+        check_cg_spmv(b, &s, &op, &x, &mut rng, &ctx);
+        // The slant couplings are there: the 7-point part alone differs.
+        let mut h7 = rng.field(&s);
+        r.residual(&s.seven_point(), &f, &x, &mut h7).unwrap();
+        assert!(rel_diff(&h7, &res) > 1e3 * TOL, "slant terms missing {ctx}");
+        let mut out = to_backend(b, &op, &y);
+        let e = b.smooth(&op, &df, &dx, &mut out, 0.5).unwrap_err();
+        assert!(e.to_string().contains("cross terms"), "{ctx}: {e}");
+    }
+}
+
 /// The multigrid kernels: Smooth on one level, RestrictSmooth and Prolongate between a fine
 /// block and its (odd-sized) coarse block.
 pub fn multigrid_kernels<B: Backend>(b: &B) {
@@ -1801,6 +1878,12 @@ macro_rules! cell_coefficient_tests {
         $(#[$attr])*
         fn cell_coefficient_kernels_match_the_reference() {
             $crate::cell_coefficient_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn terrain_kernels_match_the_reference() {
+            $crate::terrain_kernels(&$backend);
         }
     };
 }

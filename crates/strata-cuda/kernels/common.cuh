@@ -289,8 +289,43 @@ struct XCellOp {
     }
 };
 
+// Orography's slant couplings (docs/MODEL.md §23.3) on a level with per-cell coefficients: the
+// dual elements' weights of every cell's east and north face (`we`, `wn`, in the field layout;
+// the halo slots i = -1 and j = -1 hold the block's west and south faces; zero above the top
+// cell), which couple a cell to its lateral neighbours' cells one level above and below.
+// Called with a neighbourhood in global memory (every kernel that applies the whole operator).
+struct SCellOp {
+    CellOp op;
+    const real* __restrict__ we;
+    const real* __restrict__ wn;
+    __device__ __forceinline__ real cross_n(const Nb& x, idx_t o, int k, real mid) const {
+        const idx_t sx = op.sx, dy = x.dy;
+        const real* p = x.p;
+        real h = real(0.0);
+        if (k + 1 < NZ) {
+            h += we[o - 1] * (p[sx - 1] - mid) - we[o] * (p[sx + 1] - mid) + wn[o - dy] * (p[sx - dy] - mid) -
+                 wn[o] * (p[sx + dy] - mid);
+        }
+        if (k > 0) {
+            h += we[o - sx] * (p[1 - sx] - mid) - we[o - sx - 1] * (p[-sx - 1] - mid) +
+                 wn[o - sx] * (p[dy - sx] - mid) - wn[o - sx - dy] * (p[-sx - dy] - mid);
+        }
+        return h;
+    }
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return op.apply_n(x, o, L, k, below, mid, above);
+    }
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
+    }
+};
+
 // The kernel parameters of the cross terms (after the operator's): `has_cross` = 0 when the
-// level has none (the arrays are then not read).
+// level has none (the arrays are then not read); on a level with per-cell coefficients 1 for
+// the sphere's diagonal entries (xne, xnw, xse, xsw), 2 for orography's slant weights (xne the
+// east faces', xnw the north faces').
 #define CROSS_PARAMS const real *__restrict__ xc, int has_cross
 #define CELL_CROSS_PARAMS                                                                    \
     const real *__restrict__ xne, const real *__restrict__ xnw, const real *__restrict__ xse, \
@@ -313,8 +348,11 @@ struct XCellOp {
 #define WITH_CELL_CROSS(o0, call)                      \
     do {                                               \
         const CellOp base = CELL_OP(o0);               \
-        if (has_cross) {                               \
+        if (has_cross == 1) {                          \
             const XCellOp op{base, xne, xnw, xse, xsw}; \
+            call;                                      \
+        } else if (has_cross == 2) {                   \
+            const SCellOp op{base, xne, xnw};          \
             call;                                      \
         } else {                                       \
             const CellOp& op = base;                   \

@@ -999,6 +999,70 @@ fn lateral_boundaries_agree_with_the_cpu() {
     assert!(e.contains("periodic"), "{e}");
 }
 
+/// Orography (docs/MODEL.md §23) on the GPU: every solver, in the default configuration (mixed
+/// precision for mg and mg-cg) and in fp64, gives the CPU's count (±1) and, in fp64, its
+/// solution to 1e-9 relative, over Schär's mountain at slope 0.5, with walls and periodic sides,
+/// with and without coefficient fields.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn orography_agrees_with_the_cpu() {
+    use std::sync::Arc;
+    use strata::grid::Boundaries;
+    use strata::problem::{Coefficients, Geometry, Orography, Schaer};
+    let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
+    for (bc, fields) in [
+        ("x=periodic,y=neumann", false),
+        ("dirichlet", true),
+        ("periodic", false),
+    ] {
+        let n = 128;
+        let mut p = ProblemParams {
+            geometry: Geometry::Box,
+            n,
+            nz: 64,
+            height: 0.1,
+            boundaries: Boundaries::parse(bc).unwrap(),
+            orography: Some(Arc::new(Orography::schaer(n, &Schaer::default()))),
+            ..Default::default()
+        };
+        if fields {
+            p.coefficients = Some(Arc::new(Coefficients::smooth(n, 64, 10.0)));
+        }
+        let rhs = build_rhs(&p, RhsKind::Random, 4, &p.whole_block());
+        for kind in [
+            SolverKind::Cg,
+            SolverKind::Mg,
+            SolverKind::MgCg,
+            SolverKind::Gcr,
+            SolverKind::BiCgStab,
+        ] {
+            for f64_only in [false, true] {
+                let mut cfg = SolverConfig::new(kind);
+                if f64_only {
+                    cfg = cfg.with_precision(strata::solver::Precision::F64);
+                }
+                let a = strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+                let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+                let rel = max_rel_diff(&a.u, &b.u);
+                println!(
+                    "orography {bc} fields {fields} {} fp64 {f64_only}: gpu {} its, cpu {} its, rel diff {rel:.2e}",
+                    kind.name(),
+                    a.info.iterations,
+                    b.info.iterations
+                );
+                assert!(a.info.reason.converged(), "{bc} {kind:?}");
+                assert!(
+                    a.info.iterations.abs_diff(b.info.iterations) <= 1,
+                    "{bc} {kind:?}"
+                );
+                if f64_only {
+                    assert!(rel <= 1e-9, "{bc} {kind:?}: {rel:.2e}");
+                }
+            }
+        }
+    }
+}
+
 /// The coarsest level solved by CG on the GPU (fp32 levels in the default mixed precision):
 /// the CPU's counts (±1) on the panel and the sphere for 2 and 4 levels, each converged.
 #[test]

@@ -489,6 +489,12 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
                 "from the backend's memory are taken for one block of a panel, not for the sphere's tiles",
             );
         }
+        if self.p.orography.is_some() {
+            return invalid(
+                "coefficients",
+                "from the backend's memory over orography: give the fields as host arrays (the terrain's metric is folded into them on the host)",
+            );
+        }
         let p = ProblemParams {
             coefficients: None,
             ..self.p.clone()

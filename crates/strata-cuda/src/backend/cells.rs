@@ -15,9 +15,10 @@ pub struct CellArrays {
     dnu: [DeviceValues; 4],
     /// West, south and down entries, for an operator that is not symmetric.
     wsb: Option<[DeviceValues; 3]>,
-    /// The sphere's cross terms: the north-east, north-west, south-east and south-west entries
-    /// of every row in the field layout, and whether there are any (else four one-value
-    /// placeholders, not read).
+    /// The cross terms and their kind (the kernels' `has_cross`): 1 the sphere's north-east,
+    /// north-west, south-east and south-west entries of every row in the field layout; 2
+    /// orography's slant weights of the east and north faces (then two one-value
+    /// placeholders); 0 none (four one-value placeholders, not read).
     pub(super) cross: ([DeviceValues; 4], i32),
 }
 
@@ -29,8 +30,8 @@ impl CellArrays {
         let symmetric = host.is_symmetric(l);
         let up = |v: &[f64]| backend.upload_values(v, s.storage);
         let [d, e, n, u, w, so, b] = &host.0;
-        let cross = match &s.cross {
-            Some(_) => (
+        let cross = match (&s.cross, &s.slant) {
+            (Some(_), _) => (
                 diagonal_entries(s, l)
                     .map(|v| up(&v))
                     .into_iter()
@@ -39,7 +40,11 @@ impl CellArrays {
                     .unwrap_or_else(|_| unreachable!("four arrays")),
                 1,
             ),
-            None => ([up(&[0.0])?, up(&[0.0])?, up(&[0.0])?, up(&[0.0])?], 0),
+            (None, Some(w)) => {
+                let [we, wn] = slant_weights(w, l);
+                ([up(&we)?, up(&wn)?, up(&[0.0])?, up(&[0.0])?], 2)
+            }
+            (None, None) => ([up(&[0.0])?, up(&[0.0])?, up(&[0.0])?, up(&[0.0])?], 0),
         };
         Ok(Self {
             cross,
@@ -114,6 +119,34 @@ fn diagonal_entries(s: &LevelStencil, l: DeviceLayout) -> [Vec<f64>; 4] {
             });
     }
     a
+}
+
+/// Orography's slant weights ([`strata::problem::Slant`]) in the device layout: each cell's east
+/// face and north face, the block's west faces in the halo slots i = −1 and its south faces in
+/// the halo row j = −1 (the kernels' `SCellOp`).
+fn slant_weights(w: &strata::problem::Slant, l: DeviceLayout) -> [Vec<f64>; 2] {
+    let (nx, ny, nz) = (w.nx, w.ny, w.nz);
+    let (plane, sx) = (l.plane as usize, l.sx as usize);
+    let mut we = vec![0.0; l.len()];
+    let mut wn = vec![0.0; l.len()];
+    for j in 0..ny {
+        for k in 0..nz {
+            for f in 0..=nx {
+                // Face f is the west face of cell f, the east face of cell f − 1.
+                we[(j + 1) * plane + k * sx + layout::XOFF + f - 1] =
+                    w.wx[(j * (nx + 1) + f) * nz + k];
+            }
+        }
+    }
+    for f in 0..=ny {
+        for k in 0..nz {
+            for i in 0..nx {
+                // Face row f is the south face of row f, the north face of row f − 1.
+                wn[f * plane + k * sx + layout::XOFF + i] = w.wy[(f * nx + i) * nz + k];
+            }
+        }
+    }
+    [we, wn]
 }
 
 /// The seven entries of every row, in the device layout: d, e, n, u, w, s, b. The halo slot

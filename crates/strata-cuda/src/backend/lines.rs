@@ -209,7 +209,7 @@ pub(super) fn twin_config(
     })
 }
 
-/// Whether level `op` has the sphere's cross terms.
+/// Whether level `op` has cross terms (the sphere's, or orography's slant couplings).
 fn has_cross(op: &CudaLevel) -> bool {
     match &op.cells {
         None => op.cross.1 != 0,

@@ -8,6 +8,7 @@ use super::coefficients::{CellCoefficients, Coefficients};
 use super::orography::Orography;
 use super::{ProblemParams, VerticalGrid};
 use crate::grid::{Block, Boundary};
+use rayon::prelude::*;
 
 /// The metric cross terms of one level's block: for each lateral face and each vertical
 /// interface between cells k and k + 1, the weight `w` of the dual element between the two
@@ -137,142 +138,161 @@ pub(crate) fn fold_terrain(
     };
     let mut wx = vec![0.0; (nx + 1) * ny * nz];
     let mut wy = vec![0.0; nx * (ny + 1) * nz];
-    // x faces: face fl of row jl lies between global columns gi − 1 and gi.
-    for jl in 0..ny {
-        let gj = block.j0 + jl;
-        for fl in 0..=nx {
-            let gi = block.i0 + fl;
-            let at = (jl * (nx + 1) + fl) * nz;
-            let inner = (gi > 0 && gi < n) || wrap[0];
-            let (l, r) = ((gi as isize) - 1, gi as isize);
-            let own = if gi > 0 { l } else { r };
-            let jf = if inner {
-                1.0 - 0.5 * (hs.at(l, gj as isize) + hs.at(r, gj as isize)) / top
-            } else {
-                1.0 - hs.at(own, gj as isize) / top
-            };
-            let face = &mut cells.fx[at..at + nz];
-            for v in face.iter_mut() {
-                *v *= jf;
+    // x faces: face fl of row jl lies between global columns gi − 1 and gi. Rows in parallel.
+    let xrow = (nx + 1) * nz;
+    cells
+        .fx
+        .par_chunks_mut(xrow)
+        .zip(wx.par_chunks_mut(xrow))
+        .enumerate()
+        .for_each(|(jl, (fxr, wxr))| {
+            let gj = block.j0 + jl;
+            for fl in 0..=nx {
+                let gi = block.i0 + fl;
+                let at = (jl * (nx + 1) + fl) * nz;
+                let loc = fl * nz;
+                let inner = (gi > 0 && gi < n) || wrap[0];
+                let (l, r) = ((gi as isize) - 1, gi as isize);
+                let own = if gi > 0 { l } else { r };
+                let jf = if inner {
+                    1.0 - 0.5 * (hs.at(l, gj as isize) + hs.at(r, gj as isize)) / top
+                } else {
+                    1.0 - hs.at(own, gj as isize) / top
+                };
+                let face = &mut fxr[loc..loc + nz];
+                for v in face.iter_mut() {
+                    *v *= jf;
+                }
+                if !inner {
+                    continue;
+                }
+                let (li, ri) = ((l.rem_euclid(n as isize)) as usize, (r as usize) % n);
+                let dh = hs.at(r, gj as isize) - hs.at(l, gj as isize);
+                let along =
+                    0.5 * (hs.slopes(l, gj as isize, delta).1 + hs.slopes(r, gj as isize, delta).1);
+                let (kyl, kyr) = (
+                    column(coeffs, &coeffs.ky, li, gj),
+                    column(coeffs, &coeffs.ky, ri, gj),
+                );
+                let (kzl, kzr) = (
+                    column(coeffs, &coeffs.kz, li, gj),
+                    column(coeffs, &coeffs.kz, ri, gj),
+                );
+                let kx = &fx0[at..at + nz];
+                let sx = dh / delta;
+                face[0] *= strip(
+                    kx[0],
+                    0.5 * (kyl[0] + kyr[0]),
+                    0.5 * (kzl[0] + kzr[0]),
+                    sx,
+                    along,
+                    tau_bot,
+                );
+                let t = nz - 1;
+                face[t] *= strip(
+                    kx[t],
+                    0.5 * (kyl[t] + kyr[t]),
+                    0.5 * (kzl[t] + kzr[t]),
+                    sx,
+                    along,
+                    tau_top,
+                );
+                for k in 0..nz - 1 {
+                    wxr[loc + k] = -0.5 * w2 * 0.5 * (kx[k] + kx[k + 1]) * dh * tau_m[k];
+                }
             }
-            if !inner {
-                continue;
-            }
-            let (li, ri) = ((l.rem_euclid(n as isize)) as usize, (r as usize) % n);
-            let dh = hs.at(r, gj as isize) - hs.at(l, gj as isize);
-            let along =
-                0.5 * (hs.slopes(l, gj as isize, delta).1 + hs.slopes(r, gj as isize, delta).1);
-            let (kyl, kyr) = (
-                column(coeffs, &coeffs.ky, li, gj),
-                column(coeffs, &coeffs.ky, ri, gj),
-            );
-            let (kzl, kzr) = (
-                column(coeffs, &coeffs.kz, li, gj),
-                column(coeffs, &coeffs.kz, ri, gj),
-            );
-            let kx = &fx0[at..at + nz];
-            let sx = dh / delta;
-            face[0] *= strip(
-                kx[0],
-                0.5 * (kyl[0] + kyr[0]),
-                0.5 * (kzl[0] + kzr[0]),
-                sx,
-                along,
-                tau_bot,
-            );
-            let t = nz - 1;
-            face[t] *= strip(
-                kx[t],
-                0.5 * (kyl[t] + kyr[t]),
-                0.5 * (kzl[t] + kzr[t]),
-                sx,
-                along,
-                tau_top,
-            );
-            for k in 0..nz - 1 {
-                wx[at + k] = -0.5 * w2 * 0.5 * (kx[k] + kx[k + 1]) * dh * tau_m[k];
-            }
-        }
-    }
+        });
     // y faces: face row fl lies between global rows gj − 1 and gj.
-    for fl in 0..=ny {
-        let gj = block.j0 + fl;
-        for il in 0..nx {
-            let gi = block.i0 + il;
-            let at = (fl * nx + il) * nz;
-            let inner = (gj > 0 && gj < n) || wrap[1];
-            let (s, nn) = ((gj as isize) - 1, gj as isize);
-            let own = if gj > 0 { s } else { nn };
-            let jf = if inner {
-                1.0 - 0.5 * (hs.at(gi as isize, s) + hs.at(gi as isize, nn)) / top
-            } else {
-                1.0 - hs.at(gi as isize, own) / top
-            };
-            let face = &mut cells.fy[at..at + nz];
-            for v in face.iter_mut() {
-                *v *= jf;
+    let yrow = nx * nz;
+    cells
+        .fy
+        .par_chunks_mut(yrow)
+        .zip(wy.par_chunks_mut(yrow))
+        .enumerate()
+        .for_each(|(fl, (fyr, wyr))| {
+            let gj = block.j0 + fl;
+            for il in 0..nx {
+                let gi = block.i0 + il;
+                let at = (fl * nx + il) * nz;
+                let loc = il * nz;
+                let inner = (gj > 0 && gj < n) || wrap[1];
+                let (s, nn) = ((gj as isize) - 1, gj as isize);
+                let own = if gj > 0 { s } else { nn };
+                let jf = if inner {
+                    1.0 - 0.5 * (hs.at(gi as isize, s) + hs.at(gi as isize, nn)) / top
+                } else {
+                    1.0 - hs.at(gi as isize, own) / top
+                };
+                let face = &mut fyr[loc..loc + nz];
+                for v in face.iter_mut() {
+                    *v *= jf;
+                }
+                if !inner {
+                    continue;
+                }
+                let (si, ni) = ((s.rem_euclid(n as isize)) as usize, (nn as usize) % n);
+                let dh = hs.at(gi as isize, nn) - hs.at(gi as isize, s);
+                let along = 0.5
+                    * (hs.slopes(gi as isize, s, delta).0 + hs.slopes(gi as isize, nn, delta).0);
+                let (kxs, kxn) = (
+                    column(coeffs, &coeffs.kx, gi, si),
+                    column(coeffs, &coeffs.kx, gi, ni),
+                );
+                let (kzs, kzn) = (
+                    column(coeffs, &coeffs.kz, gi, si),
+                    column(coeffs, &coeffs.kz, gi, ni),
+                );
+                let ky = &fy0[at..at + nz];
+                let sy = dh / delta;
+                face[0] *= strip(
+                    ky[0],
+                    0.5 * (kxs[0] + kxn[0]),
+                    0.5 * (kzs[0] + kzn[0]),
+                    sy,
+                    along,
+                    tau_bot,
+                );
+                let t = nz - 1;
+                face[t] *= strip(
+                    ky[t],
+                    0.5 * (kxs[t] + kxn[t]),
+                    0.5 * (kzs[t] + kzn[t]),
+                    sy,
+                    along,
+                    tau_top,
+                );
+                for k in 0..nz - 1 {
+                    wyr[loc + k] = -0.5 * w2 * 0.5 * (ky[k] + ky[k + 1]) * dh * tau_m[k];
+                }
             }
-            if !inner {
-                continue;
-            }
-            let (si, ni) = ((s.rem_euclid(n as isize)) as usize, (nn as usize) % n);
-            let dh = hs.at(gi as isize, nn) - hs.at(gi as isize, s);
-            let along =
-                0.5 * (hs.slopes(gi as isize, s, delta).0 + hs.slopes(gi as isize, nn, delta).0);
-            let (kxs, kxn) = (
-                column(coeffs, &coeffs.kx, gi, si),
-                column(coeffs, &coeffs.kx, gi, ni),
-            );
-            let (kzs, kzn) = (
-                column(coeffs, &coeffs.kz, gi, si),
-                column(coeffs, &coeffs.kz, gi, ni),
-            );
-            let ky = &fy0[at..at + nz];
-            let sy = dh / delta;
-            face[0] *= strip(
-                ky[0],
-                0.5 * (kxs[0] + kxn[0]),
-                0.5 * (kzs[0] + kzn[0]),
-                sy,
-                along,
-                tau_bot,
-            );
-            let t = nz - 1;
-            face[t] *= strip(
-                ky[t],
-                0.5 * (kxs[t] + kxn[t]),
-                0.5 * (kzs[t] + kzn[t]),
-                sy,
-                along,
-                tau_top,
-            );
-            for k in 0..nz - 1 {
-                wy[at + k] = -0.5 * w2 * 0.5 * (ky[k] + ky[k + 1]) * dh * tau_m[k];
-            }
-        }
-    }
+        });
     // Vertical faces and β: G₃₃ = (λ² kz + kx z_x² + ky z_y²)/J over λ², and the volume J.
-    for jl in 0..ny {
-        for il in 0..nx {
-            let (gi, gj) = ((block.i0 + il) as isize, (block.j0 + jl) as isize);
-            let jc = 1.0 - hs.at(gi, gj) / top;
-            let (sx, sy) = hs.slopes(gi, gj, delta);
-            let at = (jl * nx + il) * nz;
-            let xw = (jl * (nx + 1) + il) * nz;
-            let xe = xw + nz;
-            let ys = (jl * nx + il) * nz;
-            let yn = ((jl + 1) * nx + il) * nz;
-            for k in 0..nz - 1 {
-                let kx = 0.25 * (fx0[xw + k] + fx0[xe + k] + fx0[xw + k + 1] + fx0[xe + k + 1]);
-                let ky = 0.25 * (fy0[ys + k] + fy0[yn + k] + fy0[ys + k + 1] + fy0[yn + k + 1]);
-                let (zx, zy) = (sx * tau_m[k], sy * tau_m[k]);
-                let fz = &mut cells.fz[at + k];
-                *fz = (*fz + (kx * zx * zx + ky * zy * zy) / lam2) / jc;
+    cells
+        .fz
+        .par_chunks_mut(nx * nz)
+        .zip(cells.beta.par_chunks_mut(nx * nz))
+        .enumerate()
+        .for_each(|(jl, (fzr, br))| {
+            for il in 0..nx {
+                let (gi, gj) = ((block.i0 + il) as isize, (block.j0 + jl) as isize);
+                let jc = 1.0 - hs.at(gi, gj) / top;
+                let (sx, sy) = hs.slopes(gi, gj, delta);
+                let xw = (jl * (nx + 1) + il) * nz;
+                let xe = xw + nz;
+                let ys = (jl * nx + il) * nz;
+                let yn = ((jl + 1) * nx + il) * nz;
+                let loc = il * nz;
+                for k in 0..nz - 1 {
+                    let kx = 0.25 * (fx0[xw + k] + fx0[xe + k] + fx0[xw + k + 1] + fx0[xe + k + 1]);
+                    let ky = 0.25 * (fy0[ys + k] + fy0[yn + k] + fy0[ys + k + 1] + fy0[yn + k + 1]);
+                    let (zx, zy) = (sx * tau_m[k], sy * tau_m[k]);
+                    let fz = &mut fzr[loc + k];
+                    *fz = (*fz + (kx * zx * zx + ky * zy * zy) / lam2) / jc;
+                }
+                for b in &mut br[loc..loc + nz] {
+                    *b *= jc;
+                }
             }
-            for b in &mut cells.beta[at..at + nz] {
-                *b *= jc;
-            }
-        }
-    }
+        });
     Slant { nx, ny, nz, wx, wy }
 }
