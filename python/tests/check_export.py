@@ -1,6 +1,6 @@
 """The exported operator, checked as a SciPy user would (the operator issue's verification (b)):
 `strata operator --export` writes A and f as Matrix Market files (the panel, the box, coefficient
-fields with advection, the whole sphere, and zero-flux and periodic sides), `strata solve --output` writes
+fields with advection, the whole sphere, zero-flux and periodic sides, and orography), `strata solve --output` writes
 strata's solution u as NetCDF-3; SciPy reads both, checks A u = f, solves A x = f directly and
 compares x with u. Run by scripts/test; usage: python3 check_export.py path/to/strata WORKDIR
 """
@@ -36,12 +36,24 @@ def coefficient_file(path, n, nz):
             v[:] = values
 
 
+def orography_file(path, n):
+    """A ridge along y with a hill on it: slopes in both directions (MODEL.md section 23)."""
+    y, x = np.meshgrid((np.arange(n) + 0.5) / n, (np.arange(n) + 0.5) / n, indexing="ij")
+    h = 0.03 * np.exp(-((x - 0.5) ** 2) / 0.02) * (1.0 + 0.5 * np.sin(2 * np.pi * y))
+    with scipy.io.netcdf_file(str(path), "w", version=2) as nc:
+        nc.createDimension("y", n)
+        nc.createDimension("x", n)
+        nc.createVariable("orography", "d", ("y", "x"))[:] = h
+
+
 def main(strata, work):
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     n, nz = 12, 6
     coeffs = work / "coefficients.nc"
     coefficient_file(coeffs, n, nz)
+    oro = work / "orography.nc"
+    orography_file(oro, n)
     cases = [
         ("model", [], "mg-cg"),
         ("box-graded", ["--geometry", "box", "--graded", "--cfl", "20"], "mg-cg"),
@@ -55,6 +67,14 @@ def main(strata, work):
         ("box-periodic-advection",
          ["--geometry", "box", "--boundary", "periodic", "--coefficients", str(coeffs)],
          "bicgstab"),
+        # Terrain-following coordinates (MODEL.md section 23): the orography from a file, and
+        # Schar's mountain with coefficient fields and advection.
+        ("box-orography-file",
+         ["--geometry", "box", "--boundary", "x=periodic,y=neumann", "--height", "0.1",
+          "--orography", str(oro)], "mg-cg"),
+        ("box-orography-advection",
+         ["--geometry", "box", "--height", "0.1", "--orography", "schaer:slope=0.5",
+          "--coefficients", str(coeffs)], "bicgstab"),
     ]
     for name, extra, solver in cases:
         common = ["--n", str(n), "--nz", str(nz), *extra]

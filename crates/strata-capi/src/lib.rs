@@ -15,7 +15,9 @@ use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use strata_core::grid::{Block, Boundaries, Boundary};
 use strata_core::names::{BackendKind, Choice, HaloPath};
-use strata_core::problem::{Coefficients, Geometry, Grading, ProblemParams, SphereStencil};
+use strata_core::problem::{
+    Coefficients, Geometry, Grading, Orography, ProblemParams, SphereStencil,
+};
 use strata_core::solver::{
     CoarseSolve, Precision, Preconditioner, SolveInfo, SolverConfig, SolverKind,
 };
@@ -85,6 +87,10 @@ pub struct StrataProblem {
     pub boundary_x: i32,
     /// The lateral condition of the south and north sides, as `boundary_x`.
     pub boundary_y: i32,
+    /// The ground height under every column, `n · n` values `h[j * n + i]` on [0, height), for
+    /// terrain-following coordinates over orography (the box only; docs/MODEL.md §23); read
+    /// while the solver is created. Null: flat ground. (Added after 0.2.0.)
+    pub orography: *const f64,
 }
 
 /// Solver settings.
@@ -292,6 +298,7 @@ fn default_problem() -> StrataProblem {
         sphere_stencil: 0,
         boundary_x: d.boundaries.x.code(),
         boundary_y: d.boundaries.y.code(),
+        orography: std::ptr::null(),
     }
 }
 
@@ -369,7 +376,19 @@ fn options_of(c: &SolverConfig) -> StrataOptions {
     }
 }
 
-fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
+/// The library's problem of the C struct `p`.
+///
+/// # Safety
+/// `p.orography` must be null or point to `p.n²` readable values.
+unsafe fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
+    let orography = if p.orography.is_null() {
+        None
+    } else {
+        let n = count("n", p.n)?;
+        // SAFETY: the caller promises n² values at a non-null `orography` (checked for null).
+        let h = unsafe { std::slice::from_raw_parts(p.orography, n * n) }.to_vec();
+        Some(std::sync::Arc::new(Orography::new(n, h)?))
+    };
     Ok(ProblemParams {
         geometry: Geometry::from_code(p.geometry)?,
         n: count("n", p.n)?,
@@ -390,7 +409,7 @@ fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
             x: Boundary::from_code(p.boundary_x)?,
             y: Boundary::from_code(p.boundary_y)?,
         },
-        orography: None,
+        orography,
     })
 }
 
@@ -448,7 +467,9 @@ pub unsafe extern "C" fn strata_solver_create(
         // SAFETY: the caller promises structs of their stated sizes, or null (checked).
         let (p, o) = unsafe { (sized::read(problem)?, sized::read(options)?) };
         let (p, o) = (&p, &o);
-        let inner = strata_session::open(&problem_params(p)?, &solver_config(o)?, place(o)?)?;
+        // SAFETY: the caller promises `problem->orography` null or of n² values (documented).
+        let params = unsafe { problem_params(p)? };
+        let inner = strata_session::open(&params, &solver_config(o)?, place(o)?)?;
         *out = Box::into_raw(Box::new(StrataSolver { inner }));
         Ok(())
     })
@@ -1183,7 +1204,8 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             use strata_mpi::mpi::raw::FromRaw;
             use strata_mpi::mpi::topology::SimpleCommunicator;
             use strata_mpi::mpi::traits::Communicator;
-            let params = problem_params(p)?;
+            // SAFETY: the caller promises `problem->orography` null or of n² values (documented).
+            let params = unsafe { problem_params(p)? };
             let cfg = solver_config(o)?;
             let place = place(o)?;
             // SAFETY: the caller promises a valid Fortran communicator handle; MPI converts it.

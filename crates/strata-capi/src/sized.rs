@@ -24,9 +24,10 @@ impl Grows for StrataProblem {
     const INIT: &'static str = "strata_problem_default";
     fn layouts() -> Vec<usize> {
         // 0.2.0, the first layout with a size (up to sphere_stencil); then boundary_x
-        // and boundary_y.
+        // and boundary_y; then orography.
         vec![
             std::mem::offset_of!(StrataProblem, boundary_x),
+            std::mem::offset_of!(StrataProblem, orography),
             size_of::<StrataProblem>(),
         ]
     }

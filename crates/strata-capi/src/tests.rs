@@ -37,7 +37,8 @@ fn test_options(rtol: f64) -> StrataOptions {
 
 /// A random right-hand side for problem `p`.
 fn random_rhs(p: &StrataProblem, seed: u64) -> Vec<f64> {
-    let params = problem_params(p).unwrap();
+    // SAFETY: the tests' problems have no orography (null) or n² heights.
+    let params = unsafe { problem_params(p) }.unwrap();
     strata_core::problem::build_rhs(
         &params,
         strata_core::problem::RhsKind::Random,
@@ -251,7 +252,8 @@ fn a_solver_on_the_sphere() {
         let mut size = 0;
         assert_eq!(strata_solver_size(s, &mut size), StrataStatus::Ok);
         assert_eq!(size, 6 * 16 * 16 * 8);
-        let params = problem_params(&p).unwrap();
+        // SAFETY: no orography (null).
+        let params = unsafe { problem_params(&p) }.unwrap();
         let tiles = strata_core::grid::sphere::tiles(16, 1);
         let rhs = strata_core::problem::build_rhs_tiles(
             &params,
@@ -717,7 +719,8 @@ fn lateral_boundaries() {
     let rhs = random_rhs(&p, 4);
     let info = solve_once(&p, &o, &rhs);
     assert_eq!(info.converged, 1);
-    let params = problem_params(&p).unwrap();
+    // SAFETY: no orography (null).
+    let params = unsafe { problem_params(&p) }.unwrap();
     assert_eq!(params.boundaries.describe(), "x=periodic,y=neumann");
     let cfg = solver_config(&o).unwrap();
     let lib = strata_core::solve(
@@ -745,6 +748,46 @@ fn lateral_boundaries() {
     let read = unsafe { sized::read(&q) }.unwrap();
     assert_eq!((read.boundary_x, read.boundary_y), (0, 0));
     assert_eq!(read.n, 16);
+}
+
+/// orography reaches the solver: over Schär's mountain the box solves as the library does (the
+/// same count); heights above the top are refused, naming the column; a caller of the layout
+/// before it (which ends at boundary_y) gets flat ground.
+#[test]
+fn orography() {
+    let n = 16;
+    let hill = strata_core::problem::Orography::schaer(n, &Default::default());
+    let mut p = StrataProblem {
+        boundary_x: 2,
+        height: 0.1,
+        orography: hill.h.as_ptr(),
+        ..test_problem(1)
+    };
+    p.n = n as i32;
+    let o = test_options(1e-8);
+    let rhs = random_rhs(&p, 5);
+    let info = solve_once(&p, &o, &rhs);
+    assert_eq!(info.converged, 1);
+    // SAFETY: `hill` holds n² values.
+    let params = unsafe { problem_params(&p) }.unwrap();
+    assert_eq!(params.orography.as_deref(), Some(&hill));
+    let lib = strata_core::solve(
+        &strata_core::backend::cpu::CpuBackend::new(Some(1)).unwrap(),
+        &params,
+        &solver_config(&o).unwrap(),
+        &rhs,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(info.iterations as usize, lib.info.iterations);
+    let high = vec![0.2; n * n];
+    p.orography = high.as_ptr();
+    assert_refused(&p, &o, "orography");
+    let old = std::mem::offset_of!(StrataProblem, orography);
+    let q = StrataProblem { size: old, ..p };
+    // SAFETY: `q` holds at least `old` bytes.
+    let read = unsafe { sized::read(&q) }.unwrap();
+    assert!(read.orography.is_null());
 }
 
 /// coarse_solve and coarse_rtol reach the solver: with CG on the coarsest level the count does

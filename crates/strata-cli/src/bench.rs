@@ -141,13 +141,16 @@ impl BackendTask for Task {
         // The operators to time at size n: the model problem, and the coefficient fields.
         let operators = |n: usize| -> Vec<(String, ProblemParams)> {
             let model = a.problem.params(n);
-            // Over orography (--orography schaer) the operator is the terrain-following one.
-            let name = if model.orography.is_some() {
-                "terrain"
-            } else {
-                "model"
+            // Over orography (--orography schaer) the flat box first, for the ratio, then the
+            // terrain-following operator.
+            let flat = ProblemParams {
+                orography: None,
+                ..model.clone()
             };
-            let mut ops = vec![(name.to_string(), model.clone())];
+            let mut ops = vec![("model".to_string(), flat)];
+            if model.orography.is_some() {
+                ops.push(("terrain".to_string(), model.clone()));
+            }
             if let Some(c) = a.coefficient_contrast {
                 let coeffs = Coefficients::smooth_for(model.geometry, n, model.nz, c);
                 ops.push((
@@ -179,7 +182,8 @@ impl BackendTask for Task {
         let bytes = a.stream_mib << 20;
         let copy_before = backend.copy_bandwidth(bytes, 10)? / 1e9;
         let update_before = backend.update_bandwidth(bytes, 10)? / 1e9;
-        let per_size = 1 + a.coefficient_contrast.is_some() as usize;
+        let per_size =
+            1 + a.coefficient_contrast.is_some() as usize + a.problem.orography.is_some() as usize;
         let bar = progress(a.sizes.len() * a.solvers.len() * per_size);
         let copy = copy_before;
         let mut report = BenchReport {
