@@ -252,8 +252,8 @@ fn a_solver_on_the_sphere() {
         let mut size = 0;
         assert_eq!(strata_solver_size(s, &mut size), StrataStatus::Ok);
         assert_eq!(size, 6 * 16 * 16 * 8);
-        // SAFETY: no orography (null).
-        let params = unsafe { problem_params(&p) }.unwrap();
+        // No orography (null).
+        let params = problem_params(&p).unwrap();
         let tiles = strata_core::grid::sphere::tiles(16, 1);
         let rhs = strata_core::problem::build_rhs_tiles(
             &params,
