@@ -681,3 +681,32 @@ fn the_memory_estimate_counts_the_nine_point_operators_own_fine_level() {
     let two = strata::field_memory(&two_point(&sphere_params(n, nz)), &cfg, bytes);
     assert_eq!(nine - two, (n * n * (48 + 32)) as u64);
 }
+
+/// Balanced decompositions: 4, 8, 12 and 16 ranks get equal numbers of equal tiles (blocks of
+/// the panels), which cover the sphere once; 5 ranks, whose equal split would need 5 × 5 blocks
+/// (not a divisor of the coarsest level), get whole panels, two on the first.
+#[test]
+fn rank_tiles_give_every_rank_equal_work() {
+    for (ranks, k) in [(1, 1), (2, 1), (3, 1), (4, 2), (6, 1), (8, 2), (12, 2), (16, 4), (24, 2)] {
+        let all: Vec<Vec<strata::grid::Block>> = (0..ranks)
+            .map(|r| sphere::rank_tiles(64, 3, ranks, r).unwrap())
+            .collect();
+        let cells: Vec<usize> = all
+            .iter()
+            .map(|t| t.iter().map(|b| b.nx * b.ny).sum())
+            .collect();
+        assert!(
+            cells.iter().all(|&c| c == 6 * 64 * 64 / ranks),
+            "{ranks} ranks: {cells:?}"
+        );
+        assert!(all.iter().flatten().all(|b| b.nx == 64 / k), "{ranks} ranks");
+        let mut covered: Vec<_> = all.iter().flatten().map(|b| (b.panel, b.i0, b.j0)).collect();
+        covered.sort();
+        covered.dedup();
+        assert_eq!(covered.len(), 6 * k * k, "{ranks} ranks");
+    }
+    let five: Vec<usize> = (0..5)
+        .map(|r| sphere::rank_tiles(64, 3, 5, r).unwrap().len())
+        .collect();
+    assert_eq!(five, [2, 1, 1, 1, 1]);
+}

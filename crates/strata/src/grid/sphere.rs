@@ -249,11 +249,14 @@ pub fn tiles(n: usize, k: usize) -> Vec<Block> {
 }
 
 /// The fine-level tiles of rank `rank` of `ranks` for a sphere of `n × n` panels solved with
-/// `n_levels` multigrid levels: for up to six ranks whole panels (several per rank when there
-/// are fewer ranks than panels), beyond that every panel split into `k × k` blocks with the
-/// smallest `k` giving each rank a tile; consecutive tiles per rank (block sizes differ by at
-/// most one tile). Every level's tiles must halve exactly, and the blocks of a panel must have
-/// equal sizes (a reversed edge would otherwise meet blocks of other sizes).
+/// `n_levels` multigrid levels: every panel split into `k × k` blocks, consecutive tiles per
+/// rank. `k` is the smallest that gives every rank the same number of tiles (1, 2, 3 or 6
+/// ranks: whole panels; 4, 8, 12, 24 ranks: 2 × 2 blocks; 16 or 32: 4 × 4), if one at most
+/// twice the smallest that gives each rank a tile divides the coarsest level; else that
+/// smallest (tile counts then differ by one: 5 ranks get 2, 1, 1, 1, 1 panels). Equal work is
+/// what strong scaling needs: with whole panels 4 ranks hold 2, 2, 1 and 1, and the two with
+/// two panels set the pace. Every level's tiles must halve exactly, and the blocks of a panel
+/// must have equal sizes (a reversed edge would otherwise meet blocks of other sizes).
 pub fn rank_tiles(n: usize, n_levels: usize, ranks: usize, rank: usize) -> Result<Vec<Block>> {
     let ranks = ranks.max(1);
     let mut k = 1;
@@ -261,6 +264,11 @@ pub fn rank_tiles(n: usize, n_levels: usize, ranks: usize, rank: usize) -> Resul
         k += 1;
     }
     let coarse = n >> (n_levels.max(1) - 1);
+    if let Some(b) = (k..=2 * k).find(|&b| {
+        (PANELS * b * b).is_multiple_of(ranks) && coarse > 0 && coarse.is_multiple_of(b)
+    }) {
+        k = b;
+    }
     if !(1..=63).contains(&n_levels) || coarse << (n_levels - 1) != n {
         return invalid(
             "levels",
