@@ -130,9 +130,10 @@ typedef struct StrataProblem {
   int32_t boundary_x;
   // The lateral condition of the south and north sides, as `boundary_x`.
   int32_t boundary_y;
-  // The ground height under every column, `n · n` values `h[j * n + i]` on [0, height), for
-  // terrain-following coordinates over orography (the box only; docs/MODEL.md §23); read
-  // while the solver is created. Null: flat ground. (Added after 0.2.0.)
+  // The ground height under every column, `n · n` values `h[j * n + i]` on [0, height),
+  // for terrain-following coordinates over orography (the box and the panel;
+  // docs/MODEL.md §23); read while the solver is created. Null: flat ground. (Added after
+  // 0.2.0.)
   const double *orography;
 } StrataProblem;
 

@@ -87,9 +87,10 @@ pub struct StrataProblem {
     pub boundary_x: i32,
     /// The lateral condition of the south and north sides, as `boundary_x`.
     pub boundary_y: i32,
-    /// The ground height under every column, `n · n` values `h[j * n + i]` on [0, height), for
-    /// terrain-following coordinates over orography (the box only; docs/MODEL.md §23); read
-    /// while the solver is created. Null: flat ground. (Added after 0.2.0.)
+    /// The ground height under every column, `n · n` values `h[j * n + i]` on [0, height),
+    /// for terrain-following coordinates over orography (the box and the panel;
+    /// docs/MODEL.md §23); read while the solver is created. Null: flat ground. (Added after
+    /// 0.2.0.)
     pub orography: *const f64,
 }
 

@@ -52,11 +52,11 @@ pub struct ProblemArgs {
     /// (docs/MODEL.md §20).
     #[arg(long, value_parser = parse_boundaries, default_value = "x=dirichlet,y=dirichlet")]
     pub boundary: Boundaries,
-    /// Orography under terrain-following coordinates (the box only; docs/MODEL.md §23): a
-    /// NetCDF file with the variable `orography` of shape (y, x) = (n, n), heights in [0, H) in
-    /// the units of --height; or `schaer[:slope=S,a=A,l=L]`, Schär's mountain along x on the
-    /// unit box (half-width a = 0.25, ripple wavelength l = 0.2), its height set so that the
-    /// steepest slope is S (default 0.5).
+    /// Orography under terrain-following coordinates (the box and the panel; docs/MODEL.md
+    /// §23): a NetCDF file with the variable `orography` of shape (y, x) = (n, n), heights in
+    /// [0, H) in the units of --height; or `schaer[:slope=S,a=A,l=L]`, Schär's mountain along
+    /// x on the unit box (half-width a = 0.25, ripple wavelength l = 0.2; the same heights per
+    /// column on the panel), its height set so that the steepest slope is S (default 0.5).
     #[arg(long, value_parser = parse_orography, value_name = "FILE.nc|schaer[:slope=S,a=A,l=L]")]
     pub orography: Option<OrographyArg>,
 }

@@ -648,8 +648,9 @@ pub fn cross_term_kernels<B: Backend>(b: &B) {
 
 /// The kernels that apply the terrain-following operator over orography (docs/MODEL.md §23) —
 /// apply, residual, residual_only, split_residual, the CG SpMV — with its slant couplings to the
-/// lateral neighbours' cells above and below, on whole boxes (walls, periodic sides) and on a
-/// block with neighbours on every side (random halos), with and without coefficient fields; and
+/// lateral neighbours' cells above and below, on whole boxes and panels (walls, periodic sides)
+/// and on blocks with neighbours on every side (random halos), with and without coefficient
+/// fields; and
 /// the relaxations, which refuse it. For backends that take coefficient fields.
 pub fn terrain_kernels<B: Backend>(b: &B) {
     use std::sync::Arc;
@@ -680,14 +681,16 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
         panel: None,
         bc: Default::default(),
     };
-    for (bc, fields, block) in [
-        ("dirichlet", false, None),
-        ("x=periodic,y=neumann", true, None),
-        ("periodic", false, Some(inner)),
-        ("dirichlet", true, Some(inner)),
+    for (geometry, bc, fields, block) in [
+        (Geometry::Box, "dirichlet", false, None),
+        (Geometry::Box, "x=periodic,y=neumann", true, None),
+        (Geometry::Box, "periodic", false, Some(inner)),
+        (Geometry::Box, "dirichlet", true, Some(inner)),
+        (Geometry::Panel, "x=neumann", false, None),
+        (Geometry::Panel, "dirichlet", true, Some(inner)),
     ] {
         let p = ProblemParams {
-            geometry: Geometry::Box,
+            geometry,
             grading: Grading::Graded,
             n,
             nz: 9,
@@ -704,7 +707,10 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
         let s = LevelStencil::new(&p, block, Arc::new(VerticalGrid::new(&p)));
         assert!(s.slant.is_some() && s.cells.is_some());
         let op = b.prepare_level(&s).expect("prepare_level");
-        let ctx = format!("orography {bc} fields {fields} {block:?} {:?}", b.name());
+        let ctx = format!(
+            "orography {geometry:?} {bc} fields {fields} {block:?} {:?}",
+            b.name()
+        );
         let (mut x, mut f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
         for side in Side::ALL.into_iter().filter(|side| s.block.periodic(*side)) {
             x.wrap_halo(side);

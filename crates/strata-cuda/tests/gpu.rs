@@ -1001,8 +1001,8 @@ fn lateral_boundaries_agree_with_the_cpu() {
 
 /// Orography (docs/MODEL.md §23) on the GPU: every solver, in the default configuration (mixed
 /// precision for mg and mg-cg) and in fp64, gives the CPU's count (±1) and, in fp64, its
-/// solution to 1e-9 relative, over Schär's mountain at slope 0.5, with walls and periodic sides,
-/// with and without coefficient fields.
+/// solution to 1e-9 relative, over Schär's mountain at slope 0.5, on the box with walls and
+/// periodic sides, with and without coefficient fields, and on the panel.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn orography_agrees_with_the_cpu() {
@@ -1010,14 +1010,15 @@ fn orography_agrees_with_the_cpu() {
     use strata::grid::Boundaries;
     use strata::problem::{Coefficients, Geometry, Orography, Schaer};
     let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
-    for (bc, fields) in [
-        ("x=periodic,y=neumann", false),
-        ("dirichlet", true),
-        ("periodic", false),
+    for (geometry, bc, fields) in [
+        (Geometry::Box, "x=periodic,y=neumann", false),
+        (Geometry::Box, "dirichlet", true),
+        (Geometry::Box, "periodic", false),
+        (Geometry::Panel, "x=neumann", false),
     ] {
         let n = 128;
         let mut p = ProblemParams {
-            geometry: Geometry::Box,
+            geometry,
             n,
             nz: 64,
             height: 0.1,
@@ -1045,7 +1046,7 @@ fn orography_agrees_with_the_cpu() {
                 let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
                 let rel = max_rel_diff(&a.u, &b.u);
                 println!(
-                    "orography {bc} fields {fields} {} fp64 {f64_only}: gpu {} its, cpu {} its, rel diff {rel:.2e}",
+                    "orography {geometry:?} {bc} fields {fields} {} fp64 {f64_only}: gpu {} its, cpu {} its, rel diff {rel:.2e}",
                     kind.name(),
                     a.info.iterations,
                     b.info.iterations

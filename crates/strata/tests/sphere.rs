@@ -687,7 +687,17 @@ fn the_memory_estimate_counts_the_nine_point_operators_own_fine_level() {
 /// (not a divisor of the coarsest level), get whole panels, two on the first.
 #[test]
 fn rank_tiles_give_every_rank_equal_work() {
-    for (ranks, k) in [(1, 1), (2, 1), (3, 1), (4, 2), (6, 1), (8, 2), (12, 2), (16, 4), (24, 2)] {
+    for (ranks, k) in [
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (4, 2),
+        (6, 1),
+        (8, 2),
+        (12, 2),
+        (16, 4),
+        (24, 2),
+    ] {
         let all: Vec<Vec<strata::grid::Block>> = (0..ranks)
             .map(|r| sphere::rank_tiles(64, 3, ranks, r).unwrap())
             .collect();
@@ -699,8 +709,15 @@ fn rank_tiles_give_every_rank_equal_work() {
             cells.iter().all(|&c| c == 6 * 64 * 64 / ranks),
             "{ranks} ranks: {cells:?}"
         );
-        assert!(all.iter().flatten().all(|b| b.nx == 64 / k), "{ranks} ranks");
-        let mut covered: Vec<_> = all.iter().flatten().map(|b| (b.panel, b.i0, b.j0)).collect();
+        assert!(
+            all.iter().flatten().all(|b| b.nx == 64 / k),
+            "{ranks} ranks"
+        );
+        let mut covered: Vec<_> = all
+            .iter()
+            .flatten()
+            .map(|b| (b.panel, b.i0, b.j0))
+            .collect();
         covered.sort();
         covered.dedup();
         assert_eq!(covered.len(), 6 * k * k, "{ranks} ranks");

@@ -264,9 +264,9 @@ pub fn rank_tiles(n: usize, n_levels: usize, ranks: usize, rank: usize) -> Resul
         k += 1;
     }
     let coarse = n >> (n_levels.max(1) - 1);
-    if let Some(b) = (k..=2 * k).find(|&b| {
-        (PANELS * b * b).is_multiple_of(ranks) && coarse > 0 && coarse.is_multiple_of(b)
-    }) {
+    if let Some(b) = (k..=2 * k)
+        .find(|&b| (PANELS * b * b).is_multiple_of(ranks) && coarse > 0 && coarse.is_multiple_of(b))
+    {
         k = b;
     }
     if !(1..=63).contains(&n_levels) || coarse << (n_levels - 1) != n {

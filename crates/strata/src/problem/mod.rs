@@ -28,7 +28,7 @@ pub use manufactured::{
 pub use orography::{Orography, Schaer};
 pub use rhs::{build_rhs, build_rhs_tiles, cell_volumes, RhsKind};
 pub(crate) use terrain::fold_terrain;
-pub use terrain::{Slant, SLANT_NEIGHBOURS};
+pub use terrain::{terrain_coordinate, Slant, SLANT_NEIGHBOURS};
 pub use vertical::VerticalGrid;
 
 use crate::error::{invalid, Result};
@@ -233,19 +233,15 @@ impl ProblemParams {
         self.validate_orography()
     }
 
-    /// Checks the orography: on the box only, of its columns, every height on [0, H).
+    /// Checks the orography: on the box or the panel, of its columns, every height on [0, H).
     fn validate_orography(&self) -> Result<()> {
         let Some(o) = &self.orography else {
             return Ok(());
         };
-        if self.geometry != Geometry::Box {
+        if self.geometry.closed() {
             return invalid(
                 "orography",
-                format!(
-                    "is implemented on the box (terrain-following coordinates over flat x, y); \
-                     the {} is not supported yet",
-                    crate::names::Choice::name(self.geometry)
-                ),
+                "is implemented on the box and the panel; the whole sphere is not supported yet",
             );
         }
         if o.n != self.n {
@@ -270,12 +266,18 @@ impl ProblemParams {
         o.validate(self.height)
     }
 
-    /// The Jacobian `J = 1 − h/H` of column (i, j) of the fine grid (1 without orography): the
-    /// factor of its cells' volumes.
-    pub fn jacobian(&self, i: usize, j: usize) -> f64 {
-        self.orography
-            .as_ref()
-            .map_or(1.0, |o| 1.0 - o.at(i, j) / self.height)
+    /// The radial volume factor of cell (i, j, k) of the fine grid (its volume is |T| times
+    /// it): the vertical grid's, or over orography the terrain-following cell's (docs/MODEL.md
+    /// §23; on the box J Δζ_k).
+    pub fn volume_factor(&self, vert: &VerticalGrid, i: usize, j: usize, k: usize) -> f64 {
+        let g = self.geometry;
+        match &self.orography {
+            None => vert.volume_factor(g, k),
+            Some(o) => {
+                let lift = |z| terrain_coordinate(g.ground(), self.height, o.at(i, j), z);
+                g.volume(lift(vert.faces[k]), lift(vert.faces[k + 1]))
+            }
+        }
     }
 
     /// Checks the lateral conditions against the geometry: none but Dirichlet on the sphere

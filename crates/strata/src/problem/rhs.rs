@@ -49,12 +49,12 @@ pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> 
     for jl in 0..block.ny {
         for il in 0..block.nx {
             let (i, j) = (block.i0 + il, block.j0 + jl);
-            // Over orography a cell's volume has the factor J of its column (docs/MODEL.md §23).
-            let area = hgrid.area(i, j) * p.jacobian(i, j);
+            let area = hgrid.area(i, j);
             let (x, y) = cell_centre(p.geometry, p.n, i, j);
             let col = &mut out[(jl * block.nx + il) * nz..][..nz];
             for (k, v) in col.iter_mut().enumerate() {
-                let vol = area * vert.volume_factor(p.geometry, k);
+                // Over orography the terrain-following cell's volume (docs/MODEL.md §23).
+                let vol = area * p.volume_factor(&vert, i, j, k);
                 let r = vert.centres[k];
                 let panel = block.panel.unwrap_or(0);
                 let f = match (kind, p.geometry) {
@@ -96,8 +96,12 @@ pub fn cell_volumes(p: &ProblemParams, tiles: &[Block]) -> Vec<f64> {
         for jl in 0..b.ny {
             for il in 0..b.nx {
                 let (i, j) = (b.i0 + il, b.j0 + jl);
-                let area = hgrid.area(i, j) * p.jacobian(i, j);
-                out.extend(factors.iter().map(|v| area * v));
+                let area = hgrid.area(i, j);
+                if p.orography.is_some() {
+                    out.extend((0..p.nz).map(|k| area * p.volume_factor(&vert, i, j, k)));
+                } else {
+                    out.extend(factors.iter().map(|v| area * v));
+                }
             }
         }
     }

@@ -6,7 +6,7 @@
 
 use super::coefficients::{CellCoefficients, Coefficients};
 use super::orography::Orography;
-use super::{ProblemParams, VerticalGrid};
+use super::{HorizontalGrid, ProblemParams, VerticalGrid};
 use crate::grid::{Block, Boundary};
 use rayon::prelude::*;
 
@@ -72,6 +72,12 @@ struct Heights<'a> {
 }
 
 impl Heights<'_> {
+    /// Whether (i, j) is a column of the level (not beyond a wall).
+    fn in_range(&self, (i, j): (isize, isize)) -> bool {
+        let n = self.h.n as isize;
+        (0..n).contains(&i) && (0..n).contains(&j)
+    }
+
     fn at(&self, i: isize, j: isize) -> f64 {
         let n = self.h.n as isize;
         let fix = |v: isize, wrap: bool| {
@@ -84,19 +90,14 @@ impl Heights<'_> {
         self.h
             .at(fix(i, self.wrap[0]) as usize, fix(j, self.wrap[1]) as usize)
     }
-
-    /// Centred slopes (∂h/∂x, ∂h/∂y) at column (i, j), Δ the spacing.
-    fn slopes(&self, i: isize, j: isize, delta: f64) -> (f64, f64) {
-        (
-            (self.at(i + 1, j) - self.at(i - 1, j)) / (2.0 * delta),
-            (self.at(i, j + 1) - self.at(i, j - 1)) / (2.0 * delta),
-        )
-    }
 }
 
 /// Folds the terrain's metric into `cells` (the block's face factors and β from the level's
 /// fields `coeffs`, docs/MODEL.md §23.2) and returns its cross terms. `oro` is the level's
-/// orography, `block` a block of the box.
+/// orography, `block` a block of the box or the panel. Written with the level's face
+/// coefficients α and cell areas |T| (the metric of the horizontal operator: on the box α = 1,
+/// |T| = Δ²; on the panel the paper's φ and the spherical areas) and the radial surface and
+/// volume factors, so that the box and the panel share it.
 pub(crate) fn fold_terrain(
     p: &ProblemParams,
     block: &Block,
@@ -107,166 +108,160 @@ pub(crate) fn fold_terrain(
 ) -> Slant {
     let (nx, ny, nz, n) = (block.nx, block.ny, p.nz, block.n);
     debug_assert_eq!(oro.n, n);
-    let top = p.height;
+    let (top, g) = (p.height, p.geometry);
     let lam2 = p.lambda * p.lambda;
     let w2 = p.omega() * p.omega();
-    let delta = p.geometry.spacing(n);
-    let ground = p.geometry.ground();
+    let ground = g.ground();
     let wrap = [
         block.bc.x == Boundary::Periodic,
         block.bc.y == Boundary::Periodic,
     ];
     let hs = Heights { h: oro, wrap };
-    // τ = 1 − ζ/H, the factor of z's horizontal derivatives, at the middle of each dual
-    // element (between centres k and k + 1) and of the bottom and top half-cells.
+    let grid = HorizontalGrid { geometry: g, n };
+    // τ = 1 − ζ/H, the factor of z's horizontal derivatives; the terrain's radius (or height)
+    // of the flat grid's coordinate ζ over a column of height h.
     let tau = |zeta: f64| 1.0 - (zeta - ground) / top;
-    let c = &vertical.centres;
-    let f = &vertical.faces;
-    let tau_m: Vec<f64> = (0..nz - 1).map(|k| tau(0.5 * (c[k] + c[k + 1]))).collect();
-    let tau_bot = tau(0.5 * (f[0] + c[0]));
-    let tau_top = tau(0.5 * (c[nz - 1] + f[nz]));
+    let lift = |h: f64, zeta: f64| terrain_coordinate(ground, top, h, zeta);
+    let (c, f) = (&vertical.centres, &vertical.faces);
+    // The middles of the dual elements (between centres k and k + 1) and of the bottom and top
+    // half-cells.
+    let mid: Vec<f64> = (0..nz - 1).map(|k| 0.5 * (c[k] + c[k + 1])).collect();
+    let (z_bot, z_top) = (0.5 * (f[0] + c[0]), 0.5 * (c[nz - 1] + f[nz]));
+    let fix = |v: isize, d: usize| -> usize {
+        if wrap[d] {
+            v.rem_euclid(n as isize) as usize
+        } else {
+            v.clamp(0, n as isize - 1) as usize
+        }
+    };
+    let step = |d: usize| if d == 0 { (1isize, 0isize) } else { (0, 1) };
+    // α of the face between column (i, j) and the next one in direction d; None on a wall.
+    let alpha = |d: usize, i: isize, j: isize| -> Option<f64> {
+        let v = if d == 0 { i } else { j };
+        if !wrap[d] && (v < 0 || v + 1 >= n as isize) {
+            return None;
+        }
+        let col = grid.column_bounded(fix(i, 0), fix(j, 1), p.sphere_stencil, block.bc);
+        Some(if d == 0 { col.alpha_e } else { col.alpha_n })
+    };
+    // The column's mean α in direction d over its faces that are not walls.
+    let abar = |d: usize, i: isize, j: isize| -> f64 {
+        let (di, dj) = step(d);
+        let a: Vec<f64> = [alpha(d, i - di, j - dj), alpha(d, i, j)]
+            .into_iter()
+            .flatten()
+            .collect();
+        if a.is_empty() {
+            0.0
+        } else {
+            a.iter().sum::<f64>() / a.len() as f64
+        }
+    };
+    // The column's centred height difference in direction d, per cell (mirrored at walls).
+    let dc = |d: usize, i: isize, j: isize| -> f64 {
+        let (di, dj) = step(d);
+        0.5 * (hs.at(i + di, j + dj) - hs.at(i - di, j - dj))
+    };
+    let area = |i: isize, j: isize| grid.area(fix(i, 0), fix(j, 1));
     let (fx0, fy0) = (cells.fx.clone(), cells.fy.clone());
     fn column<'a>(c: &Coefficients, v: &'a [f64], i: usize, j: usize) -> &'a [f64] {
         &v[c.column_at(0, i, j)..][..c.nz]
     }
-    // The half-cell next to the ground and the lid (docs/MODEL.md §23.2): with no cell beyond
-    // it, its ∂u/∂ζ is the one of least energy, which is the zero-conormal-flux condition; the
-    // face coefficient there keeps G₁₁ − G₁₃²/G₃₃ of G₁₁ over half the cell.
-    let strip = |k_across: f64, k_along: f64, kz: f64, s_across: f64, s_along: f64, t: f64| {
-        let (a, b) = (s_across * t, s_along * t);
-        1.0 - 0.5 * k_across * a * a / (lam2 * kz + k_across * a * a + k_along * b * b)
+    // One lateral face between columns l and r (r the next in direction d), its factors `kf`
+    // (the level's, before the terrain): its Jacobian factor, and where it is not a wall the
+    // half-cell factors of its bottom and top cells and the dual elements' weights.
+    let face = |d: usize, l: (isize, isize), kf: &[f64], out: &mut [f64], w: &mut [f64]| {
+        let r = (l.0 + step(d).0, l.1 + step(d).1);
+        let Some(a) = alpha(d, l.0, l.1) else {
+            // A wall: the column's own J, no cross term (the terrain mirrored).
+            let own = if hs.in_range(l) { l } else { r };
+            let jf = 1.0 - hs.at(own.0, own.1) / top;
+            out.iter_mut().for_each(|v| *v *= jf);
+            return;
+        };
+        let (hl, hr) = (hs.at(l.0, l.1), hs.at(r.0, r.1));
+        let jf = 1.0 - 0.5 * (hl + hr) / top;
+        out.iter_mut().for_each(|v| *v *= jf);
+        let dh = hr - hl;
+        let e = 1 - d;
+        let along = 0.5 * (dc(e, l.0, l.1) + dc(e, r.0, r.1));
+        let a_along = 0.5 * (abar(e, l.0, l.1) + abar(e, r.0, r.1));
+        let t_area = 0.5 * (area(l.0, l.1) + area(r.0, r.1));
+        let (li, ri) = ((fix(l.0, 0), fix(l.1, 1)), (fix(r.0, 0), fix(r.1, 1)));
+        let k_along_f = if d == 0 { &coeffs.ky } else { &coeffs.kx };
+        let (kal, kar) = (
+            column(coeffs, k_along_f, li.0, li.1),
+            column(coeffs, k_along_f, ri.0, ri.1),
+        );
+        let (kzl, kzr) = (
+            column(coeffs, &coeffs.kz, li.0, li.1),
+            column(coeffs, &coeffs.kz, ri.0, ri.1),
+        );
+        // The half-cell next to the ground and the lid (docs/MODEL.md §23.2): with no cell
+        // beyond it, its ∂u/∂ζ is the one of least energy, which is the zero-conormal-flux
+        // condition; the face keeps G₁₁ − G₁₃²/G₃₃ of G₁₁ over half the cell.
+        let strip = |k: usize, zeta: f64| {
+            let t = tau(zeta);
+            let across = kf[k] * a * (dh * t).powi(2);
+            let side = 0.5 * (kal[k] + kar[k]) * a_along * (along * t).powi(2);
+            let vert =
+                lam2 * 0.5 * (kzl[k] + kzr[k]) * g.surface(lift(0.5 * (hl + hr), zeta)) * t_area;
+            1.0 - 0.5 * across / (vert + across + side)
+        };
+        out[0] *= strip(0, z_bot);
+        out[nz - 1] *= strip(nz - 1, z_top);
+        for k in 0..nz - 1 {
+            w[k] = -0.5 * w2 * 0.5 * (kf[k] + kf[k + 1]) * a * dh * tau(mid[k]);
+        }
     };
-    let mut wx = vec![0.0; (nx + 1) * ny * nz];
-    let mut wy = vec![0.0; nx * (ny + 1) * nz];
     // x faces: face fl of row jl lies between global columns gi − 1 and gi. Rows in parallel.
     let xrow = (nx + 1) * nz;
+    let mut wx = vec![0.0; (nx + 1) * ny * nz];
     cells
         .fx
         .par_chunks_mut(xrow)
         .zip(wx.par_chunks_mut(xrow))
         .enumerate()
         .for_each(|(jl, (fxr, wxr))| {
-            let gj = block.j0 + jl;
+            let gj = (block.j0 + jl) as isize;
             for fl in 0..=nx {
-                let gi = block.i0 + fl;
-                let at = (jl * (nx + 1) + fl) * nz;
-                let loc = fl * nz;
-                let inner = (gi > 0 && gi < n) || wrap[0];
-                let (l, r) = ((gi as isize) - 1, gi as isize);
-                let own = if gi > 0 { l } else { r };
-                let jf = if inner {
-                    1.0 - 0.5 * (hs.at(l, gj as isize) + hs.at(r, gj as isize)) / top
-                } else {
-                    1.0 - hs.at(own, gj as isize) / top
-                };
-                let face = &mut fxr[loc..loc + nz];
-                for v in face.iter_mut() {
-                    *v *= jf;
-                }
-                if !inner {
-                    continue;
-                }
-                let (li, ri) = ((l.rem_euclid(n as isize)) as usize, (r as usize) % n);
-                let dh = hs.at(r, gj as isize) - hs.at(l, gj as isize);
-                let along =
-                    0.5 * (hs.slopes(l, gj as isize, delta).1 + hs.slopes(r, gj as isize, delta).1);
-                let (kyl, kyr) = (
-                    column(coeffs, &coeffs.ky, li, gj),
-                    column(coeffs, &coeffs.ky, ri, gj),
+                let gi = (block.i0 + fl) as isize;
+                let (at, loc) = ((jl * (nx + 1) + fl) * nz, fl * nz);
+                let kf = &fx0[at..at + nz];
+                face(
+                    0,
+                    (gi - 1, gj),
+                    kf,
+                    &mut fxr[loc..loc + nz],
+                    &mut wxr[loc..loc + nz],
                 );
-                let (kzl, kzr) = (
-                    column(coeffs, &coeffs.kz, li, gj),
-                    column(coeffs, &coeffs.kz, ri, gj),
-                );
-                let kx = &fx0[at..at + nz];
-                let sx = dh / delta;
-                face[0] *= strip(
-                    kx[0],
-                    0.5 * (kyl[0] + kyr[0]),
-                    0.5 * (kzl[0] + kzr[0]),
-                    sx,
-                    along,
-                    tau_bot,
-                );
-                let t = nz - 1;
-                face[t] *= strip(
-                    kx[t],
-                    0.5 * (kyl[t] + kyr[t]),
-                    0.5 * (kzl[t] + kzr[t]),
-                    sx,
-                    along,
-                    tau_top,
-                );
-                for k in 0..nz - 1 {
-                    wxr[loc + k] = -0.5 * w2 * 0.5 * (kx[k] + kx[k + 1]) * dh * tau_m[k];
-                }
             }
         });
     // y faces: face row fl lies between global rows gj − 1 and gj.
     let yrow = nx * nz;
+    let mut wy = vec![0.0; nx * (ny + 1) * nz];
     cells
         .fy
         .par_chunks_mut(yrow)
         .zip(wy.par_chunks_mut(yrow))
         .enumerate()
         .for_each(|(fl, (fyr, wyr))| {
-            let gj = block.j0 + fl;
+            let gj = (block.j0 + fl) as isize;
             for il in 0..nx {
-                let gi = block.i0 + il;
-                let at = (fl * nx + il) * nz;
-                let loc = il * nz;
-                let inner = (gj > 0 && gj < n) || wrap[1];
-                let (s, nn) = ((gj as isize) - 1, gj as isize);
-                let own = if gj > 0 { s } else { nn };
-                let jf = if inner {
-                    1.0 - 0.5 * (hs.at(gi as isize, s) + hs.at(gi as isize, nn)) / top
-                } else {
-                    1.0 - hs.at(gi as isize, own) / top
-                };
-                let face = &mut fyr[loc..loc + nz];
-                for v in face.iter_mut() {
-                    *v *= jf;
-                }
-                if !inner {
-                    continue;
-                }
-                let (si, ni) = ((s.rem_euclid(n as isize)) as usize, (nn as usize) % n);
-                let dh = hs.at(gi as isize, nn) - hs.at(gi as isize, s);
-                let along = 0.5
-                    * (hs.slopes(gi as isize, s, delta).0 + hs.slopes(gi as isize, nn, delta).0);
-                let (kxs, kxn) = (
-                    column(coeffs, &coeffs.kx, gi, si),
-                    column(coeffs, &coeffs.kx, gi, ni),
+                let gi = (block.i0 + il) as isize;
+                let (at, loc) = ((fl * nx + il) * nz, il * nz);
+                let kf = &fy0[at..at + nz];
+                face(
+                    1,
+                    (gi, gj - 1),
+                    kf,
+                    &mut fyr[loc..loc + nz],
+                    &mut wyr[loc..loc + nz],
                 );
-                let (kzs, kzn) = (
-                    column(coeffs, &coeffs.kz, gi, si),
-                    column(coeffs, &coeffs.kz, gi, ni),
-                );
-                let ky = &fy0[at..at + nz];
-                let sy = dh / delta;
-                face[0] *= strip(
-                    ky[0],
-                    0.5 * (kxs[0] + kxn[0]),
-                    0.5 * (kzs[0] + kzn[0]),
-                    sy,
-                    along,
-                    tau_bot,
-                );
-                let t = nz - 1;
-                face[t] *= strip(
-                    ky[t],
-                    0.5 * (kxs[t] + kxn[t]),
-                    0.5 * (kzs[t] + kzn[t]),
-                    sy,
-                    along,
-                    tau_top,
-                );
-                for k in 0..nz - 1 {
-                    wyr[loc + k] = -0.5 * w2 * 0.5 * (ky[k] + ky[k + 1]) * dh * tau_m[k];
-                }
             }
         });
-    // Vertical faces and β: G₃₃ = (λ² kz + kx z_x² + ky z_y²)/J over λ², and the volume J.
+    // Vertical faces: G₃₃ = (λ² kz r² |T| + Σ kx α Δh² (1 − ζ/H)²) / (J |T|) against the flat
+    // λ² r̂²; β: the terrain cell's volume against the flat one.
     cells
         .fz
         .par_chunks_mut(nx * nz)
@@ -275,8 +270,11 @@ pub(crate) fn fold_terrain(
         .for_each(|(jl, (fzr, br))| {
             for il in 0..nx {
                 let (gi, gj) = ((block.i0 + il) as isize, (block.j0 + jl) as isize);
-                let jc = 1.0 - hs.at(gi, gj) / top;
-                let (sx, sy) = hs.slopes(gi, gj, delta);
+                let h = hs.at(gi, gj);
+                let jc = 1.0 - h / top;
+                let t_area = area(gi, gj);
+                let (sx, sy) = (dc(0, gi, gj), dc(1, gi, gj));
+                let (ax, ay) = (abar(0, gi, gj), abar(1, gi, gj));
                 let xw = (jl * (nx + 1) + il) * nz;
                 let xe = xw + nz;
                 let ys = (jl * nx + il) * nz;
@@ -285,14 +283,24 @@ pub(crate) fn fold_terrain(
                 for k in 0..nz - 1 {
                     let kx = 0.25 * (fx0[xw + k] + fx0[xe + k] + fx0[xw + k + 1] + fx0[xe + k + 1]);
                     let ky = 0.25 * (fy0[ys + k] + fy0[yn + k] + fy0[ys + k + 1] + fy0[yn + k + 1]);
-                    let (zx, zy) = (sx * tau_m[k], sy * tau_m[k]);
+                    let t = tau(mid[k]);
+                    let slope =
+                        (kx * ax * (sx * t).powi(2) + ky * ay * (sy * t).powi(2)) / (lam2 * t_area);
+                    let (flat, lifted) = (g.surface(f[k + 1]), g.surface(lift(h, f[k + 1])));
                     let fz = &mut fzr[loc + k];
-                    *fz = (*fz + (kx * zx * zx + ky * zy * zy) / lam2) / jc;
+                    *fz = (*fz * lifted + slope) / (jc * flat);
                 }
-                for b in &mut br[loc..loc + nz] {
-                    *b *= jc;
+                for (k, b) in br[loc..loc + nz].iter_mut().enumerate() {
+                    *b *= g.volume(lift(h, f[k]), lift(h, f[k + 1])) / g.volume(f[k], f[k + 1]);
                 }
             }
         });
     Slant { nx, ny, nz, wx, wy }
+}
+
+/// The coordinate (height on the box, radius on the panel) of the flat grid's `zeta` over a
+/// column whose ground is `h` above `ground`, under a lid at `ground + top`:
+/// `ζ + h (1 − (ζ − ground)/top)` (Gal-Chen & Somerville 1975).
+pub fn terrain_coordinate(ground: f64, top: f64, h: f64, zeta: f64) -> f64 {
+    zeta + h * (1.0 - (zeta - ground) / top)
 }
