@@ -320,7 +320,36 @@ struct SCellOp {
                                               real above) const {
         return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
     }
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
+    }
+    // For the line relaxations: the horizontal couplings and the slant ones, which read the
+    // lateral neighbours one level up and down and the cell's own current value (docs/MODEL.md
+    // section 23.3); the column block is the 7-point one.
+    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
+        return op.horizontal(x, o, L, k) + cross_n(global_nb(x, o, L), o, k, x[o]);
+    }
+    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
+    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
+    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
+    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
 };
+
+// Runs `call` with `op` the column's operator for a line relaxation, with orography's slant
+// couplings where the level has them (has_cross = 2; the sphere's diagonal couplings, 1, are
+// refused on the host before any relaxation).
+#define WITH_CELL_SLANT(o0, call)                 \
+    do {                                          \
+        const CellOp base = CELL_OP(o0);          \
+        if (has_cross == 2) {                     \
+            const SCellOp op{base, xne, xnw};     \
+            call;                                 \
+        } else {                                  \
+            const CellOp& op = base;              \
+            call;                                 \
+        }                                         \
+    } while (0)
 
 // The kernel parameters of the cross terms (after the operator's): `has_cross` = 0 when the
 // level has none (the arrays are then not read); on a level with per-cell coefficients 1 for

@@ -114,13 +114,13 @@ extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const real* __restri
     smooth_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u_in, u_out, rho);
 }
 
-extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                            const real* __restrict__ u_in, real* __restrict__ u_out,
-                                            double rho) {
+extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                            const real* __restrict__ f, const real* __restrict__ u_in,
+                                            real* __restrict__ u_out, double rho) {
     THREAD_COLUMN
     if (!active) return;
     const idx_t o0 = at_(L, i, j, 0);
-    smooth_body(L, CELL_OP(o0), o0, f, u_in, u_out, rho);
+    WITH_CELL_SLANT(o0, smooth_body(L, op, o0, f, u_in, u_out, rho));
 }
 
 // One half-sweep of red-black line relaxation, in place: every column with (i + j + parity) even
@@ -163,11 +163,12 @@ extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const real* __
     smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, (real)relax);
 }
 
-extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                                  real* u, int parity, double relax) {
+extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                  const real* __restrict__ f, real* u, int parity,
+                                                  double relax) {
     COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    smooth_color_body(L, CELL_OP(o0), o0, f, u, (real)relax);
+    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax));
 }
 
 // ---- The same line kernels with two threads per column (thomas_twin, TWIN_COLUMN), for levels
@@ -228,12 +229,12 @@ extern "C" __global__ void LINE_BOUNDS smooth_twin_f64(Layout L, const real* __r
     smooth_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u_in, u_out, rho, Twin{bottom, mask});
 }
 
-extern "C" __global__ void LINE_BOUNDS smooth_twin_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                                 const real* __restrict__ u_in, real* __restrict__ u_out,
-                                                 double rho) {
+extern "C" __global__ void LINE_BOUNDS smooth_twin_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                 const real* __restrict__ f, const real* __restrict__ u_in,
+                                                 real* __restrict__ u_out, double rho) {
     TWIN_COLUMN(L.nx)
     const idx_t o0 = at_(L, x, j, 0);
-    smooth_body(L, CELL_OP(o0), o0, f, u_in, u_out, rho, Twin{bottom, mask});
+    WITH_CELL_SLANT(o0, smooth_body(L, op, o0, f, u_in, u_out, rho, Twin{bottom, mask}));
 }
 
 // Row j's columns of the colour are i = 2 x + ((j + parity) & 1): (nx - that + 1) / 2 of them.
@@ -249,11 +250,12 @@ extern "C" __global__ void LINE_BOUNDS smooth_color_twin_f64(Layout L, const rea
                       Twin{bottom, mask});
 }
 
-extern "C" __global__ void LINE_BOUNDS smooth_color_twin_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                                       real* u, int parity, double relax) {
+extern "C" __global__ void LINE_BOUNDS smooth_color_twin_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                       const real* __restrict__ f, real* u, int parity,
+                                                       double relax) {
     TWIN_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    smooth_color_body(L, CELL_OP(o0), o0, f, u, (real)relax, Twin{bottom, mask});
+    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, Twin{bottom, mask}));
 }
 
 // scale * (sum of the 4 fine children at fine offset of), the restriction of both RestrictSmooth
@@ -418,12 +420,12 @@ extern "C" __global__ void smooth_pcr_f64(Layout L, const real* __restrict__ col
                     (real)rho);
 }
 
-extern "C" __global__ void smooth_pcr_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                                const real* __restrict__ u_in, real* __restrict__ u_out,
-                                                double rho) {
+extern "C" __global__ void smooth_pcr_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                const real* __restrict__ f, const real* __restrict__ u_in,
+                                                real* __restrict__ u_out, double rho) {
     PCR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    smooth_pcr_body(L, CELL_OP(o0), o0, k, slot, active, f, u_in, u_out, (real)rho);
+    WITH_CELL_SLANT(o0, smooth_pcr_body(L, op, o0, k, slot, active, f, u_in, u_out, (real)rho));
 }
 
 // RestrictSmooth by PCR: f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.
@@ -490,9 +492,10 @@ extern "C" __global__ void smooth_color_pcr_f64(Layout L, const real* __restrict
                           (real)relax);
 }
 
-extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                                      real* u, int parity, double relax) {
+extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                      const real* __restrict__ f, real* u, int parity,
+                                                      double relax) {
     PCR_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    smooth_color_pcr_body(L, CELL_OP(o0), o0, k, slot, active, f, u, (real)relax);
+    WITH_CELL_SLANT(o0, smooth_color_pcr_body(L, op, o0, k, slot, active, f, u, (real)relax));
 }

@@ -43,7 +43,7 @@ pub struct LevelStencil {
     /// coefficient fields' factor, 1 without them); [`LevelStencil::row`] is `A₇`'s row. The
     /// kernels that apply the operator (apply, residual, the CG SpMV) add `C`; the relaxations
     /// refuse it, and the solvers' multigrid hierarchies keep `A₇` only
-    /// ([`LevelStencil::seven_point`]).
+    /// ([`LevelStencil::relaxed`]).
     pub cross: Option<Arc<[Diagonals]>>,
     /// Coefficient fields held in a backend's memory (a GPU's), from which that backend makes
     /// this level's per-cell entries itself ([`ResidentCells`]); `cells` is then `None`, and
@@ -51,10 +51,12 @@ pub struct LevelStencil {
     /// refuse such a stencil ([`LevelStencil::check_host_cells`]). `None` elsewhere.
     pub resident: Option<ResidentCells>,
     /// Over orography (docs/MODEL.md §23), the metric cross terms: couplings to the lateral
-    /// neighbours' cells above and below. Like [`LevelStencil::cross`] they belong to the
-    /// operator `A = A₇ + C` that apply, residual and the CG SpMV use, not to the 7-point part
-    /// the hierarchy relaxes ([`LevelStencil::seven_point`]). Only with `cells` (the terrain's
-    /// metric is folded into the face factors). `None` elsewhere.
+    /// neighbours' cells above and below, part of the operator `A = A₇ + C` that every kernel
+    /// applies; the relaxations put them into the columns' right-hand sides with the current
+    /// values (a column's slant neighbours are lateral ones: the other colour of a red-black
+    /// sweep), so the hierarchy relaxes and coarsens `A` itself ([`LevelStencil::relaxed`]).
+    /// Only with `cells` (the terrain's metric is folded into the face factors). `None`
+    /// elsewhere.
     pub slant: Option<Arc<Slant>>,
 }
 
@@ -190,8 +192,7 @@ impl LevelStencil {
         }
     }
 
-    /// This stencil without its cross terms (`A₇`; its tiles' too): the operator the multigrid
-    /// hierarchy relaxes and coarsens.
+    /// This stencil without its cross terms (`A₇`; its tiles' too).
     pub fn seven_point(&self) -> Self {
         Self {
             cross: None,
@@ -202,6 +203,32 @@ impl LevelStencil {
                 .map(|t| t.iter().map(Self::seven_point).collect::<Arc<[_]>>()),
             ..self.clone()
         }
+    }
+
+    /// The operator a multigrid hierarchy relaxes and coarsens: this stencil without the
+    /// sphere's diagonal couplings (a red-black sweep would write diagonal neighbours, which
+    /// have its colour, together: docs/MODEL.md §16.1), with orography's slant couplings (a
+    /// column's slant neighbours are its lateral ones, of the other colour: §23.3).
+    pub fn relaxed(&self) -> Self {
+        Self {
+            cross: None,
+            tiles: self
+                .tiles
+                .as_ref()
+                .map(|t| t.iter().map(Self::relaxed).collect::<Arc<[_]>>()),
+            ..self.clone()
+        }
+    }
+
+    /// Whether the operator has the sphere's diagonal couplings (on this block or any of its
+    /// tiles), which the relaxations refuse.
+    pub fn has_diagonals(&self) -> bool {
+        self.cross.is_some()
+            || self
+                .tiles
+                .iter()
+                .flat_map(|t| t.iter())
+                .any(Self::has_diagonals)
     }
 
     /// Whether the operator has cross terms (on this block or any of its tiles).
@@ -242,14 +269,15 @@ impl LevelStencil {
         Ok(())
     }
 
-    /// Refuses a stencil with cross terms in a relaxation (Smooth, the red-black half-sweep),
-    /// which relaxes 7-point operators only (docs/MODEL.md §16.1).
-    pub fn check_seven_point(&self, kernel: &str) -> Result<()> {
-        if self.has_cross() {
+    /// Refuses a stencil with the sphere's diagonal couplings in a relaxation (Smooth, the
+    /// red-black half-sweep), which relaxes operators without them (docs/MODEL.md §16.1);
+    /// orography's slant couplings are relaxed (the columns' right-hand sides take them, §23.3).
+    pub fn check_relaxable(&self, kernel: &str) -> Result<()> {
+        if self.has_diagonals() {
             return crate::error::invalid(
                 "operator",
                 format!(
-                    "{kernel} relaxes 7-point operators only, not one with cross terms (the sphere's nine-point operator, orography's metric terms): give it the stencil's seven_point(), as the solvers' hierarchies do"
+                    "{kernel} relaxes operators without cross terms between diagonal neighbours (the sphere's nine-point operator): give it the stencil's relaxed(), as the solvers' hierarchies do"
                 ),
             );
         }

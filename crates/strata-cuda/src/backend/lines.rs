@@ -31,10 +31,10 @@ impl LineKernels for CudaBackend {
         u_out: &mut CudaField,
         rho: f64,
     ) -> Result<()> {
-        op.stencil.check_seven_point("smooth")?;
+        op.stencil.check_relaxable("smooth")?;
         self.check(op, &[f, u_in, u_out])?;
         if let Some(cfg) = op.pcr {
-            return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
+            return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, cell_cross in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
         }
         let (k, cfg) = self.line_launch(
             op,
@@ -43,7 +43,7 @@ impl LineKernels for CudaBackend {
             op.layout.nx as usize,
             op.line_cfg,
         );
-        launch_op!(self, op, k, k, in cfg; &f.data, &u_in.data, &mut u_out.data, &rho)
+        launch_op!(self, op, k, k, cell_cross in cfg; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn smooth_color(
@@ -54,7 +54,7 @@ impl LineKernels for CudaBackend {
         color: usize,
         relax: f64,
     ) -> Result<()> {
-        op.stencil.check_seven_point("smooth_color")?;
+        op.stencil.check_relaxable("smooth_color")?;
         self.check(op, &[f, u])?;
         let b = op.stencil.block;
         let parity = ((b.i0 + b.j0 + color) % 2) as i32;
@@ -85,10 +85,15 @@ impl LineKernels for CudaBackend {
         let mut l = self.launch_stream().launch_builder(op.k.get(kernel));
         l.arg(&op.layout);
         push_operator(&mut l, op, &sym);
+        if op.cells.is_some() {
+            // Orography's slant couplings (the per-cell kernels' CELL_CROSS_PARAMS).
+            push_cross(&mut l, op);
+        }
         l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax);
         // SAFETY: layouts checked; each thread (or pair of threads, each writing its own half)
         // solves one column of the colour of this level (inside the layout) and reads only its
-        // neighbours (halo included), which have the other colour and are not written.
+        // neighbours (halo included; the slant couplings' too, lateral ones one level up and
+        // down), which have the other colour and are not written.
         cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 

@@ -33,28 +33,32 @@ macro_rules! launch_columns {
 /// coefficients, or `$cells` with the per-cell entries ([`cells::CellArrays`]); the level's
 /// layout and operator arguments ([`push_operator`]) first, then — with `cross`, for the
 /// kernels that apply the whole operator (apply, residual, CG SpMV) — its cross terms
-/// ([`push_cross`]), then the given arguments; over the level's columns, or with the launch
-/// given after `in` (the PCR kernels).
+/// ([`push_cross`]; `cell_cross`: the per-cell form's only, for the relaxations, which take
+/// orography's slant couplings), then the given arguments; over the level's columns, or with
+/// the launch given after `in` (the PCR kernels).
 macro_rules! launch_op {
     ($self:ident, $op:expr, $model:expr, $cells:expr; $($arg:expr),* $(,)?) => {
-        launch_op!(@go $self, $op, $model, $cells, false, None; $($arg),*)
+        launch_op!(@go $self, $op, $model, $cells, false, false, None; $($arg),*)
     };
     ($self:ident, $op:expr, $model:expr, $cells:expr, cross; $($arg:expr),* $(,)?) => {
-        launch_op!(@go $self, $op, $model, $cells, true, None; $($arg),*)
+        launch_op!(@go $self, $op, $model, $cells, true, true, None; $($arg),*)
     };
     ($self:ident, $op:expr, $model:expr, $cells:expr, in $cfg:expr; $($arg:expr),* $(,)?) => {
-        launch_op!(@go $self, $op, $model, $cells, false, Some($cfg); $($arg),*)
+        launch_op!(@go $self, $op, $model, $cells, false, false, Some($cfg); $($arg),*)
     };
     ($self:ident, $op:expr, $model:expr, $cells:expr, cross in $cfg:expr; $($arg:expr),* $(,)?) => {
-        launch_op!(@go $self, $op, $model, $cells, true, Some($cfg); $($arg),*)
+        launch_op!(@go $self, $op, $model, $cells, true, true, Some($cfg); $($arg),*)
     };
-    (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr, $cfg:expr; $($arg:expr),*) => {{
+    ($self:ident, $op:expr, $model:expr, $cells:expr, cell_cross in $cfg:expr; $($arg:expr),* $(,)?) => {
+        launch_op!(@go $self, $op, $model, $cells, false, true, Some($cfg); $($arg),*)
+    };
+    (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr, $cell_cross:expr, $cfg:expr; $($arg:expr),*) => {{
         let op = $op;
         let sym = sym_flag(op);
         let mut b = $self.launch_stream().launch_builder(op.k.get(op_kernel(op, $model, $cells)));
         b.arg(&op.layout);
         push_operator(&mut b, op, &sym);
-        if $cross {
+        if $cross || ($cell_cross && op.cells.is_some()) {
             push_cross(&mut b, op);
         }
         $( b.arg($arg); )*

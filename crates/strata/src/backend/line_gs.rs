@@ -11,8 +11,10 @@ pub(crate) fn has_color(s: &LevelStencil, i: usize, j: usize, color: usize) -> b
     (s.block.i0 + i + s.block.j0 + j) % 2 == color
 }
 
-/// z ← T⁻¹ (f − H u) for column (i, j): `f` the column's right-hand side, `e, w, n, s_` the
-/// neighbouring columns' values, `cp` scratch of nz values; `z` may not alias the inputs.
+/// z ← T⁻¹ (f − H u − C u) for column (i, j): `f` the column's right-hand side, `e, w, n, s_`
+/// the neighbouring columns' values, `own` the column's current values (read by orography's
+/// slant couplings C alone, docs/MODEL.md §23.3), `cp` scratch of nz values; `z` may not alias
+/// the inputs.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn solve_given_neighbours<S: Real>(
@@ -21,6 +23,7 @@ pub(crate) fn solve_given_neighbours<S: Real>(
     j: usize,
     f: &[S],
     [e, w, n, s_]: [&[S]; 4],
+    own: &[S],
     cp: &mut [f64],
     z: &mut [f64],
 ) {
@@ -28,10 +31,21 @@ pub(crate) fn solve_given_neighbours<S: Real>(
     let (mut cprev, mut zprev) = (0.0, 0.0);
     for k in 0..nz {
         let r = s.row(i, j, k);
-        let h = r.east * e[k].to_f64()
+        let mut h = r.east * e[k].to_f64()
             + r.west * w[k].to_f64()
             + r.north * n[k].to_f64()
             + r.south * s_[k].to_f64();
+        if let Some(sl) = &s.slant {
+            let (c, en) = (own[k].to_f64(), sl.row(i, j, k));
+            for (d, x) in [e, w, n, s_].iter().enumerate() {
+                if k + 1 < nz {
+                    h += en[2 * d] * (x[k + 1].to_f64() - c);
+                }
+                if k > 0 {
+                    h += en[2 * d + 1] * (x[k - 1].to_f64() - c);
+                }
+            }
+        }
         let rhs = f[k].to_f64() - h;
         let inv = 1.0 / (r.diag - r.down * cprev);
         cprev = r.up * inv;

@@ -396,7 +396,7 @@ impl LineKernels for ReferenceBackend {
         u_out: &mut HostField,
         rho: f64,
     ) -> Result<()> {
-        s.check_seven_point("smooth")?;
+        s.check_relaxable("smooth")?;
         let mut r = self.temp(s);
         self.apply_in(s, Storage::F64, u_in, &mut r);
         self.map2(s, Storage::F64, f, &mut r, |f, au| f - au);
@@ -414,7 +414,7 @@ impl LineKernels for ReferenceBackend {
         color: usize,
         relax: f64,
     ) -> Result<()> {
-        s.check_seven_point("smooth_color")?;
+        s.check_relaxable("smooth_color")?;
         let nz = s.nz;
         let (mut cp, mut z) = (vec![0.0; nz], vec![0.0; nz]);
         for (i, j) in interior(s) {
@@ -429,7 +429,17 @@ impl LineKernels for ReferenceBackend {
                 col(ih, jh + 1),
                 col(ih, jh - 1),
             ];
-            super::line_gs::solve_given_neighbours(s, i, j, f.column(i, j), nbrs, &mut cp, &mut z);
+            let own = u.column(i, j);
+            super::line_gs::solve_given_neighbours(
+                s,
+                i,
+                j,
+                f.column(i, j),
+                nbrs,
+                own,
+                &mut cp,
+                &mut z,
+            );
             super::line_gs::over_relax(u.column(i, j), &mut z, relax);
             for (u, z) in u.column_mut(i, j).iter_mut().zip(&z) {
                 *u = s.storage.round(*z);

@@ -500,13 +500,15 @@ mod tests {
     }
 
     #[test]
-    fn ranks_get_whole_panels_then_blocks_of_every_panel() {
+    fn ranks_get_equal_blocks_of_every_panel() {
         let count = |ranks, rank| rank_tiles(64, 3, ranks, rank).unwrap().len();
         assert_eq!(count(1, 0), 6);
+        // 4 ranks: 2 × 2 blocks of every panel, six to each (whole panels would be 2, 2, 1, 1).
         assert_eq!(
             [count(4, 0), count(4, 1), count(4, 2), count(4, 3)],
-            [2, 2, 1, 1]
+            [6, 6, 6, 6]
         );
+        assert_eq!(rank_tiles(64, 3, 4, 3).unwrap()[0].nx, 32);
         assert_eq!(count(6, 5), 1);
         // 7 … 24 ranks: 2 × 2 blocks of every panel.
         assert_eq!(rank_tiles(64, 3, 24, 23).unwrap()[0].nx, 32);

@@ -259,7 +259,12 @@ impl CpuBackend {
                     let (res, work) = scratch.split_at_mut(nz);
                     for i in 0..nx {
                         let (fc, un) = (col(frow, i, nz), nbrs(u_in, i, j));
-                        apply_col(s, i, j, &un, None, |k, au| res[k] = fc[k].to_f64() - au);
+                        // The residual of the whole operator: the slant couplings of orography
+                        // too (a stencil with the sphere's diagonal ones is refused).
+                        let cr = cross(s, u_in, i, j);
+                        apply_col(s, i, j, &un, cr.as_ref(), |k, au| {
+                            res[k] = fc[k].to_f64() - au
+                        });
                         let oc = col_mut(orow, i, nz);
                         solve_col(s, (i, j), res, work, |k, z| {
                             oc[k] = S::from_f64(un.c[k].to_f64() + rho * z)

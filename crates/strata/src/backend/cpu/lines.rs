@@ -110,10 +110,11 @@ impl CpuBackend {
                             [(ih + 1, jh), (ih - 1, jh), (ih, jh + 1), (ih, jh - 1)]
                                 .map(|(a, b)| data.column(offset(a, b), nz))
                         };
-                        solve_given_neighbours(s, i, j, f.column(i, j), nbrs, cp, z);
                         // SAFETY: as above: column (i, j) is this thread's only, read here
-                        // (its old values, for the over-relaxation) and then written.
+                        // (its old values, for the slant couplings and the over-relaxation)
+                        // and then written.
                         let own = unsafe { data.column_mut(offset(ih, jh), nz) };
+                        solve_given_neighbours(s, i, j, f.column(i, j), nbrs, own, cp, z);
                         over_relax(own, z, relax);
                         crate::field::store(own, z);
                     }
@@ -306,7 +307,7 @@ impl LineKernels for CpuBackend {
         color: usize,
         relax: f64,
     ) -> Result<()> {
-        s.check_seven_point("smooth_color")?;
+        s.check_relaxable("smooth_color")?;
         by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color, relax));
         Ok(())
     }
@@ -319,7 +320,7 @@ impl LineKernels for CpuBackend {
         u_out: &mut CpuField,
         rho: f64,
     ) -> Result<()> {
-        s.check_seven_point("smooth")?;
+        s.check_relaxable("smooth")?;
         by_precision!(s, S => self.smooth_t(s, get::<S>(f)?, get::<S>(u_in)?, get_mut::<S>(u_out)?, rho));
         Ok(())
     }

@@ -209,7 +209,7 @@ impl<B: Backend> Multigrid<B> {
         let cycles = match (storage, precond::needs_outer(stencils)) {
             (Storage::F64, false) => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
             (Storage::F64, true) => {
-                let h = Hierarchy::new(backend, &precond::seven_point(stencils), params)?;
+                let h = Hierarchy::new(backend, &precond::relaxed(stencils), params)?;
                 let fine = backend.prepare_level(&stencils[0])?;
                 Cycles::Split {
                     g: backend.alloc(&fine)?,
@@ -232,7 +232,7 @@ impl<B: Backend> Multigrid<B> {
                 // The fine level with its cross terms, and the hierarchy's: all or none.
                 let n = h.levels.len();
                 let mut all = vec![stencils[0].clone()];
-                all.extend(precond::seven_point(&stencils[..n]));
+                all.extend(precond::relaxed(&stencils[..n]));
                 let mut ops = vec![fine];
                 ops.extend(h.ops_mut());
                 crate::backend::replace_levels(b, ops, &all)

@@ -387,23 +387,23 @@ fn apply_swaps(before: &[u64], pairs: &[(usize, usize)], swaps: &[bool]) -> Vec<
 }
 
 /// Whether the hierarchy for `stencils` relaxes another operator than the outer iteration's:
-/// the 7-point parts of an operator with cross terms.
+/// the sphere's nine-point operator without its diagonal couplings
+/// ([`LevelStencil::relaxed`]).
 pub(crate) fn needs_outer(stencils: &[LevelStencil]) -> bool {
-    stencils[0].has_cross()
+    stencils[0].has_diagonals()
 }
 
-/// `stencils` with their fields stored in `storage`, as the hierarchy relaxes them (their
-/// 7-point parts).
+/// `stencils` with their fields stored in `storage`, as the hierarchy relaxes them.
 fn with_storage(stencils: &[LevelStencil], storage: Storage) -> Vec<LevelStencil> {
     stencils
         .iter()
-        .map(|s| s.seven_point().with_storage(storage))
+        .map(|s| s.relaxed().with_storage(storage))
         .collect()
 }
 
-/// The 7-point parts of `stencils`, as a hierarchy relaxes them.
-pub(crate) fn seven_point(stencils: &[LevelStencil]) -> Vec<LevelStencil> {
-    stencils.iter().map(LevelStencil::seven_point).collect()
+/// `stencils` as a hierarchy relaxes them ([`LevelStencil::relaxed`]).
+pub(crate) fn relaxed(stencils: &[LevelStencil]) -> Vec<LevelStencil> {
+    stencils.iter().map(LevelStencil::relaxed).collect()
 }
 
 #[cfg(test)]
