@@ -188,12 +188,15 @@ extern "C" __global__ void residual_restrict_f64(Layout L, const real* __restric
                            store, f, u, fc, (real)scale);
 }
 
-extern "C" __global__ void residual_restrict_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ f,
-                                                       const real* __restrict__ u, Layout Lc,
-                                                       real* __restrict__ fc, double scale) {
+// With orography's slant couplings where the level has them (has_cross = 2; the sphere's
+// diagonal ones take the unfused path).
+extern "C" __global__ void residual_restrict_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                       const real* __restrict__ f, const real* __restrict__ u,
+                                                       Layout Lc, real* __restrict__ fc, double scale) {
     RESTRICT_CHILD
     const idx_t o = at_(L, i, j, 0);
-    residual_restrict_body(L, Lc, CELL_OP(o), o, at_(Lc, i / 2, j / 2, 0), store, f, u, fc, (real)scale);
+    WITH_CELL_SLANT(o, residual_restrict_body(L, Lc, op, o, at_(Lc, i / 2, j / 2, 0), store, f, u, fc,
+                                              (real)scale));
 }
 
 // For A = A7 + C (the sphere's cross terms): g <- f - C u, returns the column's |f - A u|^2;

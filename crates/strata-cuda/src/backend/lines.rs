@@ -150,11 +150,11 @@ impl LineKernels for CudaBackend {
         scale: f64,
     ) -> Result<()> {
         // Fused where the coarse level solves its columns by the Thomas sweep and the fine
-        // operator has no cross terms, on fp64 levels and (unless `Tuning::fuse_f32` is off)
-        // fp32 ones; otherwise (PCR levels; the sphere's nine-point operator) the residual is
-        // stored first, as by default.
+        // operator has no diagonal couplings, on fp64 levels and (unless `Tuning::fuse_f32` is
+        // off) fp32 ones; otherwise (PCR levels; the sphere's nine-point operator) the residual
+        // is stored first, as by default. Orography's slant couplings are fused.
         let f32_unfused = fine.stencil.storage == Storage::F32 && !self.tuning.fuse_f32;
-        if f32_unfused || coarse.pcr.is_some() || has_cross(fine) {
+        if f32_unfused || coarse.pcr.is_some() || has_diagonals(fine) {
             self.residual_only(fine, f_fine, u_fine, r_fine)?;
             return self.restrict_smooth(fine, coarse, r_fine, f_coarse, u_coarse, rho, scale);
         }
@@ -173,6 +173,10 @@ impl LineKernels for CudaBackend {
         )));
         b.arg(&fine.layout);
         push_operator(&mut b, fine, &sym);
+        if fine.cells.is_some() {
+            // Orography's slant couplings (CELL_CROSS_PARAMS of the per-cell kernel).
+            push_cross(&mut b, fine);
+        }
         b.arg(&f_fine.data)
             .arg(&u_fine.data)
             .arg(&coarse.layout)
@@ -214,11 +218,12 @@ pub(super) fn twin_config(
     })
 }
 
-/// Whether level `op` has cross terms (the sphere's, or orography's slant couplings).
-fn has_cross(op: &CudaLevel) -> bool {
+/// Whether level `op` has the sphere's diagonal couplings (which the fused residual-restriction
+/// does not take; orography's slant ones it does).
+fn has_diagonals(op: &CudaLevel) -> bool {
     match &op.cells {
         None => op.cross.1 != 0,
-        Some(c) => c.cross.1 != 0,
+        Some(c) => c.cross.1 == 1,
     }
 }
 
