@@ -673,12 +673,13 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
             .collect(),
     )
     .unwrap();
+    // Even, so that it coarsens (the restriction onto the next level is checked too).
     let inner = Block {
         n,
-        i0: 3,
-        j0: 5,
-        nx: 9,
-        ny: 7,
+        i0: 4,
+        j0: 6,
+        nx: 10,
+        ny: 6,
         panel: None,
         bc: Default::default(),
     };
@@ -705,8 +706,9 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
             Arc::make_mut(c).xi = None;
         }
         let block = block.unwrap_or(p.whole_block()).with_bc(p.boundaries);
-        let s = LevelStencil::new(&p, block, Arc::new(VerticalGrid::new(&p)));
-        assert!(s.slant.is_some() && s.cells.is_some());
+        let levels = strata::stencil::build_levels(&p, block, 2).unwrap();
+        let s = levels[0].clone();
+        assert!(s.slant.is_some() && s.cells.is_some() && levels[1].slant.is_some());
         let op = b.prepare_level(&s).expect("prepare_level");
         let ctx = format!(
             "orography {geometry:?} {bc} fields {fields} {block:?} {:?}",
@@ -732,6 +734,19 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
         b.smooth(&op, &df, &dx, &mut dw, 0.7).unwrap();
         let d = rel_diff(&to_host(b, &op, &dw), &hw);
         assert!(d <= TOL_SOLVE, "smooth {ctx}: {d:e}");
+        // The V-cycle's residual restricted onto the coarse level (averaged orography) and
+        // smoothed there: the fused form (CUDA) and the two kernels alike.
+        let cs = &levels[1];
+        let co = b.prepare_level(cs).expect("prepare_level");
+        check_residual_restrict(
+            b,
+            (&s, &op),
+            (cs, &co),
+            (&f, &x),
+            &mut rng,
+            (TOL, TOL_SOLVE, TOL_PCR),
+            &ctx,
+        );
         // ... which change it: the 7-point part's relaxation differs.
         let mut h7 = HostField::zeros(s.nx(), s.ny(), s.nz);
         r.smooth(&s.seven_point(), &f, &x, &mut h7, 0.7).unwrap();
