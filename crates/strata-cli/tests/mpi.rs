@@ -256,6 +256,53 @@ fn lateral_boundaries_are_decomposition_invariant() {
     }
 }
 
+/// Orography (docs/MODEL.md §23) on 1–4 ranks: every rank builds its block's terrain factors
+/// and slant weights from the whole level's heights (and fields), and the halos carry the slant
+/// couplings' neighbours: the serial count and solution, on the box (walls, periodic sides,
+/// coefficient fields) and the panel.
+#[test]
+fn orography_is_decomposition_invariant() {
+    let coeffs = coefficient_file();
+    let (n, nz) = (N.to_string(), NZ.to_string());
+    for (geometry, bc, solver, fields) in [
+        ("box", "x=periodic,y=neumann", "mg-cg", false),
+        ("box", "dirichlet", "mg", true),
+        ("panel", "neumann", "mg-cg", false),
+    ] {
+        let mut base = vec![
+            "solve",
+            "--geometry",
+            geometry,
+            "--boundary",
+            bc,
+            "--height",
+            "0.1",
+            "--orography",
+            "schaer:slope=0.5",
+            "--n",
+            &n,
+            "--nz",
+            &nz,
+            "--levels",
+            "3",
+            "--solver",
+            solver,
+            "--rtol",
+            "1e-9",
+            "-q",
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+        ];
+        if fields {
+            base.extend(["--coefficients", coeffs.to_str().unwrap()]);
+        }
+        let tag = format!("orography-{geometry}-{bc}-{solver}").replace([',', '='], "_");
+        ranks_match_serial(&base, &tag);
+    }
+}
+
 /// The coarsest level solved by CG (docs/MODEL.md §9.4) on 1–4 ranks: its dot products summed
 /// over the ranks, the serial count and solution (mg and mg-cg, 2 levels).
 #[test]

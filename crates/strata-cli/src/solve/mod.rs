@@ -54,10 +54,13 @@ impl BackendTask for Task<'_> {
         if let Some(path) = &a.coefficients {
             setup.p.validate()?;
             let p = &setup.p;
-            let c = if self.job.size() > 1 && !p.geometry.closed() && !p.boundaries.any_periodic() {
+            let blocks =
+                !p.geometry.closed() && !p.boundaries.any_periodic() && p.orography.is_none();
+            let c = if self.job.size() > 1 && blocks {
                 // A rank of a panel or box keeps only its block's fields (at most one whole
                 // variable at a time in memory while the file is read). Across a periodic
-                // edge a block keeps no ring: there every rank keeps the whole level's.
+                // edge a block keeps no ring, and over orography the terrain's factors read
+                // the neighbours' fields: there every rank keeps the whole level's.
                 let grid = args::rank_grid(a.ranks.as_deref(), self.job.size())?;
                 let block = setup
                     .cfg
