@@ -660,3 +660,75 @@ fn the_singular_sphere_with_project_rhs() {
         "{out}"
     );
 }
+
+/// --orography (docs/MODEL.md §23): Schär's mountain solves and says so in the problem line; a
+/// file without the variable, a mountain above the lid, an unknown key, the flat manufactured
+/// solution over terrain and the sphere are one-line errors naming the option.
+#[test]
+fn orography_solves_and_bad_orography_is_refused() {
+    let common = [
+        "solve",
+        "--geometry",
+        "box",
+        "--n",
+        "32",
+        "--nz",
+        "16",
+        "--levels",
+        "3",
+    ];
+    let mut args = common.to_vec();
+    args.extend(["--height", "0.1", "--orography", "schaer:slope=0.5", "-q"]);
+    let o = strata(&args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains("orography up to") && out.contains("steepest slope 0.4"),
+        "{out}"
+    );
+    // A file without the variable: a solution file of the same size.
+    let file = tmp("no-orography.nc");
+    let mut args = common.to_vec();
+    let path = file.to_str().unwrap();
+    args.extend(["-q", "--output", path, "--format", "netcdf3", "--force"]);
+    assert!(strata(&args).status.success());
+    let mut args = common.to_vec();
+    args.extend(["--orography", path]);
+    assert_error(&args, "no variable 'orography'");
+    let mut args = common.to_vec();
+    args.extend(["--orography", "schaer:slope=0.5"]);
+    assert_error(&args, "at or above the model top");
+    // clap's own error for a value it cannot parse (with its --help hint).
+    let mut args = common.to_vec();
+    args.extend(["--orography", "schaer:height=1"]);
+    let o = strata(&args);
+    let (_, err) = text(&o);
+    assert!(!o.status.success() && !err.contains("panicked"), "{err}");
+    assert!(err.contains("the mountain takes slope, a and l"), "{err}");
+    let mut args = common.to_vec();
+    args.extend([
+        "--height",
+        "0.1",
+        "--orography",
+        "schaer",
+        "--rhs",
+        "manufactured",
+    ]);
+    assert_error(&args, "--rhs manufactured");
+    assert_error(
+        &[
+            "solve",
+            "--geometry",
+            "sphere",
+            "--n",
+            "16",
+            "--nz",
+            "8",
+            "--levels",
+            "3",
+            "--orography",
+            "schaer:slope=0.01",
+        ],
+        "sphere",
+    );
+}

@@ -51,6 +51,14 @@ impl BackendTask for Task<'_> {
         let a = self.args;
         let mut setup = Setup::new(&a);
         setup.p.orography = a.problem.params_read(a.n)?.orography;
+        if setup.p.orography.is_some() && matches!(a.rhs, RhsArg::Manufactured) {
+            return Err(
+                "--rhs manufactured is the flat ground's manufactured solution, whose \
+                        error over --orography would mean nothing: use --rhs random or bump (the \
+                        terrain's manufactured solution is a test, docs/MODEL.md §23.4)"
+                    .into(),
+            );
+        }
         if let Some(path) = &a.coefficients {
             setup.p.validate()?;
             let p = &setup.p;
