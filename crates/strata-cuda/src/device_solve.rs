@@ -174,7 +174,8 @@ impl<C: Comm<CudaBackend>> DeviceSolve for PersistentSolver<CudaBackend, C> {
 
 /// Whether host fields `c` can be made into the levels on the device: one process holding the
 /// whole panel or box, arrays of its size, and room on the device for a copy of them (and about
-/// a third more for the coarse levels' averages).
+/// a third more for the coarse levels' averages); never over orography, whose metric is folded
+/// into the fields on the host (docs/MODEL.md §23).
 fn fields_fit<C: Comm<CudaBackend>>(
     s: &PersistentSolver<CudaBackend, C>,
     backend: &CudaBackend,
@@ -188,7 +189,10 @@ fn fields_fit<C: Comm<CudaBackend>>(
         .into_iter()
         .chain(c.xi.iter().flatten())
         .all(|v| v.len() == len);
-    Ok(s.block() == s.problem().whole_block() && lengths && backend.memory()?.0 >= need)
+    Ok(s.block() == s.problem().whole_block()
+        && lengths
+        && s.problem().orography.is_none()
+        && backend.memory()?.0 >= need)
 }
 
 /// Uploads host fields `c` (through the page-locked staging pair) and makes them into the

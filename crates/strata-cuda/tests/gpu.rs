@@ -1064,6 +1064,46 @@ fn orography_agrees_with_the_cpu() {
     }
 }
 
+/// Host coefficient fields over orography (the C and Python host-array calls on one GPU) are
+/// not made into the levels on the device, whose kernels do not fold the terrain in: the host
+/// path takes them, and the solve is the one of a solver created with them.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn host_fields_over_orography_take_the_host_path() {
+    use std::sync::Arc;
+    use strata::problem::{Geometry, Orography, Schaer};
+    use strata::PersistentSolver;
+    use strata_cuda::DeviceSolve;
+    let (n, nz) = (64, 32);
+    let g = gpu();
+    let mut c = strata_conformance::coefficient_fields(n, nz, 3);
+    c.xi = None;
+    let p = ProblemParams {
+        geometry: Geometry::Box,
+        n,
+        nz,
+        height: 0.1,
+        orography: Some(Arc::new(Orography::schaer(n, &Schaer::default()))),
+        ..Default::default()
+    };
+    let with = ProblemParams {
+        coefficients: Some(Arc::new(c.clone())),
+        ..p.clone()
+    };
+    let rhs = build_rhs(&p, RhsKind::Random, 8, &Block::whole(n));
+    let cfg = SolverConfig::new(SolverKind::MgCg);
+    let mut dev = PersistentSolver::new(&g, &p, &cfg).unwrap();
+    assert!(!dev.set_coefficients_host(&g, Some(c)).unwrap());
+    assert!(!dev.coefficients_resident());
+    let mut made = PersistentSolver::new(&g, &with, &cfg).unwrap();
+    let (mut a, mut b) = (vec![0.0; rhs.len()], vec![0.0; rhs.len()]);
+    let ia = dev.solve(&g, &rhs, &mut a, false).unwrap();
+    let ib = made.solve(&g, &rhs, &mut b, false).unwrap();
+    assert!(ia.reason.converged());
+    assert_eq!(ia.residuals, ib.residuals);
+    assert_eq!(a, b);
+}
+
 /// The coarsest level solved by CG on the GPU (fp32 levels in the default mixed precision):
 /// the CPU's counts (±1) on the panel and the sphere for 2 and 4 levels, each converged.
 #[test]
