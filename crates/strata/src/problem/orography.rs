@@ -4,8 +4,8 @@
 
 use crate::error::{invalid, Result};
 
-/// The ground height of every column of one `n × n` box level, row-major (`h[j * n + i]`), in
-/// the units of the box's height H. On the model top's side of the ground: `0 ≤ h < H`.
+/// The ground height of every column of one `n × n` level of the box or the panel, row-major
+/// (`h[j * n + i]`), in the units of the height H (Earth radii on the panel): `0 ≤ h < H`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Orography {
     /// Columns per direction.

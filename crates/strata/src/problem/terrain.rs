@@ -1,5 +1,5 @@
-//! The terrain-following operator on the box (docs/MODEL.md §23): the finite-volume operator in
-//! (x, y, ζ) with `z = ζ + h(x, y)(1 − ζ/H)`, derived from the energy
+//! The terrain-following operator on the box and the panel (docs/MODEL.md §23): the
+//! finite-volume operator in (x, y, ζ) with `z = ζ + h(x, y)(1 − ζ/H)`, derived from the energy
 //! `ω² ∫ ∇u·K∇u dV` written in the new coordinates. Its 7-point part is the general operator's
 //! (§15) with the metric folded into the face factors; the couplings to the four lateral
 //! neighbours' cells above and below (the metric cross terms) are a [`Slant`].
