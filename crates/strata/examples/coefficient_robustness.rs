@@ -1,13 +1,15 @@
 //! Iteration counts of the solvers for the general operator with coefficient fields of growing
 //! contrast, and the two ways of averaging coefficients onto coarse levels (docs/MODEL.md §15,
-//! the table in docs/COEFFICIENTS.md). `cargo run --release --example coefficient_robustness
-//! [n] [nz]` (default 64 64), on the CPU.
+//! the tables in docs/COEFFICIENTS.md); then mg and mg-cg with every smoother (the paper's
+//! block Jacobi, red-black line Gauss–Seidel in fp64, and the default: red-black in mixed
+//! precision). `cargo run --release --example coefficient_robustness [n] [nz]` (default 64 64),
+//! on the CPU.
 
 use std::sync::Arc;
 use strata::backend::cpu::CpuBackend;
 use strata::grid::Block;
 use strata::problem::{build_rhs, Averaging, Coefficients, ProblemParams, RhsKind};
-use strata::solver::{Preconditioner, SolverConfig, SolverKind};
+use strata::solver::{Precision, Preconditioner, Smoother, SolverConfig, SolverKind};
 
 /// α jumps by `contrast` (kz) and its square root (kx, ky) across a layer at mid-height, as at a
 /// tropopause.
@@ -117,5 +119,65 @@ fn main() {
             };
             println!("| {name} | {avg} | {} |", row.join(" | "));
         }
+    }
+    every_smoother(&backend, n, nz, &cases);
+}
+
+/// mg and mg-cg with each smoother (harmonic averaging, the default), the paper's counts beside
+/// the default configuration's.
+fn every_smoother(
+    backend: &CpuBackend,
+    n: usize,
+    nz: usize,
+    cases: &[(&str, Option<Coefficients>)],
+) {
+    let configs = [
+        (
+            "jacobi, fp64 (the paper's)",
+            Smoother::Jacobi,
+            Precision::F64,
+        ),
+        ("red-black, fp64", Smoother::RedBlack, Precision::F64),
+        (
+            "red-black, mixed (default)",
+            Smoother::RedBlack,
+            Precision::Mixed,
+        ),
+    ];
+    println!();
+    println!("every smoother: harmonic averaging, 5 levels, 2 coarse steps");
+    let mut head = vec![];
+    for kind in ["mg", "mg-cg"] {
+        for (c, _, _) in configs {
+            head.push(format!("{kind}: {c}"));
+        }
+    }
+    println!("| coefficients | {} |", head.join(" | "));
+    println!("|---|{}", "---|".repeat(head.len()));
+    for (name, coeffs) in cases {
+        let p = ProblemParams {
+            n,
+            nz,
+            coefficients: coeffs.clone().map(Arc::new),
+            ..Default::default()
+        };
+        let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
+        let mut row = vec![];
+        for kind in [SolverKind::Mg, SolverKind::MgCg] {
+            for (_, smoother, precision) in configs {
+                let cfg = SolverConfig::paper(kind)
+                    .with_levels(5)
+                    .with_smoother(smoother)
+                    .with_precision(precision)
+                    .with_max_it(3000);
+                let sol = strata::solve(backend, &p, &cfg, &rhs, &mut |_, _| {}).expect("solve");
+                row.push(if sol.info.reason.converged() {
+                    format!("{}", sol.info.iterations)
+                } else {
+                    format!("{:?} ({})", sol.info.reason, sol.info.iterations)
+                });
+            }
+        }
+        println!("| {name} | {} |", row.join(" | "));
     }
 }
