@@ -350,9 +350,9 @@ impl<B: Backend> Multigrid<B> {
             // u ← u + P (f − A u), P one V-cycle from zero: the multigrid solver of mixed
             // precision (the cycle in fp32, everything else fp64; the same iterates as fp64
             // cycles on u in exact arithmetic but for red-black's over-relaxation of the first
-            // fine half-sweep, which the cycle from zero does not apply: docs/MODEL.md §17; on
-            // the nine-point sphere the cycle of the 7-point parts, the residual of the whole
-            // operator). Per cycle two fine passes besides the
+            // fine half-sweep, which the cycle from zero does not apply, and a gap on rough
+            // fields not yet explained: docs/MODEL.md §17; on the nine-point sphere the cycle of
+            // the 7-point parts, the residual of the whole operator). Per cycle two fine passes besides the
             // cycle's: the residual into its fp32 right-hand side, and u += z from its fp32 z.
             Cycles::DefectCorrection(pc) => {
                 let levels = pc.n_levels();
