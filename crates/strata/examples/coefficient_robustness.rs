@@ -103,12 +103,7 @@ fn main() {
                     .with_preconditioner(pc)
                     .with_max_it(3000);
                 cfg.multigrid.averaging = averaging;
-                let sol = strata::solve(&backend, &p, &cfg, &rhs, &mut |_, _| {}).expect("solve");
-                row.push(if sol.info.reason.converged() {
-                    format!("{}", sol.info.iterations)
-                } else {
-                    format!("{:?} ({})", sol.info.reason, sol.info.iterations)
-                });
+                row.push(count(&backend, &p, &cfg, &rhs));
             }
             let avg = if coeffs.is_none() {
                 "—"
@@ -121,6 +116,16 @@ fn main() {
         }
     }
     every_smoother(&backend, n, nz, &cases);
+}
+
+/// The iterations of one solve, or why it stopped without converging.
+fn count(backend: &CpuBackend, p: &ProblemParams, cfg: &SolverConfig, rhs: &[f64]) -> String {
+    let sol = strata::solve(backend, p, cfg, rhs, &mut |_, _| {}).expect("solve");
+    if sol.info.reason.converged() {
+        format!("{}", sol.info.iterations)
+    } else {
+        format!("{:?} ({})", sol.info.reason, sol.info.iterations)
+    }
 }
 
 /// mg and mg-cg with each smoother (harmonic averaging, the default), the paper's counts beside
@@ -170,12 +175,7 @@ fn every_smoother(
                     .with_smoother(smoother)
                     .with_precision(precision)
                     .with_max_it(3000);
-                let sol = strata::solve(backend, &p, &cfg, &rhs, &mut |_, _| {}).expect("solve");
-                row.push(if sol.info.reason.converged() {
-                    format!("{}", sol.info.iterations)
-                } else {
-                    format!("{:?} ({})", sol.info.reason, sol.info.iterations)
-                });
+                row.push(count(backend, &p, &cfg, &rhs));
             }
         }
         println!("| {name} | {} |", row.join(" | "));
