@@ -336,16 +336,30 @@ struct SCellOp {
     __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
 };
 
+// Orography's slant couplings (has_cross = 2) are compiled only into the build for levels that
+// have them (-DSLANT, chosen by the host per level: kernels.rs, `Build::slant`): in the other
+// builds the branch costs the per-cell kernels 1.6-1.9 % (measured on one H200,
+// docs/results/performance-log.md), and those builds are never given such a level.
+#ifdef SLANT
+#define SLANT_CASE(base, call)                   \
+    else if (has_cross == 2) {                   \
+        const SCellOp op{base, xne, xnw};        \
+        call;                                    \
+    }
+#else
+#define SLANT_CASE(base, call)
+#endif
+
 // Runs `call` with `op` the column's operator for a line relaxation, with orography's slant
-// couplings where the level has them (has_cross = 2; the sphere's diagonal couplings, 1, are
-// refused on the host before any relaxation).
+// couplings where the level has them (has_cross = 2, in the -DSLANT build; the sphere's diagonal
+// couplings, 1, are refused on the host before any relaxation).
 #define WITH_CELL_SLANT(o0, call)                 \
     do {                                          \
         const CellOp base = CELL_OP(o0);          \
-        if (has_cross == 2) {                     \
-            const SCellOp op{base, xne, xnw};     \
-            call;                                 \
-        } else {                                  \
+        if (false) {                              \
+        }                                         \
+        SLANT_CASE(base, call)                    \
+        else {                                    \
             const CellOp& op = base;              \
             call;                                 \
         }                                         \
@@ -380,10 +394,9 @@ struct SCellOp {
         if (has_cross == 1) {                          \
             const XCellOp op{base, xne, xnw, xse, xsw}; \
             call;                                      \
-        } else if (has_cross == 2) {                   \
-            const SCellOp op{base, xne, xnw};          \
-            call;                                      \
-        } else {                                       \
+        }                                              \
+        SLANT_CASE(base, call)                         \
+        else {                                         \
             const CellOp& op = base;                   \
             call;                                      \
         }                                              \

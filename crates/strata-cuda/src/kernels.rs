@@ -746,7 +746,42 @@ pub fn cached_ptx_in(
     Ok(ptx)
 }
 
-/// The loaded kernels of one module (one nz), one per [`Kernel`].
+/// What one kernel module is built for: the number of vertical levels (a compile-time constant
+/// of the kernels), the storage of the fields, 32-bit offsets or not ([`Tuning::narrow`]) and
+/// orography's slant couplings or not (`-DSLANT`: only levels with them take that build; in the
+/// others the per-cell kernels do not carry the branch, which cost them 1.6–1.9 % on one H200).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Build {
+    /// Cells per column.
+    pub nz: usize,
+    /// The storage of the fields.
+    pub storage: Storage,
+    /// 32-bit offsets into fields ([`NARROW_OPTION`]).
+    pub narrow: bool,
+    /// Orography's slant couplings in the per-cell kernels ([`SLANT_OPTION`]).
+    pub slant: bool,
+}
+
+impl Build {
+    /// The fp64 build for `nz` levels with 64-bit offsets and no slant couplings.
+    pub fn f64(nz: usize) -> Self {
+        Self {
+            nz,
+            storage: Storage::F64,
+            narrow: false,
+            slant: false,
+        }
+    }
+
+    /// The NVRTC options of this build under `tuning` ([`build_options`] with the shared-memory
+    /// levels of [`thomas_smem_bytes`]).
+    pub fn options(&self, tuning: &Tuning) -> Vec<String> {
+        let (levels, _) = thomas_smem_bytes(self.nz, self.storage, tuning.thomas_smem);
+        build_options(*self, levels, &tuning.options)
+    }
+}
+
+/// The loaded kernels of one module (one [`Build`]), one per [`Kernel`].
 pub struct Kernels {
     fns: Vec<CudaFunction>,
     /// Shared memory per block of the line kernels ([`thomas_smem_bytes`]; 0: none).
@@ -754,22 +789,15 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// Compiles for `nz`, fields stored in `storage` and 32-bit offsets or not (`narrow`,
-    /// [`Tuning::narrow`]) with `tuning` and loads every kernel into `ctx`.
+    /// Compiles `build` with `tuning` and loads every kernel into `ctx`.
     pub fn load(
         ctx: &Arc<CudaContext>,
-        nz: usize,
-        storage: Storage,
-        narrow: bool,
+        build: Build,
         arch: &'static str,
         tuning: &Tuning,
     ) -> Result<Self> {
-        let (levels, line_smem) = thomas_smem_bytes(nz, storage, tuning.thomas_smem);
-        let ptx = cached_ptx(
-            nz,
-            arch,
-            &build_options(storage, narrow, levels, &tuning.options),
-        )?;
+        let (_, line_smem) = thomas_smem_bytes(build.nz, build.storage, tuning.thomas_smem);
+        let ptx = cached_ptx(build.nz, arch, &build.options(tuning))?;
         let module = ctx
             .load_module(ptx)
             .map_err(|e| backend_err(format!("loading the compiled kernels: {e}")))?;
@@ -812,29 +840,31 @@ impl Kernels {
 /// ([`Tuning::narrow`], kernels/common.cuh).
 pub const NARROW_OPTION: &str = "-DIDX32";
 
-/// The NVRTC options of a build whose fields are stored in `storage`: `options`, and for fp32
-/// `-DREAL=float --use_fast_math` (fp32 division and reciprocal to 2 ulp, denormals flushed:
-/// the preconditioner's Thomas chain of divisions was what bounded the fp32 Smooth; the fp64
-/// kernels are not affected by the flag; docs/PERFORMANCE.md).
-/// With 32-bit offsets (`narrow`) also [`NARROW_OPTION`].
+/// The NVRTC option of the build with orography's slant couplings ([`Build::slant`],
+/// kernels/common.cuh).
+pub const SLANT_OPTION: &str = "-DSLANT";
+
+/// The NVRTC options of `build` (its nz aside, which [`compile_ptx`] defines): `options`, and
+/// for fp32 storage `-DREAL=float --use_fast_math` (fp32 division and reciprocal to 2 ulp,
+/// denormals flushed: the preconditioner's Thomas chain of divisions was what bounded the fp32
+/// Smooth; the fp64 kernels are not affected by the flag; docs/PERFORMANCE.md).
+/// With 32-bit offsets also [`NARROW_OPTION`], with slant couplings [`SLANT_OPTION`].
 /// With `thomas_levels` > 0 also `-DTHOMAS_SMEM=<levels>` (the line kernels keep that many
 /// levels of each column's forward sweep in shared memory, [`thomas_smem_bytes`]).
-pub fn build_options(
-    storage: Storage,
-    narrow: bool,
-    thomas_levels: usize,
-    options: &[String],
-) -> Vec<String> {
+pub fn build_options(build: Build, thomas_levels: usize, options: &[String]) -> Vec<String> {
     let mut all = options.to_vec();
     if thomas_levels > 0 {
         all.push(format!("-DTHOMAS_SMEM={thomas_levels}"));
     }
-    if storage == Storage::F32 {
+    if build.storage == Storage::F32 {
         all.push("-DREAL=float".into());
         all.push("--use_fast_math".into());
     }
-    if narrow {
+    if build.narrow {
         all.push(NARROW_OPTION.into());
+    }
+    if build.slant {
+        all.push(SLANT_OPTION.into());
     }
     all
 }

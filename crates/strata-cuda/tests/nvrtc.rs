@@ -2,7 +2,7 @@
 //! installs the NVRTC library from the `nvidia-cuda-nvrtc` wheel).
 
 use strata::precision::Storage;
-use strata_cuda::kernels::{build_options, compile_ptx, nvrtc_available, Kernel};
+use strata_cuda::kernels::{build_options, compile_ptx, nvrtc_available, Build, Kernel};
 
 #[test]
 fn kernels_compile_for_ampere_and_hopper() {
@@ -15,23 +15,28 @@ fn kernels_compile_for_ampere_and_hopper() {
         // The paper's nz, an odd nz that leaves a partial checkpoint chunk, and the smallest;
         // fields in fp64 and in fp32 (the multigrid of a mixed-precision solve); 64-bit and
         // 32-bit offsets (the build of small levels); the line kernels with the forward sweep
-        // in shared memory (all levels, some, none) or checkpointed.
-        for (nz, storage, narrow, smem) in [
-            (128, Storage::F64, false, 0),
-            (37, Storage::F64, false, 37),
-            (2, Storage::F64, false, 0),
-            (128, Storage::F32, false, 128),
-            (128, Storage::F32, false, 0),
-            (128, Storage::F32, false, 48),
-            (37, Storage::F32, false, 10),
-            (128, Storage::F64, true, 0),
-            (2, Storage::F64, true, 2),
-            (128, Storage::F32, true, 32),
+        // in shared memory (all levels, some, none) or checkpointed; with orography's slant
+        // couplings (-DSLANT) or without.
+        for (nz, storage, narrow, smem, slant) in [
+            (128, Storage::F64, false, 0, false),
+            (37, Storage::F64, false, 37, true),
+            (2, Storage::F64, false, 0, false),
+            (128, Storage::F32, false, 128, false),
+            (128, Storage::F32, false, 0, true),
+            (128, Storage::F32, false, 48, false),
+            (37, Storage::F32, false, 10, false),
+            (128, Storage::F64, true, 0, true),
+            (2, Storage::F64, true, 2, false),
+            (128, Storage::F32, true, 32, true),
         ] {
-            let ptx = compile_ptx(nz, arch, &build_options(storage, narrow, smem, &[]))
-                .unwrap_or_else(|e| {
-                    panic!("{arch}, nz = {nz}, {storage:?}, narrow {narrow}, smem {smem}: {e}")
-                })
+            let build = Build {
+                nz,
+                storage,
+                narrow,
+                slant,
+            };
+            let ptx = compile_ptx(nz, arch, &build_options(build, smem, &[]))
+                .unwrap_or_else(|e| panic!("{arch}, {build:?}, smem {smem}: {e}"))
                 .to_src();
             let target = arch.replace("compute", "sm");
             assert!(

@@ -1,7 +1,7 @@
 //! [`CudaBackend`]: the kernels of `strata::backend::Backend` on an NVIDIA GPU, one file per
 //! concept, mirroring kernels/*.cu and the CPU backend: vector, stencil, lines, transfer.
 
-use crate::kernels::{arch_for, backend_err, Kernel as K, Kernels, Tuning, BLOCK_THREADS};
+use crate::kernels::{arch_for, backend_err, Build, Kernel as K, Kernels, Tuning, BLOCK_THREADS};
 use crate::layout::{self, DeviceLayout};
 use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -255,7 +255,7 @@ pub struct CudaBackend {
     stream: Arc<CudaStream>,
     name: String,
     arch: &'static str,
-    modules: Mutex<HashMap<(usize, Storage, bool), Arc<Kernels>>>,
+    modules: Mutex<HashMap<Build, Arc<Kernels>>>,
     reduce: Mutex<Reduce>,
     pinned: Pinned,
     tuning: Tuning,
@@ -425,28 +425,24 @@ impl CudaBackend {
     /// Both offset widths are loaded: a hierarchy uses 32-bit offsets on the levels whose
     /// fields are small enough ([`Tuning::narrow`]) and 64-bit ones on the others.
     pub fn load_kernels(&self, nz: usize) -> Result<()> {
-        self.kernels(nz, Storage::F64, false)?;
+        self.kernels(Build::f64(nz))?;
         if self.tuning.narrow_values > 0 {
-            self.kernels(nz, Storage::F64, true)?;
+            self.kernels(Build {
+                narrow: true,
+                ..Build::f64(nz)
+            })?;
         }
         Ok(())
     }
 
-    /// The kernels for `nz` levels, `storage` and 32-bit offsets or not (`narrow`).
-    fn kernels(&self, nz: usize, storage: Storage, narrow: bool) -> Result<Arc<Kernels>> {
+    /// The kernels of `build`, loaded on first use.
+    fn kernels(&self, build: Build) -> Result<Arc<Kernels>> {
         let mut m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(k) = m.get(&(nz, storage, narrow)) {
+        if let Some(k) = m.get(&build) {
             return Ok(k.clone());
         }
-        let k = Arc::new(Kernels::load(
-            &self.ctx,
-            nz,
-            storage,
-            narrow,
-            self.arch,
-            &self.tuning,
-        )?);
-        m.insert((nz, storage, narrow), k.clone());
+        let k = Arc::new(Kernels::load(&self.ctx, build, self.arch, &self.tuning)?);
+        m.insert(build, k.clone());
         Ok(k)
     }
 
@@ -705,7 +701,13 @@ impl Fields for CudaBackend {
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
         s.check_single()?;
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
-        let k = self.kernels(s.nz, s.storage, self.tuning.narrow(layout.len()))?;
+        // A level with slant couplings takes the build that has them (common.cuh's SLANT_CASE).
+        let k = self.kernels(Build {
+            nz: s.nz,
+            storage: s.storage,
+            narrow: self.tuning.narrow(layout.len()),
+            slant: s.slant.is_some(),
+        })?;
         let vert = vertical_values(s);
         let (cfg, blocks) = column_config(s.nx(), s.ny(), self.tuning.block_x);
         let segs = crate::kernels::segments(s.nx() * s.ny(), s.nz, self.tuning.segment_threads);
@@ -904,11 +906,11 @@ impl Probes for CudaBackend {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .find(|((_, s, _), _)| *s == Storage::F64)
+            .find(|(b, _)| b.storage == Storage::F64)
             .map(|(_, k)| k.clone());
         let k = match loaded {
             Some(k) => k,
-            None => self.kernels(128, Storage::F64, false)?,
+            None => self.kernels(Build::f64(128))?,
         };
         let x = self.alloc_values(len)?;
         let mut y = self.alloc_values(len)?;

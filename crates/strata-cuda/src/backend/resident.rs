@@ -111,7 +111,7 @@ impl CudaBackend {
             ));
         }
         let advection = fields[4..].iter().any(Option::is_some);
-        let k = self.kernels(nz, Storage::F64, false)?;
+        let k = self.kernels(crate::kernels::Build::f64(nz))?;
         let fine = DeviceLayout::new(n, n, nz)?;
         let mut owned = Vec::new();
         let mut src = [Src {
