@@ -1,24 +1,73 @@
-//! The CUDA C kernels (kernels/*.cu), embedded in the binary and compiled by NVRTC at run time,
-//! once per process and per number of vertical levels (a compile-time constant of the kernels).
+//! The CUDA C kernels (kernels/*.cu): shipped built in the binary where the build found NVRTC
+//! (cubins for sm_80 and sm_90 and PTX for newer GPUs, for the builds of [`SHIPPED_NZ`]:
+//! build.rs), else compiled by NVRTC at run time, once per process and [`Build`] (the number of
+//! vertical levels is a compile-time constant of the kernels), with a disk cache.
 
+use crate::compile::{self, Target};
 use cudarc::driver::{CudaContext, CudaFunction};
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
 use std::sync::Arc;
 use strata::precision::Storage;
 use strata::{Result, StrataError};
 
-/// The kernel sources, in the order they are concatenated into one translation unit.
-pub const SOURCES: [(&str, &str); 6] = [
-    ("common.cuh", include_str!("../kernels/common.cuh")),
-    ("vector.cu", include_str!("../kernels/vector.cu")),
-    ("stencil.cu", include_str!("../kernels/stencil.cu")),
-    ("lines.cu", include_str!("../kernels/lines.cu")),
-    ("transfer.cu", include_str!("../kernels/transfer.cu")),
-    (
-        "coefficients.cu",
-        include_str!("../kernels/coefficients.cu"),
-    ),
-];
+pub use crate::compile::{BLOCK_THREADS, NARROW_OPTION, SLANT_OPTION, SOURCES, THOMAS_SMEM};
+
+/// The kernel images compiled by build.rs: `SHIPPED` (one per build and target) and
+/// `SHIPPED_NZ` (the levels per column they were built for).
+mod shipped {
+    include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
+}
+pub use shipped::{SHIPPED, SHIPPED_NOTE, SHIPPED_NZ};
+
+/// One kernel image built into the binary by build.rs.
+#[derive(Debug)]
+pub struct Shipped {
+    /// What it was compiled to.
+    pub target: Target,
+    /// The levels per column.
+    pub nz: usize,
+    /// fp32 fields.
+    pub single: bool,
+    /// 32-bit offsets.
+    pub narrow: bool,
+    /// Slant couplings.
+    pub slant: bool,
+    /// The NVRTC options it was compiled with (besides nz and the architecture).
+    pub options: &'static [&'static str],
+    /// The PTX text or the cubin, deflate-compressed.
+    pub packed: &'static [u8],
+}
+
+impl Shipped {
+    /// The image: the PTX text or the cubin.
+    pub fn image(&self) -> Result<Vec<u8>> {
+        miniz_oxide::inflate::decompress_to_vec(self.packed)
+            .map_err(|e| backend_err(format!("a built-in kernel image is damaged: {e:?}")))
+    }
+}
+
+/// The image built into the binary for `build` compiled with `options`, that a GPU of compute
+/// capability `major.minor` loads: its cubin for that architecture (sm_90; sm_80 for 8.x), else
+/// PTX the driver translates (GPUs newer than the cubins); `None` where none was built (another
+/// nz, other options, or no NVRTC when this binary was built).
+pub fn shipped(
+    build: Build,
+    options: &[String],
+    major: u32,
+    minor: u32,
+) -> Option<&'static Shipped> {
+    let fits = |s: &&Shipped| {
+        s.nz == build.nz
+            && s.single == (build.storage == Storage::F32)
+            && s.narrow == build.narrow
+            && s.slant == build.slant
+            && s.options.len() == options.len()
+            && s.options.iter().zip(options).all(|(a, b)| a == b)
+            && s.target.runs_on(major, minor)
+    };
+    let found = shipped::SHIPPED.iter().filter(fits);
+    // A cubin before PTX.
+    found.min_by_key(|s| matches!(s.target, Target::Ptx(_)))
+}
 
 /// A kernel of the CUDA C sources, as a typed handle: the backend names kernels by this enum,
 /// so a kernel that does not exist is a compile error, and [`Kernels::load`] finds every one in
@@ -487,32 +536,17 @@ pub struct Tuning {
     pub twin_threads: usize,
 }
 
-/// Default of [`Tuning::thomas_smem`]: 16 KiB, the top 32 levels of a column of the fp32 build
-/// (the fp64 build keeps its checkpointed sweep: [`thomas_smem_bytes`]). Measured on one H200
-/// (docs/PERFORMANCE.md): −1.2 … −3 % per iteration for mixed mg and mg-cg at 512² and 2816² ×
-/// 128, within ±1.6 % elsewhere; from 24 KiB the line kernels are slower (the L1 that shared
-/// memory takes costs the neighbour loads more than the second reads it saves), and with the
-/// whole column (64 KiB at nz = 128) 1.2–1.6× slower (three blocks per SM hide too little
-/// latency).
-pub const THOMAS_SMEM: usize = 16 * 1024;
-
-/// The most dynamic shared memory a block may ask for on the GPUs this backend targets
-/// (compute capability 8.0 and 9.0: 163 KiB and 227 KiB).
-const MAX_BLOCK_SMEM: usize = 163 * 1024;
-
 /// The levels (from the top of each column) whose forward-sweep values the line kernels of a
 /// build for `nz` levels stored in `storage` keep in shared memory (`-DTHOMAS_SMEM`,
-/// kernels/common.cuh), and the bytes per block that takes: as many as fit in `cap`
-/// ([`Tuning::thomas_smem`]) at [`BLOCK_THREADS`] columns per block, at most nz; (0, 0) where
-/// none do, and for the fp64 build (where it was measured no faster at 2048² and changed the
-/// rounding of line-preconditioned solves whose iteration counts are sensitive to it).
+/// kernels/common.cuh), and the bytes per block that takes ([`compile::thomas_levels`]).
+/// The default cap, [`THOMAS_SMEM`] = 16 KiB, holds the top 32 levels of a column of the fp32
+/// build. Measured on one H200 (docs/PERFORMANCE.md): −1.2 … −3 % per iteration for mixed mg and
+/// mg-cg at 512² and 2816² × 128, within ±1.6 % elsewhere; from 24 KiB the line kernels are
+/// slower (the L1 that shared memory takes costs the neighbour loads more than the second reads
+/// it saves), and with the whole column (64 KiB at nz = 128) 1.2–1.6× slower (three blocks per
+/// SM hide too little latency).
 pub fn thomas_smem_bytes(nz: usize, storage: Storage, cap: usize) -> (usize, u32) {
-    if storage == Storage::F64 {
-        return (0, 0);
-    }
-    let per_level = BLOCK_THREADS as usize * storage.bytes();
-    let levels = (cap.min(MAX_BLOCK_SMEM) / per_level).min(nz);
-    (levels, (levels * per_level) as u32)
+    compile::thomas_levels(nz, storage.bytes(), cap)
 }
 
 /// Default of [`Tuning::segment_threads`].
@@ -552,9 +586,6 @@ pub const TWIN_THREADS: usize = 1 << 17;
 
 /// Default block width of the column kernels (the paper's 64 × 2).
 pub const BLOCK_X: u32 = 64;
-
-/// Threads per block of the column kernels.
-pub const BLOCK_THREADS: u32 = 128;
 
 impl Default for Tuning {
     fn default() -> Self {
@@ -624,60 +655,33 @@ impl Tuning {
     }
 }
 
-/// The NVRTC virtual architecture for a compute capability, e.g. `compute_90`.
-pub fn arch_for(major: i32, minor: i32) -> &'static str {
-    match (major, minor) {
-        (8, 0) => "compute_80",
-        (8, 6) => "compute_86",
-        (8, 7) => "compute_87",
-        (8, 9) => "compute_89",
-        (9, 0) => "compute_90",
-        (10, 0) => "compute_100",
-        (12, 0) => "compute_120",
-        // One string per process and device kind: leaking it is the price of NVRTC's
-        // `&'static str` option.
-        _ => Box::leak(format!("compute_{major}{minor}").into_boxed_str()),
-    }
-}
-
 /// Whether the NVRTC library can be loaded.
 pub fn nvrtc_available() -> bool {
     // SAFETY: only tries to dlopen the library; no symbol is called.
     unsafe { cudarc::nvrtc::sys::is_culib_present() }
 }
 
-/// Compiles all kernels for `nz` levels per column to PTX for `arch` (e.g. `compute_90`) with the
-/// extra NVRTC `options`; the error carries NVRTC's log.
-pub fn compile_ptx(
-    nz: usize,
-    arch: &'static str,
-    options: &[String],
-) -> Result<cudarc::nvrtc::Ptx> {
+/// Compiles all kernels for `nz` levels per column to `target` with the extra NVRTC `options`:
+/// the PTX text or the cubin; the error carries NVRTC's log.
+pub fn compile_image(nz: usize, target: Target, options: &[String]) -> Result<Vec<u8>> {
     if !nvrtc_available() {
         return Err(backend_err(
-            "the NVRTC library (libnvrtc.so.13) was not found; install CUDA 13 or the \
-             nvidia-cuda-nvrtc wheel and put its lib directory on LD_LIBRARY_PATH",
+            "the NVRTC library (libnvrtc.so.13) was not found, and this binary has no kernels \
+             built for this GPU and configuration; install CUDA 13 or the nvidia-cuda-nvrtc \
+             wheel and put its lib directory on LD_LIBRARY_PATH",
         ));
     }
-    let src: String = SOURCES
-        .iter()
-        .map(|(name, text)| format!("// ---- {name}\n{text}\n"))
-        .collect();
-    let mut all = vec![format!("-DNZ={nz}"), "--std=c++17".into()];
-    all.extend(options.iter().cloned());
-    let opts = CompileOptions {
-        arch: Some(arch),
-        options: all,
-        name: Some("strata.cu".into()),
-        ..Default::default()
-    };
-    compile_ptx_with_opts(src, opts).map_err(|e| match e {
-        CompileError::CompileError { log, options, .. } => backend_err(format!(
-            "NVRTC failed to compile the kernels (options {options:?}):\n{}",
-            log.to_string_lossy()
-        )),
-        other => backend_err(format!("NVRTC: {other:?}")),
-    })
+    compile::compile(nz, target, options)
+        .map_err(|log| backend_err(format!("NVRTC failed to compile the kernels: {log}")))
+}
+
+/// Compiles all kernels for `nz` levels per column to PTX for `compute_<cc>` (e.g. 90) with the
+/// extra NVRTC `options`; the error carries NVRTC's log.
+pub fn compile_ptx(nz: usize, cc: u32, options: &[String]) -> Result<cudarc::nvrtc::Ptx> {
+    let text = compile_image(nz, Target::Ptx(cc), options)?;
+    String::from_utf8(text)
+        .map(cudarc::nvrtc::Ptx::from_src)
+        .map_err(|_| backend_err("NVRTC gave PTX that is not text"))
 }
 
 /// The folder of the compiled-kernel cache: `STRATA_CACHE_DIR`, else `$XDG_CACHE_HOME/strata`,
@@ -695,42 +699,40 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
         .map(|h| PathBuf::from(h).join(".cache").join("strata"))
 }
 
-/// The cache file of the PTX for these sources, `nz`, `arch` and options: named by a hash of all
-/// of them and of this crate's version, so a change of any compiles afresh.
-fn cache_file(
-    dir: &std::path::Path,
-    nz: usize,
-    arch: &str,
-    options: &[String],
-) -> std::path::PathBuf {
+/// The cache file of the PTX for these sources, `nz`, `compute_<cc>` and options: named by a hash
+/// of all of them and of this crate's version, so a change of any compiles afresh.
+fn cache_file(dir: &std::path::Path, nz: usize, cc: u32, options: &[String]) -> std::path::PathBuf {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (env!("CARGO_PKG_VERSION"), SOURCES, nz, arch, options).hash(&mut h);
-    dir.join(format!("kernels-{arch}-nz{nz}-{:016x}.ptx", h.finish()))
+    (env!("CARGO_PKG_VERSION"), SOURCES, nz, cc, options).hash(&mut h);
+    dir.join(format!(
+        "kernels-compute_{cc}-nz{nz}-{:016x}.ptx",
+        h.finish()
+    ))
 }
 
 /// The PTX of [`compile_ptx`], from the on-disk cache ([`cache_dir`]) when a previous process
 /// compiled it, else compiled by NVRTC and stored there (written beside and renamed: a reader
 /// never sees half a file). A cache that cannot be read or written is skipped, not an error.
 /// The CUDA driver caches its own translation of the PTX to machine code likewise.
-pub fn cached_ptx(nz: usize, arch: &'static str, options: &[String]) -> Result<cudarc::nvrtc::Ptx> {
-    cached_ptx_in(cache_dir().as_deref(), nz, arch, options)
+pub fn cached_ptx(nz: usize, cc: u32, options: &[String]) -> Result<cudarc::nvrtc::Ptx> {
+    cached_ptx_in(cache_dir().as_deref(), nz, cc, options)
 }
 
 /// [`cached_ptx`] with the cache in `dir` (`None`: no cache).
 pub fn cached_ptx_in(
     dir: Option<&std::path::Path>,
     nz: usize,
-    arch: &'static str,
+    cc: u32,
     options: &[String],
 ) -> Result<cudarc::nvrtc::Ptx> {
-    let file = dir.map(|d| cache_file(d, nz, arch, options));
+    let file = dir.map(|d| cache_file(d, nz, cc, options));
     if let Some(text) = file.as_ref().and_then(|f| std::fs::read_to_string(f).ok()) {
         if text.contains(".entry") {
             return Ok(cudarc::nvrtc::Ptx::from_src(text));
         }
     }
-    let ptx = compile_ptx(nz, arch, options)?;
+    let ptx = compile_ptx(nz, cc, options)?;
     if let Some(f) = file {
         let tmp = f.with_extension(format!("tmp{}", std::process::id()));
         let stored = f
@@ -744,6 +746,25 @@ pub fn cached_ptx_in(
         }
     }
     Ok(ptx)
+}
+
+/// Where a loaded module's machine code came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Built into the binary (build.rs), for this target.
+    Shipped(Target),
+    /// Compiled by NVRTC at run time (or read from the disk cache of an earlier compile) to PTX
+    /// for `compute_<cc>`.
+    Nvrtc(u32),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Shipped(t) => write!(f, "built in ({t})"),
+            Origin::Nvrtc(cc) => write!(f, "NVRTC (compute_{cc} PTX)"),
+        }
+    }
 }
 
 /// What one kernel module is built for: the number of vertical levels (a compile-time constant
@@ -786,18 +807,37 @@ pub struct Kernels {
     fns: Vec<CudaFunction>,
     /// Shared memory per block of the line kernels ([`thomas_smem_bytes`]; 0: none).
     line_smem: u32,
+    origin: Origin,
 }
 
 impl Kernels {
-    /// Compiles `build` with `tuning` and loads every kernel into `ctx`.
+    /// Loads every kernel of `build` under `tuning` into `ctx`, a GPU of compute capability
+    /// `major.minor`: the image built into the binary where there is one ([`shipped`]), else
+    /// compiled by NVRTC ([`cached_ptx`]).
     pub fn load(
         ctx: &Arc<CudaContext>,
         build: Build,
-        arch: &'static str,
+        (major, minor): (u32, u32),
         tuning: &Tuning,
     ) -> Result<Self> {
         let (_, line_smem) = thomas_smem_bytes(build.nz, build.storage, tuning.thomas_smem);
-        let ptx = cached_ptx(build.nz, arch, &build.options(tuning))?;
+        let options = build.options(tuning);
+        let (ptx, origin) = match shipped(build, &options, major, minor) {
+            Some(s) => (
+                match s.target {
+                    Target::Cubin(_) => cudarc::nvrtc::Ptx::from_binary(s.image()?),
+                    Target::Ptx(_) => cudarc::nvrtc::Ptx::from_src(
+                        String::from_utf8(s.image()?)
+                            .map_err(|_| backend_err("a built-in PTX image is not text"))?,
+                    ),
+                },
+                Origin::Shipped(s.target),
+            ),
+            None => {
+                let cc = major * 10 + minor;
+                (cached_ptx(build.nz, cc, &options)?, Origin::Nvrtc(cc))
+            }
+        };
         let module = ctx
             .load_module(ptx)
             .map_err(|e| backend_err(format!("loading the compiled kernels: {e}")))?;
@@ -809,7 +849,11 @@ impl Kernels {
                     .map_err(|e| backend_err(format!("kernel {} of {}: {e}", k.name(), k.source())))
             })
             .collect::<Result<Vec<_>>>()?;
-        let k = Self { fns, line_smem };
+        let k = Self {
+            fns,
+            line_smem,
+            origin,
+        };
         if line_smem > 0 {
             // Beyond 48 KiB a kernel must be allowed its dynamic shared memory.
             for &line in &Kernel::LINES {
@@ -829,6 +873,11 @@ impl Kernels {
         &self.fns[k as usize]
     }
 
+    /// Where the module's machine code came from.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
     /// Shared memory per block that the line kernels ([`Kernel::LINES`]) must be launched
     /// with (0: none).
     pub fn line_smem(&self) -> u32 {
@@ -836,37 +885,16 @@ impl Kernels {
     }
 }
 
-/// The NVRTC option of the kernel build with 32-bit offsets into fields
-/// ([`Tuning::narrow`], kernels/common.cuh).
-pub const NARROW_OPTION: &str = "-DIDX32";
-
-/// The NVRTC option of the build with orography's slant couplings ([`Build::slant`],
-/// kernels/common.cuh).
-pub const SLANT_OPTION: &str = "-DSLANT";
-
 /// The NVRTC options of `build` (its nz aside, which [`compile_ptx`] defines): `options`, and
-/// for fp32 storage `-DREAL=float --use_fast_math` (fp32 division and reciprocal to 2 ulp,
-/// denormals flushed: the preconditioner's Thomas chain of divisions was what bounded the fp32
-/// Smooth; the fp64 kernels are not affected by the flag; docs/PERFORMANCE.md).
-/// With 32-bit offsets also [`NARROW_OPTION`], with slant couplings [`SLANT_OPTION`].
-/// With `thomas_levels` > 0 also `-DTHOMAS_SMEM=<levels>` (the line kernels keep that many
-/// levels of each column's forward sweep in shared memory, [`thomas_smem_bytes`]).
+/// those of [`compile::options`] for its storage, offsets, slant couplings and `thomas_levels`.
 pub fn build_options(build: Build, thomas_levels: usize, options: &[String]) -> Vec<String> {
-    let mut all = options.to_vec();
-    if thomas_levels > 0 {
-        all.push(format!("-DTHOMAS_SMEM={thomas_levels}"));
-    }
-    if build.storage == Storage::F32 {
-        all.push("-DREAL=float".into());
-        all.push("--use_fast_math".into());
-    }
-    if build.narrow {
-        all.push(NARROW_OPTION.into());
-    }
-    if build.slant {
-        all.push(SLANT_OPTION.into());
-    }
-    all
+    compile::options(
+        build.storage == Storage::F32,
+        build.narrow,
+        build.slant,
+        thomas_levels,
+        options,
+    )
 }
 
 /// A backend error of the CUDA backend.

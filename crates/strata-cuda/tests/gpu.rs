@@ -1142,3 +1142,55 @@ fn coarse_cg_agrees_with_the_cpu() {
         }
     }
 }
+
+/// The kernels built into the binary (build.rs) and the kernels NVRTC compiles at run time give
+/// the same iterates bit for bit: the default solver (mixed precision: fp64 and fp32 builds,
+/// 64- and 32-bit offsets at 1024² × 64) on a backend that loads the shipped images and on one
+/// whose tuning asks for an extra define (so no shipped image fits and NVRTC compiles them).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn shipped_kernels_give_the_compiled_ones_iterates() {
+    use strata::backend::Fields;
+    use strata_cuda::kernels::{Origin, Tuning};
+    let p = ProblemParams {
+        n: 1024,
+        nz: 64,
+        ..Default::default()
+    };
+    let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(p.n));
+    let cfg = SolverConfig::default();
+    let shipped = gpu();
+    let compiled = CudaBackend::with_tuning(
+        0,
+        Tuning {
+            options: vec!["-DSTRATA_RUN_TIME_BUILD".into()],
+            ..Tuning::from_env()
+        },
+    )
+    .unwrap();
+    let a = strata::solve(&shipped, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+    let b = strata::solve(&compiled, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+    let origins = |g: &CudaBackend| {
+        g.kernel_origins()
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect::<Vec<_>>()
+    };
+    println!(
+        "shipped: {} ({} its), compiled: {} ({} its)",
+        shipped.name(),
+        a.info.iterations,
+        compiled.name(),
+        b.info.iterations
+    );
+    assert!(origins(&shipped).len() >= 2, "{:?}", origins(&shipped));
+    assert!(origins(&shipped)
+        .iter()
+        .all(|o| matches!(o, Origin::Shipped(_))));
+    assert!(origins(&compiled)
+        .iter()
+        .all(|o| matches!(o, Origin::Nvrtc(_))));
+    assert!(a.info.reason.converged());
+    assert_eq!(a.info.residuals, b.info.residuals);
+    assert!(a.u == b.u, "the answers differ");
+}

@@ -11,7 +11,8 @@ fn kernels_compile_for_ampere_and_hopper() {
         "libnvrtc.so.13 not found: run scripts/test (it installs the nvidia-cuda-nvrtc wheel and \
          sets LD_LIBRARY_PATH)"
     );
-    for arch in ["compute_80", "compute_90"] {
+    for cc in [80, 90] {
+        let arch = format!("compute_{cc}");
         // The paper's nz, an odd nz that leaves a partial checkpoint chunk, and the smallest;
         // fields in fp64 and in fp32 (the multigrid of a mixed-precision solve); 64-bit and
         // 32-bit offsets (the build of small levels); the line kernels with the forward sweep
@@ -35,7 +36,7 @@ fn kernels_compile_for_ampere_and_hopper() {
                 narrow,
                 slant,
             };
-            let ptx = compile_ptx(nz, arch, &build_options(build, smem, &[]))
+            let ptx = compile_ptx(nz, cc, &build_options(build, smem, &[]))
                 .unwrap_or_else(|e| panic!("{arch}, {build:?}, smem {smem}: {e}"))
                 .to_src();
             let target = arch.replace("compute", "sm");
@@ -60,7 +61,7 @@ fn compile_errors_carry_the_nvrtc_log() {
         "libnvrtc.so.13 not found: run scripts/test"
     );
     // nz = 1 trips the kernels' own #error, which must reach the caller.
-    let e = compile_ptx(1, "compute_90", &[]).unwrap_err().to_string();
+    let e = compile_ptx(1, 90, &[]).unwrap_err().to_string();
     assert!(
         e.contains("NVRTC failed") && e.contains("NZ must be at least 2"),
         "{e}"
@@ -74,18 +75,91 @@ fn compiled_kernels_are_cached_on_disk() {
     use strata_cuda::kernels::cached_ptx_in;
     let dir = std::env::temp_dir().join(format!("strata-ptx-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let first = cached_ptx_in(Some(&dir), 16, "compute_90", &[])
-        .unwrap()
-        .to_src();
+    let first = cached_ptx_in(Some(&dir), 16, 90, &[]).unwrap().to_src();
     let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert_eq!(files.len(), 1, "one cache file");
     let t = std::time::Instant::now();
-    let second = cached_ptx_in(Some(&dir), 16, "compute_90", &[])
-        .unwrap()
-        .to_src();
+    let second = cached_ptx_in(Some(&dir), 16, 90, &[]).unwrap().to_src();
     println!("cached load: {:?}", t.elapsed());
     assert_eq!(first, second);
-    cached_ptx_in(Some(&dir), 17, "compute_90", &[]).unwrap();
+    cached_ptx_in(Some(&dir), 17, 90, &[]).unwrap();
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The build ships kernels for every build a solve with the default nz takes (the test command
+/// builds with NVRTC on the loader path), each target loads on the GPUs it should and on no
+/// other, and a shipped cubin is byte for byte what NVRTC gives at run time for that build.
+#[test]
+fn kernels_are_shipped_built_for_the_default_builds() {
+    use strata_cuda::compile::Target;
+    use strata_cuda::kernels::{compile_image, shipped, Tuning, SHIPPED, SHIPPED_NOTE, SHIPPED_NZ};
+    assert!(
+        SHIPPED_NZ.contains(&128) && SHIPPED_NZ.contains(&64),
+        "no kernels built in ({SHIPPED_NOTE}): build with libnvrtc.so.13 on LD_LIBRARY_PATH"
+    );
+    let tuning = Tuning::default();
+    for &nz in SHIPPED_NZ {
+        for storage in [Storage::F64, Storage::F32] {
+            for narrow in [false, true] {
+                let build = Build {
+                    nz,
+                    storage,
+                    narrow,
+                    slant: false,
+                };
+                let opts = build.options(&tuning);
+                let target = |major, minor| shipped(build, &opts, major, minor).map(|s| s.target);
+                assert_eq!(target(9, 0), Some(Target::Cubin(90)), "{build:?}");
+                assert_eq!(target(8, 0), Some(Target::Cubin(80)), "{build:?}");
+                assert_eq!(target(8, 9), Some(Target::Cubin(80)), "{build:?}");
+                assert_eq!(target(10, 0), Some(Target::Ptx(90)), "{build:?}");
+                assert_eq!(target(12, 0), Some(Target::Ptx(90)), "{build:?}");
+                // Older GPUs, other options, the slant build: compiled at run time.
+                assert_eq!(target(7, 5), None, "{build:?}");
+                let mut other = opts.clone();
+                other.push("-DKCH=8".into());
+                assert!(shipped(build, &other, 9, 0).is_none());
+                let slant = Build {
+                    slant: true,
+                    ..build
+                };
+                assert!(shipped(slant, &slant.options(&tuning), 9, 0).is_none());
+            }
+        }
+    }
+    assert!(shipped(Build::f64(37), &[], 9, 0).is_none());
+    // Every image unpacks to a cubin (ELF) or PTX naming every kernel.
+    for s in SHIPPED {
+        let image = s.image().unwrap();
+        match s.target {
+            Target::Cubin(_) => assert_eq!(&image[..4], b"\x7fELF", "{s:?}"),
+            Target::Ptx(cc) => {
+                let text = String::from_utf8(image.clone()).unwrap();
+                assert!(text.contains(&format!(".target sm_{cc}")));
+            }
+        }
+        for name in Kernel::ALL.map(Kernel::name) {
+            assert!(
+                image.windows(name.len()).any(|w| w == name.as_bytes()),
+                "{:?} nz {}: no kernel {name}",
+                s.target,
+                s.nz
+            );
+        }
+    }
+    // The same build compiled now is the shipped image, bit for bit.
+    let build = Build {
+        nz: 128,
+        storage: Storage::F32,
+        narrow: true,
+        slant: false,
+    };
+    let opts = build.options(&tuning);
+    let s = shipped(build, &opts, 9, 0).unwrap();
+    let now = compile_image(128, Target::Cubin(90), &opts).unwrap();
+    assert!(
+        now == s.image().unwrap(),
+        "the shipped sm_90 cubin differs from NVRTC's"
+    );
 }

@@ -34,6 +34,8 @@ pub fn report(
     }
     let summary = Summary::new(p, cfg, sol);
     print!("{}", summary.table());
+    // Named again after the solve: a GPU backend's name then says where its kernels came from.
+    println!("  {:<17} {backend}", "backend");
     if let Some(part) = sol.info.incompatible {
         println!(
             "singular problem: the right-hand side's component along the constants was {part:.3e} \

@@ -1,7 +1,7 @@
 //! [`CudaBackend`]: the kernels of `strata::backend::Backend` on an NVIDIA GPU, one file per
 //! concept, mirroring kernels/*.cu and the CPU backend: vector, stencil, lines, transfer.
 
-use crate::kernels::{arch_for, backend_err, Build, Kernel as K, Kernels, Tuning, BLOCK_THREADS};
+use crate::kernels::{backend_err, Build, Kernel as K, Kernels, Origin, Tuning, BLOCK_THREADS};
 use crate::layout::{self, DeviceLayout};
 use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -254,7 +254,8 @@ pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     name: String,
-    arch: &'static str,
+    /// The device's compute capability (major, minor).
+    cc: (u32, u32),
     modules: Mutex<HashMap<Build, Arc<Kernels>>>,
     reduce: Mutex<Reduce>,
     pinned: Pinned,
@@ -291,9 +292,6 @@ pub fn unavailable_reason() -> Option<String> {
     // SAFETY: only tries to dlopen the libraries; no symbol is called.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Some("the CUDA driver library (libcuda.so) was not found".into());
-    }
-    if !crate::kernels::nvrtc_available() {
-        return Some("the NVRTC library (libnvrtc.so.13) was not found".into());
     }
     match CudaContext::device_count() {
         Ok(0) => Some("no CUDA device was found".into()),
@@ -340,7 +338,7 @@ impl CudaBackend {
             ctx,
             stream,
             name,
-            arch: arch_for(major, minor),
+            cc: (major as u32, minor as u32),
             modules: Mutex::new(HashMap::new()),
             reduce: Mutex::new(reduce),
             pinned: Pinned::default(),
@@ -435,13 +433,21 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// Where the machine code of each kernel module loaded so far came from, by build.
+    pub fn kernel_origins(&self) -> Vec<(Build, Origin)> {
+        let m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<_> = m.iter().map(|(b, k)| (*b, k.origin())).collect();
+        v.sort_by_key(|(b, _)| (b.nz, b.storage.bytes(), b.narrow, b.slant));
+        v
+    }
+
     /// The kernels of `build`, loaded on first use.
     fn kernels(&self, build: Build) -> Result<Arc<Kernels>> {
         let mut m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(k) = m.get(&build) {
             return Ok(k.clone());
         }
-        let k = Arc::new(Kernels::load(&self.ctx, build, self.arch, &self.tuning)?);
+        let k = Arc::new(Kernels::load(&self.ctx, build, self.cc, &self.tuning)?);
         m.insert(build, k.clone());
         Ok(k)
     }
@@ -695,7 +701,19 @@ impl Fields for CudaBackend {
     type LevelOp = CudaLevel;
 
     fn name(&self) -> String {
-        self.name.clone()
+        // Once kernels are loaded, where they came from (built in, or compiled at run time).
+        let mut origins: Vec<String> = self
+            .kernel_origins()
+            .into_iter()
+            .map(|(_, o)| o.to_string())
+            .collect();
+        origins.sort();
+        origins.dedup();
+        if origins.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}, kernels {}", self.name, origins.join(" and "))
+        }
     }
 
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {

@@ -1,0 +1,170 @@
+//! Compiles the CUDA kernels at build time, where NVRTC can be loaded (libnvrtc.so.13 on the
+//! loader path: the test command installs the `nvidia-cuda-nvrtc` wheel and sets
+//! LD_LIBRARY_PATH), so that a solver's first creation on a fresh machine loads machine code
+//! instead of compiling for seconds: cubins for sm_80 and sm_90 and PTX (compute_90) for newer
+//! GPUs, for every build a solve with `nz` levels takes by default — fp64 and fp32 fields, 64-
+//! and 32-bit offsets — for each `nz` of `STRATA_CUDA_SHIPPED_NZ` (comma-separated; default
+//! 64,128; empty: none). Without NVRTC it says so (a cargo warning) and ships none: the kernels
+//! are then compiled at run time, as for other nz, tuning options and architectures.
+//! Writes `$OUT_DIR/shipped.rs` (the table src/kernels.rs includes) and the images beside it,
+//! deflate-compressed (27 MB of images for the default nz become 6 MB).
+
+#[path = "src/compile.rs"]
+#[allow(dead_code)]
+mod compile;
+
+use compile::Target;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The targets every build is compiled to.
+const TARGETS: [Target; 3] = [Target::Cubin(80), Target::Cubin(90), Target::Ptx(90)];
+
+/// Default of `STRATA_CUDA_SHIPPED_NZ`.
+const DEFAULT_NZ: &str = "64,128";
+
+/// One image to compile: nz, fp32, 32-bit offsets, target.
+type Job = (usize, bool, bool, Target);
+
+fn main() {
+    println!("cargo:rerun-if-changed=kernels");
+    println!("cargo:rerun-if-changed=src/compile.rs");
+    println!("cargo:rerun-if-env-changed=STRATA_CUDA_SHIPPED_NZ");
+    println!("cargo:rerun-if-env-changed=LD_LIBRARY_PATH");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let nz_list = std::env::var("STRATA_CUDA_SHIPPED_NZ").unwrap_or_else(|_| DEFAULT_NZ.into());
+    let nzs: Vec<usize> = nz_list
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| match t.parse::<usize>() {
+            Ok(nz) if nz >= 2 => nz,
+            _ => panic!("STRATA_CUDA_SHIPPED_NZ: `{t}` is not a number of levels (2 or more)"),
+        })
+        .collect();
+    let jobs: Vec<Job> = nzs
+        .iter()
+        .flat_map(|&nz| {
+            [(false, false), (false, true), (true, false), (true, true)]
+                .into_iter()
+                .flat_map(move |(single, narrow)| TARGETS.map(|t| (nz, single, narrow, t)))
+        })
+        .collect();
+    // SAFETY: only tries to dlopen the library; no symbol is called.
+    let nvrtc = unsafe { cudarc::nvrtc::sys::is_culib_present() };
+    let (images, note) = if jobs.is_empty() {
+        (
+            Vec::new(),
+            "none: STRATA_CUDA_SHIPPED_NZ is empty".to_string(),
+        )
+    } else if !nvrtc {
+        println!(
+            "cargo:warning=strata-cuda: NVRTC (libnvrtc.so.13) was not found at build time, so \
+             no CUDA kernels are built into this binary: they will be compiled at run time \
+             (seconds at a solver's first creation on each machine). Put the lib directory of \
+             CUDA 13 or of the nvidia-cuda-nvrtc wheel on LD_LIBRARY_PATH to ship them built."
+        );
+        (
+            Vec::new(),
+            "none: NVRTC was not found when this binary was built".to_string(),
+        )
+    } else {
+        let images = compile_all(&jobs, &out);
+        let note = format!(
+            "nz {} for {}",
+            nzs.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            TARGETS
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        (images, note)
+    };
+    let table = table(&images, &nzs, &note);
+    std::fs::write(out.join("shipped.rs"), table).expect("writing shipped.rs into OUT_DIR");
+}
+
+/// Compiles every job, on as many threads as cargo allows, into files in `out`; the images in
+/// job order with their file names.
+fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
+    let threads = std::env::var("NUM_JOBS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, jobs.len());
+    let next = AtomicUsize::new(0);
+    let done = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&job) = jobs.get(i) else { break };
+                let (nz, single, narrow, target) = job;
+                let bytes = if single { 4 } else { 8 };
+                let (levels, _) = compile::thomas_levels(nz, bytes, compile::THOMAS_SMEM);
+                let options = compile::options(single, narrow, false, levels, &[]);
+                let image = compile::compile(nz, target, &options).unwrap_or_else(|log| {
+                    panic!("strata-cuda: the kernels do not compile (nz {nz}, {target}): {log}")
+                });
+                let name = format!(
+                    "kernels-nz{nz}-{}{}.{}",
+                    if single { "f32" } else { "f64" },
+                    if narrow { "-idx32" } else { "" },
+                    match target {
+                        Target::Ptx(cc) => format!("compute_{cc}.ptx"),
+                        Target::Cubin(cc) => format!("sm_{cc}.cubin"),
+                    }
+                );
+                let path = out.join(format!("{name}.deflate"));
+                let packed = miniz_oxide::deflate::compress_to_vec(&image, 9);
+                std::fs::write(&path, packed).expect("writing a kernel image into OUT_DIR");
+                done.lock()
+                    .expect("no thread panicked holding it")
+                    .push((i, options, path));
+            });
+        }
+    });
+    let mut done = done.into_inner().expect("no thread panicked holding it");
+    done.sort_by_key(|(i, _, _)| *i);
+    done.into_iter()
+        .map(|(i, options, path)| (jobs[i], options, path))
+        .collect()
+}
+
+/// The Rust source of the table: `SHIPPED`, `SHIPPED_NZ`, `SHIPPED_NOTE`.
+fn table(images: &[(Job, Vec<String>, PathBuf)], nzs: &[usize], note: &str) -> String {
+    let mut t = String::new();
+    t.push_str("// Generated by build.rs.\n");
+    let _ = writeln!(
+        t,
+        "/// The levels per column of the built-in kernels (none when NVRTC was missing at build \
+         time).\npub const SHIPPED_NZ: &[usize] = &{:?};",
+        if images.is_empty() { &[][..] } else { nzs }
+    );
+    let _ = writeln!(
+        t,
+        "/// What kernels this binary has built in, in words.\npub const SHIPPED_NOTE: &str = \
+         {note:?};"
+    );
+    t.push_str("/// The built-in kernel images.\npub static SHIPPED: &[super::Shipped] = &[\n");
+    for ((nz, single, narrow, target), options, path) in images {
+        let target = match target {
+            Target::Ptx(cc) => format!("crate::compile::Target::Ptx({cc})"),
+            Target::Cubin(cc) => format!("crate::compile::Target::Cubin({cc})"),
+        };
+        let _ = writeln!(
+            t,
+            "    super::Shipped {{ target: {target}, nz: {nz}, single: {single}, narrow: \
+             {narrow}, slant: false, options: &{options:?}, packed: include_bytes!({:?}) }},",
+            path.display().to_string()
+        );
+    }
+    t.push_str("];\n");
+    t
+}
