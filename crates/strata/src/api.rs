@@ -420,22 +420,30 @@ pub(crate) fn check_tiles<B: Backend>(
 /// Refuses, before any solve, a right-hand side with a value that is not finite (naming its
 /// index) or whose norm (the square root of a sum of squares) overflows.
 fn check_rhs(rhs: &[f64]) -> Result<()> {
-    if let Some(at) = rhs.iter().position(|v| !v.is_finite()) {
+    use rayon::prelude::*;
+    // One pass on all cores (it reads the whole right-hand side: 8 GB at 1e9 unknowns): the sum
+    // of squares, in any order, only has to be finite, and a value that is not finite makes it
+    // so (its first index is then looked for).
+    let squares: f64 = rhs
+        .par_chunks(1 << 16)
+        .map(|c| c.iter().map(|v| v * v).sum::<f64>())
+        .sum();
+    if squares.is_finite() {
+        return Ok(());
+    }
+    if let Some(at) = rhs.par_iter().position_first(|v| !v.is_finite()) {
         return invalid(
             "rhs",
             format!("holds {} at index {at}: nothing was solved", rhs[at]),
         );
     }
-    if !rhs.iter().map(|v| v * v).sum::<f64>().is_finite() {
-        let largest = rhs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        return invalid(
-            "rhs",
-            format!(
-                "has values up to {largest:e}, whose squares overflow its norm: scale the problem; nothing was solved"
-            ),
-        );
-    }
-    Ok(())
+    let largest = rhs.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    invalid(
+        "rhs",
+        format!(
+            "has values up to {largest:e}, whose squares overflow its norm: scale the problem; nothing was solved"
+        ),
+    )
 }
 
 /// The solve of the levels' problem; `volumes`: the fine cells' volumes where the problem is
