@@ -92,6 +92,10 @@ struct SolverRow {
     solver: &'static str,
     summary: Summary,
     useful_fraction: f64,
+    /// Kernels run and host launches per iteration, where the backend counts them
+    /// ([`strata::backend::Fields::launches`]): the difference between solves of its + 2 and
+    /// its iterations, halved (no set-up, no first-cycle capture).
+    launches_per_iteration: Option<(f64, f64)>,
 }
 
 #[derive(Serialize)]
@@ -293,12 +297,28 @@ impl BackendTask for Task {
                             }
                         }
                     }
+                    // Launches per iteration in the steady state (backends that count them).
+                    let fixed = |its: usize| -> CliResult<Option<strata::backend::Launches>> {
+                        let before = backend.launches();
+                        let c = cfg.clone().with_max_it(its).with_fixed_iterations(true);
+                        strata::solve(backend, &p, &c, &rhs, &mut |_, _| {})?;
+                        Ok(before.zip(backend.launches()).map(|(a, b)| b - a))
+                    };
+                    let its = best.info.iterations.max(1);
+                    let launches_per_iteration = match (fixed(its)?, fixed(its + 2)?) {
+                        (Some(a), Some(b)) => Some((
+                            (b.kernels as f64 - a.kernels as f64) / 2.0,
+                            (b.host as f64 - a.host as f64) / 2.0,
+                        )),
+                        _ => None,
+                    };
                     report.solvers.push(SolverRow {
                         n,
                         operator: operator.clone(),
                         solver: kind.name(),
                         summary,
                         useful_fraction: frac,
+                        launches_per_iteration,
                     });
                     if let Some(b) = &bar {
                         b.inc(1);
@@ -394,7 +414,7 @@ fn tables(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>9} {:>6} {:>5} {:>10} {:>10} {:>11} {:>8} {:>11} {:>8} {:>8}",
+        "{:>6} {:>9} {:>6} {:>5} {:>10} {:>10} {:>11} {:>8} {:>11} {:>8} {:>8} {:>10} {:>11}",
         "n",
         "operator",
         "solver",
@@ -405,7 +425,9 @@ fn tables(r: &BenchReport) -> String {
         "GFLOP/s",
         "useful GB/s",
         "useful%",
-        "vs model"
+        "vs model",
+        "kernels/it",
+        "launches/it"
     );
     for v in &r.solvers {
         let m = &v.summary;
@@ -417,7 +439,7 @@ fn tables(r: &BenchReport) -> String {
             .map(|w| m.solve_seconds / w.summary.solve_seconds);
         let _ = writeln!(
             s,
-            "{:>6} {:>9} {:>6} {:>5} {:>10.3} {:>10.4} {:>11.4} {:>8.2} {:>11.2} {:>7.1}% {:>7.2}x",
+            "{:>6} {:>9} {:>6} {:>5} {:>10.3} {:>10.4} {:>11.4} {:>8.2} {:>11.2} {:>7.1}% {:>7.2}x {:>10} {:>11}",
             v.n,
             v.operator,
             v.solver,
@@ -428,7 +450,11 @@ fn tables(r: &BenchReport) -> String {
             m.gflops,
             m.useful_gbs,
             100.0 * v.useful_fraction,
-            model.unwrap_or(f64::NAN)
+            model.unwrap_or(f64::NAN),
+            v.launches_per_iteration
+                .map_or("-".into(), |(k, _)| format!("{k:.1}")),
+            v.launches_per_iteration
+                .map_or("-".into(), |(_, h)| format!("{h:.1}"))
         );
     }
     s

@@ -1194,3 +1194,44 @@ fn shipped_kernels_give_the_compiled_ones_iterates() {
     assert_eq!(a.info.residuals, b.info.residuals);
     assert!(a.u == b.u, "the answers differ");
 }
+
+/// The launch counts: every kernel launched directly is one host launch; a replayed V-cycle is
+/// one host launch of all its kernels, so with graphs an mg-cg iteration makes fewer host
+/// launches than it runs kernels, and runs as many kernels as without graphs.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn launch_counts_see_replayed_cycles_as_one_launch() {
+    use strata::backend::Fields;
+    use strata_cuda::kernels::Tuning;
+    let p = ProblemParams {
+        n: 64,
+        nz: 32,
+        ..Default::default()
+    };
+    let rhs = build_rhs(&p, RhsKind::Random, 5, &Block::whole(p.n));
+    let per_iteration = |graphs: bool| {
+        let g = CudaBackend::with_tuning(
+            0,
+            Tuning {
+                graphs,
+                ..Tuning::from_env()
+            },
+        )
+        .unwrap();
+        let run = |its: usize| {
+            let before = g.launches().unwrap();
+            let cfg = SolverConfig::new(SolverKind::MgCg)
+                .with_max_it(its)
+                .with_fixed_iterations(true);
+            strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            g.launches().unwrap() - before
+        };
+        let (a, b) = (run(3), run(5));
+        ((b.kernels - a.kernels) / 2, (b.host - a.host) / 2)
+    };
+    let (graphed, direct) = (per_iteration(true), per_iteration(false));
+    println!("mg-cg per iteration: graphs {graphed:?}, direct {direct:?} (kernels, host launches)");
+    assert_eq!(direct.0, direct.1);
+    assert_eq!(graphed.0, direct.0);
+    assert!(graphed.1 + 10 < graphed.0, "{graphed:?}");
+}

@@ -203,7 +203,7 @@ impl CudaBackend {
                 let rows = (l.ny as usize - j0).min(65535);
                 let h = a.ptr + j0 as u64 * row;
                 let j0i = j0 as i32;
-                let mut b = self.base().launch_builder(op.k.get(kernel));
+                let mut b = self.builder(self.base(), op.k.get(kernel));
                 b.arg(&l).arg(&j0i);
                 if into_field {
                     b.arg(&h).arg(&field);
@@ -229,7 +229,7 @@ impl CudaBackend {
                 "of more than 65535 rows or levels in a non-k-fastest order is not supported",
             ));
         }
-        let mut b = self.base().launch_builder(op.k.get(kernel));
+        let mut b = self.builder(self.base(), op.k.get(kernel));
         b.arg(&l);
         if into_field {
             b.arg(&a.ptr).arg(&si).arg(&sj).arg(&sk).arg(&field);

@@ -12,8 +12,8 @@ use super::*;
 use cudarc::driver::{sys, CudaGraph};
 use strata::backend::Recording;
 
-/// A captured body, ready to launch.
-struct Graph(CudaGraph);
+/// A captured body, ready to launch, and how many kernels it holds.
+struct Graph(CudaGraph, u64);
 
 // SAFETY: a CUDA graph exec may be launched from any thread of the process (cudarc binds the
 // context first). The driver asks that no two threads use one graph at once: this private type
@@ -36,16 +36,16 @@ impl CudaBackend {
             return body().map(|()| true);
         }
         if let Some(g) = rec.get::<Graph>(key) {
-            return self.launch_graph(&g.0).map(|()| false);
+            return self.launch_graph(&g.0, g.1).map(|()| false);
         }
         if rec.is_full() {
             // More arrangements than the recording keeps: this one runs directly.
             return body().map(|()| true);
         }
         match self.capture(body) {
-            Ok(g) => {
-                self.launch_graph(&g)?;
-                rec.insert(key, Graph(g));
+            Ok((g, kernels)) => {
+                self.launch_graph(&g, kernels)?;
+                rec.insert(key, Graph(g, kernels));
             }
             Err(why) => {
                 rec.refuse(why);
@@ -56,11 +56,12 @@ impl CudaBackend {
         Ok(true)
     }
 
-    /// Captures `body` into a graph, or says why it could not be captured.
+    /// Captures `body` into a graph (with the number of kernels it queued), or says why it
+    /// could not be captured.
     fn capture(
         &self,
         body: &mut dyn FnMut() -> Result<()>,
-    ) -> std::result::Result<CudaGraph, String> {
+    ) -> std::result::Result<(CudaGraph, u64), String> {
         let cap = match self.capture.get() {
             Some(c) => c.clone(),
             None => {
@@ -73,22 +74,26 @@ impl CudaBackend {
         self.tile_streams().map_err(|e| e.to_string())?;
         cap.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .map_err(|e| e.to_string())?;
+        self.counts[2].store(0, Ordering::Relaxed);
         self.capturing.store(true, Ordering::Relaxed);
         let ran = body();
         self.capturing.store(false, Ordering::Relaxed);
+        let kernels = self.counts[2].load(Ordering::Relaxed);
         // Ends the capture whatever happened in the body.
         let graph = cap.end_capture(sys::CUgraphInstantiate_flags(0));
         ran.map_err(|e| format!("the body failed while captured: {e}"))?;
         match graph {
-            Ok(Some(g)) => Ok(g),
+            Ok(Some(g)) => Ok((g, kernels)),
             Ok(None) => Err("the body queued no work".into()),
             Err(e) => Err(format!("capture failed: {e}")),
         }
     }
 
-    /// Launches `g` on the backend's stream.
-    fn launch_graph(&self, g: &CudaGraph) -> Result<()> {
+    /// Launches `g`, of `kernels` kernels, on the backend's stream (counted: one host launch).
+    fn launch_graph(&self, g: &CudaGraph, kernels: u64) -> Result<()> {
         cu(self.ctx.bind_to_thread())?;
+        self.counts[0].fetch_add(kernels, Ordering::Relaxed);
+        self.counts[1].fetch_add(1, Ordering::Relaxed);
         // SAFETY: `g` is a live graph exec of this context; the fields its kernels touch are
         // those of its key, which the caller holds for the call (the recording's contract).
         cu(unsafe {

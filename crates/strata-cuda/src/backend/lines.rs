@@ -82,7 +82,7 @@ impl LineKernels for CudaBackend {
             }
         };
         let sym = sym_flag(op);
-        let mut l = self.launch_stream().launch_builder(op.k.get(kernel));
+        let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
         l.arg(&op.layout);
         push_operator(&mut l, op, &sym);
         if op.cells.is_some() {
@@ -124,7 +124,7 @@ impl LineKernels for CudaBackend {
             ),
         };
         let sym = sym_flag(coarse);
-        let mut b = self.launch_stream().launch_builder(coarse.k.get(kernel));
+        let mut b = self.builder(self.launch_stream(), coarse.k.get(kernel));
         b.arg(&fine.layout).arg(&coarse.layout);
         push_operator(&mut b, coarse, &sym);
         b.arg(&r_fine.data)
@@ -166,11 +166,14 @@ impl LineKernels for CudaBackend {
         // (kernels/stencil.cu, RESTRICT_CHILD): 4 nx threads in x (blocks at least 8 wide).
         let cfg = column_config(4 * nx, ny, self.tuning.block_x).0;
         let sym = sym_flag(fine);
-        let mut b = self.launch_stream().launch_builder(fine.k.get(op_kernel(
-            fine,
-            K::ResidualRestrict,
-            K::ResidualRestrictCells,
-        )));
+        let mut b = self.builder(
+            self.launch_stream(),
+            fine.k.get(op_kernel(
+                fine,
+                K::ResidualRestrict,
+                K::ResidualRestrictCells,
+            )),
+        );
         b.arg(&fine.layout);
         push_operator(&mut b, fine, &sym);
         if fine.cells.is_some() {

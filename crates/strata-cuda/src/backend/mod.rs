@@ -7,7 +7,7 @@ use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 use strata::backend::{face_len, Fields, Side};
@@ -20,7 +20,7 @@ use strata::{Result, StrataError};
 /// level's layout first).
 macro_rules! launch_columns {
     ($self:ident, $op:expr, $kernel:expr; $($arg:expr),* $(,)?) => {{
-        let mut b = $self.launch_stream().launch_builder($op.k.get($kernel));
+        let mut b = $self.builder($self.launch_stream(), $op.k.get($kernel));
         b.arg(&$op.layout);
         $( b.arg($arg); )*
         // SAFETY: every field argument was checked to have this level's layout, and the column
@@ -55,7 +55,7 @@ macro_rules! launch_op {
     (@go $self:ident, $op:expr, $model:expr, $cells:expr, $cross:expr, $cell_cross:expr, $cfg:expr; $($arg:expr),*) => {{
         let op = $op;
         let sym = sym_flag(op);
-        let mut b = $self.launch_stream().launch_builder(op.k.get(op_kernel(op, $model, $cells)));
+        let mut b = $self.builder($self.launch_stream(), op.k.get(op_kernel(op, $model, $cells)));
         b.arg(&op.layout);
         push_operator(&mut b, op, &sym);
         if $cross || ($cell_cross && op.cells.is_some()) {
@@ -273,6 +273,9 @@ pub struct CudaBackend {
     capture: OnceLock<Arc<CudaStream>>,
     /// Whether a recording is under way (every launch then goes to `capture`).
     capturing: AtomicBool,
+    /// Kernels run, host launches made ([`Fields::launches`]), and kernels queued into the
+    /// recording being captured.
+    counts: [AtomicU64; 3],
     /// One slot, never read: what the Krylov kernels get for their scalars when every
     /// coefficient is a value (slot index −1).
     no_slots: CudaSlice<f64>,
@@ -348,6 +351,7 @@ impl CudaBackend {
             tile_now: AtomicUsize::new(0),
             capture: OnceLock::new(),
             capturing: AtomicBool::new(false),
+            counts: Default::default(),
             no_slots,
         })
     }
@@ -368,6 +372,22 @@ impl CudaBackend {
     /// [`Fields::replay`] body is being recorded, the capture stream (the legacy default
     /// stream, which the backend runs on so that callers' arrays written on it are ordered
     /// with its kernels, cannot be captured).
+    /// A launch of kernel `f` on `stream`, counted ([`Fields::launches`]): while a recording
+    /// is captured, as one of its kernels; otherwise as a kernel run and a host launch.
+    fn builder<'a>(
+        &self,
+        stream: &'a Arc<CudaStream>,
+        f: &'a cudarc::driver::CudaFunction,
+    ) -> cudarc::driver::LaunchArgs<'a> {
+        if self.capturing.load(Ordering::Relaxed) {
+            self.counts[2].fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.counts[0].fetch_add(1, Ordering::Relaxed);
+            self.counts[1].fetch_add(1, Ordering::Relaxed);
+        }
+        stream.launch_builder(f)
+    }
+
     fn base(&self) -> &Arc<CudaStream> {
         match (self.capturing.load(Ordering::Relaxed), self.capture.get()) {
             (true, Some(c)) => c,
@@ -560,7 +580,7 @@ impl CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.base().launch_builder(op.k.get(K::Reduce));
+        let mut b = self.builder(self.base(), op.k.get(K::Reduce));
         b.arg(partials).arg(&nb).arg(&nc).arg(dst);
         // SAFETY: partials holds at least blocks × ncomp values (sized in prepare_level for the
         // level's largest launch), dst ncomp values (sliced by the callers).
@@ -613,7 +633,7 @@ impl CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.base().launch_builder(op.k.get(kernel));
+        let mut b = self.builder(self.base(), op.k.get(kernel));
         b.arg(&op.layout).arg(&s).arg(&count).arg(&src).arg(&dst);
         // SAFETY: `src` and `dst` are the device addresses of a live field of this level and a
         // buffer of count × nz values (checked by the callers, who hold them borrowed for the
@@ -714,6 +734,13 @@ impl Fields for CudaBackend {
         } else {
             format!("{}, kernels {}", self.name, origins.join(" and "))
         }
+    }
+
+    fn launches(&self) -> Option<strata::backend::Launches> {
+        Some(strata::backend::Launches {
+            kernels: self.counts[0].load(Ordering::Relaxed),
+            host: self.counts[1].load(Ordering::Relaxed),
+        })
     }
 
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
@@ -939,7 +966,7 @@ impl Probes for CudaBackend {
         };
         let (n, a) = (len as i64, 1e-3f64);
         let best = self.best_time(repeats, || {
-            let mut b = self.stream.launch_builder(k.get(K::Update));
+            let mut b = self.builder(&self.stream, k.get(K::Update));
             b.arg(&n).arg(&a).arg(&x).arg(&mut y);
             // SAFETY: x and y hold n values; the grid-stride loop stays below n.
             cu(unsafe { b.launch(cfg) }).map(|_| ())

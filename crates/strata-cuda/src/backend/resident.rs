@@ -192,7 +192,7 @@ impl CudaBackend {
                 let harmonic = if m < 4 { harmonic } else { 0 };
                 self.check_free(nc * nc * nz, 8)?;
                 let mut c = cu(self.stream.alloc_zeros::<f64>(nc * nc * nz))?;
-                let mut b = self.stream.launch_builder(k.get(K::CoefCoarsen));
+                let mut b = self.builder(&self.stream, k.get(K::CoefCoarsen));
                 // The coarse field keeps the fine one's fastest index (k or x).
                 let kfast = s.k_fastest();
                 let (nci, nzi, harm, kf) = (nc as i32, nz as i32, harmonic, kfast as i32);
@@ -246,7 +246,7 @@ impl CudaBackend {
             Sign::NonNegative => 2,
         };
         let (ni, nzi, kf) = (n as i32, nz as i32, kfast as i32);
-        let mut b = self.stream.launch_builder(k.get(K::CoefCheck));
+        let mut b = self.builder(&self.stream, k.get(K::CoefCheck));
         b.arg(&ni)
             .arg(&nzi)
             .arg(&s)
@@ -409,7 +409,7 @@ fn fill_entries(
      -> Result<()> {
         let null = 0u64;
         let adv = f.advection as i32;
-        let mut b = stream.launch_builder(k.get(K::CellEntries));
+        let mut b = backend.builder(stream, k.get(K::CellEntries));
         b.arg(&l);
         for src in &f.src {
             b.arg(src);

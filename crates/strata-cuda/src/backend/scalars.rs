@@ -109,7 +109,7 @@ impl ScalarKernels for CudaBackend {
             block_dim: (1, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.base().launch_builder(k.get(K::ScalarOps));
+        let mut b = self.builder(self.base(), k.get(K::ScalarOps));
         b.arg(s).arg(&desc);
         // SAFETY: every slot index was checked against the slots' length above.
         cu(unsafe { b.launch(cfg) }).map(|_| ())

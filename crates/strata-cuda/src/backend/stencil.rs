@@ -128,9 +128,7 @@ impl StencilKernels for CudaBackend {
         self.check(coarse, &[u_coarse])?;
         self.check(fine, &[u_fine])?;
         check_twice(fine, coarse, "prolongate")?;
-        let mut b = self
-            .launch_stream()
-            .launch_builder(fine.k.get(K::Prolongate));
+        let mut b = self.builder(self.launch_stream(), fine.k.get(K::Prolongate));
         b.arg(&coarse.layout)
             .arg(&fine.layout)
             .arg(&coarse.phys)
@@ -169,9 +167,7 @@ impl StencilKernels for CudaBackend {
             block_dim: (128, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self
-            .launch_stream()
-            .launch_builder(fine.k.get(K::ProlongateFaces));
+        let mut b = self.builder(self.launch_stream(), fine.k.get(K::ProlongateFaces));
         b.arg(&coarse.layout)
             .arg(&fine.layout)
             .arg(&coarse.phys)

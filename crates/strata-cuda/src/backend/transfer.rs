@@ -22,7 +22,7 @@ impl TransferKernels for CudaBackend {
             );
             cu(self.base().memcpy_htod(&*buf.slice_mut(), &mut staging))?;
             cu(buf.used(self.base()))?;
-            let mut b = self.base().launch_builder(op.k.get(K::ToDevice));
+            let mut b = self.builder(self.base(), op.k.get(K::ToDevice));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&staging).arg(&mut x.data);
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
@@ -50,7 +50,7 @@ impl TransferKernels for CudaBackend {
         };
         for (c, &j0) in chunks.iter().enumerate() {
             let n = rows.min(l.ny as usize - j0);
-            let mut b = self.base().launch_builder(op.k.get(K::ToHost));
+            let mut b = self.builder(self.base(), op.k.get(K::ToHost));
             let j0i = j0 as i32;
             b.arg(&l).arg(&j0i).arg(&x.data).arg(&mut staging);
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
@@ -95,7 +95,7 @@ impl TransferKernels for CudaBackend {
             shared_mem_bytes: 0,
         };
         let n = n as i64;
-        let mut b = self.base().launch_builder(k.get(kernel));
+        let mut b = self.builder(self.base(), k.get(kernel));
         b.arg(&n).arg(&x.data).arg(&mut y.data);
         // SAFETY: both fields have the same layout (the same block, checked), so n values of
         // each; the kernel's build stores the non-fp64 side (`widen` reads its REAL, `narrow`
@@ -149,7 +149,7 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         strata::backend::check_column(&op.stencil, at, buf.len())?;
         let (ih, jh) = (at.0 as i32, at.1 as i32);
-        let mut b = self.base().launch_builder(op.k.get(K::PackColumn));
+        let mut b = self.builder(self.base(), op.k.get(K::PackColumn));
         b.arg(&op.layout).arg(&ih).arg(&jh).arg(&x.data).arg(buf);
         // SAFETY: the column is inside the field's layout (halo included, checked) and the
         // buffer holds nz values (checked); one thread per value.
@@ -166,7 +166,7 @@ impl TransferKernels for CudaBackend {
         self.check(op, &[x])?;
         strata::backend::check_column(&op.stencil, at, buf.len())?;
         let (ih, jh) = (at.0 as i32, at.1 as i32);
-        let mut b = self.base().launch_builder(op.k.get(K::UnpackColumn));
+        let mut b = self.builder(self.base(), op.k.get(K::UnpackColumn));
         b.arg(&op.layout)
             .arg(&ih)
             .arg(&jh)
@@ -195,7 +195,7 @@ impl TransferKernels for CudaBackend {
         }
         let (si, sj) = (src_at.0 as i32, src_at.1 as i32);
         let (ih, jh) = (at.0 as i32, at.1 as i32);
-        let mut b = self.base().launch_builder(op.k.get(K::CopyColumn));
+        let mut b = self.builder(self.base(), op.k.get(K::CopyColumn));
         b.arg(&src_op.layout)
             .arg(&si)
             .arg(&sj)
@@ -236,7 +236,7 @@ impl TransferKernels for CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.base().launch_builder(op.k.get(K::CopyHalo));
+        let mut b = self.builder(self.base(), op.k.get(K::CopyHalo));
         b.arg(&src_op.layout).arg(&s).arg(&src.data).arg(&op.layout);
         b.arg(&d).arg(&count).arg(&rev).arg(&mut x.data);
         // SAFETY: both fields match their layouts (checked above) and the faces have `count`
@@ -297,7 +297,7 @@ impl TransferKernels for CudaBackend {
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = self.base().launch_builder(first.k.get(K::CopyHalos));
+            let mut b = self.builder(self.base(), first.k.get(K::CopyHalos));
             b.arg(&layout).arg(&count).arg(&batch);
             // SAFETY: every address is a live field of `layout` (checked above), held
             // exclusively through `x` for the launch; link y reads `count` columns of nz values
@@ -355,7 +355,7 @@ impl TransferKernels for CudaBackend {
                 shared_mem_bytes: 0,
             };
             let count = count as i32;
-            let mut b = self.base().launch_builder(op.k.get(K::CopyHalos));
+            let mut b = self.builder(self.base(), op.k.get(K::CopyHalos));
             b.arg(&op.layout).arg(&count).arg(&batch);
             // SAFETY: `ptr` is x's live field of `op.layout` (checked above), held exclusively
             // through `x` for the launch; each link reads `count` columns of nz values of the
@@ -430,7 +430,7 @@ impl TransferKernels for CudaBackend {
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = self.base().launch_builder(op.k.get(K::ReverseFace));
+        let mut b = self.builder(self.base(), op.k.get(K::ReverseFace));
         b.arg(&count).arg(buf);
         // SAFETY: the buffer holds `count` whole columns of nz values (checked); each thread
         // swaps two values of distinct columns, and no two threads touch the same value.
@@ -489,7 +489,7 @@ impl CudaBackend {
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut b = self.base().launch_builder(op.k.get(kernel));
+            let mut b = self.builder(self.base(), op.k.get(kernel));
             b.arg(&op.layout).arg(&batch).arg(&field);
             // SAFETY: the field at `field` matches the level's layout and precision (checked by
             // the caller, which holds it for the launch, exclusively when unpacking); each part's

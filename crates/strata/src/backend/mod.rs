@@ -283,6 +283,25 @@ pub fn face_len(stencil: &LevelStencil, side: Side) -> usize {
     stencil.block.face_len(side, stencil.nz)
 }
 
+/// Kernels run and host launches made by a backend ([`Fields::launches`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Launches {
+    /// Kernels run (a replayed recording's kernels counted each time it is replayed).
+    pub kernels: u64,
+    /// Launches the host made: a kernel launched directly, or a recording replayed, is one.
+    pub host: u64,
+}
+
+impl std::ops::Sub for Launches {
+    type Output = Launches;
+    fn sub(self, o: Launches) -> Launches {
+        Launches {
+            kernels: self.kernels - o.kernels,
+            host: self.host - o.host,
+        }
+    }
+}
+
 /// The fields and level operators of a backend: `Field` is a 3D field of one block of one level
 /// (with halo); `LevelOp` is a level's operator prepared by the backend (its copy of a
 /// [`LevelStencil`]). In the solvers `lev` is always a level's index (0 = finest) and `op` its
@@ -370,6 +389,14 @@ pub trait Fields: Sync {
     ) -> Result<bool> {
         let _ = (rec, key);
         body().map(|()| true)
+    }
+
+    /// How many kernels the backend has run and how many launches the host made for them
+    /// since it was created (a replayed recording is one launch of all its kernels), where it
+    /// counts them (the CUDA backend: what latency costs, docs/PERFORMANCE.md); `None` by
+    /// default (the host backends).
+    fn launches(&self) -> Option<Launches> {
+        None
     }
 
     /// The identity of a field's memory, for the keys of [`Fields::replay`] (a device

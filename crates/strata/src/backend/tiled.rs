@@ -183,6 +183,10 @@ impl<H: Handle> Fields for Tiled<H> {
         self.inner().replay(rec, key, body)
     }
 
+    fn launches(&self) -> Option<super::Launches> {
+        self.inner().launches()
+    }
+
     fn address(&self, x: &Self::Field) -> u64 {
         // The tiles of a field are allocated together and live together: the first names them.
         x.first().map_or(0, |t| self.inner().address(t))
