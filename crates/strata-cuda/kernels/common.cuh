@@ -266,6 +266,21 @@ struct XColOp {
                            nw * x.nw() + se * x.se() + sw * x.sw();
         return diag * mid + c.t * (V_B(op.V, k) * above + V_C(op.V, k) * below) + dk * horiz;
     }
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
+    }
+    // For the line relaxations of the nine-point levels (the -DDIAGONALS build, four-colour
+    // sweeps: a column's diagonal neighbours have other colours): the horizontal couplings and
+    // the diagonal ones, with C's own part times the cell's current value, as orography's slant
+    // couplings are relaxed (docs/MODEL.md section 16.1); the column block is the 7-point one.
+    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
+        return op.horizontal(x, o, L, k) + cross_n(global_nb(x, o, L), o, k, x[o]);
+    }
+    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
+    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
+    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
+    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
 };
 
 // The cross terms of a level with per-cell coefficients: the four diagonal entries of every row
@@ -287,6 +302,18 @@ struct XCellOp {
                                               real above) const {
         return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
     }
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
+                                            real below, real mid, real above) const {
+        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
+    }
+    // For the line relaxations of the nine-point levels, as XColOp's.
+    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
+        return op.horizontal(x, o, L, k) + cross_n(global_nb(x, o, L), o, k, x[o]);
+    }
+    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
+    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
+    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
+    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
 };
 
 // Orography's slant couplings (docs/MODEL.md §23.3) on a level with per-cell coefficients: the
@@ -350,14 +377,35 @@ struct SCellOp {
 #define SLANT_CASE(base, call)
 #endif
 
+// The line relaxations of the nine-point levels (the sphere's diagonal couplings, has_cross = 1)
+// are compiled only into their build (-DDIAGONALS, kernels.rs `Build::diagonals`): the branch
+// cost the 7-point Smooth 15 % when every build carried it (docs/MODEL.md section 16.1).
+#ifdef DIAGONALS
+#define XCELL_CASE(base, call)                              \
+    else if (has_cross == 1) {                              \
+        const XCellOp op{base, xne, xnw, xse, xsw};         \
+        call;                                               \
+    }
+// Runs `call` with `op` column (i, j)'s operator for a line relaxation (WITH_CROSS).
+#define WITH_RELAX_COL(call) WITH_CROSS(call)
+#else
+#define XCELL_CASE(base, call)
+#define WITH_RELAX_COL(call)                                \
+    do {                                                    \
+        const ColOp op{load_col(cols, L, i, j), V};          \
+        call;                                               \
+    } while (0)
+#endif
+
 // Runs `call` with `op` the column's operator for a line relaxation, with orography's slant
-// couplings where the level has them (has_cross = 2, in the -DSLANT build; the sphere's diagonal
-// couplings, 1, are refused on the host before any relaxation).
+// couplings where the level has them (has_cross = 2, in the -DSLANT build) and the sphere's
+// diagonal couplings (has_cross = 1, in the -DDIAGONALS build).
 #define WITH_CELL_SLANT(o0, call)                 \
     do {                                          \
         const CellOp base = CELL_OP(o0);          \
         if (false) {                              \
         }                                         \
+        XCELL_CASE(base, call)                    \
         SLANT_CASE(base, call)                    \
         else {                                    \
             const CellOp& op = base;              \
@@ -582,9 +630,22 @@ struct Twin {
 // which is set first). Pairs beyond it leave together; `mask` holds the pairs that stay, a prefix of
 // each half-warp. TWIN_PAIR is the same without leaving (kernels whose every thread must reach a
 // block reduction): `active` says whether the thread's pair has a column.
-#define TWIN_PAIR(ncols)                                                            \
+// The colours of the line relaxations' sweeps (`parity`, set by the host for the block):
+// 0 and 1 the checkerboard's two halves (columns with (i + j + parity) even); 2 + q a quarter
+// (the four-colour sweeps of nine-point levels): columns with i = q & 1 and j = q >> 1 (mod 2).
+// Launch row y is row colour_row(y, parity); a row's first column of the colour is
+// colour_first(j, parity), the next ones every second.
+__device__ __forceinline__ int colour_row(int y, int parity) {
+    return parity < 2 ? y : 2 * y + ((parity - 2) >> 1);
+}
+__device__ __forceinline__ int colour_first(int j, int parity) {
+    return parity < 2 ? ((j + parity) & 1) : ((parity - 2) & 1);
+}
+
+#define TWIN_PAIR(ncols) TWIN_PAIR_J(ncols, (int)(blockIdx.y * blockDim.y + threadIdx.y))
+#define TWIN_PAIR_J(ncols, row)                                                     \
     const int lane = threadIdx.x & 31, bottom = lane >> 4;                          \
-    const int j = blockIdx.y * blockDim.y + threadIdx.y;                            \
+    const int j = (row);                                                            \
     const int x0 = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 16;             \
     const int live = j < L.ny ? min(16, (ncols) - x0) : 0;                          \
     const bool active = (lane & 15) < live;                                         \

@@ -107,11 +107,11 @@ __device__ __forceinline__ void smooth_body(const Layout& L, const Op& op, idx_t
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                      const real* __restrict__ f, const real* __restrict__ u_in,
+                                      CROSS_PARAMS, const real* __restrict__ f, const real* __restrict__ u_in,
                                       real* __restrict__ u_out, double rho) {
     THREAD_COLUMN
     if (!active) return;
-    smooth_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u_in, u_out, rho);
+    WITH_RELAX_COL(smooth_body(L, op, at_(L, i, j, 0), f, u_in, u_out, rho));
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
@@ -123,7 +123,8 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, C
     WITH_CELL_SLANT(o0, smooth_body(L, op, o0, f, u_in, u_out, rho));
 }
 
-// One half-sweep of red-black line relaxation, in place: every column with (i + j + parity) even
+// One half-sweep of red-black line relaxation (or a quarter sweep of the four-colour one on
+// nine-point levels: `parity` >= 2, colour_row and colour_first in common.cuh), in place: every column with (i + j + parity) even
 // (parity = (i0 + j0 + colour) mod 2: the global colour) becomes T^-1 (f - H u), its exact solve
 // given its neighbours, which have the other colour and are not written here. The column's own
 // old values are not read (the backward sweep's recomputation reads f and the neighbours only),
@@ -151,16 +152,16 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
     }
 }
 
-#define COLOR_COLUMN                                                      \
-    const int j = blockIdx.y * blockDim.y + threadIdx.y;                  \
-    const int i = 2 * (blockIdx.x * blockDim.x + threadIdx.x) + ((j + parity) & 1); \
+#define COLOR_COLUMN                                                                       \
+    const int j = colour_row(blockIdx.y * blockDim.y + threadIdx.y, parity);             \
+    const int i = 2 * (blockIdx.x * blockDim.x + threadIdx.x) + colour_first(j, parity); \
     if (i >= L.nx || j >= L.ny) return;
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const real* __restrict__ cols,
-                                            const real* __restrict__ V, const real* __restrict__ f,
+                                            const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
                                             real* u, int parity, double relax) {
     COLOR_COLUMN
-    smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, (real)relax);
+    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax));
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
@@ -221,12 +222,12 @@ extern "C" __global__ void LINE_BOUNDS cg_tridiag_twin_cells_f64(Layout L, CELL_
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_twin_f64(Layout L, const real* __restrict__ cols,
-                                           const real* __restrict__ V, const real* __restrict__ f,
+                                           const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
                                            const real* __restrict__ u_in, real* __restrict__ u_out,
                                            double rho) {
     TWIN_COLUMN(L.nx)
     const int i = x;
-    smooth_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u_in, u_out, rho, Twin{bottom, mask});
+    WITH_RELAX_COL(smooth_body(L, op, at_(L, i, j, 0), f, u_in, u_out, rho, Twin{bottom, mask}));
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_twin_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
@@ -237,17 +238,19 @@ extern "C" __global__ void LINE_BOUNDS smooth_twin_cells_f64(Layout L, CELL_PARA
     WITH_CELL_SLANT(o0, smooth_body(L, op, o0, f, u_in, u_out, rho, Twin{bottom, mask}));
 }
 
-// Row j's columns of the colour are i = 2 x + ((j + parity) & 1): (nx - that + 1) / 2 of them.
-#define TWIN_COLOR_COLUMN                                        \
-    TWIN_COLUMN((L.nx - ((j + parity) & 1) + 1) / 2)             \
-    const int i = 2 * x + ((j + parity) & 1);
+// Row j's columns of the colour are i = 2 x + colour_first(j, parity): (nx - that + 1) / 2 of
+// them; launch row y is row colour_row(y, parity).
+#define TWIN_COLOR_COLUMN                                                                   \
+    TWIN_PAIR_J((L.nx - colour_first(COLOUR_JROW, parity) + 1) / 2, COLOUR_JROW)                           \
+    if (!active) return;                                                                    \
+    const int i = 2 * x + colour_first(j, parity);
+#define COLOUR_JROW colour_row((int)(blockIdx.y * blockDim.y + threadIdx.y), parity)
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_twin_f64(Layout L, const real* __restrict__ cols,
-                                                 const real* __restrict__ V, const real* __restrict__ f,
+                                                 const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
                                                  real* u, int parity, double relax) {
     TWIN_COLOR_COLUMN
-    smooth_color_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, (real)relax,
-                      Twin{bottom, mask});
+    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax, Twin{bottom, mask}));
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_twin_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
@@ -413,11 +416,10 @@ __device__ __forceinline__ void smooth_pcr_body(const Layout& L, const Op& op, i
 }
 
 extern "C" __global__ void smooth_pcr_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                          const real* __restrict__ f, const real* __restrict__ u_in,
+                                          CROSS_PARAMS, const real* __restrict__ f, const real* __restrict__ u_in,
                                           real* __restrict__ u_out, double rho) {
     PCR_COLUMN
-    smooth_pcr_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), k, slot, active, f, u_in, u_out,
-                    (real)rho);
+    WITH_RELAX_COL(smooth_pcr_body(L, op, at_(L, i, j, 0), k, slot, active, f, u_in, u_out, (real)rho));
 }
 
 extern "C" __global__ void smooth_pcr_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
@@ -468,9 +470,9 @@ extern "C" __global__ void restrict_smooth_pcr_cells_f64(Layout Lf, Layout L, CE
     const int k = threadIdx.y, slot = threadIdx.x;                            \
     const int half = (L.nx + 1) / 2;                                          \
     const int col = blockIdx.x * PCR_COLS + slot;                             \
-    const int jc = col / half;                                                \
-    const int ic = 2 * (col % half) + ((jc + parity) & 1);                    \
-    const bool active = col < half * L.ny && ic < L.nx && PCR_NZ >= NZ;       \
+    const int jc = colour_row(col / half, parity);                            \
+    const int ic = 2 * (col % half) + colour_first(jc, parity);               \
+    const bool active = jc < L.ny && ic < L.nx && PCR_NZ >= NZ;               \
     const int i = active ? ic : 0, j = active ? jc : 0;
 
 template <class Op>
@@ -485,11 +487,10 @@ __device__ __forceinline__ void smooth_color_pcr_body(const Layout& L, const Op&
 }
 
 extern "C" __global__ void smooth_color_pcr_f64(Layout L, const real* __restrict__ cols,
-                                                const real* __restrict__ V, const real* __restrict__ f,
+                                                const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
                                                 real* u, int parity, double relax) {
     PCR_COLOR_COLUMN
-    smooth_color_pcr_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), k, slot, active, f, u,
-                          (real)relax);
+    WITH_RELAX_COL(smooth_color_pcr_body(L, op, at_(L, i, j, 0), k, slot, active, f, u, (real)relax));
 }
 
 extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,

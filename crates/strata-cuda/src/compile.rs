@@ -44,6 +44,10 @@ pub const NARROW_OPTION: &str = "-DIDX32";
 /// The NVRTC option of the build with orography's slant couplings (kernels/common.cuh).
 pub const SLANT_OPTION: &str = "-DSLANT";
 
+/// The NVRTC option of the build whose line relaxations take the sphere's diagonal couplings
+/// (the nine-point levels, kernels/common.cuh).
+pub const DIAGONALS_OPTION: &str = "-DDIAGONALS";
+
 /// The levels (from the top of each column) whose forward-sweep values the line kernels of a
 /// build for `nz` levels of `value_bytes`-byte values keep in shared memory (`-DTHOMAS_SMEM`),
 /// and the bytes per block that takes: as many as fit in `cap` at [`BLOCK_THREADS`] columns per
@@ -64,11 +68,11 @@ pub fn thomas_levels(nz: usize, value_bytes: usize, cap: usize) -> (usize, u32) 
 /// `-DREAL=float --use_fast_math` (fp32 division and reciprocal to 2 ulp, denormals flushed:
 /// the preconditioner's Thomas chain of divisions was what bounded the fp32 Smooth; the fp64
 /// kernels are not affected by the flag; docs/PERFORMANCE.md), [`NARROW_OPTION`] for 32-bit
-/// offsets and [`SLANT_OPTION`] for slant couplings.
+/// offsets, [`SLANT_OPTION`] for slant couplings and [`DIAGONALS_OPTION`] for diagonal ones.
 pub fn options(
     single: bool,
     narrow: bool,
-    slant: bool,
+    (slant, diagonals): (bool, bool),
     thomas_levels: usize,
     extra: &[String],
 ) -> Vec<String> {
@@ -85,6 +89,9 @@ pub fn options(
     }
     if slant {
         all.push(SLANT_OPTION.into());
+    }
+    if diagonals {
+        all.push(DIAGONALS_OPTION.into());
     }
     all
 }

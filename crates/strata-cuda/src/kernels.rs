@@ -31,6 +31,8 @@ pub struct Shipped {
     pub narrow: bool,
     /// Slant couplings.
     pub slant: bool,
+    /// Diagonal couplings in the relaxations.
+    pub diagonals: bool,
     /// The NVRTC options it was compiled with (besides nz and the architecture).
     pub options: &'static [&'static str],
     /// The PTX text or the cubin, deflate-compressed.
@@ -60,6 +62,7 @@ pub fn shipped(
             && s.single == (build.storage == Storage::F32)
             && s.narrow == build.narrow
             && s.slant == build.slant
+            && s.diagonals == build.diagonals
             && s.options.len() == options.len()
             && s.options.iter().zip(options).all(|(a, b)| a == b)
             && s.target.runs_on(major, minor)
@@ -768,9 +771,10 @@ impl std::fmt::Display for Origin {
 }
 
 /// What one kernel module is built for: the number of vertical levels (a compile-time constant
-/// of the kernels), the storage of the fields, 32-bit offsets or not ([`Tuning::narrow`]) and
-/// orography's slant couplings or not (`-DSLANT`: only levels with them take that build; in the
-/// others the per-cell kernels do not carry the branch, which cost them 1.6–1.9 % on one H200).
+/// of the kernels), the storage of the fields, 32-bit offsets or not ([`Tuning::narrow`]),
+/// orography's slant couplings or not (`-DSLANT`) and the sphere's diagonal couplings in the
+/// relaxations or not (`-DDIAGONALS`): only levels with them take those builds, so the other
+/// levels' kernels carry no branch they never run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Build {
     /// Cells per column.
@@ -781,6 +785,9 @@ pub struct Build {
     pub narrow: bool,
     /// Orography's slant couplings in the per-cell kernels ([`SLANT_OPTION`]).
     pub slant: bool,
+    /// The sphere's diagonal couplings in the line relaxations ([`DIAGONALS_OPTION`]: the
+    /// nine-point levels' four-colour sweeps and block-Jacobi steps).
+    pub diagonals: bool,
 }
 
 impl Build {
@@ -791,6 +798,7 @@ impl Build {
             storage: Storage::F64,
             narrow: false,
             slant: false,
+            diagonals: false,
         }
     }
 
@@ -891,7 +899,7 @@ pub fn build_options(build: Build, thomas_levels: usize, options: &[String]) -> 
     compile::options(
         build.storage == Storage::F32,
         build.narrow,
-        build.slant,
+        (build.slant, build.diagonals),
         thomas_levels,
         options,
     )

@@ -17,24 +17,27 @@ fn kernels_compile_for_ampere_and_hopper() {
         // fields in fp64 and in fp32 (the multigrid of a mixed-precision solve); 64-bit and
         // 32-bit offsets (the build of small levels); the line kernels with the forward sweep
         // in shared memory (all levels, some, none) or checkpointed; with orography's slant
-        // couplings (-DSLANT) or without.
-        for (nz, storage, narrow, smem, slant) in [
-            (128, Storage::F64, false, 0, false),
-            (37, Storage::F64, false, 37, true),
-            (2, Storage::F64, false, 0, false),
-            (128, Storage::F32, false, 128, false),
-            (128, Storage::F32, false, 0, true),
-            (128, Storage::F32, false, 48, false),
-            (37, Storage::F32, false, 10, false),
-            (128, Storage::F64, true, 0, true),
-            (2, Storage::F64, true, 2, false),
-            (128, Storage::F32, true, 32, true),
+        // couplings (-DSLANT) or without; with the sphere's diagonal couplings in the
+        // relaxations (-DDIAGONALS) or without.
+        for (nz, storage, narrow, smem, slant, diagonals) in [
+            (128, Storage::F64, false, 0, false, false),
+            (37, Storage::F64, false, 37, true, false),
+            (2, Storage::F64, false, 0, false, true),
+            (128, Storage::F32, false, 128, false, false),
+            (128, Storage::F32, false, 0, true, true),
+            (128, Storage::F32, false, 48, false, false),
+            (37, Storage::F32, false, 10, false, true),
+            (128, Storage::F64, true, 0, true, false),
+            (2, Storage::F64, true, 2, false, false),
+            (128, Storage::F32, true, 32, true, false),
+            (128, Storage::F64, false, 0, false, true),
         ] {
             let build = Build {
                 nz,
                 storage,
                 narrow,
                 slant,
+                diagonals,
             };
             let ptx = compile_ptx(nz, cc, &build_options(build, smem, &[]))
                 .unwrap_or_else(|e| panic!("{arch}, {build:?}, smem {smem}: {e}"))
@@ -101,12 +104,14 @@ fn kernels_are_shipped_built_for_the_default_builds() {
     let tuning = Tuning::default();
     for &nz in SHIPPED_NZ {
         for storage in [Storage::F64, Storage::F32] {
-            for narrow in [false, true] {
+            for (narrow, diagonals) in [(false, false), (true, false), (false, true), (true, true)]
+            {
                 let build = Build {
                     nz,
                     storage,
                     narrow,
                     slant: false,
+                    diagonals,
                 };
                 let opts = build.options(&tuning);
                 let target = |major, minor| shipped(build, &opts, major, minor).map(|s| s.target);
@@ -154,6 +159,7 @@ fn kernels_are_shipped_built_for_the_default_builds() {
         storage: Storage::F32,
         narrow: true,
         slant: false,
+        diagonals: true,
     };
     let opts = build.options(&tuning);
     let s = shipped(build, &opts, 9, 0).unwrap();

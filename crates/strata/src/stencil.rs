@@ -269,16 +269,22 @@ impl LevelStencil {
         Ok(())
     }
 
-    /// Refuses a stencil with the sphere's diagonal couplings in a relaxation (Smooth, the
-    /// red-black half-sweep), which relaxes operators without them (docs/MODEL.md §16.1);
-    /// orography's slant couplings are relaxed (the columns' right-hand sides take them, §23.3).
-    pub fn check_relaxable(&self, kernel: &str) -> Result<()> {
-        if self.has_diagonals() {
+    /// Refuses a colour of the line relaxations' sweeps ([`crate::backend::LineKernels::smooth_color`])
+    /// that is not one, or one that would write neighbours together: 0 and 1 are the
+    /// checkerboard's halves, 2 + q the quarters (columns with i ≡ q & 1 and j ≡ q >> 1 mod 2);
+    /// a level with the sphere's diagonal couplings is swept by quarters (a column's diagonal
+    /// neighbours have its checkerboard colour, and other quarter colours: docs/MODEL.md §16.1).
+    pub fn check_colour(&self, color: usize) -> Result<()> {
+        if color >= 6 {
             return crate::error::invalid(
-                "operator",
-                format!(
-                    "{kernel} relaxes operators without cross terms between diagonal neighbours (the sphere's nine-point operator): give it the stencil's relaxed(), as the solvers' hierarchies do"
-                ),
+                "color",
+                format!("{color} is no colour of a sweep: 0, 1 (the checkerboard's) or 2..=5 (the quarters')"),
+            );
+        }
+        if color < 2 && self.has_diagonals() {
+            return crate::error::invalid(
+                "color",
+                "a level with diagonal couplings (the sphere's nine-point operator) is swept by quarter colours (2..=5): a checkerboard half-sweep would write diagonal neighbours together",
             );
         }
         Ok(())

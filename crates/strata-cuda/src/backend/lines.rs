@@ -31,10 +31,11 @@ impl LineKernels for CudaBackend {
         u_out: &mut CudaField,
         rho: f64,
     ) -> Result<()> {
-        op.stencil.check_relaxable("smooth")?;
         self.check(op, &[f, u_in, u_out])?;
+        // The cross terms: the sphere's diagonal couplings (read by the -DDIAGONALS build) or
+        // orography's slant ones (the per-cell kernels).
         if let Some(cfg) = op.pcr {
-            return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, cell_cross in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
+            return launch_op!(self, op, K::SmoothPcr, K::SmoothPcrCells, cross in cfg; &f.data, &u_in.data, &mut u_out.data, &rho);
         }
         let (k, cfg) = self.line_launch(
             op,
@@ -43,7 +44,7 @@ impl LineKernels for CudaBackend {
             op.layout.nx as usize,
             op.line_cfg,
         );
-        launch_op!(self, op, k, k, cell_cross in cfg; &f.data, &u_in.data, &mut u_out.data, &rho)
+        launch_op!(self, op, k, k, cross in cfg; &f.data, &u_in.data, &mut u_out.data, &rho)
     }
 
     fn smooth_color(
@@ -54,14 +55,26 @@ impl LineKernels for CudaBackend {
         color: usize,
         relax: f64,
     ) -> Result<()> {
-        op.stencil.check_relaxable("smooth_color")?;
+        op.stencil.check_colour(color)?;
         self.check(op, &[f, u])?;
-        let b = op.stencil.block;
-        let parity = ((b.i0 + b.j0 + color) % 2) as i32;
+        let b = &op.stencil.block;
+        // The kernels' `parity` (kernels/common.cuh, colour_row): the block's local parities of
+        // the colour, and the rows of the colour that the launch covers.
+        let ny = op.layout.ny as usize;
+        let (parity, rows) = if color < 2 {
+            (((b.i0 + b.j0 + color) % 2) as i32, ny)
+        } else {
+            let q = color - 2;
+            let (pi, pj) = (((q & 1) + b.i0) % 2, ((q >> 1) + b.j0) % 2);
+            (2 + (pi + 2 * pj) as i32, (ny - pj.min(ny)).div_ceil(2))
+        };
+        if rows == 0 {
+            return Ok(());
+        }
         let (kernel, cfg) = match op.pcr {
-            // PCR over the ⌈nx/2⌉ × ny slots of one colour (PCR_COLOR_COLUMN).
+            // PCR over the ⌈nx/2⌉ × rows slots of one colour (PCR_COLOR_COLUMN).
             Some(cfg) => {
-                let slots = (op.layout.nx as u32).div_ceil(2) * op.layout.ny as u32;
+                let slots = (op.layout.nx as u32).div_ceil(2) * rows as u32;
                 (
                     op_kernel(op, K::SmoothColorPcr, K::SmoothColorPcrCells),
                     LaunchConfig {
@@ -76,24 +89,25 @@ impl LineKernels for CudaBackend {
                 let xs = (op.layout.nx as usize).div_ceil(2);
                 let whole = LaunchConfig {
                     shared_mem_bytes: op.k.line_smem(),
-                    ..column_config(xs, op.layout.ny as usize, self.tuning.block_x).0
+                    ..column_config(xs, rows, self.tuning.block_x).0
                 };
-                self.line_launch(op, K::SmoothColor, K::SmoothColorCells, xs, whole)
+                self.line_launch_rows(op, K::SmoothColor, K::SmoothColorCells, (xs, rows), whole)
             }
         };
         let sym = sym_flag(op);
         let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
         l.arg(&op.layout);
         push_operator(&mut l, op, &sym);
-        if op.cells.is_some() {
-            // Orography's slant couplings (the per-cell kernels' CELL_CROSS_PARAMS).
-            push_cross(&mut l, op);
-        }
+        // The cross terms: the sphere's diagonal couplings (read by the -DDIAGONALS build) or
+        // orography's slant ones (the per-cell kernels).
+        push_cross(&mut l, op);
         l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax);
         // SAFETY: layouts checked; each thread (or pair of threads, each writing its own half)
         // solves one column of the colour of this level (inside the layout) and reads only its
         // neighbours (halo included; the slant couplings' too, lateral ones one level up and
-        // down), which have the other colour and are not written.
+        // down; the diagonal ones, where a quarter colour is swept), which have other colours
+        // (check_colour: a level with diagonal couplings is swept by quarters) and are not
+        // written.
         cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
@@ -243,8 +257,20 @@ impl CudaBackend {
         xs: usize,
         whole: LaunchConfig,
     ) -> (K, LaunchConfig) {
+        self.line_launch_rows(op, model, cells, (xs, op.layout.ny as usize), whole)
+    }
+
+    /// [`Self::line_launch`] over `ys` rows.
+    fn line_launch_rows(
+        &self,
+        op: &CudaLevel,
+        model: K,
+        cells: K,
+        (xs, ys): (usize, usize),
+        whole: LaunchConfig,
+    ) -> (K, LaunchConfig) {
         let k = op_kernel(op, model, cells);
-        let twin = twin_config(&self.tuning, op.pcr.is_some(), xs, op.layout.ny as usize);
+        let twin = twin_config(&self.tuning, op.pcr.is_some(), xs, ys);
         match (k.twin(), twin) {
             (Some(t), Some(cfg)) => (t, cfg),
             _ => (k, whole),

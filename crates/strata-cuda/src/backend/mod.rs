@@ -457,7 +457,7 @@ impl CudaBackend {
     pub fn kernel_origins(&self) -> Vec<(Build, Origin)> {
         let m = self.modules.lock().unwrap_or_else(|e| e.into_inner());
         let mut v: Vec<_> = m.iter().map(|(b, k)| (*b, k.origin())).collect();
-        v.sort_by_key(|(b, _)| (b.nz, b.storage.bytes(), b.narrow, b.slant));
+        v.sort_by_key(|(b, _)| (b.nz, b.storage.bytes(), b.narrow, b.slant, b.diagonals));
         v
     }
 
@@ -746,12 +746,14 @@ impl Fields for CudaBackend {
     fn prepare_level(&self, s: &LevelStencil) -> Result<CudaLevel> {
         s.check_single()?;
         let layout = DeviceLayout::new(s.nx(), s.ny(), s.nz)?;
-        // A level with slant couplings takes the build that has them (common.cuh's SLANT_CASE).
+        // A level with slant or diagonal couplings takes the build that relaxes them
+        // (common.cuh's SLANT_CASE, WITH_RELAX_COL).
         let k = self.kernels(Build {
             nz: s.nz,
             storage: s.storage,
             narrow: self.tuning.narrow(layout.len()),
             slant: s.slant.is_some(),
+            diagonals: s.cross.is_some(),
         })?;
         let vert = vertical_values(s);
         let (cfg, blocks) = column_config(s.nx(), s.ny(), self.tuning.block_x);

@@ -5,16 +5,25 @@
 use crate::precision::Real;
 use crate::stencil::LevelStencil;
 
-/// Whether column (i, j) of the level has colour `color` (global parity).
+/// Whether column (i, j) of the level has colour `color` (global parity): 0 and 1 the
+/// checkerboard's halves, 2 + q the quarter of columns with i ≡ q & 1 and j ≡ q >> 1 (mod 2)
+/// ([`LevelStencil::check_colour`]).
 #[inline(always)]
 pub(crate) fn has_color(s: &LevelStencil, i: usize, j: usize, color: usize) -> bool {
-    (s.block.i0 + i + s.block.j0 + j) % 2 == color
+    let (gi, gj) = (s.block.i0 + i, s.block.j0 + j);
+    if color < 2 {
+        (gi + gj) % 2 == color
+    } else {
+        let q = color - 2;
+        gi % 2 == q & 1 && gj % 2 == q >> 1
+    }
 }
 
 /// z ← T⁻¹ (f − H u − C u) for column (i, j): `f` the column's right-hand side, `e, w, n, s_`
-/// the neighbouring columns' values, `own` the column's current values (read by orography's
-/// slant couplings C alone, docs/MODEL.md §23.3), `cp` scratch of nz values; `z` may not alias
-/// the inputs.
+/// the neighbouring columns' values, `diagonal` the diagonal neighbours' (ne, nw, se, sw: where
+/// the level has the sphere's diagonal couplings, §16.1), `own` the column's current values
+/// (read by the cross terms C alone: their own part is lagged, docs/MODEL.md §23.3), `cp`
+/// scratch of nz values; `z` may not alias the inputs.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn solve_given_neighbours<S: Real>(
@@ -23,6 +32,7 @@ pub(crate) fn solve_given_neighbours<S: Real>(
     j: usize,
     f: &[S],
     [e, w, n, s_]: [&[S]; 4],
+    diagonal: Option<[&[S]; 4]>,
     own: &[S],
     cp: &mut [f64],
     z: &mut [f64],
@@ -44,6 +54,12 @@ pub(crate) fn solve_given_neighbours<S: Real>(
                 if k > 0 {
                     h += en[2 * d + 1] * (x[k - 1].to_f64() - c);
                 }
+            }
+        }
+        if let Some(d) = diagonal {
+            let c = own[k].to_f64();
+            for (a, x) in s.diagonal_row(i, j, k).iter().zip(d) {
+                h += a * (x[k].to_f64() - c);
             }
         }
         let rhs = f[k].to_f64() - h;

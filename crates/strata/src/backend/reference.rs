@@ -396,7 +396,6 @@ impl LineKernels for ReferenceBackend {
         u_out: &mut HostField,
         rho: f64,
     ) -> Result<()> {
-        s.check_relaxable("smooth")?;
         let mut r = self.temp(s);
         self.apply_in(s, Storage::F64, u_in, &mut r);
         self.map2(s, Storage::F64, f, &mut r, |f, au| f - au);
@@ -414,7 +413,7 @@ impl LineKernels for ReferenceBackend {
         color: usize,
         relax: f64,
     ) -> Result<()> {
-        s.check_relaxable("smooth_color")?;
+        s.check_colour(color)?;
         let nz = s.nz;
         let (mut cp, mut z) = (vec![0.0; nz], vec![0.0; nz]);
         for (i, j) in interior(s) {
@@ -429,6 +428,15 @@ impl LineKernels for ReferenceBackend {
                 col(ih, jh + 1),
                 col(ih, jh - 1),
             ];
+            // The diagonal neighbours (ne, nw, se, sw) on a nine-point level, swept by quarters.
+            let diagonal = s.cross.is_some().then(|| {
+                [
+                    col(ih + 1, jh + 1),
+                    col(ih - 1, jh + 1),
+                    col(ih + 1, jh - 1),
+                    col(ih - 1, jh - 1),
+                ]
+            });
             let own = u.column(i, j);
             super::line_gs::solve_given_neighbours(
                 s,
@@ -436,6 +444,7 @@ impl LineKernels for ReferenceBackend {
                 j,
                 f.column(i, j),
                 nbrs,
+                diagonal,
                 own,
                 &mut cp,
                 &mut z,

@@ -259,8 +259,8 @@ impl CpuBackend {
                     let (res, work) = scratch.split_at_mut(nz);
                     for i in 0..nx {
                         let (fc, un) = (col(frow, i, nz), nbrs(u_in, i, j));
-                        // The residual of the whole operator: the slant couplings of orography
-                        // too (a stencil with the sphere's diagonal ones is refused).
+                        // The residual of the whole operator, its cross terms too (the sphere's
+                        // diagonal couplings, orography's slant ones).
                         let cr = cross(s, u_in, i, j);
                         apply_col(s, i, j, &un, cr.as_ref(), |k, au| {
                             res[k] = fc[k].to_f64() - au

@@ -90,7 +90,7 @@ impl CpuBackend {
         use crate::backend::line_gs::{has_color, over_relax, solve_given_neighbours};
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
         let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
-        if s.cells.is_none() {
+        if s.cells.is_none() && s.cross.is_none() {
             self.smooth_color_lanes(s, f, u, color, relax);
             return;
         }
@@ -110,11 +110,23 @@ impl CpuBackend {
                             [(ih + 1, jh), (ih - 1, jh), (ih, jh + 1), (ih, jh - 1)]
                                 .map(|(a, b)| data.column(offset(a, b), nz))
                         };
+                        // SAFETY: as above: on a level with diagonal couplings the colour is a
+                        // quarter (`check_colour`), so the diagonal neighbours have other
+                        // colours too and are not written in this call.
+                        let diagonal = s.cross.is_some().then(|| unsafe {
+                            [
+                                (ih + 1, jh + 1),
+                                (ih - 1, jh + 1),
+                                (ih + 1, jh - 1),
+                                (ih - 1, jh - 1),
+                            ]
+                            .map(|(a, b)| data.column(offset(a, b), nz))
+                        });
                         // SAFETY: as above: column (i, j) is this thread's only, read here
                         // (its old values, for the slant couplings and the over-relaxation)
                         // and then written.
                         let own = unsafe { data.column_mut(offset(ih, jh), nz) };
-                        solve_given_neighbours(s, i, j, f.column(i, j), nbrs, own, cp, z);
+                        solve_given_neighbours(s, i, j, f.column(i, j), nbrs, diagonal, own, cp, z);
                         over_relax(own, z, relax);
                         crate::field::store(own, z);
                     }
@@ -199,7 +211,9 @@ impl CpuBackend {
         u_out: &mut HostField<S>,
         rho: f64,
     ) {
-        if s.cells.is_some() {
+        // Levels with cell coefficients or cross terms: one column at a time, the residual of
+        // the whole operator.
+        if s.cells.is_some() || s.cross.is_some() {
             self.cells_smooth(s, f, u_in, u_out, rho);
             return;
         }
@@ -307,7 +321,7 @@ impl LineKernels for CpuBackend {
         color: usize,
         relax: f64,
     ) -> Result<()> {
-        s.check_relaxable("smooth_color")?;
+        s.check_colour(color)?;
         by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color, relax));
         Ok(())
     }
@@ -320,7 +334,6 @@ impl LineKernels for CpuBackend {
         u_out: &mut CpuField,
         rho: f64,
     ) -> Result<()> {
-        s.check_relaxable("smooth")?;
         by_precision!(s, S => self.smooth_t(s, get::<S>(f)?, get::<S>(u_in)?, get_mut::<S>(u_out)?, rho));
         Ok(())
     }

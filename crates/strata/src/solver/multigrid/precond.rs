@@ -387,17 +387,17 @@ fn apply_swaps(before: &[u64], pairs: &[(usize, usize)], swaps: &[bool]) -> Vec<
 }
 
 /// Whether the hierarchy for `stencils` relaxes another operator than the outer iteration's:
-/// the sphere's nine-point operator without its diagonal couplings
-/// ([`LevelStencil::relaxed`]).
+/// never since the nine-point levels are relaxed by four-colour sweeps (docs/MODEL.md §16.1).
 pub(crate) fn needs_outer(stencils: &[LevelStencil]) -> bool {
-    stencils[0].has_diagonals()
+    let _ = stencils;
+    false
 }
 
 /// `stencils` with their fields stored in `storage`, as the hierarchy relaxes them.
 fn with_storage(stencils: &[LevelStencil], storage: Storage) -> Vec<LevelStencil> {
     stencils
         .iter()
-        .map(|s| s.relaxed().with_storage(storage))
+        .map(|s| s.clone().with_storage(storage))
         .collect()
 }
 

@@ -1,7 +1,8 @@
 //! Red-black line Gauss–Seidel (docs/MODEL.md §9.3): the columns of one checkerboard colour are
 //! solved exactly given the others, then the others, each half-sweep over-relaxed by the cycle's
 //! weight. Red then black before the coarse correction; after it black then red in the
-//! symmetric cycle, red then black otherwise.
+//! symmetric cycle, red then black otherwise. On the sphere's nine-point levels each half-sweep
+//! is two quarter sweeps (four colours: §16.1).
 
 use super::Smooth;
 use crate::backend::Backend;
@@ -18,17 +19,44 @@ pub(crate) struct RedBlack;
 const RED: usize = 0;
 const BLACK: usize = 1;
 
+/// The quarter colours of each half on a level with the sphere's diagonal couplings
+/// ([`crate::stencil::LevelStencil::check_colour`]): red is the quarters (i, j) ≡ (0, 0) and
+/// (1, 1), black (1, 0) and (0, 1) (mod 2).
+const QUARTERS: [[usize; 2]; 2] = [[2, 5], [3, 4]];
+
 impl RedBlack {
-    /// One half-sweep of `color` on level `lev`, over-relaxed by `relax`, and the halo.
+    /// One half-sweep of `color` on level `lev`, over-relaxed by `relax`, and the halo. On a
+    /// level with the sphere's diagonal couplings (a column's diagonal neighbours have its
+    /// colour) the half-sweep is two quarter sweeps, each exact given all the others' values
+    /// (docs/MODEL.md §16.1), in the reverse order where `reverse` (the symmetric cycle's
+    /// post-smoothing).
     fn half_sweep<B: Backend, C: Comm<B>>(
         s: &mut Sweep<'_, B, C>,
         lev: usize,
         color: usize,
         relax: f64,
         halo: Halo,
+        reverse: bool,
     ) -> Result<()> {
+        if !s.b.stencil(&s.h.levels[lev].op).has_diagonals() {
+            return s.step(Kernel::SmoothColor, lev, Some(halo), |b, (op, f, u, _)| {
+                b.smooth_color(op, f, u, color, relax)
+            });
+        }
+        let [first, second] = QUARTERS[color];
+        let order = if reverse {
+            [second, first]
+        } else {
+            [first, second]
+        };
+        s.step(
+            Kernel::SmoothColor,
+            lev,
+            Some(Halo::Faces),
+            |b, (op, f, u, _)| b.smooth_color(op, f, u, order[0], relax),
+        )?;
         s.step(Kernel::SmoothColor, lev, Some(halo), |b, (op, f, u, _)| {
-            b.smooth_color(op, f, u, color, relax)
+            b.smooth_color(op, f, u, order[1], relax)
         })
     }
 }
@@ -47,7 +75,7 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         halo: Halo,
     ) -> Result<()> {
         s.exchange(lev, Halo::Faces)?;
-        Self::half_sweep(s, lev, BLACK, relax, halo)
+        Self::half_sweep(s, lev, BLACK, relax, halo, false)
     }
 
     /// The red half-sweep from zero is T⁻¹ f on the red columns, which the line solve M⁻¹ f
@@ -57,7 +85,7 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
             b.line_solve(op, f, u)
         })?;
-        Self::half_sweep(s, 0, BLACK, relax, Halo::Faces)
+        Self::half_sweep(s, 0, BLACK, relax, Halo::Faces, false)
     }
 
     fn smooth(
@@ -69,8 +97,8 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         halo: Halo,
     ) -> Result<()> {
         let order = if reverse { [BLACK, RED] } else { [RED, BLACK] };
-        Self::half_sweep(s, lev, order[0], relax, Halo::Faces)?;
-        Self::half_sweep(s, lev, order[1], relax, halo)
+        Self::half_sweep(s, lev, order[0], relax, Halo::Faces, reverse)?;
+        Self::half_sweep(s, lev, order[1], relax, halo, reverse)
     }
 
     /// Symmetric: the palindrome red-black, black-red, … of the steps, whose every second
@@ -93,6 +121,6 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         relax: f64,
         halo: Halo,
     ) -> Result<()> {
-        Self::half_sweep(s, lev, k % 2, relax, halo)
+        Self::half_sweep(s, lev, k % 2, relax, halo, false)
     }
 }
