@@ -256,8 +256,8 @@ impl BackendTask for Task {
                                 }
                                 // Orography's slant weights (two per cell: the east and north
                                 // faces') in the CG SpMV, which applies the whole operator (the
-                                // fine Residual row mixes the hierarchy's 7-point residual and
-                                // mg's split residual: not counted there).
+                                // fine Residual row mixes the hierarchy's residual and the outer
+                                // one: not counted there).
                                 if p.orography.is_some() && lev == 0 && k == Kernel::Spmv {
                                     moved += 2.0;
                                     useful += 2.0;

@@ -303,23 +303,6 @@ fn check_apply_residual<B: Backend>(
     );
     let nn_d = b.residual_norm(op, &df, &dx, &mut dr).unwrap();
     assert!(close(nn_d, rr_h, TOL_SUM), "residual_norm {ctx}");
-    // split_residual: g = f − C x (f where there are no cross terms) with ‖f − A x‖², so
-    // that f − A x = g − A₇ x.
-    let (mut hg, mut dg) = (rng.field(s), to_backend(b, op, &y));
-    let gg_h = r.split_residual(s, f, x, &mut hg).unwrap();
-    let gg_d = b.split_residual(op, &df, &dx, &mut dg).unwrap();
-    assert!(
-        rel_diff(&to_host(b, op, &dg), &hg) <= TOL
-            && close(gg_d, rr_h, TOL_SUM)
-            && close(gg_h, rr_h, TOL_SUM),
-        "split_residual {ctx}: {gg_d:e} {gg_h:e} {rr_h:e}"
-    );
-    let mut h7 = rng.field(s);
-    r.residual(&s.seven_point(), &hg, x, &mut h7).unwrap();
-    assert!(
-        rel_diff(&h7, &ha) <= TOL,
-        "split_residual {ctx}: g - A7 x is not f - A x"
-    );
     check_to_f32(b, s, op, (&dx, &df), (&ha, rr_h), rng, ctx);
     ha
 }
@@ -619,7 +602,7 @@ fn sphere_panel(n: usize, nz: usize, fields: bool) -> LevelStencil {
 }
 
 /// The kernels that apply the sphere's nine-point operator (docs/MODEL.md §16.1) — apply,
-/// residual, residual_only, split_residual, the CG SpMV — on a whole panel, whose cross terms couple diagonal
+/// residual, residual_only, the CG SpMV — on a whole panel, whose cross terms couple diagonal
 /// neighbours; and the relaxations, which take them: block Jacobi (the whole operator's
 /// residual), the four quarter colours' sweeps (the diagonal neighbours' values in the columns'
 /// right-hand sides, C's own part lagged), which refuse the checkerboard's half-sweeps.
@@ -702,7 +685,7 @@ pub fn cross_term_kernels<B: Backend>(b: &B) {
 }
 
 /// The kernels that apply the terrain-following operator over orography (docs/MODEL.md §23) —
-/// apply, residual, residual_only, split_residual, the CG SpMV — with its slant couplings to the
+/// apply, residual, residual_only, the CG SpMV — with its slant couplings to the
 /// lateral neighbours' cells above and below, on whole boxes and panels (walls, periodic sides)
 /// and on blocks with neighbours on every side (random halos), with and without coefficient
 /// fields; and

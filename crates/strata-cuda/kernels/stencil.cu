@@ -199,45 +199,6 @@ extern "C" __global__ void residual_restrict_cells_f64(Layout L, CELL_PARAMS, CE
                                               (real)scale));
 }
 
-// For A = A7 + C (the sphere's cross terms): g <- f - C u, returns the column's |f - A u|^2;
-// traffic 3, as the residual.
-template <class Op>
-__device__ __forceinline__ double split_residual_body(const Layout& L, const Op& op, idx_t o,
-                                                      const real* __restrict__ f, const real* __restrict__ u,
-                                                      real* __restrict__ g) {
-    double s = 0.0;
-    march(L, o, u, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
-        const real c = op.cross_n(nb, o, k, mid);
-        const real fk = f[o];
-        const real res = fk - (op.seven_n(nb, o, L, k, below, mid, above) + c);
-        g[o] = fk - c;
-        s += (double)res * res;
-    });
-    return s;
-}
-
-extern "C" __global__ void split_residual_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                              CROSS_PARAMS, const real* __restrict__ f,
-                                              const real* __restrict__ u, real* __restrict__ g,
-                                              double* __restrict__ partials) {
-    THREAD_COLUMN
-    double s = 0.0;
-    if (active) WITH_CROSS(s = split_residual_body(L, op, at_(L, i, j, 0), f, u, g));
-    block_sum(s, partials, 0, 1);
-}
-
-extern "C" __global__ void split_residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
-                                                    const real* __restrict__ f, const real* __restrict__ u,
-                                                    real* __restrict__ g, double* __restrict__ partials) {
-    THREAD_COLUMN
-    double s = 0.0;
-    if (active) {
-        const idx_t o = at_(L, i, j, 0);
-        WITH_CELL_CROSS(o, s = split_residual_body(L, op, o, f, u, g));
-    }
-    block_sum(s, partials, 0, 1);
-}
-
 // Fused CG SpMV: u <- u + alpha p; p <- z + beta p; q <- A z + beta q; returns the column's p.q.
 // Traffic 7 (read z, u, p, q; write u, p, q); the paper's Mem^(C) counts 6.
 // u, p and q are read and written in place, and the compiler cannot move a load of level k + 1

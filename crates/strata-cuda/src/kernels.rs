@@ -175,11 +175,6 @@ pub enum Kernel {
     AxpyNorm,
     /// `dot_pair_f64` (vector.cu).
     DotPair,
-    /// `split_residual_f64` (stencil.cu).
-    SplitResidual,
-    /// `split_residual_cells_f64` (stencil.cu): [`Kernel::SplitResidual`] for per-cell
-    /// coefficients.
-    SplitResidualCells,
     /// `scalar_ops_f64` (vector.cu): the solver's scalar arithmetic on its slots.
     ScalarOps,
     /// `residual_to_f32_f64` (stencil.cu): [`Kernel::Residual`] into an fp32 field.
@@ -265,7 +260,7 @@ impl Kernel {
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 72] = [
+    pub const ALL: [Kernel; 70] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -314,8 +309,6 @@ impl Kernel {
         Kernel::SmoothColorPcrCells,
         Kernel::AxpyNorm,
         Kernel::DotPair,
-        Kernel::SplitResidual,
-        Kernel::SplitResidualCells,
         Kernel::ScalarOps,
         Kernel::ResidualToF32,
         Kernel::ResidualToF32Cells,
@@ -392,8 +385,6 @@ impl Kernel {
             Kernel::SmoothColorPcrCells => "smooth_color_pcr_cells_f64",
             Kernel::AxpyNorm => "axpy_norm_f64",
             Kernel::DotPair => "dot_pair_f64",
-            Kernel::SplitResidual => "split_residual_f64",
-            Kernel::SplitResidualCells => "split_residual_cells_f64",
             Kernel::ScalarOps => "scalar_ops_f64",
             Kernel::ResidualToF32 => "residual_to_f32_f64",
             Kernel::ResidualToF32Cells => "residual_to_f32_cells_f64",
@@ -481,7 +472,6 @@ impl Kernel {
             Kernel::ResidualRestrict | Kernel::ResidualRestrictCells => "stencil.cu",
             Kernel::ResidualNorm | Kernel::ResidualNormCells => "stencil.cu",
             Kernel::CoefCheck | Kernel::CoefCoarsen | Kernel::CellEntries => "coefficients.cu",
-            Kernel::SplitResidual | Kernel::SplitResidualCells => "stencil.cu",
             Kernel::ProlongateFaces => "stencil.cu",
         }
     }

@@ -60,6 +60,10 @@ pub fn block_field_memory(
 ) -> u64 {
     let (nx, ny) = shape;
     let columns = |(x, y): (usize, usize)| (x * y * 48) as u64;
+    // The sphere's nine-point operator: four diagonal couplings per column on every level
+    // (the hierarchy relaxes it, docs/MODEL.md §16.1).
+    let nine = p.nine_point_sphere();
+    let diagonals = |(x, y): (usize, usize)| if nine { (x * y * 32) as u64 } else { 0 };
     let fine = field_bytes(nx, ny, Storage::F64);
     let low = cfg.precision.preconditioner_storage();
     let mut hierarchy = 0;
@@ -68,7 +72,7 @@ pub fn block_field_memory(
         // u, f and the work field (residual and smoother buffer) of every level; the finest
         // level's u and f are the caller's, with two fields of the coarsest size to swap with.
         let own = if lev == 0 { 1 } else { 3 };
-        hierarchy += own * field_bytes(n.0, n.1, low) + columns(n);
+        hierarchy += own * field_bytes(n.0, n.1, low) + columns(n) + diagonals(n);
         n = (n.0 / 2, n.1 / 2);
     }
     let last = cfg.num_levels() - 1;
@@ -76,17 +80,13 @@ pub fn block_field_memory(
     // A V-cycle preconditioner: its hierarchy and a fine field of zeros; in mixed precision also
     // fp32 copies of r and z and the fp64 fine level's columns. Line relaxation: the fine
     // columns.
-    // The sphere's nine-point operator: the hierarchy relaxes its 7-point parts, and the outer
-    // fine level (its columns again and four diagonal couplings per column) is its own.
-    let nine = p.nine_point_sphere();
-    let outer_op = if nine {
-        columns(shape) + (nx * ny * 32) as u64
-    } else {
-        0
-    };
+    // In mixed precision the outer fp64 fine level is its own (its columns, and its diagonal
+    // couplings on the nine-point sphere).
     let v_cycle = match low {
-        Storage::F64 => hierarchy + fine + outer_op,
-        Storage::F32 => hierarchy + 3 * field_bytes(nx, ny, low) + columns(shape) + outer_op,
+        Storage::F64 => hierarchy + fine,
+        Storage::F32 => {
+            hierarchy + 3 * field_bytes(nx, ny, low) + columns(shape) + diagonals(shape)
+        }
     };
     let preconditioner = if cfg.uses_multigrid() {
         v_cycle
@@ -97,13 +97,11 @@ pub fn block_field_memory(
     cells
         + match cfg.kind {
             SolverKind::Cg => 6 * fine + columns(shape),
-            // f and u; the nine-point sphere's split cycles add g and the outer fine level;
-            // defect correction (mixed precision) holds no fp64 r or z (its residual goes
-            // straight into the cycle's fp32 r, the cycle's fp32 z straight into u).
-            SolverKind::Mg => match (low, nine) {
-                (Storage::F64, false) => 2 * fine + hierarchy,
-                (Storage::F64, true) => 3 * fine + hierarchy + outer_op,
-                _ => 2 * fine + v_cycle,
+            // f and u; defect correction (mixed precision) holds no fp64 r or z (its residual
+            // goes straight into the cycle's fp32 r, the cycle's fp32 z straight into u).
+            SolverKind::Mg => match low {
+                Storage::F64 => 2 * fine + hierarchy,
+                Storage::F32 => 2 * fine + v_cycle,
             },
             // f, u, r, z, p, q.
             SolverKind::MgCg => 6 * fine + v_cycle,

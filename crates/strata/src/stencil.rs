@@ -205,21 +205,6 @@ impl LevelStencil {
         }
     }
 
-    /// The operator a multigrid hierarchy relaxes and coarsens: this stencil without the
-    /// sphere's diagonal couplings (a red-black sweep would write diagonal neighbours, which
-    /// have its colour, together: docs/MODEL.md §16.1), with orography's slant couplings (a
-    /// column's slant neighbours are its lateral ones, of the other colour: §23.3).
-    pub fn relaxed(&self) -> Self {
-        Self {
-            cross: None,
-            tiles: self
-                .tiles
-                .as_ref()
-                .map(|t| t.iter().map(Self::relaxed).collect::<Arc<[_]>>()),
-            ..self.clone()
-        }
-    }
-
     /// Whether the operator has the sphere's diagonal couplings (on this block or any of its
     /// tiles), which the relaxations refuse.
     pub fn has_diagonals(&self) -> bool {

@@ -211,7 +211,7 @@ fn any_tiling_and_any_backend_give_the_same_solve() {
     };
     assert!(!fine(&p, 1) && fine(&p, 2) && fine(&p, 3) && !fine(&two_point(&p), 3));
     let cpu = CpuBackend::new(Some(2)).unwrap();
-    // mg (split cycles: the whole operator's exchange gives the tiles' corners) on 1 x 1 and
+    // mg (the nine-point levels' exchanges give the tiles' corners) on 1 x 1 and
     // 3 x 3 tiles, CPU and reference.
     let cfg = SolverConfig::paper(SolverKind::Mg)
         .with_levels(3)
@@ -287,6 +287,44 @@ fn multigrid_converges_on_the_sphere_as_on_one_panel() {
                 sphere_its <= panel_its + 2,
                 "n = {n}, {kind:?}: sphere {sphere_its}, panel {panel_its}"
             );
+        }
+    }
+}
+
+/// The default solvers (red-black, mixed precision) relax the nine-point levels by four-colour
+/// sweeps (docs/MODEL.md §16.1): 5 cycles on the sphere, within one of a panel's (4 and 5),
+/// where the 7-point hierarchy's split cycles took 7–8; the whole sphere in one tile and in
+/// 2 × 2 tiles per panel alike.
+#[test]
+fn red_black_multigrid_takes_a_panels_cycles_on_the_sphere() {
+    let cpu = CpuBackend::new(Some(2)).unwrap();
+    for n in [32, 64] {
+        for kind in [SolverKind::Mg, SolverKind::MgCg] {
+            let cfg = SolverConfig::new(kind);
+            let panel = ProblemParams {
+                geometry: Geometry::Panel,
+                ..sphere_params(n, 32)
+            };
+            let rhs = strata::problem::build_rhs(
+                &panel,
+                RhsKind::Random,
+                3,
+                &strata::grid::Block::whole(n),
+            );
+            let panel_its = strata::solve(&cpu, &panel, &cfg, &rhs, &mut |_, _| {})
+                .unwrap()
+                .info
+                .iterations;
+            for k in [1, 2] {
+                let sphere_its = solve_tiled(&cpu, &sphere_params(n, 32), &cfg, k).1;
+                eprintln!(
+                    "n = {n}, {kind:?}, {k}x{k} tiles: sphere {sphere_its}, panel {panel_its}"
+                );
+                assert!(
+                    sphere_its <= 5 && sphere_its <= panel_its + 1,
+                    "n = {n}, {kind:?}, {k}x{k}: sphere {sphere_its}, panel {panel_its}"
+                );
+            }
         }
     }
 }
@@ -665,21 +703,25 @@ fn the_manufactured_solution_converges_at_second_order() {
 }
 
 #[test]
-fn the_memory_estimate_counts_the_nine_point_operators_own_fine_level() {
-    // mg on the nine-point sphere runs split cycles (one fine field g), and its outer fine
-    // level is the columns again plus four diagonal couplings each.
+fn the_memory_estimate_counts_the_nine_point_operators_diagonal_couplings() {
+    // The hierarchy relaxes the nine-point operator: four diagonal couplings (32 B) per
+    // column on every level, and nothing else.
     let (n, nz) = (64, 16);
     let cfg = SolverConfig::paper(SolverKind::Mg).with_levels(3);
     let bytes = |n: usize, _| (n * n * nz * 8) as u64;
+    let columns = (n * n + (n / 2) * (n / 2) + (n / 4) * (n / 4)) as u64;
     let nine = strata::field_memory(&sphere_params(n, nz), &cfg, bytes);
     let two = strata::field_memory(&two_point(&sphere_params(n, nz)), &cfg, bytes);
-    let fine = (n * n * nz * 8) as u64;
-    assert_eq!(nine - two, fine + (n * n * (48 + 32)) as u64);
-    // mg-cg only the outer fine level.
+    assert_eq!(nine - two, 32 * columns);
     let cfg = SolverConfig::paper(SolverKind::MgCg).with_levels(3);
     let nine = strata::field_memory(&sphere_params(n, nz), &cfg, bytes);
     let two = strata::field_memory(&two_point(&sphere_params(n, nz)), &cfg, bytes);
-    assert_eq!(nine - two, (n * n * (48 + 32)) as u64);
+    assert_eq!(nine - two, 32 * columns);
+    // Mixed precision: the outer fp64 fine level's couplings too.
+    let cfg = SolverConfig::new(SolverKind::Mg).with_levels(3);
+    let nine = strata::field_memory(&sphere_params(n, nz), &cfg, bytes);
+    let two = strata::field_memory(&two_point(&sphere_params(n, nz)), &cfg, bytes);
+    assert_eq!(nine - two, 32 * (columns + (n * n) as u64));
 }
 
 /// Balanced decompositions: 4, 8, 12 and 16 ranks get equal numbers of equal tiles (blocks of

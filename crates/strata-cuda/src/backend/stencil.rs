@@ -89,19 +89,6 @@ impl StencilKernels for CudaBackend {
         Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
     }
 
-    fn split_residual(
-        &self,
-        op: &CudaLevel,
-        f: &CudaField,
-        u: &CudaField,
-        g: &mut CudaField,
-    ) -> Result<f64> {
-        self.check(op, &[f, u, g])?;
-        let mut red = self.reduce_lock();
-        launch_op!(self, op, K::SplitResidual, K::SplitResidualCells, cross; &f.data, &u.data, &mut g.data, &mut red.partials)?;
-        Ok(self.finish_reduce(op, &mut red, 1)?[0])
-    }
-
     fn cg_spmv(
         &self,
         op: &CudaLevel,

@@ -520,17 +520,6 @@ pub trait StencilKernels: Fields {
         r: &mut Self::Field,
     ) -> Result<f64>;
 
-    /// For an operator with cross terms, A = A₇ + C (the sphere's nine-point operator):
-    /// g ← f − C u, the right-hand side of a 7-point cycle on u, and returns the local
-    /// ‖f − A u‖² (g = f where there are none). Traffic 3, as the residual.
-    fn split_residual(
-        &self,
-        op: &Self::LevelOp,
-        f: &Self::Field,
-        u: &Self::Field,
-        g: &mut Self::Field,
-    ) -> Result<f64>;
-
     /// Fused CG SpMV (docs/MODEL.md §8.2): u ← u + α p; p ← z + β p; q ← A z + β q; returns the local
     /// Σ p·q.
     #[allow(clippy::too_many_arguments)]

@@ -276,26 +276,6 @@ impl StencilKernels for ReferenceBackend {
         Ok(sum)
     }
 
-    fn split_residual(
-        &self,
-        s: &LevelStencil,
-        f: &HostField,
-        u: &HostField,
-        g: &mut HostField,
-    ) -> Result<f64> {
-        let mut sum = 0.0;
-        for (i, j) in interior(s) {
-            for k in 0..s.nz {
-                let (a7, c) = (apply7_cell(s, u, i, j, k), cross_cell(s, u, i, j, k));
-                let fk = f.column(i, j)[k];
-                let r = s.storage.round(fk - (a7 + c));
-                sum += r * r;
-                g.column_mut(i, j)[k] = s.storage.round(fk - c);
-            }
-        }
-        Ok(sum)
-    }
-
     fn cg_spmv(
         &self,
         s: &LevelStencil,

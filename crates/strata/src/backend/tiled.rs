@@ -326,20 +326,6 @@ impl<H: Handle> StencilKernels for Tiled<H> {
         Ok(s)
     }
 
-    fn split_residual(
-        &self,
-        op: &Self::LevelOp,
-        f: &Self::Field,
-        u: &Self::Field,
-        g: &mut Self::Field,
-    ) -> Result<f64> {
-        let mut s = 0.0;
-        for (i, o) in op.tiles.iter().enumerate() {
-            s += self.inner().split_residual(o, &f[i], &u[i], &mut g[i])?;
-        }
-        Ok(s)
-    }
-
     fn residual_only(
         &self,
         op: &Self::LevelOp,

@@ -92,15 +92,13 @@ impl CpuBackend {
         });
     }
 
-    /// r = f − A u; returns Σ r². With `split` (A = A₇ + C), r = f − C u instead, still
-    /// returning Σ (f − A u)².
+    /// r = f − A u; returns Σ r².
     pub(super) fn cells_residual<S: Real, T: Real>(
         &self,
         s: &LevelStencil,
         f: &HostField<S>,
         u: &HostField<S>,
         r: &mut HostField<T>,
-        split: bool,
     ) -> f64 {
         let (nx, nz) = (s.nx(), s.nz);
         let [rr, _] = self.reduce_rows(s.ny(), |parts| {
@@ -113,31 +111,19 @@ impl CpuBackend {
                     for i in 0..nx {
                         let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
                         let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
-                        if split {
-                            // The 7-point part and the cross terms apart, each once.
-                            apply_col(s, i, j, &x, None, |k, a7| {
-                                let ck = cr.as_ref().map_or(0.0, |c| {
-                                    let centre = x.c[k].to_f64();
-                                    c.with_entries(s.diagonal_row(i, j, k), centre, k)
-                                        + c.slant_at(centre, k)
-                                });
-                                sum += split_at(fc, rc, k, a7, ck);
-                            });
+                        let mut sq = SumSq::new(nz);
+                        apply_col(s, i, j, &x, cr.as_ref(), |k, au| {
+                            let r = fc[k].to_f64() - au;
+                            rc[k] = T::from_f64(r);
+                            if narrows::<S, T>() {
+                                sq.add(k, r);
+                            }
+                        });
+                        sum += if narrows::<S, T>() {
+                            sq.total()
                         } else {
-                            let mut sq = SumSq::new(nz);
-                            apply_col(s, i, j, &x, cr.as_ref(), |k, au| {
-                                let r = fc[k].to_f64() - au;
-                                rc[k] = T::from_f64(r);
-                                if narrows::<S, T>() {
-                                    sq.add(k, r);
-                                }
-                            });
-                            sum += if narrows::<S, T>() {
-                                sq.total()
-                            } else {
-                                dot(rc, rc)
-                            };
-                        }
+                            dot(rc, rc)
+                        };
                     }
                     *part = [sum, 0.0];
                 })

@@ -120,16 +120,6 @@ impl<S: Real> Cross<'_, S> {
     }
 }
 
-/// One cell of the split residual (A x = a7 + c at level k): stores g_k = f_k − c and returns
-/// r_k² of the residual r = f − (a7 + c), rounded to `S` as a stored residual would be.
-#[inline(always)]
-pub(super) fn split_at<S: Real, T: Real>(f: &[S], g: &mut [T], k: usize, a7: f64, c: f64) -> f64 {
-    let fk = f[k].to_f64();
-    g[k] = T::from_f64(fk - c);
-    let r = S::from_f64(fk - (a7 + c)).to_f64();
-    r * r
-}
-
 /// Calls `emit(k, (A₇ x + C x)_k)`: [`apply_column`] plus the cross terms when there are any.
 #[inline(always)]
 pub(super) fn apply_column_cross<S: Real>(

@@ -26,8 +26,7 @@ impl CpuBackend {
         });
     }
 
-    // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3. With `split` (A = A₇ + C),
-    // r = f - C u instead, still returning sum (f - A u)^2.
+    // r = f - A u, returns sum r^2; traffic: read f, u; write r: 3.
     // r may be stored in another precision (`residual_to`): the norm is then of the values
     // before they are rounded.
     fn residual_t<S: Real, T: Real>(
@@ -36,10 +35,9 @@ impl CpuBackend {
         f: &HostField<S>,
         u: &HostField<S>,
         r: &mut HostField<T>,
-        split: bool,
     ) -> f64 {
         if s.cells.is_some() {
-            return self.cells_residual(s, f, u, r, split);
+            return self.cells_residual(s, f, u, r);
         }
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         let [rr, _] = self.reduce_rows(s.ny(), |parts| {
@@ -54,29 +52,19 @@ impl CpuBackend {
                         let fc = col(frow, i, nz);
                         let rc = col_mut(rrow, i, nz);
                         let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
-                        if split {
-                            // The 7-point part and the cross terms apart, each once.
-                            apply_column(c, v, &x, |k, a7| {
-                                let ck = cr
-                                    .as_ref()
-                                    .map_or(0.0, |c| c.at(v.d[k], x.c[k].to_f64(), k));
-                                sum += split_at(fc, rc, k, a7, ck);
-                            });
+                        let mut sq = SumSq::new(nz);
+                        apply_column_cross(c, v, &x, cr.as_ref(), |k, au| {
+                            let r = fc[k].to_f64() - au;
+                            rc[k] = T::from_f64(r);
+                            if narrows::<S, T>() {
+                                sq.add(k, r);
+                            }
+                        });
+                        sum += if narrows::<S, T>() {
+                            sq.total()
                         } else {
-                            let mut sq = SumSq::new(nz);
-                            apply_column_cross(c, v, &x, cr.as_ref(), |k, au| {
-                                let r = fc[k].to_f64() - au;
-                                rc[k] = T::from_f64(r);
-                                if narrows::<S, T>() {
-                                    sq.add(k, r);
-                                }
-                            });
-                            sum += if narrows::<S, T>() {
-                                sq.total()
-                            } else {
-                                dot(rc, rc)
-                            };
-                        }
+                            dot(rc, rc)
+                        };
                     }
                     *part = [sum, 0.0];
                 })
@@ -232,9 +220,7 @@ impl StencilKernels for CpuBackend {
         u: &CpuField,
         r: &mut CpuField,
     ) -> Result<f64> {
-        Ok(
-            by_precision!(s, S => self.residual_t(s, get::<S>(f)?, get::<S>(u)?, get_mut::<S>(r)?, false)),
-        )
+        Ok(by_precision!(s, S => self.residual_t(s, get::<S>(f)?, get::<S>(u)?, get_mut::<S>(r)?)))
     }
 
     fn residual_to(
@@ -251,21 +237,8 @@ impl StencilKernels for CpuBackend {
                 s,
                 get::<S>(f)?,
                 get::<S>(u)?,
-                get_mut::<T>(r)?,
-                false
+                get_mut::<T>(r)?
             ))),
-        )
-    }
-
-    fn split_residual(
-        &self,
-        s: &LevelStencil,
-        f: &CpuField,
-        u: &CpuField,
-        g: &mut CpuField,
-    ) -> Result<f64> {
-        Ok(
-            by_precision!(s, S => self.residual_t(s, get::<S>(f)?, get::<S>(u)?, get_mut::<S>(g)?, true)),
         )
     }
 

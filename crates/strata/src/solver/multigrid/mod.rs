@@ -180,18 +180,8 @@ pub struct Multigrid<B: Backend> {
 enum Cycles<B: Backend> {
     /// In fp64 on the caller's iterate.
     F64(Hierarchy<B>),
-    /// In fp64 on the caller's iterate for an operator with cross terms, A = A₇ + C (the
-    /// sphere's nine-point operator): each cycle is a V-cycle of the 7-point parts A₇ with
-    /// right-hand side g = f − C u. A V-cycle is affine, u + B (g − A₇ u) = u + B (f − A u): the
-    /// iterates of defect correction, without its fields r and z and its update u += z. `fine`
-    /// is the whole operator (its residual is the stopping test's), `g` a fine field.
-    Split {
-        h: Hierarchy<B>,
-        fine: B::LevelOp,
-        g: B::Field,
-    },
     /// Defect correction u ← u + V(f − A u), the V-cycle from zero on a hierarchy stored in
-    /// fp32 (mixed precision; of the 7-point parts where the operator has cross terms): the
+    /// fp32 (mixed precision): the
     /// fp64 residual goes straight into the cycle's fp32 right-hand side and the cycle's fp32
     /// result straight into the fp64 u, so no fp64 r or z is held.
     DefectCorrection(MgPreconditioner<B>),
@@ -206,18 +196,9 @@ impl<B: Backend> Multigrid<B> {
         params: MgParams,
         storage: Storage,
     ) -> Result<Self> {
-        let cycles = match (storage, precond::needs_outer(stencils)) {
-            (Storage::F64, false) => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
-            (Storage::F64, true) => {
-                let h = Hierarchy::new(backend, &precond::relaxed(stencils), params)?;
-                let fine = backend.prepare_level(&stencils[0])?;
-                Cycles::Split {
-                    g: backend.alloc(&fine)?,
-                    fine,
-                    h,
-                }
-            }
-            (Storage::F32, _) => Cycles::DefectCorrection(MgPreconditioner::new(
+        let cycles = match storage {
+            Storage::F64 => Cycles::F64(Hierarchy::new(backend, stencils, params)?),
+            Storage::F32 => Cycles::DefectCorrection(MgPreconditioner::new(
                 backend, stencils, params, storage, false,
             )?),
         };
@@ -228,15 +209,6 @@ impl<B: Backend> Multigrid<B> {
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         match &mut self.cycles {
             Cycles::F64(h) => h.replace_operators(b, stencils),
-            Cycles::Split { h, fine, .. } => {
-                // The fine level with its cross terms, and the hierarchy's: all or none.
-                let n = h.levels.len();
-                let mut all = vec![stencils[0].clone()];
-                all.extend(precond::relaxed(&stencils[..n]));
-                let mut ops = vec![fine];
-                ops.extend(h.ops_mut());
-                crate::backend::replace_levels(b, ops, &all)
-            }
             Cycles::DefectCorrection(pc) => pc.replace_operators(b, stencils),
         }
     }
@@ -245,7 +217,6 @@ impl<B: Backend> Multigrid<B> {
     pub fn fine(&self) -> &B::LevelOp {
         match &self.cycles {
             Cycles::F64(h) => &h.levels[0].op,
-            Cycles::Split { fine, .. } => fine,
             Cycles::DefectCorrection(pc) => pc.fine(),
         }
     }
@@ -254,10 +225,6 @@ impl<B: Backend> Multigrid<B> {
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         match &mut self.cycles {
             Cycles::F64(h) => h.prepare_comm(b, comm),
-            Cycles::Split { h, fine, .. } => {
-                comm.prepare(b, fine)?;
-                h.prepare_comm(b, comm)
-            }
             Cycles::DefectCorrection(pc) => pc.prepare_comm(b, comm),
         }
     }
@@ -315,44 +282,11 @@ impl<B: Backend> Multigrid<B> {
                     )
                 })
             }
-            // See [`Cycles::Split`]: per cycle the panel's V-cycle and one kernel that gives
-            // both g and the stopping test's ‖f − A u‖² (the traffic of the panel's fine
-            // residual).
-            Cycles::Split { h, fine, g } => {
-                let levels = h.levels.len();
-                let (fine, corners) = (&*fine, b.stencil(fine).reads_tile_corners());
-                let mut state = (h, g, u);
-                iterate(
-                    ctx,
-                    &mut state,
-                    levels,
-                    &mut |(_, g, u): &mut (&mut Hierarchy<B>, &mut B::Field, &mut B::Field),
-                          timer: &mut Timer| {
-                        // u's halo with the whole operator's exchange (tile corners included).
-                        comm.exchange(b, fine, u)?;
-                        let r = timer
-                            .run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))?;
-                        Ok([r, b.dot(fine, f, f)?])
-                    },
-                    &mut |(h, g, u): &mut (&mut Hierarchy<B>, &mut B::Field, &mut B::Field),
-                          timer: &mut Timer| {
-                        let rhs = &**g;
-                        h.with_fine_u(u, |h| h.vcycle(b, comm, timer, Start::Current, rhs))?;
-                        // The cycle leaves u's faces exchanged (the 7-point exchange); the
-                        // corners of tiles inside a panel need the whole operator's.
-                        if corners {
-                            timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))?;
-                        }
-                        timer.run(b, Kernel::Residual, 0, || b.split_residual(fine, f, u, g))
-                    },
-                )
-            }
             // u ← u + P (f − A u), P one V-cycle from zero: the multigrid solver of mixed
             // precision (the cycle in fp32, everything else fp64; the same iterates as fp64
             // cycles on u in exact arithmetic but for red-black's over-relaxation of the first
             // fine half-sweep, which the cycle from zero does not apply, and a gap on rough
-            // fields not yet explained: docs/MODEL.md §17; on the nine-point sphere the cycle of
-            // the 7-point parts, the residual of the whole operator). Per cycle two fine passes besides the
+            // fields not yet explained: docs/MODEL.md §17). Per cycle two fine passes besides the
             // cycle's: the residual into its fp32 right-hand side, and u += z from its fp32 z.
             Cycles::DefectCorrection(pc) => {
                 let levels = pc.n_levels();

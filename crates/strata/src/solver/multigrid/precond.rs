@@ -1,10 +1,8 @@
 //! One V-cycle from zero as a preconditioner, z = P r, with its fields stored in fp64 or in
 //! fp32 (mixed precision, docs/MODEL.md §17): then r is converted into the fp32 finest level,
-//! the cycle runs there, and its result (halo included) is converted back. Where the operator
-//! has the sphere's cross terms (docs/MODEL.md §16.1), the hierarchy is of its 7-point parts
-//! and the outer iteration applies the whole operator: relaxing the cross terms in the cycle
-//! made its level-0 Smooth and Residual 49 % and 67 % slower to save one mg-cg iteration in
-//! eight (docs/PERFORMANCE.md).
+//! the cycle runs there, and its result (halo included) is converted back. The sphere's
+//! nine-point levels are relaxed with their diagonal couplings (four-colour sweeps,
+//! docs/MODEL.md §16.1).
 
 use super::{Hierarchy, MgParams};
 use crate::backend::{Backend, Recording};
@@ -14,8 +12,7 @@ use crate::precision::Storage;
 use crate::solver::profile::{Kernel, Timer};
 use crate::stencil::LevelStencil;
 
-/// The outer side of a preconditioner whose hierarchy is not the outer operator: stored in
-/// fp32, or of the 7-point parts of an operator with cross terms, or both.
+/// The outer side of a preconditioner whose hierarchy is stored in fp32 (mixed precision).
 struct Outer<B: Backend> {
     /// The finest level prepared in fp64 with all its terms: the operator the outer iteration
     /// applies.
@@ -61,13 +58,12 @@ impl<B: Backend> MgPreconditioner<B> {
         symmetric: bool,
     ) -> Result<Self> {
         let stored = with_storage(stencils, storage);
-        let outer = needs_outer(stencils);
         let h = Hierarchy::new(b, &stored, params)?;
         let op0 = &h.levels[0].op;
         let zero = b.alloc(op0)?;
-        let outer_side = match (storage, outer) {
-            (Storage::F64, false) => None,
-            (storage, _) => Some(Outer {
+        let outer_side = match storage {
+            Storage::F64 => None,
+            Storage::F32 => Some(Outer {
                 fine: b.prepare_level(&stencils[0])?,
                 corners: stencils[0].reads_tile_corners(),
                 fp32: match storage {
@@ -109,12 +105,6 @@ impl<B: Backend> MgPreconditioner<B> {
 
     /// Prepares every operator again from `stencils` (fp64 as built), keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
-        if self.outer.is_none() && needs_outer(stencils) {
-            return invalid(
-                "operator",
-                "the new operator has cross terms that the prepared hierarchy does not relax",
-            );
-        }
         let storage = self.storage();
         self.forget_recordings();
         // The outer fine level (fp64) and the hierarchy's, all or none.
@@ -281,8 +271,8 @@ impl<B: Backend> MgPreconditioner<B> {
             }
         }
         if m.corners {
-            // The cycle exchanged z's faces (its levels are 7-point); the outer operator's cross
-            // terms also read the corners of tiles inside a panel.
+            // The outer operator's cross terms read the corners of tiles inside a panel: z's
+            // halo with the fp64 operator's exchange.
             timer.run(b, Kernel::Halo, 0, || comm.exchange(b, &m.fine, z))?;
         }
         Ok(())
@@ -386,24 +376,12 @@ fn apply_swaps(before: &[u64], pairs: &[(usize, usize)], swaps: &[bool]) -> Vec<
     a
 }
 
-/// Whether the hierarchy for `stencils` relaxes another operator than the outer iteration's:
-/// never since the nine-point levels are relaxed by four-colour sweeps (docs/MODEL.md §16.1).
-pub(crate) fn needs_outer(stencils: &[LevelStencil]) -> bool {
-    let _ = stencils;
-    false
-}
-
 /// `stencils` with their fields stored in `storage`, as the hierarchy relaxes them.
 fn with_storage(stencils: &[LevelStencil], storage: Storage) -> Vec<LevelStencil> {
     stencils
         .iter()
         .map(|s| s.clone().with_storage(storage))
         .collect()
-}
-
-/// `stencils` as a hierarchy relaxes them ([`LevelStencil::relaxed`]).
-pub(crate) fn relaxed(stencils: &[LevelStencil]) -> Vec<LevelStencil> {
-    stencils.iter().map(LevelStencil::relaxed).collect()
 }
 
 #[cfg(test)]
