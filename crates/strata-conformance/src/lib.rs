@@ -652,16 +652,18 @@ pub fn cross_term_kernels<B: Backend>(b: &B) {
         );
         // The quarter sweeps, over-relaxed, each leaving the other quarters alone.
         for color in 2..6 {
-            let sweep = |f_in: &HostField| {
-                let mut hu = x.clone();
-                r.smooth_color(&s, f_in, &mut hu, color, 1.1).unwrap();
+            // The spread under rounding-sized changes of the neighbours' values (the couplings'
+            // sums are larger than f: their rounding, not f's, is what the solve amplifies).
+            let sweep = |x_in: &HostField| {
+                let mut hu = x_in.clone();
+                r.smooth_color(&s, &f, &mut hu, color, 1.1).unwrap();
                 hu
             };
-            let hu = sweep(&f);
+            let hu = sweep(&x);
             let mut du = to_backend(b, &op, &x);
             b.smooth_color(&op, &df, &mut du, color, 1.1).unwrap();
             let got = to_host(b, &op, &du);
-            let (d, spread) = (rel_diff(&got, &hu), rounding_spread(&f, sweep));
+            let (d, spread) = (rel_diff(&got, &hu), rounding_spread(&x, sweep));
             assert!(
                 d <= solve_tol(spread),
                 "smooth_color {color} {ctx}: {d:e} (spread {spread:e})"

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use strata::precision::Storage;
 use strata::{Result, StrataError};
 
-pub use crate::compile::{BLOCK_THREADS, NARROW_OPTION, SLANT_OPTION, SOURCES, THOMAS_SMEM};
+pub use crate::compile::{
+    BLOCK_THREADS, DIAGONALS_OPTION, NARROW_OPTION, SLANT_OPTION, SOURCES, THOMAS_SMEM,
+};
 
 /// The kernel images compiled by build.rs: `SHIPPED` (one per build and target) and
 /// `SHIPPED_NZ` (the levels per column they were built for).

@@ -41,9 +41,9 @@ pub struct LevelStencil {
     /// the non-orthogonal grid, docs/MODEL.md §16.1), one [`Diagonals`] per column: the
     /// operator is then `A₇ + C` with `(C u)_ijk = d_k Σ_D α_D g_D (u_D − u_ijk)` (`g_D` the
     /// coefficient fields' factor, 1 without them); [`LevelStencil::row`] is `A₇`'s row. The
-    /// kernels that apply the operator (apply, residual, the CG SpMV) add `C`; the relaxations
-    /// refuse it, and the solvers' multigrid hierarchies keep `A₇` only
-    /// ([`LevelStencil::relaxed`]).
+    /// kernels that apply the operator (apply, residual, the CG SpMV) add `C`, and so do the
+    /// relaxations: block Jacobi's residual, and the quarter colours' sweeps that a level with
+    /// these couplings is relaxed by ([`LevelStencil::check_colour`]).
     pub cross: Option<Arc<[Diagonals]>>,
     /// Coefficient fields held in a backend's memory (a GPU's), from which that backend makes
     /// this level's per-cell entries itself ([`ResidentCells`]); `cells` is then `None`, and
@@ -54,7 +54,7 @@ pub struct LevelStencil {
     /// neighbours' cells above and below, part of the operator `A = A₇ + C` that every kernel
     /// applies; the relaxations put them into the columns' right-hand sides with the current
     /// values (a column's slant neighbours are lateral ones: the other colour of a red-black
-    /// sweep), so the hierarchy relaxes and coarsens `A` itself ([`LevelStencil::relaxed`]).
+    /// sweep), so the hierarchy relaxes and coarsens `A` itself.
     /// Only with `cells` (the terrain's metric is folded into the face factors). `None`
     /// elsewhere.
     pub slant: Option<Arc<Slant>>,
