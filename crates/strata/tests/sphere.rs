@@ -261,6 +261,21 @@ fn any_tiling_and_any_backend_give_the_same_solve() {
     assert_eq!(sol.u, u1);
 }
 
+/// Iterations of `cfg` on one n × n × 32 panel (random right-hand side), to compare with the
+/// sphere's.
+fn panel_iterations(cpu: &CpuBackend, n: usize, cfg: &SolverConfig) -> usize {
+    let panel = ProblemParams {
+        geometry: Geometry::Panel,
+        ..sphere_params(n, 32)
+    };
+    let rhs =
+        strata::problem::build_rhs(&panel, RhsKind::Random, 3, &strata::grid::Block::whole(n));
+    strata::solve(cpu, &panel, cfg, &rhs, &mut |_, _| {})
+        .unwrap()
+        .info
+        .iterations
+}
+
 #[test]
 fn multigrid_converges_on_the_sphere_as_on_one_panel() {
     let cpu = CpuBackend::new(Some(2)).unwrap();
@@ -268,20 +283,7 @@ fn multigrid_converges_on_the_sphere_as_on_one_panel() {
         for kind in [SolverKind::Mg, SolverKind::MgCg] {
             let cfg = SolverConfig::paper(kind).with_levels(4);
             let sphere_its = solve_tiled(&cpu, &sphere_params(n, 32), &cfg, 1).1;
-            let panel = ProblemParams {
-                geometry: Geometry::Panel,
-                ..sphere_params(n, 32)
-            };
-            let rhs = strata::problem::build_rhs(
-                &panel,
-                RhsKind::Random,
-                3,
-                &strata::grid::Block::whole(n),
-            );
-            let panel_its = strata::solve(&cpu, &panel, &cfg, &rhs, &mut |_, _| {})
-                .unwrap()
-                .info
-                .iterations;
+            let panel_its = panel_iterations(&cpu, n, &cfg);
             eprintln!("n = {n}, {kind:?}: sphere {sphere_its}, panel {panel_its}");
             assert!(
                 sphere_its <= panel_its + 2,
@@ -301,20 +303,7 @@ fn red_black_multigrid_takes_a_panels_cycles_on_the_sphere() {
     for n in [32, 64] {
         for kind in [SolverKind::Mg, SolverKind::MgCg] {
             let cfg = SolverConfig::new(kind);
-            let panel = ProblemParams {
-                geometry: Geometry::Panel,
-                ..sphere_params(n, 32)
-            };
-            let rhs = strata::problem::build_rhs(
-                &panel,
-                RhsKind::Random,
-                3,
-                &strata::grid::Block::whole(n),
-            );
-            let panel_its = strata::solve(&cpu, &panel, &cfg, &rhs, &mut |_, _| {})
-                .unwrap()
-                .info
-                .iterations;
+            let panel_its = panel_iterations(&cpu, n, &cfg);
             for k in [1, 2] {
                 let sphere_its = solve_tiled(&cpu, &sphere_params(n, 32), &cfg, k).1;
                 eprintln!(
