@@ -78,7 +78,18 @@ pub(super) fn cross<'a, S: Real>(
     })
 }
 
-impl<S: Real> Cross<'_, S> {
+impl<'a, S: Real> Cross<'a, S> {
+    /// The sphere's diagonal couplings `alpha` (ne, nw, se, sw) of a column whose diagonal
+    /// neighbours' values are `x` (the same order).
+    #[inline(always)]
+    pub(super) fn diagonal(alpha: [f64; 4], x: [&'a [S]; 4]) -> Self {
+        Self {
+            alpha,
+            x,
+            slant: None,
+        }
+    }
+
     /// (C x) at level k: `d_k Σ α_D (x_D − x_c)` (the sphere's diagonal couplings; a stencil
     /// with orography has cell coefficients and comes to [`Cross::slant_at`]).
     #[inline(always)]

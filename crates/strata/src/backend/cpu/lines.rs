@@ -90,7 +90,7 @@ impl CpuBackend {
         use crate::backend::line_gs::{has_color, over_relax, solve_given_neighbours};
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
         let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
-        if s.cells.is_none() && s.cross.is_none() {
+        if s.cells.is_none() {
             self.smooth_color_lanes(s, f, u, color, relax);
             return;
         }
@@ -136,9 +136,10 @@ impl CpuBackend {
     }
 
     /// [`Self::smooth_color_t`] of a level without cell coefficients: the row's columns of
-    /// `color` (every other one) in groups of [`LANES`] solved in lockstep
-    /// ([`thomas::smooth_color`]), from the columns' stored coefficients, as the Jacobi sweep
-    /// solves adjacent columns. u ← u + w T⁻¹ (f − A u) on each, in place.
+    /// `color` (every other one; of a quarter colour, every other row's) in groups of [`LANES`]
+    /// solved in lockstep ([`thomas::smooth_color`]), from the columns' stored coefficients and
+    /// diagonal couplings, as the Jacobi sweep solves adjacent columns. u ← u + w T⁻¹ (f − A u)
+    /// on each, in place.
     fn smooth_color_lanes<S: Real>(
         &self,
         s: &LevelStencil,
@@ -169,6 +170,23 @@ impl CpuBackend {
                         s: data.column(offset(ih, jh - 1), nz),
                     }
                 };
+                // SAFETY: as above: on a level with diagonal couplings the colour is a quarter
+                // (`check_colour`), whose columns' diagonal neighbours have other colours too.
+                let cross_of = |i: usize| {
+                    s.cross.as_ref().map(|c| {
+                        let (ih, jh) = (i + 1, j + 1);
+                        let d = c[j * nx + i];
+                        column::Cross::diagonal([d.ne, d.nw, d.se, d.sw], unsafe {
+                            [
+                                (ih + 1, jh + 1),
+                                (ih - 1, jh + 1),
+                                (ih + 1, jh - 1),
+                                (ih - 1, jh - 1),
+                            ]
+                            .map(|(a, b)| data.column(offset(a, b), nz))
+                        })
+                    })
+                };
                 let update = |i: usize, k: usize, z: f64| {
                     // SAFETY: as above: cell k of this thread's own column i, read and written
                     // once each, after the kernel's reads of it.
@@ -178,7 +196,15 @@ impl CpuBackend {
                     }
                 };
                 with_scratch(thomas::scratch_len(nz), |buf| {
-                    let mut i = (color + 2 - (s.block.i0 + s.block.j0 + j) % 2) % 2;
+                    // The row's first column of the colour (none: a quarter colour's other rows).
+                    let (gi0, gj) = (s.block.i0 % 2, (s.block.j0 + j) % 2);
+                    let mut i = if color < 2 {
+                        (color + 2 - (gi0 + gj) % 2) % 2
+                    } else if gj == (color - 2) >> 1 {
+                        ((color - 2) % 2 + 2 - gi0) % 2
+                    } else {
+                        nx
+                    };
                     while i + 2 * (LANES - 1) < nx {
                         let is: [usize; LANES] = std::array::from_fn(|l| i + 2 * l);
                         thomas::smooth_color::<LANES, _>(
@@ -187,15 +213,23 @@ impl CpuBackend {
                             &is,
                             frow,
                             nbrs_of,
+                            cross_of,
                             buf,
                             |l, k, z| update(is[l], k, z),
                         );
                         i += 2 * LANES;
                     }
                     while i < nx {
-                        thomas::smooth_color::<1, _>(s, j, &[i], frow, nbrs_of, buf, |_, k, z| {
-                            update(i, k, z)
-                        });
+                        thomas::smooth_color::<1, _>(
+                            s,
+                            j,
+                            &[i],
+                            frow,
+                            nbrs_of,
+                            cross_of,
+                            buf,
+                            |_, k, z| update(i, k, z),
+                        );
                         i += 2;
                     }
                 })

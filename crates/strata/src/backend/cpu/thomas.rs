@@ -4,7 +4,9 @@
 //! function takes the row slices of its fields (halo columns included) and works on columns
 //! `i0 .. i0 + L` of row `j`.
 
-use super::column::{apply_column, dot, nbrs, thomas_backward, thomas_forward, Nbrs};
+use super::column::{
+    apply_column, apply_column_cross, dot, nbrs, thomas_backward, thomas_forward, Cross, Nbrs,
+};
 use crate::field::HostField;
 use crate::precision::Real;
 use crate::problem::Column;
@@ -177,10 +179,12 @@ pub(super) fn restrict_smooth<const L: usize, S: Real>(
 }
 
 /// z ← T⁻¹ (f − A u) on the `L` columns `is` of row `j`, one colour of the red-black ordering
-/// (no two of them neighbours): the correction of a red-black half-sweep of a group, which the
-/// caller applies in place, u ← u + w z, as `update(l, k, z_k)` receives it (top to bottom, after
-/// every read of u here). `f` is the row of f (halo included), `nbrs_of(i)` column i's
-/// neighbourhood in u.
+/// (no two of them neighbours; on a level with the sphere's diagonal couplings one quarter
+/// colour, so no two diagonal neighbours either): the correction of a half- or quarter sweep of a
+/// group, which the caller applies in place, u ← u + w z, as `update(l, k, z_k)` receives it (top
+/// to bottom, after every read of u here). `f` is the row of f (halo included), `nbrs_of(i)`
+/// column i's neighbourhood in u, `cross_of(i)` its diagonal couplings (`None` without).
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
     s: &LevelStencil,
@@ -188,6 +192,7 @@ pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
     is: &[usize; L],
     f: &[S],
     nbrs_of: impl Fn(usize) -> Nbrs<'a, S>,
+    cross_of: impl Fn(usize) -> Option<Cross<'a, S>>,
     buf: &mut [f64],
     update: impl FnMut(usize, usize, f64),
 ) {
@@ -197,7 +202,8 @@ pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
     for (l, col) in cols.iter().enumerate() {
         let fl = &f[(is[l] + 1) * nz..][..nz];
         let rhs = &mut *sc.rhs;
-        apply_column(col, v, &nbrs_of(is[l]), |k, au| {
+        let cross = cross_of(is[l]);
+        apply_column_cross(col, v, &nbrs_of(is[l]), cross.as_ref(), |k, au| {
             rhs[k][l] = fl[k].to_f64() - au
         });
     }
