@@ -103,7 +103,10 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
 
     /// Symmetric: the palindrome red-black, black-red, … of the steps, whose every second
     /// half-sweep repeats the one before it (same colour, same neighbours: the same values, bit
-    /// for bit) and is skipped — one half-sweep per step. Otherwise red then black every step.
+    /// for bit) and is skipped — one half-sweep per step. (On a nine-point level a half-sweep is
+    /// two quarter sweeps in a fixed order, so the skipped half-sweep would not quite repeat
+    /// the one before it: there the coarse steps are a palindrome of half-sweeps only, not of
+    /// quarter sweeps.) Otherwise red then black every step.
     fn coarse_count(&self, steps: usize, symmetric: bool) -> usize {
         if symmetric {
             steps
