@@ -372,6 +372,13 @@ impl CudaBackend {
     /// [`Fields::replay`] body is being recorded, the capture stream (the legacy default
     /// stream, which the backend runs on so that callers' arrays written on it are ordered
     /// with its kernels, cannot be captured).
+    fn base(&self) -> &Arc<CudaStream> {
+        match (self.capturing.load(Ordering::Relaxed), self.capture.get()) {
+            (true, Some(c)) => c,
+            _ => &self.stream,
+        }
+    }
+
     /// A launch of kernel `f` on `stream`, counted ([`Fields::launches`]): while a recording
     /// is captured, as one of its kernels; otherwise as a kernel run and a host launch.
     fn builder<'a>(
@@ -386,13 +393,6 @@ impl CudaBackend {
             self.counts[1].fetch_add(1, Ordering::Relaxed);
         }
         stream.launch_builder(f)
-    }
-
-    fn base(&self) -> &Arc<CudaStream> {
-        match (self.capturing.load(Ordering::Relaxed), self.capture.get()) {
-            (true, Some(c)) => c,
-            _ => &self.stream,
-        }
     }
 
     /// A loaded kernel module, for kernels that do not depend on a level (the scalar

@@ -17,9 +17,8 @@ struct Outer<B: Backend> {
     /// The finest level prepared in fp64 with all its terms: the operator the outer iteration
     /// applies.
     fine: B::LevelOp,
-    /// r and z in fp32 (the cycle's right-hand side and iterate); `None` when the hierarchy is
-    /// fp64 (the outer fields serve it directly).
-    fp32: Option<(B::Field, B::Field)>,
+    /// r and z in fp32 (the cycle's right-hand side and iterate).
+    fp32: (B::Field, B::Field),
     /// Whether `fine` reads tile corners the cycle's exchanges leave alone
     /// ([`LevelStencil::reads_tile_corners`]).
     corners: bool,
@@ -66,10 +65,7 @@ impl<B: Backend> MgPreconditioner<B> {
             Storage::F32 => Some(Outer {
                 fine: b.prepare_level(&stencils[0])?,
                 corners: stencils[0].reads_tile_corners(),
-                fp32: match storage {
-                    Storage::F64 => None,
-                    Storage::F32 => Some((b.alloc(op0)?, b.alloc(op0)?)),
-                },
+                fp32: (b.alloc(op0)?, b.alloc(op0)?),
             }),
         };
         Ok(Self {
@@ -93,8 +89,8 @@ impl<B: Backend> MgPreconditioner<B> {
     /// How the hierarchy's fields are stored.
     pub fn storage(&self) -> Storage {
         match &self.outer {
-            Some(Outer { fp32: Some(_), .. }) => Storage::F32,
-            _ => Storage::F64,
+            Some(_) => Storage::F32,
+            None => Storage::F64,
         }
     }
 
@@ -260,16 +256,12 @@ impl<B: Backend> MgPreconditioner<B> {
         let Some(m) = outer else {
             return h.precondition(b, comm, timer, r, z, zero, sym);
         };
-        match &mut m.fp32 {
-            None => h.precondition(b, comm, timer, r, z, zero, sym)?,
-            Some((r32, z32)) => {
-                let op0 = &h.levels[0].op;
-                timer.run(b, Kernel::Vector, 0, || b.convert(&m.fine, r, op0, r32))?;
-                h.precondition(b, comm, timer, r32, z32, zero, sym)?;
-                let op0 = &h.levels[0].op;
-                timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))?;
-            }
-        }
+        let (r32, z32) = &mut m.fp32;
+        let op0 = &h.levels[0].op;
+        timer.run(b, Kernel::Vector, 0, || b.convert(&m.fine, r, op0, r32))?;
+        h.precondition(b, comm, timer, r32, z32, zero, sym)?;
+        let op0 = &h.levels[0].op;
+        timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))?;
         if m.corners {
             // The outer operator's cross terms read the corners of tiles inside a panel: z's
             // halo with the fp64 operator's exchange.
@@ -287,7 +279,7 @@ impl<B: Backend> MgPreconditioner<B> {
     /// The addresses of the fields a cycle touches: r, z, the fp32 r and z of mixed precision
     /// (0 without), then each level's u and work field.
     fn arrangement(&self, b: &B, ends: &Ends<'_, B>) -> Vec<u64> {
-        let (r32, z32) = match self.outer.as_ref().and_then(|m| m.fp32.as_ref()) {
+        let (r32, z32) = match self.outer.as_ref().map(|m| &m.fp32) {
             Some((r32, z32)) => (b.address(r32), b.address(z32)),
             None => (0, 0),
         };
@@ -315,7 +307,7 @@ impl<B: Backend> MgPreconditioner<B> {
     /// Makes the swaps of a replayed cycle on the host (see [`swaps_between`]).
     fn swap(&mut self, ends: &mut Ends<'_, B>, swaps: &[bool]) {
         let Self { h, outer, .. } = self;
-        let fine = match (outer.as_mut().and_then(|m| m.fp32.as_mut()), ends) {
+        let fine = match (outer.as_mut().map(|m| &mut m.fp32), ends) {
             (Some((_, z32)), _) => z32,
             (None, Ends::Outer(_, z)) => &mut **z,
             // Inner ends exist only with an fp32 hierarchy (checked before the cycle ran).
@@ -339,10 +331,10 @@ fn fp32_pair<'a, B: Backend>(
     match outer {
         Some(Outer {
             fine,
-            fp32: Some((r32, z32)),
+            fp32: (r32, z32),
             ..
         }) => Ok((fine, r32, z32)),
-        _ => invalid(what, "the hierarchy is not stored in fp32"),
+        None => invalid(what, "the hierarchy is not stored in fp32"),
     }
 }
 
