@@ -111,19 +111,9 @@ impl CpuBackend {
                     for i in 0..nx {
                         let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
                         let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
-                        let mut sq = SumSq::new(nz);
-                        apply_col(s, i, j, &x, cr.as_ref(), |k, au| {
-                            let r = fc[k].to_f64() - au;
-                            rc[k] = T::from_f64(r);
-                            if narrows::<S, T>() {
-                                sq.add(k, r);
-                            }
-                        });
-                        sum += if narrows::<S, T>() {
-                            sq.total()
-                        } else {
-                            dot(rc, rc)
-                        };
+                        let mut res = ResidualSink::new(fc, rc);
+                        apply_col(s, i, j, &x, cr.as_ref(), |k, au| res.emit(k, au));
+                        sum += res.finish();
                     }
                     *part = [sum, 0.0];
                 })

@@ -224,6 +224,44 @@ impl SumSq {
     }
 }
 
+/// One column's residual r = f − (A x)_k, stored level by level as the operator is applied
+/// ([`ResidualSink::emit`]), and its Σ r² ([`ResidualSink::finish`]): of the values before they
+/// are rounded where the store narrows them ([`narrows`]), else of the stored values.
+pub(super) struct ResidualSink<'a, S, T> {
+    f: &'a [S],
+    r: &'a mut [T],
+    sq: SumSq,
+}
+
+impl<'a, S: Real, T: Real> ResidualSink<'a, S, T> {
+    /// The residual of right-hand side column `f` into column `r`.
+    #[inline(always)]
+    pub(super) fn new(f: &'a [S], r: &'a mut [T]) -> Self {
+        let sq = SumSq::new(f.len());
+        Self { f, r, sq }
+    }
+
+    /// Stores r_k = f_k − `au` ((A x)_k).
+    #[inline(always)]
+    pub(super) fn emit(&mut self, k: usize, au: f64) {
+        let r = self.f[k].to_f64() - au;
+        self.r[k] = T::from_f64(r);
+        if narrows::<S, T>() {
+            self.sq.add(k, r);
+        }
+    }
+
+    /// Σ r² of the column.
+    #[inline(always)]
+    pub(super) fn finish(self) -> f64 {
+        if narrows::<S, T>() {
+            self.sq.total()
+        } else {
+            dot(self.r, self.r)
+        }
+    }
+}
+
 /// Σ a·b with four independent partial sums (so it vectorises), in a fixed order.
 #[inline(always)]
 pub(super) fn dot<S: Real>(a: &[S], b: &[S]) -> f64 {

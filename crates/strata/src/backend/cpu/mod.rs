@@ -10,7 +10,7 @@ mod thomas;
 mod transfer;
 mod vector;
 
-use self::column::{apply_column_cross, cross, dot, narrows, nbrs, SumSq};
+use self::column::{apply_column_cross, cross, dot, nbrs, ResidualSink};
 use self::thomas::{groups, LANES};
 use super::Fields;
 use crate::error::{Result, StrataError};
