@@ -237,10 +237,31 @@ struct CellOp {
         const real *__restrict__ cb, int csym
 #define CELL_OP(o0) (CellOp{cd, ce, cn, cu, cw, cs, cb, csym, (o0), L.sx})
 
+// What an operator with cross terms (XColOp, XCellOp, SCellOp: `op` its 7-point part, and its
+// cross_n) gives the kernel bodies besides its own terms: A x at a cell, loading the
+// neighbourhood; and for the line relaxations the horizontal couplings with the cross terms,
+// C's own part times the cell's current value, over the 7-point column block (orography's
+// slant couplings, docs/MODEL.md section 23.3, and the sphere's diagonal ones in the four-colour
+// sweeps of nine-point levels, the -DDIAGONALS build, section 16.1: a column's cross-term
+// neighbours have other colours).
+#define CROSS_OP_COMMON                                                                              \
+    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k, \
+                                          real below, real mid, real above) const {                 \
+        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);                             \
+    }                                                                                                \
+    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const { \
+        return op.horizontal(x, o, L, k) + cross_n(global_nb(x, o, L), o, k, x[o]);                 \
+    }                                                                                                \
+    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }                        \
+    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }                      \
+    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }                      \
+    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
+
 // The sphere's cross terms (docs/MODEL.md §16.1): a column's couplings to its four diagonal
 // neighbours (ne, nw, se, sw; 4 reals per column in `xc`, as the face coefficients) added to the
-// operator (apply, residual, CG SpMV; the relaxations refuse it). (Passing the diagonal values from the lanes beside by warp
-// shuffles instead of loading them was measured slower, docs/PERFORMANCE.md.)
+// operator (apply, residual, CG SpMV, and the relaxations of the -DDIAGONALS build). (Passing
+// the diagonal values from the lanes beside by warp shuffles instead of loading them was
+// measured slower, docs/PERFORMANCE.md.)
 struct XColOp {
     ColOp op;
     real ne, nw, se, sw;
@@ -266,21 +287,7 @@ struct XColOp {
                            nw * x.nw() + se * x.se() + sw * x.sw();
         return diag * mid + c.t * (V_B(op.V, k) * above + V_C(op.V, k) * below) + dk * horiz;
     }
-    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            real below, real mid, real above) const {
-        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
-    }
-    // For the line relaxations of the nine-point levels (the -DDIAGONALS build, four-colour
-    // sweeps: a column's diagonal neighbours have other colours): the horizontal couplings and
-    // the diagonal ones, with C's own part times the cell's current value, as orography's slant
-    // couplings are relaxed (docs/MODEL.md section 16.1); the column block is the 7-point one.
-    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
-        return op.horizontal(x, o, L, k) + cross_n(global_nb(x, o, L), o, k, x[o]);
-    }
-    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
-    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
-    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
-    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
+    CROSS_OP_COMMON
 };
 
 // The cross terms of a level with per-cell coefficients: the four diagonal entries of every row
@@ -302,18 +309,7 @@ struct XCellOp {
                                               real above) const {
         return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
     }
-    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            real below, real mid, real above) const {
-        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
-    }
-    // For the line relaxations of the nine-point levels, as XColOp's.
-    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
-        return op.horizontal(x, o, L, k) + cross_n(global_nb(x, o, L), o, k, x[o]);
-    }
-    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
-    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
-    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
-    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
+    CROSS_OP_COMMON
 };
 
 // Orography's slant couplings (docs/MODEL.md §23.3) on a level with per-cell coefficients: the
@@ -347,20 +343,7 @@ struct SCellOp {
                                               real above) const {
         return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
     }
-    __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
-                                            real below, real mid, real above) const {
-        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
-    }
-    // For the line relaxations: the horizontal couplings and the slant ones, which read the
-    // lateral neighbours one level up and down and the cell's own current value (docs/MODEL.md
-    // section 23.3); the column block is the 7-point one.
-    __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
-        return op.horizontal(x, o, L, k) + cross_n(global_nb(x, o, L), o, k, x[o]);
-    }
-    __device__ __forceinline__ real diag(int k) const { return op.diag(k); }
-    __device__ __forceinline__ real lower(int k) const { return op.lower(k); }
-    __device__ __forceinline__ real upper(int k) const { return op.upper(k); }
-    __device__ __forceinline__ real row_sum(int k) const { return op.row_sum(k); }
+    CROSS_OP_COMMON
 };
 
 // Orography's slant couplings (has_cross = 2) are compiled only into the build for levels that

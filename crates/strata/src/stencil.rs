@@ -206,7 +206,7 @@ impl LevelStencil {
     }
 
     /// Whether the operator has the sphere's diagonal couplings (on this block or any of its
-    /// tiles), which the relaxations refuse.
+    /// tiles), which the relaxations sweep by quarter colours ([`LevelStencil::check_colour`]).
     pub fn has_diagonals(&self) -> bool {
         self.cross.is_some()
             || self
