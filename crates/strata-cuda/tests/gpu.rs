@@ -12,6 +12,13 @@ fn gpu() -> CudaBackend {
     CudaBackend::new(0).expect("a CUDA device")
 }
 
+/// Device 0 with the environment's kernel tuning changed by `change`.
+fn gpu_tuned(change: impl FnOnce(&mut strata_cuda::kernels::Tuning)) -> CudaBackend {
+    let mut t = strata_cuda::kernels::Tuning::from_env();
+    change(&mut t);
+    CudaBackend::with_tuning(0, t).expect("a CUDA device")
+}
+
 /// The largest difference of `a` from `b`, relative to the largest value of `b`.
 fn max_rel_diff(a: &[f64], b: &[f64]) -> f64 {
     let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -1151,7 +1158,7 @@ fn coarse_cg_agrees_with_the_cpu() {
 #[ignore = "needs an NVIDIA GPU"]
 fn shipped_kernels_give_the_compiled_ones_iterates() {
     use strata::backend::Fields;
-    use strata_cuda::kernels::{Origin, Tuning};
+    use strata_cuda::kernels::Origin;
     let p = ProblemParams {
         n: 1024,
         nz: 64,
@@ -1160,14 +1167,7 @@ fn shipped_kernels_give_the_compiled_ones_iterates() {
     let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(p.n));
     let cfg = SolverConfig::default();
     let shipped = gpu();
-    let compiled = CudaBackend::with_tuning(
-        0,
-        Tuning {
-            options: vec!["-DSTRATA_RUN_TIME_BUILD".into()],
-            ..Tuning::from_env()
-        },
-    )
-    .unwrap();
+    let compiled = gpu_tuned(|t| t.options = vec!["-DSTRATA_RUN_TIME_BUILD".into()]);
     let a = strata::solve(&shipped, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
     let b = strata::solve(&compiled, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
     let origins = |g: &CudaBackend| {
@@ -1202,7 +1202,6 @@ fn shipped_kernels_give_the_compiled_ones_iterates() {
 #[ignore = "needs an NVIDIA GPU"]
 fn launch_counts_see_replayed_cycles_as_one_launch() {
     use strata::backend::Fields;
-    use strata_cuda::kernels::Tuning;
     let p = ProblemParams {
         n: 64,
         nz: 32,
@@ -1210,14 +1209,7 @@ fn launch_counts_see_replayed_cycles_as_one_launch() {
     };
     let rhs = build_rhs(&p, RhsKind::Random, 5, &Block::whole(p.n));
     let per_iteration = |graphs: bool| {
-        let g = CudaBackend::with_tuning(
-            0,
-            Tuning {
-                graphs,
-                ..Tuning::from_env()
-            },
-        )
-        .unwrap();
+        let g = gpu_tuned(|t| t.graphs = graphs);
         let run = |its: usize| {
             let before = g.launches().unwrap();
             let cfg = SolverConfig::new(SolverKind::MgCg)
