@@ -52,11 +52,13 @@ pub struct ProblemArgs {
     /// (docs/MODEL.md §20).
     #[arg(long, value_parser = parse_boundaries, default_value = "x=dirichlet,y=dirichlet")]
     pub boundary: Boundaries,
-    /// Orography under terrain-following coordinates (the box and the panel; docs/MODEL.md
-    /// §23): a NetCDF file with the variable `orography` of shape (y, x) = (n, n), heights in
-    /// [0, H) in the units of --height; or `schaer[:slope=S,a=A,l=L]`, Schär's mountain along
-    /// x on the unit box (half-width a = 0.25, ripple wavelength l = 0.2; the same heights per
-    /// column on the panel), its height set so that the steepest slope is S (default 0.5).
+    /// Orography under terrain-following coordinates (docs/MODEL.md §23): a NetCDF file with
+    /// the variable `orography` of shape (y, x) = (n, n), or (panel, y, x) = (6, n, n) on the
+    /// sphere, heights in [0, H) in the units of --height; or `schaer[:slope=S,a=A,l=L]`,
+    /// Schär's mountain along x on the unit box (half-width a = 0.25, ripple wavelength
+    /// l = 0.2; the same heights per column on the panel; on the sphere a round mountain of
+    /// the great-circle distance in Earth radii, centred on panel 0 near its corner with
+    /// panels 1 and 4), its height set so that the steepest slope is S (default 0.5).
     #[arg(long, value_parser = parse_orography, value_name = "FILE.nc|schaer[:slope=S,a=A,l=L]")]
     pub orography: Option<OrographyArg>,
 }
@@ -130,6 +132,9 @@ impl ProblemArgs {
             sphere_stencil: self.sphere_stencil,
             boundaries: self.boundary,
             orography: match &self.orography {
+                Some(OrographyArg::Schaer(m)) if self.geometry.closed() => Some(Arc::new(
+                    Orography::schaer_sphere(n, m, Orography::sphere_mountain_centre()),
+                )),
                 Some(OrographyArg::Schaer(m)) => Some(Arc::new(Orography::schaer(n, m))),
                 _ => None,
             },
@@ -141,7 +146,12 @@ impl ProblemArgs {
     pub fn params_read(&self, n: usize) -> strata::Result<ProblemParams> {
         let mut p = self.params(n);
         if let Some(OrographyArg::File(path)) = &self.orography {
-            p.orography = Some(Arc::new(strata::io::read_orography(path, n, p.height)?));
+            p.orography = Some(Arc::new(strata::io::read_orography(
+                path,
+                p.geometry.panels(),
+                n,
+                p.height,
+            )?));
         }
         Ok(p)
     }

@@ -162,7 +162,7 @@ impl LevelStencil {
         let flat;
         let coeffs = match (coeffs, oro) {
             (None, Some(_)) => {
-                flat = Coefficients::constant(block.n, p.nz, p.delta);
+                flat = Coefficients::constant_panels(p.geometry.panels(), block.n, p.nz, p.delta);
                 Some(&flat)
             }
             (c, _) => c,
@@ -173,7 +173,7 @@ impl LevelStencil {
             cells.advection = advection(p, &block, &vertical, c);
             if let Some(o) = oro {
                 slant = Some(Arc::new(fold_terrain(
-                    p, &block, &vertical, o, c, &mut cells,
+                    p, &block, &vertical, o, c, tensors, &mut cells,
                 )));
             }
             Arc::new(cells)
@@ -538,9 +538,13 @@ pub fn build_sphere_levels(
     let vertical = Arc::new(VerticalGrid::new(p));
     let mut out = Vec::with_capacity(n_levels);
     let mut level: Vec<Block> = tiles.to_vec();
-    // The coefficients of each level, coarsened panel by panel.
+    // The coefficients and the orography of each level, coarsened panel by panel.
     let mut coeffs = p.coefficients.as_deref().map(Cow::Borrowed);
-    for _ in 0..n_levels {
+    let mut oro = p.orography.as_deref().map(Cow::Borrowed);
+    for l in 0..n_levels {
+        if l > 0 {
+            oro = oro.map(|o| Cow::Owned(o.coarsen()));
+        }
         let tensors = p
             .nine_point_sphere()
             .then(|| crate::grid::dual::vertex_tensors(level[0].n));
@@ -553,7 +557,7 @@ pub fn build_sphere_levels(
                     vertical.clone(),
                     coeffs.as_deref(),
                     tensors.as_deref(),
-                    None,
+                    oro.as_deref(),
                 )
             })
             .collect();

@@ -364,7 +364,7 @@ fn bad_orography_is_refused() {
     let p = problem(8, 4, "periodic", 0.3);
     let with = |h: Vec<f64>| {
         let mut q = p.clone();
-        q.orography = Some(Arc::new(Orography { n: 8, h }));
+        q.orography = Some(Arc::new(Orography::new(8, h).unwrap()));
         q.validate().unwrap_err().to_string()
     };
     let mut h = vec![0.0; 64];
@@ -383,9 +383,30 @@ fn bad_orography_is_refused() {
     q.orography = Some(Arc::new(Orography::schaer(16, &Schaer::default())));
     let e = q.validate().unwrap_err().to_string();
     assert!(e.contains("16x16") && e.contains("8x8"), "{e}");
+    // The sphere takes six panels of heights, with the nine-point operator.
     let mut q = p.clone();
     q.geometry = Geometry::Sphere;
     q.boundaries = Boundaries::DIRICHLET;
     let e = q.validate().unwrap_err().to_string();
-    assert!(e.contains("orography") && e.contains("sphere"), "{e}");
+    assert!(
+        e.contains("8x8") && e.contains("6x8x8 (panel, y, x)"),
+        "{e}"
+    );
+    q.orography = Some(Arc::new(
+        Orography::with_panels(6, 8, vec![0.01; 6 * 64]).unwrap(),
+    ));
+    q.validate().unwrap();
+    q.sphere_stencil = strata::problem::SphereStencil::TwoPoint;
+    let e = q.validate().unwrap_err().to_string();
+    assert!(e.contains("nine-point"), "{e}");
+    let mut h = vec![0.01; 6 * 64];
+    h[(4 * 8 + 2) * 8 + 3] = 0.2;
+    q.sphere_stencil = Default::default();
+    q.orography = Some(Arc::new(Orography::with_panels(6, 8, h).unwrap()));
+    let e = q.validate().unwrap_err().to_string();
+    assert!(e.contains("panel = 4, i = 3, j = 2"), "{e}");
+    let e = Orography::with_panels(6, 8, vec![0.0; 64])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("6x8x8") && e.contains("384"), "{e}");
 }

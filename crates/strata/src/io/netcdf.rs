@@ -315,9 +315,15 @@ fn in_file(path: &Path, err: StrataError) -> StrataError {
 }
 
 /// The variable `orography` of `path`, the ground height of every column, of shape (y, x) =
-/// (n, n); checked like the problem's own ([`crate::problem::Orography::validate`] against the
-/// model top `top`), the error naming the file, the variable and the column.
-pub fn read_orography(path: &Path, n: usize, top: f64) -> Result<crate::problem::Orography> {
+/// (n, n), or (panel, y, x) = (6, n, n) on the sphere (`panels` = 6); checked like the
+/// problem's own ([`crate::problem::Orography::validate`] against the model top `top`), the
+/// error naming the file, the variable and the column.
+pub fn read_orography(
+    path: &Path,
+    panels: usize,
+    n: usize,
+    top: f64,
+) -> Result<crate::problem::Orography> {
     let e = |m: &dyn std::fmt::Display| nc_err(path, m);
     let mut ds = Dataset::open(path)?;
     let Some(v) = ds.var("orography") else {
@@ -326,14 +332,19 @@ pub fn read_orography(path: &Path, n: usize, top: f64) -> Result<crate::problem:
             ds.variables().join(", ")
         )));
     };
-    if v.shape != [n, n] {
+    let (want, dims) = if panels == 1 {
+        (vec![n, n], "(y, x)")
+    } else {
+        (vec![panels, n, n], "(panel, y, x)")
+    };
+    if v.shape != want {
         return Err(e(&format!(
-            "variable 'orography' has shape {:?} ({}), the problem needs [{n}, {n}] (y, x)",
+            "variable 'orography' has shape {:?} ({}), the problem needs {want:?} {dims}",
             v.shape,
             v.dims.join(", ")
         )));
     }
-    let o = crate::problem::Orography::new(n, ds.read("orography")?)?;
+    let o = crate::problem::Orography::with_panels(panels, n, ds.read("orography")?)?;
     o.validate(top).map_err(|err| match err {
         StrataError::InvalidParameter { msg, .. } => e(&format!("variable 'orography' {msg}")),
         other => other,

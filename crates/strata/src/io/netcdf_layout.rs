@@ -93,7 +93,11 @@ pub(crate) fn layout<'a>(p: &ProblemParams, fields: &[OutputField<'a>]) -> Layou
         // Over orography z holds ζ; the height of a cell is z + orography (1 − z/H).
         vars.push(Var {
             name: "orography",
-            dims: vec!["y", "x"],
+            dims: if o.panels > 1 {
+                vec!["panel", "y", "x"]
+            } else {
+                vec!["y", "x"]
+            },
             attrs: vec![
                 (
                     "long_name",

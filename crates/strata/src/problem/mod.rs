@@ -233,24 +233,34 @@ impl ProblemParams {
         self.validate_orography()
     }
 
-    /// Checks the orography: on the box or the panel, of its columns, every height on [0, H).
+    /// Checks the orography: of the problem's columns (six panels of them on the sphere, with
+    /// the nine-point operator), every height on [0, H).
     fn validate_orography(&self) -> Result<()> {
         let Some(o) = &self.orography else {
             return Ok(());
         };
-        if self.geometry.closed() {
-            return invalid(
-                "orography",
-                "is implemented on the box and the panel; the whole sphere is not supported yet",
-            );
-        }
-        if o.n != self.n {
+        let panels = self.geometry.panels();
+        if (o.n, o.panels) != (self.n, panels) {
+            let shape = |p: usize, n: usize| {
+                if p == 1 {
+                    format!("{n}x{n}")
+                } else {
+                    format!("{p}x{n}x{n} (panel, y, x)")
+                }
+            };
             return invalid(
                 "orography",
                 format!(
-                    "is given on {}x{} columns, the problem has {}x{}",
-                    o.n, o.n, self.n, self.n
+                    "is given on {} columns, the problem has {}",
+                    shape(o.panels, o.n),
+                    shape(panels, self.n)
                 ),
+            );
+        }
+        if self.geometry.closed() && self.sphere_stencil != SphereStencil::NinePoint {
+            return invalid(
+                "orography",
+                "on the sphere needs the nine-point operator (sphere_stencil = nine-point, the default)",
             );
         }
         if self
@@ -268,13 +278,21 @@ impl ProblemParams {
 
     /// The radial volume factor of cell (i, j, k) of the fine grid (its volume is |T| times
     /// it): the vertical grid's, or over orography the terrain-following cell's (docs/MODEL.md
-    /// §23; on the box J Δζ_k).
-    pub fn volume_factor(&self, vert: &VerticalGrid, i: usize, j: usize, k: usize) -> f64 {
+    /// §23; on the box J Δζ_k); `panel` the sphere's panel (0 elsewhere).
+    pub fn volume_factor(
+        &self,
+        vert: &VerticalGrid,
+        panel: usize,
+        i: usize,
+        j: usize,
+        k: usize,
+    ) -> f64 {
         let g = self.geometry;
         match &self.orography {
             None => vert.volume_factor(g, k),
             Some(o) => {
-                let lift = |z| terrain_coordinate(g.ground(), self.height, o.at(i, j), z);
+                let h = o.at_panel(panel, i, j);
+                let lift = |z| terrain_coordinate(g.ground(), self.height, h, z);
                 g.volume(lift(vert.faces[k]), lift(vert.faces[k + 1]))
             }
         }

@@ -5,12 +5,16 @@
 use crate::error::{invalid, Result};
 
 /// The ground height of every column of one `n × n` level of the box or the panel, row-major
-/// (`h[j * n + i]`), in the units of the height H (Earth radii on the panel): `0 ≤ h < H`.
+/// (`h[j * n + i]`), or of the six panels of the sphere one after the other
+/// (`h[(panel * n + j) * n + i]`), in the units of the height H (Earth radii on the panel and
+/// the sphere): `0 ≤ h < H`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Orography {
+    /// Panels of `n × n` columns: 1, or 6 on the sphere.
+    pub panels: usize,
     /// Columns per direction.
     pub n: usize,
-    /// Heights, `n · n`, row-major.
+    /// Heights, `panels · n · n`, row-major panel by panel.
     pub h: Vec<f64>,
 }
 
@@ -72,20 +76,37 @@ impl Schaer {
 }
 
 impl Orography {
-    /// Heights given per column (`n · n` values, row-major); checked by
+    /// Heights given per column of a box or a panel (`n · n` values, row-major); checked by
     /// [`Orography::validate`] against the problem's top when the problem is.
     pub fn new(n: usize, h: Vec<f64>) -> Result<Self> {
-        if h.len() != n * n {
+        Self::with_panels(1, n, h)
+    }
+
+    /// Heights of `panels` panels of `n × n` columns (6 on the sphere: `h[(panel * n + j) * n +
+    /// i]`, each panel's x and y its own, docs/MODEL.md §16).
+    pub fn with_panels(panels: usize, n: usize, h: Vec<f64>) -> Result<Self> {
+        if panels != 1 && panels != 6 {
+            return invalid(
+                "orography",
+                format!("has {panels} panels: 1, or 6 on the sphere"),
+            );
+        }
+        if h.len() != panels * n * n {
+            let shape = if panels == 1 {
+                format!("{n}x{n}")
+            } else {
+                format!("{panels}x{n}x{n}")
+            };
             return invalid(
                 "orography",
                 format!(
-                    "has {} values, the problem's {n}x{n} columns need {}",
+                    "has {} values, the problem's {shape} columns need {}",
                     h.len(),
-                    n * n
+                    panels * n * n
                 ),
             );
         }
-        Ok(Self { n, h })
+        Ok(Self { panels, n, h })
     }
 
     /// The Schär-type mountain `m` along x sampled at the cell centres of an `n × n` box.
@@ -94,14 +115,46 @@ impl Orography {
         let h = (0..n * n)
             .map(|c| h0 * m.shape(((c % n) as f64 + 0.5) / n as f64).0)
             .collect();
-        Self { n, h }
+        Self { panels: 1, n, h }
+    }
+
+    /// Schär's mountain `m` on the sphere (`n × n` columns per panel), round the point
+    /// `centre` of the unit sphere: the shape of [`Schaer::shape`] as a function of the
+    /// great-circle distance d from it (`h0 exp(−(d/a)²) cos²(π d/l)`, d, a and l in Earth
+    /// radii, so radians), `h0` set by the steepest slope |∂h/∂d|, sampled at the cell centres
+    /// of the six panels.
+    pub fn schaer_sphere(n: usize, m: &Schaer, centre: [f64; 3]) -> Self {
+        use crate::grid::sphere;
+        let h0 = m.peak();
+        let h = (0..6 * n * n)
+            .map(|c| {
+                let (p, i, j) = (c / (n * n), c % n, c % (n * n) / n);
+                let d = sphere::arc(sphere::cell_centre(p, i, j, n), centre);
+                h0 * m.shape(0.5 + d).0
+            })
+            .collect();
+        Self { panels: 6, n, h }
+    }
+
+    /// Where [`Orography::schaer_sphere`] puts the mountain of `--orography schaer` on the
+    /// sphere: on panel 0 at gnomonic (0.6, 0.45), so that a mountain of the default width
+    /// reaches over its east and north edges towards the cube's corner between panels 0, 1
+    /// and 4.
+    pub fn sphere_mountain_centre() -> [f64; 3] {
+        crate::grid::sphere::point(0, 0.6, 0.45)
     }
 
     /// Checks every height against the model top `top` (H): finite, not negative, below the
     /// top. The error names the column.
     pub fn validate(&self, top: f64) -> Result<()> {
+        let nn = self.n * self.n;
         for (c, &h) in self.h.iter().enumerate() {
-            let at = format!("column (i = {}, j = {})", c % self.n, c / self.n);
+            let (i, j) = (c % self.n, c % nn / self.n);
+            let at = if self.panels > 1 {
+                format!("column (panel = {}, i = {i}, j = {j})", c / nn)
+            } else {
+                format!("column (i = {i}, j = {j})")
+            };
             if !h.is_finite() {
                 return invalid("orography", format!("must be finite, but is {h} at {at}"));
             }
@@ -126,31 +179,75 @@ impl Orography {
         Ok(())
     }
 
-    /// The height of column (i, j).
+    /// The height of column (i, j) (of the first panel: the box's or the panel's).
     pub fn at(&self, i: usize, j: usize) -> f64 {
         self.h[j * self.n + i]
     }
 
+    /// The height of column (i, j) of panel `panel`.
+    pub fn at_panel(&self, panel: usize, i: usize, j: usize) -> f64 {
+        self.h[(panel * self.n + j) * self.n + i]
+    }
+
     /// The next coarser level's orography: each coarse column the mean of its four children
-    /// (docs/MODEL.md §23.4).
+    /// (docs/MODEL.md §23.4), panel by panel.
     pub fn coarsen(&self) -> Self {
         let n = self.n / 2;
-        let h = (0..n * n)
+        let h = (0..self.panels * n * n)
             .map(|c| {
-                let (i, j) = (c % n, c / n);
-                0.25 * (self.at(2 * i, 2 * j)
-                    + self.at(2 * i + 1, 2 * j)
-                    + self.at(2 * i, 2 * j + 1)
-                    + self.at(2 * i + 1, 2 * j + 1))
+                let (p, i, j) = (c / (n * n), c % n, c % (n * n) / n);
+                let at = |a, b| self.at_panel(p, a, b);
+                0.25 * (at(2 * i, 2 * j)
+                    + at(2 * i + 1, 2 * j)
+                    + at(2 * i, 2 * j + 1)
+                    + at(2 * i + 1, 2 * j + 1))
             })
             .collect();
-        Self { n, h }
+        Self {
+            panels: self.panels,
+            n,
+            h,
+        }
     }
 
     /// The steepest slope between neighbouring columns, `max |Δh| / Δx` over the interior faces
-    /// of a box of side 1 (and across a periodic edge where `wrap`).
+    /// of a box of side 1 (and across a periodic edge where `wrap`); on the sphere `|Δh|` over
+    /// the great-circle distance of the two centres, across the panels' edges too.
     pub fn max_slope(&self, wrap: [bool; 2]) -> f64 {
         let n = self.n;
+        if self.panels == 6 {
+            use crate::grid::{sphere, Side};
+            let mut m: f64 = 0.0;
+            for p in 0..6 {
+                for j in 0..n {
+                    for i in 0..n {
+                        let c = sphere::cell_centre(p, i, j, n);
+                        // Every side (an edge of the cube is no panel's east or north
+                        // edge where two south edges meet).
+                        let nbrs = [
+                            (Side::East, i + 1 < n, (i + 1, j), j),
+                            (Side::North, j + 1 < n, (i, j + 1), i),
+                            (Side::West, i > 0, (i.wrapping_sub(1), j), j),
+                            (Side::South, j > 0, (i, j.wrapping_sub(1)), i),
+                        ]
+                        .map(|(side, inside, at, along)| {
+                            if inside {
+                                (p, at)
+                            } else {
+                                let (l, at) = sphere::cell_across(p, side, along, n);
+                                (l.panel, at)
+                            }
+                        });
+                        for (q, (a, b)) in nbrs {
+                            let d = sphere::arc(c, sphere::cell_centre(q, a, b, n));
+                            let dh = (self.at_panel(q, a, b) - self.at_panel(p, i, j)).abs();
+                            m = m.max(dh / d);
+                        }
+                    }
+                }
+            }
+            return m;
+        }
         let mut m: f64 = 0.0;
         for j in 0..n {
             for i in 0..n {

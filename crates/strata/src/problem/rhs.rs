@@ -54,9 +54,9 @@ pub fn build_rhs(p: &ProblemParams, kind: RhsKind, seed: u64, block: &Block) -> 
             let col = &mut out[(jl * block.nx + il) * nz..][..nz];
             for (k, v) in col.iter_mut().enumerate() {
                 // Over orography the terrain-following cell's volume (docs/MODEL.md §23).
-                let vol = area * p.volume_factor(&vert, i, j, k);
-                let r = vert.centres[k];
                 let panel = block.panel.unwrap_or(0);
+                let vol = area * p.volume_factor(&vert, panel, i, j, k);
+                let r = vert.centres[k];
                 let f = match (kind, p.geometry) {
                     (RhsKind::Random, _) => {
                         uniform_pm1(seed, (((panel * p.n + j) * p.n + i) * nz + k) as u64)
@@ -98,7 +98,8 @@ pub fn cell_volumes(p: &ProblemParams, tiles: &[Block]) -> Vec<f64> {
                 let (i, j) = (b.i0 + il, b.j0 + jl);
                 let area = hgrid.area(i, j);
                 if p.orography.is_some() {
-                    out.extend((0..p.nz).map(|k| area * p.volume_factor(&vert, i, j, k)));
+                    let panel = b.panel.unwrap_or(0);
+                    out.extend((0..p.nz).map(|k| area * p.volume_factor(&vert, panel, i, j, k)));
                 } else {
                     out.extend(factors.iter().map(|v| area * v));
                 }

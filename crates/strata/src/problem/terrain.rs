@@ -1,4 +1,4 @@
-//! The terrain-following operator on the box and the panel (docs/MODEL.md §23): the
+//! The terrain-following operator on the box, the panel and the sphere (docs/MODEL.md §23): the
 //! finite-volume operator in (x, y, ζ) with `z = ζ + h(x, y)(1 − ζ/H)`, derived from the energy
 //! `ω² ∫ ∇u·K∇u dV` written in the new coordinates. Its 7-point part is the general operator's
 //! (§15) with the metric folded into the face factors; the couplings to the four lateral
@@ -6,8 +6,9 @@
 
 use super::coefficients::{CellCoefficients, Coefficients};
 use super::orography::Orography;
-use super::{HorizontalGrid, ProblemParams, VerticalGrid};
-use crate::grid::{Block, Boundary};
+use super::{Column, HorizontalGrid, ProblemParams, VerticalGrid};
+use crate::grid::dual::VertexTensor;
+use crate::grid::{sphere, Block, Boundary, Side};
 use rayon::prelude::*;
 
 /// The metric cross terms of one level's block: for each lateral face and each vertical
@@ -64,46 +65,222 @@ impl Slant {
     }
 }
 
-/// The heights of one level seen from a block: wrapped across periodic edges, mirrored (the
-/// column's own) beyond walls.
-struct Heights<'a> {
-    h: &'a Orography,
+/// A column of the level as a block sees it: its panel and `(i, j)` there, and whether its x
+/// and y are the block's panel's y and x (across some edges of the cube).
+#[derive(Clone, Copy)]
+struct Seen {
+    panel: usize,
+    i: usize,
+    j: usize,
+    swap: bool,
+}
+
+/// The columns of one level round a block, in the frame of the block's panel: on the box and
+/// the panel wrapped across periodic edges and clamped beyond walls (the terrain mirrored); on
+/// the sphere the neighbouring panel's columns across its edges.
+struct View<'a> {
+    oro: &'a Orography,
+    coeffs: &'a Coefficients,
+    grid: HorizontalGrid,
+    /// On the sphere, the level's vertex tensors (`[b * (n + 1) + a]`).
+    tensors: Option<&'a [VertexTensor]>,
+    p: &'a ProblemParams,
+    block: &'a Block,
+    n: usize,
+    panel: usize,
     wrap: [bool; 2],
 }
 
-impl Heights<'_> {
-    /// Whether (i, j) is a column of the level (not beyond a wall).
-    fn in_range(&self, (i, j): (isize, isize)) -> bool {
-        let n = self.h.n as isize;
-        (0..n).contains(&i) && (0..n).contains(&j)
+impl View<'_> {
+    fn closed(&self) -> bool {
+        self.tensors.is_some()
     }
 
-    fn at(&self, i: isize, j: isize) -> f64 {
-        let n = self.h.n as isize;
-        let fix = |v: isize, wrap: bool| {
-            if wrap {
-                v.rem_euclid(n)
+    /// Column `(i, j)` of the frame, at most one step beyond the panel in each direction. On
+    /// the sphere a column beyond an edge is the neighbouring panel's; one beyond a cube
+    /// corner (both indices out) does not exist and is taken as the one across the edge
+    /// normal to the other direction than `normal` (with index `normal` brought back into the
+    /// panel): for a face in direction `normal` on a panel edge that is the column beside the
+    /// face's far column along the edge, from either side of the face.
+    fn seen(&self, i: isize, j: isize, normal: usize) -> Seen {
+        let n = self.n as isize;
+        let out = |v: isize| !(0..n).contains(&v);
+        if !self.closed() {
+            let fix = |v: isize, d: usize| -> usize {
+                if self.wrap[d] {
+                    v.rem_euclid(n) as usize
+                } else {
+                    v.clamp(0, n - 1) as usize
+                }
+            };
+            return Seen {
+                panel: 0,
+                i: fix(i, 0),
+                j: fix(j, 1),
+                swap: false,
+            };
+        }
+        let (mut i, mut j) = (i, j);
+        if out(i) && out(j) {
+            if normal == 0 {
+                i = i.clamp(0, n - 1);
             } else {
-                v.clamp(0, n - 1)
+                j = j.clamp(0, n - 1);
             }
+        }
+        let (side, along) = match (i, j) {
+            (i, j) if !out(i) && !out(j) => {
+                return Seen {
+                    panel: self.panel,
+                    i: i as usize,
+                    j: j as usize,
+                    swap: false,
+                }
+            }
+            (i, j) if i < 0 => (Side::West, j),
+            (_, j) if out(j) => (if j < 0 { Side::South } else { Side::North }, i),
+            (_, j) => (Side::East, j),
         };
-        self.h
-            .at(fix(i, self.wrap[0]) as usize, fix(j, self.wrap[1]) as usize)
+        let (l, (a, b)) = sphere::cell_across(self.panel, side, along as usize, self.n);
+        let normal_x = |s: Side| matches!(s, Side::West | Side::East);
+        Seen {
+            panel: l.panel,
+            i: a,
+            j: b,
+            swap: normal_x(side) != normal_x(l.side),
+        }
+    }
+
+    fn h(&self, s: Seen) -> f64 {
+        self.oro.at_panel(s.panel, s.i, s.j)
+    }
+
+    /// The height of column `(i, j)` of the frame ([`View::seen`]).
+    fn height(&self, i: isize, j: isize, normal: usize) -> f64 {
+        self.h(self.seen(i, j, normal))
+    }
+
+    /// The horizontal coefficients of column `(i, j)` of its own panel.
+    fn col(&self, i: usize, j: usize) -> Column {
+        match self.tensors {
+            Some(t) => {
+                let n1 = self.n + 1;
+                self.grid.sphere_column(&|a, b| t[b * n1 + a], i, j)
+            }
+            None => self
+                .grid
+                .column_bounded(i, j, self.p.sphere_stencil, self.block.bc),
+        }
+    }
+
+    /// The cross term K₁₂ of the dual element round vertex `(a, b)` of the panel (0 off the
+    /// sphere, on the panel's edges and at the cube's corners).
+    fn k12(&self, a: usize, b: usize) -> f64 {
+        self.tensors.map_or(0.0, |t| t[b * (self.n + 1) + a].k12)
+    }
+
+    /// α of the face between column `(i, j)` of the frame and the next one in direction `d`;
+    /// `None` on a wall of the box or panel.
+    fn alpha(&self, d: usize, i: isize, j: isize) -> Option<f64> {
+        let n = self.n as isize;
+        let (di, dj) = step(d);
+        if self.closed() {
+            // The face's own column: the first if it is in the panel, else the second.
+            let inside = (0..n).contains(&i) && (0..n).contains(&j);
+            let c = if inside {
+                self.col(i as usize, j as usize)
+            } else {
+                self.col((i + di) as usize, (j + dj) as usize)
+            };
+            return Some(match (d, inside) {
+                (0, true) => c.alpha_e,
+                (0, false) => c.alpha_w,
+                (_, true) => c.alpha_n,
+                (_, false) => c.alpha_s,
+            });
+        }
+        let v = if d == 0 { i } else { j };
+        if !self.wrap[d] && (v < 0 || v + 1 >= n) {
+            return None;
+        }
+        let s = self.seen(i, j, d);
+        let c = self.col(s.i, s.j);
+        Some(if d == 0 { c.alpha_e } else { c.alpha_n })
+    }
+
+    /// The column's mean α in direction `d` (of the frame) over its faces that are not walls;
+    /// on the sphere of the column's own faces in its own frame.
+    fn abar(&self, d: usize, i: isize, j: isize, normal: usize) -> f64 {
+        if self.closed() {
+            let s = self.seen(i, j, normal);
+            let c = self.col(s.i, s.j);
+            return if (d == 0) != s.swap {
+                0.5 * (c.alpha_e + c.alpha_w)
+            } else {
+                0.5 * (c.alpha_n + c.alpha_s)
+            };
+        }
+        let (di, dj) = step(d);
+        let a: Vec<f64> = [self.alpha(d, i - di, j - dj), self.alpha(d, i, j)]
+            .into_iter()
+            .flatten()
+            .collect();
+        if a.is_empty() {
+            0.0
+        } else {
+            a.iter().sum::<f64>() / a.len() as f64
+        }
+    }
+
+    /// The column's centred height difference in direction `d` per cell (mirrored at walls).
+    fn dc(&self, d: usize, i: isize, j: isize, normal: usize) -> f64 {
+        let (di, dj) = step(d);
+        0.5 * (self.height(i + di, j + dj, normal) - self.height(i - di, j - dj, normal))
+    }
+
+    fn area(&self, i: isize, j: isize, normal: usize) -> f64 {
+        let s = self.seen(i, j, normal);
+        self.grid.area(s.i, s.j)
+    }
+
+    /// The column's values of the coefficient field `kx` (direction 0 of the frame: `along_x`)
+    /// or `ky`, or `kz` (`None`).
+    fn field(&self, i: isize, j: isize, normal: usize, along_x: Option<bool>) -> &[f64] {
+        let s = self.seen(i, j, normal);
+        let c = self.coeffs;
+        let v = match along_x.map(|x| x != s.swap) {
+            Some(true) => &c.kx,
+            Some(false) => &c.ky,
+            None => &c.kz,
+        };
+        &v[c.column_at(s.panel, s.i, s.j)..][..c.nz]
+    }
+}
+
+/// The unit step of direction d (0 x, 1 y).
+fn step(d: usize) -> (isize, isize) {
+    if d == 0 {
+        (1, 0)
+    } else {
+        (0, 1)
     }
 }
 
 /// Folds the terrain's metric into `cells` (the block's face factors and β from the level's
 /// fields `coeffs`, docs/MODEL.md §23.2) and returns its cross terms. `oro` is the level's
-/// orography, `block` a block of the box or the panel. Written with the level's face
-/// coefficients α and cell areas |T| (the metric of the horizontal operator: on the box α = 1,
-/// |T| = Δ²; on the panel the paper's φ and the spherical areas) and the radial surface and
-/// volume factors, so that the box and the panel share it.
+/// orography, `block` a block of the box or the panel or a tile of the sphere (`tensors` then
+/// the level's vertex tensors, whose cross terms K₁₂ join the slopes: §23.6). Written with the
+/// level's face coefficients α and cell areas |T| (the metric of the horizontal operator: on
+/// the box α = 1, |T| = Δ²; on the panel the paper's φ and the spherical areas; on the sphere
+/// the dual elements' tensors) and the radial surface and volume factors, so that the three
+/// share it.
 pub(crate) fn fold_terrain(
     p: &ProblemParams,
     block: &Block,
     vertical: &VerticalGrid,
     oro: &Orography,
     coeffs: &Coefficients,
+    tensors: Option<&[VertexTensor]>,
     cells: &mut CellCoefficients,
 ) -> Slant {
     let (nx, ny, nz, n) = (block.nx, block.ny, p.nz, block.n);
@@ -112,12 +289,22 @@ pub(crate) fn fold_terrain(
     let lam2 = p.lambda * p.lambda;
     let w2 = p.omega() * p.omega();
     let ground = g.ground();
-    let wrap = [
-        block.bc.x == Boundary::Periodic,
-        block.bc.y == Boundary::Periodic,
-    ];
-    let hs = Heights { h: oro, wrap };
-    let grid = HorizontalGrid { geometry: g, n };
+    let closed = block.panel.is_some();
+    let view = View {
+        oro,
+        coeffs,
+        grid: HorizontalGrid { geometry: g, n },
+        tensors: tensors.filter(|_| closed),
+        p,
+        block,
+        n,
+        panel: block.panel.unwrap_or(0),
+        wrap: [
+            !closed && block.bc.x == Boundary::Periodic,
+            !closed && block.bc.y == Boundary::Periodic,
+        ],
+    };
+    let v = &view;
     // τ = 1 − ζ/H, the factor of z's horizontal derivatives; the terrain's radius (or height)
     // of the flat grid's coordinate ζ over a column of height h.
     let tau = |zeta: f64| 1.0 - (zeta - ground) / top;
@@ -127,94 +314,73 @@ pub(crate) fn fold_terrain(
     // half-cells.
     let mid: Vec<f64> = (0..nz - 1).map(|k| 0.5 * (c[k] + c[k + 1])).collect();
     let (z_bot, z_top) = (0.5 * (f[0] + c[0]), 0.5 * (c[nz - 1] + f[nz]));
-    let fix = |v: isize, d: usize| -> usize {
-        if wrap[d] {
-            v.rem_euclid(n as isize) as usize
-        } else {
-            v.clamp(0, n as isize - 1) as usize
-        }
-    };
-    let step = |d: usize| if d == 0 { (1isize, 0isize) } else { (0, 1) };
-    // α of the face between column (i, j) and the next one in direction d; None on a wall.
-    let alpha = |d: usize, i: isize, j: isize| -> Option<f64> {
-        let v = if d == 0 { i } else { j };
-        if !wrap[d] && (v < 0 || v + 1 >= n as isize) {
-            return None;
-        }
-        let col = grid.column_bounded(fix(i, 0), fix(j, 1), p.sphere_stencil, block.bc);
-        Some(if d == 0 { col.alpha_e } else { col.alpha_n })
-    };
-    // The column's mean α in direction d over its faces that are not walls.
-    let abar = |d: usize, i: isize, j: isize| -> f64 {
-        let (di, dj) = step(d);
-        let a: Vec<f64> = [alpha(d, i - di, j - dj), alpha(d, i, j)]
-            .into_iter()
-            .flatten()
-            .collect();
-        if a.is_empty() {
-            0.0
-        } else {
-            a.iter().sum::<f64>() / a.len() as f64
-        }
-    };
-    // The column's centred height difference in direction d, per cell (mirrored at walls).
-    let dc = |d: usize, i: isize, j: isize| -> f64 {
-        let (di, dj) = step(d);
-        0.5 * (hs.at(i + di, j + dj) - hs.at(i - di, j - dj))
-    };
-    let area = |i: isize, j: isize| grid.area(fix(i, 0), fix(j, 1));
     let (fx0, fy0) = (cells.fx.clone(), cells.fy.clone());
-    fn column<'a>(c: &Coefficients, v: &'a [f64], i: usize, j: usize) -> &'a [f64] {
-        &v[c.column_at(0, i, j)..][..c.nz]
-    }
-    // One lateral face between columns l and r (r the next in direction d), its factors `kf`
-    // (the level's, before the terrain): its Jacobian factor, and where it is not a wall the
-    // half-cell factors of its bottom and top cells and the dual elements' weights.
-    let face = |d: usize, l: (isize, isize), kf: &[f64], out: &mut [f64], w: &mut [f64]| {
-        let r = (l.0 + step(d).0, l.1 + step(d).1);
-        let Some(a) = alpha(d, l.0, l.1) else {
+    // One lateral face `fi` (the panel's face index in direction d: between columns fi − 1
+    // and fi) of row or column `t`, its factors `kf` (the level's, before the terrain): its
+    // Jacobian factor, and where it is not a wall the half-cell factors of its bottom and top
+    // cells and the dual elements' weights.
+    let face = |d: usize, fi: isize, t: isize, kf: &[f64], out: &mut [f64], w: &mut [f64]| {
+        let (l, r) = if d == 0 {
+            ((fi - 1, t), (fi, t))
+        } else {
+            ((t, fi - 1), (t, fi))
+        };
+        let Some(a) = v.alpha(d, l.0, l.1) else {
             // A wall: the column's own J, no cross term (the terrain mirrored).
-            let own = if hs.in_range(l) { l } else { r };
-            let jf = 1.0 - hs.at(own.0, own.1) / top;
-            out.iter_mut().for_each(|v| *v *= jf);
+            let inside = |(i, j): (isize, isize)| {
+                (0..n as isize).contains(&i) && (0..n as isize).contains(&j)
+            };
+            let own = if inside(l) { l } else { r };
+            let jf = 1.0 - v.height(own.0, own.1, d) / top;
+            out.iter_mut().for_each(|x| *x *= jf);
             return;
         };
-        let (hl, hr) = (hs.at(l.0, l.1), hs.at(r.0, r.1));
+        let (hl, hr) = (v.height(l.0, l.1, d), v.height(r.0, r.1, d));
         let jf = 1.0 - 0.5 * (hl + hr) / top;
-        out.iter_mut().for_each(|v| *v *= jf);
+        out.iter_mut().for_each(|x| *x *= jf);
         let dh = hr - hl;
         let e = 1 - d;
-        let along = 0.5 * (dc(e, l.0, l.1) + dc(e, r.0, r.1));
-        let a_along = 0.5 * (abar(e, l.0, l.1) + abar(e, r.0, r.1));
-        let t_area = 0.5 * (area(l.0, l.1) + area(r.0, r.1));
-        let (li, ri) = ((fix(l.0, 0), fix(l.1, 1)), (fix(r.0, 0), fix(r.1, 1)));
-        let k_along_f = if d == 0 { &coeffs.ky } else { &coeffs.kx };
+        let along = 0.5 * (v.dc(e, l.0, l.1, d) + v.dc(e, r.0, r.1, d));
+        let a_along = 0.5 * (v.abar(e, l.0, l.1, d) + v.abar(e, r.0, r.1, d));
+        let t_area = 0.5 * (v.area(l.0, l.1, d) + v.area(r.0, r.1, d));
+        // K₁₂ on the face (the mean of its two end vertices'; 0 but inside a sphere panel).
+        let b = if v.closed() && (1..n as isize).contains(&fi) {
+            let (fi, t) = (fi as usize, t as usize);
+            if d == 0 {
+                0.5 * (v.k12(fi, t) + v.k12(fi, t + 1))
+            } else {
+                0.5 * (v.k12(t, fi) + v.k12(t + 1, fi))
+            }
+        } else {
+            0.0
+        };
+        // The face's part of K ∇h (per cell): across it and, with K₁₂, along it.
+        let slope_n = a * dh + b * along;
         let (kal, kar) = (
-            column(coeffs, k_along_f, li.0, li.1),
-            column(coeffs, k_along_f, ri.0, ri.1),
+            v.field(l.0, l.1, d, Some(e == 0)),
+            v.field(r.0, r.1, d, Some(e == 0)),
         );
-        let (kzl, kzr) = (
-            column(coeffs, &coeffs.kz, li.0, li.1),
-            column(coeffs, &coeffs.kz, ri.0, ri.1),
-        );
+        let (kzl, kzr) = (v.field(l.0, l.1, d, None), v.field(r.0, r.1, d, None));
         // The half-cell next to the ground and the lid (docs/MODEL.md §23.2): with no cell
         // beyond it, its ∂u/∂ζ is the one of least energy, which is the zero-conormal-flux
         // condition; the face keeps G₁₁ − G₁₃²/G₃₃ of G₁₁ over half the cell.
         let strip = |k: usize, zeta: f64| {
-            let t = tau(zeta);
-            let across = kf[k] * a * (dh * t).powi(2);
-            let side = 0.5 * (kal[k] + kar[k]) * a_along * (along * t).powi(2);
+            let t2 = tau(zeta).powi(2);
+            let q = (kf[k] * (a * dh * dh + 2.0 * b * dh * along)
+                + 0.5 * (kal[k] + kar[k]) * a_along * along * along)
+                * t2;
+            let across = kf[k] * slope_n * slope_n / a * t2;
             let vert =
                 lam2 * 0.5 * (kzl[k] + kzr[k]) * g.surface(lift(0.5 * (hl + hr), zeta)) * t_area;
-            1.0 - 0.5 * across / (vert + across + side)
+            1.0 - 0.5 * across / (vert + q)
         };
         out[0] *= strip(0, z_bot);
         out[nz - 1] *= strip(nz - 1, z_top);
         for k in 0..nz - 1 {
-            w[k] = -0.5 * w2 * 0.5 * (kf[k] + kf[k + 1]) * a * dh * tau(mid[k]);
+            w[k] = -0.5 * w2 * 0.5 * (kf[k] + kf[k + 1]) * slope_n * tau(mid[k]);
         }
     };
-    // x faces: face fl of row jl lies between global columns gi − 1 and gi. Rows in parallel.
+    // x faces: face fl of row jl lies between columns gi − 1 and gi. Rows in parallel.
     let xrow = (nx + 1) * nz;
     let mut wx = vec![0.0; (nx + 1) * ny * nz];
     cells
@@ -230,14 +396,15 @@ pub(crate) fn fold_terrain(
                 let kf = &fx0[at..at + nz];
                 face(
                     0,
-                    (gi - 1, gj),
+                    gi,
+                    gj,
                     kf,
                     &mut fxr[loc..loc + nz],
                     &mut wxr[loc..loc + nz],
                 );
             }
         });
-    // y faces: face row fl lies between global rows gj − 1 and gj.
+    // y faces: face row fl lies between rows gj − 1 and gj.
     let yrow = nx * nz;
     let mut wy = vec![0.0; nx * (ny + 1) * nz];
     cells
@@ -253,14 +420,15 @@ pub(crate) fn fold_terrain(
                 let kf = &fy0[at..at + nz];
                 face(
                     1,
-                    (gi, gj - 1),
+                    gj,
+                    gi,
                     kf,
                     &mut fyr[loc..loc + nz],
                     &mut wyr[loc..loc + nz],
                 );
             }
         });
-    // Vertical faces: G₃₃ = (λ² kz r² |T| + Σ kx α Δh² (1 − ζ/H)²) / (J |T|) against the flat
+    // Vertical faces: G₃₃ = (λ² kz r² |T| + (K ∇h)·∇h (1 − ζ/H)²) / (J |T|) against the flat
     // λ² r̂²; β: the terrain cell's volume against the flat one.
     cells
         .fz
@@ -269,12 +437,19 @@ pub(crate) fn fold_terrain(
         .enumerate()
         .for_each(|(jl, (fzr, br))| {
             for il in 0..nx {
-                let (gi, gj) = ((block.i0 + il) as isize, (block.j0 + jl) as isize);
-                let h = hs.at(gi, gj);
+                let (gi, gj) = (block.i0 + il, block.j0 + jl);
+                let (si, sj) = (gi as isize, gj as isize);
+                let h = v.height(si, sj, 0);
                 let jc = 1.0 - h / top;
-                let t_area = area(gi, gj);
-                let (sx, sy) = (dc(0, gi, gj), dc(1, gi, gj));
-                let (ax, ay) = (abar(0, gi, gj), abar(1, gi, gj));
+                let t_area = v.area(si, sj, 0);
+                let (sx, sy) = (v.dc(0, si, sj, 0), v.dc(1, si, sj, 1));
+                let (ax, ay) = (v.abar(0, si, sj, 0), v.abar(1, si, sj, 0));
+                // K₁₂ at the centre: the mean of the column's four vertices'.
+                let bc = 0.25
+                    * (v.k12(gi, gj)
+                        + v.k12(gi + 1, gj)
+                        + v.k12(gi, gj + 1)
+                        + v.k12(gi + 1, gj + 1));
                 let xw = (jl * (nx + 1) + il) * nz;
                 let xe = xw + nz;
                 let ys = (jl * nx + il) * nz;
@@ -283,9 +458,10 @@ pub(crate) fn fold_terrain(
                 for k in 0..nz - 1 {
                     let kx = 0.25 * (fx0[xw + k] + fx0[xe + k] + fx0[xw + k + 1] + fx0[xe + k + 1]);
                     let ky = 0.25 * (fy0[ys + k] + fy0[yn + k] + fy0[ys + k + 1] + fy0[yn + k + 1]);
-                    let t = tau(mid[k]);
-                    let slope =
-                        (kx * ax * (sx * t).powi(2) + ky * ay * (sy * t).powi(2)) / (lam2 * t_area);
+                    let t2 = tau(mid[k]).powi(2);
+                    let slope = (kx * ax * sx * sx + (kx + ky) * bc * sx * sy + ky * ay * sy * sy)
+                        * t2
+                        / (lam2 * t_area);
                     let (flat, lifted) = (g.surface(f[k + 1]), g.surface(lift(h, f[k + 1])));
                     let fz = &mut fzr[loc + k];
                     *fz = (*fz * lifted + slope) / (jc * flat);
@@ -295,6 +471,29 @@ pub(crate) fn fold_terrain(
                 }
             }
         });
+    // The sphere's diagonal couplings (the K₁₂ u_x u_y part of the energy) take the Jacobian
+    // of their vertex, the mean of its four columns' (zero on the panel's edges anyway).
+    if let (Some(vertex), true) = (cells.vertex.as_mut(), v.closed()) {
+        vertex
+            .par_chunks_mut((nx + 1) * nz)
+            .enumerate()
+            .for_each(|(bl, row)| {
+                let gb = block.j0 + bl;
+                for (al, out) in row.chunks_mut(nz).enumerate() {
+                    let ga = block.i0 + al;
+                    if ga == 0 || gb == 0 || ga >= n || gb >= n {
+                        continue;
+                    }
+                    let hm = 0.25
+                        * (v.h(v.seen(ga as isize - 1, gb as isize - 1, 0))
+                            + v.h(v.seen(ga as isize, gb as isize - 1, 0))
+                            + v.h(v.seen(ga as isize - 1, gb as isize, 0))
+                            + v.h(v.seen(ga as isize, gb as isize, 0)));
+                    let jv = 1.0 - hm / top;
+                    out.iter_mut().for_each(|x| *x *= jv);
+                }
+            });
+    }
     Slant { nx, ny, nz, wx, wy }
 }
 
