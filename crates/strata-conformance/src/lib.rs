@@ -741,7 +741,6 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
     use std::sync::Arc;
     use strata::grid::Boundaries;
     use strata::problem::Orography;
-    let r = ReferenceBackend;
     let mut rng = Rng::new(23);
     let n = 16;
     let hill = Orography::new(
@@ -791,21 +790,64 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
         }
         let block = block.unwrap_or(p.whole_block()).with_bc(p.boundaries);
         let levels = strata::stencil::build_levels(&p, block, 2).unwrap();
-        let s = levels[0].clone();
-        assert!(s.slant.is_some() && s.cells.is_some() && levels[1].slant.is_some());
-        let op = b.prepare_level(&s).expect("prepare_level");
         let ctx = format!(
             "orography {geometry:?} {bc} fields {fields} {block:?} {:?}",
             b.name()
         );
+        terrain_level(b, &levels, &mut rng, &ctx);
+    }
+    // The sphere (docs/MODEL.md §23.6): a tile of panel 1 (2 × 2 tiles per panel) with random
+    // halos, its operator the nine-point one's diagonal couplings with the slant ones.
+    for fields in [false, true] {
+        let oro = Orography::with_panels(
+            6,
+            n,
+            (0..6 * n * n)
+                .map(|c| hill.h[c % (n * n)] * (1.0 + 0.1 * (c / (n * n)) as f64))
+                .collect(),
+        )
+        .unwrap();
+        let mut p = ProblemParams {
+            geometry: Geometry::Sphere,
+            grading: Grading::Graded,
+            n,
+            nz: 9,
+            orography: Some(Arc::new(oro)),
+            ..Default::default()
+        };
+        if fields {
+            let mut c = strata::problem::Coefficients::smooth_sphere(n, 9, 4.0);
+            c.xi = None;
+            p.coefficients = Some(Arc::new(c));
+        }
+        let tiles = strata::grid::sphere::tiles(n, 2);
+        let levels: Vec<LevelStencil> =
+            strata::stencil::build_sphere_levels(&p, &tiles, 2, Default::default())
+                .unwrap()
+                .iter()
+                .map(|l| l.tiles.as_ref().unwrap()[5].clone())
+                .collect();
+        assert!(levels[0].cross.is_some());
+        let ctx = format!("orography on the sphere, fields {fields}, {:?}", b.name());
+        terrain_level(b, &levels, &mut rng, &ctx);
+    }
+}
+
+/// [`terrain_kernels`] on the fine level of `levels` (its next level the coarse one).
+fn terrain_level<B: Backend>(b: &B, levels: &[LevelStencil], rng: &mut Rng, ctx: &str) {
+    let r = ReferenceBackend;
+    {
+        let s = levels[0].clone();
+        assert!(s.slant.is_some() && s.cells.is_some() && levels[1].slant.is_some());
+        let op = b.prepare_level(&s).expect("prepare_level");
         let (mut x, mut f, y) = (rng.field(&s), rng.field(&s), rng.field(&s));
         for side in Side::ALL.into_iter().filter(|side| s.block.periodic(*side)) {
             x.wrap_halo(side);
             f.wrap_halo(side);
         }
         let (dx, df) = (to_backend(b, &op, &x), to_backend(b, &op, &f));
-        let res = check_apply_residual(b, &s, &op, (&x, &f), &mut rng, &ctx);
-        check_cg_spmv(b, &s, &op, &x, &mut rng, &ctx);
+        let res = check_apply_residual(b, &s, &op, (&x, &f), rng, ctx);
+        check_cg_spmv(b, &s, &op, &x, rng, ctx);
         // The slant couplings are there: the 7-point part alone differs.
         let mut h7 = rng.field(&s);
         r.residual(&s.seven_point(), &f, &x, &mut h7).unwrap();
@@ -827,9 +869,9 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
             (&s, &op),
             (cs, &co),
             (&f, &x),
-            &mut rng,
+            rng,
             (TOL, TOL_SOLVE, TOL_PCR),
-            &ctx,
+            ctx,
         );
         // ... which change it: the 7-point part's relaxation differs.
         let mut h7 = HostField::zeros(s.nx(), s.ny(), s.nz);
@@ -838,7 +880,9 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
             rel_diff(&h7, &hw) > 1e3 * TOL,
             "slant terms not relaxed {ctx}"
         );
-        for color in [0, 1] {
+        // The checkerboard's halves, or on a level with diagonal couplings the quarters.
+        let colours = if s.has_diagonals() { 2..6 } else { 0..2 };
+        for color in colours {
             let mut hu = x.clone();
             r.smooth_color(&s, &f, &mut hu, color, 1.1).unwrap();
             let mut du = to_backend(b, &op, &x);

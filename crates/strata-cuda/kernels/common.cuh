@@ -346,15 +346,40 @@ struct SCellOp {
     CROSS_OP_COMMON
 };
 
-// Orography's slant couplings (has_cross = 2) are compiled only into the build for levels that
-// have them (-DSLANT, chosen by the host per level: kernels.rs, `Build::slant`): in the other
-// builds the branch costs the per-cell kernels 1.6-1.9 % (measured on one H200,
-// docs/results/performance-log.md), and those builds are never given such a level.
+// Orography on the sphere (docs/MODEL.md section 23.6): the nine-point operator's diagonal
+// entries and the slant weights together.
+struct XSCellOp {
+    CellOp op;
+    XCellOp x;
+    SCellOp sl;
+    __device__ __forceinline__ real cross_n(const Nb& nb, idx_t o, int k, real mid) const {
+        return x.cross_n(nb, o, k, mid) + sl.cross_n(nb, o, k, mid);
+    }
+    __device__ __forceinline__ real seven_n(const Nb& nb, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return op.apply_n(nb, o, L, k, below, mid, above);
+    }
+    __device__ __forceinline__ real apply_n(const Nb& nb, idx_t o, const Layout& L, int k, real below, real mid,
+                                              real above) const {
+        return seven_n(nb, o, L, k, below, mid, above) + cross_n(nb, o, k, mid);
+    }
+    CROSS_OP_COMMON
+};
+
+// Orography's slant couplings (has_cross = 2; with the sphere's diagonal ones 3) are compiled
+// only into the build for levels that have them (-DSLANT, chosen by the host per level:
+// kernels.rs, `Build::slant`): in the other builds the branch costs the per-cell kernels
+// 1.6-1.9 % (measured on one H200, docs/results/performance-log.md), and those builds are never
+// given such a level.
 #ifdef SLANT
-#define SLANT_CASE(base, call)                   \
-    else if (has_cross == 2) {                   \
-        const SCellOp op{base, xne, xnw};        \
-        call;                                    \
+#define SLANT_CASE(base, call)                                                            \
+    else if (has_cross == 2) {                                                            \
+        const SCellOp op{base, xwe, xwn};                                                 \
+        call;                                                                             \
+    }                                                                                     \
+    else if (has_cross == 3) {                                                            \
+        const XSCellOp op{base, XCellOp{base, xne, xnw, xse, xsw}, SCellOp{base, xwe, xwn}}; \
+        call;                                                                             \
     }
 #else
 #define SLANT_CASE(base, call)
@@ -398,12 +423,12 @@ struct SCellOp {
 
 // The kernel parameters of the cross terms (after the operator's): `has_cross` = 0 when the
 // level has none (the arrays are then not read); on a level with per-cell coefficients 1 for
-// the sphere's diagonal entries (xne, xnw, xse, xsw), 2 for orography's slant weights (xne the
-// east faces', xnw the north faces').
+// the sphere's diagonal entries (xne, xnw, xse, xsw), 2 for orography's slant weights (xwe the
+// east faces', xwn the north faces'), 3 for both (orography on the sphere).
 #define CROSS_PARAMS const real *__restrict__ xc, int has_cross
 #define CELL_CROSS_PARAMS                                                                    \
     const real *__restrict__ xne, const real *__restrict__ xnw, const real *__restrict__ xse, \
-        const real *__restrict__ xsw, int has_cross
+        const real *__restrict__ xsw, const real *__restrict__ xwe, const real *__restrict__ xwn, int has_cross
 
 // Runs `call` with `op` the column (i, j)'s operator, with its cross terms if it has any.
 #define WITH_CROSS(call)                                                                  \

@@ -1009,7 +1009,8 @@ fn lateral_boundaries_agree_with_the_cpu() {
 /// Orography (docs/MODEL.md §23) on the GPU: every solver, in the default configuration (mixed
 /// precision for mg and mg-cg) and in fp64, gives the CPU's count (±1) and, in fp64, its
 /// solution to 1e-9 relative, over Schär's mountain at slope 0.5, on the box with walls and
-/// periodic sides, with and without coefficient fields, and on the panel.
+/// periodic sides, with and without coefficient fields, on the panel, and on the sphere (the
+/// nine-point operator's diagonal couplings with the slant ones: `has_cross` 3).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn orography_agrees_with_the_cpu() {
@@ -1022,21 +1023,29 @@ fn orography_agrees_with_the_cpu() {
         (Geometry::Box, "dirichlet", true),
         (Geometry::Box, "periodic", false),
         (Geometry::Panel, "x=neumann", false),
+        (Geometry::Sphere, "dirichlet", false),
+        (Geometry::Sphere, "dirichlet", true),
     ] {
-        let n = 128;
+        let sphere = geometry == Geometry::Sphere;
+        let n = if sphere { 64 } else { 128 };
+        let mountain = if sphere {
+            Orography::schaer_sphere(n, &Schaer::default(), Orography::sphere_mountain_centre())
+        } else {
+            Orography::schaer(n, &Schaer::default())
+        };
         let mut p = ProblemParams {
             geometry,
             n,
             nz: 64,
             height: 0.1,
             boundaries: Boundaries::parse(bc).unwrap(),
-            orography: Some(Arc::new(Orography::schaer(n, &Schaer::default()))),
+            orography: Some(Arc::new(mountain)),
             ..Default::default()
         };
         if fields {
-            p.coefficients = Some(Arc::new(Coefficients::smooth(n, 64, 10.0)));
+            p.coefficients = Some(Arc::new(Coefficients::smooth_for(geometry, n, 64, 10.0)));
         }
-        let rhs = build_rhs(&p, RhsKind::Random, 4, &p.whole_block());
+        let rhs = strata::problem::build_rhs_tiles(&p, RhsKind::Random, 4, &p.whole_tiles());
         for kind in [
             SolverKind::Cg,
             SolverKind::Mg,

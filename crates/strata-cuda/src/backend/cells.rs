@@ -15,11 +15,13 @@ pub struct CellArrays {
     dnu: [DeviceValues; 4],
     /// West, south and down entries, for an operator that is not symmetric.
     wsb: Option<[DeviceValues; 3]>,
-    /// The cross terms and their kind (the kernels' `has_cross`): 1 the sphere's north-east,
-    /// north-west, south-east and south-west entries of every row in the field layout; 2
-    /// orography's slant weights of the east and north faces (then two one-value
-    /// placeholders); 0 none (four one-value placeholders, not read).
-    pub(super) cross: ([DeviceValues; 4], i32),
+    /// The cross terms and their kind (the kernels' `has_cross`, `CELL_CROSS_PARAMS`): the
+    /// sphere's north-east, north-west, south-east and south-west entries of every row in the
+    /// field layout, then orography's slant weights of the east and north faces; 1 with the
+    /// diagonal entries only, 2 with the slant weights only, 3 with both (orography on the
+    /// sphere), 0 with none. One-value placeholders (not read) stand for the arrays a level
+    /// does not have.
+    pub(super) cross: ([DeviceValues; 6], i32),
 }
 
 impl CellArrays {
@@ -30,22 +32,25 @@ impl CellArrays {
         let symmetric = host.is_symmetric(l);
         let up = |v: &[f64]| backend.upload_values(v, s.storage);
         let [d, e, n, u, w, so, b] = &host.0;
-        let cross = match (&s.cross, &s.slant) {
-            (Some(_), _) => (
-                diagonal_entries(s, l)
-                    .map(|v| up(&v))
-                    .into_iter()
-                    .collect::<Result<Vec<_>>>()?
-                    .try_into()
-                    .unwrap_or_else(|_| unreachable!("four arrays")),
-                1,
-            ),
-            (None, Some(w)) => {
-                let [we, wn] = slant_weights(w, l);
-                ([up(&we)?, up(&wn)?, up(&[0.0])?, up(&[0.0])?], 2)
+        let none = || up(&[0.0]);
+        let diagonals = match &s.cross {
+            Some(_) => {
+                let [ne, nw, se, sw] = diagonal_entries(s, l);
+                [up(&ne)?, up(&nw)?, up(&se)?, up(&sw)?]
             }
-            (None, None) => ([up(&[0.0])?, up(&[0.0])?, up(&[0.0])?, up(&[0.0])?], 0),
+            None => [none()?, none()?, none()?, none()?],
         };
+        let slant = match &s.slant {
+            Some(w) => {
+                let [we, wn] = slant_weights(w, l);
+                [up(&we)?, up(&wn)?]
+            }
+            None => [none()?, none()?],
+        };
+        let kind = i32::from(s.cross.is_some()) + 2 * i32::from(s.slant.is_some());
+        let [ne, nw, se, sw] = diagonals;
+        let [we, wn] = slant;
+        let cross = ([ne, nw, se, sw, we, wn], kind);
         Ok(Self {
             cross,
             dnu: [up(d)?, up(e)?, up(n)?, up(u)?],
@@ -58,12 +63,12 @@ impl CellArrays {
     }
 
     /// The arrays made elsewhere (on the device): d, e, n, u, the west, south and down entries
-    /// where the operator is not symmetric, and four one-value placeholders for the cross terms
+    /// where the operator is not symmetric, and six one-value placeholders for the cross terms
     /// (none).
     pub(super) fn from_parts(
         dnu: [DeviceValues; 4],
         wsb: Option<[DeviceValues; 3]>,
-        no_cross: [DeviceValues; 4],
+        no_cross: [DeviceValues; 6],
     ) -> Self {
         Self {
             dnu,

@@ -235,12 +235,12 @@ pub(super) fn twin_config(
     })
 }
 
-/// Whether level `op` has the sphere's diagonal couplings (which the fused residual-restriction
-/// does not take; orography's slant ones it does).
+/// Whether level `op` has the sphere's diagonal couplings (`has_cross` 1, or 3 with orography's
+/// slant ones; which the fused residual-restriction does not take; the slant ones alone it does).
 fn has_diagonals(op: &CudaLevel) -> bool {
     match &op.cells {
         None => op.cross.1 != 0,
-        Some(c) => c.cross.1 == 1,
+        Some(c) => c.cross.1 & 1 == 1,
     }
 }
 
