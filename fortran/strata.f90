@@ -81,7 +81,7 @@ module strata
         integer(c_int32_t) :: sphere_stencil  ! 0 nine-point (second order), 1 two-point (the paper's)
         integer(c_int32_t) :: boundary_x  ! west/east sides: STRATA_BOUNDARY_DIRICHLET, _NEUMANN, _PERIODIC
         integer(c_int32_t) :: boundary_y  ! south/north sides, as boundary_x
-        type(c_ptr) :: orography  ! c_loc of n*n heights h(i, j) (box or panel), or c_null_ptr: flat
+        type(c_ptr) :: orography  ! c_loc of n*n heights h(i, j) (box or panel), of 6*n*n h(i, j, panel) (sphere), or c_null_ptr: flat
     end type
 
     ! Mirrors StrataOptions of strata.h.

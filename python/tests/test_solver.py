@@ -275,8 +275,21 @@ def test_orography():
         strata.Solver(n, nz, geometry="box", height=top, orography=h + 0.1)
     with pytest.raises(ValueError, match=r"shape \[8, 16\]"):
         strata.Solver(n, nz, geometry="box", height=top, orography=h[:8])
-    with pytest.raises(ValueError, match="sphere"):
+    with pytest.raises(ValueError, match=r"\(panel, y, x\)"):
         strata.Solver(n, nz, geometry="sphere", orography=h * 0.01)
+    # The sphere takes six panels of heights (MODEL.md section 23.6): its assembled matrix is
+    # symmetric bit for bit with 19 entries in a row inside a panel.
+    hs = np.stack([h * (1.0 + 0.1 * q) for q in range(6)])
+    q = strata.Solver(8, 4, geometry="sphere", height=top, orography=hs[:, ::2, ::2],
+                      levels=2, rtol=1e-9, backend="cpu")
+    g = random_rhs(q.shape, 7)
+    v = q.solve(g)
+    assert q.info["converged"], q.info
+    indptr, indices, data = q.matrix()
+    a = sp.csr_matrix((data, indices, indptr))
+    assert abs(a - a.T).max() == 0.0
+    assert np.diff(indptr).max() == 19
+    assert np.linalg.norm(g.ravel() - a @ v.ravel()) / np.linalg.norm(g) < 1e-8
     # The panel takes it too (heights in Earth radii, below its lid H = 0.01).
     p = strata.Solver(n, nz, geometry="panel", orography=h * 0.01, backend="cpu")
     p.solve(f)

@@ -131,9 +131,9 @@ typedef struct StrataProblem {
   // The lateral condition of the south and north sides, as `boundary_x`.
   int32_t boundary_y;
   // The ground height under every column, `n · n` values `h[j * n + i]` on [0, height),
-  // for terrain-following coordinates over orography (the box and the panel;
-  // docs/MODEL.md §23); read while the solver is created. Null: flat ground. (Added after
-  // 0.2.0.)
+  // or on the sphere `6 · n · n` values `h[(panel * n + j) * n + i]`, for terrain-following
+  // coordinates over orography (docs/MODEL.md §23); read while the solver is created. Null:
+  // flat ground. (Added after 0.2.0.)
   const double *orography;
 } StrataProblem;
 

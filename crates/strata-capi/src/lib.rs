@@ -88,9 +88,9 @@ pub struct StrataProblem {
     /// The lateral condition of the south and north sides, as `boundary_x`.
     pub boundary_y: i32,
     /// The ground height under every column, `n · n` values `h[j * n + i]` on [0, height),
-    /// for terrain-following coordinates over orography (the box and the panel;
-    /// docs/MODEL.md §23); read while the solver is created. Null: flat ground. (Added after
-    /// 0.2.0.)
+    /// or on the sphere `6 · n · n` values `h[(panel * n + j) * n + i]`, for terrain-following
+    /// coordinates over orography (docs/MODEL.md §23); read while the solver is created. Null:
+    /// flat ground. (Added after 0.2.0.)
     pub orography: *const f64,
 }
 
@@ -380,15 +380,17 @@ fn options_of(c: &SolverConfig) -> StrataOptions {
 /// The library's problem of the C struct `p`.
 ///
 /// # Safety
-/// `p.orography` must be null or point to `p.n²` readable values.
+/// `p.orography` must be null or point to `p.n²` readable values (`6 p.n²` on the sphere).
 unsafe fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError> {
     let orography = if p.orography.is_null() {
         None
     } else {
         let n = count("n", p.n)?;
-        // SAFETY: the caller promises n² values at a non-null `orography` (checked for null).
-        let h = unsafe { std::slice::from_raw_parts(p.orography, n * n) }.to_vec();
-        Some(std::sync::Arc::new(Orography::new(n, h)?))
+        let panels = Geometry::from_code(p.geometry)?.panels();
+        // SAFETY: the caller promises n² values (6 n² on the sphere) at a non-null
+        // `orography` (checked for null).
+        let h = unsafe { std::slice::from_raw_parts(p.orography, panels * n * n) }.to_vec();
+        Some(std::sync::Arc::new(Orography::with_panels(panels, n, h)?))
     };
     Ok(ProblemParams {
         geometry: Geometry::from_code(p.geometry)?,
@@ -468,7 +470,8 @@ pub unsafe extern "C" fn strata_solver_create(
         // SAFETY: the caller promises structs of their stated sizes, or null (checked).
         let (p, o) = unsafe { (sized::read(problem)?, sized::read(options)?) };
         let (p, o) = (&p, &o);
-        // SAFETY: the caller promises `problem->orography` null or of n² values (documented).
+        // SAFETY: the caller promises `problem->orography` null or of n² values (6 n² on the
+        // sphere; documented).
         let params = unsafe { problem_params(p)? };
         let inner = strata_session::open(&params, &solver_config(o)?, place(o)?)?;
         *out = Box::into_raw(Box::new(StrataSolver { inner }));
@@ -1205,7 +1208,8 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             use strata_mpi::mpi::raw::FromRaw;
             use strata_mpi::mpi::topology::SimpleCommunicator;
             use strata_mpi::mpi::traits::Communicator;
-            // SAFETY: the caller promises `problem->orography` null or of n² values (documented).
+            // SAFETY: the caller promises `problem->orography` null or of n² values (6 n² on the
+            // sphere; documented).
             let params = unsafe { problem_params(p)? };
             let cfg = solver_config(o)?;
             let place = place(o)?;

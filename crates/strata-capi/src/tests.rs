@@ -37,13 +37,13 @@ fn test_options(rtol: f64) -> StrataOptions {
 
 /// A random right-hand side for problem `p`.
 fn random_rhs(p: &StrataProblem, seed: u64) -> Vec<f64> {
-    // SAFETY: the tests' problems have no orography (null) or n² heights.
+    // SAFETY: the tests' problems have no orography (null) or n² heights (6 n² on the sphere).
     let params = unsafe { problem_params(p) }.unwrap();
-    strata_core::problem::build_rhs(
+    strata_core::problem::build_rhs_tiles(
         &params,
         strata_core::problem::RhsKind::Random,
         seed,
-        &strata_core::grid::Block::whole(params.n),
+        &params.whole_tiles(),
     )
 }
 
@@ -788,6 +788,28 @@ fn orography() {
     // SAFETY: `q` holds at least `old` bytes.
     let read = unsafe { sized::read(&q) }.unwrap();
     assert!(read.orography.is_null());
+    // The sphere reads six panels of heights, (panel, y, x).
+    let (n, nz) = (8, 4);
+    let mountain = strata_core::problem::Orography::schaer_sphere(
+        n,
+        &Default::default(),
+        strata_core::problem::Orography::sphere_mountain_centre(),
+    );
+    let mut p = StrataProblem {
+        height: 0.1,
+        orography: mountain.h.as_ptr(),
+        ..test_problem(2)
+    };
+    (p.n, p.nz) = (n as i32, nz as i32);
+    // SAFETY: `mountain` holds 6 n² values.
+    let params = unsafe { problem_params(&p) }.unwrap();
+    assert_eq!(params.orography.as_deref(), Some(&mountain));
+    let o = StrataOptions {
+        levels: 2,
+        ..test_options(1e-8)
+    };
+    let info = solve_once(&p, &o, &random_rhs(&p, 5));
+    assert_eq!(info.converged, 1);
 }
 
 /// coarse_solve and coarse_rtol reach the solver: with CG on the coarsest level the count does

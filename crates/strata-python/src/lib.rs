@@ -86,9 +86,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// boundary gives the lateral conditions of the box and the panel per direction:
 /// "x=COND,y=COND" or one COND for both, each "dirichlet" (u = 0, the paper's), "neumann" (zero
 /// flux) or "periodic" (the box only); docs/MODEL.md section 20.
-/// orography: the ground height under every column, a float64 array of shape (n, n) = (y, x)
-/// with values on [0, height), for terrain-following coordinates on the box and the panel
-/// (docs/MODEL.md section 23); None: flat ground.
+/// orography: the ground height under every column, a float64 array of shape (n, n) = (y, x),
+/// or (6, n, n) = (panel, y, x) on the sphere, with values on [0, height), for
+/// terrain-following coordinates (docs/MODEL.md section 23); None: flat ground.
 /// project_rhs=True: for a singular problem (delta=0 on the sphere, or on a box or panel with no
 /// Dirichlet side, whose null space is the constants) the right-hand side's component along the constants is removed before each
 /// solve; by default a right-hand side whose component is above rtol of its norm raises
@@ -423,8 +423,9 @@ impl Solver {
         coarse_rtol: f64,
         orography: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let geometry: Geometry = choose(geometry)?;
         let orography = orography
-            .map(|a| shapes::orography(&a, n))
+            .map(|a| shapes::orography(&a, geometry.panels(), n))
             .transpose()?
             .map(std::sync::Arc::new);
         let coarse_solve: strata::solver::CoarseSolve = choose(coarse_solve)?;
@@ -433,7 +434,6 @@ impl Solver {
         let precision: Option<Precision> = precision.map(choose).transpose()?;
         let smoother: Option<Smoother> = smoother.map(choose).transpose()?;
         let backend: BackendKind = choose(backend)?;
-        let geometry: Geometry = choose(geometry)?;
         let pc: Preconditioner = choose(preconditioner)?;
         let kind: SolverKind = choose(solver)?;
         let halo: HaloPath = choose(halo)?;

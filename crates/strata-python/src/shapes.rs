@@ -118,20 +118,36 @@ impl Shape {
 }
 
 /// The orography a solver is given: a float64 array of shape (n, n), (y, x) like the fields'
-/// first two axes; any other type or shape is a ValueError saying what was expected.
-pub(crate) fn orography(a: &Bound<'_, PyAny>, n: usize) -> PyResult<strata::problem::Orography> {
-    use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
-    let arr: PyReadonlyArray2<'_, f64> = a.extract().map_err(|_| {
+/// first two axes, or on the sphere (`panels` = 6) of shape (6, n, n), (panel, y, x); any
+/// other type or shape is a ValueError saying what was expected.
+pub(crate) fn orography(
+    a: &Bound<'_, PyAny>,
+    panels: usize,
+    n: usize,
+) -> PyResult<strata::problem::Orography> {
+    use numpy::{PyReadonlyArrayDyn, PyUntypedArrayMethods};
+    let want: Vec<usize> = if panels == 1 {
+        vec![n, n]
+    } else {
+        vec![panels, n, n]
+    };
+    let named = if panels == 1 {
+        "(y, x)"
+    } else {
+        "(panel, y, x)"
+    };
+    let arr: PyReadonlyArrayDyn<'_, f64> = a.extract().map_err(|_| {
         PyValueError::new_err(format!(
-            "orography must be a float64 NumPy array of shape ({n}, {n}) (y, x)"
+            "orography must be a float64 NumPy array of shape {want:?} {named}"
         ))
     })?;
     let shape = arr.shape().to_vec();
-    if shape != [n, n] {
+    if shape != want {
         return Err(PyValueError::new_err(format!(
-            "orography has shape {shape:?}, the problem's columns are ({n}, {n}) (y, x)"
+            "orography has shape {shape:?}, the problem's columns are {want:?} {named}"
         )));
     }
     let h: Vec<f64> = arr.as_array().iter().copied().collect();
-    strata::problem::Orography::new(n, h).map_err(|e| PyValueError::new_err(e.to_string()))
+    strata::problem::Orography::with_panels(panels, n, h)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
