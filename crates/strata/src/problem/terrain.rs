@@ -6,7 +6,7 @@
 
 use super::coefficients::{CellCoefficients, Coefficients};
 use super::orography::Orography;
-use super::{Column, HorizontalGrid, ProblemParams, VerticalGrid};
+use super::{HorizontalGrid, ProblemParams, VerticalGrid};
 use crate::grid::dual::VertexTensor;
 use crate::grid::{sphere, Block, Boundary, Side};
 use rayon::prelude::*;
@@ -89,6 +89,8 @@ struct View<'a> {
     n: usize,
     panel: usize,
     wrap: [bool; 2],
+    /// The cell areas |T| of the level's columns (the same on every panel), `[j * n + i]`.
+    areas: Vec<f64>,
 }
 
 impl View<'_> {
@@ -160,16 +162,27 @@ impl View<'_> {
         self.h(self.seen(i, j, normal))
     }
 
-    /// The horizontal coefficients of column `(i, j)` of its own panel.
-    fn col(&self, i: usize, j: usize) -> Column {
+    /// The face coefficients `[east, west, north, south]` of column `(i, j)` of its own panel
+    /// (on the sphere half the tensors of each face's two end vertices, as
+    /// [`HorizontalGrid::sphere_column`] takes them, without its area).
+    fn col(&self, i: usize, j: usize) -> [f64; 4] {
         match self.tensors {
             Some(t) => {
-                let n1 = self.n + 1;
-                self.grid.sphere_column(&|a, b| t[b * n1 + a], i, j)
+                let v = |a: usize, b: usize| t[b * (self.n + 1) + a];
+                let (sw, se, ne, nw) = (v(i, j), v(i + 1, j), v(i + 1, j + 1), v(i, j + 1));
+                [
+                    0.5 * se.k11 + 0.5 * ne.k11,
+                    0.5 * sw.k11 + 0.5 * nw.k11,
+                    0.5 * nw.k22 + 0.5 * ne.k22,
+                    0.5 * sw.k22 + 0.5 * se.k22,
+                ]
             }
-            None => self
-                .grid
-                .column_bounded(i, j, self.p.sphere_stencil, self.block.bc),
+            None => {
+                let c = self
+                    .grid
+                    .column_bounded(i, j, self.p.sphere_stencil, self.block.bc);
+                [c.alpha_e, c.alpha_w, c.alpha_n, c.alpha_s]
+            }
         }
     }
 
@@ -193,10 +206,10 @@ impl View<'_> {
                 self.col((i + di) as usize, (j + dj) as usize)
             };
             return Some(match (d, inside) {
-                (0, true) => c.alpha_e,
-                (0, false) => c.alpha_w,
-                (_, true) => c.alpha_n,
-                (_, false) => c.alpha_s,
+                (0, true) => c[0],
+                (0, false) => c[1],
+                (_, true) => c[2],
+                (_, false) => c[3],
             });
         }
         let v = if d == 0 { i } else { j };
@@ -205,7 +218,7 @@ impl View<'_> {
         }
         let s = self.seen(i, j, d);
         let c = self.col(s.i, s.j);
-        Some(if d == 0 { c.alpha_e } else { c.alpha_n })
+        Some(if d == 0 { c[0] } else { c[2] })
     }
 
     /// The column's mean α in direction `d` (of the frame) over its faces that are not walls;
@@ -215,9 +228,9 @@ impl View<'_> {
             let s = self.seen(i, j, normal);
             let c = self.col(s.i, s.j);
             return if (d == 0) != s.swap {
-                0.5 * (c.alpha_e + c.alpha_w)
+                0.5 * (c[0] + c[1])
             } else {
-                0.5 * (c.alpha_n + c.alpha_s)
+                0.5 * (c[2] + c[3])
             };
         }
         let (di, dj) = step(d);
@@ -240,7 +253,7 @@ impl View<'_> {
 
     fn area(&self, i: isize, j: isize, normal: usize) -> f64 {
         let s = self.seen(i, j, normal);
-        self.grid.area(s.i, s.j)
+        self.areas[s.j * self.n + s.i]
     }
 
     /// The column's values of the coefficient field `kx` (direction 0 of the frame: `along_x`)
@@ -290,10 +303,15 @@ pub(crate) fn fold_terrain(
     let w2 = p.omega() * p.omega();
     let ground = g.ground();
     let closed = block.panel.is_some();
+    let grid = HorizontalGrid { geometry: g, n };
+    let areas = (0..n * n)
+        .into_par_iter()
+        .map(|c| grid.area(c % n, c / n))
+        .collect();
     let view = View {
         oro,
         coeffs,
-        grid: HorizontalGrid { geometry: g, n },
+        grid,
         tensors: tensors.filter(|_| closed),
         p,
         block,
@@ -303,6 +321,7 @@ pub(crate) fn fold_terrain(
             !closed && block.bc.x == Boundary::Periodic,
             !closed && block.bc.y == Boundary::Periodic,
         ],
+        areas,
     };
     let v = &view;
     // τ = 1 − ζ/H, the factor of z's horizontal derivatives; the terrain's radius (or height)
