@@ -573,12 +573,14 @@ fn reproduce_scaling_accumulates_rows_across_rank_counts() {
 }
 
 /// The sphere's six panels on 1 … 6 ranks (whole panels, several per rank below six) and on 8
-/// (2 × 2 blocks of every panel): the serial iteration count and solution, mg and mg-cg.
+/// (2 × 2 blocks of every panel): the serial iteration count and solution, mg and mg-cg, and
+/// mg-cg over a mountain across panel edges (docs/MODEL.md §23.6: every rank folds the terrain
+/// into its tiles from the whole level's heights).
 #[test]
 fn the_sphere_is_decomposition_invariant() {
     use strata::io::read_field;
-    for solver in ["mg", "mg-cg"] {
-        let base = [
+    for (solver, terrain) in [("mg", false), ("mg-cg", false), ("mg-cg", true)] {
+        let mut base = vec![
             "solve",
             "--geometry",
             "sphere",
@@ -598,6 +600,14 @@ fn the_sphere_is_decomposition_invariant() {
             "--threads",
             "1",
         ];
+        if terrain {
+            base.extend(["--height", "0.1", "--orography", "schaer:slope=0.5"]);
+        }
+        let solver = if terrain {
+            format!("{solver}-orography")
+        } else {
+            solver.to_string()
+        };
         let serial_file = tmp(&format!("sphere-{solver}-serial.nc"));
         let mut args = base.to_vec();
         args.extend(["--output", serial_file.to_str().unwrap()]);
