@@ -36,7 +36,8 @@ impl SparseMatrix {
 }
 
 /// Assembles the fine-level operator of `p` (with its coefficient fields, if any): seven
-/// entries per row (nine horizontal on the sphere, fifteen over orography), the Dirichlet boundary folded into the diagonal as the solvers see it; on
+/// entries per row (nine horizontal on the sphere, fifteen over orography on the box, nineteen
+/// on the sphere), the Dirichlet boundary folded into the diagonal as the solvers see it; on
 /// the sphere the six panels, the couplings across panel edges to the cells of the neighbouring
 /// panels (docs/MODEL.md §16) — assembled from the rows and the edge links, not from the halo
 /// exchange the solvers use, so the two can be checked against each other.
@@ -119,7 +120,8 @@ pub fn assemble(p: &ProblemParams) -> Result<SparseMatrix> {
                             entries[0].1 -= v;
                         }
                     }
-                    // Orography's slant couplings (the box; walls carry none).
+                    // Orography's slant couplings (walls carry none; across the sphere's edges
+                    // the neighbouring panel's cells).
                     if let Some(w) = &s.slant {
                         let sides = [Side::East, Side::West, Side::North, Side::South];
                         for (d, pair) in w.row(i, j, k).chunks(2).enumerate() {

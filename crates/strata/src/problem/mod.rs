@@ -81,8 +81,8 @@ pub struct ProblemParams {
     /// (docs/MODEL.md §20).
     #[serde(default)]
     pub boundaries: Boundaries,
-    /// The ground height per column of the box (terrain-following coordinates, docs/MODEL.md
-    /// §23); `None` is flat ground.
+    /// The ground height per column of the box, the panel or the sphere (terrain-following
+    /// coordinates, docs/MODEL.md §23); `None` is flat ground.
     #[serde(skip)]
     pub orography: Option<Arc<Orography>>,
 }
