@@ -789,7 +789,7 @@ fn orography() {
     let read = unsafe { sized::read(&q) }.unwrap();
     assert!(read.orography.is_null());
     // The sphere reads six panels of heights, (panel, y, x).
-    let (n, nz) = (8, 4);
+    let (n, nz) = (8usize, 4usize);
     let mountain = strata_core::problem::Orography::schaer_sphere(
         n,
         &Default::default(),
