@@ -663,7 +663,8 @@ fn the_singular_sphere_with_project_rhs() {
 
 /// --orography (docs/MODEL.md §23): Schär's mountain solves and says so in the problem line; a
 /// file without the variable, a mountain above the lid, an unknown key, the flat manufactured
-/// solution over terrain and the sphere are one-line errors naming the option.
+/// solution over terrain, a box's heights on the sphere and the sphere's two-point stencil are
+/// one-line errors naming the option; the sphere's heights read back from its output file.
 #[test]
 fn orography_solves_and_bad_orography_is_refused() {
     let common = [
@@ -715,20 +716,63 @@ fn orography_solves_and_bad_orography_is_refused() {
         "manufactured",
     ]);
     assert_error(&args, "--rhs manufactured");
-    assert_error(
-        &[
-            "solve",
-            "--geometry",
-            "sphere",
-            "--n",
-            "16",
-            "--nz",
-            "8",
-            "--levels",
-            "3",
-            "--orography",
-            "schaer:slope=0.01",
-        ],
+    // The sphere (docs/MODEL.md §23.6): its mountain solves, its output file's orography
+    // (panel, y, x) reads back, a box's (y, x) file and the two-point stencil are refused.
+    let sphere = [
+        "solve",
+        "--geometry",
         "sphere",
-    );
+        "--n",
+        "16",
+        "--nz",
+        "8",
+        "--levels",
+        "3",
+        "--height",
+        "0.1",
+    ];
+    let out_file = tmp("sphere-orography.nc");
+    let mut args = sphere.to_vec();
+    let sphere_path = out_file.to_str().unwrap();
+    args.extend([
+        "--orography",
+        "schaer:slope=0.3",
+        "--output",
+        sphere_path,
+        "--force",
+    ]);
+    let o = strata(&args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("orography up to"), "{out}");
+    let mut args = sphere.to_vec();
+    args.extend(["--orography", sphere_path, "-q"]);
+    let o = strata(&args);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let box_file = tmp("box-orography.nc");
+    let box_path = box_file.to_str().unwrap();
+    let mut args = common.to_vec();
+    args[4] = "16";
+    args.extend([
+        "--height",
+        "0.1",
+        "--orography",
+        "schaer:slope=0.5",
+        "-q",
+        "--output",
+        box_path,
+        "--force",
+    ]);
+    assert!(strata(&args).status.success());
+    let mut args = sphere.to_vec();
+    args.extend(["--orography", box_path]);
+    assert_error(&args, "(panel, y, x)");
+    let mut args = sphere.to_vec();
+    args.extend([
+        "--orography",
+        "schaer:slope=0.3",
+        "--sphere-stencil",
+        "two-point",
+    ]);
+    assert_error(&args, "nine-point");
 }
