@@ -984,6 +984,38 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
             );
         }
     }
+    // The sphere's nine-point levels (a tile of panel 1, 2 × 2 tiles per panel, random halos,
+    // the model problem's per-column operator): the residual restricted with the diagonal
+    // couplings.
+    {
+        let p = ProblemParams {
+            geometry: Geometry::Sphere,
+            grading: Grading::Graded,
+            n: 16,
+            nz: 9,
+            ..Default::default()
+        };
+        let tiles = strata::grid::sphere::tiles(16, 2);
+        let levels: Vec<LevelStencil> =
+            strata::stencil::build_sphere_levels(&p, &tiles, 2, Default::default())
+                .unwrap()
+                .iter()
+                .map(|l| l.tiles.as_ref().unwrap()[5].clone())
+                .collect();
+        let (fs, cs) = (&levels[0], &levels[1]);
+        assert!(fs.cross.is_some() && fs.cells.is_none());
+        let (fo, co) = (b.prepare_level(fs).unwrap(), b.prepare_level(cs).unwrap());
+        let (f, u) = (rng.field(fs), rng.field(fs));
+        check_residual_restrict(
+            b,
+            (fs, &fo),
+            (cs, &co),
+            (&f, &u),
+            &mut rng,
+            (TOL, TOL_SOLVE, TOL_PCR),
+            &format!("sphere nine-point tile {:?}", b.name()),
+        );
+    }
     prolongated_halos(b);
 }
 
