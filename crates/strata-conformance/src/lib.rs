@@ -820,17 +820,22 @@ pub fn terrain_kernels<B: Backend>(b: &B) {
             c.xi = None;
             p.coefficients = Some(Arc::new(c));
         }
-        let tiles = strata::grid::sphere::tiles(n, 2);
-        let levels: Vec<LevelStencil> =
-            strata::stencil::build_sphere_levels(&p, &tiles, 2, Default::default())
-                .unwrap()
-                .iter()
-                .map(|l| l.tiles.as_ref().unwrap()[5].clone())
-                .collect();
+        let levels = sphere_tile_levels(&p);
         assert!(levels[0].cross.is_some());
         let ctx = format!("orography on the sphere, fields {fields}, {:?}", b.name());
         terrain_level(b, &levels, &mut rng, &ctx);
     }
+}
+
+/// The first two levels of a tile of panel 1 of the sphere problem `p` (2 × 2 tiles per panel),
+/// each on its own: a block with neighbours on every side, across two panel edges.
+fn sphere_tile_levels(p: &ProblemParams) -> Vec<LevelStencil> {
+    let tiles = strata::grid::sphere::tiles(p.n, 2);
+    strata::stencil::build_sphere_levels(p, &tiles, 2, Default::default())
+        .unwrap()
+        .iter()
+        .map(|l| l.tiles.as_ref().unwrap()[5].clone())
+        .collect()
 }
 
 /// [`terrain_kernels`] on the fine level of `levels` (its next level the coarse one).
@@ -995,13 +1000,7 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
             nz: 9,
             ..Default::default()
         };
-        let tiles = strata::grid::sphere::tiles(16, 2);
-        let levels: Vec<LevelStencil> =
-            strata::stencil::build_sphere_levels(&p, &tiles, 2, Default::default())
-                .unwrap()
-                .iter()
-                .map(|l| l.tiles.as_ref().unwrap()[5].clone())
-                .collect();
+        let levels = sphere_tile_levels(&p);
         let (fs, cs) = (&levels[0], &levels[1]);
         assert!(fs.cross.is_some() && fs.cells.is_none());
         let (fo, co) = (b.prepare_level(fs).unwrap(), b.prepare_level(cs).unwrap());

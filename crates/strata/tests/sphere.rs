@@ -9,7 +9,7 @@ use strata::backend::cpu::CpuBackend;
 use strata::backend::prelude::*;
 use strata::backend::reference::ReferenceBackend;
 use strata::backend::tiled::Tiled;
-use strata::comm::{Comm, SerialComm, SphereComm};
+use strata::comm::{SerialComm, SphereComm};
 use strata::grid::sphere;
 use strata::problem::{
     build_rhs_tiles, Geometry, ProblemParams, RhsKind, SphereStencil, VerticalGrid,
@@ -34,19 +34,9 @@ fn two_point(p: &ProblemParams) -> ProblemParams {
     }
 }
 
-/// y ← A x on the sphere, `x` a host array of the tiles: upload, exchange the halos, apply.
+/// y ← A x on the sphere ([`common::sphere_apply`]).
 fn apply<B: Backend>(b: &B, p: &ProblemParams, k: usize, x: &[f64]) -> Vec<f64> {
-    let t = Tiled::new(b);
-    let levels = build_sphere_levels(p, &sphere::tiles(p.n, k), 1, Default::default()).unwrap();
-    let op = t.prepare_level(&levels[0]).unwrap();
-    SphereComm.prepare(&t, &op).unwrap();
-    let (mut xf, mut yf) = (t.alloc(&op).unwrap(), t.alloc(&op).unwrap());
-    t.upload(&op, x, &mut xf).unwrap();
-    SphereComm.exchange(&t, &op, &mut xf).unwrap();
-    t.apply(&op, &xf, &mut yf).unwrap();
-    let mut y = vec![0.0; x.len()];
-    t.download(&op, &yf, &mut y).unwrap();
-    y
+    common::sphere_apply(b, p, k, x)
 }
 
 #[test]
@@ -170,32 +160,7 @@ fn solve_tiled_history<B: Backend>(
     cfg: &SolverConfig,
     k: usize,
 ) -> (Vec<f64>, usize, Vec<f64>) {
-    let tiles = sphere::tiles(p.n, k);
-    let rhs = build_rhs_tiles(p, RhsKind::Random, 3, &tiles);
-    let mut history = Vec::new();
-    let sol = strata::solve_tiles(
-        &Tiled::new(b),
-        &SphereComm,
-        p,
-        &tiles,
-        cfg,
-        &rhs,
-        &mut |_, r| history.push(r),
-    )
-    .unwrap();
-    assert!(sol.info.reason.converged(), "{:?}", sol.info.reason);
-    let (n, nz) = (p.n, p.nz);
-    let mut whole = vec![0.0; 6 * n * n * nz];
-    let mut src = sol.u.chunks(nz);
-    for t in &tiles {
-        for j in t.j0..t.j0 + t.ny {
-            for i in t.i0..t.i0 + t.nx {
-                let o = ((t.panel.unwrap() * n + j) * n + i) * nz;
-                whole[o..o + nz].copy_from_slice(src.next().unwrap());
-            }
-        }
-    }
-    (whole, sol.info.iterations, history)
+    common::solve_sphere_tiles(b, p, cfg, k)
 }
 
 #[test]

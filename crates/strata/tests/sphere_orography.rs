@@ -10,15 +10,12 @@ use std::sync::Arc;
 use strata::backend::cpu::CpuBackend;
 use strata::backend::prelude::*;
 use strata::backend::reference::ReferenceBackend;
-use strata::backend::tiled::Tiled;
-use strata::comm::{Comm, SphereComm};
 use strata::grid::sphere;
 use strata::problem::{
     build_rhs_tiles, cell_volumes, Coefficients, Geometry, Orography, ProblemParams, RhsKind,
     Schaer,
 };
 use strata::solver::{SolverConfig, SolverKind};
-use strata::stencil::build_sphere_levels;
 
 /// The sphere n × n × nz under a lid at H = 0.1 over `oro`.
 fn over(n: usize, nz: usize, oro: Orography) -> ProblemParams {
@@ -49,35 +46,14 @@ fn mountain(n: usize, slope: f64) -> Orography {
     Orography::schaer_sphere(n, &m, Orography::sphere_mountain_centre())
 }
 
-/// y ← A x on the sphere (`k × k` tiles per panel): upload, exchange the halos, apply.
+/// y ← A x on the sphere ([`common::sphere_apply`]).
 fn apply<B: Backend>(b: &B, p: &ProblemParams, k: usize, x: &[f64]) -> Vec<f64> {
-    let t = Tiled::new(b);
-    let levels = build_sphere_levels(p, &sphere::tiles(p.n, k), 1, Default::default()).unwrap();
-    let op = t.prepare_level(&levels[0]).unwrap();
-    SphereComm.prepare(&t, &op).unwrap();
-    let (mut xf, mut yf) = (t.alloc(&op).unwrap(), t.alloc(&op).unwrap());
-    t.upload(&op, x, &mut xf).unwrap();
-    SphereComm.exchange(&t, &op, &mut xf).unwrap();
-    t.apply(&op, &xf, &mut yf).unwrap();
-    let mut y = vec![0.0; x.len()];
-    t.download(&op, &yf, &mut y).unwrap();
-    y
+    common::sphere_apply(b, p, k, x)
 }
 
-/// A host array of `k × k` tiles per panel reordered to whole panels ([panel][j][i][k]).
+/// A host array of `k × k` tiles per panel reordered to whole panels.
 fn whole_panels(p: &ProblemParams, k: usize, u: &[f64]) -> Vec<f64> {
-    let (n, nz) = (p.n, p.nz);
-    let mut whole = vec![0.0; 6 * n * n * nz];
-    let mut src = u.chunks(nz);
-    for t in sphere::tiles(n, k) {
-        for j in t.j0..t.j0 + t.ny {
-            for i in t.i0..t.i0 + t.nx {
-                let o = ((t.panel.unwrap() * n + j) * n + i) * nz;
-                whole[o..o + nz].copy_from_slice(src.next().unwrap());
-            }
-        }
-    }
-    whole
+    common::whole_panels(p.n, p.nz, k, u)
 }
 
 #[test]
@@ -144,20 +120,8 @@ fn the_operator_is_symmetric_conserves_and_is_what_the_solvers_apply() {
 /// Solves of `p` with `cfg` on `k × k` tiles per panel: the solution on whole panels and the
 /// iteration count.
 fn solve<B: Backend>(b: &B, p: &ProblemParams, cfg: &SolverConfig, k: usize) -> (Vec<f64>, usize) {
-    let tiles = sphere::tiles(p.n, k);
-    let rhs = build_rhs_tiles(p, RhsKind::Random, 3, &tiles);
-    let sol = strata::solve_tiles(
-        &Tiled::new(b),
-        &SphereComm,
-        p,
-        &tiles,
-        cfg,
-        &rhs,
-        &mut |_, _| {},
-    )
-    .unwrap();
-    assert!(sol.info.reason.converged(), "{:?}", sol.info.reason);
-    (whole_panels(p, k, &sol.u), sol.info.iterations)
+    let (u, its, _) = common::solve_sphere_tiles(b, p, cfg, k);
+    (u, its)
 }
 
 #[test]
@@ -296,22 +260,7 @@ fn manufactured(n: usize, slope: f64) -> (f64, f64) {
             -(kgr[0] * gu[0] + kgr[1] * gu[1]) + g33 * uz,
         ]
     };
-    let gauss = [
-        (-0.6f64.sqrt(), 5.0 / 9.0),
-        (0.0, 8.0 / 9.0),
-        (0.6f64.sqrt(), 5.0 / 9.0),
-    ];
-    let quad2 = |a: (f64, f64), b: (f64, f64), g: &dyn Fn(f64, f64) -> f64| -> f64 {
-        let mut s = 0.0;
-        for (xa, wa) in gauss {
-            for (xb, wb) in gauss {
-                let pa = 0.5 * (a.0 + a.1) + 0.5 * (a.1 - a.0) * xa;
-                let pb = 0.5 * (b.0 + b.1) + 0.5 * (b.1 - b.0) * xb;
-                s += wa * wb * g(pa, pb);
-            }
-        }
-        s * 0.25 * (a.1 - a.0) * (b.1 - b.0)
-    };
+    let (gauss, quad2) = (common::GAUSS3, common::quad2);
     let oro = Orography::with_panels(
         6,
         n,
@@ -383,18 +332,6 @@ fn a_manufactured_solution_converges_at_second_order_on_the_sphere() {
             .iter()
             .map(|&n| manufactured(n, slope))
             .collect();
-        eprintln!("sphere, slope {slope}: (max, rms) errors at n = 16, 32, 64: {e:?}");
-        for w in e.windows(2) {
-            eprintln!(
-                "sphere, slope {slope}: ratios max {:.2}, rms {:.2}",
-                w[0].0 / w[1].0,
-                w[0].1 / w[1].1
-            );
-        }
-        let last = (e[1].0 / e[2].0, e[1].1 / e[2].1);
-        assert!(
-            last.0 > 3.4 && last.1 > 3.4,
-            "slope {slope}: not second order from 32 to 64: {last:?}"
-        );
+        common::assert_second_order(&format!("sphere, slope {slope}"), &e);
     }
 }
