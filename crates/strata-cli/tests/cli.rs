@@ -3,11 +3,18 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// The strata binary as a command, HDF5's file locks off: the tests run in parallel threads,
+/// and a process forked while another thread has a NetCDF-4 file open for writing inherits its
+/// descriptor and lock (HDF5 opens files without close-on-exec), which would make a later reader
+/// of that (complete, renamed) file fail while the forked run lasts.
+fn strata_command() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_strata"));
+    c.env("HDF5_USE_FILE_LOCKING", "FALSE");
+    c
+}
+
 fn strata(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
-        .args(args)
-        .output()
-        .expect("strata runs")
+    strata_command().args(args).output().expect("strata runs")
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -121,7 +128,7 @@ fn netcdf_output_feeds_back_as_a_right_hand_side() {
 
 /// Runs strata, failing (not hanging) if it takes longer than `limit`.
 fn strata_within(args: &[&str], limit: std::time::Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+    let mut child = strata_command()
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -19,7 +19,22 @@ fn mpirun(ranks: usize, args: &[&str]) -> Output {
     mpirun_with(ranks, args, &[])
 }
 
-/// [`mpirun`] with environment variables set for every rank (`-x`).
+/// HDF5's file locks are off for the processes the tests start: the tests run in parallel
+/// threads of one process, and a process forked by one test while another test's thread has a
+/// NetCDF-4 file open for writing inherits that descriptor and its lock (HDF5 opens files
+/// without close-on-exec), so a later reader of that file would fail ("HDF error") while the
+/// forked run lasts. Every file the tests read is complete (written under a temporary name and
+/// renamed) before it is read.
+const NO_HDF5_LOCKS: (&str, &str) = ("HDF5_USE_FILE_LOCKING", "FALSE");
+
+/// The strata binary as a command, with [`NO_HDF5_LOCKS`].
+fn strata_command() -> Command {
+    let mut c = Command::new(strata_bin());
+    c.env(NO_HDF5_LOCKS.0, NO_HDF5_LOCKS.1);
+    c
+}
+
+/// [`mpirun`] with environment variables set for every rank (`-x`), and [`NO_HDF5_LOCKS`].
 fn mpirun_with(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new("mpirun");
     c.args([
@@ -29,7 +44,7 @@ fn mpirun_with(ranks: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
         "-n",
         &ranks.to_string(),
     ]);
-    for (name, value) in env {
+    for (name, value) in env.iter().chain([&NO_HDF5_LOCKS]) {
         c.args(["-x", name]).env(name, value);
     }
     c.arg(strata_bin())
@@ -157,7 +172,7 @@ fn ranks_match_serial(base: &[&str], tag: &str) {
     let serial_file = tmp(&format!("{tag}-serial.nc"));
     let mut args = base.to_vec();
     args.extend(["--output", serial_file.to_str().unwrap()]);
-    let serial = Command::new(strata_bin()).args(&args).output().unwrap();
+    let serial = strata_command().args(&args).output().unwrap();
     assert!(
         serial.status.success(),
         "{}",
@@ -611,7 +626,7 @@ fn the_sphere_is_decomposition_invariant() {
         let serial_file = tmp(&format!("sphere-{solver}-serial.nc"));
         let mut args = base.to_vec();
         args.extend(["--output", serial_file.to_str().unwrap()]);
-        let serial = Command::new(strata_bin()).args(&args).output().unwrap();
+        let serial = strata_command().args(&args).output().unwrap();
         assert!(
             serial.status.success(),
             "{}",
@@ -631,7 +646,7 @@ fn the_sphere_is_decomposition_invariant() {
                 "rhs",
             ]);
             let o = if ranks == 1 {
-                Command::new(strata_bin()).args(&args).output().unwrap()
+                strata_command().args(&args).output().unwrap()
             } else {
                 mpirun(ranks, &args)
             };
