@@ -246,11 +246,7 @@ impl HorizontalGrid {
         i: usize,
         j: usize,
     ) -> Column {
-        let (sw, se, ne, nw) = (t(i, j), t(i + 1, j), t(i + 1, j + 1), t(i, j + 1));
-        let ae = 0.5 * se.k11 + 0.5 * ne.k11;
-        let aw = 0.5 * sw.k11 + 0.5 * nw.k11;
-        let an = 0.5 * nw.k22 + 0.5 * ne.k22;
-        let as_ = 0.5 * sw.k22 + 0.5 * se.k22;
+        let [ae, aw, an, as_] = Self::sphere_faces(t, i, j);
         Column {
             area: self.area(i, j),
             alpha_e: ae,
@@ -259,6 +255,18 @@ impl HorizontalGrid {
             alpha_s: as_,
             alpha_t: ae + aw + an + as_,
         }
+    }
+
+    /// The face coefficients `[east, west, north, south]` of column `(i, j)` of a sphere panel
+    /// ([`HorizontalGrid::sphere_column`]'s, without its area).
+    pub fn sphere_faces(t: &dyn Fn(usize, usize) -> VertexTensor, i: usize, j: usize) -> [f64; 4] {
+        let (sw, se, ne, nw) = (t(i, j), t(i + 1, j), t(i + 1, j + 1), t(i, j + 1));
+        [
+            0.5 * se.k11 + 0.5 * ne.k11,
+            0.5 * sw.k11 + 0.5 * nw.k11,
+            0.5 * nw.k22 + 0.5 * ne.k22,
+            0.5 * sw.k22 + 0.5 * se.k22,
+        ]
     }
 
     /// The diagonal couplings of column `(i, j)` of a sphere panel: each diagonal pair takes

@@ -163,19 +163,12 @@ impl View<'_> {
     }
 
     /// The face coefficients `[east, west, north, south]` of column `(i, j)` of its own panel
-    /// (on the sphere half the tensors of each face's two end vertices, as
-    /// [`HorizontalGrid::sphere_column`] takes them, without its area).
+    /// (on the sphere [`HorizontalGrid::sphere_faces`], the same bits as the operator's).
     fn col(&self, i: usize, j: usize) -> [f64; 4] {
         match self.tensors {
             Some(t) => {
-                let v = |a: usize, b: usize| t[b * (self.n + 1) + a];
-                let (sw, se, ne, nw) = (v(i, j), v(i + 1, j), v(i + 1, j + 1), v(i, j + 1));
-                [
-                    0.5 * se.k11 + 0.5 * ne.k11,
-                    0.5 * sw.k11 + 0.5 * nw.k11,
-                    0.5 * nw.k22 + 0.5 * ne.k22,
-                    0.5 * sw.k22 + 0.5 * se.k22,
-                ]
+                let n1 = self.n + 1;
+                HorizontalGrid::sphere_faces(&|a, b| t[b * n1 + a], i, j)
             }
             None => {
                 let c = self
