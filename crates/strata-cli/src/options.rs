@@ -132,10 +132,9 @@ impl ProblemArgs {
             sphere_stencil: self.sphere_stencil,
             boundaries: self.boundary,
             orography: match &self.orography {
-                Some(OrographyArg::Schaer(m)) if self.geometry.closed() => Some(Arc::new(
-                    Orography::schaer_sphere(n, m, Orography::sphere_mountain_centre()),
-                )),
-                Some(OrographyArg::Schaer(m)) => Some(Arc::new(Orography::schaer(n, m))),
+                Some(OrographyArg::Schaer(m)) => {
+                    Some(Arc::new(Orography::schaer_for(self.geometry, n, m)))
+                }
                 _ => None,
             },
         }

@@ -136,6 +136,17 @@ impl Orography {
         Self { panels: 6, n, h }
     }
 
+    /// Schär's mountain `m` on `geometry`'s columns: along x on the box and the panel
+    /// ([`Orography::schaer`]), round [`Orography::sphere_mountain_centre`] on the sphere
+    /// ([`Orography::schaer_sphere`]).
+    pub fn schaer_for(geometry: super::Geometry, n: usize, m: &Schaer) -> Self {
+        if geometry.closed() {
+            Self::schaer_sphere(n, m, Self::sphere_mountain_centre())
+        } else {
+            Self::schaer(n, m)
+        }
+    }
+
     /// Where [`Orography::schaer_sphere`] puts the mountain of `--orography schaer` on the
     /// sphere: on panel 0 at gnomonic (0.6, 0.45), so that a mountain of the default width
     /// reaches over its east and north edges towards the cube's corner between panels 0, 1
