@@ -142,9 +142,13 @@ pub(super) fn apply_column_cross<S: Real>(
 ) {
     match cross {
         None => apply_column(col, v, x, emit),
-        Some(c) => apply_column(col, v, x, |k, au| {
-            emit(k, au + c.at(v.d[k], x.c[k].to_f64(), k))
-        }),
+        Some(c) => apply_column(
+            col,
+            v,
+            x,
+            #[inline(always)]
+            |k, au| emit(k, au + c.at(v.d[k], x.c[k].to_f64(), k)),
+        ),
     }
 }
 

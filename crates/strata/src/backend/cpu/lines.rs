@@ -16,15 +16,23 @@ impl CpuBackend {
                 .zip(rows_ref(r))
                 .enumerate()
                 .for_each(|(j, (zr, rr))| {
-                    with_scratch(thomas::scratch_len(nz), |cp| {
-                        groups(nx, |i, full| {
-                            if full {
-                                thomas::line_solve::<LANES, _>(s, (j, i), rr, zr, cp)
-                            } else {
-                                thomas::line_solve::<1, _>(s, (j, i), rr, zr, cp)
-                            }
-                        })
-                    })
+                    self.with_scratch(
+                        thomas::scratch_len(nz),
+                        #[inline(always)]
+                        |cp| {
+                            groups(
+                                nx,
+                                #[inline(always)]
+                                |i, full| {
+                                    if full {
+                                        thomas::line_solve::<LANES, _>(s, (j, i), rr, zr, cp)
+                                    } else {
+                                        thomas::line_solve::<1, _>(s, (j, i), rr, zr, cp)
+                                    }
+                                },
+                            )
+                        },
+                    )
                 })
         });
     }
@@ -55,23 +63,39 @@ impl CpuBackend {
                         acc[0] += d[0];
                         acc[1] += d[1];
                     };
-                    with_scratch(thomas::scratch_len(nz), |cp| {
-                        groups(nx, |i, full| {
-                            add(if full {
-                                thomas::cg_tridiag::<LANES, _>(
-                                    s,
-                                    (j, i),
-                                    qrow,
-                                    rrow,
-                                    zrow,
-                                    alpha,
-                                    cp,
-                                )
-                            } else {
-                                thomas::cg_tridiag::<1, _>(s, (j, i), qrow, rrow, zrow, alpha, cp)
-                            })
-                        })
-                    });
+                    self.with_scratch(
+                        thomas::scratch_len(nz),
+                        #[inline(always)]
+                        |cp| {
+                            groups(
+                                nx,
+                                #[inline(always)]
+                                |i, full| {
+                                    add(if full {
+                                        thomas::cg_tridiag::<LANES, _>(
+                                            s,
+                                            (j, i),
+                                            qrow,
+                                            rrow,
+                                            zrow,
+                                            alpha,
+                                            cp,
+                                        )
+                                    } else {
+                                        thomas::cg_tridiag::<1, _>(
+                                            s,
+                                            (j, i),
+                                            qrow,
+                                            rrow,
+                                            zrow,
+                                            alpha,
+                                            cp,
+                                        )
+                                    })
+                                },
+                            )
+                        },
+                    );
                     *part = acc;
                 })
         })
@@ -97,40 +121,54 @@ impl CpuBackend {
         let data = ColumnWriter(u.data.as_mut_ptr());
         self.pool.install(|| {
             (0..ny).into_par_iter().for_each(|j| {
-                with_scratch(2 * nz, |scratch| {
-                    let (cp, z) = scratch.split_at_mut(nz);
-                    for i in (0..nx).filter(|&i| has_color(s, i, j, color)) {
-                        let (ih, jh) = (i + 1, j + 1);
-                        // SAFETY: the four neighbours of a column of `color` have the other
-                        // colour, which no thread writes in this call, and each thread writes
-                        // only its own columns of `color`: the slices below are never written
-                        // while they are read, and the one written is this thread's alone. All
-                        // lie inside `u.data` (halo included), which outlives the loop.
-                        let nbrs = unsafe {
-                            [(ih + 1, jh), (ih - 1, jh), (ih, jh + 1), (ih, jh - 1)]
+                self.with_scratch(
+                    2 * nz,
+                    #[inline(always)]
+                    |scratch| {
+                        let (cp, z) = scratch.split_at_mut(nz);
+                        for i in (0..nx).filter(|&i| has_color(s, i, j, color)) {
+                            let (ih, jh) = (i + 1, j + 1);
+                            // SAFETY: the four neighbours of a column of `color` have the other
+                            // colour, which no thread writes in this call, and each thread writes
+                            // only its own columns of `color`: the slices below are never written
+                            // while they are read, and the one written is this thread's alone. All
+                            // lie inside `u.data` (halo included), which outlives the loop.
+                            let nbrs = unsafe {
+                                [(ih + 1, jh), (ih - 1, jh), (ih, jh + 1), (ih, jh - 1)]
+                                    .map(|(a, b)| data.column(offset(a, b), nz))
+                            };
+                            // SAFETY: as above: on a level with diagonal couplings the colour is a
+                            // quarter (`check_colour`), so the diagonal neighbours have other
+                            // colours too and are not written in this call.
+                            let diagonal = s.cross.is_some().then(|| unsafe {
+                                [
+                                    (ih + 1, jh + 1),
+                                    (ih - 1, jh + 1),
+                                    (ih + 1, jh - 1),
+                                    (ih - 1, jh - 1),
+                                ]
                                 .map(|(a, b)| data.column(offset(a, b), nz))
-                        };
-                        // SAFETY: as above: on a level with diagonal couplings the colour is a
-                        // quarter (`check_colour`), so the diagonal neighbours have other
-                        // colours too and are not written in this call.
-                        let diagonal = s.cross.is_some().then(|| unsafe {
-                            [
-                                (ih + 1, jh + 1),
-                                (ih - 1, jh + 1),
-                                (ih + 1, jh - 1),
-                                (ih - 1, jh - 1),
-                            ]
-                            .map(|(a, b)| data.column(offset(a, b), nz))
-                        });
-                        // SAFETY: as above: column (i, j) is this thread's only, read here
-                        // (its old values, for the slant couplings and the over-relaxation)
-                        // and then written.
-                        let own = unsafe { data.column_mut(offset(ih, jh), nz) };
-                        solve_given_neighbours(s, i, j, f.column(i, j), nbrs, diagonal, own, cp, z);
-                        over_relax(own, z, relax);
-                        crate::field::store(own, z);
-                    }
-                })
+                            });
+                            // SAFETY: as above: column (i, j) is this thread's only, read here
+                            // (its old values, for the slant couplings and the over-relaxation)
+                            // and then written.
+                            let own = unsafe { data.column_mut(offset(ih, jh), nz) };
+                            solve_given_neighbours(
+                                s,
+                                i,
+                                j,
+                                f.column(i, j),
+                                nbrs,
+                                diagonal,
+                                own,
+                                cp,
+                                z,
+                            );
+                            over_relax(own, z, relax);
+                            crate::field::store(own, z);
+                        }
+                    },
+                )
             })
         });
     }
@@ -195,44 +233,50 @@ impl CpuBackend {
                         *p = S::from_f64((*p).to_f64() + relax * z);
                     }
                 };
-                with_scratch(thomas::scratch_len(nz), |buf| {
-                    // The row's first column of the colour (none: a quarter colour's other rows).
-                    let (gi0, gj) = (s.block.i0 % 2, (s.block.j0 + j) % 2);
-                    let mut i = if color < 2 {
-                        (color + 2 - (gi0 + gj) % 2) % 2
-                    } else if gj == (color - 2) >> 1 {
-                        ((color - 2) % 2 + 2 - gi0) % 2
-                    } else {
-                        nx
-                    };
-                    while i + 2 * (LANES - 1) < nx {
-                        let is: [usize; LANES] = std::array::from_fn(|l| i + 2 * l);
-                        thomas::smooth_color::<LANES, _>(
-                            s,
-                            j,
-                            &is,
-                            frow,
-                            nbrs_of,
-                            cross_of,
-                            buf,
-                            |l, k, z| update(is[l], k, z),
-                        );
-                        i += 2 * LANES;
-                    }
-                    while i < nx {
-                        thomas::smooth_color::<1, _>(
-                            s,
-                            j,
-                            &[i],
-                            frow,
-                            nbrs_of,
-                            cross_of,
-                            buf,
-                            |_, k, z| update(i, k, z),
-                        );
-                        i += 2;
-                    }
-                })
+                self.with_scratch(
+                    thomas::scratch_len(nz),
+                    #[inline(always)]
+                    |buf| {
+                        // The row's first column of the colour (none: a quarter colour's other rows).
+                        let (gi0, gj) = (s.block.i0 % 2, (s.block.j0 + j) % 2);
+                        let mut i = if color < 2 {
+                            (color + 2 - (gi0 + gj) % 2) % 2
+                        } else if gj == (color - 2) >> 1 {
+                            ((color - 2) % 2 + 2 - gi0) % 2
+                        } else {
+                            nx
+                        };
+                        while i + 2 * (LANES - 1) < nx {
+                            let is: [usize; LANES] = std::array::from_fn(|l| i + 2 * l);
+                            thomas::smooth_color::<LANES, _>(
+                                s,
+                                j,
+                                &is,
+                                frow,
+                                nbrs_of,
+                                cross_of,
+                                buf,
+                                #[inline(always)]
+                                |l, k, z| update(is[l], k, z),
+                            );
+                            i += 2 * LANES;
+                        }
+                        while i < nx {
+                            thomas::smooth_color::<1, _>(
+                                s,
+                                j,
+                                &[i],
+                                frow,
+                                nbrs_of,
+                                cross_of,
+                                buf,
+                                #[inline(always)]
+                                |_, k, z| update(i, k, z),
+                            );
+                            i += 2;
+                        }
+                    },
+                )
             })
         });
     }
@@ -257,15 +301,31 @@ impl CpuBackend {
                 .zip(rows_ref(f))
                 .enumerate()
                 .for_each(|(j, (orow, frow))| {
-                    with_scratch(thomas::scratch_len(nz), |cp| {
-                        groups(nx, |i, full| {
-                            if full {
-                                thomas::smooth::<LANES, _>(s, (j, i), frow, u_in, orow, rho, cp)
-                            } else {
-                                thomas::smooth::<1, _>(s, (j, i), frow, u_in, orow, rho, cp)
-                            }
-                        })
-                    })
+                    self.with_scratch(
+                        thomas::scratch_len(nz),
+                        #[inline(always)]
+                        |cp| {
+                            groups(
+                                nx,
+                                #[inline(always)]
+                                |i, full| {
+                                    if full {
+                                        thomas::smooth::<LANES, _>(
+                                            s,
+                                            (j, i),
+                                            frow,
+                                            u_in,
+                                            orow,
+                                            rho,
+                                            cp,
+                                        )
+                                    } else {
+                                        thomas::smooth::<1, _>(s, (j, i), frow, u_in, orow, rho, cp)
+                                    }
+                                },
+                            )
+                        },
+                    )
                 })
         });
     }
@@ -298,31 +358,39 @@ impl CpuBackend {
                     let r0 = &r_fine.data[r_fine.offset(0, 2 * j + 1)..][..frow_len];
                     let r1 = &r_fine.data[r_fine.offset(0, 2 * j + 2)..][..frow_len];
                     let w = (rho, scale);
-                    with_scratch(thomas::scratch_len(nz), |cp| {
-                        groups(nx, |i, full| {
-                            if full {
-                                thomas::restrict_smooth::<LANES, _>(
-                                    coarse,
-                                    (j, i),
-                                    (r0, r1),
-                                    frow,
-                                    urow,
-                                    w,
-                                    cp,
-                                )
-                            } else {
-                                thomas::restrict_smooth::<1, _>(
-                                    coarse,
-                                    (j, i),
-                                    (r0, r1),
-                                    frow,
-                                    urow,
-                                    w,
-                                    cp,
-                                )
-                            }
-                        })
-                    })
+                    self.with_scratch(
+                        thomas::scratch_len(nz),
+                        #[inline(always)]
+                        |cp| {
+                            groups(
+                                nx,
+                                #[inline(always)]
+                                |i, full| {
+                                    if full {
+                                        thomas::restrict_smooth::<LANES, _>(
+                                            coarse,
+                                            (j, i),
+                                            (r0, r1),
+                                            frow,
+                                            urow,
+                                            w,
+                                            cp,
+                                        )
+                                    } else {
+                                        thomas::restrict_smooth::<1, _>(
+                                            coarse,
+                                            (j, i),
+                                            (r0, r1),
+                                            frow,
+                                            urow,
+                                            w,
+                                            cp,
+                                        )
+                                    }
+                                },
+                            )
+                        },
+                    )
                 })
         });
     }

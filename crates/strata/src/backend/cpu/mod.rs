@@ -4,6 +4,7 @@
 
 mod cells;
 mod column;
+mod isa;
 mod lines;
 mod stencil;
 mod thomas;
@@ -11,6 +12,7 @@ mod transfer;
 mod vector;
 
 use self::column::{apply_column_cross, cross, dot, nbrs, ResidualSink};
+pub use self::isa::Isa;
 use self::thomas::{groups, LANES};
 use super::Fields;
 use crate::error::{Result, StrataError};
@@ -27,6 +29,8 @@ pub struct CpuBackend {
     pool: rayon::ThreadPool,
     /// One reduction partial per row, sized at setup.
     partials: Mutex<Vec<[f64; 2]>>,
+    /// The instructions the kernels run with ([`Isa::available`] on this CPU).
+    isa: Isa,
 }
 
 /// Threads per core that [`CpuBackend::new`] accepts at most.
@@ -38,7 +42,12 @@ fn max_threads() -> usize {
 
 impl std::fmt::Debug for CpuBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CpuBackend({} threads)", self.threads())
+        write!(
+            f,
+            "CpuBackend({} threads, {})",
+            self.threads(),
+            self.isa.name()
+        )
     }
 }
 
@@ -212,8 +221,18 @@ fn col<S>(row: &[S], i: usize, nz: usize) -> &[S] {
 }
 
 impl CpuBackend {
-    /// A backend on `threads` threads (all cores if `None`).
+    /// A backend on `threads` threads (all cores if `None`), its kernels using the widest
+    /// instructions this CPU has ([`Isa::detect`]), or those the environment variable
+    /// `STRATA_CPU_ISA` names (`baseline` or `avx2`: [`Isa::from_env`]).
     pub fn new(threads: Option<usize>) -> Result<Self> {
+        Self::with_isa(threads, Isa::from_env()?.unwrap_or_else(Isa::detect))
+    }
+
+    /// A backend on `threads` threads whose kernels use the instructions `isa` (the same values
+    /// bit for bit whichever: a choice for tests and measurements); an error if this CPU lacks
+    /// them.
+    pub fn with_isa(threads: Option<usize>, isa: Isa) -> Result<Self> {
+        let isa = isa.checked()?;
         let mut b = rayon::ThreadPoolBuilder::new();
         if let Some(t) = threads {
             let most = max_threads();
@@ -232,6 +251,7 @@ impl CpuBackend {
         Ok(Self {
             pool,
             partials: Mutex::new(Vec::new()),
+            isa,
         })
     }
 
@@ -245,6 +265,30 @@ impl CpuBackend {
     /// Number of worker threads.
     pub fn threads(&self) -> usize {
         self.pool.current_num_threads()
+    }
+
+    /// The instructions the kernels run with.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Runs `body` compiled for this backend's instructions ([`isa::run`]): the kernels' per-row
+    /// bodies go through here (or [`CpuBackend::with_scratch`]) as `#[inline(always)]` closures,
+    /// and so must every closure they call in their loops, or that code keeps the baseline's.
+    #[inline(always)]
+    fn wide<R>(&self, body: impl FnOnce() -> R) -> R {
+        isa::run(self.isa, body)
+    }
+
+    /// [`with_scratch`] with `f` compiled for this backend's instructions ([`CpuBackend::wide`]).
+    #[inline(always)]
+    fn with_scratch<R>(&self, len: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
+        with_scratch(len, |s| {
+            self.wide(
+                #[inline(always)]
+                || f(s),
+            )
+        })
     }
 
     /// Runs `body(j, part)` for each interior row with a zeroed partial, then sums the partials in
@@ -317,7 +361,7 @@ impl Fields for CpuBackend {
     type LevelOp = LevelStencil;
 
     fn name(&self) -> String {
-        format!("cpu ({} threads)", self.threads())
+        format!("cpu ({} threads, {})", self.threads(), self.isa.name())
     }
 
     fn prepare_level(&self, stencil: &LevelStencil) -> Result<LevelStencil> {

@@ -14,14 +14,24 @@ impl CpuBackend {
         let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
         self.pool.install(|| {
             rows(y).enumerate().for_each(|(j, yr)| {
-                for i in 0..nx {
-                    let c = &s.columns[j * nx + i];
-                    let yc = col_mut(yr, i, nz);
-                    let cr = cross(s, x, i, j);
-                    apply_column_cross(c, v, &nbrs(x, i, j), cr.as_ref(), |k, au| {
-                        yc[k] = S::from_f64(au)
-                    });
-                }
+                self.wide(
+                    #[inline(always)]
+                    || {
+                        for i in 0..nx {
+                            let c = &s.columns[j * nx + i];
+                            let yc = col_mut(yr, i, nz);
+                            let cr = cross(s, x, i, j);
+                            apply_column_cross(
+                                c,
+                                v,
+                                &nbrs(x, i, j),
+                                cr.as_ref(),
+                                #[inline(always)]
+                                |k, au| yc[k] = S::from_f64(au),
+                            );
+                        }
+                    },
+                )
             })
         });
     }
@@ -45,18 +55,30 @@ impl CpuBackend {
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(j, (rrow, part))| {
-                    let mut sum = 0.0;
-                    let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
-                    for i in 0..nx {
-                        let c = &s.columns[j * nx + i];
-                        let fc = col(frow, i, nz);
-                        let rc = col_mut(rrow, i, nz);
-                        let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
-                        let mut res = ResidualSink::new(fc, rc);
-                        apply_column_cross(c, v, &x, cr.as_ref(), |k, au| res.emit(k, au));
-                        sum += res.finish();
-                    }
-                    *part = [sum, 0.0];
+                    *part = self.wide(
+                        #[inline(always)]
+                        || {
+                            let mut sum = 0.0;
+                            let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
+                            for i in 0..nx {
+                                let c = &s.columns[j * nx + i];
+                                let fc = col(frow, i, nz);
+                                let rc = col_mut(rrow, i, nz);
+                                let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
+                                let mut res = ResidualSink::new(fc, rc);
+                                apply_column_cross(
+                                    c,
+                                    v,
+                                    &x,
+                                    cr.as_ref(),
+                                    #[inline(always)]
+                                    |k, au| res.emit(k, au),
+                                );
+                                sum += res.finish();
+                            }
+                            [sum, 0.0]
+                        },
+                    )
                 })
         });
         rr
@@ -86,25 +108,35 @@ impl CpuBackend {
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(j, (((ur, pr), qr), part))| {
-                    let mut sum = 0.0;
-                    for i in 0..nx {
-                        let c = &s.columns[j * nx + i];
-                        let zn = nbrs(z, i, j);
-                        let uc = col_mut(ur, i, nz);
-                        let pc = col_mut(pr, i, nz);
-                        let qc = col_mut(qr, i, nz);
-                        for k in 0..nz {
-                            let pold = pc[k].to_f64();
-                            uc[k] = S::from_f64(uc[k].to_f64() + alpha * pold);
-                            pc[k] = S::from_f64(zn.c[k].to_f64() + beta * pold);
-                        }
-                        let cr = cross(s, z, i, j);
-                        apply_column_cross(c, v, &zn, cr.as_ref(), |k, az| {
-                            qc[k] = S::from_f64(az + beta * qc[k].to_f64())
-                        });
-                        sum += dot(pc, qc);
-                    }
-                    *part = [sum, 0.0];
+                    *part = self.wide(
+                        #[inline(always)]
+                        || {
+                            let mut sum = 0.0;
+                            for i in 0..nx {
+                                let c = &s.columns[j * nx + i];
+                                let zn = nbrs(z, i, j);
+                                let uc = col_mut(ur, i, nz);
+                                let pc = col_mut(pr, i, nz);
+                                let qc = col_mut(qr, i, nz);
+                                for k in 0..nz {
+                                    let pold = pc[k].to_f64();
+                                    uc[k] = S::from_f64(uc[k].to_f64() + alpha * pold);
+                                    pc[k] = S::from_f64(zn.c[k].to_f64() + beta * pold);
+                                }
+                                let cr = cross(s, z, i, j);
+                                apply_column_cross(
+                                    c,
+                                    v,
+                                    &zn,
+                                    cr.as_ref(),
+                                    #[inline(always)]
+                                    |k, az| qc[k] = S::from_f64(az + beta * qc[k].to_f64()),
+                                );
+                                sum += dot(pc, qc);
+                            }
+                            [sum, 0.0]
+                        },
+                    )
                 })
         });
         pq
@@ -123,39 +155,44 @@ impl CpuBackend {
         let ghost = crate::backend::prolong::ghost;
         self.pool.install(|| {
             rows(u_fine).enumerate().for_each(|(j, frow)| {
-                // Halo-inclusive coarse indices of the parent and of its y neighbour.
-                let jp = j / 2 + 1;
-                let jy = if j % 2 == 0 { jp - 1 } else { jp + 1 };
-                let ghost_y = ghost(
-                    coarse,
-                    jy as isize - 1,
-                    ncy as isize,
-                    Side::South,
-                    Side::North,
-                );
-                for i in 0..nx {
-                    let ip = i / 2 + 1;
-                    let ix = if i % 2 == 0 { ip - 1 } else { ip + 1 };
-                    let ghost_x = ghost(
-                        coarse,
-                        ix as isize - 1,
-                        ncx as isize,
-                        Side::West,
-                        Side::East,
-                    );
-                    let up = ccol(ip, jp);
-                    // A ghost parent beyond a wall is ∓u_P (Dirichlet, zero-flux).
-                    let (wx, ux) = match ghost_x {
-                        Some(g) => (0.25 * g, up),
-                        None => (0.25, ccol(ix, jp)),
-                    };
-                    let (wy, uy) = match ghost_y {
-                        Some(g) => (0.25 * g, up),
-                        None => (0.25, ccol(ip, jy)),
-                    };
-                    let fc = col_mut(frow, i, nz);
-                    prolong_column(fc, up, (wx, ux), (wy, uy));
-                }
+                self.wide(
+                    #[inline(always)]
+                    || {
+                        // Halo-inclusive coarse indices of the parent and of its y neighbour.
+                        let jp = j / 2 + 1;
+                        let jy = if j % 2 == 0 { jp - 1 } else { jp + 1 };
+                        let ghost_y = ghost(
+                            coarse,
+                            jy as isize - 1,
+                            ncy as isize,
+                            Side::South,
+                            Side::North,
+                        );
+                        for i in 0..nx {
+                            let ip = i / 2 + 1;
+                            let ix = if i % 2 == 0 { ip - 1 } else { ip + 1 };
+                            let ghost_x = ghost(
+                                coarse,
+                                ix as isize - 1,
+                                ncx as isize,
+                                Side::West,
+                                Side::East,
+                            );
+                            let up = ccol(ip, jp);
+                            // A ghost parent beyond a wall is ∓u_P (Dirichlet, zero-flux).
+                            let (wx, ux) = match ghost_x {
+                                Some(g) => (0.25 * g, up),
+                                None => (0.25, ccol(ix, jp)),
+                            };
+                            let (wy, uy) = match ghost_y {
+                                Some(g) => (0.25 * g, up),
+                                None => (0.25, ccol(ip, jy)),
+                            };
+                            let fc = col_mut(frow, i, nz);
+                            prolong_column(fc, up, (wx, ux), (wy, uy));
+                        }
+                    },
+                )
             })
         });
     }
@@ -190,6 +227,7 @@ impl CpuBackend {
 }
 
 /// fc ← fc + ½ up + wx ux + wy uy, level by level (the prolongation of one fine column).
+#[inline(always)]
 fn prolong_column<S: Real>(fc: &mut [S], up: &[S], (wx, ux): (f64, &[S]), (wy, uy): (f64, &[S])) {
     for k in 0..fc.len() {
         let add = 0.5 * up[k].to_f64() + wx * ux[k].to_f64() + wy * uy[k].to_f64();

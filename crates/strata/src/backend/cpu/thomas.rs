@@ -45,9 +45,17 @@ impl<'a, const L: usize> Scratch<'a, L> {
 /// each remaining single column.
 #[inline(always)]
 pub(super) fn groups(nx: usize, mut f: impl FnMut(usize, bool)) {
+    // Plain loops: an iterator adaptor's fold would be a function of its own, compiled without
+    // the caller's instructions (`isa::run`).
     let full = nx / LANES * LANES;
-    (0..full).step_by(LANES).for_each(|i| f(i, true));
-    (full..nx).for_each(|i| f(i, false));
+    let mut i = 0;
+    while i < full {
+        f(i, true);
+        i += LANES;
+    }
+    for i in full..nx {
+        f(i, false);
+    }
 }
 
 /// The `L` columns from `i0` of a row, as one slice.
@@ -78,7 +86,12 @@ pub(super) fn line_solve<const L: usize, S: Real>(
     }
     let z = cols_mut::<L, S>(z, i0, nz);
     thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = S::from_f64(zk));
+    thomas_backward::<L>(
+        sc.cp,
+        sc.zs,
+        #[inline(always)]
+        |l, k, zk| z[l * nz + k] = S::from_f64(zk),
+    );
 }
 
 /// r ← r − α q; z ← M⁻¹ r; returns [Σ r·r, Σ r·z] over the group.
@@ -106,7 +119,12 @@ pub(super) fn cg_tridiag<const L: usize, S: Real>(
         }
     }
     thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| z[l * nz + k] = S::from_f64(zk));
+    thomas_backward::<L>(
+        sc.cp,
+        sc.zs,
+        #[inline(always)]
+        |l, k, zk| z[l * nz + k] = S::from_f64(zk),
+    );
     [dot(r, r), dot(r, z)]
 }
 
@@ -128,9 +146,13 @@ pub(super) fn smooth<const L: usize, S: Real>(
     let f = cols::<L, S>(f, i0, nz);
     for l in 0..L {
         let (fl, rhs) = (&f[l * nz..][..nz], &mut *sc.rhs);
-        apply_column(&c[l], v, &nbrs(u_in, i0 + l, j), |k, au| {
-            rhs[k][l] = fl[k].to_f64() - au
-        });
+        apply_column(
+            &c[l],
+            v,
+            &nbrs(u_in, i0 + l, j),
+            #[inline(always)]
+            |k, au| rhs[k][l] = fl[k].to_f64() - au,
+        );
     }
     thomas_forward::<L>(c, v, sc.rhs, sc.cp, sc.zs);
     let u = cols::<L, S>(
@@ -139,9 +161,12 @@ pub(super) fn smooth<const L: usize, S: Real>(
         nz,
     );
     let out = cols_mut::<L, S>(out, i0, nz);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| {
-        out[l * nz + k] = S::from_f64(u[l * nz + k].to_f64() + rho * zk)
-    });
+    thomas_backward::<L>(
+        sc.cp,
+        sc.zs,
+        #[inline(always)]
+        |l, k, zk| out[l * nz + k] = S::from_f64(u[l * nz + k].to_f64() + rho * zk),
+    );
 }
 
 /// f_c ← scale · Σ children of r_f; u_c ← ρ M⁻¹ f_c on coarse columns `i0 .. i0 + L` of coarse
@@ -173,9 +198,12 @@ pub(super) fn restrict_smooth<const L: usize, S: Real>(
     }
     thomas_forward::<L>(&coarse.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
     let u = cols_mut::<L, S>(u, i0, nz);
-    thomas_backward::<L>(sc.cp, sc.zs, |l, k, zk| {
-        u[l * nz + k] = S::from_f64(rho * zk)
-    });
+    thomas_backward::<L>(
+        sc.cp,
+        sc.zs,
+        #[inline(always)]
+        |l, k, zk| u[l * nz + k] = S::from_f64(rho * zk),
+    );
 }
 
 /// z ← T⁻¹ (f − A u) on the `L` columns `is` of row `j`, one colour of the red-black ordering
@@ -203,9 +231,14 @@ pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
         let fl = &f[(is[l] + 1) * nz..][..nz];
         let rhs = &mut *sc.rhs;
         let cross = cross_of(is[l]);
-        apply_column_cross(col, v, &nbrs_of(is[l]), cross.as_ref(), |k, au| {
-            rhs[k][l] = fl[k].to_f64() - au
-        });
+        apply_column_cross(
+            col,
+            v,
+            &nbrs_of(is[l]),
+            cross.as_ref(),
+            #[inline(always)]
+            |k, au| rhs[k][l] = fl[k].to_f64() - au,
+        );
     }
     thomas_forward::<L>(&cols, v, sc.rhs, sc.cp, sc.zs);
     thomas_backward::<L>(sc.cp, sc.zs, update);

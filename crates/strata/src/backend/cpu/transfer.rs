@@ -12,9 +12,14 @@ impl CpuBackend {
                 .par_chunks_mut(row)
                 .zip(x.data.par_chunks(row))
                 .for_each(|(y, x)| {
-                    for (y, x) in y.iter_mut().zip(x) {
-                        *y = T::from_f64(x.to_f64());
-                    }
+                    self.wide(
+                        #[inline(always)]
+                        || {
+                            for (y, x) in y.iter_mut().zip(x) {
+                                *y = T::from_f64(x.to_f64());
+                            }
+                        },
+                    )
                 })
         });
     }
