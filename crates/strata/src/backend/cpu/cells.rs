@@ -106,16 +106,18 @@ impl CpuBackend {
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(j, (rrow, part))| {
-                    let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
-                    let mut sum = 0.0;
-                    for i in 0..nx {
-                        let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
-                        let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
-                        let mut res = ResidualSink::new(fc, rc);
-                        apply_col(s, i, j, &x, cr.as_ref(), |k, au| res.emit(k, au));
-                        sum += res.finish();
-                    }
-                    *part = [sum, 0.0];
+                    *part = with_scratch(nz, |scratch| {
+                        let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
+                        let mut sum = 0.0;
+                        for i in 0..nx {
+                            let (fc, rc) = (col(frow, i, nz), col_mut(rrow, i, nz));
+                            let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
+                            let mut res = ResidualSink::new(fc, rc, scratch);
+                            apply_col(s, i, j, &x, cr.as_ref(), |k, au| res.emit(k, au));
+                            sum += res.finish();
+                        }
+                        [sum, 0.0]
+                    })
                 })
         });
         rr

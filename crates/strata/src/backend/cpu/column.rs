@@ -190,59 +190,24 @@ pub(super) const fn narrows<S: Real, T: Real>() -> bool {
     std::mem::size_of::<T>() < std::mem::size_of::<S>()
 }
 
-/// Σ v² of a column's values taken one by one in the order of k, summed as [`dot`] sums a
-/// column with itself (four partial sums, then the tail): the norm of values before they are
-/// rounded into a field of lower precision ([`narrows`]).
-pub(super) struct SumSq {
-    acc: [f64; 4],
-    tail: f64,
-    /// The first k of the tail.
-    split: usize,
-}
-
-impl SumSq {
-    /// An empty sum over a column of `nz` values.
-    #[inline(always)]
-    pub(super) fn new(nz: usize) -> Self {
-        Self {
-            acc: [0.0; 4],
-            tail: 0.0,
-            split: nz - nz % 4,
-        }
-    }
-
-    /// Adds v² of level k.
-    #[inline(always)]
-    pub(super) fn add(&mut self, k: usize, v: f64) {
-        if k < self.split {
-            self.acc[k % 4] += v * v;
-        } else {
-            self.tail += v * v;
-        }
-    }
-
-    /// The sum.
-    #[inline(always)]
-    pub(super) fn total(&self) -> f64 {
-        (self.acc[0] + self.acc[1]) + (self.acc[2] + self.acc[3]) + self.tail
-    }
-}
-
 /// One column's residual r = f − (A x)_k, stored level by level as the operator is applied
 /// ([`ResidualSink::emit`]), and its Σ r² ([`ResidualSink::finish`]): of the values before they
-/// are rounded where the store narrows them ([`narrows`]), else of the stored values.
+/// are rounded where the store narrows them ([`narrows`]: they are kept in a column of fp64
+/// scratch, and summed as [`dot`] sums, after the loop, so that the loop stays a vector loop),
+/// else of the stored values.
 pub(super) struct ResidualSink<'a, S, T> {
     f: &'a [S],
     r: &'a mut [T],
-    sq: SumSq,
+    unrounded: &'a mut [f64],
 }
 
 impl<'a, S: Real, T: Real> ResidualSink<'a, S, T> {
-    /// The residual of right-hand side column `f` into column `r`.
+    /// The residual of right-hand side column `f` into column `r`; `scratch` holds at least a
+    /// column (used only where the store narrows).
     #[inline(always)]
-    pub(super) fn new(f: &'a [S], r: &'a mut [T]) -> Self {
-        let sq = SumSq::new(f.len());
-        Self { f, r, sq }
+    pub(super) fn new(f: &'a [S], r: &'a mut [T], scratch: &'a mut [f64]) -> Self {
+        let unrounded = &mut scratch[..f.len()];
+        Self { f, r, unrounded }
     }
 
     /// Stores r_k = f_k − `au` ((A x)_k).
@@ -251,7 +216,7 @@ impl<'a, S: Real, T: Real> ResidualSink<'a, S, T> {
         let r = self.f[k].to_f64() - au;
         self.r[k] = T::from_f64(r);
         if narrows::<S, T>() {
-            self.sq.add(k, r);
+            self.unrounded[k] = r;
         }
     }
 
@@ -259,7 +224,7 @@ impl<'a, S: Real, T: Real> ResidualSink<'a, S, T> {
     #[inline(always)]
     pub(super) fn finish(self) -> f64 {
         if narrows::<S, T>() {
-            self.sq.total()
+            dot(self.unrounded, self.unrounded)
         } else {
             dot(self.r, self.r)
         }

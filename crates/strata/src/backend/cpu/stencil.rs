@@ -55,9 +55,10 @@ impl CpuBackend {
                 .zip(parts.par_iter_mut())
                 .enumerate()
                 .for_each(|(j, (rrow, part))| {
-                    *part = self.wide(
+                    *part = self.with_scratch(
+                        nz,
                         #[inline(always)]
-                        || {
+                        |scratch| {
                             let mut sum = 0.0;
                             let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
                             for i in 0..nx {
@@ -65,7 +66,7 @@ impl CpuBackend {
                                 let fc = col(frow, i, nz);
                                 let rc = col_mut(rrow, i, nz);
                                 let (x, cr) = (nbrs(u, i, j), cross(s, u, i, j));
-                                let mut res = ResidualSink::new(fc, rc);
+                                let mut res = ResidualSink::new(fc, rc, scratch);
                                 apply_column_cross(
                                     c,
                                     v,
