@@ -484,7 +484,8 @@ impl Kernel {
 /// kernels/common.cuh), `STRATA_CUDA_BLOCK_X` (the block width of the column kernels, a
 /// power of two from 8 to 128; 64 by default), `STRATA_CUDA_PCR_COLUMNS` (levels with fewer
 /// columns than this run Smooth and RestrictSmooth by parallel cyclic reduction, one thread per
-/// cell; 0 never; [`PCR_COLUMNS`] by default) and `STRATA_CUDA_TILE_STREAMS` (tiles of at most
+/// cell; 0 never; [`PCR_COLUMNS`] by default; `STRATA_CUDA_PCR_BY_BLOCK=1` compares it with a
+/// rank's block instead of the whole level: [`Tuning::pcr_by_block`]) and `STRATA_CUDA_TILE_STREAMS` (tiles of at most
 /// this many columns run their multigrid kernels concurrently; 0 never;
 /// [`TILE_STREAMS_COLUMNS`] by default) and `STRATA_CUDA_NARROW_VALUES` (levels whose fields
 /// hold fewer values than this use the kernels with 32-bit offsets; 0 never; at most and by
@@ -502,6 +503,12 @@ pub struct Tuning {
     pub block_x: u32,
     /// Levels with fewer columns than this smooth by PCR (where nz ≤ 1024).
     pub pcr_columns: usize,
+    /// Whether [`Tuning::pcr_columns`] is compared with a block's own columns (a rank's part of
+    /// the level: faster on the small blocks of strong scaling, but then the answer depends on
+    /// the decomposition, PCR and the Thomas sweep rounding differently) rather than with the
+    /// level's whole panel or box (the default: the same answer bit for bit on any number of
+    /// ranks).
+    pub pcr_by_block: bool,
     /// The tiles of a tiled level (the sphere's panels or blocks) with at most this many columns
     /// each run their multigrid kernels concurrently, one stream per tile (0: never).
     pub tile_streams_columns: usize,
@@ -588,6 +595,7 @@ impl Default for Tuning {
             options: Vec::new(),
             block_x: BLOCK_X,
             pcr_columns: PCR_COLUMNS,
+            pcr_by_block: false,
             tile_streams_columns: TILE_STREAMS_COLUMNS,
             narrow_values: NARROW_VALUES,
             graphs: true,
@@ -618,6 +626,7 @@ impl Tuning {
                 .unwrap_or(default)
         };
         let pcr_columns = count("STRATA_CUDA_PCR_COLUMNS", PCR_COLUMNS);
+        let pcr_by_block = std::env::var("STRATA_CUDA_PCR_BY_BLOCK").is_ok_and(|v| v.trim() == "1");
         let tile_streams_columns = count("STRATA_CUDA_TILE_STREAMS", TILE_STREAMS_COLUMNS);
         let narrow_values = count("STRATA_CUDA_NARROW_VALUES", NARROW_VALUES);
         let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
@@ -629,6 +638,7 @@ impl Tuning {
             options,
             block_x,
             pcr_columns,
+            pcr_by_block,
             tile_streams_columns,
             narrow_values,
             graphs,

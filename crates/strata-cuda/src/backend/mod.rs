@@ -652,11 +652,12 @@ fn side_index(side: Side) -> i32 {
     }
 }
 
-/// The PCR launch of a level of `columns` columns of `nz` cells (kernels/lines.cu): `nz` rounded
+/// The PCR launch of a block of `columns` columns of `nz` cells (kernels/lines.cu): `nz` rounded
 /// up to a power of two threads per column, [`pcr_columns_per_block`] columns per block; `None`
-/// where `nz` > 1024 or the level has `threshold` columns or more.
-fn pcr_config(columns: usize, nz: usize, threshold: usize) -> Option<LaunchConfig> {
-    if nz > 1024 || columns >= threshold {
+/// where `nz` > 1024 or `decide` (the columns the choice is made on: the block's, or its whole
+/// level's, [`crate::kernels::Tuning::pcr_by_block`]) is `threshold` or more.
+fn pcr_config(columns: usize, decide: usize, nz: usize, threshold: usize) -> Option<LaunchConfig> {
+    if nz > 1024 || decide >= threshold {
         return None;
     }
     let per_column = nz.next_power_of_two() as u32;
@@ -765,7 +766,16 @@ impl Fields for CudaBackend {
             },
             blocks * segs as usize,
         );
-        let pcr = pcr_config(s.nx() * s.ny(), s.nz, self.tuning.pcr_columns);
+        // PCR or the Thomas sweep: chosen on the level's whole panel or box, so that a block of
+        // a rank decomposition runs the kernels one process runs, and the answer is the same
+        // bit for bit on any number of ranks (docs/MODEL.md §22); on the block's own columns
+        // where the tuning asks (faster on small blocks, different rounding).
+        let decide = if self.tuning.pcr_by_block {
+            s.nx() * s.ny()
+        } else {
+            s.block.n * s.block.n
+        };
+        let pcr = pcr_config(s.nx() * s.ny(), decide, s.nz, self.tuning.pcr_columns);
         // The blocks of the reductions: the segmented launch's, or CG Tridiag's with two
         // threads per column.
         let twin_blocks = lines::twin_config(&self.tuning, pcr.is_some(), s.nx(), s.ny())
@@ -998,7 +1008,7 @@ mod tests {
     #[test]
     fn pcr_blocks_hold_neighbouring_columns() {
         // nz = 128: 4 columns of 128 threads, the column fastest.
-        let cfg = pcr_config(1000, 128, 65536).unwrap();
+        let cfg = pcr_config(1000, 1000, 128, 65536).unwrap();
         assert_eq!((cfg.block_dim, cfg.grid_dim.0), ((4, 128, 1), 250));
         // At most 512 threads per block, 1024 where one column needs them, 128 at least.
         for nz in [1, 2, 8, 16, 32, 64, 100, 128, 256, 512, 1024] {
@@ -1009,7 +1019,12 @@ mod tests {
                 "nz {nz}: {threads}"
             );
         }
-        assert!(pcr_config(65536, 128, 65536).is_none());
-        assert!(pcr_config(10, 2048, 65536).is_none());
+        assert!(pcr_config(65536, 65536, 128, 65536).is_none());
+        assert!(pcr_config(10, 10, 2048, 65536).is_none());
+        // A quarter of a level of 256² columns decides as the whole level does, and launches
+        // for its own columns.
+        assert!(pcr_config(128 * 128, 256 * 256, 128, 32768).is_none());
+        let cfg = pcr_config(64 * 64, 128 * 128, 128, 32768).unwrap();
+        assert_eq!(cfg.grid_dim.0, 64 * 64 / 4);
     }
 }
