@@ -3,6 +3,34 @@
 use super::*;
 use crate::backend::LineKernels;
 
+/// `$body` for each group of the row's columns, with `$i` the group's first column, `$cp` the
+/// thread's scratch and the const `$l` the group's width: [`LANES`] for the full groups, 1 for
+/// the columns left over ([`groups`]), compiled for the backend's instructions
+/// ([`CpuBackend::with_scratch`]).
+macro_rules! lane_groups {
+    ($b:expr, $nx:expr, $nz:expr, |$i:ident, $cp:ident, $l:ident| $body:expr) => {
+        $b.with_scratch(
+            thomas::scratch_len($nz),
+            #[inline(always)]
+            |$cp| {
+                groups(
+                    $nx,
+                    #[inline(always)]
+                    |$i, full| {
+                        if full {
+                            const $l: usize = LANES;
+                            $body
+                        } else {
+                            const $l: usize = 1;
+                            $body
+                        }
+                    },
+                )
+            },
+        )
+    };
+}
+
 impl CpuBackend {
     // z = M^-1 r; traffic: read r, write z: 2.
     fn line_solve_t<S: Real>(&self, s: &LevelStencil, r: &HostField<S>, z: &mut HostField<S>) {
@@ -16,23 +44,13 @@ impl CpuBackend {
                 .zip(rows_ref(r))
                 .enumerate()
                 .for_each(|(j, (zr, rr))| {
-                    self.with_scratch(
-                        thomas::scratch_len(nz),
-                        #[inline(always)]
-                        |cp| {
-                            groups(
-                                nx,
-                                #[inline(always)]
-                                |i, full| {
-                                    if full {
-                                        thomas::line_solve::<LANES, _>(s, (j, i), rr, zr, cp)
-                                    } else {
-                                        thomas::line_solve::<1, _>(s, (j, i), rr, zr, cp)
-                                    }
-                                },
-                            )
-                        },
-                    )
+                    lane_groups!(self, nx, nz, |i, cp, L| thomas::line_solve::<L, _>(
+                        s,
+                        (j, i),
+                        rr,
+                        zr,
+                        cp
+                    ))
                 })
         });
     }
@@ -63,39 +81,15 @@ impl CpuBackend {
                         acc[0] += d[0];
                         acc[1] += d[1];
                     };
-                    self.with_scratch(
-                        thomas::scratch_len(nz),
-                        #[inline(always)]
-                        |cp| {
-                            groups(
-                                nx,
-                                #[inline(always)]
-                                |i, full| {
-                                    add(if full {
-                                        thomas::cg_tridiag::<LANES, _>(
-                                            s,
-                                            (j, i),
-                                            qrow,
-                                            rrow,
-                                            zrow,
-                                            alpha,
-                                            cp,
-                                        )
-                                    } else {
-                                        thomas::cg_tridiag::<1, _>(
-                                            s,
-                                            (j, i),
-                                            qrow,
-                                            rrow,
-                                            zrow,
-                                            alpha,
-                                            cp,
-                                        )
-                                    })
-                                },
-                            )
-                        },
-                    );
+                    lane_groups!(self, nx, nz, |i, cp, L| add(thomas::cg_tridiag::<L, _>(
+                        s,
+                        (j, i),
+                        qrow,
+                        rrow,
+                        zrow,
+                        alpha,
+                        cp
+                    )));
                     *part = acc;
                 })
         })
@@ -301,31 +295,15 @@ impl CpuBackend {
                 .zip(rows_ref(f))
                 .enumerate()
                 .for_each(|(j, (orow, frow))| {
-                    self.with_scratch(
-                        thomas::scratch_len(nz),
-                        #[inline(always)]
-                        |cp| {
-                            groups(
-                                nx,
-                                #[inline(always)]
-                                |i, full| {
-                                    if full {
-                                        thomas::smooth::<LANES, _>(
-                                            s,
-                                            (j, i),
-                                            frow,
-                                            u_in,
-                                            orow,
-                                            rho,
-                                            cp,
-                                        )
-                                    } else {
-                                        thomas::smooth::<1, _>(s, (j, i), frow, u_in, orow, rho, cp)
-                                    }
-                                },
-                            )
-                        },
-                    )
+                    lane_groups!(self, nx, nz, |i, cp, L| thomas::smooth::<L, _>(
+                        s,
+                        (j, i),
+                        frow,
+                        u_in,
+                        orow,
+                        rho,
+                        cp
+                    ))
                 })
         });
     }
@@ -358,39 +336,15 @@ impl CpuBackend {
                     let r0 = &r_fine.data[r_fine.offset(0, 2 * j + 1)..][..frow_len];
                     let r1 = &r_fine.data[r_fine.offset(0, 2 * j + 2)..][..frow_len];
                     let w = (rho, scale);
-                    self.with_scratch(
-                        thomas::scratch_len(nz),
-                        #[inline(always)]
-                        |cp| {
-                            groups(
-                                nx,
-                                #[inline(always)]
-                                |i, full| {
-                                    if full {
-                                        thomas::restrict_smooth::<LANES, _>(
-                                            coarse,
-                                            (j, i),
-                                            (r0, r1),
-                                            frow,
-                                            urow,
-                                            w,
-                                            cp,
-                                        )
-                                    } else {
-                                        thomas::restrict_smooth::<1, _>(
-                                            coarse,
-                                            (j, i),
-                                            (r0, r1),
-                                            frow,
-                                            urow,
-                                            w,
-                                            cp,
-                                        )
-                                    }
-                                },
-                            )
-                        },
-                    )
+                    lane_groups!(self, nx, nz, |i, cp, L| thomas::restrict_smooth::<L, _>(
+                        coarse,
+                        (j, i),
+                        (r0, r1),
+                        frow,
+                        urow,
+                        w,
+                        cp
+                    ))
                 })
         });
     }
