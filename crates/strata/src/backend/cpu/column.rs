@@ -251,57 +251,67 @@ pub(super) fn dot<S: Real>(a: &[S], b: &[S]) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
 }
 
-/// Forward Thomas sweep for `L` columns in lockstep. `rhs` holds the right-hand sides k-major
-/// (`rhs[k][l]`), and the modified super-diagonal and the intermediate solution are left k-major
-/// in `cp` and `zs`, so the loop body is plain `[f64; L]` arithmetic that vectorises. Interleaving independent columns hides the latency of the division
-/// chain that bounds a one-column sweep.
+/// The `L` lanes of a lane-major group buffer (`buf[l · nz + k]`: each column contiguous).
+#[inline(always)]
+fn lanes<const L: usize>(buf: &[f64], nz: usize) -> [&[f64]; L] {
+    std::array::from_fn(|l| &buf[l * nz..][..nz])
+}
+
+/// Forward Thomas sweep for `L` columns in lockstep. `rhs` holds the right-hand sides
+/// lane-major (`rhs[l · nz + k]`, so that the loops that fill it run along contiguous columns
+/// and vectorise), and the modified super-diagonal and the intermediate solution are left
+/// k-major in `cp` and `zs`, so the loop body is plain `[f64; L]` arithmetic that vectorises.
+/// Interleaving independent columns hides the latency of the division chain that bounds a
+/// one-column sweep (and the eight loads per level that gather the right-hand sides).
 #[inline(always)]
 pub(super) fn thomas_forward<const L: usize>(
     cols: &[Column],
     v: &VerticalGrid,
-    rhs: &[[f64; L]],
+    rhs: &[f64],
     cp: &mut [[f64; L]],
     zs: &mut [[f64; L]],
 ) {
     let nz = v.amb.len();
     let cols: &[Column; L] = cols.try_into().expect("L columns");
-    let rhs = &rhs[..nz];
+    let rhs = lanes::<L>(rhs, nz);
     let (cp, zs) = (&mut cp[..nz], &mut zs[..nz]);
     let t: [f64; L] = std::array::from_fn(|l| cols[l].area);
     let at: [f64; L] = std::array::from_fn(|l| cols[l].alpha_t);
     let (mut cprev, mut zprev) = ([0.0; L], [0.0; L]);
     for k in 0..nz {
         let (amb, b, c, d) = (v.amb[k], v.b[k], v.c[k], v.d[k]);
-        let r = rhs[k];
         for l in 0..L {
             let lower = t[l] * c;
             let inv = 1.0 / (t[l] * amb - at[l] * d - lower * cprev[l]);
             cprev[l] = t[l] * b * inv;
-            zprev[l] = (r[l] - lower * zprev[l]) * inv;
+            zprev[l] = (rhs[l][k] - lower * zprev[l]) * inv;
         }
         cp[k] = cprev;
         zs[k] = zprev;
     }
 }
 
-/// Backward Thomas sweep over the output of [`thomas_forward`]; `store(l, k, z_k)` receives each
-/// final value, top to bottom.
+/// Backward Thomas sweep over the output of [`thomas_forward`]: the solution, lane-major, into
+/// `out` (`out[l · nz + k]`; the right-hand sides' buffer may be reused), for the caller to
+/// store along each contiguous column.
 #[inline(always)]
-pub(super) fn thomas_backward<const L: usize>(
-    cp: &[[f64; L]],
-    zs: &[[f64; L]],
-    mut store: impl FnMut(usize, usize, f64),
-) {
+pub(super) fn thomas_backward<const L: usize>(cp: &[[f64; L]], zs: &[[f64; L]], out: &mut [f64]) {
     let nz = zs.len();
     let cp = &cp[..nz];
+    let mut rest = &mut out[..L * nz];
+    let out: [&mut [f64]; L] = std::array::from_fn(|_| {
+        let (lane, tail) = std::mem::take(&mut rest).split_at_mut(nz);
+        rest = tail;
+        lane
+    });
     let mut next = zs[nz - 1];
-    for (l, &z) in next.iter().enumerate() {
-        store(l, nz - 1, z);
+    for l in 0..L {
+        out[l][nz - 1] = next[l];
     }
     for k in (0..nz - 1).rev() {
         for l in 0..L {
             next[l] = zs[k][l] - cp[k][l] * next[l];
-            store(l, k, next[l]);
+            out[l][k] = next[l];
         }
     }
 }

@@ -219,12 +219,12 @@ impl CpuBackend {
                         })
                     })
                 };
-                let update = |i: usize, k: usize, z: f64| {
-                    // SAFETY: as above: cell k of this thread's own column i, read and written
-                    // once each, after the kernel's reads of it.
-                    unsafe {
-                        let p = data.0.add(offset(i + 1, j + 1) + k);
-                        *p = S::from_f64((*p).to_f64() + relax * z);
+                let update = |i: usize, z: &[f64]| {
+                    // SAFETY: as above: this thread's own column i, written once, after the
+                    // kernel's reads of it, and no other slice of it lives meanwhile.
+                    let col = unsafe { data.column_mut(offset(i + 1, j + 1), nz) };
+                    for (u, z) in col.iter_mut().zip(z) {
+                        *u = S::from_f64(u.to_f64() + relax * z);
                     }
                 };
                 self.with_scratch(
@@ -251,7 +251,7 @@ impl CpuBackend {
                                 cross_of,
                                 buf,
                                 #[inline(always)]
-                                |l, k, z| update(is[l], k, z),
+                                |l, z| update(is[l], z),
                             );
                             i += 2 * LANES;
                         }
@@ -265,7 +265,7 @@ impl CpuBackend {
                                 cross_of,
                                 buf,
                                 #[inline(always)]
-                                |_, k, z| update(i, k, z),
+                                |_, z| update(i, z),
                             );
                             i += 2;
                         }

@@ -15,9 +15,10 @@ use crate::stencil::LevelStencil;
 /// Columns per interleaved group.
 pub(super) const LANES: usize = 8;
 
-/// Per-thread scratch of a group: right-hand sides, modified super-diagonal, intermediate z.
+/// Per-thread scratch of a group: right-hand sides (lane-major, `rhs[l · nz + k]`; the sweeps'
+/// solution after the backward sweep), modified super-diagonal, intermediate z (k-major).
 pub(super) struct Scratch<'a, const L: usize> {
-    rhs: &'a mut [[f64; L]],
+    rhs: &'a mut [f64],
     cp: &'a mut [[f64; L]],
     zs: &'a mut [[f64; L]],
 }
@@ -34,7 +35,7 @@ impl<'a, const L: usize> Scratch<'a, L> {
         let (rhs, rest) = buf.split_at_mut(L * nz);
         let (cp, zs) = rest.split_at_mut(L * nz);
         Self {
-            rhs: &mut rhs.as_chunks_mut::<L>().0[..nz],
+            rhs,
             cp: &mut cp.as_chunks_mut::<L>().0[..nz],
             zs: &mut zs.as_chunks_mut::<L>().0[..nz],
         }
@@ -81,17 +82,15 @@ pub(super) fn line_solve<const L: usize, S: Real>(
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
     let sc = Scratch::<L>::new(buf, nz);
     let r = cols::<L, S>(r, i0, nz);
-    for (k, rk) in sc.rhs.iter_mut().enumerate() {
-        *rk = std::array::from_fn(|l| r[l * nz + k].to_f64());
+    for (x, rv) in sc.rhs.iter_mut().zip(r) {
+        *x = rv.to_f64();
     }
     let z = cols_mut::<L, S>(z, i0, nz);
     thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(
-        sc.cp,
-        sc.zs,
-        #[inline(always)]
-        |l, k, zk| z[l * nz + k] = S::from_f64(zk),
-    );
+    thomas_backward::<L>(sc.cp, sc.zs, sc.rhs);
+    for (zv, x) in z.iter_mut().zip(&*sc.rhs) {
+        *zv = S::from_f64(*x);
+    }
 }
 
 /// r ← r − α q; z ← M⁻¹ r; returns [Σ r·r, Σ r·z] over the group.
@@ -111,20 +110,15 @@ pub(super) fn cg_tridiag<const L: usize, S: Real>(
     let q = cols::<L, S>(q, i0, nz);
     let r = cols_mut::<L, S>(r, i0, nz);
     let z = cols_mut::<L, S>(z, i0, nz);
-    for l in 0..L {
-        let (rl, ql) = (&mut r[l * nz..][..nz], &q[l * nz..][..nz]);
-        for (k, (rv, qv)) in rl.iter_mut().zip(ql).enumerate() {
-            *rv = S::from_f64(rv.to_f64() - alpha * qv.to_f64());
-            sc.rhs[k][l] = rv.to_f64();
-        }
+    for ((rv, qv), x) in r.iter_mut().zip(q).zip(sc.rhs.iter_mut()) {
+        *rv = S::from_f64(rv.to_f64() - alpha * qv.to_f64());
+        *x = rv.to_f64();
     }
     thomas_forward::<L>(&s.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(
-        sc.cp,
-        sc.zs,
-        #[inline(always)]
-        |l, k, zk| z[l * nz + k] = S::from_f64(zk),
-    );
+    thomas_backward::<L>(sc.cp, sc.zs, sc.rhs);
+    for (zv, x) in z.iter_mut().zip(&*sc.rhs) {
+        *zv = S::from_f64(*x);
+    }
     [dot(r, r), dot(r, z)]
 }
 
@@ -145,13 +139,13 @@ pub(super) fn smooth<const L: usize, S: Real>(
     let c = &s.columns[j * nx + i0..][..L];
     let f = cols::<L, S>(f, i0, nz);
     for l in 0..L {
-        let (fl, rhs) = (&f[l * nz..][..nz], &mut *sc.rhs);
+        let (fl, rhs) = (&f[l * nz..][..nz], &mut sc.rhs[l * nz..][..nz]);
         apply_column(
             &c[l],
             v,
             &nbrs(u_in, i0 + l, j),
             #[inline(always)]
-            |k, au| rhs[k][l] = fl[k].to_f64() - au,
+            |k, au| rhs[k] = fl[k].to_f64() - au,
         );
     }
     thomas_forward::<L>(c, v, sc.rhs, sc.cp, sc.zs);
@@ -161,12 +155,10 @@ pub(super) fn smooth<const L: usize, S: Real>(
         nz,
     );
     let out = cols_mut::<L, S>(out, i0, nz);
-    thomas_backward::<L>(
-        sc.cp,
-        sc.zs,
-        #[inline(always)]
-        |l, k, zk| out[l * nz + k] = S::from_f64(u[l * nz + k].to_f64() + rho * zk),
-    );
+    thomas_backward::<L>(sc.cp, sc.zs, sc.rhs);
+    for ((o, uv), x) in out.iter_mut().zip(u).zip(&*sc.rhs) {
+        *o = S::from_f64(uv.to_f64() + rho * x);
+    }
 }
 
 /// f_c ← scale · Σ children of r_f; u_c ← ρ M⁻¹ f_c on coarse columns `i0 .. i0 + L` of coarse
@@ -190,27 +182,26 @@ pub(super) fn restrict_smooth<const L: usize, S: Real>(
         let o = (2 * (i0 + l) + 1) * nz;
         let (aw, ae) = (&r0[o..o + nz], &r0[o + nz..o + 2 * nz]);
         let (bw, be) = (&r1[o..o + nz], &r1[o + nz..o + 2 * nz]);
+        let rhs = &mut sc.rhs[l * nz..][..nz];
         for (k, fv) in f[l * nz..][..nz].iter_mut().enumerate() {
             let sum = (aw[k].to_f64() + ae[k].to_f64()) + (bw[k].to_f64() + be[k].to_f64());
             *fv = S::from_f64(scale * sum);
-            sc.rhs[k][l] = fv.to_f64();
+            rhs[k] = fv.to_f64();
         }
     }
     thomas_forward::<L>(&coarse.columns[j * nx + i0..][..L], v, sc.rhs, sc.cp, sc.zs);
     let u = cols_mut::<L, S>(u, i0, nz);
-    thomas_backward::<L>(
-        sc.cp,
-        sc.zs,
-        #[inline(always)]
-        |l, k, zk| u[l * nz + k] = S::from_f64(rho * zk),
-    );
+    thomas_backward::<L>(sc.cp, sc.zs, sc.rhs);
+    for (uv, x) in u.iter_mut().zip(&*sc.rhs) {
+        *uv = S::from_f64(rho * x);
+    }
 }
 
 /// z ← T⁻¹ (f − A u) on the `L` columns `is` of row `j`, one colour of the red-black ordering
 /// (no two of them neighbours; on a level with the sphere's diagonal couplings one quarter
 /// colour, so no two diagonal neighbours either): the correction of a half- or quarter sweep of a
-/// group, which the caller applies in place, u ← u + w z, as `update(l, k, z_k)` receives it (top
-/// to bottom, after every read of u here). `f` is the row of f (halo included), `nbrs_of(i)`
+/// group, which the caller applies in place, u ← u + w z, as `update(l, z)` receives lane l's
+/// column of z (after every read of u here). `f` is the row of f (halo included), `nbrs_of(i)`
 /// column i's neighbourhood in u, `cross_of(i)` its diagonal couplings (`None` without).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -222,14 +213,14 @@ pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
     nbrs_of: impl Fn(usize) -> Nbrs<'a, S>,
     cross_of: impl Fn(usize) -> Option<Cross<'a, S>>,
     buf: &mut [f64],
-    update: impl FnMut(usize, usize, f64),
+    mut update: impl FnMut(usize, &[f64]),
 ) {
     let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
     let sc = Scratch::<L>::new(buf, nz);
     let cols: [Column; L] = std::array::from_fn(|l| s.columns[j * nx + is[l]]);
     for (l, col) in cols.iter().enumerate() {
         let fl = &f[(is[l] + 1) * nz..][..nz];
-        let rhs = &mut *sc.rhs;
+        let rhs = &mut sc.rhs[l * nz..][..nz];
         let cross = cross_of(is[l]);
         apply_column_cross(
             col,
@@ -237,9 +228,12 @@ pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
             &nbrs_of(is[l]),
             cross.as_ref(),
             #[inline(always)]
-            |k, au| rhs[k][l] = fl[k].to_f64() - au,
+            |k, au| rhs[k] = fl[k].to_f64() - au,
         );
     }
     thomas_forward::<L>(&cols, v, sc.rhs, sc.cp, sc.zs);
-    thomas_backward::<L>(sc.cp, sc.zs, update);
+    thomas_backward::<L>(sc.cp, sc.zs, sc.rhs);
+    for l in 0..L {
+        update(l, &sc.rhs[l * nz..][..nz]);
+    }
 }
