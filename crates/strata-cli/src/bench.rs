@@ -96,6 +96,14 @@ struct SolverRow {
     /// ([`strata::backend::Fields::launches`]): the difference between solves of its + 2 and
     /// its iterations, halved (no set-up, no first-cycle capture).
     launches_per_iteration: Option<(f64, f64)>,
+    /// Bytes per unknown and iteration that the iteration's time is worth at the copy
+    /// bandwidth: t_iter × copy / unknowns (the bandwidth-bound regime's cost measure; a
+    /// kernel at the copy bandwidth moves exactly this).
+    bytes_per_unknown_at_copy: f64,
+    /// Bytes per unknown and iteration that each level's kernels move by their traffic models
+    /// ([`strata::backend::Fields::moved_values`], calls of the profiled solve; the vector
+    /// updates and the halo exchanges, which have no model, are left out), level 0 first.
+    modelled_bytes_per_unknown: Vec<f64>,
 }
 
 #[derive(Serialize)]
@@ -213,6 +221,20 @@ impl BackendTask for Task {
                 for &s in &a.solvers {
                     let kind: SolverKind = s;
                     let cfg = config(s);
+                    // Bytes per value: the multigrid's kernels move fp32 in mixed precision
+                    // (mg's fp64 defect-correction residual is counted with them: its row
+                    // understates that kernel's bandwidth).
+                    let bytes_of = |k: Kernel| match (cfg.precision, k) {
+                        (
+                            strata::solver::Precision::Mixed,
+                            Kernel::Smooth
+                            | Kernel::SmoothColor
+                            | Kernel::RestrictSmooth
+                            | Kernel::Prolongate
+                            | Kernel::Residual,
+                        ) => 4.0,
+                        _ => 8.0,
+                    };
                     if let Some(b) = &bar {
                         b.set_message(format!("{} n = {n}", kind.name()));
                     }
@@ -228,6 +250,7 @@ impl BackendTask for Task {
                     }
                     let best = best.expect("at least one run");
                     let summary = Summary::new(&p, &cfg, &best);
+                    let summary_unknowns = summary.unknowns as f64;
                     let frac = summary.useful_gbs / copy;
                     // Profiled run: as many iterations as the solve took.
                     let prof_cfg = cfg
@@ -236,7 +259,10 @@ impl BackendTask for Task {
                         .with_fixed_iterations(true)
                         .with_profile(true);
                     let prof = strata::solve(backend, &p, &prof_cfg, &rhs, &mut |_, _| {})?;
+                    // Bytes the kernels move per level over the profiled solve (their models).
+                    let mut level_bytes = Vec::new();
                     if let Some(prof) = prof.info.profile {
+                        level_bytes = vec![0.0; prof.levels.len()];
                         for (lev, stats) in prof.levels.iter().enumerate() {
                             let cells = (p.panels() * (n >> lev) * (n >> lev) * p.nz) as f64;
                             for k in Kernel::ALL {
@@ -265,21 +291,9 @@ impl BackendTask for Task {
                                 if st.calls == 0 {
                                     continue;
                                 }
+                                level_bytes[lev] += st.calls as f64 * moved * bytes_of(k) * cells;
                                 let t = st.seconds / st.calls as f64;
-                                // Bytes per value: the multigrid's kernels move fp32 in mixed
-                                // precision (mg's fp64 defect-correction residual is counted
-                                // with them: its row understates that kernel's bandwidth).
-                                let bytes = match (cfg.precision, k) {
-                                    (
-                                        strata::solver::Precision::Mixed,
-                                        Kernel::Smooth
-                                        | Kernel::SmoothColor
-                                        | Kernel::RestrictSmooth
-                                        | Kernel::Prolongate
-                                        | Kernel::Residual,
-                                    ) => 4.0,
-                                    _ => 8.0,
-                                };
+                                let bytes = bytes_of(k);
                                 let useful = useful * bytes * cells / t / 1e9;
                                 let moved = moved * bytes * cells / t / 1e9;
                                 report.kernels.push(KernelRow {
@@ -319,6 +333,11 @@ impl BackendTask for Task {
                         summary,
                         useful_fraction: frac,
                         launches_per_iteration,
+                        bytes_per_unknown_at_copy: 0.0, // set by `rescale`
+                        modelled_bytes_per_unknown: level_bytes
+                            .iter()
+                            .map(|b| b / (its as f64 * summary_unknowns))
+                            .collect(),
                     });
                     if let Some(b) = &bar {
                         b.inc(1);
@@ -356,6 +375,8 @@ fn rescale(r: &mut BenchReport, copy: f64) {
     }
     for v in &mut r.solvers {
         v.useful_fraction = v.summary.useful_gbs / copy;
+        v.bytes_per_unknown_at_copy =
+            v.summary.seconds_per_iteration * copy * 1e9 / v.summary.unknowns as f64;
     }
 }
 
@@ -455,6 +476,32 @@ fn tables(r: &BenchReport) -> String {
                 .map_or("-".into(), |(k, _)| format!("{k:.1}")),
             v.launches_per_iteration
                 .map_or("-".into(), |(_, h)| format!("{h:.1}"))
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nbytes per unknown and iteration: t_iter x copy bandwidth / unknowns, and the kernels' traffic models per level (vector updates and halos not modelled)"
+    );
+    let _ = writeln!(
+        s,
+        "{:>6} {:>9} {:>6} {:>12} {:>9}  per level (0 = finest)",
+        "n", "operator", "solver", "at copy B/u", "model B/u"
+    );
+    for v in &r.solvers {
+        let levels = &v.modelled_bytes_per_unknown;
+        let _ = writeln!(
+            s,
+            "{:>6} {:>9} {:>6} {:>12.1} {:>9.1}  {}",
+            v.n,
+            v.operator,
+            v.solver,
+            v.bytes_per_unknown_at_copy,
+            levels.iter().sum::<f64>(),
+            levels
+                .iter()
+                .map(|b| format!("{b:.1}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         );
     }
     s

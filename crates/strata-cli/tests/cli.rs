@@ -413,6 +413,31 @@ fn bench_measures_bandwidth_and_reports_fractions() {
     assert!(kernels
         .iter()
         .all(|k| k["useful_fraction"].as_f64().unwrap() > 0.0));
+    // Bytes per unknown and iteration: the iteration's time at the copy bandwidth, and the
+    // kernels' models level by level (three levels for the multigrid solvers, one for cg, the
+    // finer level moving more).
+    let copy = v["copy_gbs"].as_f64().unwrap();
+    for row in v["solvers"].as_array().unwrap() {
+        let sum = &row["summary"];
+        let at_copy = sum["seconds_per_iteration"].as_f64().unwrap() * copy * 1e9
+            / sum["unknowns"].as_f64().unwrap();
+        let got = row["bytes_per_unknown_at_copy"].as_f64().unwrap();
+        assert!(
+            (got - at_copy).abs() <= 1e-9 * at_copy,
+            "{got} against {at_copy}"
+        );
+        let levels: Vec<f64> = row["modelled_bytes_per_unknown"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_f64().unwrap())
+            .collect();
+        let expect = if row["solver"] == "cg" { 1 } else { 3 };
+        assert_eq!(levels.len(), expect, "{row}");
+        assert!(levels.iter().all(|&b| b > 0.0), "{levels:?}");
+        assert!(levels.windows(2).all(|w| w[0] > w[1]), "{levels:?}");
+    }
+    assert!(out.contains("bytes per unknown and iteration"), "{out}");
 }
 
 /// A coefficient file of an 8 × 8 × 4 problem: kx varies, kz has a jump; `bad` puts a negative
