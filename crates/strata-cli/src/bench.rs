@@ -101,7 +101,7 @@ struct SolverRow {
     /// kernel at the copy bandwidth moves exactly this).
     bytes_per_unknown_at_copy: f64,
     /// Bytes per unknown and iteration that each level's kernels move by their traffic models
-    /// ([`strata::backend::Fields::moved_values`], calls of the profiled solve; the vector
+    /// ([`strata::perf::Probes::moved_values`], calls of the profiled solve; the vector
     /// updates and the halo exchanges, which have no model, are left out), level 0 first.
     modelled_bytes_per_unknown: Vec<f64>,
 }
