@@ -173,18 +173,14 @@ impl CpuBackend {
         self.pool.install(|| {
             rows(z).enumerate().for_each(|(j, zr)| {
                 let rrow = &r.data[r.offset(0, j + 1)..][..r.row_len()];
-                self.with_scratch(
-                    2 * nz,
-                    #[inline(always)]
-                    |work| {
-                        for i in 0..nx {
-                            let zc = col_mut(zr, i, nz);
-                            solve_col(s, (i, j), col(rrow, i, nz), work, |k, v| {
-                                zc[k] = S::from_f64(v)
-                            });
-                        }
-                    },
-                )
+                with_scratch(2 * nz, |work| {
+                    for i in 0..nx {
+                        let zc = col_mut(zr, i, nz);
+                        solve_col(s, (i, j), col(rrow, i, nz), work, |k, v| {
+                            zc[k] = S::from_f64(v)
+                        });
+                    }
+                })
             })
         });
     }
@@ -207,22 +203,18 @@ impl CpuBackend {
                 .for_each(|(j, ((rrow, zrow), part))| {
                     let qrow = &q.data[q.offset(0, j + 1)..][..q.row_len()];
                     let mut sums = [0.0; 2];
-                    self.with_scratch(
-                        2 * nz,
-                        #[inline(always)]
-                        |work| {
-                            for i in 0..nx {
-                                let (qc, rc) = (col(qrow, i, nz), col_mut(rrow, i, nz));
-                                for k in 0..nz {
-                                    rc[k] = S::from_f64(rc[k].to_f64() - alpha * qc[k].to_f64());
-                                }
-                                let zc = col_mut(zrow, i, nz);
-                                solve_col(s, (i, j), rc, work, |k, v| zc[k] = S::from_f64(v));
-                                sums[0] += dot(rc, rc);
-                                sums[1] += dot(rc, zc);
+                    with_scratch(2 * nz, |work| {
+                        for i in 0..nx {
+                            let (qc, rc) = (col(qrow, i, nz), col_mut(rrow, i, nz));
+                            for k in 0..nz {
+                                rc[k] = S::from_f64(rc[k].to_f64() - alpha * qc[k].to_f64());
                             }
-                        },
-                    );
+                            let zc = col_mut(zrow, i, nz);
+                            solve_col(s, (i, j), rc, work, |k, v| zc[k] = S::from_f64(v));
+                            sums[0] += dot(rc, rc);
+                            sums[1] += dot(rc, zc);
+                        }
+                    });
                     *part = sums;
                 })
         })
@@ -241,26 +233,22 @@ impl CpuBackend {
         self.pool.install(|| {
             rows(u_out).enumerate().for_each(|(j, orow)| {
                 let frow = &f.data[f.offset(0, j + 1)..][..f.row_len()];
-                self.with_scratch(
-                    3 * nz,
-                    #[inline(always)]
-                    |scratch| {
-                        let (res, work) = scratch.split_at_mut(nz);
-                        for i in 0..nx {
-                            let (fc, un) = (col(frow, i, nz), nbrs(u_in, i, j));
-                            // The residual of the whole operator, its cross terms too (the sphere's
-                            // diagonal couplings, orography's slant ones).
-                            let cr = cross(s, u_in, i, j);
-                            apply_col(s, i, j, &un, cr.as_ref(), |k, au| {
-                                res[k] = fc[k].to_f64() - au
-                            });
-                            let oc = col_mut(orow, i, nz);
-                            solve_col(s, (i, j), res, work, |k, z| {
-                                oc[k] = S::from_f64(un.c[k].to_f64() + rho * z)
-                            });
-                        }
-                    },
-                )
+                with_scratch(3 * nz, |scratch| {
+                    let (res, work) = scratch.split_at_mut(nz);
+                    for i in 0..nx {
+                        let (fc, un) = (col(frow, i, nz), nbrs(u_in, i, j));
+                        // The residual of the whole operator, its cross terms too (the sphere's
+                        // diagonal couplings, orography's slant ones).
+                        let cr = cross(s, u_in, i, j);
+                        apply_col(s, i, j, &un, cr.as_ref(), |k, au| {
+                            res[k] = fc[k].to_f64() - au
+                        });
+                        let oc = col_mut(orow, i, nz);
+                        solve_col(s, (i, j), res, work, |k, z| {
+                            oc[k] = S::from_f64(un.c[k].to_f64() + rho * z)
+                        });
+                    }
+                })
             })
         });
     }
@@ -282,28 +270,23 @@ impl CpuBackend {
                 .zip(rows(u_coarse))
                 .enumerate()
                 .for_each(|(j, (frow, urow))| {
-                    self.with_scratch(
-                        2 * nz,
-                        #[inline(always)]
-                        |work| {
-                            for i in 0..nx {
-                                let fc = col_mut(frow, i, nz);
-                                for (k, fk) in fc.iter_mut().enumerate() {
-                                    let child = |di: usize, dj: usize| {
-                                        r_fine.data
-                                            [r_fine.offset(2 * i + 1 + di, 2 * j + 1 + dj) + k]
-                                            .to_f64()
-                                    };
-                                    let sum = child(0, 0) + child(1, 0) + child(0, 1) + child(1, 1);
-                                    *fk = S::from_f64(scale * sum);
-                                }
-                                let uc = col_mut(urow, i, nz);
-                                solve_col(coarse, (i, j), fc, work, |k, v| {
-                                    uc[k] = S::from_f64(rho * v)
-                                });
+                    with_scratch(2 * nz, |work| {
+                        for i in 0..nx {
+                            let fc = col_mut(frow, i, nz);
+                            for (k, fk) in fc.iter_mut().enumerate() {
+                                let child = |di: usize, dj: usize| {
+                                    r_fine.data[r_fine.offset(2 * i + 1 + di, 2 * j + 1 + dj) + k]
+                                        .to_f64()
+                                };
+                                let sum = child(0, 0) + child(1, 0) + child(0, 1) + child(1, 1);
+                                *fk = S::from_f64(scale * sum);
                             }
-                        },
-                    )
+                            let uc = col_mut(urow, i, nz);
+                            solve_col(coarse, (i, j), fc, work, |k, v| {
+                                uc[k] = S::from_f64(rho * v)
+                            });
+                        }
+                    })
                 })
         });
     }

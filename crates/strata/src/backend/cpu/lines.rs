@@ -115,54 +115,40 @@ impl CpuBackend {
         let data = ColumnWriter(u.data.as_mut_ptr());
         self.pool.install(|| {
             (0..ny).into_par_iter().for_each(|j| {
-                self.with_scratch(
-                    2 * nz,
-                    #[inline(always)]
-                    |scratch| {
-                        let (cp, z) = scratch.split_at_mut(nz);
-                        for i in (0..nx).filter(|&i| has_color(s, i, j, color)) {
-                            let (ih, jh) = (i + 1, j + 1);
-                            // SAFETY: the four neighbours of a column of `color` have the other
-                            // colour, which no thread writes in this call, and each thread writes
-                            // only its own columns of `color`: the slices below are never written
-                            // while they are read, and the one written is this thread's alone. All
-                            // lie inside `u.data` (halo included), which outlives the loop.
-                            let nbrs = unsafe {
-                                [(ih + 1, jh), (ih - 1, jh), (ih, jh + 1), (ih, jh - 1)]
-                                    .map(|(a, b)| data.column(offset(a, b), nz))
-                            };
-                            // SAFETY: as above: on a level with diagonal couplings the colour is a
-                            // quarter (`check_colour`), so the diagonal neighbours have other
-                            // colours too and are not written in this call.
-                            let diagonal = s.cross.is_some().then(|| unsafe {
-                                [
-                                    (ih + 1, jh + 1),
-                                    (ih - 1, jh + 1),
-                                    (ih + 1, jh - 1),
-                                    (ih - 1, jh - 1),
-                                ]
+                with_scratch(2 * nz, |scratch| {
+                    let (cp, z) = scratch.split_at_mut(nz);
+                    for i in (0..nx).filter(|&i| has_color(s, i, j, color)) {
+                        let (ih, jh) = (i + 1, j + 1);
+                        // SAFETY: the four neighbours of a column of `color` have the other
+                        // colour, which no thread writes in this call, and each thread writes
+                        // only its own columns of `color`: the slices below are never written
+                        // while they are read, and the one written is this thread's alone. All
+                        // lie inside `u.data` (halo included), which outlives the loop.
+                        let nbrs = unsafe {
+                            [(ih + 1, jh), (ih - 1, jh), (ih, jh + 1), (ih, jh - 1)]
                                 .map(|(a, b)| data.column(offset(a, b), nz))
-                            });
-                            // SAFETY: as above: column (i, j) is this thread's only, read here
-                            // (its old values, for the slant couplings and the over-relaxation)
-                            // and then written.
-                            let own = unsafe { data.column_mut(offset(ih, jh), nz) };
-                            solve_given_neighbours(
-                                s,
-                                i,
-                                j,
-                                f.column(i, j),
-                                nbrs,
-                                diagonal,
-                                own,
-                                cp,
-                                z,
-                            );
-                            over_relax(own, z, relax);
-                            crate::field::store(own, z);
-                        }
-                    },
-                )
+                        };
+                        // SAFETY: as above: on a level with diagonal couplings the colour is a
+                        // quarter (`check_colour`), so the diagonal neighbours have other
+                        // colours too and are not written in this call.
+                        let diagonal = s.cross.is_some().then(|| unsafe {
+                            [
+                                (ih + 1, jh + 1),
+                                (ih - 1, jh + 1),
+                                (ih + 1, jh - 1),
+                                (ih - 1, jh - 1),
+                            ]
+                            .map(|(a, b)| data.column(offset(a, b), nz))
+                        });
+                        // SAFETY: as above: column (i, j) is this thread's only, read here
+                        // (its old values, for the slant couplings and the over-relaxation)
+                        // and then written.
+                        let own = unsafe { data.column_mut(offset(ih, jh), nz) };
+                        solve_given_neighbours(s, i, j, f.column(i, j), nbrs, diagonal, own, cp, z);
+                        over_relax(own, z, relax);
+                        crate::field::store(own, z);
+                    }
+                })
             })
         });
     }
