@@ -1390,6 +1390,99 @@ pub fn halo_faces<B: Backend>(b: &B) {
     batched_halos(b, &mut rng);
     columns(b, &mut rng);
     halo_parts(b, &mut rng);
+    halo_blocks(b, &mut rng);
+}
+
+/// pack_blocks and unpack_blocks (the remote halos of a rank's tiles at once, more parts than
+/// one launch takes on a GPU) move what pack_halo and unpack_halo move block by block, a
+/// reversed part's columns the other way; a block out of range is refused.
+fn halo_blocks<B: Backend>(b: &B, rng: &mut Rng) {
+    use strata::backend::{BlockPart, HaloPart};
+    let s = level(Geometry::Panel, Block::whole(7), 5);
+    let blocks = 5;
+    let ops: Vec<B::LevelOp> = (0..blocks).map(|_| b.prepare_level(&s).unwrap()).collect();
+    let host: Vec<HostField> = (0..blocks).map(|_| rng.field(&s)).collect();
+    let mut dev: Vec<B::Field> = host.iter().map(|h| to_backend(b, &ops[0], h)).collect();
+    let parts: Vec<BlockPart> = (0..blocks)
+        .flat_map(|block| {
+            Side::ALL
+                .into_iter()
+                .map(HaloPart::Face)
+                .chain((0..4).map(HaloPart::Corner))
+                .enumerate()
+                .map(move |(m, part)| BlockPart {
+                    block,
+                    part,
+                    reversed: (m + block) % 2 == 1,
+                })
+        })
+        .collect();
+    let mut bufs: Vec<B::FaceBuffer> = parts
+        .iter()
+        .map(|p| b.alloc_face(p.part.len(&s)).unwrap())
+        .collect();
+    let mut list: Vec<(BlockPart, &mut B::FaceBuffer)> =
+        parts.iter().copied().zip(bufs.iter_mut()).collect();
+    b.pack_blocks(&ops, &dev, &mut list).expect("pack_blocks");
+    for (p, buf) in parts.iter().zip(&bufs) {
+        let len = p.part.len(&s);
+        let (mut got, mut want) = (vec![0.0; len], vec![0.0; len]);
+        b.face_to_host(buf, &mut got).unwrap();
+        match (p.part, p.part.corner_cells(&s)) {
+            (HaloPart::Face(side), _) => host[p.block].pack_face(side, &mut want),
+            (_, Some((own, _))) => host[p.block].pack_column(own, &mut want),
+            _ => unreachable!("a corner has cells"),
+        }
+        assert_eq!(got, want, "pack_blocks {p:?}");
+    }
+    // New values into every part, unpacked at once: each block's halo as the host unpacks
+    // them one by one (reversed where the part says so), its interior unchanged.
+    let mut want = host.clone();
+    for (p, buf) in parts.iter().zip(bufs.iter_mut()) {
+        let mut v: Vec<f64> = (0..p.part.len(&s)).map(|_| rng.next_value()).collect();
+        b.face_from_host(&v, buf).unwrap();
+        if p.reversed {
+            strata::field::reverse_columns(&mut v, s.nz);
+        }
+        match (p.part, p.part.corner_cells(&s)) {
+            (HaloPart::Face(side), _) => want[p.block].unpack_face(side, &v),
+            (_, Some((_, halo))) => want[p.block].unpack_column(halo, &v),
+            _ => unreachable!("a corner has cells"),
+        }
+    }
+    let mut list: Vec<(BlockPart, &mut B::FaceBuffer)> =
+        parts.iter().copied().zip(bufs.iter_mut()).collect();
+    b.unpack_blocks(&ops, &mut dev, &mut list)
+        .expect("unpack_blocks");
+    let (nx, ny) = (s.nx(), s.ny());
+    for (t, (d, w)) in dev.iter().zip(&want).enumerate() {
+        let (mut got, mut host) = (vec![0.0; s.cells()], vec![0.0; s.cells()]);
+        b.download(&ops[t], d, &mut got).unwrap();
+        w.get_interior(&mut host);
+        assert_eq!(got, host, "unpack_blocks changed block {t}'s interior");
+        let ring = (0..nx + 2)
+            .flat_map(|i| [(i, 0), (i, ny + 1)])
+            .chain((1..ny + 1).flat_map(|j| [(0, j), (nx + 1, j)]));
+        for at in ring {
+            let mut buf = b.alloc_face(s.nz).unwrap();
+            b.pack_column(&ops[t], d, at, &mut buf).unwrap();
+            let (mut got, mut wc) = (vec![0.0; s.nz], vec![0.0; s.nz]);
+            b.face_to_host(&buf, &mut got).unwrap();
+            w.pack_column(at, &mut wc);
+            assert_eq!(got, wc, "unpack_blocks: block {t} at {at:?}");
+        }
+    }
+    // A block out of range: refused.
+    let mut buf = b.alloc_face(s.nz).unwrap();
+    let stray = BlockPart {
+        block: blocks,
+        part: HaloPart::Corner(0),
+        reversed: false,
+    };
+    assert!(b.pack_blocks(&ops, &dev, &mut [(stray, &mut buf)]).is_err());
+    assert!(b
+        .unpack_blocks(&ops, &mut dev, &mut [(stray, &mut buf)])
+        .is_err());
 }
 
 /// pack_halo and unpack_halo (a rank's faces and corner columns at once) move what pack_face,

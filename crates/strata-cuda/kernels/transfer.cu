@@ -72,15 +72,19 @@ extern "C" __global__ void unpack_face_f64(Layout L, int side, int count, const 
     }
 }
 
-// A rank's halo exchange in one launch each way (TransferKernels::pack_halo / unpack_halo): part
-// blockIdx.y is a face (`what` 0-3, the side; `count` columns) or a corner column (`what` 4-7,
-// corner what - 4: 0 north-east, 1 north-west, 2 south-east, 3 south-west; `count` 1), buffer
-// `buf` of count * nz values in face order (t * nz + k). Launch: grid (ceil(max count nz / 256),
-// parts), threads over (t, k). The parts go by value (HALO_PARTS at most).
-#define HALO_PARTS 8
+// A rank's halo exchange in one launch each way (TransferKernels::pack_halo / unpack_halo, and
+// pack_blocks / unpack_blocks over several blocks of one layout: the sphere's tiles on a rank):
+// part blockIdx.y is a face (`what` 0-3, the side; `count` columns) or a corner column (`what`
+// 4-7, corner what - 4: 0 north-east, 1 north-west, 2 south-east, 3 south-west; `count` 1) of
+// the field `x`, buffer `buf` of count * nz values in face order (t * nz + k); unpacking, halo
+// column t takes the buffer's column count - 1 - t where `reversed`. Launch: grid
+// (ceil(max count nz / 256), parts), threads over (t, k). The parts go by value (HALO_PARTS at
+// most).
+#define HALO_PARTS 32
 struct HaloPart {
     double* buf;
-    int what, count;
+    real* x;
+    int what, count, reversed, pad;
 };
 struct HaloParts {
     int parts, pad;
@@ -99,25 +103,26 @@ __device__ __forceinline__ void part_column(const Layout& L, int what, int t, in
     j = north ? (halo ? L.ny : L.ny - 1) : (halo ? -1 : 0);
 }
 
-extern "C" __global__ void pack_halo_f64(Layout L, HaloParts P, const real* __restrict__ x) {
+extern "C" __global__ void pack_halo_f64(Layout L, HaloParts P) {
     const HaloPart h = P.p[blockIdx.y];
     const idx_t n = (idx_t)h.count * NZ;
     for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
         const int t = (int)(e / NZ), k = (int)(e % NZ);
         int i, j;
         part_column(L, h.what, t, 0, i, j);
-        h.buf[e] = x[at_(L, i, j, k)];
+        h.buf[e] = h.x[at_(L, i, j, k)];
     }
 }
 
-extern "C" __global__ void unpack_halo_f64(Layout L, HaloParts P, real* __restrict__ x) {
+extern "C" __global__ void unpack_halo_f64(Layout L, HaloParts P) {
     const HaloPart h = P.p[blockIdx.y];
     const idx_t n = (idx_t)h.count * NZ;
     for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
         const int t = (int)(e / NZ), k = (int)(e % NZ);
+        const int s = h.reversed ? h.count - 1 - t : t;
         int i, j;
         part_column(L, h.what, t, 1, i, j);
-        x[at_(L, i, j, k)] = (real)h.buf[e];
+        h.x[at_(L, i, j, k)] = (real)h.buf[(idx_t)s * NZ + k];
     }
 }
 

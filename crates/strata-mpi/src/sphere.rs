@@ -8,68 +8,19 @@ use mpi::traits::*;
 use std::cell::RefCell;
 use strata::backend::prelude::*;
 use strata::backend::tiled::{Handle, InnerField, Tiled, TiledLevel};
+use strata::backend::{BlockPart, HaloPart};
 use strata::comm::{exchange_local_tiles, Comm};
 use strata::grid::sphere::{tile_corners, tile_link, PANELS};
 use strata::grid::{split, Block, Side};
 use strata::stencil::LevelStencil;
 use strata::{Result, StrataError};
 
-/// What a remote halo of a tile is.
-#[derive(Debug, Clone, Copy)]
-enum Halo {
-    /// The halo across `side` and the face this rank sends back; the received face runs the
-    /// other way along the edge if `reversed`.
-    Face { side: Side, reversed: bool },
-    /// A halo corner inside the panel, `at` (halo-inclusive), and this tile's own corner cell
-    /// `own`, sent back (on a level with cross terms, docs/MODEL.md §16.1).
-    Corner {
-        at: (usize, usize),
-        own: (usize, usize),
-    },
-}
-
-impl Halo {
-    /// Packs what this rank sends into `buf`.
-    fn pack<B: Backend>(
-        &self,
-        b: &B,
-        op: &B::LevelOp,
-        x: &B::Field,
-        buf: &mut B::FaceBuffer,
-    ) -> Result<()> {
-        match *self {
-            Halo::Face { side, .. } => b.pack_face(op, x, side, buf),
-            Halo::Corner { own, .. } => b.pack_column(op, x, own, buf),
-        }
-    }
-
-    /// Unpacks what this rank received from `buf` into the halo.
-    fn unpack<B: Backend>(
-        &self,
-        b: &B,
-        op: &B::LevelOp,
-        x: &mut B::Field,
-        buf: &B::FaceBuffer,
-    ) -> Result<()> {
-        match *self {
-            Halo::Face { side, .. } => b.unpack_face(op, x, side, buf),
-            Halo::Corner { at, .. } => b.unpack_column(op, x, at, buf),
-        }
-    }
-
-    /// Whether the received values run the other way (a face across a reversed edge).
-    fn reversed(&self) -> bool {
-        matches!(self, Halo::Face { reversed: true, .. })
-    }
-}
-
 /// One halo of a local tile that another rank fills (a face or a corner), and what this rank
 /// sends back.
 struct Remote<F> {
-    /// The local tile.
-    tile: usize,
-    /// Which halo.
-    halo: Halo,
+    /// The local tile, its face or corner, and whether the received face runs the other way
+    /// along the edge.
+    part: BlockPart,
     /// The rank of the tile across.
     peer: i32,
     /// Tag of what this rank sends (the receiver's tile and side or corner).
@@ -164,7 +115,7 @@ impl<B: Backend> SphereMpiComm<B> {
     ) -> Result<Vec<Remote<B::FaceBuffer>>> {
         let corner_base = 4 * PANELS * self.k * self.k;
         let mut out = Vec::new();
-        let mut push = |t: usize, other: &Block, halo: Halo, tags: (usize, usize), len: usize| {
+        let mut push = |part: BlockPart, other: &Block, tags: (usize, usize), len: usize| {
             let peer = self.owner(self.global(other));
             if peer == self.rank {
                 return Err(StrataError::invalid(
@@ -173,8 +124,7 @@ impl<B: Backend> SphereMpiComm<B> {
                 ));
             }
             out.push(Remote {
-                tile: t,
-                halo,
+                part,
                 peer: peer as i32,
                 tag_out: tags.0 as i32,
                 tag_in: tags.1 as i32,
@@ -196,7 +146,12 @@ impl<B: Backend> SphereMpiComm<B> {
                     4 * self.global(&s.block) + side.index(),
                 );
                 let len = strata::backend::face_len(s, side);
-                push(t, &other, Halo::Face { side, reversed }, tags, len)?;
+                let part = BlockPart {
+                    block: t,
+                    part: HaloPart::Face(side),
+                    reversed,
+                };
+                push(part, &other, tags, len)?;
             }
             if s.cross.is_none() {
                 continue;
@@ -214,11 +169,13 @@ impl<B: Backend> SphereMpiComm<B> {
                     corner_base + 4 * self.global(&c.src) + 3 - c.corner,
                     corner_base + 4 * self.global(&s.block) + c.corner,
                 );
-                let halo = Halo::Corner {
-                    at: c.dst_at,
-                    own: c.own_at(s.nx()),
+                // The corner's cells are the block's own (tile_corners and corner_cells agree).
+                let part = BlockPart {
+                    block: t,
+                    part: HaloPart::Corner(c.corner),
+                    reversed: false,
                 };
-                push(t, &c.src, halo, tags, s.nz)?;
+                push(part, &c.src, tags, s.nz)?;
             }
         }
         Ok(out)
@@ -232,6 +189,16 @@ fn level_of<'a, F>(levels: &'a mut [Level<F>], tiles: &[LevelStencil]) -> Result
         .iter_mut()
         .find(|l| l.nx == nx)
         .ok_or_else(|| StrataError::Comm("the sphere's halos of a level were not prepared".into()))
+}
+
+/// What each remote halo sends: its part and its send buffer.
+fn sends<F>(remotes: &mut [Remote<F>]) -> Vec<(BlockPart, &mut F)> {
+    remotes.iter_mut().map(|r| (r.part, &mut r.send)).collect()
+}
+
+/// What each remote halo received: its part and its receive buffer.
+fn recvs<F>(remotes: &mut [Remote<F>]) -> Vec<(BlockPart, &mut F)> {
+    remotes.iter_mut().map(|r| (r.part, &mut r.recv)).collect()
 }
 
 fn tiles_of(s: &LevelStencil) -> Result<&[LevelStencil]> {
@@ -273,9 +240,8 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
         let mut levels = self.levels.borrow_mut();
         let level = level_of(&mut levels, tiles)?;
         let inner = b.inner();
+        inner.pack_blocks(&lev.tiles, x, &mut sends(&mut level.remotes))?;
         for r in &mut level.remotes {
-            r.halo
-                .pack(inner, &lev.tiles[r.tile], &x[r.tile], &mut r.send)?;
             inner.face_to_host(&r.send, &mut r.host_send)?;
         }
         mpi::request::scope(|scope| {
@@ -293,15 +259,10 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
                 q.wait();
             }
         });
-        let nz = tiles.first().map_or(1, |t| t.nz);
         for r in &mut level.remotes {
-            if r.halo.reversed() {
-                strata::field::reverse_columns(&mut r.host_recv, nz);
-            }
             inner.face_from_host(&r.host_recv, &mut r.recv)?;
-            r.halo
-                .unpack(inner, &lev.tiles[r.tile], &mut x[r.tile], &r.recv)?;
         }
+        inner.unpack_blocks(&lev.tiles, x, &mut recvs(&mut level.remotes))?;
         drop(levels);
         exchange_local_tiles(b, lev, x)
     }
@@ -363,37 +324,28 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
         let mut levels = self.mpi.levels.borrow_mut();
         let level = level_of(&mut levels, tiles)?;
         let inner = b.inner();
-        for r in &mut level.remotes {
-            r.halo
-                .pack(inner, &lev.tiles[r.tile], &x[r.tile], &mut r.send)?;
-        }
+        inner.pack_blocks(&lev.tiles, x, &mut sends(&mut level.remotes))?;
         // Between two ranks in the order of the tags: the k-th send from A to B is B's k-th
         // receive from A.
-        let mut sends = Vec::with_capacity(level.remotes.len());
-        let mut recvs = Vec::with_capacity(level.remotes.len());
+        let mut out = Vec::with_capacity(level.remotes.len());
+        let mut inc = Vec::with_capacity(level.remotes.len());
         for r in &mut level.remotes {
-            sends.push(((r.peer, r.tag_out), &r.send));
-            recvs.push(((r.peer, r.tag_in), &mut r.recv));
+            out.push(((r.peer, r.tag_out), &r.send));
+            inc.push(((r.peer, r.tag_in), &mut r.recv));
         }
-        sends.sort_by_key(|s| s.0);
-        recvs.sort_by_key(|r| r.0);
+        out.sort_by_key(|s| s.0);
+        inc.sort_by_key(|r| r.0);
         {
             let mut group = self.nccl.group();
-            for ((peer, _), buf) in &sends {
+            for ((peer, _), buf) in &out {
                 group.send(buf.as_view(), *peer).map_err(nccl_err)?;
             }
-            for ((peer, _), buf) in &mut recvs {
+            for ((peer, _), buf) in &mut inc {
                 group.recv(buf.as_view_mut(), *peer).map_err(nccl_err)?;
             }
         }
-        drop((sends, recvs));
-        for r in &mut level.remotes {
-            let op = &lev.tiles[r.tile];
-            if r.halo.reversed() {
-                inner.reverse_face(op, &mut r.recv)?;
-            }
-            r.halo.unpack(inner, op, &mut x[r.tile], &r.recv)?;
-        }
+        drop((out, inc));
+        inner.unpack_blocks(&lev.tiles, x, &mut recvs(&mut level.remotes))?;
         drop(levels);
         exchange_local_tiles(b, lev, x)
     }

@@ -1,7 +1,7 @@
 //! Transfers (kernels/transfer.cu): host arrays in and out through page-locked staging with an on-device transpose, and the halo faces.
 
 use super::*;
-use strata::backend::{HaloPart, TransferKernels};
+use strata::backend::{BlockPart, HaloPart, TransferKernels};
 
 impl TransferKernels for CudaBackend {
     fn upload(&self, op: &CudaLevel, host: &[f64], x: &mut CudaField) -> Result<()> {
@@ -379,16 +379,16 @@ impl TransferKernels for CudaBackend {
     ) -> Result<()> {
         self.check(op, &[x])?;
         use cudarc::driver::DevicePtrMut;
+        let (field, g) = x.data.device_ptr(self.base());
         let mut guards = Vec::with_capacity(parts.len());
         let mut descs = Vec::with_capacity(parts.len());
         for (part, buf) in parts.iter_mut() {
-            let what = part_what(&op.stencil, part, buf.len())?;
+            let (what, count) = part_what(&op.stencil, part, buf.len())?;
             let (ptr, g) = buf.device_ptr_mut(self.base());
             guards.push(g);
-            descs.push((ptr, what, part.len(&op.stencil) / op.stencil.nz));
+            descs.push(HaloPartDesc::new(ptr, field, what, count, false));
         }
-        let (field, g) = x.data.device_ptr(self.base());
-        self.halo_launch(op, K::PackHalo, &descs, field)?;
+        self.halo_launch(op, K::PackHalo, &descs)?;
         drop((g, guards));
         Ok(())
     }
@@ -401,17 +401,89 @@ impl TransferKernels for CudaBackend {
     ) -> Result<()> {
         self.check(op, &[x])?;
         use cudarc::driver::DevicePtr;
+        let (field, g) = x.data.device_ptr_mut(self.base());
         let mut guards = Vec::with_capacity(parts.len());
         let mut descs = Vec::with_capacity(parts.len());
         for (part, buf) in parts {
-            let what = part_what(&op.stencil, part, buf.len())?;
+            let (what, count) = part_what(&op.stencil, part, buf.len())?;
             let (ptr, g) = buf.device_ptr(self.base());
             guards.push(g);
-            descs.push((ptr, what, part.len(&op.stencil) / op.stencil.nz));
+            descs.push(HaloPartDesc::new(ptr, field, what, count, false));
         }
-        let (field, g) = x.data.device_ptr_mut(self.base());
-        self.halo_launch(op, K::UnpackHalo, &descs, field)?;
+        self.halo_launch(op, K::UnpackHalo, &descs)?;
         drop((g, guards));
+        Ok(())
+    }
+
+    fn pack_blocks(
+        &self,
+        ops: &[CudaLevel],
+        x: &[CudaField],
+        parts: &mut [(BlockPart, &mut CudaSlice<f64>)],
+    ) -> Result<()> {
+        let Some(first) = one_layout(ops) else {
+            return strata::backend::pack_blocks_one_by_one(self, ops, x, parts);
+        };
+        use cudarc::driver::DevicePtrMut;
+        let mut fields = Vec::with_capacity(x.len());
+        let mut guards = Vec::with_capacity(x.len() + parts.len());
+        for (op, f) in ops.iter().zip(x) {
+            self.check(op, &[f])?;
+            let (ptr, g) = f.data.device_ptr(self.base());
+            fields.push(ptr);
+            guards.push(g);
+        }
+        let mut buf_guards = Vec::with_capacity(parts.len());
+        let mut descs = Vec::with_capacity(parts.len());
+        for (p, buf) in parts.iter_mut() {
+            strata::backend::check_block(ops.len(), fields.len(), p.block)?;
+            let (what, count) = part_what(&ops[p.block].stencil, &p.part, buf.len())?;
+            let (ptr, g) = buf.device_ptr_mut(self.base());
+            buf_guards.push(g);
+            descs.push(HaloPartDesc::new(ptr, fields[p.block], what, count, false));
+        }
+        self.halo_launch(first, K::PackHalo, &descs)?;
+        drop((guards, buf_guards));
+        Ok(())
+    }
+
+    fn unpack_blocks(
+        &self,
+        ops: &[CudaLevel],
+        x: &mut [CudaField],
+        parts: &mut [(BlockPart, &mut CudaSlice<f64>)],
+    ) -> Result<()> {
+        let Some(first) = one_layout(ops) else {
+            return strata::backend::unpack_blocks_one_by_one(self, ops, x, parts);
+        };
+        use cudarc::driver::DevicePtr;
+        for (op, f) in ops.iter().zip(x.iter()) {
+            self.check(op, &[f])?;
+        }
+        let mut fields = Vec::with_capacity(x.len());
+        let mut guards = Vec::with_capacity(x.len());
+        for f in x.iter_mut() {
+            let (ptr, g) = f.data.device_ptr_mut(self.base());
+            fields.push(ptr);
+            guards.push(g);
+        }
+        let mut buf_guards = Vec::with_capacity(parts.len());
+        let mut descs = Vec::with_capacity(parts.len());
+        for (p, buf) in parts.iter() {
+            strata::backend::check_block(ops.len(), fields.len(), p.block)?;
+            let (what, count) = part_what(&ops[p.block].stencil, &p.part, buf.len())?;
+            let (ptr, g) = buf.device_ptr(self.base());
+            buf_guards.push(g);
+            descs.push(HaloPartDesc::new(
+                ptr,
+                fields[p.block],
+                what,
+                count,
+                p.reversed,
+            ));
+        }
+        self.halo_launch(first, K::UnpackHalo, &descs)?;
+        drop((guards, buf_guards));
         Ok(())
     }
 
@@ -450,23 +522,17 @@ impl TransferKernels for CudaBackend {
 }
 
 impl CudaBackend {
-    /// Launches [`K::PackHalo`] or [`K::UnpackHalo`] over `parts` (buffer address, part code of
-    /// [`part_what`], columns), [`HALO_PARTS`] per launch, on the field at device address
-    /// `field` (of the level's layout and precision).
-    fn halo_launch(
-        &self,
-        op: &CudaLevel,
-        kernel: K,
-        parts: &[(u64, i32, usize)],
-        field: u64,
-    ) -> Result<()> {
+    /// Launches [`K::PackHalo`] or [`K::UnpackHalo`] over `parts` ([`HaloPartDesc`]: buffer
+    /// and field addresses, part code of [`part_what`], columns, direction), [`HALO_PARTS`] per
+    /// launch, on fields of `op`'s layout and precision.
+    fn halo_launch(&self, op: &CudaLevel, kernel: K, parts: &[HaloPartDesc]) -> Result<()> {
         let nz = op.layout.nz as usize;
         // No part twice: two blocks of a launch would write the same cells.
         for (a, p) in parts.iter().enumerate() {
-            if parts[..a].iter().any(|q| q.1 == p.1) {
+            if parts[..a].iter().any(|q| (q.x, q.what) == (p.x, p.what)) {
                 return Err(strata::StrataError::invalid(
                     "halo part",
-                    format!("part {} given twice", p.1),
+                    format!("part {} of one field given twice", p.what),
                 ));
             }
         }
@@ -476,31 +542,39 @@ impl CudaBackend {
                 pad: 0,
                 p: [HaloPartDesc::default(); HALO_PARTS],
             };
-            for (d, &(buf, what, count)) in batch.p.iter_mut().zip(chunk) {
-                *d = HaloPartDesc {
-                    buf,
-                    what,
-                    count: count as i32,
-                };
-            }
-            let most = chunk.iter().map(|p| p.2 * nz).max().unwrap_or(0) as u32;
+            batch.p[..chunk.len()].copy_from_slice(chunk);
+            let most = chunk
+                .iter()
+                .map(|p| p.count as usize * nz)
+                .max()
+                .unwrap_or(0) as u32;
             let cfg = LaunchConfig {
                 grid_dim: (most.div_ceil(256).max(1), chunk.len() as u32, 1),
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
             let mut b = self.builder(self.base(), op.k.get(kernel));
-            b.arg(&op.layout).arg(&batch).arg(&field);
-            // SAFETY: the field at `field` matches the level's layout and precision (checked by
-            // the caller, which holds it for the launch, exclusively when unpacking); each part's
-            // buffer is a live allocation of `count` columns of nz values (checked in
-            // `part_what`), held by the caller for the launch; part y touches only its own
-            // buffer and its own face or corner of the field (disjoint cells: the interior layer
-            // when packing, the halo when unpacking, and no part repeated).
+            b.arg(&op.layout).arg(&batch);
+            // SAFETY: every part's field is a live field of the level's layout and precision
+            // (checked by the caller, which holds it for the launch, exclusively when
+            // unpacking); each part's buffer is a live allocation of `count` columns of nz
+            // values (checked in `part_what`), held by the caller for the launch; part y
+            // touches only its own buffer and its own face or corner of its field (disjoint
+            // cells: the interior layer when packing, the halo when unpacking, and no part of
+            // a field repeated).
             cu(unsafe { b.launch(cfg) })?;
         }
         Ok(())
     }
+}
+
+/// The first of `ops` where all share its layout and kernels (the tiles of a level do); `None`
+/// for no operators or different ones (then the parts go one by one).
+fn one_layout(ops: &[CudaLevel]) -> Option<&CudaLevel> {
+    let first = ops.first()?;
+    ops.iter()
+        .all(|o| o.layout == first.layout && o.stencil.storage == first.stencil.storage)
+        .then_some(first)
 }
 
 /// An error unless a length is the one expected (`what` names it): a wrong size from a caller is
@@ -515,8 +589,13 @@ fn same_len(what: &str, got: usize, want: usize) -> Result<()> {
     Ok(())
 }
 
-/// The kernel's code of a part (0–3 a side, 4–7 a corner), after checking its buffer's length.
-fn part_what(s: &strata::stencil::LevelStencil, part: &HaloPart, len: usize) -> Result<i32> {
+/// The kernel's code of a part (0–3 a side, 4–7 a corner) and its columns, after checking its
+/// buffer's length.
+fn part_what(
+    s: &strata::stencil::LevelStencil,
+    part: &HaloPart,
+    len: usize,
+) -> Result<(i32, usize)> {
     let what = match *part {
         HaloPart::Face(side) => side_index(side),
         HaloPart::Corner(c) if c < 4 => 4 + c as i32,
@@ -536,20 +615,37 @@ fn part_what(s: &strata::stencil::LevelStencil, part: &HaloPart, len: usize) -> 
             ),
         ));
     }
-    Ok(what)
+    Ok((what, len / s.nz))
 }
 
 /// Parts per launch of `pack_halo_f64` and `unpack_halo_f64` (`HALO_PARTS` of
 /// kernels/transfer.cu).
-const HALO_PARTS: usize = 8;
+const HALO_PARTS: usize = 32;
 
-/// `HaloPart` of kernels/transfer.cu: a buffer's device address, what it holds, its columns.
+/// `HaloPart` of kernels/transfer.cu: a buffer's and a field's device addresses, what the part
+/// is, its columns, and whether unpacking reads the buffer's columns backwards.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 struct HaloPartDesc {
     buf: u64,
+    x: u64,
     what: i32,
     count: i32,
+    reversed: i32,
+    pad: i32,
+}
+
+impl HaloPartDesc {
+    fn new(buf: u64, x: u64, what: i32, count: usize, reversed: bool) -> Self {
+        Self {
+            buf,
+            x,
+            what,
+            count: count as i32,
+            reversed: i32::from(reversed),
+            pad: 0,
+        }
+    }
 }
 
 /// `HaloParts` of kernels/transfer.cu, passed by value.
@@ -561,8 +657,8 @@ struct HaloParts {
     p: [HaloPartDesc; HALO_PARTS],
 }
 
-// SAFETY: plain #[repr(C)] data laid out as the C structs `HaloPart` (an 8-byte address, two
-// i32: 16 bytes) and `HaloParts` (two i32, then the parts at offset 8) of kernels/transfer.cu;
+// SAFETY: plain #[repr(C)] data laid out as the C structs `HaloPart` (two 8-byte addresses, four
+// i32: 32 bytes) and `HaloParts` (two i32, then the parts at offset 8) of kernels/transfer.cu;
 // the addresses are device pointers the kernel dereferences.
 unsafe impl cudarc::driver::DeviceRepr for HaloParts {}
 

@@ -121,6 +121,65 @@ impl HaloPart {
     }
 }
 
+/// One part of the halo exchange of several blocks of one process with other processes
+/// ([`TransferKernels::pack_blocks`], [`TransferKernels::unpack_blocks`]): `part` of block
+/// `block` (an index into the blocks), whose received values run the other way along the face
+/// if `reversed` (a face across an edge of the sphere's cube that runs the other way there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockPart {
+    /// The block (an index into the blocks).
+    pub block: usize,
+    /// Its face or corner.
+    pub part: HaloPart,
+    /// Whether the received columns run the other way along the face (unpacking only).
+    pub reversed: bool,
+}
+
+/// The default [`TransferKernels::pack_blocks`]: one [`TransferKernels::pack_halo`] per part.
+pub fn pack_blocks_one_by_one<B: TransferKernels + ?Sized>(
+    b: &B,
+    ops: &[B::LevelOp],
+    x: &[B::Field],
+    parts: &mut [(BlockPart, &mut B::FaceBuffer)],
+) -> Result<()> {
+    for (p, buf) in parts.iter_mut() {
+        check_block(ops.len(), x.len(), p.block)?;
+        b.pack_halo(&ops[p.block], &x[p.block], &mut [(p.part, &mut **buf)])?;
+    }
+    Ok(())
+}
+
+/// The default [`TransferKernels::unpack_blocks`]: per part, the buffer reversed in place where
+/// the part says so ([`TransferKernels::reverse_face`]), then one
+/// [`TransferKernels::unpack_halo`].
+pub fn unpack_blocks_one_by_one<B: TransferKernels + ?Sized>(
+    b: &B,
+    ops: &[B::LevelOp],
+    x: &mut [B::Field],
+    parts: &mut [(BlockPart, &mut B::FaceBuffer)],
+) -> Result<()> {
+    for (p, buf) in parts.iter_mut() {
+        check_block(ops.len(), x.len(), p.block)?;
+        let op = &ops[p.block];
+        if p.reversed {
+            b.reverse_face(op, buf)?;
+        }
+        b.unpack_halo(op, &mut x[p.block], &[(p.part, &**buf)])?;
+    }
+    Ok(())
+}
+
+/// An error unless block `i` is among `ops` operators and `fields` fields.
+pub fn check_block(ops: usize, fields: usize, i: usize) -> Result<()> {
+    if i >= ops || i >= fields {
+        return crate::error::invalid(
+            "halo part",
+            format!("block {i} of {ops} operators and {fields} fields"),
+        );
+    }
+    Ok(())
+}
+
 /// The default [`TransferKernels::pack_halo`]: one `pack_face` or `pack_column` per part.
 pub fn pack_halo_one_by_one<B: TransferKernels + ?Sized>(
     b: &B,
@@ -795,6 +854,32 @@ pub trait TransferKernels: Fields {
     /// Reverses the order of a face buffer's columns (`nz` values each, kept in order): a face
     /// received across a panel edge of the sphere that runs the other way there.
     fn reverse_face(&self, op: &Self::LevelOp, buf: &mut Self::FaceBuffer) -> Result<()>;
+
+    /// [`TransferKernels::pack_halo`] over several blocks of one process (`ops` and `x` the
+    /// blocks' operators and fields; a part's [`BlockPart::reversed`] is ignored here): what the
+    /// sphere's tiles on a rank send to other ranks. By default one `pack_halo` per part; the
+    /// CUDA backend packs them all in one launch.
+    fn pack_blocks(
+        &self,
+        ops: &[Self::LevelOp],
+        x: &[Self::Field],
+        parts: &mut [(BlockPart, &mut Self::FaceBuffer)],
+    ) -> Result<()> {
+        pack_blocks_one_by_one(self, ops, x, parts)
+    }
+
+    /// [`TransferKernels::unpack_halo`] over several blocks of one process, a part's columns
+    /// taken in the reverse order where [`BlockPart::reversed`]. A reversed part's buffer may be
+    /// left reversed (the default reverses it in place, then unpacks; the CUDA backend reads it
+    /// backwards in one launch for all parts).
+    fn unpack_blocks(
+        &self,
+        ops: &[Self::LevelOp],
+        x: &mut [Self::Field],
+        parts: &mut [(BlockPart, &mut Self::FaceBuffer)],
+    ) -> Result<()> {
+        unpack_blocks_one_by_one(self, ops, x, parts)
+    }
 
     /// [`TransferKernels::copy_halo`] for every link of `links` (`ops` and `x` the blocks'
     /// operators and fields): the halo exchange between the tiles of one process, which a GPU
