@@ -149,6 +149,33 @@ pub(crate) fn all_sum(world: &SimpleCommunicator, values: &mut [f64]) {
     world.all_reduce_into(&local[..], values, SystemOperation::sum());
 }
 
+/// Every rank's `local` values (any length per rank), in rank order: the lengths by one
+/// all-gather, then the values by one all-gather of varying counts.
+pub(crate) fn all_gather(world: &SimpleCommunicator, local: &[f64]) -> Vec<Vec<f64>> {
+    let size = world.size() as usize;
+    let mut counts = vec![0i32; size];
+    world.all_gather_into(&(local.len() as i32), &mut counts[..]);
+    let displs: Vec<i32> = counts
+        .iter()
+        .scan(0i32, |at, &c| {
+            let d = *at;
+            *at += c;
+            Some(d)
+        })
+        .collect();
+    let total: usize = counts.iter().map(|&c| c as usize).sum();
+    let mut all = vec![0.0f64; total];
+    {
+        let mut parts = mpi::datatype::PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+        world.all_gather_varcount_into(local, &mut parts);
+    }
+    counts
+        .iter()
+        .zip(&displs)
+        .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
+        .collect()
+}
+
 /// The parts of an exchange with their buffers: every face that has one (a neighbour), and the
 /// corners whose diagonal rank is given in `diagonals` (those of this exchange).
 pub(crate) fn halo_parts<'a, F>(
@@ -295,6 +322,10 @@ impl<B: Backend> Comm<B> for MpiComm<B> {
     fn sum(&self, values: &mut [f64]) -> Result<()> {
         self.all_sum(values);
         Ok(())
+    }
+
+    fn all_gather(&self, local: &[f64]) -> Result<Vec<Vec<f64>>> {
+        Ok(all_gather(&self.world, local))
     }
 
     fn prolongation_sides(&self) -> Option<[bool; 4]> {

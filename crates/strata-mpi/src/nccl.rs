@@ -243,6 +243,11 @@ impl Comm<CudaBackend> for NcclComm {
         Ok(())
     }
 
+    /// Through the MPI communicator (host values).
+    fn all_gather(&self, local: &[f64]) -> Result<Vec<Vec<f64>>> {
+        Comm::<CudaBackend>::all_gather(&self.mpi, local)
+    }
+
     /// An NCCL all-reduce of the slots in device memory, queued on the backend's stream: the
     /// Krylov iterations' sums reach the host no more than on one GPU (the default, through
     /// the host, waits for the stream at every sum). On one rank too, where it is a copy, so

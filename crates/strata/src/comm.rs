@@ -81,6 +81,19 @@ pub trait Comm<B: Backend> {
         }
         Ok([None, None, None, None])
     }
+    /// Every rank's `local` host values (any length per rank), in rank order, on every rank:
+    /// an all-gather, for the coarsest level solved whole on every rank
+    /// (docs/MODEL.md §9.4). By default only one rank's (a communicator of one process); a
+    /// communicator of several ranks without it refuses, and the coarse solve then stays
+    /// distributed.
+    fn all_gather(&self, local: &[f64]) -> Result<Vec<Vec<f64>>> {
+        if self.size() == 1 {
+            return Ok(vec![local.to_vec()]);
+        }
+        Err(crate::StrataError::Comm(
+            "this communicator gathers nothing between ranks".into(),
+        ))
+    }
 }
 
 /// Validates `p` on every rank of a distributed solve together (collective: every rank calls it

@@ -4,7 +4,7 @@
 //! how many steps it takes).
 
 use crate::backend::Backend;
-use crate::comm::Comm;
+use crate::comm::{Comm, SerialComm};
 use crate::error::{invalid, Result};
 use crate::solver::profile::{Kernel, Timer};
 use serde::{Deserialize, Serialize};
@@ -44,24 +44,75 @@ pub(crate) fn check_rtol(rtol: f64) -> Result<()> {
     Ok(())
 }
 
+/// The most cells of a coarsest level solved whole on every rank (2²² cells: 32 MiB per fp64
+/// field). A larger one is solved where it lies, each dot product summed over the ranks.
+pub const GATHER_CELLS: usize = 1 << 22;
+
 /// The coarse CG's workspace on the coarsest level: residual, preconditioned residual, search
-/// direction and its image.
+/// direction and its image; and, on several ranks, the whole level gathered onto every rank.
 pub(crate) struct CoarseCg<B: Backend> {
+    work: Work<B>,
+    gathered: Gathered<B>,
+}
+
+/// The CG's four fields on one level.
+struct Work<B: Backend> {
     r: B::Field,
     z: B::Field,
     p: B::Field,
     q: B::Field,
 }
 
-impl<B: Backend> CoarseCg<B> {
-    /// The workspace for the coarsest level `op`.
-    pub(crate) fn new(b: &B, op: &B::LevelOp) -> Result<Self> {
+/// Where the coarse CG runs on several ranks.
+enum Gathered<B: Backend> {
+    /// Not decided since the operators were made (the next solve decides, with every rank).
+    Undecided,
+    /// On the ranks' blocks, each dot product summed over the ranks (one rank; a level with
+    /// per-cell coefficients, cross or slant terms, or larger than [`GATHER_CELLS`]).
+    Distributed,
+    /// The whole level on every rank, solved there alike (PETSc's PCREDUNDANT): no sum and no
+    /// exchange inside the CG, and on every count of ranks the serial solve's values.
+    Whole(Box<Whole<B>>),
+}
+
+/// The whole coarsest level on this rank.
+struct Whole<B: Backend> {
+    op: B::LevelOp,
+    f: B::Field,
+    u: B::Field,
+    work: Work<B>,
+    /// Every rank's block (i0, j0, nx, ny), in rank order.
+    blocks: Vec<[usize; 4]>,
+    /// This rank.
+    rank: usize,
+    /// The level's cells per direction and vertically.
+    n: usize,
+    nz: usize,
+}
+
+impl<B: Backend> Work<B> {
+    fn new(b: &B, op: &B::LevelOp) -> Result<Self> {
         Ok(Self {
             r: b.alloc(op)?,
             z: b.alloc(op)?,
             p: b.alloc(op)?,
             q: b.alloc(op)?,
         })
+    }
+}
+
+impl<B: Backend> CoarseCg<B> {
+    /// The workspace for the coarsest level `op`.
+    pub(crate) fn new(b: &B, op: &B::LevelOp) -> Result<Self> {
+        Ok(Self {
+            work: Work::new(b, op)?,
+            gathered: Gathered::Undecided,
+        })
+    }
+
+    /// Forgets the whole level (the operators were made again): the next solve gathers it anew.
+    pub(crate) fn forget(&mut self) {
+        self.gathered = Gathered::Undecided;
     }
 
     /// Prepares the communicator's buffers for the level (once, at set-up).
@@ -71,13 +122,15 @@ impl<B: Backend> CoarseCg<B> {
         comm: &C,
         op: &B::LevelOp,
     ) -> Result<()> {
-        comm.exchange(b, op, &mut self.p)
+        comm.exchange(b, op, &mut self.work.p)
     }
 
     /// Solves A u = f on the coarsest level `lev` (operator `op`) from the guess in `u` (its
     /// halo current) until ‖r‖ ≤ `rtol` ‖r₀‖ or [`COARSE_MAX_IT`] iterations: PCG with the
-    /// line relaxation M (the `cg` solver's preconditioner), each dot product summed over the
-    /// ranks. `u`'s halo is left stale (the caller exchanges it as the cycle needs).
+    /// line relaxation M (the `cg` solver's preconditioner). On several ranks the whole level
+    /// is gathered onto every rank and solved there (the serial solve's values), unless it
+    /// cannot be ([`Gathered::Distributed`]): then each dot product is summed over the ranks.
+    /// `u`'s halo is left stale (the caller exchanges it as the cycle needs).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn solve<C: Comm<B>>(
         &mut self,
@@ -90,38 +143,236 @@ impl<B: Backend> CoarseCg<B> {
         u: &mut B::Field,
         rtol: f64,
     ) -> Result<()> {
-        let Self { r, z, p, q } = self;
-        timer.run(b, Kernel::Residual, lev, || b.residual(op, f, u, r))?;
+        if matches!(self.gathered, Gathered::Undecided) {
+            self.gathered = gather_level(b, comm, op)?;
+        }
+        match &mut self.gathered {
+            Gathered::Whole(w) => {
+                let w = &mut **w;
+                timer.run(b, Kernel::Halo, lev, || w.gather(b, comm, op, f, u))?;
+                // The whole level's halo: its walls' zeros, or its own far side across a
+                // periodic edge.
+                SerialComm.exchange(b, &w.op, &mut w.u)?;
+                let serial = SerialComm;
+                pcg(
+                    b,
+                    &serial,
+                    timer,
+                    lev,
+                    &w.op,
+                    &w.f,
+                    &mut w.u,
+                    rtol,
+                    &mut w.work,
+                )?;
+                timer.run(b, Kernel::Halo, lev, || w.scatter(b, op, u))
+            }
+            _ => pcg(b, comm, timer, lev, op, f, u, rtol, &mut self.work),
+        }
+    }
+}
+
+impl<B: Backend> Whole<B> {
+    /// The whole level's f and u ← every rank's blocks of `f` and `u` (one all-gather).
+    fn gather<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        op: &B::LevelOp,
+        f: &B::Field,
+        u: &B::Field,
+    ) -> Result<()> {
+        let cells = b.stencil(op).cells();
+        let mut local = vec![0.0; 2 * cells];
+        let (lf, lu) = local.split_at_mut(cells);
+        b.download(op, f, lf)?;
+        b.download(op, u, lu)?;
+        let parts = comm.all_gather(&local)?;
+        let (n, nz) = (self.n, self.nz);
+        let mut whole_f = vec![0.0; n * n * nz];
+        let mut whole_u = vec![0.0; n * n * nz];
+        for (part, &[i0, j0, nx, ny]) in parts.iter().zip(&self.blocks) {
+            let cells = nx * ny * nz;
+            if part.len() != 2 * cells {
+                return Err(crate::StrataError::Comm(format!(
+                    "a rank sent {} values of its coarsest block, not {}",
+                    part.len(),
+                    2 * cells
+                )));
+            }
+            let (pf, pu) = part.split_at(cells);
+            place(&mut whole_f, pf, (i0, j0, nx, ny), n, nz);
+            place(&mut whole_u, pu, (i0, j0, nx, ny), n, nz);
+        }
+        b.upload(&self.op, &whole_f, &mut self.f)?;
+        b.upload(&self.op, &whole_u, &mut self.u)
+    }
+
+    /// This rank's block of `u` ← the whole level's solution.
+    fn scatter(&mut self, b: &B, op: &B::LevelOp, u: &mut B::Field) -> Result<()> {
+        let (n, nz) = (self.n, self.nz);
+        let mut whole = vec![0.0; n * n * nz];
+        b.download(&self.op, &self.u, &mut whole)?;
+        let [i0, j0, nx, ny] = self.blocks[self.rank];
+        let mut local = vec![0.0; nx * ny * nz];
+        for j in 0..ny {
+            let at = ((j0 + j) * n + i0) * nz;
+            local[j * nx * nz..(j + 1) * nx * nz].copy_from_slice(&whole[at..at + nx * nz]);
+        }
+        b.upload(op, &local, u)
+    }
+}
+
+/// Copies a block's z-contiguous values (`[j][i][k]`, block `(i0, j0, nx, ny)`) into the whole
+/// level's (`n × n` columns of `nz`).
+fn place(
+    whole: &mut [f64],
+    block: &[f64],
+    (i0, j0, nx, ny): (usize, usize, usize, usize),
+    n: usize,
+    nz: usize,
+) {
+    for j in 0..ny {
+        let at = ((j0 + j) * n + i0) * nz;
+        whole[at..at + nx * nz].copy_from_slice(&block[j * nx * nz..(j + 1) * nx * nz]);
+    }
+}
+
+/// Decides, with every rank (collective), where the coarse CG on level `op` runs: the whole
+/// level on every rank where there are several, every rank's level is of the column-coefficient
+/// kind (no per-cell coefficients, cross or slant terms, tiles or fields in a backend's memory:
+/// those would have to be gathered too) and no larger than [`GATHER_CELLS`], and the
+/// communicator gathers; otherwise where it lies.
+fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Result<Gathered<B>> {
+    if comm.size() == 1 {
+        return Ok(Gathered::Distributed);
+    }
+    let s = b.stencil(op);
+    let whole_cells = s.block.n * s.block.n * s.nz;
+    let plain = s.cells.is_none()
+        && s.cross.is_none()
+        && s.slant.is_none()
+        && s.tiles.is_none()
+        && s.resident.is_none()
+        && s.block.panel.is_none()
+        && whole_cells <= GATHER_CELLS;
+    // What every rank sends: whether it can, its block, then its columns (6 values each).
+    let b4 = [s.block.i0, s.block.j0, s.block.nx, s.block.ny];
+    let mut local: Vec<f64> = vec![f64::from(u8::from(plain))];
+    local.extend(b4.iter().map(|&v| v as f64));
+    if plain {
+        for c in s.columns.iter() {
+            local.extend([
+                c.area, c.alpha_e, c.alpha_w, c.alpha_n, c.alpha_s, c.alpha_t,
+            ]);
+        }
+    }
+    let Ok(parts) = comm.all_gather(&local) else {
+        return Ok(Gathered::Distributed);
+    };
+    if parts.len() != comm.size() || parts.iter().any(|p| p.first() != Some(&1.0)) {
+        return Ok(Gathered::Distributed);
+    }
+    let n = s.block.n;
+    let mut columns = vec![crate::problem::Column::default(); n * n];
+    let mut blocks = Vec::with_capacity(parts.len());
+    let mut covered = 0;
+    for part in &parts {
+        let [i0, j0, nx, ny] = [1, 2, 3, 4].map(|k| part.get(k).copied().unwrap_or(-1.0) as usize);
+        if part.len() != 5 + 6 * nx * ny || i0 + nx > n || j0 + ny > n {
+            return Err(crate::StrataError::Comm(
+                "a rank's coarsest block does not fit the level".into(),
+            ));
+        }
+        for (m, c) in part[5..].chunks_exact(6).enumerate() {
+            let (i, j) = (i0 + m % nx, j0 + m / nx);
+            columns[j * n + i] = crate::problem::Column {
+                area: c[0],
+                alpha_e: c[1],
+                alpha_w: c[2],
+                alpha_n: c[3],
+                alpha_s: c[4],
+                alpha_t: c[5],
+            };
+        }
+        covered += nx * ny;
+        blocks.push([i0, j0, nx, ny]);
+    }
+    if covered != n * n {
+        return Err(crate::StrataError::Comm(
+            "the ranks' coarsest blocks do not tile the level".into(),
+        ));
+    }
+    let whole = crate::stencil::LevelStencil {
+        block: crate::grid::Block {
+            i0: 0,
+            j0: 0,
+            nx: n,
+            ny: n,
+            ..s.block
+        },
+        columns: columns.into(),
+        ..s.clone()
+    };
+    let op = b.prepare_level(&whole)?;
+    Ok(Gathered::Whole(Box::new(Whole {
+        f: b.alloc(&op)?,
+        u: b.alloc(&op)?,
+        work: Work::new(b, &op)?,
+        op,
+        blocks,
+        rank: comm.rank(),
+        n,
+        nz: s.nz,
+    })))
+}
+
+/// PCG with the line relaxation M on level `lev` (operator `op`) from the guess in `u` (its halo
+/// current) until ‖r‖ ≤ `rtol` ‖r₀‖ or [`COARSE_MAX_IT`] iterations, each dot product summed
+/// over the ranks of `comm`.
+#[allow(clippy::too_many_arguments)]
+fn pcg<B: Backend, C: Comm<B>>(
+    b: &B,
+    comm: &C,
+    timer: &mut Timer,
+    lev: usize,
+    op: &B::LevelOp,
+    f: &B::Field,
+    u: &mut B::Field,
+    rtol: f64,
+    work: &mut Work<B>,
+) -> Result<()> {
+    let Work { r, z, p, q } = work;
+    timer.run(b, Kernel::Residual, lev, || b.residual(op, f, u, r))?;
+    timer.run(b, Kernel::Smooth, lev, || b.line_solve(op, r, z))?;
+    let mut s = [b.dot(op, r, z)?, b.dot(op, r, r)?];
+    comm.sum(&mut s)?;
+    let [mut rz, rr0] = s;
+    if !(rr0 > 0.0 && rz.is_finite()) {
+        return Ok(());
+    }
+    timer.run(b, Kernel::Vector, lev, || b.copy(op, z, p))?;
+    for _ in 0..COARSE_MAX_IT {
+        timer.run(b, Kernel::Halo, lev, || comm.exchange(b, op, p))?;
+        timer.run(b, Kernel::Residual, lev, || b.apply(op, p, q))?;
+        let mut pq = [b.dot(op, p, q)?];
+        comm.sum(&mut pq)?;
+        // A breakdown (a singular direction, or rounding at the solution): stop here.
+        if !(pq[0] > 0.0 && pq[0].is_finite()) {
+            break;
+        }
+        let alpha = rz / pq[0];
+        timer.run(b, Kernel::Vector, lev, || b.axpy(op, alpha, p, u))?;
+        timer.run(b, Kernel::Vector, lev, || b.axpy(op, -alpha, q, r))?;
         timer.run(b, Kernel::Smooth, lev, || b.line_solve(op, r, z))?;
         let mut s = [b.dot(op, r, z)?, b.dot(op, r, r)?];
         comm.sum(&mut s)?;
-        let [mut rz, rr0] = s;
-        if !(rr0 > 0.0 && rz.is_finite()) {
-            return Ok(());
+        if s[1] <= rtol * rtol * rr0 || s[0].is_nan() || s[0] <= 0.0 {
+            break;
         }
-        timer.run(b, Kernel::Vector, lev, || b.copy(op, z, p))?;
-        for _ in 0..COARSE_MAX_IT {
-            timer.run(b, Kernel::Halo, lev, || comm.exchange(b, op, p))?;
-            timer.run(b, Kernel::Residual, lev, || b.apply(op, p, q))?;
-            let mut pq = [b.dot(op, p, q)?];
-            comm.sum(&mut pq)?;
-            // A breakdown (a singular direction, or rounding at the solution): stop here.
-            if !(pq[0] > 0.0 && pq[0].is_finite()) {
-                break;
-            }
-            let alpha = rz / pq[0];
-            timer.run(b, Kernel::Vector, lev, || b.axpy(op, alpha, p, u))?;
-            timer.run(b, Kernel::Vector, lev, || b.axpy(op, -alpha, q, r))?;
-            timer.run(b, Kernel::Smooth, lev, || b.line_solve(op, r, z))?;
-            let mut s = [b.dot(op, r, z)?, b.dot(op, r, r)?];
-            comm.sum(&mut s)?;
-            if s[1] <= rtol * rtol * rr0 || s[0].is_nan() || s[0] <= 0.0 {
-                break;
-            }
-            let beta = s[0] / rz;
-            rz = s[0];
-            timer.run(b, Kernel::Vector, lev, || b.xpby(op, z, beta, p))?;
-        }
-        Ok(())
+        let beta = s[0] / rz;
+        rz = s[0];
+        timer.run(b, Kernel::Vector, lev, || b.xpby(op, z, beta, p))?;
     }
+    Ok(())
 }

@@ -94,6 +94,11 @@ impl<B: Backend> Hierarchy<B> {
     /// grids), keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         let n = self.levels.len();
+        // A coarsest level gathered whole is made again from the new operators at the next
+        // coarse solve.
+        if let Some(c) = self.coarse.as_mut() {
+            c.forget();
+        }
         crate::backend::replace_levels(b, self.ops_mut().collect(), &stencils[..n])
     }
 
