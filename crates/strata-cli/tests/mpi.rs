@@ -168,19 +168,32 @@ fn every_solver_is_decomposition_invariant() {
 /// `strata` with `base` serially and on 1–4 ranks under mpirun: the serial iteration count, the
 /// serial solution — bit for bit where the solver is mg (its iterates use no global sum,
 /// docs/MODEL.md §22: the coarsest level smoothed, or solved by CG gathered whole onto every
-/// rank, which it is unless the level has per-cell coefficients), else to 1e-10 relative (the
-/// order of the dot products' sums) — and the same right-hand side (built block by block and
-/// gathered); `tag` names the runs' files.
+/// rank, [`ranks_match_serial_with`]), else to 1e-10 relative (the order of the dot products'
+/// sums) — and the same right-hand side (built block by block and gathered); `tag` names the
+/// runs' files.
 fn ranks_match_serial(base: &[&str], tag: &str) {
+    ranks_match_serial_with(base, tag, &[]);
+}
+
+/// [`ranks_match_serial`] with environment variables set for every run (`env`). The coarse CG
+/// is bit for bit only where `STRATA_GATHER_CELLS` gathers its level (not by default).
+fn ranks_match_serial_with(base: &[&str], tag: &str, env: &[(&str, &str)]) {
+    let gathered = env
+        .iter()
+        .any(|(k, v)| *k == "STRATA_GATHER_CELLS" && *v != "0");
     let per_cell = base
         .iter()
         .any(|a| a.starts_with("--coefficient") || *a == "--height" || *a == "--orography");
     let exact = base.windows(2).any(|w| w == ["--solver", "mg"])
-        && !(per_cell && base.windows(2).any(|w| w == ["--coarse-solve", "cg"]));
+        && !((per_cell || !gathered) && base.windows(2).any(|w| w == ["--coarse-solve", "cg"]));
     let serial_file = tmp(&format!("{tag}-serial.nc"));
     let mut args = base.to_vec();
     args.extend(["--output", serial_file.to_str().unwrap()]);
-    let serial = strata_command().args(&args).output().unwrap();
+    let serial = strata_command()
+        .args(&args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
     assert!(
         serial.status.success(),
         "{}",
@@ -192,7 +205,7 @@ fn ranks_match_serial(base: &[&str], tag: &str) {
         let file = tmp(&format!("{tag}-{ranks}.nc"));
         let mut args = base.to_vec();
         args.extend(["--output", file.to_str().unwrap()]);
-        let o = mpirun(ranks, &args);
+        let o = mpirun_with(ranks, &args, env);
         assert!(
             o.status.success(),
             "{tag} on {ranks} ranks: {}",
@@ -327,11 +340,12 @@ fn orography_is_decomposition_invariant() {
     }
 }
 
-/// The coarsest level solved by CG (docs/MODEL.md §9.4) on 1–4 ranks, gathered whole onto
-/// every rank: the serial count and solution (mg bit for bit; mg-cg, whose outer dot products
-/// are summed over the ranks, to 1e-10), 2 levels, in fp64 (where the distributed coarse CG's
-/// sums differed from the serial ones by 1e-13 relative: fp32 fields' dot products are often
-/// exact, and would not tell), on the walled panel and the periodic box.
+/// The coarsest level solved by CG (docs/MODEL.md §9.4) on 1–4 ranks: the serial count and
+/// solution, to 1e-10 with its dot products summed over the ranks (the default), and gathered
+/// whole onto every rank (`STRATA_GATHER_CELLS`) mg bit for bit (mg-cg, whose outer dot
+/// products are summed over the ranks, to 1e-10); 2 levels, in fp64 (where the distributed
+/// coarse CG's sums differ from the serial ones by 1e-13 relative: fp32 fields' dot products are
+/// often exact, and would not tell), on the walled panel and the periodic box.
 #[test]
 fn the_coarse_cg_is_decomposition_invariant() {
     let (n, nz) = (N.to_string(), NZ.to_string());
@@ -364,6 +378,8 @@ fn the_coarse_cg_is_decomposition_invariant() {
             base.extend(["--boundary", "x=periodic,y=neumann"]);
         }
         ranks_match_serial(&base, &format!("coarse-cg-{solver}-{geometry}"));
+        let gather = [("STRATA_GATHER_CELLS", "1000000")];
+        ranks_match_serial_with(&base, &format!("coarse-cg-{solver}-{geometry}-g"), &gather);
     }
 }
 

@@ -37,11 +37,6 @@ impl Buffer {
         self.host.as_mut_slice()
     }
 
-    /// The page-locked slice, for a device copy on `stream`; call [`Buffer::used`] after it.
-    pub fn slice_mut(&mut self) -> &mut PinnedHostSlice<f64> {
-        &mut self.host
-    }
-
     /// Marks the work queued on `stream` so far as the buffer's last use.
     pub fn used(&self, stream: &CudaStream) -> Result<(), DriverError> {
         self.done.record(stream)

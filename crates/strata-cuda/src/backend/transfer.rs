@@ -11,16 +11,18 @@ impl TransferKernels for CudaBackend {
         same_len("host array", host.len(), row * l.ny as usize)?;
         let rows = chunk_rows(row, l.ny as usize);
         let mut pinned = cu(self.pinned.get(&self.ctx, rows * row))?;
-        let mut staging = self.alloc_values(pinned[0].len())?;
+        // Staging for one chunk, and each copy of only the chunk's values: the page-locked
+        // buffers are at least 64 MiB, and a small field must not move all of them.
+        let mut staging = self.alloc_values(rows * row)?;
         for (c, j0) in (0..l.ny as usize).step_by(rows).enumerate() {
             let n = rows.min(l.ny as usize - j0);
             let buf = &mut pinned[c % 2];
             // Waits for the device's copy out of this buffer two chunks ago.
-            par_copy(
-                &mut cu(buf.host_mut())?[..n * row],
-                &host[j0 * row..(j0 + n) * row],
-            );
-            cu(self.base().memcpy_htod(&*buf.slice_mut(), &mut staging))?;
+            let page_locked = &mut cu(buf.host_mut())?[..n * row];
+            par_copy(page_locked, &host[j0 * row..(j0 + n) * row]);
+            // A plain slice of page-locked memory: an asynchronous copy, ordered by the
+            // buffer's event (`used`, and `host_mut`'s wait).
+            cu(self.base().memcpy_htod(&*page_locked, &mut staging))?;
             cu(buf.used(self.base()))?;
             let mut b = self.builder(self.base(), op.k.get(K::ToDevice));
             let j0i = j0 as i32;
@@ -38,7 +40,8 @@ impl TransferKernels for CudaBackend {
         same_len("host array", host.len(), row * l.ny as usize)?;
         let rows = chunk_rows(row, l.ny as usize);
         let mut pinned = cu(self.pinned.get(&self.ctx, rows * row))?;
-        let mut staging = self.alloc_values(pinned[0].len())?;
+        // One chunk's staging: the copy into the page-locked buffer moves its length only.
+        let mut staging = self.alloc_values(rows * row)?;
         let chunks: Vec<usize> = (0..l.ny as usize).step_by(rows).collect();
         // The host copies chunk c − 1 out of its page-locked buffer while the device transposes
         // and copies chunk c into the other.
@@ -56,7 +59,14 @@ impl TransferKernels for CudaBackend {
             // SAFETY: staging holds n rows of nx·nz values; rows j0..j0+n are inside x's layout.
             cu(unsafe { b.launch(self.transpose_cfg(op, n)) })?;
             let buf = &mut pinned[c % 2];
-            cu(self.base().memcpy_dtoh(&staging, buf.slice_mut()))?;
+            // The chunk's values only (a copy into the whole page-locked slice would move its
+            // length, 64 MiB or more, whatever the field's size): a plain slice of page-locked
+            // memory, ordered by the buffer's event (`used`, and `host_mut`'s wait, which the
+            // copy-out two chunks ago made already).
+            let page_locked = &mut cu(buf.host_mut())?[..n * row];
+            cu(self
+                .base()
+                .memcpy_dtoh(&staging.slice(..n * row), page_locked))?;
             cu(buf.used(self.base()))?;
             if c > 0 {
                 copy_out(c - 1, &mut pinned)?;

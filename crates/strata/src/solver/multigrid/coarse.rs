@@ -44,12 +44,32 @@ pub(crate) fn check_rtol(rtol: f64) -> Result<()> {
     Ok(())
 }
 
-/// The most cells of a coarsest level solved whole on every rank (2²² cells: 32 MiB per fp64
-/// field). A larger one is solved where it lies, each dot product summed over the ranks.
-pub const GATHER_CELLS: usize = 1 << 22;
+/// The default bound on the cells of a coarsest level gathered whole onto every rank: 0, never.
+/// Gathering (through the host: two downloads, an all-gather, two uploads per cycle, and the
+/// whole level's work on every rank) cost more than the distributed CG's sums at every size
+/// measured — four H200s with NCCL, coarsest levels of 16² to 128² × 128 columns, and two CPU
+/// ranks (docs/PERFORMANCE.md) — so it is a choice, `STRATA_GATHER_CELLS=N` (every rank the
+/// same N): it makes mg with the coarse CG give the serial solve's values on any number of
+/// ranks, and may pay where a sum over many ranks costs more than the gather.
+pub const GATHER_CELLS: usize = 0;
+
+/// The bound on the cells of a gathered coarsest level: `STRATA_GATHER_CELLS`, or
+/// [`GATHER_CELLS`].
+fn gather_cells() -> Result<usize> {
+    match std::env::var("STRATA_GATHER_CELLS") {
+        Ok(v) => v.trim().parse().map_err(|_| {
+            crate::StrataError::invalid(
+                "STRATA_GATHER_CELLS",
+                format!("must be a count of cells (got {v:?})"),
+            )
+        }),
+        Err(_) => Ok(GATHER_CELLS),
+    }
+}
 
 /// The coarse CG's workspace on the coarsest level: residual, preconditioned residual, search
-/// direction and its image; and, on several ranks, the whole level gathered onto every rank.
+/// direction and its image; and, on several ranks, the whole level gathered onto every rank
+/// where that was chosen ([`GATHER_CELLS`]).
 pub(crate) struct CoarseCg<B: Backend> {
     work: Work<B>,
     gathered: Gathered<B>,
@@ -67,8 +87,8 @@ struct Work<B: Backend> {
 enum Gathered<B: Backend> {
     /// Not decided since the operators were made (the next solve decides, with every rank).
     Undecided,
-    /// On the ranks' blocks, each dot product summed over the ranks (one rank; a level with
-    /// per-cell coefficients, cross or slant terms, or larger than [`GATHER_CELLS`]).
+    /// On the ranks' blocks, each dot product summed over the ranks (one rank; the default; a
+    /// level with per-cell coefficients, cross or slant terms, or larger than the bound).
     Distributed,
     /// The whole level on every rank, solved there alike (PETSc's PCREDUNDANT): no sum and no
     /// exchange inside the CG, and on every count of ranks the serial solve's values.
@@ -127,9 +147,9 @@ impl<B: Backend> CoarseCg<B> {
 
     /// Solves A u = f on the coarsest level `lev` (operator `op`) from the guess in `u` (its
     /// halo current) until ‖r‖ ≤ `rtol` ‖r₀‖ or [`COARSE_MAX_IT`] iterations: PCG with the
-    /// line relaxation M (the `cg` solver's preconditioner). On several ranks the whole level
-    /// is gathered onto every rank and solved there (the serial solve's values), unless it
-    /// cannot be ([`Gathered::Distributed`]): then each dot product is summed over the ranks.
+    /// line relaxation M (the `cg` solver's preconditioner). On several ranks each dot product
+    /// is summed over the ranks, unless the whole level is gathered onto every rank and solved
+    /// there (the serial solve's values: `STRATA_GATHER_CELLS`, [`GATHER_CELLS`]).
     /// `u`'s halo is left stale (the caller exchanges it as the cycle needs).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn solve<C: Comm<B>>(
@@ -241,8 +261,8 @@ fn place(
 /// Decides, with every rank (collective), where the coarse CG on level `op` runs: the whole
 /// level on every rank where there are several, every rank's level is of the column-coefficient
 /// kind (no per-cell coefficients, cross or slant terms, tiles or fields in a backend's memory:
-/// those would have to be gathered too) and no larger than [`GATHER_CELLS`], and the
-/// communicator gathers; otherwise where it lies.
+/// those would have to be gathered too) and no larger than the bound ([`gather_cells`]), and
+/// the communicator gathers; otherwise where it lies.
 fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Result<Gathered<B>> {
     if comm.size() == 1 {
         return Ok(Gathered::Distributed);
@@ -255,7 +275,7 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
         && s.tiles.is_none()
         && s.resident.is_none()
         && s.block.panel.is_none()
-        && whole_cells <= GATHER_CELLS;
+        && gather_cells().is_ok_and(|bound| whole_cells <= bound);
     // What every rank sends: whether it can, its block, then its columns (6 values each).
     let b4 = [s.block.i0, s.block.j0, s.block.nx, s.block.ny];
     let mut local: Vec<f64> = vec![f64::from(u8::from(plain))];
@@ -270,6 +290,9 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
     let Ok(parts) = comm.all_gather(&local) else {
         return Ok(Gathered::Distributed);
     };
+    // A bound this rank could not read: an error, after the collective call (the other ranks
+    // then see this rank's refusal and solve where the level lies).
+    gather_cells()?;
     if parts.len() != comm.size() || parts.iter().any(|p| p.first() != Some(&1.0)) {
         return Ok(Gathered::Distributed);
     }
