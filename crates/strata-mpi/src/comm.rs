@@ -149,20 +149,26 @@ pub(crate) fn all_sum(world: &SimpleCommunicator, values: &mut [f64]) {
     world.all_reduce_into(&local[..], values, SystemOperation::sum());
 }
 
-/// Every rank's `local` values (any length per rank), in rank order: the lengths by one
-/// all-gather, then the values by one all-gather of varying counts.
-pub(crate) fn all_gather(world: &SimpleCommunicator, local: &[f64]) -> Vec<Vec<f64>> {
-    let size = world.size() as usize;
-    let mut counts = vec![0i32; size];
-    world.all_gather_into(&(local.len() as i32), &mut counts[..]);
-    let displs: Vec<i32> = counts
+/// Where each rank's part starts in a buffer of all the ranks' parts (`counts[r]` values from
+/// rank r, in rank order): MPI's displacements of a gather of varying counts.
+pub fn displacements(counts: &[i32]) -> Vec<i32> {
+    counts
         .iter()
         .scan(0i32, |at, &c| {
             let d = *at;
             *at += c;
             Some(d)
         })
-        .collect();
+        .collect()
+}
+
+/// Every rank's `local` values (any length per rank), in rank order: the lengths by one
+/// all-gather, then the values by one all-gather of varying counts.
+pub(crate) fn all_gather(world: &SimpleCommunicator, local: &[f64]) -> Vec<Vec<f64>> {
+    let size = world.size() as usize;
+    let mut counts = vec![0i32; size];
+    world.all_gather_into(&(local.len() as i32), &mut counts[..]);
+    let displs = displacements(&counts);
     let total: usize = counts.iter().map(|&c| c as usize).sum();
     let mut all = vec![0.0f64; total];
     {

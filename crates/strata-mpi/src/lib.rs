@@ -14,7 +14,7 @@ mod comm;
 mod nccl;
 mod sphere;
 
-pub use comm::MpiComm;
+pub use comm::{displacements, MpiComm};
 pub use mpi;
 #[cfg(feature = "nccl")]
 pub use nccl::{nccl_available, NcclComm};

@@ -182,14 +182,7 @@ fn gather_counts(
         return Ok(None);
     }
     let counts: Vec<i32> = counts.iter().map(|&c| c as i32).collect();
-    let displs: Vec<i32> = counts
-        .iter()
-        .scan(0i32, |acc, &c| {
-            let d = *acc;
-            *acc += c;
-            Some(d)
-        })
-        .collect();
+    let displs = strata_mpi::displacements(&counts);
     let total: usize = counts.iter().map(|&c| c as usize).sum();
     let mut packed = vec![0.0; total];
     {
