@@ -258,6 +258,9 @@ fn place(
     }
 }
 
+/// Values before a rank's columns in what [`gather_level`] gathers: two flags and the block.
+const HEADER: usize = 6;
+
 /// Decides, with every rank (collective), where the coarse CG on level `op` runs: the whole
 /// level on every rank where there are several, every rank's level is of the column-coefficient
 /// kind (no per-cell coefficients, cross or slant terms, tiles or fields in a backend's memory:
@@ -269,17 +272,19 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
     }
     let s = b.stencil(op);
     let whole_cells = s.block.n * s.block.n * s.nz;
+    let bound = gather_cells();
     let plain = s.cells.is_none()
         && s.cross.is_none()
         && s.slant.is_none()
         && s.tiles.is_none()
         && s.resident.is_none()
         && s.block.panel.is_none()
-        && gather_cells().is_ok_and(|bound| whole_cells <= bound);
-    // What every rank sends: whether it can, its block, then its columns (6 values each).
-    let b4 = [s.block.i0, s.block.j0, s.block.nx, s.block.ny];
-    let mut local: Vec<f64> = vec![f64::from(u8::from(plain))];
-    local.extend(b4.iter().map(|&v| v as f64));
+        && bound.as_ref().is_ok_and(|&bound| whole_cells <= bound);
+    // What every rank sends: whether it can gather, whether it could not read the bound, its
+    // block, then (if it can) its columns, 6 values each.
+    let flag = |b: bool| f64::from(u8::from(b));
+    let mut local = vec![flag(plain), flag(bound.is_err())];
+    local.extend([s.block.i0, s.block.j0, s.block.nx, s.block.ny].map(|v| v as f64));
     if plain {
         for c in s.columns.iter() {
             local.extend([
@@ -290,9 +295,14 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
     let Ok(parts) = comm.all_gather(&local) else {
         return Ok(Gathered::Distributed);
     };
-    // A bound this rank could not read: an error, after the collective call (the other ranks
-    // then see this rank's refusal and solve where the level lies).
-    gather_cells()?;
+    // A bound some rank could not read: an error on every rank alike (none waits for another
+    // in a collective call that rank never makes).
+    bound?;
+    if let Some(r) = parts.iter().position(|p| p.get(1) != Some(&0.0)) {
+        return Err(crate::StrataError::Comm(format!(
+            "rank {r} could not read STRATA_GATHER_CELLS (each rank must be given the same count)"
+        )));
+    }
     if parts.len() != comm.size() || parts.iter().any(|p| p.first() != Some(&1.0)) {
         return Ok(Gathered::Distributed);
     }
@@ -301,13 +311,13 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
     let mut blocks = Vec::with_capacity(parts.len());
     let mut covered = 0;
     for part in &parts {
-        let [i0, j0, nx, ny] = [1, 2, 3, 4].map(|k| part.get(k).copied().unwrap_or(-1.0) as usize);
-        if part.len() != 5 + 6 * nx * ny || i0 + nx > n || j0 + ny > n {
+        let [i0, j0, nx, ny] = [2, 3, 4, 5].map(|k| part.get(k).copied().unwrap_or(-1.0) as usize);
+        if part.len() != HEADER + 6 * nx * ny || i0 + nx > n || j0 + ny > n {
             return Err(crate::StrataError::Comm(
                 "a rank's coarsest block does not fit the level".into(),
             ));
         }
-        for (m, c) in part[5..].chunks_exact(6).enumerate() {
+        for (m, c) in part[HEADER..].chunks_exact(6).enumerate() {
             let (i, j) = (i0 + m % nx, j0 + m / nx);
             columns[j * n + i] = crate::problem::Column {
                 area: c[0],
