@@ -108,6 +108,7 @@ struct Whole<B: Backend> {
     /// The level's cells per direction and vertically.
     n: usize,
     nz: usize,
+    host: HostArrays,
 }
 
 impl<B: Backend> Work<B> {
@@ -203,14 +204,14 @@ impl<B: Backend> Whole<B> {
         u: &B::Field,
     ) -> Result<()> {
         let cells = b.stencil(op).cells();
-        let mut local = vec![0.0; 2 * cells];
+        let local = &mut self.host.local;
+        local.resize(2 * cells, 0.0);
         let (lf, lu) = local.split_at_mut(cells);
         b.download(op, f, lf)?;
         b.download(op, u, lu)?;
-        let parts = comm.all_gather(&local)?;
+        let parts = comm.all_gather(local)?;
         let (n, nz) = (self.n, self.nz);
-        let mut whole_f = vec![0.0; n * n * nz];
-        let mut whole_u = vec![0.0; n * n * nz];
+        let [whole_f, whole_u] = &mut self.host.whole;
         for (part, &[i0, j0, nx, ny]) in parts.iter().zip(&self.blocks) {
             let cells = nx * ny * nz;
             if part.len() != 2 * cells {
@@ -221,26 +222,34 @@ impl<B: Backend> Whole<B> {
                 )));
             }
             let (pf, pu) = part.split_at(cells);
-            place(&mut whole_f, pf, (i0, j0, nx, ny), n, nz);
-            place(&mut whole_u, pu, (i0, j0, nx, ny), n, nz);
+            place(whole_f, pf, (i0, j0, nx, ny), n, nz);
+            place(whole_u, pu, (i0, j0, nx, ny), n, nz);
         }
-        b.upload(&self.op, &whole_f, &mut self.f)?;
-        b.upload(&self.op, &whole_u, &mut self.u)
+        b.upload(&self.op, whole_f, &mut self.f)?;
+        b.upload(&self.op, whole_u, &mut self.u)
     }
 
     /// This rank's block of `u` ← the whole level's solution.
     fn scatter(&mut self, b: &B, op: &B::LevelOp, u: &mut B::Field) -> Result<()> {
         let (n, nz) = (self.n, self.nz);
-        let mut whole = vec![0.0; n * n * nz];
-        b.download(&self.op, &self.u, &mut whole)?;
+        let whole = &mut self.host.whole[1];
+        b.download(&self.op, &self.u, whole)?;
         let [i0, j0, nx, ny] = self.blocks[self.rank];
-        let mut local = vec![0.0; nx * ny * nz];
+        let local = &mut self.host.local;
+        local.resize(nx * ny * nz, 0.0);
         for j in 0..ny {
             let at = ((j0 + j) * n + i0) * nz;
             local[j * nx * nz..(j + 1) * nx * nz].copy_from_slice(&whole[at..at + nx * nz]);
         }
-        b.upload(op, &local, u)
+        b.upload(op, local, u)
     }
+}
+
+/// The host arrays a gathered level travels through, kept from cycle to cycle: the whole
+/// level's f and u, and this rank's block of both.
+struct HostArrays {
+    whole: [Vec<f64>; 2],
+    local: Vec<f64>,
 }
 
 /// Copies a block's z-contiguous values (`[j][i][k]`, block `(i0, j0, nx, ny)`) into the whole
@@ -357,6 +366,10 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
         rank: comm.rank(),
         n,
         nz: s.nz,
+        host: HostArrays {
+            whole: [vec![0.0; n * n * s.nz], vec![0.0; n * n * s.nz]],
+            local: Vec::new(),
+        },
     })))
 }
 
