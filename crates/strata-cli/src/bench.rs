@@ -231,6 +231,7 @@ impl BackendTask for Task {
                             | Kernel::SmoothColor
                             | Kernel::RestrictSmooth
                             | Kernel::Prolongate
+                            | Kernel::ProlongateSmooth
                             | Kernel::Residual,
                         ) => 4.0,
                         _ => 8.0,

@@ -1016,6 +1016,121 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
         );
     }
     prolongated_halos(b);
+    prolongated_sweeps(b);
+}
+
+/// `prolongate_smooth_colors` (the prolongation and the two half-sweeps after it, which a
+/// backend may fuse) against the same backend's separate calls
+/// ([`strata::backend::prolongate_then_smooth`], each checked against the reference above), in
+/// fp64 and fp32, on blocks of a decomposition with and without halo sides to prolongate into,
+/// in both colour orders, with and without over-relaxation. Both get the same `between`: it
+/// sets the halo faces to given values, as an exchange would.
+fn prolongated_sweeps<B: Backend>(b: &B) {
+    let mut rng = Rng::new(17);
+    let blk = |i0, j0, nx, ny| Block {
+        n: 48,
+        i0,
+        j0,
+        nx,
+        ny,
+        panel: None,
+        bc: Default::default(),
+    };
+    for storage in [Storage::F64, Storage::F32] {
+        let tol = match storage {
+            Storage::F64 => TOL,
+            Storage::F32 => TOL_F32,
+        };
+        for g in [Geometry::Panel, Geometry::Box] {
+            for nz in [7, 128] {
+                for (a, sides) in [
+                    (blk(16, 8, 20, 24), [true; 4]),
+                    (blk(0, 0, 48, 48), [false; 4]),
+                    (blk(28, 24, 20, 24), [true, false, true, false]),
+                ] {
+                    let (fs, cs) = (
+                        level(g, a, nz).with_storage(storage),
+                        level(g, a.coarsen(), nz).with_storage(storage),
+                    );
+                    let (fo, co) = (b.prepare_level(&fs).unwrap(), b.prepare_level(&cs).unwrap());
+                    let (uc, u, f) = (
+                        rounded(&rng.field(&cs)),
+                        rounded(&rng.field(&fs)),
+                        rounded(&rng.field(&fs)),
+                    );
+                    let halo = rounded(&rng.field(&fs));
+                    let (duc, df) = (to_backend(b, &co, &uc), to_backend(b, &fo, &f));
+                    // The coarse halo's corners, which the face cells at a face's ends read.
+                    let (cx, cy) = (a.nx / 2 + 1, a.ny / 2 + 1);
+                    let mut duc = duc;
+                    for at in [(0, 0), (cx, 0), (0, cy), (cx, cy)] {
+                        let o = uc.offset(at.0, at.1);
+                        let mut buf = b.alloc_face(nz).unwrap();
+                        b.face_from_host(&uc.data[o..o + nz], &mut buf).unwrap();
+                        b.unpack_column(&co, &mut duc, at, &buf).unwrap();
+                    }
+                    let faces: Vec<_> = Side::ALL
+                        .into_iter()
+                        .map(|side| {
+                            let mut v = vec![0.0; face_len(&fs, side)];
+                            halo.pack_halo(side, &mut v);
+                            let mut buf = b.alloc_face(v.len()).unwrap();
+                            b.face_from_host(&v, &mut buf).unwrap();
+                            (side, buf)
+                        })
+                        .collect();
+                    let mut between = |b: &B, x: &mut B::Field| {
+                        for (side, buf) in &faces {
+                            b.unpack_face(&fo, x, *side, buf)?;
+                        }
+                        Ok(())
+                    };
+                    for colours in [[0, 1], [1, 0]] {
+                        for relax in [1.0, 1.15] {
+                            let ctx = format!(
+                                "{storage:?} {g:?} nz={nz} {a:?} sides {sides:?} colours \
+                                 {colours:?} relax {relax} {:?}",
+                                b.name()
+                            );
+                            let (mut fused, mut apart) =
+                                (to_backend(b, &fo, &u), to_backend(b, &fo, &u));
+                            b.prolongate_smooth_colors(
+                                &co,
+                                &fo,
+                                &duc,
+                                &df,
+                                &mut fused,
+                                colours,
+                                relax,
+                                sides,
+                                &mut between,
+                            )
+                            .unwrap();
+                            strata::backend::prolongate_then_smooth(
+                                b,
+                                &co,
+                                &fo,
+                                &duc,
+                                &df,
+                                &mut apart,
+                                colours,
+                                relax,
+                                sides,
+                                &mut between,
+                            )
+                            .unwrap();
+                            let (x, y) = (to_host(b, &fo, &fused), to_host(b, &fo, &apart));
+                            let d = rel_diff(&x, &y);
+                            if d > 0.0 {
+                                eprintln!("note: prolongate_smooth_colors {ctx}: {d:e}");
+                            }
+                            assert!(d <= tol, "prolongate_smooth_colors {ctx}: {d:e}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `prolongate_faces`: on a block of a decomposition, the halo cells it prolongates are bit for
