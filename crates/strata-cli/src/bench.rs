@@ -231,7 +231,6 @@ impl BackendTask for Task {
                             | Kernel::SmoothColor
                             | Kernel::RestrictSmooth
                             | Kernel::Prolongate
-                            | Kernel::ProlongateSmooth
                             | Kernel::Residual,
                         ) => 4.0,
                         _ => 8.0,

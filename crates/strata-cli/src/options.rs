@@ -202,12 +202,6 @@ pub struct MgArgs {
     /// backend fuses them: the CUDA backend).
     #[arg(long)]
     pub unfused_restriction: bool,
-    /// Prolongate each level as a pass of its own before the red-black post-smoothing, instead
-    /// of fusing the prolongation into the post-smoothing's half-sweeps (the default where no
-    /// exchange follows the prolongation: one pass and one kernel per level fewer where the
-    /// backend fuses them, the CUDA backend; the same iterates up to rounding).
-    #[arg(long)]
-    pub unfused_prolongation: bool,
     /// On a rank grid, exchange halos after every prolongation, as the paper's cycle does,
     /// instead of prolongating the neighbours' coarse values into the halo (the default: the
     /// same iterates bit for bit, a third fewer exchanges per level).
@@ -243,7 +237,6 @@ impl MgArgs {
             .with_rho(self.rho)
             .with_relaxation(self.relaxation)
             .with_fused_restriction(!self.unfused_restriction)
-            .with_fused_prolongation(!self.unfused_prolongation)
             .with_prolongated_halos(!self.exchange_after_prolongation);
         if let Some(s) = self.smoother {
             cfg = cfg.with_smoother(s);

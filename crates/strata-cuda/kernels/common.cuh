@@ -83,65 +83,6 @@ __device__ __forceinline__ idx_t at_(const Layout& L, int i, int j, int k) {
     return (idx_t)(j + 1) * (idx_t)L.plane + (idx_t)k * L.sx + XOFF + i;
 }
 
-// Where fine cell (i, j)'s prolongation reads (the parent, its x and y neighbours on the child's
-// side, a ghost -u_P outside the physical boundary), from level k0 on: u_f <- u_f + P u_c with
-// weights (1/2, 1/4, 1/4) (stencil.cu: prolongate_f64). phys: bit 0 west, 1 east, 2 south, 3
-// north is a wall of the coarse block; bits 4-7 the same sides where the wall is zero-flux (its
-// ghost is +u_parent).
-struct Prolong {
-    idx_t o, op, ox, oy;
-    real wx, wy;
-};
-__device__ __forceinline__ Prolong prolong_at(const Layout& Lc, const Layout& L, int phys, int i, int j, int k0) {
-    const int ip = i >> 1, jp = j >> 1;
-    const int ix = (i & 1) ? ip + 1 : ip - 1;
-    const int jy = (j & 1) ? jp + 1 : jp - 1;
-    const int sx = ix < 0 ? 0 : ix >= Lc.nx ? 1 : -1, sy = jy < 0 ? 2 : jy >= Lc.ny ? 3 : -1;
-    const bool gx = sx >= 0 && ((phys >> sx) & 1), gy = sy >= 0 && ((phys >> sy) & 1);
-    const bool mx = gx && ((phys >> (sx + 4)) & 1), my = gy && ((phys >> (sy + 4)) & 1);
-    const idx_t op = at_(Lc, ip, jp, k0);
-    return Prolong{at_(L, i, j, k0), op, gx ? op : at_(Lc, ix, jp, k0), gy ? op : at_(Lc, ip, jy, k0),
-                   gx && !mx ? -real(0.25) : real(0.25), gy && !my ? -real(0.25) : real(0.25)};
-}
-
-// (P u_c) at the fine cell of p, dkc coarse levels up: the one expression of every prolongation.
-__device__ __forceinline__ real prolong_value(const real* __restrict__ uc, const Prolong& p, idx_t dkc) {
-    return real(0.5) * uc[p.op + dkc] + p.wx * uc[p.ox + dkc] + p.wy * uc[p.oy + dkc];
-}
-
-// A prolongation pending on a level (strata::backend::LineKernels::prolongate_smooth_colors):
-// the value of fine cell (i, j, k) is u + P u_c, as prolongate_f64 would store it, on the
-// interior and on the halo faces of `sides` (bit s for west, east, south, north: what
-// prolongate_faces_f64 fills); elsewhere in the halo (walls) u alone.
-struct Pending {
-    const real* __restrict__ uc;
-    Layout Lc;
-    int phys;
-    int sides;
-    // (P u_c) at fine cell (i, j, k), 0 where the halo keeps u.
-    __device__ __forceinline__ real corr(const Layout& L, int i, int j, int k) const {
-        if (i < 0 || i >= L.nx || j < 0 || j >= L.ny) {
-            const int s = i < 0 ? 0 : i >= L.nx ? 1 : j < 0 ? 2 : 3;
-            if (!((sides >> s) & 1)) return real(0.0);
-        }
-        return prolong_value(uc, prolong_at(Lc, L, phys, i, j, k), 0);
-    }
-};
-
-// The horizontal neighbourhood of fine cell (i, j, k) (element p of u) with a pending
-// prolongation: each neighbour's u + P u_c (Pending::corr).
-struct PendingNb {
-    const real* p;
-    idx_t dy;
-    const Pending& pd;
-    const Layout& L;
-    int i, j, k;
-    __device__ __forceinline__ real e() const { return p[1] + pd.corr(L, i + 1, j, k); }
-    __device__ __forceinline__ real w() const { return p[-1] + pd.corr(L, i - 1, j, k); }
-    __device__ __forceinline__ real n() const { return p[dy] + pd.corr(L, i, j + 1, k); }
-    __device__ __forceinline__ real s() const { return p[-dy] + pd.corr(L, i, j - 1, k); }
-};
-
 __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Layout& L, int i, int j) {
     const real* c = cols + 6 * ((idx_t)j * L.nx + i);
     Col r;
@@ -230,11 +171,6 @@ struct ColOp {
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
         return V_D(V, k) * (c.ae * x[o + 1] + c.aw * x[o - 1] + c.an * x[o + L.plane] + c.as * x[o - L.plane]);
     }
-    // The same from a neighbourhood (PendingNb), in the same order.
-    template <class N>
-    __device__ __forceinline__ real horizontal_n(const N& x, idx_t, const Layout&, int k) const {
-        return V_D(V, k) * (c.ae * x.e() + c.aw * x.w() + c.an * x.n() + c.as * x.s());
-    }
     __device__ __forceinline__ real diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
     __device__ __forceinline__ real lower(int k) const { return c.t * V_C(V, k); }
     __device__ __forceinline__ real upper(int k) const { return c.t * V_B(V, k); }
@@ -280,12 +216,6 @@ struct CellOp {
         const real west = sym ? e[o - 1] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
         return e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] + south * x[o - L.plane];
-    }
-    template <class N>
-    __device__ __forceinline__ real horizontal_n(const N& x, idx_t o, const Layout& L, int) const {
-        const real west = sym ? e[o - 1] : w[o];
-        const real south = sym ? n[o - L.plane] : s[o];
-        return e[o] * x.e() + west * x.w() + n[o] * x.n() + south * x.s();
     }
     __device__ __forceinline__ real diag(int k) const { return d[o0 + (idx_t)k * sx]; }
     __device__ __forceinline__ real lower(int k) const {

@@ -172,53 +172,6 @@ extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PAR
     WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax));
 }
 
-// smooth_color_body with a prolongation pending on the level (Pending, common.cuh;
-// strata::backend::LineKernels::prolongate_smooth_colors): the half-sweep of the columns of
-// one colour as smooth_color_body computes it after u <- u + P u_c, without that pass. With
-// `nb` (the post-smoothing's first half-sweep) every neighbour is read as u + P u_c; without
-// (the second, whose neighbours the first wrote) only the column's own old values, which the
-// over-relaxation reads (relax = 1 reads none: the host launches smooth_color_f64 then). The
-// other colour's columns are not written: their correction is still pending. Traffic as
-// smooth_color_f64 and a quarter u_c per pass (L1 and L2 hold its neighbourhood).
-template <class Op, class Tri = Whole>
-__device__ __forceinline__ void smooth_color_pending_body(const Layout& L, const Op& op, idx_t o0, int i, int j,
-                                                          const real* __restrict__ f, real* u, real relax,
-                                                          const Pending& pd, int nb, const Tri& tri = Tri{}) {
-    auto rhs = [&](int k) {
-        const idx_t o = o0 + (idx_t)k * L.sx;
-        if (nb) return f[o] - op.horizontal_n(PendingNb{u + o, L.plane, pd, L, i, j, k}, o, L, k);
-        return f[o] - op.horizontal(u, o, L, k);
-    };
-    if (relax == real(1.0)) {
-        tri(op, rhs, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
-    } else {
-        tri(op, rhs, rhs, [&](int k, real zk) {
-            const idx_t o = o0 + (idx_t)k * L.sx;
-            u[o] = (real(1.0) - relax) * (u[o] + pd.corr(L, i, j, k)) + relax * zk;
-        });
-    }
-}
-
-// The pending kernels' parameters after the level's operator (no cross terms: the host fuses
-// the prolongation only on levels without them).
-#define PENDING_PARAMS                                                                              \
-    const real *__restrict__ f, real *u, int parity, double relax, Layout Lc, int phys, int sides, \
-        const real *__restrict__ uc, int nb
-#define PENDING Pending{uc, Lc, phys, sides}
-
-extern "C" __global__ void LINE_BOUNDS smooth_color_pending_f64(Layout L, const real* __restrict__ cols,
-                                                                const real* __restrict__ V, PENDING_PARAMS) {
-    COLOR_COLUMN
-    const ColOp op{load_col(cols, L, i, j), V};
-    smooth_color_pending_body(L, op, at_(L, i, j, 0), i, j, f, u, (real)relax, PENDING, nb);
-}
-
-extern "C" __global__ void LINE_BOUNDS smooth_color_pending_cells_f64(Layout L, CELL_PARAMS, PENDING_PARAMS) {
-    COLOR_COLUMN
-    const idx_t o0 = at_(L, i, j, 0);
-    smooth_color_pending_body(L, CELL_OP(o0), o0, i, j, f, u, (real)relax, PENDING, nb);
-}
-
 // ---- The same line kernels with two threads per column (thomas_twin, TWIN_COLUMN), for levels
 // whose columns are too few to fill the GPU one thread each (strata_cuda::kernels::Tuning::
 // twin_threads). Launched over 2 x (columns in x) threads in x.
@@ -306,19 +259,6 @@ extern "C" __global__ void LINE_BOUNDS smooth_color_twin_cells_f64(Layout L, CEL
     TWIN_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
     WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, Twin{bottom, mask}));
-}
-
-extern "C" __global__ void LINE_BOUNDS smooth_color_pending_twin_f64(Layout L, const real* __restrict__ cols,
-                                                                     const real* __restrict__ V, PENDING_PARAMS) {
-    TWIN_COLOR_COLUMN
-    const ColOp op{load_col(cols, L, i, j), V};
-    smooth_color_pending_body(L, op, at_(L, i, j, 0), i, j, f, u, (real)relax, PENDING, nb, Twin{bottom, mask});
-}
-
-extern "C" __global__ void LINE_BOUNDS smooth_color_pending_twin_cells_f64(Layout L, CELL_PARAMS, PENDING_PARAMS) {
-    TWIN_COLOR_COLUMN
-    const idx_t o0 = at_(L, i, j, 0);
-    smooth_color_pending_body(L, CELL_OP(o0), o0, i, j, f, u, (real)relax, PENDING, nb, Twin{bottom, mask});
 }
 
 // scale * (sum of the 4 fine children at fine offset of), the restriction of both RestrictSmooth
@@ -559,36 +499,4 @@ extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, CEL
     PCR_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
     WITH_CELL_SLANT(o0, smooth_color_pcr_body(L, op, o0, k, slot, active, f, u, (real)relax));
-}
-
-// smooth_color_pcr_f64 with a prolongation pending on the level, as smooth_color_pending_f64.
-template <class Op>
-__device__ __forceinline__ void smooth_color_pending_pcr_body(const Layout& L, const Op& op, idx_t o0, int i,
-                                                              int j, int k, int slot, bool active,
-                                                              const real* __restrict__ f, real* u, real relax,
-                                                              const Pending& pd, int nb) {
-    const idx_t o = o0 + (idx_t)(k < NZ ? k : 0) * L.sx;
-    const int kk = k < NZ ? k : 0;
-    real d = real(0.0);
-    if (k < NZ) {
-        d = f[o] - (nb ? op.horizontal_n(PendingNb{u + o, L.plane, pd, L, i, j, kk}, o, L, kk)
-                       : op.horizontal(u, o, L, kk));
-    }
-    const real z = pcr_solve(op, k, slot, d);
-    if (active && k < NZ) {
-        u[o] = relax == real(1.0) ? z : (real(1.0) - relax) * (u[o] + pd.corr(L, i, j, k)) + relax * z;
-    }
-}
-
-extern "C" __global__ void smooth_color_pending_pcr_f64(Layout L, const real* __restrict__ cols,
-                                                        const real* __restrict__ V, PENDING_PARAMS) {
-    PCR_COLOR_COLUMN
-    const ColOp op{load_col(cols, L, i, j), V};
-    smooth_color_pending_pcr_body(L, op, at_(L, i, j, 0), i, j, k, slot, active, f, u, (real)relax, PENDING, nb);
-}
-
-extern "C" __global__ void smooth_color_pending_pcr_cells_f64(Layout L, CELL_PARAMS, PENDING_PARAMS) {
-    PCR_COLOR_COLUMN
-    const idx_t o0 = at_(L, i, j, 0);
-    smooth_color_pending_pcr_body(L, CELL_OP(o0), o0, i, j, k, slot, active, f, u, (real)relax, PENDING, nb);
 }

@@ -225,25 +225,12 @@ pub enum Kernel {
     RestrictSmoothTwin,
     /// `restrict_smooth_twin_cells_f64` (lines.cu).
     RestrictSmoothTwinCells,
-    /// `smooth_color_pending_f64` (lines.cu): [`Kernel::SmoothColor`] with a prolongation
-    /// pending (`LineKernels::prolongate_smooth_colors`).
-    SmoothColorPending,
-    /// `smooth_color_pending_cells_f64` (lines.cu).
-    SmoothColorPendingCells,
-    /// `smooth_color_pending_twin_f64` (lines.cu): two threads per column.
-    SmoothColorPendingTwin,
-    /// `smooth_color_pending_twin_cells_f64` (lines.cu).
-    SmoothColorPendingTwinCells,
-    /// `smooth_color_pending_pcr_f64` (lines.cu): by PCR.
-    SmoothColorPendingPcr,
-    /// `smooth_color_pending_pcr_cells_f64` (lines.cu).
-    SmoothColorPendingPcrCells,
 }
 
 impl Kernel {
     /// The kernels that solve columns by the Thomas algorithm (kernels/lines.cu: thomas()),
     /// launched with [`Kernels::line_smem`] bytes of shared memory.
-    pub const LINES: [Kernel; 12] = [
+    pub const LINES: [Kernel; 10] = [
         Kernel::LineSolve,
         Kernel::LineSolveCells,
         Kernel::CgTridiag,
@@ -254,8 +241,6 @@ impl Kernel {
         Kernel::SmoothColorCells,
         Kernel::RestrictSmooth,
         Kernel::RestrictSmoothCells,
-        Kernel::SmoothColorPending,
-        Kernel::SmoothColorPendingCells,
     ];
 
     /// The form of a line kernel with two threads per column (`thomas_twin`, kernels/common.cuh),
@@ -272,14 +257,12 @@ impl Kernel {
             Kernel::SmoothColorCells => Kernel::SmoothColorTwinCells,
             Kernel::RestrictSmooth => Kernel::RestrictSmoothTwin,
             Kernel::RestrictSmoothCells => Kernel::RestrictSmoothTwinCells,
-            Kernel::SmoothColorPending => Kernel::SmoothColorPendingTwin,
-            Kernel::SmoothColorPendingCells => Kernel::SmoothColorPendingTwinCells,
             _ => return None,
         })
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 76] = [
+    pub const ALL: [Kernel; 70] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -350,12 +333,6 @@ impl Kernel {
         Kernel::ProlongateFaces,
         Kernel::RestrictSmoothTwin,
         Kernel::RestrictSmoothTwinCells,
-        Kernel::SmoothColorPending,
-        Kernel::SmoothColorPendingCells,
-        Kernel::SmoothColorPendingTwin,
-        Kernel::SmoothColorPendingTwinCells,
-        Kernel::SmoothColorPendingPcr,
-        Kernel::SmoothColorPendingPcrCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -432,12 +409,6 @@ impl Kernel {
             Kernel::ProlongateFaces => "prolongate_faces_f64",
             Kernel::RestrictSmoothTwin => "restrict_smooth_twin_f64",
             Kernel::RestrictSmoothTwinCells => "restrict_smooth_twin_cells_f64",
-            Kernel::SmoothColorPending => "smooth_color_pending_f64",
-            Kernel::SmoothColorPendingCells => "smooth_color_pending_cells_f64",
-            Kernel::SmoothColorPendingTwin => "smooth_color_pending_twin_f64",
-            Kernel::SmoothColorPendingTwinCells => "smooth_color_pending_twin_cells_f64",
-            Kernel::SmoothColorPendingPcr => "smooth_color_pending_pcr_f64",
-            Kernel::SmoothColorPendingPcrCells => "smooth_color_pending_pcr_cells_f64",
         }
     }
 
@@ -496,12 +467,6 @@ impl Kernel {
             | Kernel::RestrictSmoothPcrCells
             | Kernel::SmoothColorPcr
             | Kernel::SmoothColorPcrCells => "lines.cu",
-            Kernel::SmoothColorPending
-            | Kernel::SmoothColorPendingCells
-            | Kernel::SmoothColorPendingTwin
-            | Kernel::SmoothColorPendingTwinCells
-            | Kernel::SmoothColorPendingPcr
-            | Kernel::SmoothColorPendingPcrCells => "lines.cu",
             Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps | Kernel::AxpyFromF32 => {
                 "vector.cu"
             }

@@ -53,10 +53,6 @@ pub enum Kernel {
     ResidualNorm,
     /// Multigrid Prolongate.
     Prolongate,
-    /// The prolongation and the two half-sweeps of the red-black post-smoothing in one call
-    /// ([`crate::backend::LineKernels::prolongate_smooth_colors`]; the halo exchange between
-    /// the half-sweeps included), per fine cell.
-    ProlongateSmooth,
     /// Vector operations (dot, axpy) of mg-cg and textbook CG.
     Vector,
     /// Halo exchange.
@@ -65,7 +61,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 12] = [
+    pub const ALL: [Kernel; 11] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
@@ -75,7 +71,6 @@ impl Kernel {
         Kernel::Residual,
         Kernel::ResidualNorm,
         Kernel::Prolongate,
-        Kernel::ProlongateSmooth,
         Kernel::Vector,
         Kernel::Halo,
     ];
@@ -92,7 +87,6 @@ impl Kernel {
             Kernel::Residual => "Residual",
             Kernel::ResidualNorm => "ResidualNorm",
             Kernel::Prolongate => "Prolongate",
-            Kernel::ProlongateSmooth => "ProlongateSmooth",
             Kernel::Vector => "Vector",
             Kernel::Halo => "Halo",
         }
@@ -130,8 +124,6 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
         Kernel::ResidualRestrictSmooth => c(4.0 * 23.0 + 17.0, 4.0 * 9.0 + 12.0, 4.0 * 3.0 + 6.0),
         Kernel::Residual | Kernel::ResidualNorm => c(23.0, 9.0, 3.0),
         Kernel::Prolongate => c(6.0, 5.0, 3.0),
-        // Prolongate and two half-sweeps.
-        Kernel::ProlongateSmooth => c(6.0 + 37.0, 5.0 + 17.0, 3.0 + 8.0),
         Kernel::Vector | Kernel::Halo => None,
     }
 }
@@ -154,8 +146,6 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::Residual => Some(3.0),     // read f, u; write r
         Kernel::ResidualNorm => Some(3.0), // stored into the work field, as Residual
         Kernel::Prolongate => Some(2.25),  // read u_f and a quarter u_c; write u_f
-        // The host backends run Prolongate, then the two half-sweeps.
-        Kernel::ProlongateSmooth => Some(2.25 + 3.0),
         Kernel::Vector | Kernel::Halo => None,
     }
 }
@@ -176,7 +166,6 @@ pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
         Kernel::ResidualRestrictSmooth => Some(5.0 * per_pass),
         Kernel::Smooth => Some(2.0 * per_pass),
         Kernel::SmoothColor => Some(per_pass),
-        Kernel::ProlongateSmooth => Some(2.0 * per_pass),
         Kernel::Prolongate => Some(0.0),
         Kernel::Vector | Kernel::Halo => None,
     }

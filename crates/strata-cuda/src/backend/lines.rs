@@ -55,44 +55,60 @@ impl LineKernels for CudaBackend {
         color: usize,
         relax: f64,
     ) -> Result<()> {
-        self.smooth_color_launch(op, f, u, color, relax, None)
-    }
-
-    fn prolongate_smooth_colors(
-        &self,
-        coarse: &CudaLevel,
-        fine: &CudaLevel,
-        u_coarse: &CudaField,
-        f: &CudaField,
-        u: &mut CudaField,
-        colours: [usize; 2],
-        relax: f64,
-        sides: [bool; 4],
-        between: &mut dyn FnMut(&Self, &mut CudaField) -> Result<()>,
-    ) -> Result<()> {
-        // The pending kernels read no cross terms, and sweep the checkerboard's two colours.
-        if fine.stencil.has_cross() || colours[0] > 1 || colours[1] != 1 - colours[0] {
-            return strata::backend::prolongate_then_smooth(
-                self, coarse, fine, u_coarse, f, u, colours, relax, sides, between,
-            );
-        }
-        self.check(coarse, &[u_coarse])?;
-        super::stencil::check_twice(fine, coarse, "prolongate_smooth_colors")?;
-        let mask = sides
-            .iter()
-            .enumerate()
-            .fold(0i32, |m, (s, &on)| if on { m | 1 << s } else { m });
-        let pending = |nb| Pending {
-            coarse,
-            u_coarse,
-            sides: mask,
-            nb,
+        op.stencil.check_colour(color)?;
+        self.check(op, &[f, u])?;
+        let b = &op.stencil.block;
+        // The kernels' `parity` (kernels/common.cuh, colour_row): the block's local parities of
+        // the colour, and the rows of the colour that the launch covers.
+        let ny = op.layout.ny as usize;
+        let (parity, rows) = if color < 2 {
+            (((b.i0 + b.j0 + color) % 2) as i32, ny)
+        } else {
+            let q = color - 2;
+            let (pi, pj) = (((q & 1) + b.i0) % 2, ((q >> 1) + b.j0) % 2);
+            (2 + (pi + 2 * pj) as i32, (ny - pj.min(ny)).div_ceil(2))
         };
-        self.smooth_color_launch(fine, f, u, colours[0], relax, Some(pending(1)))?;
-        between(self, u)?;
-        // With relax = 1 the second half-sweep reads no old value of its own: nothing pending.
-        let second = (relax != 1.0).then(|| pending(0));
-        self.smooth_color_launch(fine, f, u, colours[1], relax, second)
+        if rows == 0 {
+            return Ok(());
+        }
+        let (kernel, cfg) = match op.pcr {
+            // PCR over the ⌈nx/2⌉ × rows slots of one colour (PCR_COLOR_COLUMN).
+            Some(cfg) => {
+                let slots = (op.layout.nx as u32).div_ceil(2) * rows as u32;
+                (
+                    op_kernel(op, K::SmoothColorPcr, K::SmoothColorPcrCells),
+                    LaunchConfig {
+                        grid_dim: (slots.div_ceil(cfg.block_dim.0), 1, 1),
+                        ..cfg
+                    },
+                )
+            }
+            // Half as many threads in x: one (or two, TWIN_COLOR_COLUMN) per column of the
+            // colour (kernels/lines.cu).
+            None => {
+                let xs = (op.layout.nx as usize).div_ceil(2);
+                let whole = LaunchConfig {
+                    shared_mem_bytes: op.k.line_smem(),
+                    ..column_config(xs, rows, self.tuning.block_x).0
+                };
+                self.line_launch_rows(op, K::SmoothColor, K::SmoothColorCells, (xs, rows), whole)
+            }
+        };
+        let sym = sym_flag(op);
+        let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
+        l.arg(&op.layout);
+        push_operator(&mut l, op, &sym);
+        // The cross terms: the sphere's diagonal couplings (read by the -DDIAGONALS build) or
+        // orography's slant ones (the per-cell kernels).
+        push_cross(&mut l, op);
+        l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax);
+        // SAFETY: layouts checked; each thread (or pair of threads, each writing its own half)
+        // solves one column of the colour of this level (inside the layout) and reads only its
+        // neighbours (halo included; the slant couplings' too, lateral ones one level up and
+        // down; the diagonal ones, where a quarter colour is swept), which have other colours
+        // (check_colour: a level with diagonal couplings is swept by quarters) and are not
+        // written.
+        cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
     fn restrict_smooth(
@@ -229,97 +245,6 @@ fn has_diagonals(op: &CudaLevel) -> bool {
 }
 
 impl CudaBackend {
-    /// One half-sweep of `color` ([`LineKernels::smooth_color`]), with a prolongation
-    /// pending on the level where `pending` says (the `smooth_color_pending` kernels).
-    fn smooth_color_launch(
-        &self,
-        op: &CudaLevel,
-        f: &CudaField,
-        u: &mut CudaField,
-        color: usize,
-        relax: f64,
-        pending: Option<Pending<'_>>,
-    ) -> Result<()> {
-        op.stencil.check_colour(color)?;
-        self.check(op, &[f, u])?;
-        let b = &op.stencil.block;
-        // The kernels' `parity` (kernels/common.cuh, colour_row): the block's local parities of
-        // the colour, and the rows of the colour that the launch covers.
-        let ny = op.layout.ny as usize;
-        let (parity, rows) = if color < 2 {
-            (((b.i0 + b.j0 + color) % 2) as i32, ny)
-        } else {
-            let q = color - 2;
-            let (pi, pj) = (((q & 1) + b.i0) % 2, ((q >> 1) + b.j0) % 2);
-            (2 + (pi + 2 * pj) as i32, (ny - pj.min(ny)).div_ceil(2))
-        };
-        if rows == 0 {
-            return Ok(());
-        }
-        let ((pcr, pcr_cells), (whole, whole_cells)) = match pending {
-            None => (
-                (K::SmoothColorPcr, K::SmoothColorPcrCells),
-                (K::SmoothColor, K::SmoothColorCells),
-            ),
-            Some(_) => (
-                (K::SmoothColorPendingPcr, K::SmoothColorPendingPcrCells),
-                (K::SmoothColorPending, K::SmoothColorPendingCells),
-            ),
-        };
-        let (kernel, cfg) = match op.pcr {
-            // PCR over the ⌈nx/2⌉ × rows slots of one colour (PCR_COLOR_COLUMN).
-            Some(cfg) => {
-                let slots = (op.layout.nx as u32).div_ceil(2) * rows as u32;
-                (
-                    op_kernel(op, pcr, pcr_cells),
-                    LaunchConfig {
-                        grid_dim: (slots.div_ceil(cfg.block_dim.0), 1, 1),
-                        ..cfg
-                    },
-                )
-            }
-            // Half as many threads in x: one (or two, TWIN_COLOR_COLUMN) per column of the
-            // colour (kernels/lines.cu).
-            None => {
-                let xs = (op.layout.nx as usize).div_ceil(2);
-                let all = LaunchConfig {
-                    shared_mem_bytes: op.k.line_smem(),
-                    ..column_config(xs, rows, self.tuning.block_x).0
-                };
-                self.line_launch_rows(op, whole, whole_cells, (xs, rows), all)
-            }
-        };
-        let sym = sym_flag(op);
-        let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
-        l.arg(&op.layout);
-        push_operator(&mut l, op, &sym);
-        match &pending {
-            // The cross terms: the sphere's diagonal couplings (read by the -DDIAGONALS build)
-            // or orography's slant ones (the per-cell kernels).
-            None => push_cross(&mut l, op),
-            Some(p) => {
-                self.check(p.coarse, &[p.u_coarse])?;
-                super::stencil::check_twice(op, p.coarse, "smooth_color")?;
-            }
-        }
-        l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax);
-        if let Some(p) = &pending {
-            l.arg(&p.coarse.layout)
-                .arg(&p.coarse.phys)
-                .arg(&p.sides)
-                .arg(&p.u_coarse.data)
-                .arg(&p.nb);
-        }
-        // SAFETY: layouts checked (the coarse level's too, twice smaller); each thread (or pair
-        // of threads, each writing its own half) solves one column of the colour of this level
-        // (inside the layout) and reads only its neighbours (halo included; the slant couplings'
-        // too, lateral ones one level up and down; the diagonal ones, where a quarter colour is
-        // swept), which have other colours (check_colour: a level with diagonal couplings is
-        // swept by quarters) and are not written; a pending prolongation reads coarse columns
-        // in [−1, n_c] (halo included) and writes nothing.
-        cu(unsafe { l.launch(cfg) }).map(|_| ())
-    }
-
     /// The kernel (`model`'s or `cells`' form, as level `op` has per-cell entries or not) and
     /// the launch of a line kernel over `xs` columns in x per row: its form with two threads per
     /// column ([`crate::kernels::Kernel::twin`]) where [`twin_config`] selects it, else one
@@ -395,14 +320,4 @@ impl CudaBackend {
         launch_op!(self, op, k, k, in cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)?;
         Ok((cfg.grid_dim.0 * cfg.grid_dim.1) as usize)
     }
-}
-
-/// A prolongation pending on a level (`Pending` in kernels/common.cuh): the coarse level and
-/// its iterate, the halo sides it fills (bits) and whether the neighbours are read with it (1)
-/// or only the columns' own old values (0).
-struct Pending<'a> {
-    coarse: &'a CudaLevel,
-    u_coarse: &'a CudaField,
-    sides: i32,
-    nb: i32,
 }

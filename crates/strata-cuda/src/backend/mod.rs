@@ -927,9 +927,6 @@ impl Probes for CudaBackend {
             Kernel::Residual => 3.0,     // read f, u; write r
             Kernel::ResidualNorm => 2.0, // read f, u
             Kernel::Prolongate => 2.25,  // read u_f and a quarter u_c; write u_f
-            // Two half-sweeps, each reading a quarter u_c twice besides (the fused kernels;
-            // 12.25 where the level runs Prolongate and the half-sweeps: PCR levels).
-            Kernel::ProlongateSmooth => 11.0,
             Kernel::Vector | Kernel::Halo => return None,
         })
     }
@@ -945,7 +942,6 @@ impl Probes for CudaBackend {
             Kernel::ResidualRestrictSmooth => 4.0 * all + 2.0 * tridiag,
             Kernel::Smooth => 2.0 * all,
             Kernel::SmoothColor => all,
-            Kernel::ProlongateSmooth => 2.0 * all,
             Kernel::Prolongate => 0.0,
             Kernel::Vector | Kernel::Halo => return None,
         })

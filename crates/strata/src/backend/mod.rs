@@ -705,66 +705,6 @@ pub trait LineKernels: Fields {
         self.residual_only(fine, f_fine, u_fine, r_fine)?;
         self.restrict_smooth(fine, coarse, r_fine, f_coarse, u_coarse, rho, scale)
     }
-
-    /// The V-cycle's way up on a five-point level in one call: the correction u ← u + P u_c
-    /// ([`StencilKernels::prolongate`] on the interior, [`StencilKernels::prolongate_faces`] on
-    /// the halo faces of `sides`), then the half-sweeps of the two checkerboard colours
-    /// `colours` ([`LineKernels::smooth_color`], over-relaxed by `relax`) with `between(u)`
-    /// after the first (the caller's halo exchange). By default exactly those calls. A backend
-    /// may instead fuse the correction into the half-sweeps (the CUDA backend: no pass of its
-    /// own, traffic per fine cell 2.25 less): the first reads every value as u + P u_c and
-    /// writes only its colour's columns; the second reads its own columns' old values as
-    /// u + P u_c. Then `between` sees the columns of `colours[1]` (and their copies in the
-    /// halo) still without the correction, which the second half-sweep does not read on a
-    /// five-point level (its neighbours have the other colour). The result is the same up to
-    /// rounding. For the caller to use only where the halo needs no exchange after the
-    /// prolongation besides `sides` (one block with walls, or a rank grid over one panel or box,
-    /// [`crate::comm::Comm::prolongation_sides`]) and on levels without cross terms; `u_c`'s
-    /// halo (corners included where `sides` has sides in x and in y) must be current.
-    #[allow(clippy::too_many_arguments)]
-    fn prolongate_smooth_colors(
-        &self,
-        coarse: &Self::LevelOp,
-        fine: &Self::LevelOp,
-        u_coarse: &Self::Field,
-        f: &Self::Field,
-        u: &mut Self::Field,
-        colours: [usize; 2],
-        relax: f64,
-        sides: [bool; 4],
-        between: &mut dyn FnMut(&Self, &mut Self::Field) -> Result<()>,
-    ) -> Result<()>
-    where
-        Self: StencilKernels + Sized,
-    {
-        prolongate_then_smooth(
-            self, coarse, fine, u_coarse, f, u, colours, relax, sides, between,
-        )
-    }
-}
-
-/// [`LineKernels::prolongate_smooth_colors`] as its separate calls: the default, and what a
-/// backend that fuses them runs where it does not (levels with cross terms).
-#[allow(clippy::too_many_arguments)]
-pub fn prolongate_then_smooth<B: LineKernels + StencilKernels>(
-    b: &B,
-    coarse: &B::LevelOp,
-    fine: &B::LevelOp,
-    u_coarse: &B::Field,
-    f: &B::Field,
-    u: &mut B::Field,
-    colours: [usize; 2],
-    relax: f64,
-    sides: [bool; 4],
-    between: &mut dyn FnMut(&B, &mut B::Field) -> Result<()>,
-) -> Result<()> {
-    b.prolongate(coarse, fine, u_coarse, u)?;
-    if sides.contains(&true) {
-        b.prolongate_faces(coarse, fine, u_coarse, u, sides)?;
-    }
-    b.smooth_color(fine, f, u, colours[0], relax)?;
-    between(b, u)?;
-    b.smooth_color(fine, f, u, colours[1], relax)
 }
 
 /// Moving data in and out of the backend's layout: host arrays to fields and back, and the halo

@@ -177,13 +177,6 @@ impl SolverConfig {
         self
     }
 
-    /// Fuses the prolongation into the red-black post-smoothing, or runs it as a pass of its
-    /// own ([`super::MgParams::fuse_prolongation`]; on by default).
-    pub fn with_fused_prolongation(mut self, fuse: bool) -> Self {
-        self.multigrid.fuse_prolongation = fuse;
-        self
-    }
-
     /// Sets the smoother steps on the coarsest level.
     pub fn with_coarse_steps(mut self, steps: usize) -> Self {
         self.multigrid.coarse_steps = steps;

@@ -119,32 +119,9 @@ impl<B: Backend> Hierarchy<B> {
         // the reversed order would end each cycle with the half-sweep that the next cycle
         // begins with, and on the coarser ones the forward order contracts more (one cycle in
         // six fewer: docs/results/performance-log.md).
-        if let Some(sides) = self.fused_prolongation(b, comm, lev) {
-            let mut s = self.sweep(b, comm, timer, f0);
-            if sm.prolongate_smooth(&mut s, lev, symmetric, relax, last, sides)? {
-                return Ok(());
-            }
-        }
         self.prolongate(b, comm, timer, lev)?;
         let mut s = self.sweep(b, comm, timer, f0);
         sm.smooth(&mut s, lev, symmetric, relax, last)
-    }
-
-    /// Where the prolongation into level `lev` may be fused into the post-smoothing
-    /// ([`super::MgParams::fuse_prolongation`]): the halo faces it fills, on a level without
-    /// cross terms or tiles whose halo needs no exchange after it — a rank grid's
-    /// [`Hierarchy::halo_sides`], or one process's block with no periodic side (its exchange
-    /// leaves the walls' halo alone). `None` elsewhere.
-    fn fused_prolongation<C: Comm<B>>(&self, b: &B, comm: &C, lev: usize) -> Option<[bool; 4]> {
-        let s = b.stencil(&self.levels[lev].op);
-        if !self.params.fuse_prolongation || s.has_cross() || s.tiles.is_some() {
-            return None;
-        }
-        match self.halo_sides(comm) {
-            Some(sides) => Some(sides),
-            None if comm.size() == 1 && !s.block.bc.any_periodic() => Some([false; 4]),
-            None => None,
-        }
     }
 
     /// What a smoother acts on.

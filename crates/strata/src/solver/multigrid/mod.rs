@@ -89,14 +89,6 @@ pub struct MgParams {
     /// exchange.
     #[serde(default = "default_fuse_restriction")]
     pub prolongate_halos: bool,
-    /// Fuses the prolongation into the red-black post-smoothing's half-sweeps on five-point
-    /// levels where no exchange follows it
-    /// ([`crate::backend::LineKernels::prolongate_smooth_colors`], timed as
-    /// `ProlongateSmooth`): one pass over the fine level and one kernel per level and cycle
-    /// fewer where the backend fuses them (the CUDA backend); the same iterates up to
-    /// rounding. On by default; off, `Prolongate` then the half-sweeps.
-    #[serde(default = "default_fuse_restriction")]
-    pub fuse_prolongation: bool,
     /// How the coarsest level is solved: `coarse_steps` smoothing steps (the paper's), or CG to
     /// `coarse_rtol` (docs/MODEL.md §9.4).
     #[serde(default)]
@@ -151,7 +143,6 @@ impl Default for MgParams {
             relaxation: DEFAULT_RELAXATION,
             fuse_restriction: true,
             prolongate_halos: true,
-            fuse_prolongation: true,
             coarse_solve: CoarseSolve::Smooth,
             coarse_rtol: DEFAULT_COARSE_RTOL,
         }

@@ -94,31 +94,6 @@ impl<B: Backend, C: Comm<B>> Sweep<'_, B, C> {
         }
     }
 
-    /// Level `lev`'s prolongation and the two half-sweeps of `colours` after it in one call
-    /// ([`crate::backend::LineKernels::prolongate_smooth_colors`], timed as
-    /// `ProlongateSmooth`, the exchange of faces between the half-sweeps included), then the
-    /// halo as `halo` says. `sides`: the halo faces the prolongation fills.
-    pub(crate) fn prolongate_sweeps(
-        &mut self,
-        lev: usize,
-        colours: [usize; 2],
-        relax: f64,
-        sides: [bool; 4],
-        halo: Halo,
-    ) -> Result<()> {
-        let (b, comm) = (self.b, self.comm);
-        let (this, coarser) = self.h.levels.split_at_mut(lev + 1);
-        let c = &coarser[0];
-        let MgLevel { op, u, f, .. } = &mut this[lev];
-        let (op, f) = (&*op, if lev == 0 { self.f0 } else { &*f });
-        self.timer.run(b, Kernel::ProlongateSmooth, lev, || {
-            b.prolongate_smooth_colors(&c.op, op, &c.u, f, u, colours, relax, sides, &mut |b, u| {
-                comm.exchange(b, op, u)
-            })
-        })?;
-        self.exchange(lev, halo)
-    }
-
     /// Swaps level `lev`'s iterate and work field (after an out-of-place step).
     pub(crate) fn swap(&mut self, lev: usize) {
         let l = &mut self.h.levels[lev];

@@ -44,24 +44,6 @@ pub(crate) trait Smooth<B: Backend, C: Comm<B>> {
         halo: Halo,
     ) -> Result<()>;
 
-    /// [`Smooth::smooth`] after the coarse correction with the prolongation of level `lev`
-    /// fused into it ([`Sweep::prolongate_sweeps`]; `sides`: the halo faces the prolongation
-    /// fills, none other needing an exchange), where the smoother can on this level; returns
-    /// whether it did (false: the cycle prolongates, then calls [`Smooth::smooth`]). By
-    /// default it cannot.
-    fn prolongate_smooth(
-        &self,
-        s: &mut Sweep<'_, B, C>,
-        lev: usize,
-        reverse: bool,
-        relax: f64,
-        halo: Halo,
-        sides: [bool; 4],
-    ) -> Result<bool> {
-        let _ = (s, lev, reverse, relax, halo, sides);
-        Ok(false)
-    }
-
     /// How many steps the coarsest level takes after its first, of `coarse_steps − 1` smoothing
     /// steps, in the symmetric cycle or not.
     fn coarse_count(&self, steps: usize, symmetric: bool) -> usize;

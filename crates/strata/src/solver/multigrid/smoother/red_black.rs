@@ -101,25 +101,6 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         Self::half_sweep(s, lev, order[1], relax, halo, reverse)
     }
 
-    /// Both half-sweeps with the prolongation, on a five-point level (a nine-point level's
-    /// quarter sweeps read the corrected diagonal neighbours between them: not fused).
-    fn prolongate_smooth(
-        &self,
-        s: &mut Sweep<'_, B, C>,
-        lev: usize,
-        reverse: bool,
-        relax: f64,
-        halo: Halo,
-        sides: [bool; 4],
-    ) -> Result<bool> {
-        if s.b.stencil(&s.h.levels[lev].op).has_diagonals() {
-            return Ok(false);
-        }
-        let order = if reverse { [BLACK, RED] } else { [RED, BLACK] };
-        s.prolongate_sweeps(lev, order, relax, sides, halo)?;
-        Ok(true)
-    }
-
     /// Symmetric: the palindrome red-black, black-red, … of the steps, whose every second
     /// half-sweep repeats the one before it (same colour, same neighbours: the same values, bit
     /// for bit) and is skipped — one half-sweep per step. (On a nine-point level a half-sweep is
