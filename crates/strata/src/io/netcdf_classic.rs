@@ -6,7 +6,10 @@ use super::netcdf_layout::{Attr, Layout};
 use super::netcdf_types::{Attribute, VarInfo};
 use netcdf3::error::ReadError;
 use netcdf3::{DataSet, DataType, FileReader, FileWriter, Version};
+use std::cell::RefCell;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::rc::Rc;
 
 /// Writes `layout` as a NetCDF-3 64-bit-offset file at `path` (which must not exist).
 pub(crate) fn write(path: &Path, layout: &Layout) -> Result<(), String> {
@@ -30,12 +33,44 @@ pub(crate) fn write(path: &Path, layout: &Layout) -> Result<(), String> {
         .map_err(m)?;
     }
     let e = |x: netcdf3::error::WriteError| format!("{x:?}");
-    let mut w = FileWriter::create_new(path).map_err(e)?;
+    // The crate's own file writes each value with a system call of its own (a 1024² × 128
+    // solution took minutes): it writes through a buffer here instead, flushed below so that a
+    // failed write is an error rather than lost when the buffer is dropped.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|x| x.to_string())?;
+    let buffered = Shared(Rc::new(RefCell::new(BufWriter::with_capacity(1 << 20, file))));
+    let name = path.to_string_lossy();
+    let mut w = FileWriter::open_seek_write(&name, Box::new(buffered.clone())).map_err(e)?;
     w.set_def(&ds, Version::Offset64Bit, 0).map_err(e)?;
     for v in &layout.vars {
         w.write_var_f64(v.name, &v.values).map_err(e)?;
     }
-    w.close().map_err(e)
+    w.close().map_err(e)?;
+    let flushed = buffered.0.borrow_mut().flush();
+    flushed.map_err(|x| x.to_string())
+}
+
+/// A buffered file shared with the `netcdf3` writer, which owns what it writes through.
+#[derive(Clone)]
+struct Shared(Rc<RefCell<BufWriter<std::fs::File>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.borrow_mut().flush()
+    }
+}
+
+impl Seek for Shared {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.0.borrow_mut().seek(pos)
+    }
 }
 
 /// An open NetCDF-3 file.
