@@ -3,13 +3,13 @@
 //! LD_LIBRARY_PATH), so that a solver's first creation on a fresh machine loads machine code
 //! instead of compiling for seconds: cubins for sm_80 and sm_90 and PTX (compute_90) for newer
 //! GPUs, for every build a solve with `nz` levels takes by default — fp64 and fp32 fields, 64-
-//! and 32-bit offsets, with the sphere's diagonal couplings in the relaxations or without (the
-//! builds of orography's slant couplings are compiled at run time) — for each `nz` of
+//! and 32-bit offsets, with the sphere's diagonal couplings in the relaxations or without, with
+//! orography's slant couplings or without — for each `nz` of
 //! `STRATA_CUDA_SHIPPED_NZ` (comma-separated; default
 //! 64,128; empty: none). Without NVRTC it says so (a cargo warning) and ships none: the kernels
 //! are then compiled at run time, as for other nz, tuning options and architectures.
 //! Writes `$OUT_DIR/shipped.rs` (the table src/kernels.rs includes) and the images beside it,
-//! deflate-compressed (59 MB of images for the default nz become 14 MB).
+//! deflate-compressed (about 120 MB of images for the default nz become 28 MB).
 
 #[path = "src/compile.rs"]
 #[allow(dead_code)]
@@ -27,8 +27,9 @@ const TARGETS: [Target; 3] = [Target::Cubin(80), Target::Cubin(90), Target::Ptx(
 /// Default of `STRATA_CUDA_SHIPPED_NZ`.
 const DEFAULT_NZ: &str = "64,128";
 
-/// One image to compile: nz, fp32, 32-bit offsets, diagonal couplings, target.
-type Job = (usize, bool, bool, bool, Target);
+/// One image to compile: nz, fp32, 32-bit offsets, (slant couplings, diagonal couplings),
+/// target.
+type Job = (usize, bool, bool, (bool, bool), Target);
 
 fn main() {
     println!("cargo:rerun-if-changed=kernels");
@@ -49,9 +50,10 @@ fn main() {
     let jobs: Vec<Job> = nzs
         .iter()
         .flat_map(|&nz| {
-            (0..8).flat_map(move |b| {
-                let (single, narrow, diagonals) = (b & 1 == 1, b & 2 == 2, b & 4 == 4);
-                TARGETS.map(|t| (nz, single, narrow, diagonals, t))
+            (0..16).flat_map(move |b| {
+                let (single, narrow) = (b & 1 == 1, b & 2 == 2);
+                let cross = (b & 8 == 8, b & 4 == 4);
+                TARGETS.map(|t| (nz, single, narrow, cross, t))
             })
         })
         .collect();
@@ -108,17 +110,18 @@ fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&job) = jobs.get(i) else { break };
-                let (nz, single, narrow, diagonals, target) = job;
+                let (nz, single, narrow, (slant, diagonals), target) = job;
                 let bytes = if single { 4 } else { 8 };
                 let (levels, _) = compile::thomas_levels(nz, bytes, compile::THOMAS_SMEM);
-                let options = compile::options(single, narrow, (false, diagonals), levels, &[]);
+                let options = compile::options(single, narrow, (slant, diagonals), levels, &[]);
                 let image = compile::compile(nz, target, &options).unwrap_or_else(|log| {
                     panic!("strata-cuda: the kernels do not compile (nz {nz}, {target}): {log}")
                 });
                 let name = format!(
-                    "kernels-nz{nz}-{}{}{}.{}",
+                    "kernels-nz{nz}-{}{}{}{}.{}",
                     if single { "f32" } else { "f64" },
                     if narrow { "-idx32" } else { "" },
+                    if slant { "-slant" } else { "" },
                     if diagonals { "-diagonals" } else { "" },
                     match target {
                         Target::Ptx(cc) => format!("compute_{cc}.ptx"),
@@ -157,7 +160,7 @@ fn table(images: &[(Job, Vec<String>, PathBuf)], nzs: &[usize], note: &str) -> S
          {note:?};"
     );
     t.push_str("/// The built-in kernel images.\npub static SHIPPED: &[super::Shipped] = &[\n");
-    for ((nz, single, narrow, diagonals, target), options, path) in images {
+    for ((nz, single, narrow, (slant, diagonals), target), options, path) in images {
         let target = match target {
             Target::Ptx(cc) => format!("crate::compile::Target::Ptx({cc})"),
             Target::Cubin(cc) => format!("crate::compile::Target::Cubin({cc})"),
@@ -165,7 +168,7 @@ fn table(images: &[(Job, Vec<String>, PathBuf)], nzs: &[usize], note: &str) -> S
         let _ = writeln!(
             t,
             "    super::Shipped {{ target: {target}, nz: {nz}, single: {single}, narrow: \
-             {narrow}, slant: false, diagonals: {diagonals}, options: &{options:?}, packed: \
+             {narrow}, slant: {slant}, diagonals: {diagonals}, options: &{options:?}, packed: \
              include_bytes!({:?}) }},",
             path.display().to_string()
         );

@@ -361,18 +361,14 @@ __host__ __device__ constexpr int pow2_at_least(int n) {
 // (sg' = sg + al sg[k-s] + ga sg[k+s]; the GTH trick): no subtractive cancellation however
 // nearly singular the column, which plain PCR suffers (its diagonals shrink to small
 // differences).
-template <class Op>
-__device__ __forceinline__ real pcr_solve(const Op& op, int k, int slot, real d) {
+// The elimination of pcr_solve, for row k of column slot (a, c, sg, d as pcr_solve keeps them).
+// Not a template, so that a kernel whose body takes several column operators (the per-cell
+// kernels of a build with slant and diagonal couplings: four) holds one set of the shared
+// arrays, not one per operator (four sets of 16 KiB at nz = 128 in fp64 were more than a block
+// may declare).
+__device__ __forceinline__ real pcr_eliminate(int k, int slot, real a, real c, real sg, real d) {
     // [level][column]: a warp's threads (consecutive columns, then levels) hit consecutive words.
     __shared__ real sa[PCR_NZ][PCR_COLS], sc[PCR_NZ][PCR_COLS], ss[PCR_NZ][PCR_COLS], sd[PCR_NZ][PCR_COLS];
-    real a = real(0.0), c = real(0.0), sg = real(1.0);
-    if (k < NZ) {
-        a = k > 0 ? op.lower(k) : real(0.0);
-        c = k + 1 < NZ ? op.upper(k) : real(0.0);
-        sg = op.row_sum(k);
-    } else {
-        d = real(0.0);
-    }
     for (int s = 1; s < PCR_NZ; s <<= 1) {
         sa[k][slot] = a;
         sc[k][slot] = c;
@@ -401,6 +397,19 @@ __device__ __forceinline__ real pcr_solve(const Op& op, int k, int slot, real d)
         d = d2;
     }
     return d / (sg - a - c);
+}
+
+template <class Op>
+__device__ __forceinline__ real pcr_solve(const Op& op, int k, int slot, real d) {
+    real a = real(0.0), c = real(0.0), sg = real(1.0);
+    if (k < NZ) {
+        a = k > 0 ? op.lower(k) : real(0.0);
+        c = k + 1 < NZ ? op.upper(k) : real(0.0);
+        sg = op.row_sum(k);
+    } else {
+        d = real(0.0);
+    }
+    return pcr_eliminate(k, slot, a, c, sg, d);
 }
 
 // Smooth by PCR: u_out <- u_in + rho M^-1 (f - A u_in), one thread per cell.

@@ -41,7 +41,10 @@ pub(crate) fn write(path: &Path, layout: &Layout) -> Result<(), String> {
         .create_new(true)
         .open(path)
         .map_err(|x| x.to_string())?;
-    let buffered = Shared(Rc::new(RefCell::new(BufWriter::with_capacity(1 << 20, file))));
+    let buffered = Shared(Rc::new(RefCell::new(BufWriter::with_capacity(
+        1 << 20,
+        file,
+    ))));
     let name = path.to_string_lossy();
     let mut w = FileWriter::open_seek_write(&name, Box::new(buffered.clone())).map_err(e)?;
     w.set_def(&ds, Version::Offset64Bit, 0).map_err(e)?;
