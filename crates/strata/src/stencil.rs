@@ -548,6 +548,10 @@ pub fn build_sphere_levels(
         let tensors = p
             .nine_point_sphere()
             .then(|| crate::grid::dual::vertex_tensors(level[0].n));
+        // Over orography without coefficient fields, the constant fields the terrain is folded
+        // into: made once for the level's tiles, not once per tile (each holds the whole level).
+        let flat = (coeffs.is_none() && oro.is_some())
+            .then(|| Coefficients::constant_panels(6, level[0].n, p.nz, p.delta));
         let stencils: Arc<[LevelStencil]> = level
             .iter()
             .map(|&b| {
@@ -555,7 +559,7 @@ pub fn build_sphere_levels(
                     p,
                     b,
                     vertical.clone(),
-                    coeffs.as_deref(),
+                    coeffs.as_deref().or(flat.as_ref()),
                     tensors.as_deref(),
                     oro.as_deref(),
                 )
