@@ -162,7 +162,7 @@ impl LevelStencil {
         let flat;
         let coeffs = match (coeffs, oro) {
             (None, Some(_)) => {
-                flat = Coefficients::constant_panels(p.geometry.panels(), block.n, p.nz, p.delta);
+                flat = Coefficients::constant_for(&block, p.geometry.panels(), p.nz, p.delta);
                 Some(&flat)
             }
             (c, _) => c,

@@ -189,3 +189,47 @@ fn wrong_block_fields_are_errors() {
     };
     assert!(Coefficients::for_block(tile, 4, 1.0, [None; 7]).is_err());
 }
+
+/// Over orography without coefficient fields, a rank's block makes constant fields of its own
+/// cells and ring only ([`Coefficients::constant_for`]), and its stencil is the one the whole
+/// level's constant fields give, bit for bit (entries and slant couplings); the sphere's tiles,
+/// a whole level and a block with a periodic side keep the whole level's fields.
+#[test]
+fn constant_fields_under_terrain_hold_a_blocks_window_only() {
+    let (n, nz) = (24, 5);
+    let bc = strata::grid::Boundaries::DIRICHLET;
+    let p = ProblemParams {
+        n,
+        nz,
+        height: 0.1,
+        orography: Some(Arc::new(strata::problem::Orography::schaer(
+            n,
+            &strata::problem::Schaer::default(),
+        ))),
+        ..Default::default()
+    };
+    let vertical = Arc::new(VerticalGrid::new(&p));
+    let grid = RankGrid { px: 2, py: 2 };
+    let dec = Decomposition::new(n, 3, grid).unwrap();
+    for r in 0..grid.size() {
+        let b = dec.fine_block(r).with_bc(bc);
+        let c = Coefficients::constant_for(&b, 1, nz, p.delta);
+        let (_, _, wx, wy) = b.with_ring();
+        assert_eq!((c.window, c.kx.len()), (Some(b), wx * wy * nz), "{b:?}");
+        let whole = Coefficients::constant(n, nz, p.delta);
+        let mine = LevelStencil::with_coefficients(&p, b, vertical.clone(), None);
+        let theirs = LevelStencil::with_coefficients(&p, b, vertical.clone(), Some(&whole));
+        assert_eq!(mine.cells, theirs.cells, "{b:?}");
+        assert_eq!(mine.slant, theirs.slant, "{b:?}");
+        assert!(mine.slant.is_some());
+    }
+    let whole_level = Coefficients::constant_for(&Block::whole(n), 1, nz, 1.0);
+    assert_eq!(whole_level.window, None);
+    let periodic = dec.fine_block(0).with_bc(strata::grid::Boundaries::all(
+        strata::grid::Boundary::Periodic,
+    ));
+    assert_eq!(
+        Coefficients::constant_for(&periodic, 1, nz, 1.0).window,
+        None
+    );
+}

@@ -96,22 +96,37 @@ impl Coefficients {
     /// [`Coefficients::constant`] on `panels` panels (6: the sphere). Filled by the host's
     /// threads (6 × 512² × 128 cells are 6.4 GB of fields, which one thread fills in seconds).
     pub fn constant_panels(panels: usize, n: usize, nz: usize, beta: f64) -> Self {
-        let len = panels * n * n * nz;
-        let filled = |x: f64| {
+        Self::shape(panels, n, nz, None).filled(panels * n * n * nz, beta)
+    }
+
+    /// Constant fields ([`Coefficients::constant_panels`]) for the level of `block`, as its
+    /// stencil reads them: a block of a panel or box without periodic sides holds its own
+    /// cells and its ring ([`Coefficients::window`]), so that a rank of a distributed solve
+    /// does not make the whole level's fields; the sphere's tiles, a whole level and a block
+    /// with a periodic side hold the whole level.
+    pub fn constant_for(block: &Block, panels: usize, nz: usize, beta: f64) -> Self {
+        let whole = block.nx == block.n && block.ny == block.n;
+        if block.panel.is_some() || whole || block.bc.any_periodic() {
+            return Self::constant_panels(panels, block.n, nz, beta);
+        }
+        let (_, _, wx, wy) = block.with_ring();
+        Self::shape(1, block.n, nz, Some(*block)).filled(wx * wy * nz, beta)
+    }
+
+    /// This shape with `len` values of κ = 1 and β = `beta` in each field, filled by the
+    /// host's threads.
+    fn filled(self, len: usize, beta: f64) -> Self {
+        let value = |x: f64| {
             let mut v = Vec::with_capacity(len);
             v.par_extend(rayon::iter::repeat_n(x, len));
             v
         };
         Self {
-            panels,
-            n,
-            nz,
-            kx: filled(1.0),
-            ky: filled(1.0),
-            kz: filled(1.0),
-            beta: filled(beta),
-            xi: None,
-            window: None,
+            kx: value(1.0),
+            ky: value(1.0),
+            kz: value(1.0),
+            beta: value(beta),
+            ..self
         }
     }
 
