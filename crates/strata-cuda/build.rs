@@ -9,7 +9,8 @@
 //! 64,128; empty: none). Without NVRTC it says so (a cargo warning) and ships none: the kernels
 //! are then compiled at run time, as for other nz, tuning options and architectures.
 //! Writes `$OUT_DIR/shipped.rs` (the table src/kernels.rs includes) and the images beside it,
-//! deflate-compressed (96 images for the default nz, 35 MB).
+//! deflate-compressed (96 images for the default nz, 35 MB), and the PTX of the device-side
+//! stopping test (kernels/loop.cu).
 
 #[path = "src/compile.rs"]
 #[allow(dead_code)]
@@ -91,7 +92,22 @@ fn main() {
         );
         (images, note)
     };
-    let table = table(&images, &nzs, &note);
+    let mut table = table(&images, &nzs, &note);
+    // The device-side stopping test (kernels/loop.cu), as PTX, wherever NVRTC was found.
+    let loop_ptx = if nvrtc {
+        let ptx = compile::compile_loop()
+            .unwrap_or_else(|log| panic!("strata-cuda: the stopping test does not compile: {log}"));
+        let path = out.join("loop.ptx");
+        std::fs::write(&path, ptx).expect("writing loop.ptx into OUT_DIR");
+        format!("Some(include_bytes!({:?}))", path.display().to_string())
+    } else {
+        "None".to_string()
+    };
+    let _ = writeln!(
+        table,
+        "/// The PTX of the device-side stopping test (kernels/loop.cu), if built.\npub const \
+         SHIPPED_LOOP: Option<&[u8]> = {loop_ptx};"
+    );
     std::fs::write(out.join("shipped.rs"), table).expect("writing shipped.rs into OUT_DIR");
 }
 

@@ -141,15 +141,38 @@ impl std::fmt::Display for Target {
 /// cubin. The error is NVRTC's log. The caller checks first that NVRTC can be loaded
 /// (cudarc's `is_culib_present`): its functions abort the process otherwise.
 pub fn compile(nz: usize, target: Target, options: &[String]) -> Result<Vec<u8>, String> {
+    let mut all = vec![format!("-DNZ={nz}")];
+    all.extend(options.iter().cloned());
+    compile_unit(&translation_unit(), c"strata.cu", target, &all)
+}
+
+/// The source of the device-side stopping test (kernels/loop.cu): a translation unit of its
+/// own, compiled to PTX only ([`LOOP_TARGET`]).
+pub const LOOP_SOURCE: &str = include_str!("../kernels/loop.cu");
+
+/// What the stopping test is compiled to: PTX, which the driver links with the device runtime's
+/// `cudaGraphSetConditional` when it loads it (a cubin would need that library linked by the
+/// build), for the oldest architecture the backend runs on.
+pub const LOOP_TARGET: Target = Target::Ptx(80);
+
+/// The PTX of the device-side stopping test ([`LOOP_SOURCE`]); the error is NVRTC's log. The
+/// caller checks first that NVRTC can be loaded, as for [`compile`].
+pub fn compile_loop() -> Result<Vec<u8>, String> {
+    compile_unit(LOOP_SOURCE, c"loop.cu", LOOP_TARGET, &[])
+}
+
+/// Compiles the source `text` (named `name` in NVRTC's messages) to `target` with `options`
+/// (`--std=c++17` and the architecture are added here).
+fn compile_unit(
+    text: &str,
+    name: &CStr,
+    target: Target,
+    options: &[String],
+) -> Result<Vec<u8>, String> {
     use cudarc::nvrtc::result;
-    let src = CString::new(translation_unit()).map_err(|e| e.to_string())?;
-    let name = c"strata.cu";
+    let src = CString::new(text).map_err(|e| e.to_string())?;
     let prog = result::create_program(&src, Some(name)).map_err(|e| format!("{e:?}"))?;
-    let mut all = vec![
-        format!("-DNZ={nz}"),
-        "--std=c++17".into(),
-        target.arch_option(),
-    ];
+    let mut all = vec!["--std=c++17".into(), target.arch_option()];
     all.extend(options.iter().cloned());
     // SAFETY: `prog` was just created and is destroyed once, below; `src` and `name` outlive it.
     let out = unsafe {

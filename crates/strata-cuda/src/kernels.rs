@@ -18,7 +18,7 @@ pub use crate::compile::{
 mod shipped {
     include!(concat!(env!("OUT_DIR"), "/shipped.rs"));
 }
-pub use shipped::{SHIPPED, SHIPPED_NOTE, SHIPPED_NZ};
+pub use shipped::{SHIPPED, SHIPPED_LOOP, SHIPPED_NOTE, SHIPPED_NZ};
 
 /// One kernel image built into the binary by build.rs.
 #[derive(Debug)]
@@ -491,7 +491,8 @@ impl Kernel {
 /// hold fewer values than this use the kernels with 32-bit offsets; 0 never; at most and by
 /// default [`NARROW_VALUES`]) and `STRATA_CUDA_GRAPHS` (0: run the multigrid preconditioner's
 /// kernels one launch at a time instead of replaying a CUDA graph of them) and
-/// `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never) and
+/// `STRATA_CUDA_LOOPS` (1: [`Tuning::loops`], a solver's iterations on the device; by default
+/// the host runs them and reads each one's residual) and `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never) and
 /// `STRATA_CUDA_THOMAS_SMEM` ([`Tuning::thomas_smem`], bytes; 0 never) and
 /// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]) and `STRATA_CUDA_TWIN_THREADS`
 /// ([`Tuning::twin_threads`]; 0 never).
@@ -518,6 +519,14 @@ pub struct Tuning {
     /// Whether work that solvers mark as repeated ([`strata::backend::Fields::replay`]: the
     /// V-cycle of a preconditioner) is recorded once as a CUDA graph and replayed.
     pub graphs: bool,
+    /// Whether a solver's whole iteration (mixed mg's cycles and their stopping test) runs on
+    /// the device as one CUDA graph whose WHILE node repeats it until the test, evaluated on
+    /// the device, says stop ([`strata::backend::ScalarKernels::iterate_on_device`]): the host
+    /// launches once per solve and reads the residuals at the end. Needs [`Tuning::graphs`].
+    /// Off by default: the same iterates, but measured 0.5–3 % slower per iteration than the
+    /// host's loop at 64²–512² × 128 on one H200 (docs/PERFORMANCE.md, the latency regime):
+    /// the host's launches and reads were already hidden behind the GPU's work.
+    pub loops: bool,
     /// Residual and Prolongate cut each column into segments, one thread each, where a level
     /// has at most half this many columns, for at most this many threads in all
     /// ([`segments`]); 0: never.
@@ -599,6 +608,7 @@ impl Default for Tuning {
             tile_streams_columns: TILE_STREAMS_COLUMNS,
             narrow_values: NARROW_VALUES,
             graphs: true,
+            loops: false,
             segment_threads: SEGMENT_THREADS,
             thomas_smem: THOMAS_SMEM,
             fuse_f32: true,
@@ -630,6 +640,7 @@ impl Tuning {
         let tile_streams_columns = count("STRATA_CUDA_TILE_STREAMS", TILE_STREAMS_COLUMNS);
         let narrow_values = count("STRATA_CUDA_NARROW_VALUES", NARROW_VALUES);
         let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
+        let loops = std::env::var("STRATA_CUDA_LOOPS").is_ok_and(|v| v.trim() == "1");
         let segment_threads = count("STRATA_CUDA_SEGMENT_THREADS", SEGMENT_THREADS);
         let thomas_smem = count("STRATA_CUDA_THOMAS_SMEM", THOMAS_SMEM);
         let fuse_f32 = std::env::var("STRATA_CUDA_FUSE_F32").map_or(true, |v| v.trim() != "0");
@@ -642,6 +653,7 @@ impl Tuning {
             tile_streams_columns,
             narrow_values,
             graphs,
+            loops,
             segment_threads,
             thomas_smem,
             fuse_f32,
@@ -687,6 +699,30 @@ pub fn compile_ptx(nz: usize, cc: u32, options: &[String]) -> Result<cudarc::nvr
     String::from_utf8(text)
         .map(cudarc::nvrtc::Ptx::from_src)
         .map_err(|_| backend_err("NVRTC gave PTX that is not text"))
+}
+
+/// The device-side stopping test (kernels/loop.cu) loaded into `ctx`: its PTX built into the
+/// binary, else compiled by NVRTC now (a fraction of a second: it is one small kernel).
+pub fn load_loop_test(ctx: &Arc<CudaContext>) -> Result<CudaFunction> {
+    let ptx = match SHIPPED_LOOP {
+        Some(p) => p.to_vec(),
+        None if nvrtc_available() => compile::compile_loop().map_err(|log| {
+            backend_err(format!("NVRTC failed to compile the stopping test: {log}"))
+        })?,
+        None => {
+            return Err(backend_err(
+                "no stopping test is built into this binary and NVRTC was not found",
+            ))
+        }
+    };
+    let text =
+        String::from_utf8(ptx).map_err(|_| backend_err("the stopping test's PTX is not text"))?;
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_src(text))
+        .map_err(|e| backend_err(format!("loading the stopping test: {e}")))?;
+    module
+        .load_function("loop_test")
+        .map_err(|e| backend_err(format!("the stopping test's kernel: {e}")))
 }
 
 /// The folder of the compiled-kernel cache: `STRATA_CACHE_DIR`, else `$XDG_CACHE_HOME/strata`,

@@ -1236,3 +1236,60 @@ fn launch_counts_see_replayed_cycles_as_one_launch() {
     assert_eq!(graphed.0, direct.0);
     assert!(graphed.1 + 10 < graphed.0, "{graphed:?}");
 }
+
+/// Mixed mg, the default solver, runs its iterations on the device (one CUDA graph whose WHILE
+/// node repeats the cycle until a kernel's stopping test says stop): the host launches as often
+/// for 5 iterations as for 3, and the residual history and solution are those of the host's
+/// loop (`Tuning::loops` off) bit for bit — for both smoothers (the Jacobi one swaps its fields
+/// on the host), fixed iterations, and a tolerance the loop stops at by itself.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn device_iterations_give_the_host_loops_iterates() {
+    use strata::backend::Fields;
+    use strata::solver::Smoother;
+    let p = ProblemParams {
+        n: 64,
+        nz: 32,
+        ..Default::default()
+    };
+    let rhs = build_rhs(&p, RhsKind::Random, 7, &Block::whole(p.n));
+    let on = gpu_tuned(|t| t.loops = true);
+    let off = gpu_tuned(|t| t.loops = false);
+    for smoother in [Smoother::RedBlack, Smoother::Jacobi] {
+        let mut host_launches = Vec::new();
+        for (fixed, its) in [(true, 3), (true, 5), (false, 60)] {
+            let cfg = SolverConfig::new(SolverKind::Mg)
+                .with_smoother(smoother)
+                .with_max_it(its)
+                .with_fixed_iterations(fixed)
+                .with_rtol(1e-9);
+            let run = |g: &CudaBackend| {
+                let before = g.launches().unwrap();
+                let mut h = Vec::new();
+                let s = strata::solve(g, &p, &cfg, &rhs, &mut |_, r| h.push(r)).unwrap();
+                (h, s.u, g.launches().unwrap() - before)
+            };
+            let (a, ua, la) = run(&on);
+            let (b, ub, lb) = run(&off);
+            let what = format!("{smoother:?}, {its} iterations (fixed: {fixed})");
+            println!(
+                "device iterations, {what}: {} iterations, launches {la:?} on the device, \
+                 {lb:?} on the host",
+                a.len()
+            );
+            assert_eq!(a, b, "{what}: residual histories differ");
+            assert_eq!(ua, ub, "{what}: solutions differ");
+            // The same kernels, and the stopping test once per iteration.
+            assert_eq!(
+                la.kernels,
+                lb.kernels + a.len() as u64,
+                "{what}: other kernels ran"
+            );
+            assert!(la.host + 10 < lb.host, "{what}: {la:?} against {lb:?}");
+            host_launches.push((la.host, lb.host));
+        }
+        // Fixed 3 and 5 iterations: the same host launches on the device, more on the host.
+        assert_eq!(host_launches[0].0, host_launches[1].0, "{host_launches:?}");
+        assert!(host_launches[0].1 < host_launches[1].1, "{host_launches:?}");
+    }
+}

@@ -62,16 +62,7 @@ impl CudaBackend {
         &self,
         body: &mut dyn FnMut() -> Result<()>,
     ) -> std::result::Result<(CudaGraph, u64), String> {
-        let cap = match self.capture.get() {
-            Some(c) => c.clone(),
-            None => {
-                let c = self.stream.fork().map_err(|e| e.to_string())?;
-                self.capture.get_or_init(|| c).clone()
-            }
-        };
-        // Streams the body may fork to must exist before the capture: making them records an
-        // event on the backend's stream, which is not being captured.
-        self.tile_streams().map_err(|e| e.to_string())?;
+        let cap = self.capture_stream()?;
         cap.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .map_err(|e| e.to_string())?;
         self.counts[2].store(0, Ordering::Relaxed);
@@ -87,6 +78,22 @@ impl CudaBackend {
             Ok(None) => Err("the body queued no work".into()),
             Err(e) => Err(format!("capture failed: {e}")),
         }
+    }
+
+    /// The stream bodies are captured on, made on first use, with the streams a body may
+    /// fork to.
+    pub(super) fn capture_stream(&self) -> std::result::Result<Arc<CudaStream>, String> {
+        let cap = match self.capture.get() {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.stream.fork().map_err(|e| e.to_string())?;
+                self.capture.get_or_init(|| c).clone()
+            }
+        };
+        // Streams the body may fork to must exist before the capture: making them records an
+        // event on the backend's stream, which is not being captured.
+        self.tile_streams().map_err(|e| e.to_string())?;
+        Ok(cap)
     }
 
     /// Launches `g`, of `kernels` kernels, on the backend's stream (counted: one host launch).

@@ -279,6 +279,9 @@ pub struct CudaBackend {
     /// One slot, never read: what the Krylov kernels get for their scalars when every
     /// coefficient is a value (slot index −1).
     no_slots: CudaSlice<f64>,
+    /// The device-side stopping test ([`crate::kernels::load_loop_test`]), loaded on first use,
+    /// or why it could not be.
+    loop_test: OnceLock<std::result::Result<cudarc::driver::CudaFunction, String>>,
 }
 
 /// Most streams of a concurrent group of tiles (tiles beyond share them in turn).
@@ -353,6 +356,7 @@ impl CudaBackend {
             capturing: AtomicBool::new(false),
             counts: Default::default(),
             no_slots,
+            loop_test: OnceLock::new(),
         })
     }
 
@@ -992,6 +996,7 @@ pub use borrowed::{DeviceArray, Order};
 // After `launch_columns!`, which they use (macros are in scope from their definition on).
 mod borrowed;
 mod cells;
+mod device_loop;
 mod graph;
 mod lines;
 mod resident;

@@ -4,7 +4,9 @@
 //! kernels/vector.cu). Nothing here waits for the device but [`ScalarKernels::read_scalars`].
 
 use super::*;
-use strata::backend::{check_scalar_ops, Coef, ScalarKernels, ScalarOp, MAX_SCALAR_OPS};
+use strata::backend::{
+    check_scalar_ops, Coef, DeviceTest, Recording, ScalarKernels, ScalarOp, MAX_SCALAR_OPS,
+};
 
 /// `ScalarOp` of kernels/vector.cu, passed by value.
 #[repr(C)]
@@ -81,6 +83,46 @@ impl ScalarKernels for CudaBackend {
 
     fn scalars_len(&self, s: &CudaSlice<f64>) -> usize {
         s.len()
+    }
+
+    fn scalars_address(&self, s: &CudaSlice<f64>) -> u64 {
+        use cudarc::driver::DevicePtr;
+        s.device_ptr(&self.stream).0
+    }
+
+    fn device_iterations(&self) -> bool {
+        self.tuning.graphs && self.tuning.loops
+    }
+
+    fn iterate_on_device(
+        &self,
+        rec: &mut Recording,
+        key: &[u64],
+        scalars: u64,
+        test: &DeviceTest,
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<Vec<[f64; 2]>>> {
+        self.device_loop(rec, key, scalars, test, body)
+    }
+
+    fn residual_to_slots(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &CudaField,
+        to: &CudaLevel,
+        r: &mut CudaField,
+        s: &mut CudaSlice<f64>,
+        out: usize,
+    ) -> Result<()> {
+        check_slots(s, &[], Some((out, 1)))?;
+        if !self.check_f32_beside(op, &[f, u], to, r)? {
+            let rr = strata::backend::StencilKernels::residual(self, op, f, u, r)?;
+            return self.write_scalars(s, out, &[rr]);
+        }
+        let mut red = self.reduce_lock();
+        launch_op!(self, op, K::ResidualToF32, K::ResidualToF32Cells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        self.reduce_into(op, op.seg.1, &red, 1, s, out)
     }
 
     fn scalar_ops(&self, s: &mut CudaSlice<f64>, ops: &[ScalarOp]) -> Result<()> {

@@ -19,7 +19,8 @@ pub mod tiled;
 pub use recording::Recording;
 pub(crate) use scalars::host_scalars;
 pub use scalars::{
-    check_scalar_ops, check_slots, host_slots, Coef, ScalarKernels, ScalarOp, MAX_SCALAR_OPS,
+    check_scalar_ops, check_slots, host_slots, Coef, DeviceTest, ScalarKernels, ScalarOp,
+    MAX_DEVICE_ITERATIONS, MAX_SCALAR_OPS,
 };
 
 /// The backend traits, for calling kernels on a concrete backend type:

@@ -49,6 +49,14 @@ impl Recording {
             .and_then(|(_, v)| v.downcast_ref())
     }
 
+    /// The recording of type `T` kept for `key`, to change it.
+    pub fn get_mut<T: Any>(&mut self, key: &[u64]) -> Option<&mut T> {
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.downcast_mut())
+    }
+
     /// Whether a recording is kept for `key`.
     pub fn contains(&self, key: &[u64]) -> bool {
         self.entries.iter().any(|(k, _)| k == key)
@@ -108,6 +116,9 @@ mod tests {
         r.insert(&[3, 4], 20u32);
         assert_eq!(r.get::<u32>(&[1, 2]), Some(&10));
         assert_eq!(r.get::<u32>(&[3, 4]), Some(&20));
+        *r.get_mut::<u32>(&[3, 4]).expect("kept") += 1;
+        assert_eq!(r.get::<u32>(&[3, 4]), Some(&21));
+        assert_eq!(r.get_mut::<u64>(&[3, 4]), None);
         assert_eq!(r.get::<u32>(&[2, 1]), None);
         assert_eq!(
             r.get::<u64>(&[1, 2]),

@@ -7,7 +7,7 @@
 //! vector and get every method from the defaults here, which call their kernels with the slots'
 //! values.
 
-use super::{Fields, LineKernels, StencilKernels, VectorKernels};
+use super::{Fields, LineKernels, Recording, StencilKernels, VectorKernels};
 use crate::error::{invalid, Result};
 
 /// A kernel's coefficient: `value`, or with a slot, `value` times the slot's value (so −α is
@@ -166,6 +166,59 @@ pub trait ScalarKernels: Fields + VectorKernels + StencilKernels + LineKernels {
     /// Number of slots.
     fn scalars_len(&self, s: &Self::Scalars) -> usize;
 
+    /// The identity of the slots' memory (a device address; 0 by default), for the keys of
+    /// [`ScalarKernels::iterate_on_device`] and the test it runs on them.
+    fn scalars_address(&self, s: &Self::Scalars) -> u64 {
+        let _ = s;
+        0
+    }
+
+    /// Whether [`ScalarKernels::iterate_on_device`] may run iterations on the device (false by
+    /// default: it then returns `None` without running the body).
+    fn device_iterations(&self) -> bool {
+        false
+    }
+
+    /// Runs `body` — one iteration that queues the same kernels on the same fields at every
+    /// call, never waits on the host, and leaves the slots `test` reads in the scalars at
+    /// address `scalars` ([`ScalarKernels::scalars_address`]) — repeatedly on the device until
+    /// `test` says stop, without the host in between (a CUDA graph whose WHILE node repeats the
+    /// recorded iteration, the test a kernel at its end). Recorded into `rec` under `key` (the
+    /// addresses of every field and slot the iteration touches) at the first call, as
+    /// [`Fields::replay`] records. Returns per iteration run the values of the test's slots
+    /// [‖r‖², σ] (σ 1 without), for the caller to replay its monitor on; `None` where the
+    /// backend runs no iterations on its device (the host backends; a body that could not be
+    /// recorded, which then has run on the host once with no kernel executed, so a body must
+    /// allow that as [`Fields::replay`]'s must): the caller then runs the loop itself.
+    fn iterate_on_device(
+        &self,
+        rec: &mut Recording,
+        key: &[u64],
+        scalars: u64,
+        test: &DeviceTest,
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Option<Vec<[f64; 2]>>> {
+        let _ = (rec, key, scalars, test, body);
+        Ok(None)
+    }
+
+    /// [`StencilKernels::residual_to`] with the local ‖f − A u‖² into slot `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn residual_to_slots(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &Self::Field,
+        to: &Self::LevelOp,
+        r: &mut Self::Field,
+        s: &mut Self::Scalars,
+        out: usize,
+    ) -> Result<()> {
+        check_slots(self.scalars_len(s), &[], Some((out, 1)))?;
+        let rr = self.residual_to(op, f, u, to, r)?;
+        self.write_scalars(s, out, &[rr])
+    }
+
     /// Runs `ops` in order (at most [`MAX_SCALAR_OPS`]).
     fn scalar_ops(&self, s: &mut Self::Scalars, ops: &[ScalarOp]) -> Result<()> {
         let mut v = host_slots(self, s)?;
@@ -273,6 +326,28 @@ pub trait ScalarKernels: Fields + VectorKernels + StencilKernels + LineKernels {
         self.write_scalars(s, out, &d)
     }
 }
+
+/// The stopping test of an iteration that a backend runs on its device
+/// ([`ScalarKernels::iterate_on_device`]): the test of [`crate::solver::SolveParams`] as the
+/// solvers' monitor applies it on the host, in its order, on slots the iteration's kernels
+/// leave.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeviceTest {
+    /// The slot holding ‖r‖² after each iteration (summed over the ranks).
+    pub rr: usize,
+    /// The slot of CG's curvature σ, tested first (not finite and positive: stop), if any.
+    pub sigma: Option<usize>,
+    /// The iteration stops once √‖r‖² < `bound` (rtol times the reference norm), unless `fixed`.
+    pub bound: f64,
+    /// Most iterations.
+    pub max_it: usize,
+    /// Runs exactly `max_it` iterations (unless a value is not finite).
+    pub fixed: bool,
+}
+
+/// Most iterations [`ScalarKernels::iterate_on_device`] is asked for: its log holds two values
+/// per iteration in device memory; beyond this the host runs the loop.
+pub const MAX_DEVICE_ITERATIONS: usize = 10_000;
 
 /// Every slot of `s`, on the host.
 pub fn host_slots<B: ScalarKernels + ?Sized>(b: &B, s: &B::Scalars) -> Result<Vec<f64>> {

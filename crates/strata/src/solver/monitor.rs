@@ -1,6 +1,7 @@
 //! Stopping rule, convergence reasons and the record of a solve.
 
 use super::Profile;
+use crate::backend::DeviceTest;
 use serde::{Deserialize, Serialize};
 
 /// Why a solve stopped (PETSc's names).
@@ -253,6 +254,49 @@ impl<'a> Monitor<'a> {
         }
     }
 
+    /// The bound of the stopping rule: an iteration stops once ‖r‖ < rtol times the reference
+    /// norm ([`Monitor::step`]), for a test that runs elsewhere ([`DeviceTest`]).
+    pub fn device_test(&self, rr: usize, sigma: Option<usize>) -> DeviceTest {
+        DeviceTest {
+            rr,
+            sigma,
+            bound: self.params.rtol * self.reference,
+            max_it: self.params.max_it,
+            fixed: self.params.fixed_iterations,
+        }
+    }
+
+    /// Steps through the [‖r‖², σ] of each iteration that a device ran under
+    /// [`Monitor::device_test`] (σ tested only with `curvature`), as the host's loop would
+    /// have: the reason to stop and the iterations run. The device stopped where this test
+    /// stops, at the log's last entry; anything else is an error (a bug of the backend's test).
+    pub fn replay(
+        &mut self,
+        log: &[[f64; 2]],
+        curvature: bool,
+    ) -> crate::error::Result<(ConvergedReason, usize)> {
+        for (i, &[rr, sigma]) in log.iter().enumerate() {
+            let it = i + 1;
+            let reason = match curvature.then(|| Self::curvature(sigma)).flatten() {
+                Some(r) => Some(r),
+                None => self.step(it, rr),
+            };
+            if let Some(r) = reason {
+                if it == log.len() {
+                    return Ok((r, it));
+                }
+                break;
+            }
+        }
+        Err(crate::StrataError::Backend {
+            backend: "device loop".into(),
+            msg: format!(
+                "the device stopped after {} iterations where the host's stopping test does not",
+                log.len()
+            ),
+        })
+    }
+
     /// A reason to stop if the CG curvature σ = ⟨p, A p⟩ is unusable.
     pub fn curvature(sigma: f64) -> Option<ConvergedReason> {
         if !sigma.is_finite() {
@@ -281,5 +325,69 @@ impl<'a> Monitor<'a> {
             profile,
             incompatible: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A monitor of rtol 1e-2 relative to ‖f‖ = 1, and what its callback saw.
+    fn run(
+        params: &SolveParams,
+        log: &[[f64; 2]],
+        curvature: bool,
+    ) -> (crate::Result<(ConvergedReason, usize)>, Vec<usize>) {
+        let mut seen = Vec::new();
+        let mut cb = |it: usize, _: f64| seen.push(it);
+        let mut mon = Monitor::new(params, 1.0, 1.0, &mut cb);
+        let test = mon.device_test(3, curvature.then_some(4));
+        assert_eq!(test.bound, params.rtol);
+        assert_eq!((test.rr, test.sigma), (3, curvature.then_some(4)));
+        let out = mon.replay(log, curvature);
+        drop(mon);
+        (out, seen)
+    }
+
+    #[test]
+    fn a_device_log_replays_the_hosts_test_and_must_stop_where_it_does() {
+        let p = SolveParams {
+            rtol: 1e-2,
+            max_it: 5,
+            ..SolveParams::default()
+        };
+        // ‖r‖ = 0.5, 0.1, 0.005: stops at the third (0.005 < 0.01).
+        let good = [[0.25, 1.0], [0.01, 1.0], [2.5e-5, 1.0]];
+        let (out, seen) = run(&p, &good, false);
+        assert_eq!(out.unwrap(), (ConvergedReason::ConvergedRtol, 3));
+        assert_eq!(seen, [1, 2, 3]);
+        // A log that goes on past the host's stop, or ends before it, is an error.
+        assert!(run(&p, &[[0.25, 1.0], [2.5e-5, 1.0], [1e-6, 1.0]], false)
+            .0
+            .is_err());
+        assert!(run(&p, &good[..2], false).0.is_err());
+        // max_it reached without converging.
+        let slow = [[0.25, 1.0]; 5];
+        assert_eq!(
+            run(&p, &slow, false).0.unwrap(),
+            (ConvergedReason::DivergedMaxIt, 5)
+        );
+        // A curvature that is not positive stops before the residual is recorded.
+        let (out, seen) = run(&p, &[[0.25, 1.0], [0.2, -1.0]], true);
+        assert_eq!(out.unwrap(), (ConvergedReason::DivergedBreakdown, 2));
+        assert_eq!(seen, [1]);
+        // Without the curvature test σ is not looked at.
+        assert!(run(&p, &[[0.25, 1.0], [0.2, -1.0]], false).0.is_err());
+        // Fixed iterations run max_it whatever the residual.
+        let fixed = SolveParams {
+            fixed_iterations: true,
+            max_it: 3,
+            ..p
+        };
+        let (out, _) = run(&fixed, &[[1e-9, 1.0]; 3], false);
+        assert_eq!(out.unwrap(), (ConvergedReason::ConvergedIts, 3));
+        // A residual that is not finite stops at once.
+        let (out, _) = run(&p, &[[f64::NAN, 1.0]], false);
+        assert_eq!(out.unwrap(), (ConvergedReason::DivergedNanOrInf, 1));
     }
 }

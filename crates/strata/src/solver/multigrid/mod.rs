@@ -5,6 +5,7 @@
 mod coarse;
 mod cycle;
 mod hierarchy;
+mod on_device;
 mod precond;
 mod smoother;
 mod sweep;
@@ -174,6 +175,8 @@ impl MgParams {
 /// Multigrid as a solver: V(1,1) cycles until ‖f − A u‖/‖f − A u₀‖ < rtol.
 pub struct Multigrid<B: Backend> {
     cycles: Cycles<B>,
+    /// Defect correction's iterations on the device, where the backend runs them there.
+    on_device: on_device::OnDevice<B>,
 }
 
 /// How the cycles run.
@@ -202,11 +205,15 @@ impl<B: Backend> Multigrid<B> {
                 backend, stencils, params, storage, false,
             )?),
         };
-        Ok(Self { cycles })
+        Ok(Self {
+            cycles,
+            on_device: on_device::OnDevice::new(),
+        })
     }
 
     /// Prepares every level's operator again from `stencils`, keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
+        self.on_device.forget();
         match &mut self.cycles {
             Cycles::F64(h) => h.replace_operators(b, stencils),
             Cycles::DefectCorrection(pc) => pc.replace_operators(b, stencils),
@@ -223,6 +230,7 @@ impl<B: Backend> Multigrid<B> {
 
     /// Exchanges the halo of every level once (see [`super::Solver::prepare_comm`]).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
+        self.on_device.forget();
         match &mut self.cycles {
             Cycles::F64(h) => h.prepare_comm(b, comm),
             Cycles::DefectCorrection(pc) => pc.prepare_comm(b, comm),
@@ -258,6 +266,11 @@ impl<B: Backend> Multigrid<B> {
         params: &SolveParams,
         monitor: &mut dyn FnMut(usize, f64),
     ) -> Result<SolveInfo> {
+        if let Cycles::DefectCorrection(pc) = &mut self.cycles {
+            if let Some(info) = self.on_device.solve(pc, b, comm, f, u, params, monitor)? {
+                return Ok(info);
+            }
+        }
         let ctx = (b, comm, params, monitor);
         match &mut self.cycles {
             // The hierarchy iterates on the caller's u (swapped into its finest level) and

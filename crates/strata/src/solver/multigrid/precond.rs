@@ -163,6 +163,37 @@ impl<B: Backend> MgPreconditioner<B> {
         })
     }
 
+    /// [`MgPreconditioner::residual_in`] with the local ‖f − A u‖² into slot `out` of `s`
+    /// instead of the host (for an iteration run on the device).
+    pub fn residual_in_slot(
+        &mut self,
+        b: &B,
+        f: &B::Field,
+        u: &B::Field,
+        s: &mut B::Scalars,
+        out: usize,
+    ) -> Result<()> {
+        let (fine, r32, _) = fp32_pair(&mut self.outer, "residual_in")?;
+        let op0 = &self.h.levels[0].op;
+        b.residual_to_slots(fine, f, u, op0, r32, s, out)
+    }
+
+    /// Whether [`MgPreconditioner::correct`] can be recorded with `comm` (see
+    /// [`MgPreconditioner::apply`]): no coarse CG (it reads its dot products on the host) and
+    /// a communicator that only queues kernels.
+    pub fn replayable<C: Comm<B>>(&self, comm: &C) -> bool {
+        comm.queues_only() && self.h.coarse.is_none()
+    }
+
+    /// The addresses of the fields defect correction on `f` and `u` touches: the cycle's
+    /// ([`MgPreconditioner::arrangement`]), then f and u.
+    pub fn correction_key(&self, b: &B, f: &B::Field, u: &B::Field) -> Vec<u64> {
+        let mut key = self.arrangement(b, &Ends::Inner);
+        key.push(b.address(f));
+        key.push(b.address(u));
+        key
+    }
+
     /// u ← u + V(r), the cycle on the right-hand side left by [`MgPreconditioner::residual_in`]
     /// (recorded and replayed as [`MgPreconditioner::apply`]'s), its fp32 result added to the
     /// fp64 `u` in one pass ([`crate::backend::VectorKernels::axpy_from`]); u's halo is then
