@@ -167,3 +167,22 @@ fn kernels_are_shipped_built_for_the_default_builds() {
         );
     }
 }
+
+/// The device-side stopping test (kernels/loop.cu) is shipped as PTX for the oldest target,
+/// is what NVRTC gives now, and calls the device runtime's `cudaGraphSetConditional`, which the
+/// driver links when it loads the module.
+#[test]
+fn the_stopping_test_is_shipped_as_ptx() {
+    use strata_cuda::compile::{compile_loop, LOOP_TARGET};
+    use strata_cuda::kernels::SHIPPED_LOOP;
+    let shipped = SHIPPED_LOOP.expect("built with libnvrtc.so.13 on LD_LIBRARY_PATH");
+    let text = std::str::from_utf8(shipped).expect("PTX is text");
+    assert_eq!(LOOP_TARGET, strata_cuda::compile::Target::Ptx(80));
+    assert!(text.contains(".target sm_80"), "{text}");
+    assert!(text.contains(".entry loop_test"), "{text}");
+    assert!(
+        text.contains(".extern .func cudaGraphSetConditional"),
+        "{text}"
+    );
+    assert_eq!(compile_loop().unwrap(), shipped);
+}
