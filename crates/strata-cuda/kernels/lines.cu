@@ -439,6 +439,31 @@ extern "C" __global__ void smooth_pcr_cells_f64(Layout L, CELL_PARAMS, CELL_CROS
     WITH_CELL_SLANT(o0, smooth_pcr_body(L, op, o0, k, slot, active, f, u_in, u_out, (real)rho));
 }
 
+// The line solve by PCR: z <- w M^-1 r, one thread per cell (line_solve_f64's values up to
+// rounding; no neighbour is read).
+template <class Op>
+__device__ __forceinline__ void line_solve_pcr_body(const Op& op, const Layout& L, idx_t o0, int k, int slot,
+                                                    bool active, const real* __restrict__ r,
+                                                    real* __restrict__ z, real w) {
+    const idx_t o = o0 + (idx_t)(k < NZ ? k : 0) * L.sx;
+    const real d = k < NZ ? r[o] : real(0.0);
+    const real zk = pcr_solve(op, k, slot, d);
+    if (active && k < NZ) z[o] = w * zk;
+}
+
+extern "C" __global__ void line_solve_pcr_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
+                                              const real* __restrict__ r, real* __restrict__ z, double w) {
+    PCR_COLUMN
+    line_solve_pcr_body(ColOp{load_col(cols, L, i, j), V}, L, at_(L, i, j, 0), k, slot, active, r, z, (real)w);
+}
+
+extern "C" __global__ void line_solve_pcr_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ r,
+                                                    real* __restrict__ z, double w) {
+    PCR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    line_solve_pcr_body(CELL_OP(o0), L, o0, k, slot, active, r, z, (real)w);
+}
+
 // RestrictSmooth by PCR: f_c <- scale * (sum of the 4 fine children of r_f); u_c <- rho M^-1 f_c.
 template <class Op>
 __device__ __forceinline__ void restrict_smooth_pcr_body(const Layout& Lf, const Layout& L, const Op& op,

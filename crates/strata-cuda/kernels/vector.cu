@@ -1,19 +1,23 @@
 // Vector operations on the interior of a field, the bandwidth probe, and the final reduction.
+// The kernels without a reduction walk the levels [k0, k1) of their column (SEGMENT, common.cuh):
+// the whole column, or on a level with few columns a grid-z segment of it.
 
 // x <- v; traffic 1.
 extern "C" __global__ void fill_f64(Layout L, real* __restrict__ x, double v) {
     THREAD_COLUMN
+    SEGMENT
     if (!active) return;
-    idx_t o = at_(L, i, j, 0);
-    for (int k = 0; k < NZ; ++k, o += L.sx) x[o] = v;
+    idx_t o = at_(L, i, j, k0);
+    for (int k = k0; k < k1; ++k, o += L.sx) x[o] = v;
 }
 
 // y <- x; traffic 2.
 extern "C" __global__ void copy_f64(Layout L, const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
+    SEGMENT
     if (!active) return;
-    idx_t o = at_(L, i, j, 0);
-    for (int k = 0; k < NZ; ++k, o += L.sx) y[o] = x[o];
+    idx_t o = at_(L, i, j, k0);
+    for (int k = k0; k < k1; ++k, o += L.sx) y[o] = x[o];
 }
 
 // y <- y + a x; traffic 3.
@@ -21,10 +25,11 @@ extern "C" __global__ void copy_f64(Layout L, const real* __restrict__ x, real* 
 extern "C" __global__ void axpy_f64(Layout L, double a0, const double* __restrict__ sc, int ia,
                                     const real* __restrict__ x, real* __restrict__ y) {
     THREAD_COLUMN
+    SEGMENT
     if (!active) return;
     const double a = coef(a0, sc, ia);
-    idx_t o = at_(L, i, j, 0);
-    for (int k = 0; k < NZ; ++k, o += L.sx) y[o] += a * x[o];
+    idx_t o = at_(L, i, j, k0);
+    for (int k = k0; k < k1; ++k, o += L.sx) y[o] += a * x[o];
 }
 
 // y <- y + a x with x an fp32 field of the same block (the correction of a mixed-precision cycle
@@ -32,17 +37,19 @@ extern "C" __global__ void axpy_f64(Layout L, double a0, const double* __restric
 extern "C" __global__ void axpy_from_f32_f64(Layout L, double a, const float* __restrict__ x,
                                              real* __restrict__ y) {
     THREAD_COLUMN
+    SEGMENT
     if (!active) return;
-    idx_t o = at_(L, i, j, 0);
-    for (int k = 0; k < NZ; ++k, o += L.sx) y[o] += a * (double)x[o];
+    idx_t o = at_(L, i, j, k0);
+    for (int k = k0; k < k1; ++k, o += L.sx) y[o] += a * (double)x[o];
 }
 
 // y <- x + b y; traffic 3.
 extern "C" __global__ void xpby_f64(Layout L, const real* __restrict__ x, double b, real* __restrict__ y) {
     THREAD_COLUMN
+    SEGMENT
     if (!active) return;
-    idx_t o = at_(L, i, j, 0);
-    for (int k = 0; k < NZ; ++k, o += L.sx) y[o] = x[o] + b * y[o];
+    idx_t o = at_(L, i, j, k0);
+    for (int k = k0; k < k1; ++k, o += L.sx) y[o] = x[o] + b * y[o];
 }
 
 // The whole allocation of a field (halo and padding included), n values, to and from fp64: the

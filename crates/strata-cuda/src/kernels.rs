@@ -225,6 +225,10 @@ pub enum Kernel {
     RestrictSmoothTwin,
     /// `restrict_smooth_twin_cells_f64` (lines.cu).
     RestrictSmoothTwinCells,
+    /// `line_solve_pcr_f64` (lines.cu): [`Kernel::LineSolve`] by PCR, for coarse levels.
+    LineSolvePcr,
+    /// `line_solve_pcr_cells_f64` (lines.cu).
+    LineSolvePcrCells,
 }
 
 impl Kernel {
@@ -262,7 +266,7 @@ impl Kernel {
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 70] = [
+    pub const ALL: [Kernel; 72] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -333,6 +337,8 @@ impl Kernel {
         Kernel::ProlongateFaces,
         Kernel::RestrictSmoothTwin,
         Kernel::RestrictSmoothTwinCells,
+        Kernel::LineSolvePcr,
+        Kernel::LineSolvePcrCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -409,6 +415,8 @@ impl Kernel {
             Kernel::ProlongateFaces => "prolongate_faces_f64",
             Kernel::RestrictSmoothTwin => "restrict_smooth_twin_f64",
             Kernel::RestrictSmoothTwinCells => "restrict_smooth_twin_cells_f64",
+            Kernel::LineSolvePcr => "line_solve_pcr_f64",
+            Kernel::LineSolvePcrCells => "line_solve_pcr_cells_f64",
         }
     }
 
@@ -466,7 +474,9 @@ impl Kernel {
             | Kernel::RestrictSmoothPcr
             | Kernel::RestrictSmoothPcrCells
             | Kernel::SmoothColorPcr
-            | Kernel::SmoothColorPcrCells => "lines.cu",
+            | Kernel::SmoothColorPcrCells
+            | Kernel::LineSolvePcr
+            | Kernel::LineSolvePcrCells => "lines.cu",
             Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps | Kernel::AxpyFromF32 => {
                 "vector.cu"
             }

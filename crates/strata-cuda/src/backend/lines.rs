@@ -285,6 +285,9 @@ impl CudaBackend {
         z: &mut CudaField,
         w: f64,
     ) -> Result<()> {
+        if let Some(cfg) = op.pcr {
+            return launch_op!(self, op, K::LineSolvePcr, K::LineSolvePcrCells, in cfg; &r.data, &mut z.data, &w);
+        }
         let (k, cfg) = self.line_launch(
             op,
             K::LineSolve,

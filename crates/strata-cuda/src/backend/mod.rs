@@ -27,6 +27,14 @@ macro_rules! launch_columns {
         // kernels touch only that layout's elements (interior, or halo for reads).
         cu(unsafe { b.launch($op.cfg) }).map(|_| ())
     }};
+    // Over the level's columns cut into grid-z segments (`seg`: the kernels with SEGMENT).
+    ($self:ident, $op:expr, $kernel:expr, segments; $($arg:expr),* $(,)?) => {{
+        let mut b = $self.builder($self.launch_stream(), $op.k.get($kernel));
+        b.arg(&$op.layout);
+        $( b.arg($arg); )*
+        // SAFETY: as above; a segment touches only its column's levels [k0, k1).
+        cu(unsafe { b.launch($op.seg.0) }).map(|_| ())
+    }};
 }
 
 /// Launches the kernel of level `$op`'s operator over its columns: `$model` with the column
@@ -237,8 +245,9 @@ pub struct CudaLevel {
     /// The launch of the PCR line kernels, for a level with few columns
     /// ([`crate::kernels::Tuning::pcr_columns`]); `None`: one thread per column.
     pcr: Option<LaunchConfig>,
-    /// The launch of Residual and Prolongate, each column cut into grid-z segments on a level
-    /// with few columns ([`crate::kernels::segments`]), and its number of blocks.
+    /// The launch of Residual, Prolongate and the vector kernels without a reduction, each
+    /// column cut into grid-z segments on a level with few columns
+    /// ([`crate::kernels::segments`]), and its number of blocks.
     seg: (LaunchConfig, usize),
     k: Arc<Kernels>,
 }

@@ -6,12 +6,12 @@ use strata::backend::{Coef, VectorKernels};
 impl VectorKernels for CudaBackend {
     fn fill(&self, op: &CudaLevel, x: &mut CudaField, v: f64) -> Result<()> {
         self.check(op, &[x])?;
-        launch_columns!(self, op, K::Fill; &mut x.data, &v)
+        launch_columns!(self, op, K::Fill, segments; &mut x.data, &v)
     }
 
     fn copy(&self, op: &CudaLevel, x: &CudaField, y: &mut CudaField) -> Result<()> {
         self.check(op, &[x, y])?;
-        launch_columns!(self, op, K::Copy; &x.data, &mut y.data)
+        launch_columns!(self, op, K::Copy, segments; &x.data, &mut y.data)
     }
 
     fn axpy(&self, op: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<()> {
@@ -20,7 +20,7 @@ impl VectorKernels for CudaBackend {
 
     fn xpby(&self, op: &CudaLevel, x: &CudaField, beta: f64, y: &mut CudaField) -> Result<()> {
         self.check(op, &[x, y])?;
-        launch_columns!(self, op, K::Xpby; &x.data, &beta, &mut y.data)
+        launch_columns!(self, op, K::Xpby, segments; &x.data, &beta, &mut y.data)
     }
 
     fn axpy_from(
@@ -34,7 +34,7 @@ impl VectorKernels for CudaBackend {
         if !self.check_f32_beside(op, &[y], from, x)? {
             return self.axpy(op, a, x, y);
         }
-        launch_columns!(self, op, K::AxpyFromF32; &a, &x.data, &mut y.data)
+        launch_columns!(self, op, K::AxpyFromF32, segments; &a, &x.data, &mut y.data)
     }
 
     fn dot(&self, op: &CudaLevel, x: &CudaField, y: &CudaField) -> Result<f64> {
@@ -76,7 +76,7 @@ impl CudaBackend {
     ) -> Result<()> {
         self.check(op, &[x, y])?;
         let (a, ia) = (a.value, a.slot_index());
-        launch_columns!(self, op, K::Axpy; &a, sc, &ia, &x.data, &mut y.data)
+        launch_columns!(self, op, K::Axpy, segments; &a, sc, &ia, &x.data, &mut y.data)
     }
 
     /// Launches y ← y + a x with the block partials of ‖y‖² into `red`, `a` a [`Coef`].
