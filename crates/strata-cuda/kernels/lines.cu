@@ -497,6 +497,43 @@ extern "C" __global__ void restrict_smooth_pcr_cells_f64(Layout Lf, Layout L, CE
                              (real)rho, (real)scale);
 }
 
+// The fine residual restricted and the coarse level's first smoothing step from zero by PCR in
+// one kernel (LineKernels::residual_restrict_smooth on a PCR level, the model problem's columns
+// without cross terms): per coarse cell the residuals of its four fine children, each as
+// residual_f64 computes it, summed as restrict_children sums the stored ones, so f_c and u_c are
+// the unfused pair's bit for bit; the fine residual is not stored. Launched as the other PCR
+// kernels over the coarse level's columns.
+__device__ __forceinline__ real child_residual(const Layout& Lf, const ColOp& op, const real* __restrict__ f,
+                                               const real* __restrict__ u, idx_t o, int k) {
+    const real below = k > 0 ? u[o - Lf.sx] : real(0.0);
+    const real above = k + 1 < NZ ? u[o + Lf.sx] : real(0.0);
+    return f[o] - op.apply_n(global_nb(u, o, Lf), o, Lf, k, below, u[o], above);
+}
+
+extern "C" __global__ void residual_restrict_smooth_pcr_f64(Layout Lf, Layout L, const real* __restrict__ cols_f,
+                                                            const real* __restrict__ V_f,
+                                                            const real* __restrict__ cols,
+                                                            const real* __restrict__ V, const real* __restrict__ f,
+                                                            const real* __restrict__ u, real* __restrict__ fc,
+                                                            real* __restrict__ uc, double rho, double scale) {
+    PCR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    real d = real(0.0);
+    if (k < NZ) {
+        const idx_t of = at_(Lf, 2 * i, 2 * j, k);
+        const real r00 = child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i, 2 * j), V_f}, f, u, of, k);
+        const real r10 = child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i + 1, 2 * j), V_f}, f, u, of + 1, k);
+        const real r01 =
+            child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i, 2 * j + 1), V_f}, f, u, of + Lf.plane, k);
+        const real r11 = child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i + 1, 2 * j + 1), V_f}, f, u,
+                                        of + Lf.plane + 1, k);
+        d = (real)scale * ((r00 + r10) + (r01 + r11));
+        if (active) fc[o0 + (idx_t)k * L.sx] = d;
+    }
+    const real z = pcr_solve(ColOp{load_col(cols, L, i, j), V}, k, slot, d);
+    if (active && k < NZ) uc[o0 + (idx_t)k * L.sx] = (real)rho * z;
+}
+
 // One red-black half-sweep by PCR: the columns of one colour (parity as in smooth_color_f64),
 // PCR_COLS per block, each solved exactly given its neighbours, u_c <- T_c^-1 (f - H u)_c, in
 // place (the neighbours have the other colour and are not written here).

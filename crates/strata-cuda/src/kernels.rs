@@ -229,6 +229,9 @@ pub enum Kernel {
     LineSolvePcr,
     /// `line_solve_pcr_cells_f64` (lines.cu).
     LineSolvePcrCells,
+    /// `residual_restrict_smooth_pcr_f64` (lines.cu): the fine residual restricted and the
+    /// coarse level's first smoothing step by PCR in one kernel (the model problem's columns).
+    ResidualRestrictSmoothPcr,
 }
 
 impl Kernel {
@@ -266,7 +269,7 @@ impl Kernel {
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 72] = [
+    pub const ALL: [Kernel; 73] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -339,6 +342,7 @@ impl Kernel {
         Kernel::RestrictSmoothTwinCells,
         Kernel::LineSolvePcr,
         Kernel::LineSolvePcrCells,
+        Kernel::ResidualRestrictSmoothPcr,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -417,6 +421,7 @@ impl Kernel {
             Kernel::RestrictSmoothTwinCells => "restrict_smooth_twin_cells_f64",
             Kernel::LineSolvePcr => "line_solve_pcr_f64",
             Kernel::LineSolvePcrCells => "line_solve_pcr_cells_f64",
+            Kernel::ResidualRestrictSmoothPcr => "residual_restrict_smooth_pcr_f64",
         }
     }
 
@@ -476,7 +481,8 @@ impl Kernel {
             | Kernel::SmoothColorPcr
             | Kernel::SmoothColorPcrCells
             | Kernel::LineSolvePcr
-            | Kernel::LineSolvePcrCells => "lines.cu",
+            | Kernel::LineSolvePcrCells
+            | Kernel::ResidualRestrictSmoothPcr => "lines.cu",
             Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps | Kernel::AxpyFromF32 => {
                 "vector.cu"
             }
@@ -504,7 +510,8 @@ impl Kernel {
 /// `STRATA_CUDA_LOOPS` (1: [`Tuning::loops`], a solver's iterations on the device; by default
 /// the host runs them and reads each one's residual) and `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never) and
 /// `STRATA_CUDA_THOMAS_SMEM` ([`Tuning::thomas_smem`], bytes; 0 never) and
-/// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]) and `STRATA_CUDA_TWIN_THREADS`
+/// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]) and `STRATA_CUDA_FUSED_PCR_COLUMNS`
+/// ([`Tuning::fused_pcr_columns`]; 0 never) and `STRATA_CUDA_TWIN_THREADS`
 /// ([`Tuning::twin_threads`]; 0 never).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
@@ -550,6 +557,10 @@ pub struct Tuning {
     /// grouped loads, mixed red-black mg at 2816² × 128 on one H200 took 0.2345 s fused against
     /// 0.2385 s (docs/PERFORMANCE.md, the work of 2026-11-24 (c019126)).
     pub fuse_f32: bool,
+    /// PCR levels of at most this many columns take the fine residual, its restriction and
+    /// their first smoothing step in one kernel (`residual_restrict_smooth_pcr`, the model
+    /// problem's columns) instead of two; 0: never ([`FUSED_PCR_COLUMNS`]).
+    pub fused_pcr_columns: usize,
     /// The line kernels (Smooth, RestrictSmooth, the line solve, CG's Tridiag, the red-black
     /// half-sweep) of a launch that
     /// would have fewer than this many threads with one per column run two threads per column
@@ -605,6 +616,14 @@ pub const PCR_COLUMNS: usize = 1 << 15;
 /// 362² run two threads per column (docs/PERFORMANCE.md, the work of 2026-11-25 (b48a0b0)).
 pub const TWIN_THREADS: usize = 1 << 17;
 
+/// Default of [`Tuning::fused_pcr_columns`]: 2^10, coarse levels up to 32² columns. Measured on
+/// one H200 (docs/results/2026-11-27-small-kernels.txt, mg per cycle at 64²–512² × 128, two
+/// rounds of 0, 2^10, 2^12 and 2^14): 2^10 the fastest or within noise of it at every size
+/// (128² −3.5 %, 256² −1 %, 512² −0.6 % against never; 64² within its ±5 % noise); 2^14 slower
+/// at 256² (+2.6 %): on a 128² level the one kernel takes 105 µs against 80 for the two, its
+/// fine residuals computed with four times the loads the residual kernel makes.
+pub const FUSED_PCR_COLUMNS: usize = 1 << 10;
+
 /// Default block width of the column kernels (the paper's 64 × 2).
 pub const BLOCK_X: u32 = 64;
 
@@ -622,6 +641,7 @@ impl Default for Tuning {
             segment_threads: SEGMENT_THREADS,
             thomas_smem: THOMAS_SMEM,
             fuse_f32: true,
+            fused_pcr_columns: FUSED_PCR_COLUMNS,
             twin_threads: TWIN_THREADS,
         }
     }
@@ -655,6 +675,7 @@ impl Tuning {
         let thomas_smem = count("STRATA_CUDA_THOMAS_SMEM", THOMAS_SMEM);
         let fuse_f32 = std::env::var("STRATA_CUDA_FUSE_F32").map_or(true, |v| v.trim() != "0");
         let twin_threads = count("STRATA_CUDA_TWIN_THREADS", TWIN_THREADS);
+        let fused_pcr_columns = count("STRATA_CUDA_FUSED_PCR_COLUMNS", FUSED_PCR_COLUMNS);
         Self {
             options,
             block_x,
@@ -667,6 +688,7 @@ impl Tuning {
             segment_threads,
             thomas_smem,
             fuse_f32,
+            fused_pcr_columns,
             twin_threads,
         }
     }

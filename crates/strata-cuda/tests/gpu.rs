@@ -1293,3 +1293,47 @@ fn device_iterations_give_the_host_loops_iterates() {
         assert!(host_launches[0].1 < host_launches[1].1, "{host_launches:?}");
     }
 }
+
+/// The fine residual's restriction fused with the coarse level's first smoothing step — into one
+/// kernel on PCR levels (`residual_restrict_smooth_pcr`), into two on Thomas levels — gives the
+/// unfused pair's iterates bit for bit (`Tuning::fuse_f32` off stores the residual first): mixed
+/// mg and mg-cg at 64² (every coarse level PCR) and 512² (Thomas, then PCR), on a panel and on
+/// a box.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn fused_restrictions_give_the_unfused_iterates() {
+    use strata::problem::Geometry;
+    // Every PCR level fused, whatever its size (by default only the small ones are).
+    let fused = gpu_tuned(|t| {
+        t.fuse_f32 = true;
+        t.fused_pcr_columns = usize::MAX;
+    });
+    let unfused = gpu_tuned(|t| t.fuse_f32 = false);
+    for (geometry, n) in [
+        (Geometry::Panel, 64),
+        (Geometry::Panel, 512),
+        (Geometry::Box, 64),
+    ] {
+        let p = ProblemParams {
+            n,
+            nz: 32,
+            geometry,
+            ..Default::default()
+        };
+        let rhs = build_rhs(&p, RhsKind::Random, 11, &Block::whole(p.n));
+        for kind in [SolverKind::Mg, SolverKind::MgCg] {
+            let cfg = SolverConfig::new(kind).with_rtol(1e-9);
+            let history = |b: &CudaBackend| {
+                let mut h = Vec::new();
+                let s = strata::solve(b, &p, &cfg, &rhs, &mut |_, r| h.push(r)).unwrap();
+                (h, s.u)
+            };
+            let (a, ua) = history(&fused);
+            let (b, ub) = history(&unfused);
+            let what = format!("{geometry:?} {n}² {}", kind.name());
+            println!("fused restrictions, {what}: {} iterations", a.len());
+            assert_eq!(a, b, "{what}: residual histories differ");
+            assert_eq!(ua, ub, "{what}: solutions differ");
+        }
+    }
+}

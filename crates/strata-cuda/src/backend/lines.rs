@@ -165,9 +165,44 @@ impl LineKernels for CudaBackend {
     ) -> Result<()> {
         // Fused where the coarse level solves its columns by the Thomas sweep and the fine
         // operator has no diagonal couplings, on fp64 levels and (unless `Tuning::fuse_f32` is
-        // off) fp32 ones; otherwise (PCR levels; the sphere's nine-point operator) the residual
-        // is stored first, as by default. Orography's slant couplings are fused.
+        // off) fp32 ones — into one kernel where the coarse level runs PCR, has at most
+        // `Tuning::fused_pcr_columns` columns and both levels have the model problem's columns
+        // without cross terms; otherwise (PCR levels with
+        // per-cell entries; the sphere's nine-point operator) the residual is stored first.
+        // Orography's slant couplings are fused.
         let f32_unfused = fine.stencil.storage == Storage::F32 && !self.tuning.fuse_f32;
+        if let (Some(cfg), false) = (coarse.pcr, f32_unfused) {
+            let columns = coarse.layout.nx as usize * coarse.layout.ny as usize;
+            if fine.cells.is_none()
+                && coarse.cells.is_none()
+                && fine.cross.1 == 0
+                && columns <= self.tuning.fused_pcr_columns
+            {
+                // The model problem's columns, no cross terms: one PCR kernel.
+                self.check(fine, &[f_fine, u_fine])?;
+                self.check(coarse, &[f_coarse, u_coarse])?;
+                super::stencil::check_twice(fine, coarse, "residual_restrict_smooth")?;
+                let mut b = self.builder(
+                    self.launch_stream(),
+                    coarse.k.get(K::ResidualRestrictSmoothPcr),
+                );
+                b.arg(&fine.layout).arg(&coarse.layout);
+                b.arg(&fine.cols)
+                    .arg(&fine.vert)
+                    .arg(&coarse.cols)
+                    .arg(&coarse.vert);
+                b.arg(&f_fine.data)
+                    .arg(&u_fine.data)
+                    .arg(&mut f_coarse.data)
+                    .arg(&mut u_coarse.data)
+                    .arg(&rho)
+                    .arg(&scale);
+                // SAFETY: layouts checked (the fine block twice the coarse one); each coarse
+                // cell's thread reads its four fine children and their neighbours (halo
+                // included) and writes its own f_c and u_c.
+                return cu(unsafe { b.launch(cfg) }).map(|_| ());
+            }
+        }
         if f32_unfused || coarse.pcr.is_some() || has_diagonals(fine) {
             self.residual_only(fine, f_fine, u_fine, r_fine)?;
             return self.restrict_smooth(fine, coarse, r_fine, f_coarse, u_coarse, rho, scale);
