@@ -1,6 +1,7 @@
 // Vector operations on the interior of a field, the bandwidth probe, and the final reduction.
-// The kernels without a reduction walk the levels [k0, k1) of their column (SEGMENT, common.cuh):
-// the whole column, or on a level with few columns a grid-z segment of it.
+// The column kernels walk the levels [k0, k1) of their column (SEGMENT, common.cuh): the whole
+// column, or on a level with few columns a grid-z segment of it (a reduction's block partials then
+// one per block and segment).
 
 // x <- v; traffic 1.
 extern "C" __global__ void fill_f64(Layout L, real* __restrict__ x, double v) {
@@ -69,10 +70,11 @@ extern "C" __global__ void narrow_f64(i64 n, const double* __restrict__ x, real*
 extern "C" __global__ void dot_f64(Layout L, const real* __restrict__ x, const real* __restrict__ y,
                                    double* __restrict__ partials) {
     THREAD_COLUMN
+    SEGMENT
     double s = 0.0;
     if (active) {
-        idx_t o = at_(L, i, j, 0);
-        for (int k = 0; k < NZ; ++k, o += L.sx) s += (double)x[o] * y[o];
+        idx_t o = at_(L, i, j, k0);
+        for (int k = k0; k < k1; ++k, o += L.sx) s += (double)x[o] * y[o];
     }
     block_sum(s, partials, 0, 1);
 }
@@ -83,11 +85,12 @@ extern "C" __global__ void axpy_norm_f64(Layout L, double a0, const double* __re
                                          const real* __restrict__ x, real* __restrict__ y,
                                          double* __restrict__ partials) {
     THREAD_COLUMN
+    SEGMENT
     const double a = coef(a0, sc, ia);
     double s = 0.0;
     if (active) {
-        idx_t o = at_(L, i, j, 0);
-        for (int k = 0; k < NZ; ++k, o += L.sx) {
+        idx_t o = at_(L, i, j, k0);
+        for (int k = k0; k < k1; ++k, o += L.sx) {
             const real v = y[o] + a * x[o];
             y[o] = v;
             s += (double)v * v;
@@ -100,10 +103,11 @@ extern "C" __global__ void axpy_norm_f64(Layout L, double a0, const double* __re
 extern "C" __global__ void dot_pair_f64(Layout L, const real* __restrict__ x, const real* __restrict__ y,
                                         const real* __restrict__ w, double* __restrict__ partials) {
     THREAD_COLUMN
+    SEGMENT
     double s0 = 0.0, s1 = 0.0;
     if (active) {
-        idx_t o = at_(L, i, j, 0);
-        for (int k = 0; k < NZ; ++k, o += L.sx) {
+        idx_t o = at_(L, i, j, k0);
+        for (int k = k0; k < k1; ++k, o += L.sx) {
             const double yv = y[o];
             s0 += (double)x[o] * yv;
             s1 += yv * w[o];

@@ -202,7 +202,7 @@ impl ScalarKernels for CudaBackend {
         check_slots(s, &[a], Some((out, 1)))?;
         let mut red = self.reduce_lock();
         self.axpy_norm_launch(op, a, x, y, s, &mut red)?;
-        self.reduce_into(op, op.blocks, &red, 1, s, out)
+        self.reduce_into(op, op.seg.1, &red, 1, s, out)
     }
 
     fn axpy_slots(
@@ -228,8 +228,8 @@ impl ScalarKernels for CudaBackend {
         check_slots(s, &[], Some((out, 1)))?;
         self.check(op, &[x, y])?;
         let mut red = self.reduce_lock();
-        launch_columns!(self, op, K::Dot; &x.data, &y.data, &mut red.partials)?;
-        self.reduce_into(op, op.blocks, &red, 1, s, out)
+        launch_columns!(self, op, K::Dot, segments; &x.data, &y.data, &mut red.partials)?;
+        self.reduce_into(op, op.seg.1, &red, 1, s, out)
     }
 
     fn dot_pair_slots(
@@ -244,7 +244,7 @@ impl ScalarKernels for CudaBackend {
         check_slots(s, &[], Some((out, 2)))?;
         self.check(op, &[x, y, w])?;
         let mut red = self.reduce_lock();
-        launch_columns!(self, op, K::DotPair; &x.data, &y.data, &w.data, &mut red.partials)?;
-        self.reduce_into(op, op.blocks, &red, 2, s, out)
+        launch_columns!(self, op, K::DotPair, segments; &x.data, &y.data, &w.data, &mut red.partials)?;
+        self.reduce_into(op, op.seg.1, &red, 2, s, out)
     }
 }

@@ -40,14 +40,14 @@ impl VectorKernels for CudaBackend {
     fn dot(&self, op: &CudaLevel, x: &CudaField, y: &CudaField) -> Result<f64> {
         self.check(op, &[x, y])?;
         let mut r = self.reduce_lock();
-        launch_columns!(self, op, K::Dot; &x.data, &y.data, &mut r.partials)?;
-        Ok(self.finish_reduce(op, &mut r, 1)?[0])
+        launch_columns!(self, op, K::Dot, segments; &x.data, &y.data, &mut r.partials)?;
+        Ok(self.finish_reduce_of(op, op.seg.1, &mut r, 1)?[0])
     }
 
     fn axpy_norm(&self, op: &CudaLevel, a: f64, x: &CudaField, y: &mut CudaField) -> Result<f64> {
         let mut r = self.reduce_lock();
         self.axpy_norm_launch(op, Coef::value(a), x, y, &self.no_slots, &mut r)?;
-        Ok(self.finish_reduce(op, &mut r, 1)?[0])
+        Ok(self.finish_reduce_of(op, op.seg.1, &mut r, 1)?[0])
     }
 
     fn dot_pair(
@@ -59,8 +59,8 @@ impl VectorKernels for CudaBackend {
     ) -> Result<[f64; 2]> {
         self.check(op, &[x, y, w])?;
         let mut r = self.reduce_lock();
-        launch_columns!(self, op, K::DotPair; &x.data, &y.data, &w.data, &mut r.partials)?;
-        self.finish_reduce(op, &mut r, 2)
+        launch_columns!(self, op, K::DotPair, segments; &x.data, &y.data, &w.data, &mut r.partials)?;
+        self.finish_reduce_of(op, op.seg.1, &mut r, 2)
     }
 }
 
@@ -79,7 +79,8 @@ impl CudaBackend {
         launch_columns!(self, op, K::Axpy, segments; &a, sc, &ia, &x.data, &mut y.data)
     }
 
-    /// Launches y ← y + a x with the block partials of ‖y‖² into `red`, `a` a [`Coef`].
+    /// Launches y ← y + a x with the block partials of ‖y‖² into `red` (`op.seg.1` of them:
+    /// the launch is segmented), `a` a [`Coef`].
     pub(super) fn axpy_norm_launch(
         &self,
         op: &CudaLevel,
@@ -91,6 +92,6 @@ impl CudaBackend {
     ) -> Result<()> {
         self.check(op, &[x, y])?;
         let (a, ia) = (a.value, a.slot_index());
-        launch_columns!(self, op, K::AxpyNorm; &a, sc, &ia, &x.data, &mut y.data, &mut red.partials)
+        launch_columns!(self, op, K::AxpyNorm, segments; &a, sc, &ia, &x.data, &mut y.data, &mut red.partials)
     }
 }
