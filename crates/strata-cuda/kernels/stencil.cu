@@ -208,19 +208,21 @@ extern "C" __global__ void residual_restrict_cells_f64(Layout L, CELL_PARAMS, CE
 #ifndef CG_GROUP
 #define CG_GROUP STENCIL_UNROLL
 #endif
+// Over the levels [ks, ke) of the column from element o of level 0 (SEGMENT).
 template <class Op>
 __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, idx_t o,
                                                const real* __restrict__ z, real* __restrict__ u,
                                                real* __restrict__ p, real* __restrict__ q, real alpha,
-                                               real beta) {
+                                               real beta, int ks, int ke) {
     double s = 0.0;
 #if CG_GROUP > 0
-    real below = real(0.0), mid = z[o];
-    for (int k0 = 0; k0 < NZ; k0 += CG_GROUP, o += (idx_t)CG_GROUP * L.sx) {
+    o += (idx_t)ks * L.sx;
+    real below = ks > 0 ? z[o - L.sx] : real(0.0), mid = z[o];
+    for (int k0 = ks; k0 < ke; k0 += CG_GROUP, o += (idx_t)CG_GROUP * L.sx) {
         real pv[CG_GROUP], qv[CG_GROUP], uv[CG_GROUP];
 #pragma unroll
         for (int t = 0; t < CG_GROUP; ++t) {
-            if (k0 + t < NZ) {
+            if (k0 + t < ke) {
                 const idx_t ot = o + (idx_t)t * L.sx;
                 pv[t] = p[ot];
                 qv[t] = q[ot];
@@ -230,7 +232,7 @@ __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, id
 #pragma unroll
         for (int t = 0; t < CG_GROUP; ++t) {
             const int k = k0 + t;
-            if (k < NZ) {
+            if (k < ke) {
                 const idx_t ot = o + (idx_t)t * L.sx;
                 const real above = k + 1 < NZ ? z[ot + L.sx] : real(0.0);
                 u[ot] = uv[t] + alpha * pv[t];
@@ -245,7 +247,7 @@ __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, id
         }
     }
 #else
-    march(L, o, z, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
+    march_segment(L, o, z, ks, ke, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real pold = p[o];
         u[o] += alpha * pold;
         const real pk = mid + beta * pold;
@@ -264,9 +266,10 @@ extern "C" __global__ void cg_spmv_f64(Layout L, const real* __restrict__ cols, 
                                        double beta0, const double* __restrict__ sc, int ia, int ib,
                                        double* __restrict__ partials) {
     THREAD_COLUMN
+    SEGMENT
     const double alpha = coef(alpha0, sc, ia), beta = coef(beta0, sc, ib);
     double s = 0.0;
-    if (active) WITH_CROSS(s = cg_spmv_body(L, op, at_(L, i, j, 0), z, u, p, q, alpha, beta));
+    if (active) WITH_CROSS(s = cg_spmv_body(L, op, at_(L, i, j, 0), z, u, p, q, alpha, beta, k0, k1));
     block_sum(s, partials, 0, 1);
 }
 
@@ -276,11 +279,12 @@ extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_P
                                              const double* __restrict__ sc, int ia, int ib,
                                              double* __restrict__ partials) {
     THREAD_COLUMN
+    SEGMENT
     const double alpha = coef(alpha0, sc, ia), beta = coef(beta0, sc, ib);
     double s = 0.0;
     if (active) {
         const idx_t o = at_(L, i, j, 0);
-        WITH_CELL_CROSS(o, s = cg_spmv_body(L, op, o, z, u, p, q, alpha, beta));
+        WITH_CELL_CROSS(o, s = cg_spmv_body(L, op, o, z, u, p, q, alpha, beta, k0, k1));
     }
     block_sum(s, partials, 0, 1);
 }

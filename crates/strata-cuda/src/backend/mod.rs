@@ -557,12 +557,8 @@ impl CudaBackend {
         }
     }
 
-    /// Runs the final reduction of `ncomp` components over the level's block partials.
-    fn finish_reduce(&self, op: &CudaLevel, r: &mut Reduce, ncomp: usize) -> Result<[f64; 2]> {
-        self.finish_reduce_of(op, op.blocks, r, ncomp)
-    }
-
-    /// [`CudaBackend::finish_reduce`] over the partials of `blocks` blocks (a segmented launch).
+    /// Runs the final reduction of `ncomp` components over the partials of `blocks` blocks (the
+    /// launch's: `op.blocks` over whole columns, `op.seg.1` segmented) and reads it back.
     fn finish_reduce_of(
         &self,
         op: &CudaLevel,

@@ -170,8 +170,8 @@ impl ScalarKernels for CudaBackend {
     ) -> Result<()> {
         check_slots(s, &[alpha, beta], Some((out, 1)))?;
         let mut red = self.reduce_lock();
-        self.cg_spmv_launch(op, z, u, p, q, (alpha, beta), s, &mut red)?;
-        self.reduce_into(op, op.blocks, &red, 1, s, out)
+        let blocks = self.cg_spmv_launch(op, z, u, p, q, (alpha, beta), s, &mut red)?;
+        self.reduce_into(op, blocks, &red, 1, s, out)
     }
 
     fn cg_tridiag_slots(

@@ -101,8 +101,8 @@ impl StencilKernels for CudaBackend {
     ) -> Result<f64> {
         let mut red = self.reduce_lock();
         let (a, b) = (Coef::value(alpha), Coef::value(beta));
-        self.cg_spmv_launch(op, z, u, p, q, (a, b), &self.no_slots, &mut red)?;
-        Ok(self.finish_reduce(op, &mut red, 1)?[0])
+        let blocks = self.cg_spmv_launch(op, z, u, p, q, (a, b), &self.no_slots, &mut red)?;
+        Ok(self.finish_reduce_of(op, blocks, &mut red, 1)?[0])
     }
 
     fn prolongate(
@@ -182,7 +182,11 @@ pub(super) fn check_twice(fine: &CudaLevel, coarse: &CudaLevel, what: &str) -> R
 
 impl CudaBackend {
     /// Launches the CG SpMV with α and β as [`Coef`]s (slots of `sc`), its block partials into
-    /// `red`.
+    /// `red`; returns how many blocks wrote partials. Its columns are cut into the level's
+    /// grid-z segments where there are 8 or more (levels of at most 128² columns at nz = 128):
+    /// measured on one H200 (2026-11-27, docs/results/2026-11-27-small-kernels.txt), segments
+    /// took cg 0.110 → 0.096 ms per iteration at 64² and 0.190 → 0.177 at 128², but 0.288 →
+    /// 0.314 at 256² (4 segments), which keeps whole columns.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn cg_spmv_launch(
         &self,
@@ -194,14 +198,20 @@ impl CudaBackend {
         (alpha, beta): (Coef, Coef),
         sc: &CudaSlice<f64>,
         red: &mut Reduce,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         self.check(op, &[z, u, p, q])?;
+        let (cfg, blocks) = if op.seg.0.grid_dim.2 >= 8 {
+            op.seg
+        } else {
+            (op.cfg, op.blocks)
+        };
         let (a, ia, b, ib) = (
             alpha.value,
             alpha.slot_index(),
             beta.value,
             beta.slot_index(),
         );
-        launch_op!(self, op, K::CgSpmv, K::CgSpmvCells, cross; &z.data, &mut u.data, &mut p.data, &mut q.data, &a, &b, sc, &ia, &ib, &mut red.partials)
+        launch_op!(self, op, K::CgSpmv, K::CgSpmvCells, cross in cfg; &z.data, &mut u.data, &mut p.data, &mut q.data, &a, &b, sc, &ia, &ib, &mut red.partials)?;
+        Ok(blocks)
     }
 }
