@@ -269,7 +269,11 @@ extern "C" __global__ void cg_spmv_f64(Layout L, const real* __restrict__ cols, 
     SEGMENT
     const double alpha = coef(alpha0, sc, ia), beta = coef(beta0, sc, ib);
     double s = 0.0;
-    if (active) WITH_CROSS(s = cg_spmv_body(L, op, at_(L, i, j, 0), z, u, p, q, alpha, beta, k0, k1));
+    // Whole columns with the bounds as constants: the code of the unsegmented kernel.
+    if (active && k0 == 0 && k1 == NZ)
+        WITH_CROSS(s = cg_spmv_body(L, op, at_(L, i, j, 0), z, u, p, q, alpha, beta, 0, NZ));
+    else if (active)
+        WITH_CROSS(s = cg_spmv_body(L, op, at_(L, i, j, 0), z, u, p, q, alpha, beta, k0, k1));
     block_sum(s, partials, 0, 1);
 }
 
@@ -284,7 +288,10 @@ extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_P
     double s = 0.0;
     if (active) {
         const idx_t o = at_(L, i, j, 0);
-        WITH_CELL_CROSS(o, s = cg_spmv_body(L, op, o, z, u, p, q, alpha, beta, k0, k1));
+        if (k0 == 0 && k1 == NZ)
+            WITH_CELL_CROSS(o, s = cg_spmv_body(L, op, o, z, u, p, q, alpha, beta, 0, NZ));
+        else
+            WITH_CELL_CROSS(o, s = cg_spmv_body(L, op, o, z, u, p, q, alpha, beta, k0, k1));
     }
     block_sum(s, partials, 0, 1);
 }
