@@ -36,9 +36,10 @@ impl<B: Backend> OnDevice<B> {
     }
 
     /// Solves A u = f by defect correction with `pc`'s cycle, the iterations on the device;
-    /// `None`, having changed nothing but a halo exchange, where they cannot run there (a host
-    /// backend, a timer, a communicator that waits on the host, a coarse CG, too many
-    /// iterations, or a first recording that failed): then the caller's loop runs.
+    /// `None` where they cannot run there (a host backend, a timer, a communicator that waits
+    /// on the host, a coarse CG, too many iterations, or a first recording that failed): then
+    /// the caller's loop runs, from u as given (after a failed recording this has exchanged u's
+    /// halo and computed the opening residual, which the caller's loop computes again).
     #[allow(clippy::too_many_arguments)]
     pub fn solve<C: Comm<B>>(
         &mut self,
