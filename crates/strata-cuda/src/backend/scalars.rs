@@ -121,7 +121,7 @@ impl ScalarKernels for CudaBackend {
             return self.write_scalars(s, out, &[rr]);
         }
         let mut red = self.reduce_lock();
-        launch_op!(self, op, K::ResidualToF32, K::ResidualToF32Cells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        self.residual_to_launch(op, f, u, r, &mut red)?;
         self.reduce_into(op, op.seg.1, &red, 1, s, out)
     }
 

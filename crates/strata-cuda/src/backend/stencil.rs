@@ -85,7 +85,7 @@ impl StencilKernels for CudaBackend {
             return self.residual(op, f, u, r);
         }
         let mut red = self.reduce_lock();
-        launch_op!(self, op, K::ResidualToF32, K::ResidualToF32Cells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)?;
+        self.residual_to_launch(op, f, u, r, &mut red)?;
         Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
     }
 
@@ -181,6 +181,19 @@ pub(super) fn check_twice(fine: &CudaLevel, coarse: &CudaLevel, what: &str) -> R
 }
 
 impl CudaBackend {
+    /// Launches the residual of the fp64 level `op` into the fp32 field `r` (checked by the
+    /// caller to be beside it), its `op.seg.1` block partials of ‖f − A u‖² into `red`.
+    pub(super) fn residual_to_launch(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &CudaField,
+        r: &mut CudaField,
+        red: &mut Reduce,
+    ) -> Result<()> {
+        launch_op!(self, op, K::ResidualToF32, K::ResidualToF32Cells, cross in op.seg.0; &f.data, &u.data, &mut r.data, &mut red.partials)
+    }
+
     /// Launches the CG SpMV with α and β as [`Coef`]s (slots of `sc`), its block partials into
     /// `red`; returns how many blocks wrote partials. Its columns are cut into the level's
     /// grid-z segments where there are 8 or more (levels of at most 128² columns at nz = 128):
