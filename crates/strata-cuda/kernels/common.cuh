@@ -615,8 +615,119 @@ __device__ __forceinline__ void thomas_twin(const Op& op, int bottom, unsigned m
     }
 }
 
+// The column's solve by SPLIT_P threads, each holding SPLIT_M consecutive levels in registers
+// (the partitioned, or Thomas-PCR hybrid, solve of Laszlo, Giles and Appleyard 2016, with the
+// reduced system solved by one warp): thread s of the column (threadIdx.y) takes the levels
+// [s M, s M + M). Its forward sweep eliminates the segment's lower entries with the segment's
+// first unknown x_0 kept as a parameter (x_i + c^_i x_{i+1} + a^_i x_0 = d^_i, i >= 1), its
+// backward sweep the upper ones (x_i = d~_i - a~_i x_0 - c~_i x_{M-1}, 1 <= i <= M - 2), which
+// leaves two rows per segment coupling only the segments' end unknowns: first
+// a_0 x_prev + (b_0 - c_0 a~_1) x_0 - c_0 c~_1 x_{M-1} = d_0 - c_0 d~_1, last
+// a^_{M-1} x_0 + x_{M-1} + c^_{M-1} x_next = d^_{M-1}: a tridiagonal system of 2 P rows per
+// column, in shared memory, which warp 0 (one lane per column) solves by Thomas; then each thread
+// substitutes its interior. The right-hand side of every level is read once (rhs_fwd, before any
+// out()), so the column's values are read before any is written, as thomas() does. Every thread
+// of the block reaches the barriers: `active` says whether the thread's column exists (an inactive
+// thread calls neither rhs_fwd nor out). Blocks are 32 columns wide (threadIdx.x) and SPLIT_P
+// segments high; NZ a multiple of SPLIT_M (strata_cuda::kernels::split_segments).
+#ifndef SPLIT_M
+#define SPLIT_M 16
+#endif
+#define SPLIT_P (NZ % SPLIT_M == 0 ? NZ / SPLIT_M : 1)
+#define SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P)
+// The reduced rows' shared memory: one object per kernel (a template's static would be one per
+// instantiation, and a relaxation kernel instantiates the solve once per operator form).
+__device__ __forceinline__ real (*split_rows())[2 * SPLIT_P][32] {
+    __shared__ real rows[4][2 * SPLIT_P][32];
+    return rows;
+}
+template <class Op, class Fwd, class Out>
+__device__ __forceinline__ void thomas_split(const Op& op, bool active, Fwd rhs_fwd, Out out) {
+#if NZ % SPLIT_M == 0 && NZ / SPLIT_M >= 2 && SPLIT_M >= 3
+    constexpr int M = SPLIT_M, P = SPLIT_P, R = 2 * P;
+    real(*const rows)[R][32] = split_rows();
+    real(&ra)[R][32] = rows[0];
+    real(&rb)[R][32] = rows[1];
+    real(&rc)[R][32] = rows[2];
+    real(&rd)[R][32] = rows[3];
+    if (blockDim.x != 32 || blockDim.y != P) __trap();  // the launch must match the build
+    const int s = threadIdx.y, lane = threadIdx.x, k0 = s * M;
+    real ah[M], ch[M], dh[M];
+    real fa = real(0.0), fb = real(1.0), fc = real(0.0), fd = real(0.0);  // the first reduced row
+    real la = real(0.0), lc = real(0.0), ld = real(0.0);                    // the last one (diag 1)
+    if (active) {
+#pragma unroll
+        for (int i = 0; i < M; ++i) dh[i] = rhs_fwd(k0 + i);
+        {
+            const real inv = real(1.0) / op.diag(k0 + 1);
+            ah[1] = op.lower(k0 + 1) * inv;
+            ch[1] = op.upper(k0 + 1) * inv;
+            dh[1] *= inv;
+        }
+#pragma unroll
+        for (int i = 2; i < M; ++i) {
+            const int k = k0 + i;
+            const real lo = op.lower(k);
+            const real inv = real(1.0) / (op.diag(k) - lo * ch[i - 1]);
+            dh[i] = (dh[i] - lo * dh[i - 1]) * inv;
+            ah[i] = -lo * ah[i - 1] * inv;
+            ch[i] = op.upper(k) * inv;
+        }
+        la = ah[M - 1];
+        lc = s + 1 < P ? ch[M - 1] : real(0.0);
+        ld = dh[M - 1];
+        // The backward sweep, in place: (a^, c^, d^) become (a~, c~, d~) on [1, M - 2].
+#pragma unroll
+        for (int i = M - 3; i >= 1; --i) {
+            dh[i] -= ch[i] * dh[i + 1];
+            ah[i] -= ch[i] * ah[i + 1];
+            ch[i] = -ch[i] * ch[i + 1];
+        }
+        const real c0 = op.upper(k0);
+        fa = s > 0 ? op.lower(k0) : real(0.0);
+        fb = op.diag(k0) - c0 * ah[1];
+        fc = -c0 * ch[1];
+        fd = dh[0] - c0 * dh[1];
+    }
+    ra[2 * s][lane] = fa; rb[2 * s][lane] = fb; rc[2 * s][lane] = fc; rd[2 * s][lane] = fd;
+    ra[2 * s + 1][lane] = la; rb[2 * s + 1][lane] = real(1.0); rc[2 * s + 1][lane] = lc;
+    rd[2 * s + 1][lane] = ld;
+    __syncthreads();
+    if (s == 0) {
+        // Thomas on the reduced rows of column `lane` (c' kept in rc, z in rd; x into rd).
+        real cp = real(0.0), zp = real(0.0);
+#pragma unroll
+        for (int q = 0; q < R; ++q) {
+            const real lo = ra[q][lane];
+            const real inv = real(1.0) / (rb[q][lane] - lo * cp);
+            cp = rc[q][lane] * inv;
+            zp = (rd[q][lane] - lo * zp) * inv;
+            rc[q][lane] = cp;
+            rd[q][lane] = zp;
+        }
+        real next = zp;
+#pragma unroll
+        for (int q = R - 2; q >= 0; --q) {
+            next = rd[q][lane] - rc[q][lane] * next;
+            rd[q][lane] = next;
+        }
+    }
+    __syncthreads();
+    if (active) {
+        const real x0 = rd[2 * s][lane], xl = rd[2 * s + 1][lane];
+        out(k0, x0);
+#pragma unroll
+        for (int i = 1; i + 1 < M; ++i) out(k0 + i, dh[i] - ah[i] * x0 - ch[i] * xl);
+        out(k0 + M - 1, xl);
+    }
+#else
+    __trap();  // not launched for this NZ (strata_cuda::kernels::split_segments)
+#endif
+}
+
 // How a line kernel's body solves its column: by one thread (Whole: thomas()) or two
-// (Twin: thomas_twin(), with the thread's half and the warp's mask of TWIN_COLUMN).
+// (Twin: thomas_twin(), with the thread's half and the warp's mask of TWIN_COLUMN), or by
+// SPLIT_P threads (Split: thomas_split(), SPLIT_COLUMN).
 struct Whole {
     template <class Op, class Fwd, class Again, class Out>
     __device__ __forceinline__ void operator()(const Op& op, Fwd fwd, Again again, Out out) const {
@@ -631,6 +742,25 @@ struct Twin {
         thomas_twin(op, bottom, mask, fwd, again, out);
     }
 };
+struct Split {
+    bool active;
+    template <class Op, class Fwd, class Again, class Out>
+    __device__ __forceinline__ void operator()(const Op& op, Fwd fwd, Again, Out out) const {
+        thomas_split(op, active, fwd, out);
+    }
+};
+
+// SPLIT_P threads per column (thomas_split): blocks of 32 x SPLIT_P threads, launch row
+// blockIdx.y; lane threadIdx.x of block x takes the row's x position 32 blockIdx.x + lane, of
+// `ncols` (which may depend on j, set first). Every thread stays (the barriers): `active` says
+// whether its column exists; an inactive thread's x and j are clamped to 0 so that what it
+// loads lies in the layout.
+#define SPLIT_PAIR_J(ncols, row)                                   \
+    const int j_ = (row);                                          \
+    const int x_ = blockIdx.x * 32 + threadIdx.x;                  \
+    const bool active = j_ < L.ny && x_ < (ncols);                 \
+    const int j = active ? j_ : 0;                                 \
+    const int x = active ? x_ : 0;
 
 // Two threads per column (thomas_twin): the launch has 2 x (columns in x) threads in x, in blocks a
 // multiple of 32 wide; warp w of a row takes the x positions [16 w, 16 w + 16), lane l the position

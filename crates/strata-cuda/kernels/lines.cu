@@ -571,3 +571,77 @@ extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, CEL
     const idx_t o0 = at_(L, i, j, 0);
     WITH_CELL_SLANT(o0, smooth_color_pcr_body(L, op, o0, k, slot, active, f, u, (real)relax));
 }
+
+// ---- The line solve and the colour half-sweep with SPLIT_P threads per column (thomas_split,
+// SPLIT_PAIR_J): blocks of 32 columns x SPLIT_P segments, one launch row per block row.
+extern "C" __global__ void SPLIT_BOUNDS line_solve_split_f64(Layout L, const real* __restrict__ cols,
+                                                 const real* __restrict__ V, const real* __restrict__ r,
+                                                 real* __restrict__ z, double w) {
+    SPLIT_PAIR_J(L.nx, (int)blockIdx.y)
+    line_solve_body(L, ColOp{load_col(cols, L, x, j), V}, at_(L, x, j, 0), r, z, (real)w, Split{active});
+}
+
+extern "C" __global__ void SPLIT_BOUNDS line_solve_split_cells_f64(Layout L, CELL_PARAMS, const real* __restrict__ r,
+                                                       real* __restrict__ z, double w) {
+    SPLIT_PAIR_J(L.nx, (int)blockIdx.y)
+    const idx_t o0 = at_(L, x, j, 0);
+    line_solve_body(L, CELL_OP(o0), o0, r, z, (real)w, Split{active});
+}
+
+// Row j's columns of the colour, as TWIN_COLOR_COLUMN; launch row blockIdx.y.
+#define SPLIT_COLOR_COLUMN                                                                      \
+    SPLIT_PAIR_J((L.nx - colour_first(colour_row((int)blockIdx.y, parity), parity) + 1) / 2,   \
+                 colour_row((int)blockIdx.y, parity))                                            \
+    const int i = active ? 2 * x + colour_first(j, parity) : 0;
+
+extern "C" __global__ void SPLIT_BOUNDS smooth_color_split_f64(Layout L, const real* __restrict__ cols,
+                                                   const real* __restrict__ V, CROSS_PARAMS,
+                                                   const real* __restrict__ f, real* u, int parity,
+                                                   double relax) {
+    SPLIT_COLOR_COLUMN
+    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax, Split{active}));
+}
+
+extern "C" __global__ void SPLIT_BOUNDS smooth_color_split_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                         const real* __restrict__ f, real* u, int parity,
+                                                         double relax) {
+    SPLIT_COLOR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, Split{active}));
+}
+
+extern "C" __global__ void SPLIT_BOUNDS smooth_split_f64(Layout L, const real* __restrict__ cols,
+                                             const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
+                                             const real* __restrict__ u_in, real* __restrict__ u_out,
+                                             double rho) {
+    SPLIT_PAIR_J(L.nx, (int)blockIdx.y)
+    const int i = x;
+    WITH_RELAX_COL(smooth_body(L, op, at_(L, i, j, 0), f, u_in, u_out, rho, Split{active}));
+}
+
+extern "C" __global__ void SPLIT_BOUNDS smooth_split_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                   const real* __restrict__ f, const real* __restrict__ u_in,
+                                                   real* __restrict__ u_out, double rho) {
+    SPLIT_PAIR_J(L.nx, (int)blockIdx.y)
+    const idx_t o0 = at_(L, x, j, 0);
+    WITH_CELL_SLANT(o0, smooth_body(L, op, o0, f, u_in, u_out, rho, Split{active}));
+}
+
+// RestrictSmooth by SPLIT_P threads per column: each writes its own levels of f_c (thomas_split
+// reads each right-hand side once, so f_c is not read back).
+extern "C" __global__ void SPLIT_BOUNDS restrict_smooth_split_f64(Layout Lf, Layout L, const real* __restrict__ cols,
+                                                      const real* __restrict__ V, const real* __restrict__ rf,
+                                                      real* __restrict__ fc, real* __restrict__ uc, double rho,
+                                                      double scale) {
+    SPLIT_PAIR_J(L.nx, (int)blockIdx.y)
+    restrict_smooth_body(Lf, L, ColOp{load_col(cols, L, x, j), V}, at_(L, x, j, 0), at_(Lf, 2 * x, 2 * j, 0), rf,
+                         fc, uc, rho, scale, Split{active});
+}
+
+extern "C" __global__ void SPLIT_BOUNDS restrict_smooth_split_cells_f64(Layout Lf, Layout L, CELL_PARAMS,
+                                                            const real* __restrict__ rf, real* __restrict__ fc,
+                                                            real* __restrict__ uc, double rho, double scale) {
+    SPLIT_PAIR_J(L.nx, (int)blockIdx.y)
+    const idx_t o0 = at_(L, x, j, 0);
+    restrict_smooth_body(Lf, L, CELL_OP(o0), o0, at_(Lf, 2 * x, 2 * j, 0), rf, fc, uc, rho, scale, Split{active});
+}

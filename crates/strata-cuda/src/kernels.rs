@@ -232,6 +232,26 @@ pub enum Kernel {
     /// `residual_restrict_smooth_pcr_f64` (lines.cu): the fine residual restricted and the
     /// coarse level's first smoothing step by PCR in one kernel (the model problem's columns).
     ResidualRestrictSmoothPcr,
+    /// `line_solve_split_f64` (lines.cu): [`Kernel::LineSolve`] with [`split_segments`]
+    /// threads per column (`thomas_split`), for the levels [`Tuning::split_columns`] selects.
+    LineSolveSplit,
+    /// `line_solve_split_cells_f64` (lines.cu).
+    LineSolveSplitCells,
+    /// `smooth_color_split_f64` (lines.cu): [`Kernel::SmoothColor`] with [`split_segments`]
+    /// threads per column.
+    SmoothColorSplit,
+    /// `smooth_color_split_cells_f64` (lines.cu).
+    SmoothColorSplitCells,
+    /// `smooth_split_f64` (lines.cu): [`Kernel::Smooth`] with [`split_segments`] threads per
+    /// column.
+    SmoothSplit,
+    /// `smooth_split_cells_f64` (lines.cu).
+    SmoothSplitCells,
+    /// `restrict_smooth_split_f64` (lines.cu): [`Kernel::RestrictSmooth`] with
+    /// [`split_segments`] threads per column.
+    RestrictSmoothSplit,
+    /// `restrict_smooth_split_cells_f64` (lines.cu).
+    RestrictSmoothSplitCells,
 }
 
 impl Kernel {
@@ -268,8 +288,25 @@ impl Kernel {
         })
     }
 
+    /// The form of a line kernel with [`split_segments`] threads per column (`thomas_split`,
+    /// kernels/common.cuh), for the levels [`Tuning::split_columns`] selects; `None` for the
+    /// kernels that have none.
+    pub const fn split(self) -> Option<Kernel> {
+        Some(match self {
+            Kernel::LineSolve => Kernel::LineSolveSplit,
+            Kernel::LineSolveCells => Kernel::LineSolveSplitCells,
+            Kernel::SmoothColor => Kernel::SmoothColorSplit,
+            Kernel::SmoothColorCells => Kernel::SmoothColorSplitCells,
+            Kernel::Smooth => Kernel::SmoothSplit,
+            Kernel::SmoothCells => Kernel::SmoothSplitCells,
+            Kernel::RestrictSmooth => Kernel::RestrictSmoothSplit,
+            Kernel::RestrictSmoothCells => Kernel::RestrictSmoothSplitCells,
+            _ => return None,
+        })
+    }
+
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 73] = [
+    pub const ALL: [Kernel; 81] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -343,6 +380,14 @@ impl Kernel {
         Kernel::LineSolvePcr,
         Kernel::LineSolvePcrCells,
         Kernel::ResidualRestrictSmoothPcr,
+        Kernel::LineSolveSplit,
+        Kernel::LineSolveSplitCells,
+        Kernel::SmoothColorSplit,
+        Kernel::SmoothColorSplitCells,
+        Kernel::SmoothSplit,
+        Kernel::SmoothSplitCells,
+        Kernel::RestrictSmoothSplit,
+        Kernel::RestrictSmoothSplitCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -422,6 +467,14 @@ impl Kernel {
             Kernel::LineSolvePcr => "line_solve_pcr_f64",
             Kernel::LineSolvePcrCells => "line_solve_pcr_cells_f64",
             Kernel::ResidualRestrictSmoothPcr => "residual_restrict_smooth_pcr_f64",
+            Kernel::LineSolveSplit => "line_solve_split_f64",
+            Kernel::LineSolveSplitCells => "line_solve_split_cells_f64",
+            Kernel::SmoothColorSplit => "smooth_color_split_f64",
+            Kernel::SmoothColorSplitCells => "smooth_color_split_cells_f64",
+            Kernel::SmoothSplit => "smooth_split_f64",
+            Kernel::SmoothSplitCells => "smooth_split_cells_f64",
+            Kernel::RestrictSmoothSplit => "restrict_smooth_split_f64",
+            Kernel::RestrictSmoothSplitCells => "restrict_smooth_split_cells_f64",
         }
     }
 
@@ -482,7 +535,15 @@ impl Kernel {
             | Kernel::SmoothColorPcrCells
             | Kernel::LineSolvePcr
             | Kernel::LineSolvePcrCells
-            | Kernel::ResidualRestrictSmoothPcr => "lines.cu",
+            | Kernel::ResidualRestrictSmoothPcr
+            | Kernel::LineSolveSplit
+            | Kernel::LineSolveSplitCells
+            | Kernel::SmoothColorSplit
+            | Kernel::SmoothColorSplitCells
+            | Kernel::SmoothSplit
+            | Kernel::SmoothSplitCells
+            | Kernel::RestrictSmoothSplit
+            | Kernel::RestrictSmoothSplitCells => "lines.cu",
             Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps | Kernel::AxpyFromF32 => {
                 "vector.cu"
             }
@@ -512,7 +573,8 @@ impl Kernel {
 /// `STRATA_CUDA_THOMAS_SMEM` ([`Tuning::thomas_smem`], bytes; 0 never) and
 /// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]) and `STRATA_CUDA_FUSED_PCR_COLUMNS`
 /// ([`Tuning::fused_pcr_columns`]; 0 never) and `STRATA_CUDA_TWIN_THREADS`
-/// ([`Tuning::twin_threads`]; 0 never).
+/// ([`Tuning::twin_threads`]; 0 never) and `STRATA_CUDA_SPLIT_COLUMNS`
+/// ([`Tuning::split_columns`]; 0 never).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -566,7 +628,26 @@ pub struct Tuning {
     /// would have fewer than this many threads with one per column run two threads per column
     /// instead (`thomas_twin`, kernels/common.cuh); PCR levels are not affected; 0: never.
     pub twin_threads: usize,
+    /// The line solve, Smooth, RestrictSmooth and the red-black half-sweep of a launch over at
+    /// most this many columns run [`split_segments`] threads per column (`thomas_split`, kernels/common.cuh),
+    /// where the build's nz allows it; before [`Tuning::twin_threads`]; PCR levels are not
+    /// affected; 0: never ([`SPLIT_COLUMNS`]).
+    pub split_columns: usize,
 }
+
+/// The levels per segment of the line kernels with several threads per column
+/// (`SPLIT_M`, kernels/common.cuh; [`Tuning::split_levels`]).
+pub const SPLIT_LEVELS: usize = 16;
+
+/// The threads per column of the split line kernels (`thomas_split`) for columns of `nz`
+/// levels in segments of `levels`: one per segment where `nz` is a multiple of `levels` (at
+/// least 3) and at least twice it, else `None` (the kernels then stay unused).
+pub fn split_segments(nz: usize, levels: usize) -> Option<u32> {
+    (levels >= 3 && nz.is_multiple_of(levels) && nz >= 2 * levels).then(|| (nz / levels) as u32)
+}
+
+/// Default of [`Tuning::split_columns`].
+pub const SPLIT_COLUMNS: usize = usize::MAX;
 
 /// The levels (from the top of each column) whose forward-sweep values the line kernels of a
 /// build for `nz` levels stored in `storage` keep in shared memory (`-DTHOMAS_SMEM`,
@@ -605,11 +686,14 @@ pub const NARROW_VALUES: usize = 1 << 28;
 /// not fill an H100 or H200 alone.
 pub const TILE_STREAMS_COLUMNS: usize = 65536;
 
-/// Default of [`Tuning::pcr_columns`]: 2^15, so that 128² levels (and smaller) use PCR and 256²
-/// levels the Thomas sweep, as measured on one H200 (docs/PERFORMANCE.md, coarse levels); a
-/// level of a rank's block just under 256² columns (180 × 360 on two GPUs) takes 0.24 ms per
-/// Smooth by Thomas against 0.38 ms by PCR (the work of 2026-11-24 (c019126)).
-pub const PCR_COLUMNS: usize = 1 << 15;
+/// Default of [`Tuning::pcr_columns`]: 2^14, so that 64² levels (and smaller) use PCR and 128²
+/// levels the split Thomas solve ([`Tuning::split_columns`]). Measured on one H200 with the
+/// split kernels (docs/results/2026-11-27-split-columns.txt, two rounds of 2^15, 2^14 and 2^12):
+/// mixed mg per cycle at 128² × 128 0.32–0.33 ms with 2^15 (128² by PCR), 0.25–0.26 with 2^14,
+/// 0.29 with 2^12 (64² levels split too); 256² 0.61–0.62 / 0.58 / 0.61; 64² within noise.
+/// (Before the split kernels, 2^15: a 128² level by PCR beat one or two Thomas threads per
+/// column, the work of 2026-11-24 (c019126).)
+pub const PCR_COLUMNS: usize = 1 << 14;
 
 /// Default of [`Tuning::twin_threads`]: 2^17, so that the line kernels of 256² levels (one
 /// thread per column: 0.4–0.5 waves on an H200) and the red-black half-sweeps of levels up to
@@ -643,6 +727,7 @@ impl Default for Tuning {
             fuse_f32: true,
             fused_pcr_columns: FUSED_PCR_COLUMNS,
             twin_threads: TWIN_THREADS,
+            split_columns: SPLIT_COLUMNS,
         }
     }
 }
@@ -676,6 +761,7 @@ impl Tuning {
         let fuse_f32 = std::env::var("STRATA_CUDA_FUSE_F32").map_or(true, |v| v.trim() != "0");
         let twin_threads = count("STRATA_CUDA_TWIN_THREADS", TWIN_THREADS);
         let fused_pcr_columns = count("STRATA_CUDA_FUSED_PCR_COLUMNS", FUSED_PCR_COLUMNS);
+        let split_columns = count("STRATA_CUDA_SPLIT_COLUMNS", SPLIT_COLUMNS);
         Self {
             options,
             block_x,
@@ -690,12 +776,23 @@ impl Tuning {
             fuse_f32,
             fused_pcr_columns,
             twin_threads,
+            split_columns,
         }
     }
 
     /// Whether a level whose fields hold `len` values uses 32-bit offsets.
     pub fn narrow(&self, len: usize) -> bool {
         len < self.narrow_values.min(NARROW_VALUES)
+    }
+
+    /// The levels per segment of the split line kernels: [`SPLIT_LEVELS`], or the build's
+    /// `-DSPLIT_M=` option.
+    pub fn split_levels(&self) -> usize {
+        self.options
+            .iter()
+            .rev()
+            .find_map(|o| o.strip_prefix("-DSPLIT_M=")?.parse().ok())
+            .unwrap_or(SPLIT_LEVELS)
     }
 
     /// Whether Smooth stores its right-hand side (`-DSMOOTH_STORE_RHS`), which changes its traffic.
@@ -985,8 +1082,31 @@ pub fn backend_err(msg: impl Into<String>) -> StrataError {
 
 #[cfg(test)]
 mod tests {
-    use super::{segments, thomas_smem_bytes, Kernel, Tuning, NARROW_VALUES, SEGMENT_THREADS};
+    use super::{
+        segments, split_segments, thomas_smem_bytes, Kernel, Tuning, NARROW_VALUES,
+        SEGMENT_THREADS, SPLIT_LEVELS,
+    };
     use strata::precision::Storage;
+
+    /// Columns split into segments of 16 levels where nz allows (the kernels' SPLIT_P), with
+    /// the build's -DSPLIT_M= taking over.
+    #[test]
+    fn split_columns_only_where_nz_divides() {
+        assert_eq!(split_segments(128, SPLIT_LEVELS), Some(8));
+        assert_eq!(split_segments(64, SPLIT_LEVELS), Some(4));
+        assert_eq!(split_segments(32, SPLIT_LEVELS), Some(2));
+        // One segment, a remainder, or segments too short: none.
+        assert_eq!(split_segments(16, SPLIT_LEVELS), None);
+        assert_eq!(split_segments(100, SPLIT_LEVELS), None);
+        assert_eq!(split_segments(128, 2), None);
+        let t = Tuning {
+            options: vec!["-DKCH=8".into(), "-DSPLIT_M=8".into()],
+            ..Tuning::default()
+        };
+        assert_eq!(t.split_levels(), 8);
+        assert_eq!(split_segments(128, t.split_levels()), Some(16));
+        assert_eq!(Tuning::default().split_levels(), SPLIT_LEVELS);
+    }
 
     #[test]
     fn columns_are_cut_into_segments_only_where_few() {

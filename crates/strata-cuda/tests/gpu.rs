@@ -191,8 +191,13 @@ fn coefficient_solves_agree_with_the_cpu() {
             );
             assert!(a.info.reason.converged(), "{what}: {:?}", a.info.reason);
             if line {
+                // BiCGStab preconditioned by the line solve alone runs 120-140 iterations on
+                // this non-symmetric problem and feels the order of every sum: with the line
+                // solve split over 8 threads per column (another elimination order) the box
+                // took 122 on the GPU against 129 on the CPU (2026-11-27), with one thread per
+                // column 131 against 135. Within a tenth; the solutions agree to 1e-8 below.
                 assert!(
-                    a.info.iterations.abs_diff(b.info.iterations) * 20 <= b.info.iterations,
+                    a.info.iterations.abs_diff(b.info.iterations) * 10 <= b.info.iterations,
                     "{what}"
                 );
             } else {

@@ -270,6 +270,29 @@ pub(super) fn twin_config(
     })
 }
 
+/// The launch of the line kernels with [`crate::kernels::split_segments`] threads per column
+/// (`thomas_split`, kernels/common.cuh) over `xs` columns in x and `ys` rows of a build for `nz`
+/// levels: blocks of 32 columns × the segments, one row each; `None` on PCR levels (`pcr`),
+/// where nz has no segments, and on launches of more than
+/// [`crate::kernels::Tuning::split_columns`] columns.
+pub(super) fn split_config(
+    tuning: &crate::kernels::Tuning,
+    pcr: bool,
+    nz: usize,
+    xs: usize,
+    ys: usize,
+) -> Option<LaunchConfig> {
+    let segments = crate::kernels::split_segments(nz, tuning.split_levels())?;
+    if pcr || xs * ys > tuning.split_columns || xs == 0 || ys == 0 {
+        return None;
+    }
+    Some(LaunchConfig {
+        grid_dim: ((xs as u32).div_ceil(32), ys as u32, 1),
+        block_dim: (32, segments, 1),
+        shared_mem_bytes: 0,
+    })
+}
+
 /// Whether level `op` has the sphere's diagonal couplings (`has_cross` 1, or 3 with orography's
 /// slant ones; which the fused residual-restriction does not take; the slant ones alone it does).
 fn has_diagonals(op: &CudaLevel) -> bool {
@@ -281,9 +304,10 @@ fn has_diagonals(op: &CudaLevel) -> bool {
 
 impl CudaBackend {
     /// The kernel (`model`'s or `cells`' form, as level `op` has per-cell entries or not) and
-    /// the launch of a line kernel over `xs` columns in x per row: its form with two threads per
-    /// column ([`crate::kernels::Kernel::twin`]) where [`twin_config`] selects it, else one
-    /// thread per column in `whole`.
+    /// the launch of a line kernel over `xs` columns in x per row: its form with several
+    /// threads per column ([`crate::kernels::Kernel::split`]) where [`split_config`] selects
+    /// it, else with two ([`crate::kernels::Kernel::twin`]) where [`twin_config`] does, else
+    /// one thread per column in `whole`.
     fn line_launch(
         &self,
         op: &CudaLevel,
@@ -305,6 +329,16 @@ impl CudaBackend {
         whole: LaunchConfig,
     ) -> (K, LaunchConfig) {
         let k = op_kernel(op, model, cells);
+        let split = split_config(
+            &self.tuning,
+            op.pcr.is_some(),
+            op.layout.nz as usize,
+            xs,
+            ys,
+        );
+        if let (Some(s), Some(cfg)) = (k.split(), split) {
+            return (s, cfg);
+        }
         let twin = twin_config(&self.tuning, op.pcr.is_some(), xs, ys);
         match (k.twin(), twin) {
             (Some(t), Some(cfg)) => (t, cfg),

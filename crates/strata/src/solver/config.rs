@@ -75,8 +75,9 @@ impl SolverConfig {
     /// The best measured settings for `kind`, strata's default: the paper's
     /// ([`SolverConfig::paper`]) with, for mg and mg-cg, red-black line Gauss–Seidel smoothing
     /// and mixed precision (the same fp64 answer to the same rtol in fewer cycles: 4 V-cycles
-    /// for mg at the paper's 512² × 128 against 11, 0.234 s against 0.621 s for 1.0e9 unknowns
-    /// on one H200; docs/PERFORMANCE.md). gcr and bicgstab keep the paper's smoother and fp64
+    /// for mg at the paper's 512² × 128 against 11; for 1.0e9 unknowns on one H200 0.234 s
+    /// against 0.621 s for the paper's mg-cg, 0.175 s since the split line solves of
+    /// 2026-11-27; docs/PERFORMANCE.md). gcr and bicgstab keep the paper's smoother and fp64
     /// (not measured better yet).
     ///
     /// ```
