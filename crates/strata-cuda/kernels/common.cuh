@@ -727,7 +727,7 @@ __device__ __forceinline__ void thomas_split(const Op& op, bool active, Fwd rhs_
 
 // How a line kernel's body solves its column: by one thread (Whole: thomas()) or two
 // (Twin: thomas_twin(), with the thread's half and the warp's mask of TWIN_COLUMN), or by
-// SPLIT_P threads (Split: thomas_split(), SPLIT_COLUMN).
+// SPLIT_P threads (Split: thomas_split(), SPLIT_PAIR_J).
 struct Whole {
     template <class Op, class Fwd, class Again, class Out>
     __device__ __forceinline__ void operator()(const Op& op, Fwd fwd, Again again, Out out) const {
