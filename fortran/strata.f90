@@ -30,8 +30,8 @@ module strata
     ! u(nx, ny, nz) x fastest.
     integer(c_int), parameter, public :: STRATA_ORDER_K_FASTEST = 0
     integer(c_int), parameter, public :: STRATA_ORDER_X_FASTEST = 1
-    ! options%smoother and options%precision: the solver's default (red-black and mixed
-    ! precision for mg and mg-cg; block Jacobi and fp64 for the others).
+    ! options%smoother and options%precision: the solver's default (red-black, and mixed
+    ! precision wherever there is a multigrid cycle; fp64 for cg and the line preconditioner).
     integer(c_int), parameter, public :: STRATA_DEFAULT = -1
     ! The integers of every choice, as strata.h defines them (a test of the C API keeps
     ! them equal to strata's one table of names).

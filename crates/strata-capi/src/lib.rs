@@ -124,16 +124,16 @@ pub struct StrataOptions {
     /// CUDA device ordinal.
     pub device: i32,
     /// Multigrid smoother: 0 the paper's block-Jacobi line relaxation, 1 red-black line
-    /// Gauss–Seidel, STRATA_DEFAULT (-1) the solver's default (red-black for mg and mg-cg,
-    /// block Jacobi for the others).
+    /// Gauss–Seidel, STRATA_DEFAULT (-1) the solver's default (red-black; the paper's block
+    /// Jacobi is measured slower for every solver).
     pub smoother: i32,
     /// Damping ρ of the block-Jacobi smoother, in (0, 2) (2/3 by default; 0.8 takes fewer
     /// cycles, docs/PERFORMANCE.md).
     pub rho: f64,
     /// 0 fp64; 1 mixed: the outer iteration and its stopping test in fp64, the multigrid
     /// preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with the multigrid
-    /// preconditioner); STRATA_DEFAULT (-1) the solver's default (mixed for mg and mg-cg, fp64
-    /// for the others).
+    /// preconditioner); STRATA_DEFAULT (-1) the solver's default (mixed wherever there is a
+    /// multigrid cycle, fp64 for cg and the line preconditioner).
     pub precision: i32,
     /// Over-relaxation weight w of the red-black smoother's half-sweeps, in (0, 2) (1 is line
     /// Gauss–Seidel; 1.15 by default, which takes red-black mg from 5 cycles to 4). The
@@ -304,13 +304,15 @@ fn default_problem() -> StrataProblem {
 }
 
 /// The value of `StrataOptions::smoother` and `StrataOptions::precision` that takes the
-/// chosen solver's default: for mg and mg-cg red-black smoothing and mixed precision (the
-/// measured best, the same fp64 answer), for the others block Jacobi and fp64.
+/// chosen solver's default: red-black smoothing, and mixed precision wherever there is a
+/// multigrid cycle (mg, mg-cg, gcr/bicgstab with the multigrid preconditioner; the measured
+/// best, the same fp64 answer), fp64 for cg and the line preconditioner.
 pub const STRATA_DEFAULT: i32 = -1;
 
 /// Fills the `size` bytes of `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol
 /// 1e-5, 500 iterations, the solver's default smoother and precision ([`STRATA_DEFAULT`]:
-/// red-black and mixed for mg and mg-cg), gcr/bicgstab preconditioned by multigrid, GCR(5),
+/// red-black, and mixed where there is a multigrid cycle), gcr/bicgstab preconditioned by
+/// multigrid, GCR(5),
 /// backend auto, all cores, device 0, halos auto, non-convergence reported in the info (not an
 /// error); sets `options->size`. Call it through the header's `strata_options_default(options)`,
 /// which passes `sizeof *options`.
@@ -417,7 +419,10 @@ unsafe fn problem_params(p: &StrataProblem) -> Result<ProblemParams, StrataError
 }
 
 fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
-    let mut cfg = SolverConfig::new(SolverKind::from_code(o.solver)?);
+    // The preconditioner first: without a multigrid cycle the default precision is fp64, and
+    // a mixed one asked for is then refused by validate rather than dropped.
+    let mut cfg = SolverConfig::new(SolverKind::from_code(o.solver)?)
+        .with_preconditioner(Preconditioner::from_code(o.preconditioner)?);
     if o.precision != STRATA_DEFAULT {
         cfg = cfg.with_precision(Precision::from_code(o.precision)?);
     }
@@ -429,7 +434,6 @@ fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
         .with_coarse_steps(count("coarse_steps", o.coarse_steps)?)
         .with_rtol(o.rtol)
         .with_max_it(count("max_it", o.max_it)?)
-        .with_preconditioner(Preconditioner::from_code(o.preconditioner)?)
         .with_restart(count("restart", o.restart)?)
         .with_rho(o.rho)
         .with_relaxation(o.relaxation)

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use strata::grid::RankGrid;
 use strata::perf::kernel_cost;
 use strata::problem::{build_rhs_tiles, Coefficients, ProblemParams, RhsKind};
-use strata::solver::{Kernel, MgParams, SolveParams, SolverKind};
+use strata::solver::{Kernel, MgParams, Preconditioner, SolveParams, SolverKind};
 use strata_session::OnBackend;
 
 /// Options of `strata bench`.
@@ -43,6 +43,12 @@ pub struct BenchArgs {
     /// values they read.
     #[arg(long, value_name = "C")]
     pub coefficient_contrast: Option<f64>,
+    /// With --coefficient-contrast: add a smooth synthetic advection vector of amplitude A to
+    /// those fields (`ξ_d = A sin(3x + φ_d) cos(2y + z)`, `Coefficients::with_smooth_advection`;
+    /// the panel and the box). The operator is then non-symmetric: cg and mg-cg are timed on the
+    /// model problem only.
+    #[arg(long, value_name = "A", requires = "coefficient_contrast")]
+    pub advection: Option<f64>,
     /// Size of each array of the copy-bandwidth measurement, in MiB.
     #[arg(long, default_value_t = 512)]
     pub stream_mib: usize,
@@ -129,7 +135,9 @@ impl BackendTask for Task {
         let backend: &B = &backend;
         let a = self.args;
         // The multigrid settings of the report: mg's.
-        let mg = a.mg.configure(SolverKind::Mg).multigrid;
+        let mg =
+            a.mg.configure(SolverKind::Mg, Preconditioner::Multigrid)
+                .multigrid;
         let solve_params = SolveParams {
             rtol: a.rtol,
             ..Default::default()
@@ -150,8 +158,19 @@ impl BackendTask for Task {
                 .into());
             }
         }
+        if let Some(x) = a.advection {
+            // Refused here, before any timing, rather than at the first size.
+            Coefficients::smooth(1, 1, 1.0).with_smooth_advection(x)?;
+            if a.problem.params(a.sizes[0]).geometry.closed() {
+                return Err(
+                    "--advection: the synthetic advection field is defined on the panel \
+                            and the box, not on the sphere"
+                        .into(),
+                );
+            }
+        }
         // The operators to time at size n: the model problem, and the coefficient fields.
-        let operators = |n: usize| -> Vec<(String, ProblemParams)> {
+        let operators = |n: usize| -> CliResult<Vec<(String, ProblemParams)>> {
             let model = a.problem.params(n);
             // Over orography (--orography schaer) the flat box first, for the ratio, then the
             // terrain-following operator.
@@ -164,28 +183,40 @@ impl BackendTask for Task {
                 ops.push(("terrain".to_string(), model.clone()));
             }
             if let Some(c) = a.coefficient_contrast {
-                let coeffs = Coefficients::smooth_for(model.geometry, n, model.nz, c);
+                let mut coeffs = Coefficients::smooth_for(model.geometry, n, model.nz, c);
+                let mut name = format!("coeff{c}");
+                if let Some(x) = a.advection {
+                    coeffs = coeffs.with_smooth_advection(x)?;
+                    name = format!("{name}xi{x}");
+                }
                 ops.push((
-                    format!("coeff{c}"),
+                    name,
                     ProblemParams {
                         coefficients: Some(std::sync::Arc::new(coeffs)),
                         ..model
                     },
                 ));
             }
-            ops
+            Ok(ops)
         };
         // Check everything before the long part.
-        let config = |s: SolverKind| a.mg.configure(s).with_stopping(solve_params.clone());
+        let config = |s: SolverKind| {
+            a.mg.configure(s, Preconditioner::Multigrid)
+                .with_stopping(solve_params.clone())
+        };
         for &n in &a.sizes {
             for &s in &a.solvers {
                 let mut p = a.problem.params(n);
                 validate(backend, &p, &config(s), RankGrid::single())?;
-                if a.coefficient_contrast.is_some() {
+                if a.coefficient_contrast.is_some() && !(a.advection.is_some() && symmetric_only(s))
+                {
                     // The memory the coefficient fields add (the estimate needs only whether
                     // they are symmetric; a placeholder saves building them twice).
-                    p.coefficients =
-                        Some(std::sync::Arc::new(Coefficients::constant(1, p.nz, 1.0)));
+                    let mut c = Coefficients::constant(1, p.nz, 1.0);
+                    if a.advection.is_some() {
+                        c.xi = Some([vec![0.0; p.nz], vec![0.0; p.nz], vec![0.0; p.nz]]);
+                    }
+                    p.coefficients = Some(std::sync::Arc::new(c));
                     strata::check_memory(backend, &p, &config(s))?;
                 }
             }
@@ -209,7 +240,7 @@ impl BackendTask for Task {
             solvers: vec![],
         };
         for &n in &a.sizes {
-            for (operator, p) in operators(n) {
+            for (operator, p) in operators(n)? {
                 let rhs = build_rhs_tiles(&p, RhsKind::Random, 1, &p.whole_tiles());
                 // Over orography the levels have per-cell entries (symmetric) even without
                 // coefficient fields.
@@ -219,6 +250,16 @@ impl BackendTask for Task {
                     .map(|c| c.is_symmetric())
                     .or(p.orography.as_ref().map(|_| true));
                 for &s in &a.solvers {
+                    if symmetric == Some(false) && symmetric_only(s) {
+                        println!(
+                            "{} is not timed on {operator}: it needs a symmetric operator",
+                            s.name()
+                        );
+                        if let Some(b) = &bar {
+                            b.inc(1);
+                        }
+                        continue;
+                    }
                     let kind: SolverKind = s;
                     let cfg = config(s);
                     // Bytes per value: the multigrid's kernels move fp32 in mixed precision
@@ -366,6 +407,11 @@ impl BackendTask for Task {
     }
 }
 
+/// Whether solver `s` needs a symmetric operator (the advected one is not timed with it).
+fn symmetric_only(s: SolverKind) -> bool {
+    matches!(s, SolverKind::Cg | SolverKind::MgCg)
+}
+
 /// Recomputes every fraction against the copy bandwidth `copy`.
 fn rescale(r: &mut BenchReport, copy: f64) {
     r.copy_gbs = copy;
@@ -401,7 +447,7 @@ fn tables(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>9} {:>6} {:>5} {:<15} {:>10} {:>11} {:>8} {:>10} {:>8}",
+        "{:>6} {:>11} {:>6} {:>5} {:<15} {:>10} {:>11} {:>8} {:>10} {:>8}",
         "n",
         "operator",
         "solver",
@@ -416,7 +462,7 @@ fn tables(r: &BenchReport) -> String {
     for k in &r.kernels {
         let _ = writeln!(
             s,
-            "{:>6} {:>9} {:>6} {:>5} {:<15} {:>10.3} {:>11.2} {:>7.1}% {:>10.2} {:>7.1}%",
+            "{:>6} {:>11} {:>6} {:>5} {:<15} {:>10.3} {:>11.2} {:>7.1}% {:>10.2} {:>7.1}%",
             k.n,
             k.operator,
             k.solver,
@@ -435,7 +481,7 @@ fn tables(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>9} {:>6} {:>5} {:>10} {:>10} {:>11} {:>8} {:>11} {:>8} {:>8} {:>10} {:>11}",
+        "{:>6} {:>11} {:>6} {:>5} {:>10} {:>10} {:>11} {:>8} {:>11} {:>8} {:>8} {:>10} {:>11}",
         "n",
         "operator",
         "solver",
@@ -460,7 +506,7 @@ fn tables(r: &BenchReport) -> String {
             .map(|w| m.solve_seconds / w.summary.solve_seconds);
         let _ = writeln!(
             s,
-            "{:>6} {:>9} {:>6} {:>5} {:>10.3} {:>10.4} {:>11.4} {:>8.2} {:>11.2} {:>7.1}% {:>7.2}x {:>10} {:>11}",
+            "{:>6} {:>11} {:>6} {:>5} {:>10.3} {:>10.4} {:>11.4} {:>8.2} {:>11.2} {:>7.1}% {:>7.2}x {:>10} {:>11}",
             v.n,
             v.operator,
             v.solver,
@@ -484,14 +530,14 @@ fn tables(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>9} {:>6} {:>12} {:>9}  per level (0 = finest)",
+        "{:>6} {:>11} {:>6} {:>12} {:>9}  per level (0 = finest)",
         "n", "operator", "solver", "at copy B/u", "model B/u"
     );
     for v in &r.solvers {
         let levels = &v.modelled_bytes_per_unknown;
         let _ = writeln!(
             s,
-            "{:>6} {:>9} {:>6} {:>12.1} {:>9.1}  {}",
+            "{:>6} {:>11} {:>6} {:>12.1} {:>9.1}  {}",
             v.n,
             v.operator,
             v.solver,

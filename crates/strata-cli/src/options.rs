@@ -185,7 +185,7 @@ pub struct MgArgs {
     pub coarse_rtol: f64,
     /// Smoother of the V-cycle: the paper's block-Jacobi line relaxation (damped by --rho), or
     /// red-black line Gauss–Seidel (fewer cycles; symmetric, so mg-cg may use it). Default:
-    /// red-black for mg and mg-cg, jacobi for gcr and bicgstab (jacobi with --paper).
+    /// red-black (jacobi with --paper).
     #[arg(long, value_parser = choice::<Smoother>())]
     pub smoother: Option<Smoother>,
     /// Damping ρ of the block-Jacobi smoother, in (0, 2) (the paper's 2/3; red-black does not
@@ -210,27 +210,34 @@ pub struct MgArgs {
     /// Precision: `f64` everywhere, or `mixed`: the outer Krylov iteration (mg-cg, gcr,
     /// bicgstab; for mg, fp64 defect correction) and its stopping test in fp64, the multigrid
     /// preconditioner's fields stored in fp32 (half the bytes per cycle; the answer meets
-    /// --rtol on the fp64 residual). Default: mixed for mg and mg-cg, f64 for the others (f64
-    /// with --paper).
+    /// --rtol on the fp64 residual). Default: mixed wherever there is a multigrid cycle (mg,
+    /// mg-cg, gcr and bicgstab with --pc mg), f64 for cg and --pc line (f64 with --paper).
     #[arg(long, value_parser = choice::<Precision>())]
     pub precision: Option<Precision>,
     /// The paper's configuration (Müller, Scheichl & Vainikko 2014): block-Jacobi smoothing
-    /// and fp64, where the default is red-black smoothing and mixed precision for mg and mg-cg
-    /// (the same fp64 answer in fewer cycles). --smoother and --precision still apply.
+    /// and fp64, where the default is red-black smoothing and, wherever there is a multigrid
+    /// cycle, mixed precision (the same fp64 answer in fewer cycles). --smoother and --precision still apply.
     #[arg(long)]
     pub paper: bool,
 }
 
 impl MgArgs {
-    /// `cfg` with these multigrid options: the solver's default configuration, or the paper's
-    /// with --paper, then the options given.
-    pub fn configure(&self, kind: strata::solver::SolverKind) -> SolverConfig {
+    /// The configuration of solver `kind` preconditioned by `pc` (used by gcr and bicgstab)
+    /// with these multigrid options: the solver's default configuration, or the paper's with
+    /// --paper, then the options given (--precision after the preconditioner, so that mixed
+    /// without a multigrid cycle is refused rather than dropped).
+    pub fn configure(
+        &self,
+        kind: strata::solver::SolverKind,
+        pc: strata::solver::Preconditioner,
+    ) -> SolverConfig {
         let mut cfg = if self.paper {
             SolverConfig::paper(kind)
         } else {
             SolverConfig::new(kind)
         };
         cfg = cfg
+            .with_preconditioner(pc)
             .with_levels(self.levels)
             .with_coarse_steps(self.coarse_steps)
             .with_coarse_solve(self.coarse_solve, self.coarse_rtol)

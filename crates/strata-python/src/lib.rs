@@ -65,12 +65,11 @@ fn to_py(e: StrataError) -> PyErr {
 /// smoother is the multigrid smoother: "jacobi" (the paper's block-Jacobi line relaxation,
 /// damped by rho; rho=0.8 takes fewer cycles) or "red-black" (line Gauss-Seidel, its half-sweeps
 /// over-relaxed by `relaxation`, in (0, 2); None: the library's 1.15, which takes red-black mg
-/// from 5 cycles to 4; mg-cg's symmetric cycle uses 1); None: the solver's default, red-black
-/// for mg and mg-cg, jacobi for gcr and bicgstab.
+/// from 5 cycles to 4; mg-cg's symmetric cycle uses 1); None: the solver's default, red-black.
 /// precision is "f64", or "mixed": the outer iteration and its stopping test in fp64, the
 /// multigrid preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with preconditioner
 /// "mg"; the answer meets rtol on the fp64 residual as in "f64"); None: the solver's default,
-/// mixed for mg and mg-cg, f64 for the others.
+/// mixed wherever there is a multigrid cycle, f64 for cg and preconditioner "line".
 /// paper=True starts from the paper's configuration instead (jacobi and f64 for every solver);
 /// smoother and precision, when given, still apply.
 /// prolongate_halos=False makes the ranks' multigrid cycle exchange halos after every

@@ -138,8 +138,7 @@ impl Setup {
     pub fn new(a: &SolveArgs) -> Self {
         let p = a.problem.params(a.n);
         let cfg =
-            a.mg.configure(a.solver)
-                .with_preconditioner(a.pc)
+            a.mg.configure(a.solver, a.pc)
                 .with_restart(a.restart)
                 .with_stopping(SolveParams {
                     rtol: a.rtol,

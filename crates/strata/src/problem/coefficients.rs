@@ -272,6 +272,51 @@ impl Coefficients {
         }
     }
 
+    /// These fields with a smooth synthetic advection vector for benchmarks (the field of
+    /// `scripts/gpu-check operator`, scaled): `ξ_d = amplitude · sin(3x + φ_d) cos(2y + z)` at
+    /// the cell centres of the unit cube, `φ = 0, 1, 2` for `d = x, y, z`. One panel or box of
+    /// whole levels only: on the sphere a field given along each panel's own axes would be
+    /// discontinuous across the panels' edges, so it is refused there, as is a non-finite
+    /// amplitude.
+    ///
+    /// ```
+    /// use strata::problem::Coefficients;
+    /// let c = Coefficients::smooth(8, 4, 10.0).with_smooth_advection(1.0).unwrap();
+    /// assert!(!c.is_symmetric());
+    /// assert!(Coefficients::smooth_sphere(8, 4, 10.0).with_smooth_advection(1.0).is_err());
+    /// ```
+    pub fn with_smooth_advection(mut self, amplitude: f64) -> Result<Self> {
+        if !amplitude.is_finite() {
+            return invalid(
+                "advection",
+                format!("the amplitude must be finite (got {amplitude})"),
+            );
+        }
+        if self.panels != 1 || self.window.is_some() {
+            return invalid(
+                "advection",
+                "the synthetic advection field is defined on one panel or box of whole levels, \
+                 not on the sphere or a rank's block",
+            );
+        }
+        let (n, nz) = (self.n, self.nz);
+        let field = |phase: f64| -> Vec<f64> {
+            let mut v = vec![0.0; n * n * nz];
+            v.par_chunks_mut(nz).enumerate().for_each(|(col, out)| {
+                let (i, j) = (col % n, col / n);
+                let (x, y) = ((i as f64 + 0.5) / n as f64, (j as f64 + 0.5) / n as f64);
+                let a = amplitude * (3.0 * x + phase).sin();
+                for (k, o) in out.iter_mut().enumerate() {
+                    let z = (k as f64 + 0.5) / nz as f64;
+                    *o = a * (2.0 * y + z).cos();
+                }
+            });
+            v
+        };
+        self.xi = Some([field(0.0), field(1.0), field(2.0)]);
+        Ok(self)
+    }
+
     /// Whether the operator is non-symmetric (an advection vector is given).
     pub fn is_symmetric(&self) -> bool {
         self.xi.is_none()

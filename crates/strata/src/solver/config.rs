@@ -73,24 +73,31 @@ impl Default for SolverConfig {
 
 impl SolverConfig {
     /// The best measured settings for `kind`, strata's default: the paper's
-    /// ([`SolverConfig::paper`]) with, for mg and mg-cg, red-black line Gauss–Seidel smoothing
-    /// and mixed precision (the same fp64 answer to the same rtol in fewer cycles: 4 V-cycles
-    /// for mg at the paper's 512² × 128 against 11; for 1.0e9 unknowns on one H200 0.234 s
-    /// against 0.621 s for the paper's mg-cg, 0.175 s since the split line solves of
-    /// 2026-11-27; docs/PERFORMANCE.md). gcr and bicgstab keep the paper's smoother and fp64
-    /// (not measured better yet).
+    /// ([`SolverConfig::paper`]) with red-black line Gauss–Seidel smoothing and mixed precision
+    /// wherever there is a multigrid cycle — mg, mg-cg, and gcr and bicgstab with the multigrid
+    /// preconditioner (the same fp64 answer to the same rtol in fewer cycles: 4 V-cycles for mg
+    /// at the paper's 512² × 128 against 11; for 1.0e9 unknowns on one H200 0.175 s against
+    /// 0.621 s for the paper's mg-cg; gcr and bicgstab on 3D coefficient fields with advection
+    /// at 1536² × 128 1.85× and 2.42× faster than with the paper's block Jacobi in fp64, and
+    /// fewer iterations in every case of docs/COEFFICIENTS.md's robustness tables;
+    /// docs/PERFORMANCE.md). cg, and gcr and bicgstab with the line preconditioner, have no
+    /// cycle: fp64 ([`SolverConfig::with_preconditioner`]).
     ///
     /// ```
-    /// use strata::solver::{Precision, Smoother, SolverConfig, SolverKind};
+    /// use strata::solver::{Precision, Preconditioner, Smoother, SolverConfig, SolverKind};
     /// let cfg = SolverConfig::new(SolverKind::Mg);
     /// assert_eq!(cfg.multigrid.smoother, Smoother::RedBlack);
     /// assert_eq!(cfg.precision, Precision::Mixed);
+    /// assert_eq!(SolverConfig::new(SolverKind::Gcr).precision, Precision::Mixed);
     /// assert_eq!(SolverConfig::new(SolverKind::Cg).precision, Precision::F64);
+    /// let line = SolverConfig::new(SolverKind::BiCgStab).with_preconditioner(Preconditioner::Line);
+    /// assert_eq!(line.precision, Precision::F64);
+    /// assert!(line.validate().is_ok());
     /// ```
     pub fn new(kind: SolverKind) -> Self {
         let mut cfg = Self::paper(kind);
-        if matches!(kind, SolverKind::Mg | SolverKind::MgCg) {
-            cfg.multigrid.smoother = super::Smoother::RedBlack;
+        cfg.multigrid.smoother = super::Smoother::RedBlack;
+        if cfg.uses_multigrid() {
             cfg.precision = Precision::Mixed;
         }
         cfg
@@ -110,9 +117,15 @@ impl SolverConfig {
         }
     }
 
-    /// Sets the preconditioner of gcr and bicgstab.
+    /// Sets the preconditioner of gcr and bicgstab. Without a multigrid cycle (the line
+    /// preconditioner) there is nothing to store in fp32, so a mixed precision set before
+    /// (the default of [`SolverConfig::new`]) becomes fp64; mixed set after it is refused by
+    /// [`SolverConfig::validate`], as for cg.
     pub fn with_preconditioner(mut self, pc: Preconditioner) -> Self {
         self.preconditioner = pc;
+        if !self.uses_multigrid() {
+            self.precision = Precision::F64;
+        }
         self
     }
 
