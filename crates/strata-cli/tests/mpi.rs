@@ -121,7 +121,7 @@ fn every_solver_is_decomposition_invariant() {
     let nz = NZ.to_string();
     let coeffs = coefficient_file();
     let cf = coeffs.to_str().unwrap().to_string();
-    // (solver, coefficient fields, red-black smoother)
+    // (solver, coefficient fields, red-black smoother); `-paper`: with --paper
     for (solver, with_coefficients, red_black) in [
         ("cg", false, false),
         ("mg", false, false),
@@ -133,12 +133,19 @@ fn every_solver_is_decomposition_invariant() {
         ("bicgstab", true, false),
         ("mg", false, true),
         ("mg-cg", true, true),
+        // The fp64 iterations (to 1e-10): the paper's configuration of gcr and bicgstab.
+        ("gcr-paper", true, false),
+        ("bicgstab-paper", false, false),
     ] {
         let tag = format!(
             "{solver}{}{}",
             if with_coefficients { "-coeffs" } else { "" },
             if red_black { "-rb" } else { "" }
         );
+        let (solver, paper) = match solver.strip_suffix("-paper") {
+            Some(s) => (s, true),
+            None => (solver, false),
+        };
         let mut base = vec![
             "solve",
             "--n",
@@ -161,6 +168,9 @@ fn every_solver_is_decomposition_invariant() {
         if red_black {
             base.extend(["--smoother", "red-black"]);
         }
+        if paper {
+            base.push("--paper");
+        }
         ranks_match_serial(&base, &tag);
     }
 }
@@ -168,11 +178,33 @@ fn every_solver_is_decomposition_invariant() {
 /// `strata` with `base` serially and on 1–4 ranks under mpirun: the serial iteration count, the
 /// serial solution — bit for bit where the solver is mg (its iterates use no global sum,
 /// docs/MODEL.md §22: the coarsest level smoothed, or solved by CG gathered whole onto every
-/// rank, [`ranks_match_serial_with`]), else to 1e-10 relative (the order of the dot products'
-/// sums) — and the same right-hand side (built block by block and gathered); `tag` names the
-/// runs' files.
+/// rank, [`ranks_match_serial_with`]), else to 1e-10 relative in fp64 (the order of the dot
+/// products' sums) and to [`MIXED_RANK_BOUND`] where a Krylov solver's multigrid
+/// preconditioner runs in fp32 (the default of mg-cg, gcr and bicgstab) — and the same
+/// right-hand side (built block by block and gathered); `tag` names the runs' files.
 fn ranks_match_serial(base: &[&str], tag: &str) {
     ranks_match_serial_with(base, tag, &[]);
+}
+
+/// The largest relative difference allowed between a serial solve and one on ranks where a
+/// Krylov solver's preconditioner stores its multigrid in fp32 ([`ranks_match_serial`]): the
+/// default rtol, 1e-5, within which both answers are. The fp64 sums of another order may round
+/// a residual value to the neighbouring fp32 one (a change of up to 6e-8), which the iteration
+/// then carries: measured 2026-11-27 on this test's problems, gcr 1.3e-10 on 4 ranks, bicgstab
+/// 9.2e-7 on 4 ranks (2.3e-10 with advection on a periodic box, solved to 1e-9), mg-cg below
+/// 1e-10; the same iteration counts (checked). The fp64 runs (`--paper`) keep 1e-10, and mg is
+/// bit for bit, mixed or not.
+const MIXED_RANK_BOUND: f64 = 1e-5;
+
+/// Whether the solve of `args` runs a Krylov iteration around a mixed-precision multigrid
+/// cycle: mg-cg, gcr or bicgstab with the multigrid preconditioner, in the default precision
+/// (not `--paper`, `--precision f64` or `--pc line`).
+fn mixed_krylov(args: &[&str]) -> bool {
+    let has = |a: &str, b: &str| args.windows(2).any(|w| w == [a, b]);
+    let krylov = ["mg-cg", "gcr", "bicgstab"]
+        .iter()
+        .any(|s| has("--solver", s));
+    krylov && !args.contains(&"--paper") && !has("--precision", "f64") && !has("--pc", "line")
 }
 
 /// [`ranks_match_serial`] with environment variables set for every run (`env`). The coarse CG
@@ -221,7 +253,13 @@ fn ranks_match_serial_with(base: &[&str], tag: &str, env: &[(&str, &str)]) {
             .iter()
             .zip(&u0)
             .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
-        let bound = if exact { 0.0 } else { 1e-10 * scale };
+        let bound = if exact {
+            0.0
+        } else if mixed_krylov(base) {
+            MIXED_RANK_BOUND * scale
+        } else {
+            1e-10 * scale
+        };
         assert!(
             diff <= bound,
             "{tag} on {ranks} ranks: {:.2e} relative (bit for bit expected: {exact})",
