@@ -989,20 +989,23 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
             );
         }
     }
-    // The sphere's nine-point levels (a tile of panel 1, 2 × 2 tiles per panel, random halos,
-    // the model problem's per-column operator): the residual restricted with the diagonal
-    // couplings.
-    {
+    // The sphere's nine-point levels (a tile of panel 1, 2 × 2 tiles per panel, random halos):
+    // the residual restricted with the diagonal couplings, with the model problem's per-column
+    // operator and with coefficient fields (per-cell entries).
+    for fields in [false, true] {
         let p = ProblemParams {
             geometry: Geometry::Sphere,
             grading: Grading::Graded,
             n: 16,
             nz: 9,
+            coefficients: fields.then(|| {
+                std::sync::Arc::new(strata::problem::Coefficients::smooth_sphere(16, 9, 10.0))
+            }),
             ..Default::default()
         };
         let levels = sphere_tile_levels(&p);
         let (fs, cs) = (&levels[0], &levels[1]);
-        assert!(fs.cross.is_some() && fs.cells.is_none());
+        assert!(fs.cross.is_some() && fs.cells.is_some() == fields);
         let (fo, co) = (b.prepare_level(fs).unwrap(), b.prepare_level(cs).unwrap());
         let (f, u) = (rng.field(fs), rng.field(fs));
         check_residual_restrict(
@@ -1012,7 +1015,7 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
             (&f, &u),
             &mut rng,
             (TOL, TOL_SOLVE, TOL_PCR),
-            &format!("sphere nine-point tile {:?}", b.name()),
+            &format!("sphere nine-point tile, fields {fields} {:?}", b.name()),
         );
     }
     prolongated_halos(b);
