@@ -54,7 +54,12 @@ for solver, with_xi in (("mg", False), ("mg-cg", False), ("gcr", True)):
     its, its1 = s.info["iterations"], one.info["iterations"]
     check(f"{solver}: iterations", its == its1, f"{its} on ranks, {its1} on one process")
     diff = np.abs(u - block(u1)).max() / np.abs(u1).max()
-    check(f"{solver}: solution", diff < 1e-9, f"max relative difference {diff:.3e}")
+    # gcr's default cycle runs in fp32 inside its fp64 iteration: a last-bit difference of a
+    # residual summed in another order can round to the neighbouring fp32 value, which the
+    # iteration carries (1.3e-8 measured on 2 ranks, 2026-11-27; docs/MODEL.md section 22), so it
+    # is held to the solve's rtol; mg (bit for bit) and mg-cg (1.2e-12) to 1e-9.
+    bound = 1e-5 if solver == "gcr" else 1e-9
+    check(f"{solver}: solution", diff < bound, f"max relative difference {diff:.3e}")
     r = np.linalg.norm(block(f) - s.apply(u)) ** 2
     r = np.sqrt(comm.allreduce(r)) / np.linalg.norm(f)
     check(f"{solver}: residual", r < 1e-5, f"{r:.3e}")
