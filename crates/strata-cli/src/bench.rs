@@ -208,7 +208,8 @@ impl BackendTask for Task {
             for &s in &a.solvers {
                 let mut p = a.problem.params(n);
                 validate(backend, &p, &config(s), RankGrid::single())?;
-                if a.coefficient_contrast.is_some() && !(a.advection.is_some() && symmetric_only(s))
+                if a.coefficient_contrast.is_some()
+                    && !(a.advection.is_some() && s.needs_symmetric())
                 {
                     // The memory the coefficient fields add (the estimate needs only whether
                     // they are symmetric; a placeholder saves building them twice).
@@ -250,7 +251,7 @@ impl BackendTask for Task {
                     .map(|c| c.is_symmetric())
                     .or(p.orography.as_ref().map(|_| true));
                 for &s in &a.solvers {
-                    if symmetric == Some(false) && symmetric_only(s) {
+                    if symmetric == Some(false) && s.needs_symmetric() {
                         println!(
                             "{} is not timed on {operator}: it needs a symmetric operator",
                             s.name()
@@ -405,11 +406,6 @@ impl BackendTask for Task {
         }
         Ok(ExitCode::SUCCESS)
     }
-}
-
-/// Whether solver `s` needs a symmetric operator (the advected one is not timed with it).
-fn symmetric_only(s: SolverKind) -> bool {
-    matches!(s, SolverKind::Cg | SolverKind::MgCg)
 }
 
 /// Recomputes every fraction against the copy bandwidth `copy`.

@@ -131,7 +131,7 @@ fn main() {
 /// needs a symmetric operator on one that is not.
 fn count(backend: &CpuBackend, p: &ProblemParams, cfg: &SolverConfig, rhs: &[f64]) -> String {
     let symmetric = p.coefficients.as_ref().is_none_or(|c| c.is_symmetric());
-    if !symmetric && matches!(cfg.kind, SolverKind::Cg | SolverKind::MgCg) {
+    if !symmetric && cfg.kind.needs_symmetric() {
         return "—".into();
     }
     let sol = strata::solve(backend, p, cfg, rhs, &mut |_, _| {}).expect("solve");

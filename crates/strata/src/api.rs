@@ -269,7 +269,7 @@ pub(crate) fn check_symmetry(symmetric: bool, cfg: &SolverConfig) -> Result<()> 
              (xi): use coarse_solve smooth",
         );
     }
-    if !symmetric && matches!(cfg.kind, SolverKind::Cg | SolverKind::MgCg) {
+    if !symmetric && cfg.kind.needs_symmetric() {
         return invalid(
             "solver",
             format!(

@@ -58,6 +58,18 @@ pub enum SolverKind {
 }
 
 impl SolverKind {
+    /// Whether the method needs a symmetric operator (cg and mg-cg, which build on the energy
+    /// inner product); mg, gcr and bicgstab take a non-symmetric one (advection).
+    ///
+    /// ```
+    /// use strata::solver::SolverKind;
+    /// assert!(SolverKind::MgCg.needs_symmetric());
+    /// assert!(!SolverKind::Gcr.needs_symmetric());
+    /// ```
+    pub fn needs_symmetric(self) -> bool {
+        matches!(self, SolverKind::Cg | SolverKind::MgCg)
+    }
+
     /// Per fine-grid cell cost of one iteration, as the paper counts it: CG 54/24/15;
     /// MG with `n_levels` levels (the paper's 5 give 149.4/67.2/29.6). For mg-cg the MG cost plus one
     /// SpMV and the CG vector updates (our count, not the paper's).
