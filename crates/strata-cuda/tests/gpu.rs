@@ -38,14 +38,23 @@ fn solvers_agree(n: usize) {
     };
     let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(n));
     let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
-    for kind in [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg] {
-        let cfg = SolverConfig::paper(kind);
+    // The paper's solvers, and mg red-black in fp64 (its first step on u the step from zero's
+    // form: line Jacobi, then the over-relaxed black half-sweep).
+    let red_black =
+        SolverConfig::paper(SolverKind::Mg).with_smoother(strata::solver::Smoother::RedBlack);
+    let configs = [SolverKind::Cg, SolverKind::Mg, SolverKind::MgCg]
+        .map(SolverConfig::paper)
+        .into_iter()
+        .chain([red_black]);
+    for cfg in configs {
+        let kind = cfg.kind;
         let a = strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
         let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
         let rel = max_rel_diff(&a.u, &b.u);
         println!(
-            "n = {n} {}: gpu {} its, cpu {} its, max rel diff {:.2e}, gpu {:.4} s, cpu {:.4} s",
+            "n = {n} {} {:?}: gpu {} its, cpu {} its, max rel diff {:.2e}, gpu {:.4} s, cpu {:.4} s",
             kind.name(),
+            cfg.multigrid.smoother,
             a.info.iterations,
             b.info.iterations,
             rel,
@@ -770,8 +779,18 @@ fn sphere_solves_agree_with_the_cpu() {
     ] {
         let tiles = sphere::tiles(p.n, k);
         let rhs = strata::problem::build_rhs_tiles(p, RhsKind::Random, 1, &tiles);
-        for &kind in kinds {
-            let cfg = SolverConfig::paper(kind).with_levels(4).with_rtol(1e-10);
+        // The paper's solvers, and with the symmetric ones mg red-black in fp64 (its first step
+        // on u a line-Jacobi step on the nine-point levels too).
+        let red_black = (kinds[0] == SolverKind::Cg).then(|| {
+            SolverConfig::paper(SolverKind::Mg).with_smoother(strata::solver::Smoother::RedBlack)
+        });
+        let configs = kinds
+            .iter()
+            .map(|&k| SolverConfig::paper(k))
+            .chain(red_black);
+        for cfg in configs {
+            let kind = cfg.kind;
+            let cfg = cfg.with_levels(4).with_rtol(1e-10);
             let run = |b: &dyn Fn() -> strata::Result<strata::Solution>| b().unwrap();
             let a = run(&|| {
                 strata::solve_tiles(
@@ -797,7 +816,7 @@ fn sphere_solves_agree_with_the_cpu() {
             });
             let rel = max_rel_diff(&a.u, &b.u);
             println!(
-                "sphere 6x{}^2 x {} tiles {k}x{k}{} {}: gpu {} its, cpu {} its, max rel diff {rel:.2e}",
+                "sphere 6x{}^2 x {} tiles {k}x{k}{} {} {:?}: gpu {} its, cpu {} its, max rel diff {rel:.2e}",
                 p.n,
                 p.nz,
                 match &p.coefficients {
@@ -806,6 +825,7 @@ fn sphere_solves_agree_with_the_cpu() {
                     None => "",
                 },
                 kind.name(),
+                cfg.multigrid.smoother,
                 a.info.iterations,
                 b.info.iterations
             );

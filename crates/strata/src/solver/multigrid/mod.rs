@@ -124,7 +124,8 @@ pub enum Smoother {
     Jacobi,
     /// Red-black line Gauss–Seidel: the columns of one checkerboard colour are solved exactly
     /// given the others, then the others (ρ is not used). Red then black before the coarse
-    /// correction, black then red after it (and alternating on the coarsest level), so that
+    /// correction (on the current iterate of mg as a solver: one line-Jacobi step, then
+    /// black, docs/MODEL.md §9.3), black then red after it (and alternating on the coarsest level), so that
     /// the V-cycle stays symmetric for mg-cg when the coarsest level takes an even number of
     /// steps (the default 2); mg as a solver (and the preconditioner of mixed mg, GCR and
     /// BiCGStab) post-smooths red then black on every level, so that no cycle ends with the
@@ -296,10 +297,9 @@ impl<B: Backend> Multigrid<B> {
                 })
             }
             // u ← u + P (f − A u), P one V-cycle from zero: the multigrid solver of mixed
-            // precision (the cycle in fp32, everything else fp64; the same iterates as fp64
-            // cycles on u in exact arithmetic but for red-black's over-relaxation of the first
-            // fine half-sweep, which the cycle from zero does not apply, and a gap on rough
-            // fields not yet explained: docs/MODEL.md §17). Per cycle two fine passes besides the
+            // precision (the cycle in fp32, everything else fp64; in exact arithmetic the same
+            // iterates as fp64 cycles on u, whose first step takes the step from zero's form:
+            // `Smooth::smooth_current`, docs/MODEL.md §17). Per cycle two fine passes besides the
             // cycle's: the residual into its fp32 right-hand side, and u += z from its fp32 z.
             Cycles::DefectCorrection(pc) => {
                 let levels = pc.n_levels();

@@ -33,6 +33,14 @@ pub(crate) trait Smooth<B: Backend, C: Comm<B>> {
     /// (faces).
     fn start_from_zero(&self, s: &mut Sweep<'_, B, C>, zero: &B::Field, relax: f64) -> Result<()>;
 
+    /// The fine level's pre-smoothing from its current iterate (mg as a solver, the cycle on
+    /// u): the step [`Smooth::start_from_zero`] takes, applied to the current iterate, so that
+    /// the cycle on u is u + V(f − A u) with V the cycle from zero (mixed precision's defect
+    /// correction) in exact arithmetic. By default one [`Smooth::smooth`] step.
+    fn smooth_current(&self, s: &mut Sweep<'_, B, C>, relax: f64, halo: Halo) -> Result<()> {
+        self.smooth(s, 0, false, relax, halo)
+    }
+
     /// One smoothing step on level `lev` from its current iterate; `reverse`: the symmetric
     /// cycle's post-smoothing (the adjoint order).
     fn smooth(

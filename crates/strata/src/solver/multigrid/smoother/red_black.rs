@@ -1,7 +1,8 @@
 //! Red-black line Gauss–Seidel (docs/MODEL.md §9.3): the columns of one checkerboard colour are
 //! solved exactly given the others, then the others, each half-sweep over-relaxed by the cycle's
-//! weight. Red then black before the coarse correction; after it black then red in the
-//! symmetric cycle, red then black otherwise. On the sphere's nine-point levels each half-sweep
+//! weight. Before the coarse correction: the red half-sweep from zero (with the black columns'
+//! T⁻¹ f beside it), or on the current iterate one line-Jacobi step, then black; after it black
+//! then red in the symmetric cycle, red then black otherwise. On the sphere's nine-point levels each half-sweep
 //! is two quarter sweeps (four colours: §16.1).
 
 use super::Smooth;
@@ -86,6 +87,23 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
             b.line_solve(op, f, u)
         })?;
         Self::half_sweep(s, 0, BLACK, relax, Halo::Faces, false)
+    }
+
+    /// The step from zero's form on the current iterate: one line-Jacobi step (ρ = 1) on every
+    /// column, out of place, then the over-relaxed black half-sweep. Its red values are the
+    /// plain red half-sweep's; its black half-sweep blends (1 − w) of the Jacobi step's black
+    /// values where an over-relaxed red-black sweep would blend (1 − w) of the iterate's — the
+    /// form the steps from zero have on every level (the line solve, RestrictSmooth), so that
+    /// fp64 mg and mixed precision's defect correction are the same iteration. The red-black
+    /// sweep here instead took 35 cycles on a rough checkerboard (kx, ky 100) where this takes 6
+    /// (docs/COEFFICIENTS.md); the model problem takes 4 either way.
+    fn smooth_current(&self, s: &mut Sweep<'_, B, C>, relax: f64, halo: Halo) -> Result<()> {
+        s.step(Kernel::Smooth, 0, None, |b, (op, f, u, work)| {
+            b.smooth(op, f, u, work, 1.0)
+        })?;
+        s.swap(0);
+        s.exchange(0, Halo::Faces)?;
+        Self::half_sweep(s, 0, BLACK, relax, halo, false)
     }
 
     fn smooth(
