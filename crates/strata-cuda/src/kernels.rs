@@ -565,8 +565,8 @@ impl Kernel {
 /// rank's block instead of the whole level: [`Tuning::pcr_by_block`]) and `STRATA_CUDA_TILE_STREAMS` (tiles of at most
 /// this many columns run their multigrid kernels concurrently; 0 never;
 /// [`TILE_STREAMS_COLUMNS`] by default) and `STRATA_CUDA_NARROW_VALUES` (levels whose fields
-/// hold fewer values than this use the kernels with 32-bit offsets; 0 never; at most and by
-/// default [`NARROW_VALUES`]) and `STRATA_CUDA_GRAPHS` (0: run the multigrid preconditioner's
+/// hold fewer values than this use the kernels with 32-bit offsets; 0 never; at most
+/// [`NARROW_VALUES`], or [`NARROW_FINEST_VALUES`] on a finest level, and by default those) and `STRATA_CUDA_GRAPHS` (0: run the multigrid preconditioner's
 /// kernels one launch at a time instead of replaying a CUDA graph of them) and
 /// `STRATA_CUDA_LOOPS` (1: [`Tuning::loops`], a solver's iterations on the device; by default
 /// the host runs them and reads each one's residual) and `STRATA_CUDA_SEGMENT_THREADS` ([`Tuning::segment_threads`]; 0 never) and
@@ -592,8 +592,9 @@ pub struct Tuning {
     /// The tiles of a tiled level (the sphere's panels or blocks) with at most this many columns
     /// each run their multigrid kernels concurrently, one stream per tile (0: never).
     pub tile_streams_columns: usize,
-    /// Levels whose fields hold fewer values than this (at most [`NARROW_VALUES`]) use the
-    /// kernel build with 32-bit offsets (`-DIDX32`); 0: never.
+    /// Levels whose fields hold fewer values than this (at most [`NARROW_VALUES`], or
+    /// [`NARROW_FINEST_VALUES`] on a finest level) use the kernel build with 32-bit offsets
+    /// (`-DIDX32`); 0: never.
     pub narrow_values: usize,
     /// Whether work that solvers mark as repeated ([`strata::backend::Fields::replay`]: the
     /// V-cycle of a preconditioner) is recorded once as a CUDA graph and replayed.
@@ -682,6 +683,13 @@ pub fn segments(columns: usize, nz: usize, threads: usize) -> u32 {
 /// 64-bit in both builds.
 pub const NARROW_VALUES: usize = 1 << 28;
 
+/// The bound of [`NARROW_VALUES`] on a finest level, whose kernels read no finer level's field:
+/// 2^30, so that its own offsets stay below 2^31 with room to spare (a 2816² × 128 panel's
+/// fields hold 1.04e9 values). Its fp64 outer residual then holds 64 registers per thread
+/// where the 64-bit build holds 80 (ptxas; 37.5 % occupancy against 50 %), the per-cell one 80
+/// where it holds 128 (docs/results/performance-log.md, 2026-11-27).
+pub const NARROW_FINEST_VALUES: usize = 1 << 30;
+
 /// Default of [`Tuning::tile_streams_columns`]: a tile of 256 × 256 columns (512 blocks) does
 /// not fill an H100 or H200 alone.
 pub const TILE_STREAMS_COLUMNS: usize = 65536;
@@ -719,7 +727,7 @@ impl Default for Tuning {
             pcr_columns: PCR_COLUMNS,
             pcr_by_block: false,
             tile_streams_columns: TILE_STREAMS_COLUMNS,
-            narrow_values: NARROW_VALUES,
+            narrow_values: NARROW_FINEST_VALUES,
             graphs: true,
             loops: false,
             segment_threads: SEGMENT_THREADS,
@@ -753,7 +761,7 @@ impl Tuning {
         let pcr_columns = count("STRATA_CUDA_PCR_COLUMNS", PCR_COLUMNS);
         let pcr_by_block = std::env::var("STRATA_CUDA_PCR_BY_BLOCK").is_ok_and(|v| v.trim() == "1");
         let tile_streams_columns = count("STRATA_CUDA_TILE_STREAMS", TILE_STREAMS_COLUMNS);
-        let narrow_values = count("STRATA_CUDA_NARROW_VALUES", NARROW_VALUES);
+        let narrow_values = count("STRATA_CUDA_NARROW_VALUES", NARROW_FINEST_VALUES);
         let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
         let loops = std::env::var("STRATA_CUDA_LOOPS").is_ok_and(|v| v.trim() == "1");
         let segment_threads = count("STRATA_CUDA_SEGMENT_THREADS", SEGMENT_THREADS);
@@ -780,9 +788,15 @@ impl Tuning {
         }
     }
 
-    /// Whether a level whose fields hold `len` values uses 32-bit offsets.
-    pub fn narrow(&self, len: usize) -> bool {
-        len < self.narrow_values.min(NARROW_VALUES)
+    /// Whether a level whose fields hold `len` values uses 32-bit offsets; `finest`: no finer
+    /// level's fields are read with its kernels ([`strata::stencil::LevelStencil::finest`]).
+    pub fn narrow(&self, len: usize, finest: bool) -> bool {
+        let bound = if finest {
+            NARROW_FINEST_VALUES
+        } else {
+            NARROW_VALUES
+        };
+        len < self.narrow_values.min(bound)
     }
 
     /// The levels per segment of the split line kernels: [`SPLIT_LEVELS`], or the build's
@@ -1083,8 +1097,8 @@ pub fn backend_err(msg: impl Into<String>) -> StrataError {
 #[cfg(test)]
 mod tests {
     use super::{
-        segments, split_segments, thomas_smem_bytes, Kernel, Tuning, NARROW_VALUES,
-        SEGMENT_THREADS, SPLIT_LEVELS,
+        segments, split_segments, thomas_smem_bytes, Kernel, Tuning, NARROW_FINEST_VALUES,
+        NARROW_VALUES, SEGMENT_THREADS, SPLIT_LEVELS,
     };
     use strata::precision::Storage;
 
@@ -1122,24 +1136,37 @@ mod tests {
         assert_eq!(segments(32 * 32, 128, 0), 1);
     }
 
-    /// 32-bit offsets only below 2^28 values, whatever the tuning asks; 0 turns them off.
+    /// 32-bit offsets only below 2^28 values (2^30 on a finest level), whatever the tuning
+    /// asks; 0 turns them off.
     #[test]
     fn narrow_offsets_only_for_small_fields() {
         let t = Tuning::default();
-        // A 1024² × 128 panel (1026 rows of 128 × 1088 values) is narrow, a 2048² one not.
-        assert!(t.narrow(1026 * 128 * 1088));
-        assert!(!t.narrow(2050 * 128 * 2112));
-        assert!(!t.narrow(NARROW_VALUES));
+        // A 1024² × 128 panel (1026 rows of 128 × 1088 values) is narrow, a 2048² one only as
+        // the finest level, a 2816² one (2818 rows of 128 × 2880) too, a 4096² one never.
+        assert!(t.narrow(1026 * 128 * 1088, false));
+        assert!(!t.narrow(2050 * 128 * 2112, false));
+        assert!(t.narrow(2050 * 128 * 2112, true));
+        assert!(t.narrow(2818 * 128 * 2880, true));
+        assert!(!t.narrow(4098 * 128 * 4160, true));
+        assert!(!t.narrow(NARROW_VALUES, false));
+        assert!(!t.narrow(NARROW_FINEST_VALUES, true));
         let off = Tuning {
             narrow_values: 0,
             ..Tuning::default()
         };
-        assert!(!off.narrow(10));
+        assert!(!off.narrow(10, true));
+        // The old bound everywhere (STRATA_CUDA_NARROW_VALUES=268435456).
+        let old = Tuning {
+            narrow_values: NARROW_VALUES,
+            ..Tuning::default()
+        };
+        assert!(!old.narrow(2050 * 128 * 2112, true));
         let wide = Tuning {
             narrow_values: usize::MAX,
             ..Tuning::default()
         };
-        assert!(!wide.narrow(NARROW_VALUES));
+        assert!(!wide.narrow(NARROW_VALUES, false));
+        assert!(!wide.narrow(NARROW_FINEST_VALUES, true));
     }
 
     /// `Kernels::get` indexes the loaded table by the enum's value: ALL must list the kernels in

@@ -58,6 +58,13 @@ pub struct LevelStencil {
     /// Only with `cells` (the terrain's metric is folded into the face factors). `None`
     /// elsewhere.
     pub slant: Option<Arc<Slant>>,
+    /// Whether this is the finest level of its hierarchy, so that no level reads its fields
+    /// with its own kernels from a finer level's (a restriction reads the finer level's
+    /// residual with the coarse level's kernels): a backend may then address its fields with
+    /// offsets sized for them alone (the CUDA backend's 32-bit offsets, `Tuning::narrow` in
+    /// strata-cuda). Set on the first level [`build_levels_with`] and the functions like it
+    /// return; `false` (the cautious choice) on any other stencil, the sphere's tiles included.
+    pub finest: bool,
 }
 
 /// Coefficient fields of one level in a backend's memory (for the CUDA backend, fields on the
@@ -189,6 +196,7 @@ impl LevelStencil {
             cross,
             resident: None,
             slant,
+            finest: false,
         }
     }
 
@@ -495,14 +503,17 @@ pub fn build_block_levels(
             }
             oro = oro.map(|o| Cow::Owned(o.coarsen()));
         }
-        out.push(LevelStencil::with_tensors(
-            p,
-            b,
-            vertical.clone(),
-            coeffs.as_deref(),
-            None,
-            oro.as_deref(),
-        ));
+        out.push(LevelStencil {
+            finest: l == 0,
+            ..LevelStencil::with_tensors(
+                p,
+                b,
+                vertical.clone(),
+                coeffs.as_deref(),
+                None,
+                oro.as_deref(),
+            )
+        });
     }
     Ok(out)
 }
@@ -582,6 +593,7 @@ pub fn build_sphere_levels(
             cross: None,
             resident: None,
             slant: None,
+            finest: false,
         });
         level = level.iter().map(Block::coarsen).collect();
     }

@@ -761,7 +761,7 @@ impl Fields for CudaBackend {
         let k = self.kernels(Build {
             nz: s.nz,
             storage: s.storage,
-            narrow: self.tuning.narrow(layout.len()),
+            narrow: self.tuning.narrow(layout.len(), s.finest),
             slant: s.slant.is_some(),
             diagonals: s.cross.is_some(),
         })?;
