@@ -26,14 +26,23 @@ impl Jacobi {
             Some(zero) => s.step(Kernel::Smooth, lev, Some(halo), |b, (op, f, u, _)| {
                 b.smooth(op, f, zero, u, rho)
             }),
-            None => {
-                s.step(Kernel::Smooth, lev, None, |b, (op, f, u, work)| {
-                    b.smooth(op, f, u, work, rho)
-                })?;
-                s.swap(lev);
-                s.exchange(lev, halo)
-            }
+            None => Self::on_iterate(s, lev, rho, halo),
         }
+    }
+
+    /// One step damped by `rho` on level `lev`'s iterate, out of place into the work field,
+    /// then swapped, and the halo (red-black's first step on u takes it with ρ = 1).
+    pub(super) fn on_iterate<B: Backend, C: Comm<B>>(
+        s: &mut Sweep<'_, B, C>,
+        lev: usize,
+        rho: f64,
+        halo: Halo,
+    ) -> Result<()> {
+        s.step(Kernel::Smooth, lev, None, |b, (op, f, u, work)| {
+            b.smooth(op, f, u, work, rho)
+        })?;
+        s.swap(lev);
+        s.exchange(lev, halo)
     }
 }
 

@@ -98,11 +98,7 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
     /// sweep here instead took 35 cycles on a rough checkerboard (kx, ky 100) where this takes 6
     /// (docs/COEFFICIENTS.md); the model problem takes 4 either way.
     fn smooth_current(&self, s: &mut Sweep<'_, B, C>, relax: f64, halo: Halo) -> Result<()> {
-        s.step(Kernel::Smooth, 0, None, |b, (op, f, u, work)| {
-            b.smooth(op, f, u, work, 1.0)
-        })?;
-        s.swap(0);
-        s.exchange(0, Halo::Faces)?;
+        super::jacobi::Jacobi::on_iterate(s, 0, 1.0, Halo::Faces)?;
         Self::half_sweep(s, 0, BLACK, relax, halo, false)
     }
 
