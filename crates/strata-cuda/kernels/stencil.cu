@@ -117,6 +117,84 @@ RESIDUAL_KERNELS(residual_f64, residual_cells_f64, real, true)
 RESIDUAL_KERNELS(residual_to_f32_f64, residual_to_f32_cells_f64, float, true)
 RESIDUAL_KERNELS(residual_norm_f64, residual_norm_cells_f64, real, false)
 
+// One mixed-precision cycle's end and the next one's start (StencilKernels::correct_residual_to,
+// docs/MODEL.md section 17): next <- u + z and r <- f - A (u + z) rounded to float, u the fp64
+// iterate and z the cycle's fp32 correction, the sums formed where they are loaded (the
+// neighbours' too, halo included: SumNb), so that the values are those of axpy_from_f32 then
+// residual_to_f32 bit for bit. `next` is not `u`: a neighbour's thread may still read a cell
+// after this one wrote it. Traffic per cell: read f, u, z, write next, r (32 B where the two
+// passes move 40). The column walk is march_segment's over the sums, unrolled by
+// CORRECT_UNROLL: it loads two arrays per value, so 2 keeps as many loads in flight as the
+// residual's 4 (ptxas at nz = 128, 32-bit offsets: 48 registers; unrolled by 4, 80).
+#ifndef CORRECT_UNROLL
+#define CORRECT_UNROLL 2
+#endif
+template <class Step>
+__device__ __forceinline__ void march_sum(const Layout& L, idx_t o, const real* __restrict__ u,
+                                          const float* __restrict__ z, int k0, int k1, Step step) {
+    auto at = [&](idx_t q) { return u[q] + (real)z[q]; };
+    if (k0 == 0 && k1 == NZ) {
+        real below = real(0.0), mid = at(o);
+#pragma unroll CORRECT_UNROLL
+        for (int k = 0; k < NZ; ++k, o += L.sx) {
+            const real above = k + 1 < NZ ? at(o + L.sx) : real(0.0);
+            step(o, k, below, mid, above, SumNb{u + o, z + o, (idx_t)L.plane});
+            below = mid;
+            mid = above;
+        }
+        return;
+    }
+    o += (idx_t)k0 * L.sx;
+    real below = k0 > 0 ? at(o - L.sx) : real(0.0), mid = at(o);
+    for (int k = k0; k < k1; ++k, o += L.sx) {
+        const real above = k + 1 < NZ ? at(o + L.sx) : real(0.0);
+        step(o, k, below, mid, above, SumNb{u + o, z + o, (idx_t)L.plane});
+        below = mid;
+        mid = above;
+    }
+}
+
+template <class Op>
+__device__ __forceinline__ double correct_residual_body(const Layout& L, const Op& op, idx_t o,
+                                                        const real* __restrict__ f, const real* __restrict__ u,
+                                                        const float* __restrict__ z, real* __restrict__ next,
+                                                        float* __restrict__ r, int k0, int k1) {
+    double s = 0.0;
+    march_sum(L, o, u, z, k0, k1, [&](idx_t o, int k, real below, real mid, real above, const SumNb& nb) {
+        const real res = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
+        next[o] = mid;
+        r[o] = (float)res;
+        s += (double)res * res;
+    });
+    return s;
+}
+
+extern "C" __global__ void correct_residual_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
+                                                CROSS_PARAMS, const real* __restrict__ f,
+                                                const real* __restrict__ u, const float* __restrict__ z,
+                                                real* __restrict__ next, float* __restrict__ r,
+                                                double* __restrict__ partials) {
+    THREAD_COLUMN
+    SEGMENT
+    double s = 0.0;
+    if (active) WITH_CROSS(s = correct_residual_body(L, op, at_(L, i, j, 0), f, u, z, next, r, k0, k1));
+    block_sum(s, partials, 0, 1);
+}
+
+extern "C" __global__ void correct_residual_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
+                                                      const real* __restrict__ f, const real* __restrict__ u,
+                                                      const float* __restrict__ z, real* __restrict__ next,
+                                                      float* __restrict__ r, double* __restrict__ partials) {
+    THREAD_COLUMN
+    SEGMENT
+    double s = 0.0;
+    if (active) {
+        const idx_t o = at_(L, i, j, 0);
+        WITH_CELL_CROSS(o, s = correct_residual_body(L, op, o, f, u, z, next, r, k0, k1));
+    }
+    block_sum(s, partials, 0, 1);
+}
+
 // The V-cycle's residual restricted without being stored (LineKernels::residual_restrict_smooth):
 // fc <- scale * (sum of the 2 x 2 fine children of f - A u), summed in the order of
 // restrict_children (lines.cu), so that the values are those of residual_f64 then the

@@ -1362,3 +1362,68 @@ fn fused_restrictions_give_the_unfused_iterates() {
         }
     }
 }
+
+/// Mixed mg's u += z fused into the next residual (`correct_residual_f64`, a second fp64 field
+/// swapped with u each cycle) gives the two passes' iterates bit for bit: the default
+/// configuration on a panel at 64² (PCR levels, segmented columns) and 512², a periodic box,
+/// smooth coefficient fields and the sphere; three fixed cycles (the caller's field given back
+/// after an odd number) and a converged solve.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn fused_corrections_give_the_two_passes_iterates() {
+    use strata::grid::Boundaries;
+    use strata::problem::{Coefficients, Geometry};
+    let g = gpu();
+    let panel = |n| ProblemParams {
+        n,
+        nz: 32,
+        ..Default::default()
+    };
+    let mut fields = panel(128);
+    fields.coefficients = Some(std::sync::Arc::new(Coefficients::smooth(128, 32, 10.0)));
+    let cases = [
+        ("panel 64²", panel(64)),
+        ("panel 512²", panel(512)),
+        (
+            "periodic box 128²",
+            ProblemParams {
+                geometry: Geometry::Box,
+                boundaries: Boundaries::parse("x=periodic,y=periodic").unwrap(),
+                ..panel(128)
+            },
+        ),
+        ("coefficient fields 128²", fields),
+        (
+            "sphere 6 × 64²",
+            ProblemParams {
+                geometry: Geometry::Sphere,
+                ..panel(64)
+            },
+        ),
+    ];
+    for (name, p) in cases {
+        let panels = if p.geometry == Geometry::Sphere { 6 } else { 1 };
+        let rhs = build_rhs(&p, RhsKind::Random, 13, &Block::whole(p.n));
+        let rhs: Vec<f64> = (0..panels).flat_map(|_| rhs.iter().copied()).collect();
+        for (fixed, its) in [(true, 3), (false, 100)] {
+            let cfg = SolverConfig::new(SolverKind::Mg)
+                .with_max_it(its)
+                .with_fixed_iterations(fixed)
+                .with_rtol(1e-9);
+            let history = |cfg: &SolverConfig| {
+                let mut h = Vec::new();
+                let s = strata::solve(&g, &p, cfg, &rhs, &mut |_, r| h.push(r)).unwrap();
+                (h, s.u)
+            };
+            let (a, ua) = history(&cfg);
+            let (b, ub) = history(&cfg.clone().with_fused_correction(false));
+            let what = format!("{name}, {its} cycles (fixed: {fixed})");
+            println!("fused correction, {what}: {} iterations", a.len());
+            assert_eq!(a, b, "{what}: residual histories differ");
+            assert!(
+                ua.iter().zip(&ub).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{what}: solutions differ"
+            );
+        }
+    }
+}
