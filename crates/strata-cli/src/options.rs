@@ -202,12 +202,6 @@ pub struct MgArgs {
     /// backend fuses them: the CUDA backend).
     #[arg(long)]
     pub unfused_restriction: bool,
-    /// Mixed-precision mg: add the cycle's correction to u and compute the next residual in
-    /// two passes, instead of one pass into a second fp64 field (the default on one rank: the
-    /// same iterates bit for bit, 8 B per unknown fewer moved per cycle and 8 B per unknown more
-    /// memory).
-    #[arg(long)]
-    pub unfused_correction: bool,
     /// On a rank grid, exchange halos after every prolongation, as the paper's cycle does,
     /// instead of prolongating the neighbours' coarse values into the halo (the default: the
     /// same iterates bit for bit, a third fewer exchanges per level).
@@ -250,7 +244,6 @@ impl MgArgs {
             .with_rho(self.rho)
             .with_relaxation(self.relaxation)
             .with_fused_restriction(!self.unfused_restriction)
-            .with_fused_correction(!self.unfused_correction)
             .with_prolongated_halos(!self.exchange_after_prolongation);
         if let Some(s) = self.smoother {
             cfg = cfg.with_smoother(s);

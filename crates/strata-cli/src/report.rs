@@ -87,9 +87,6 @@ pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
         if !mg.fuse_restriction {
             s.push_str(", residual stored before the restriction");
         }
-        if !mg.fuse_correction && cfg.precision == Precision::Mixed {
-            s.push_str(", u += z apart from the residual");
-        }
         if cfg.precision == Precision::Mixed {
             s.push_str(", mixed precision (fp32 multigrid)");
         }

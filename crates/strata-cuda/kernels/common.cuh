@@ -104,8 +104,6 @@ __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Lay
 struct Nb {
     const real* p;
     idx_t dy;
-    // The value `d` elements from the cell (orography's slant couplings read levels beside).
-    __device__ __forceinline__ real at(idx_t d) const { return p[d]; }
     __device__ __forceinline__ real e() const { return p[1]; }
     __device__ __forceinline__ real w() const { return p[-1]; }
     __device__ __forceinline__ real n() const { return p[dy]; }
@@ -119,28 +117,8 @@ struct Nb {
 // The neighbourhood of element o of field x in global memory.
 __device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return Nb{x + o, (idx_t)L.plane}; }
 
-// The neighbourhood of a cell of u + z: the fp64 iterate of mixed-precision defect correction
-// and the fp32 correction of its cycle, summed at every load (`correct_residual`, stencil.cu).
-// Every operator's apply_n, seven_n and cross_n is a template over the neighbourhood (Nb or
-// SumNb).
-struct SumNb {
-    const real* p;
-    const float* q;
-    idx_t dy;
-    __device__ __forceinline__ real at(idx_t d) const { return p[d] + (real)q[d]; }
-    __device__ __forceinline__ real e() const { return at(1); }
-    __device__ __forceinline__ real w() const { return at(-1); }
-    __device__ __forceinline__ real n() const { return at(dy); }
-    __device__ __forceinline__ real s() const { return at(-dy); }
-    __device__ __forceinline__ real ne() const { return at(dy + 1); }
-    __device__ __forceinline__ real nw() const { return at(dy - 1); }
-    __device__ __forceinline__ real se() const { return at(-dy + 1); }
-    __device__ __forceinline__ real sw() const { return at(-dy - 1); }
-};
-
 // (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
-template <class N>
-__device__ __forceinline__ real apply_at(const N& x, const Col& c, const real* __restrict__ V, int k,
+__device__ __forceinline__ real apply_at(const Nb& x, const Col& c, const real* __restrict__ V, int k,
                                           real below, real mid, real above) {
     real diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
     real horiz = c.ae * x.e() + c.aw * x.w() + c.an * x.n() + c.as * x.s();
@@ -176,18 +154,15 @@ struct ColOp {
     const real* __restrict__ V;
     // A x at (i, j, k) of element o with neighbourhood x; its 7-point parts (all of it) and its
     // cross terms (none), as XColOp splits them.
-    template <class N>
-    __device__ __forceinline__ real apply_n(const N& x, idx_t, const Layout&, int k, real below, real mid,
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t, const Layout&, int k, real below, real mid,
                                               real above) const {
         return apply_at(x, c, V, k, below, mid, above);
     }
-    template <class N>
-    __device__ __forceinline__ real seven_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return apply_n(x, o, L, k, below, mid, above);
     }
-    template <class N>
-    __device__ __forceinline__ real cross_n(const N&, idx_t, int, real) const { return real(0.0); }
+    __device__ __forceinline__ real cross_n(const Nb&, idx_t, int, real) const { return real(0.0); }
     __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
                                             real below, real mid, real above) const {
         return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
@@ -220,8 +195,7 @@ struct CellOp {
     int sym;
     idx_t o0;  // the column's cell k = 0
     int sx;
-    template <class N>
-    __device__ __forceinline__ real apply_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         const real west = sym ? e[o - 1] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
@@ -229,13 +203,11 @@ struct CellOp {
         return d[o] * mid + e[o] * x.e() + west * x.w() + n[o] * x.n() + south * x.s() + u[o] * above +
                down * below;
     }
-    template <class N>
-    __device__ __forceinline__ real seven_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return apply_n(x, o, L, k, below, mid, above);
     }
-    template <class N>
-    __device__ __forceinline__ real cross_n(const N&, idx_t, int, real) const { return real(0.0); }
+    __device__ __forceinline__ real cross_n(const Nb&, idx_t, int, real) const { return real(0.0); }
     __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
                                             real below, real mid, real above) const {
         return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
@@ -295,18 +267,15 @@ struct XColOp {
     real ne, nw, se, sw;
     real atx;  // alpha_T + ne + nw + se + sw
     // (C x) at (i, j, k).
-    template <class N>
-    __device__ __forceinline__ real cross_n(const N& x, idx_t, int k, real mid) const {
+    __device__ __forceinline__ real cross_n(const Nb& x, idx_t, int k, real mid) const {
         const real h = ne * (x.ne() - mid) + nw * (x.nw() - mid) + se * (x.se() - mid) + sw * (x.sw() - mid);
         return V_D(op.V, k) * h;
     }
-    template <class N>
-    __device__ __forceinline__ real seven_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return op.apply_n(x, o, L, k, below, mid, above);
     }
-    template <class N>
-    __device__ __forceinline__ real apply_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         // C folded into the 7-point row: the diagonal neighbours join the horizontal sum (one
         // product with d_k for both) and their row sum joins the diagonal (`atx`): four
@@ -329,17 +298,14 @@ struct XCellOp {
     const real* __restrict__ nw;
     const real* __restrict__ se;
     const real* __restrict__ sw;
-    template <class N>
-    __device__ __forceinline__ real cross_n(const N& x, idx_t o, int, real mid) const {
+    __device__ __forceinline__ real cross_n(const Nb& x, idx_t o, int, real mid) const {
         return ne[o] * (x.ne() - mid) + nw[o] * (x.nw() - mid) + se[o] * (x.se() - mid) + sw[o] * (x.sw() - mid);
     }
-    template <class N>
-    __device__ __forceinline__ real seven_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return op.apply_n(x, o, L, k, below, mid, above);
     }
-    template <class N>
-    __device__ __forceinline__ real apply_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
     }
@@ -355,27 +321,25 @@ struct SCellOp {
     CellOp op;
     const real* __restrict__ we;
     const real* __restrict__ wn;
-    template <class N>
-    __device__ __forceinline__ real cross_n(const N& x, idx_t o, int k, real mid) const {
+    __device__ __forceinline__ real cross_n(const Nb& x, idx_t o, int k, real mid) const {
         const idx_t sx = op.sx, dy = x.dy;
+        const real* p = x.p;
         real h = real(0.0);
         if (k + 1 < NZ) {
-            h += we[o - 1] * (x.at(sx - 1) - mid) - we[o] * (x.at(sx + 1) - mid) + wn[o - dy] * (x.at(sx - dy) - mid) -
-                 wn[o] * (x.at(sx + dy) - mid);
+            h += we[o - 1] * (p[sx - 1] - mid) - we[o] * (p[sx + 1] - mid) + wn[o - dy] * (p[sx - dy] - mid) -
+                 wn[o] * (p[sx + dy] - mid);
         }
         if (k > 0) {
-            h += we[o - sx] * (x.at(1 - sx) - mid) - we[o - sx - 1] * (x.at(-sx - 1) - mid) +
-                 wn[o - sx] * (x.at(dy - sx) - mid) - wn[o - sx - dy] * (x.at(-sx - dy) - mid);
+            h += we[o - sx] * (p[1 - sx] - mid) - we[o - sx - 1] * (p[-sx - 1] - mid) +
+                 wn[o - sx] * (p[dy - sx] - mid) - wn[o - sx - dy] * (p[-sx - dy] - mid);
         }
         return h;
     }
-    template <class N>
-    __device__ __forceinline__ real seven_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return op.apply_n(x, o, L, k, below, mid, above);
     }
-    template <class N>
-    __device__ __forceinline__ real apply_n(const N& x, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return seven_n(x, o, L, k, below, mid, above) + cross_n(x, o, k, mid);
     }
@@ -388,17 +352,14 @@ struct XSCellOp {
     CellOp op;
     XCellOp x;
     SCellOp sl;
-    template <class N>
-    __device__ __forceinline__ real cross_n(const N& nb, idx_t o, int k, real mid) const {
+    __device__ __forceinline__ real cross_n(const Nb& nb, idx_t o, int k, real mid) const {
         return x.cross_n(nb, o, k, mid) + sl.cross_n(nb, o, k, mid);
     }
-    template <class N>
-    __device__ __forceinline__ real seven_n(const N& nb, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real seven_n(const Nb& nb, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return op.apply_n(nb, o, L, k, below, mid, above);
     }
-    template <class N>
-    __device__ __forceinline__ real apply_n(const N& nb, idx_t o, const Layout& L, int k, real below, real mid,
+    __device__ __forceinline__ real apply_n(const Nb& nb, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
         return seven_n(nb, o, L, k, below, mid, above) + cross_n(nb, o, k, mid);
     }

@@ -185,11 +185,6 @@ pub enum Kernel {
     ResidualToF32Cells,
     /// `axpy_from_f32_f64` (vector.cu): [`Kernel::Axpy`] of an fp32 field into this build's.
     AxpyFromF32,
-    /// `correct_residual_f64` (stencil.cu): u + z into another fp64 field and the residual
-    /// of u + z into an fp32 one, in one pass.
-    CorrectResidual,
-    /// `correct_residual_cells_f64` (stencil.cu).
-    CorrectResidualCells,
     /// `residual_restrict_f64` (stencil.cu): the fine residual restricted to the coarse
     /// right-hand side without being stored.
     ResidualRestrict,
@@ -311,7 +306,7 @@ impl Kernel {
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 83] = [
+    pub const ALL: [Kernel; 81] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -364,8 +359,6 @@ impl Kernel {
         Kernel::ResidualToF32,
         Kernel::ResidualToF32Cells,
         Kernel::AxpyFromF32,
-        Kernel::CorrectResidual,
-        Kernel::CorrectResidualCells,
         Kernel::ResidualRestrict,
         Kernel::ResidualRestrictCells,
         Kernel::ResidualNorm,
@@ -453,8 +446,6 @@ impl Kernel {
             Kernel::ResidualToF32 => "residual_to_f32_f64",
             Kernel::ResidualToF32Cells => "residual_to_f32_cells_f64",
             Kernel::AxpyFromF32 => "axpy_from_f32_f64",
-            Kernel::CorrectResidual => "correct_residual_f64",
-            Kernel::CorrectResidualCells => "correct_residual_cells_f64",
             Kernel::ResidualRestrict => "residual_restrict_f64",
             Kernel::ResidualRestrictCells => "residual_restrict_cells_f64",
             Kernel::ResidualNorm => "residual_norm_f64",
@@ -557,7 +548,6 @@ impl Kernel {
                 "vector.cu"
             }
             Kernel::ResidualToF32 | Kernel::ResidualToF32Cells => "stencil.cu",
-            Kernel::CorrectResidual | Kernel::CorrectResidualCells => "stencil.cu",
             Kernel::ResidualRestrict | Kernel::ResidualRestrictCells => "stencil.cu",
             Kernel::ResidualNorm | Kernel::ResidualNormCells => "stencil.cu",
             Kernel::CoefCheck | Kernel::CoefCoarsen | Kernel::CellEntries => "coefficients.cu",

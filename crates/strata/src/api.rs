@@ -98,12 +98,9 @@ pub fn block_field_memory(
         + match cfg.kind {
             SolverKind::Cg => 6 * fine + columns(shape),
             // f and u; defect correction (mixed precision) holds no fp64 r or z (its residual
-            // goes straight into the cycle's fp32 r, the cycle's fp32 z straight into u), and
-            // with the fused correction a second u (`MgParams::fuse_correction`; held on one
-            // rank only, counted on ranks too).
+            // goes straight into the cycle's fp32 r, the cycle's fp32 z straight into u).
             SolverKind::Mg => match low {
                 Storage::F64 => 2 * fine + hierarchy,
-                Storage::F32 if cfg.multigrid.fuse_correction => 3 * fine + v_cycle,
                 Storage::F32 => 2 * fine + v_cycle,
             },
             // f, u, r, z, p, q.

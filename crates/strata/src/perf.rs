@@ -48,9 +48,6 @@ pub enum Kernel {
     SmoothColor,
     /// Residual (with its norm).
     Residual,
-    /// Mixed-precision mg's u ← u + z and its next residual in one pass
-    /// ([`crate::backend::StencilKernels::correct_residual_to`]).
-    CorrectResidual,
     /// The norm of the residual without storing it (mg's stopping test,
     /// [`crate::backend::StencilKernels::residual_norm`]); the paper's Residual in the cost model.
     ResidualNorm,
@@ -64,7 +61,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 12] = [
+    pub const ALL: [Kernel; 11] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
@@ -72,7 +69,6 @@ impl Kernel {
         Kernel::ResidualRestrictSmooth,
         Kernel::SmoothColor,
         Kernel::Residual,
-        Kernel::CorrectResidual,
         Kernel::ResidualNorm,
         Kernel::Prolongate,
         Kernel::Vector,
@@ -89,7 +85,6 @@ impl Kernel {
             Kernel::ResidualRestrictSmooth => "ResidualRestrictSmooth",
             Kernel::SmoothColor => "SmoothColor",
             Kernel::Residual => "Residual",
-            Kernel::CorrectResidual => "CorrectResidual",
             Kernel::ResidualNorm => "ResidualNorm",
             Kernel::Prolongate => "Prolongate",
             Kernel::Vector => "Vector",
@@ -128,8 +123,6 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
         // The paper's Residual on the four children, then its RestrictSmooth.
         Kernel::ResidualRestrictSmooth => c(4.0 * 23.0 + 17.0, 4.0 * 9.0 + 12.0, 4.0 * 3.0 + 6.0),
         Kernel::Residual | Kernel::ResidualNorm => c(23.0, 9.0, 3.0),
-        // The paper's Residual and an axpy (u ← u + z) together.
-        Kernel::CorrectResidual => c(25.0, 12.0, 6.0),
         Kernel::Prolongate => c(6.0, 5.0, 3.0),
         Kernel::Vector | Kernel::Halo => None,
     }
@@ -152,9 +145,7 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::ResidualRestrictSmooth => Some(18.0),
         Kernel::Residual => Some(3.0),     // read f, u; write r
         Kernel::ResidualNorm => Some(3.0), // stored into the work field, as Residual
-        // Two passes: read u, z; write u + z; then the Residual of it.
-        Kernel::CorrectResidual => Some(6.0),
-        Kernel::Prolongate => Some(2.25), // read u_f and a quarter u_c; write u_f
+        Kernel::Prolongate => Some(2.25),  // read u_f and a quarter u_c; write u_f
         Kernel::Vector | Kernel::Halo => None,
     }
 }
@@ -169,7 +160,6 @@ pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
         Kernel::Spmv
         | Kernel::Tridiag
         | Kernel::Residual
-        | Kernel::CorrectResidual
         | Kernel::ResidualNorm
         | Kernel::RestrictSmooth => Some(per_pass),
         // Per coarse cell: the fine level's residual on four children, the coarse line solve.

@@ -935,9 +935,7 @@ impl Probes for CudaBackend {
             Kernel::ResidualRestrictSmooth => 12.0,
             Kernel::Residual => 3.0,     // read f, u; write r
             Kernel::ResidualNorm => 2.0, // read f, u
-            // Read f, u and z (fp32), write u + z and r (fp32): 32 B per cell.
-            Kernel::CorrectResidual => 4.0,
-            Kernel::Prolongate => 2.25, // read u_f and a quarter u_c; write u_f
+            Kernel::Prolongate => 2.25,  // read u_f and a quarter u_c; write u_f
             Kernel::Vector | Kernel::Halo => return None,
         })
     }
@@ -948,7 +946,7 @@ impl Probes for CudaBackend {
         // the backward sweep's recomputation.
         let (all, tridiag) = if symmetric { (4.0, 2.0) } else { (7.0, 3.0) };
         Some(match kernel {
-            Kernel::Spmv | Kernel::Residual | Kernel::CorrectResidual | Kernel::ResidualNorm => all,
+            Kernel::Spmv | Kernel::Residual | Kernel::ResidualNorm => all,
             Kernel::Tridiag | Kernel::RestrictSmooth => 2.0 * tridiag,
             Kernel::ResidualRestrictSmooth => 4.0 * all + 2.0 * tridiag,
             Kernel::Smooth => 2.0 * all,

@@ -89,28 +89,6 @@ impl StencilKernels for CudaBackend {
         Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
     }
 
-    fn correct_residual_to(
-        &self,
-        op: &CudaLevel,
-        f: &CudaField,
-        u: &CudaField,
-        next: &mut CudaField,
-        to: &CudaLevel,
-        z: &CudaField,
-        r: &mut CudaField,
-    ) -> Result<f64> {
-        if !self.check_f32_beside(op, &[f, u, next], to, z)? {
-            return Err(backend_err(
-                "u + z and its residual in one pass need z and r stored in fp32 beside an fp64 \
-                 level (mixed-precision defect correction); this pair has one precision",
-            ));
-        }
-        self.check(to, &[r])?;
-        let mut red = self.reduce_lock();
-        launch_op!(self, op, K::CorrectResidual, K::CorrectResidualCells, cross in op.seg.0; &f.data, &u.data, &z.data, &mut next.data, &mut r.data, &mut red.partials)?;
-        Ok(self.finish_reduce_of(op, op.seg.1, &mut red, 1)?[0])
-    }
-
     fn cg_spmv(
         &self,
         op: &CudaLevel,

@@ -580,26 +580,6 @@ pub trait StencilKernels: Fields {
         r: &mut Self::Field,
     ) -> Result<f64>;
 
-    /// One mixed-precision cycle's end and the next one's start in one pass: `next` ← u + z
-    /// and r ← f − A (u + z), with `z` and `r` fields of `to` (another preparation of `op`'s
-    /// block, as in [`StencilKernels::residual_to`]); returns the local ‖f − A (u + z)‖² of
-    /// the values before they are rounded into `r`. The operator reads the halo as u + z too,
-    /// so the caller fills z's halo first; `next`'s halo is unspecified afterwards (the caller
-    /// exchanges it), and `next` may not be `u` (a cell's neighbours read u after it is
-    /// written). Traffic per fp64 cell: read f, u and z, write `next` and r — 32 B where
-    /// [`VectorKernels::axpy_from`] then `residual_to` move 40 (docs/MODEL.md §17).
-    #[allow(clippy::too_many_arguments)]
-    fn correct_residual_to(
-        &self,
-        op: &Self::LevelOp,
-        f: &Self::Field,
-        u: &Self::Field,
-        next: &mut Self::Field,
-        to: &Self::LevelOp,
-        z: &Self::Field,
-        r: &mut Self::Field,
-    ) -> Result<f64>;
-
     /// Fused CG SpMV (docs/MODEL.md §8.2): u ← u + α p; p ← z + β p; q ← A z + β q; returns the local
     /// Σ p·q.
     #[allow(clippy::too_many_arguments)]

@@ -276,24 +276,6 @@ impl StencilKernels for ReferenceBackend {
         Ok(sum)
     }
 
-    fn correct_residual_to(
-        &self,
-        s: &LevelStencil,
-        f: &HostField,
-        u: &HostField,
-        next: &mut HostField,
-        to: &LevelStencil,
-        z: &HostField,
-        r: &mut HostField,
-    ) -> Result<f64> {
-        super::check_convert(s, to)?;
-        // u + z everywhere the operator reads (the halo too), then its residual.
-        for ((n, a), b) in next.data.iter_mut().zip(&u.data).zip(&z.data) {
-            *n = s.storage.round(a + b);
-        }
-        self.residual_to(s, f, next, to, r)
-    }
-
     fn cg_spmv(
         &self,
         s: &LevelStencil,

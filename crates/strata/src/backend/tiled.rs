@@ -326,31 +326,6 @@ impl<H: Handle> StencilKernels for Tiled<H> {
         Ok(s)
     }
 
-    fn correct_residual_to(
-        &self,
-        op: &Self::LevelOp,
-        f: &Self::Field,
-        u: &Self::Field,
-        next: &mut Self::Field,
-        to: &Self::LevelOp,
-        z: &Self::Field,
-        r: &mut Self::Field,
-    ) -> Result<f64> {
-        let mut s = 0.0;
-        for (i, (o, t)) in op.tiles.iter().zip(&to.tiles).enumerate() {
-            s += self.inner().correct_residual_to(
-                o,
-                &f[i],
-                &u[i],
-                &mut next[i],
-                t,
-                &z[i],
-                &mut r[i],
-            )?;
-        }
-        Ok(s)
-    }
-
     fn residual_only(
         &self,
         op: &Self::LevelOp,

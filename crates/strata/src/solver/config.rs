@@ -184,13 +184,6 @@ impl SolverConfig {
         self
     }
 
-    /// Ends each cycle of mixed-precision mg with u += z and the next residual in one pass, or
-    /// in two ([`super::MgParams::fuse_correction`]; on by default).
-    pub fn with_fused_correction(mut self, fuse: bool) -> Self {
-        self.multigrid.fuse_correction = fuse;
-        self
-    }
-
     /// Fills a prolongated level's halo by prolongation on rank grids, or exchanges it
     /// ([`super::MgParams::prolongate_halos`]; on by default).
     pub fn with_prolongated_halos(mut self, on: bool) -> Self {

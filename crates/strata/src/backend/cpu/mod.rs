@@ -338,27 +338,6 @@ impl CpuBackend {
         best
     }
 
-    /// `out` ← x + y on every value of the block, halo included.
-    fn sum_whole<S: Real, T: Real>(
-        &self,
-        x: &HostField<S>,
-        y: &HostField<T>,
-        out: &mut HostField<S>,
-    ) {
-        let row = x.row_len();
-        self.pool.install(|| {
-            out.data
-                .par_chunks_mut(row)
-                .zip(x.data.par_chunks(row))
-                .zip(y.data.par_chunks(row))
-                .for_each(|((o, a), b)| {
-                    for ((o, a), b) in o.iter_mut().zip(a).zip(b) {
-                        *o = S::from_f64(a.to_f64() + b.to_f64());
-                    }
-                })
-        });
-    }
-
     fn map2<S: Real, T: Real>(
         &self,
         x: &HostField<S>,

@@ -271,27 +271,6 @@ impl StencilKernels for CpuBackend {
         )
     }
 
-    fn correct_residual_to(
-        &self,
-        s: &LevelStencil,
-        f: &CpuField,
-        u: &CpuField,
-        next: &mut CpuField,
-        to: &LevelStencil,
-        z: &CpuField,
-        r: &mut CpuField,
-    ) -> Result<f64> {
-        crate::backend::check_convert(s, to)?;
-        // Two passes (u + z over the whole block, halo included, then its residual): the
-        // traffic of `axpy_from` then `residual_to`. One pass would need each column's four
-        // neighbours summed into scratch columns in the column path; not done.
-        Ok(by_precision!(s, S => by_precision!(to, T => {
-            let next = get_mut::<S>(next)?;
-            self.sum_whole(get::<S>(u)?, get::<T>(z)?, next);
-            self.residual_t(s, get::<S>(f)?, next, get_mut::<T>(r)?)
-        })))
-    }
-
     fn cg_spmv(
         &self,
         s: &LevelStencil,

@@ -90,13 +90,6 @@ pub struct MgParams {
     /// exchange.
     #[serde(default = "default_fuse_restriction")]
     pub prolongate_halos: bool,
-    /// Mixed-precision mg on one rank: u ← u + z and the next cycle's residual in one pass,
-    /// into a second fp64 field swapped with u each cycle
-    /// ([`crate::backend::StencilKernels::correct_residual_to`]; 32 B per unknown where the
-    /// two passes move 40, 8 B per unknown more memory). The same iterates bit for bit. On by
-    /// default; off, the two passes.
-    #[serde(default = "default_fuse_restriction")]
-    pub fuse_correction: bool,
     /// How the coarsest level is solved: `coarse_steps` smoothing steps (the paper's), or CG to
     /// `coarse_rtol` (docs/MODEL.md §9.4).
     #[serde(default)]
@@ -152,7 +145,6 @@ impl Default for MgParams {
             relaxation: DEFAULT_RELAXATION,
             fuse_restriction: true,
             prolongate_halos: true,
-            fuse_correction: true,
             coarse_solve: CoarseSolve::Smooth,
             coarse_rtol: DEFAULT_COARSE_RTOL,
         }
@@ -242,10 +234,7 @@ impl<B: Backend> Multigrid<B> {
         self.on_device.forget();
         match &mut self.cycles {
             Cycles::F64(h) => h.prepare_comm(b, comm),
-            Cycles::DefectCorrection(pc) => {
-                pc.prepare_comm(b, comm)?;
-                pc.prepare_correction(b, comm)
-            }
+            Cycles::DefectCorrection(pc) => pc.prepare_comm(b, comm),
         }
     }
 
@@ -304,7 +293,6 @@ impl<B: Backend> Multigrid<B> {
                             h.vcycle(b, comm, timer, Start::Current, f)?;
                             h.fine_residual(b, timer, f)
                         },
-                        &mut |_| Ok(()),
                     )
                 })
             }
@@ -313,50 +301,27 @@ impl<B: Backend> Multigrid<B> {
             // iterates as fp64 cycles on u, whose first step takes the step from zero's form:
             // `Smooth::smooth_current`, docs/MODEL.md §17). Per cycle two fine passes besides the
             // cycle's: the residual into its fp32 right-hand side, and u += z from its fp32 z.
-            //
-            // On one rank u += z and the next residual are one pass
-            // (`MgPreconditioner::correct_residual`, 32 B per unknown where the two passes move
-            // 40), writing into a second fp64 field swapped with u each cycle; `settle` gives
-            // the caller its own field back.
             Cycles::DefectCorrection(pc) => {
                 let levels = pc.n_levels();
-                let fused = pc.fuses_correction(comm);
-                let mut state = (&mut *pc, &mut *u, false);
+                let mut state = (pc, u);
                 type State<'a, B> = (
                     &'a mut MgPreconditioner<B>,
                     &'a mut <B as crate::backend::Fields>::Field,
-                    bool,
                 );
-                let out = iterate(
+                iterate(
                     ctx,
                     &mut state,
                     levels,
-                    &mut |(pc, u, _): &mut State<'_, B>, timer: &mut Timer| {
+                    &mut |(pc, u): &mut State<'_, B>, timer: &mut Timer| {
                         comm.exchange(b, pc.fine(), u)?;
                         let rr = pc.residual_in(b, timer, f, u)?;
                         Ok([rr, b.dot(pc.fine(), f, f)?])
                     },
-                    &mut |(pc, u, swapped): &mut State<'_, B>, timer: &mut Timer| {
-                        if fused {
-                            return pc.correct_residual(b, comm, timer, f, u, swapped);
-                        }
+                    &mut |(pc, u): &mut State<'_, B>, timer: &mut Timer| {
                         pc.correct(b, comm, timer, u)?;
                         pc.residual_in(b, timer, f, u)
                     },
-                    &mut |(pc, u, swapped): &mut State<'_, B>| {
-                        if std::mem::take(swapped) {
-                            pc.settle(b, u)
-                        } else {
-                            Ok(())
-                        }
-                    },
-                );
-                // Where the iteration stopped on an error the caller's field is put back here.
-                let (pc, u, swapped) = state;
-                let settled = if swapped { pc.settle(b, u) } else { Ok(()) };
-                let info = out?;
-                settled?;
-                Ok(info)
+                )
             }
         }
     }
@@ -373,14 +338,13 @@ type Ctx<'a, 'm, B, C> = (
 
 /// mg's iteration on `state` (with a timer of `levels` levels): `open` gives the local
 /// [‖r₀‖², ‖f‖²], then each `cycle` runs one cycle and gives the new local ‖r‖², each summed
-/// over the ranks, until the monitor stops it; then `close` finishes (inside the solve's time).
+/// over the ranks, until the monitor stops it.
 fn iterate<B: Backend, C: Comm<B>, S>(
     (b, comm, params, monitor): Ctx<'_, '_, B, C>,
     state: &mut S,
     levels: usize,
     open: &mut dyn FnMut(&mut S, &mut Timer) -> Result<[f64; 2]>,
     cycle: &mut dyn FnMut(&mut S, &mut Timer) -> Result<f64>,
-    close: &mut dyn FnMut(&mut S) -> Result<()>,
 ) -> Result<SolveInfo> {
     let start = Instant::now();
     let mut timer = Timer::new(params.profile, levels);
@@ -400,7 +364,6 @@ fn iterate<B: Backend, C: Comm<B>, S>(
             }
         }
     };
-    close(state)?;
     b.synchronize()?;
     let seconds = start.elapsed().as_secs_f64();
     Ok(mon.finish(reason, it, seconds, timer.into_profile()))

@@ -22,9 +22,6 @@ struct Outer<B: Backend> {
     /// Whether `fine` reads tile corners the cycle's exchanges leave alone
     /// ([`LevelStencil::reads_tile_corners`]).
     corners: bool,
-    /// The fp64 field [`MgPreconditioner::correct_residual`] writes u + z into, swapped with
-    /// the iterate every cycle; allocated by its first call.
-    next: Option<B::Field>,
 }
 
 /// A multigrid V-cycle from zero as a preconditioner.
@@ -69,7 +66,6 @@ impl<B: Backend> MgPreconditioner<B> {
                 fine: b.prepare_level(&stencils[0])?,
                 corners: stencils[0].reads_tile_corners(),
                 fp32: (b.alloc(op0)?, b.alloc(op0)?),
-                next: None,
             }),
         };
         Ok(Self {
@@ -215,90 +211,6 @@ impl<B: Backend> MgPreconditioner<B> {
         let op0 = &self.h.levels[0].op;
         timer.run(b, Kernel::Vector, 0, || b.axpy_from(fine, 1.0, op0, z32, u))?;
         timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))
-    }
-
-    /// Whether [`MgPreconditioner::correct_residual`] ends a cycle on `comm`: asked for
-    /// ([`MgParams::fuse_correction`]), an fp32 hierarchy, one rank, and a fine operator that
-    /// reads no tile corners. It needs z's halo
-    /// filled before it (the operator reads the halo as u + z): on one rank an exchange that
-    /// only wraps periodic sides or copies between tiles, on ranks a message round more per
-    /// cycle, which a strong-scaled block cannot afford (docs/MODEL.md §17).
-    pub fn fuses_correction<C: Comm<B>>(&self, comm: &C) -> bool {
-        self.h.params.fuse_correction
-            && comm.size() == 1
-            && self.outer.as_ref().is_some_and(|m| !m.corners)
-    }
-
-    /// Allocates the second fp64 field of [`MgPreconditioner::correct_residual`] where it will
-    /// run on `comm` ([`MgPreconditioner::fuses_correction`]), at set-up, so that the memory a
-    /// solver holds is known when it is made (`strata::field_memory` counts it); frees it
-    /// where it will not.
-    pub fn prepare_correction<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
-        let fuses = self.fuses_correction(comm);
-        if let Some(m) = &mut self.outer {
-            if !fuses {
-                m.next = None;
-            } else if m.next.is_none() {
-                m.next = Some(b.alloc(&m.fine)?);
-            }
-        }
-        Ok(())
-    }
-
-    /// [`MgPreconditioner::correct`] then [`MgPreconditioner::residual_in`] with u += z and
-    /// the residual in one pass ([`crate::backend::StencilKernels::correct_residual_to`]): the
-    /// cycle, z's halo, then u + z into the preconditioner's second fp64 field, which is
-    /// swapped with `u` (`swapped` flips with it: after an odd number,
-    /// [`MgPreconditioner::settle`] gives the caller its field back), then u's halo. The same
-    /// values as the two calls, bit for bit. Returns the local ‖f − A u‖² of the new u.
-    pub fn correct_residual<C: Comm<B>>(
-        &mut self,
-        b: &B,
-        comm: &C,
-        timer: &mut Timer,
-        f: &B::Field,
-        u: &mut B::Field,
-        swapped: &mut bool,
-    ) -> Result<f64> {
-        fp32_pair(&mut self.outer, "correct_residual")?;
-        self.cycle(b, comm, timer, Ends::Inner)?;
-        let Self { h, outer, .. } = self;
-        let Some(m) = outer else {
-            return invalid("correct_residual", "the hierarchy is not stored in fp32");
-        };
-        let op0 = &h.levels[0].op;
-        let mut next = match m.next.take() {
-            Some(next) => next,
-            None => b.alloc(&m.fine)?,
-        };
-        let (r32, z32) = &mut m.fp32;
-        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op0, z32))?;
-        let rr = timer.run(b, Kernel::CorrectResidual, 0, || {
-            b.correct_residual_to(&m.fine, f, u, &mut next, op0, z32, r32)
-        })?;
-        std::mem::swap(u, &mut next);
-        *swapped = !*swapped;
-        m.next = Some(next);
-        timer.run(b, Kernel::Halo, 0, || comm.exchange(b, &m.fine, u))?;
-        Ok(rr)
-    }
-
-    /// Gives the caller back its own field after an odd number of
-    /// [`MgPreconditioner::correct_residual`]s: the last iterate, held in the
-    /// preconditioner's field, is copied into the caller's, and the two are swapped back. The
-    /// caller's field is back even where the copy fails.
-    pub fn settle(&mut self, b: &B, u: &mut B::Field) -> Result<()> {
-        let Some(Outer {
-            fine,
-            next: Some(next),
-            ..
-        }) = &mut self.outer
-        else {
-            return invalid("settle", "no field was swapped with the iterate");
-        };
-        let copied = b.copy(fine, u, next);
-        std::mem::swap(u, next);
-        copied
     }
 
     /// One cycle from zero between `ends`, recorded and replayed where the backend can
