@@ -196,6 +196,15 @@ pub struct MgArgs {
     /// and bicgstab (mg-cg's symmetric cycle uses 1; the Jacobi smoother does not use it).
     #[arg(long, default_value_t = strata::solver::DEFAULT_RELAXATION)]
     pub relaxation: f64,
+    /// Smoothing steps before the coarse correction on every level but the coarsest, in
+    /// 1..=16 (mg-cg, whose cycle must be symmetric, needs as many after it). Default: the
+    /// library's for the solver (docs/PERFORMANCE.md).
+    #[arg(long)]
+    pub pre_smooth: Option<usize>,
+    /// Smoothing steps after the coarse correction on every level but the coarsest, in
+    /// 1..=16. Default: the library's for the solver.
+    #[arg(long)]
+    pub post_smooth: Option<usize>,
     /// Store the V-cycle's residual before restricting it, and mg's stopping-test residual
     /// (the paper's Residual and RestrictSmooth kernels), instead of computing the first inside
     /// the restriction and only the norm of the second (the default: fewer bytes where the
@@ -248,6 +257,11 @@ impl MgArgs {
         if let Some(s) = self.smoother {
             cfg = cfg.with_smoother(s);
         }
+        let (pre, post) = (cfg.multigrid.pre_smooth, cfg.multigrid.post_smooth);
+        cfg = cfg.with_smoothing_steps(
+            self.pre_smooth.unwrap_or(pre),
+            self.post_smooth.unwrap_or(post),
+        );
         if let Some(p) = self.precision {
             cfg = cfg.with_precision(p);
         }

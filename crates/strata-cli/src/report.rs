@@ -84,6 +84,7 @@ pub fn solver_line(cfg: &SolverConfig, backend: &str) -> String {
             strata::solver::Smoother::Jacobi => write!(s, " (rho {:.4})", mg.rho),
             strata::solver::Smoother::RedBlack => write!(s, " (relaxation {})", mg.relaxation),
         };
+        let _ = write!(s, ", V({},{}) cycles", mg.pre_smooth, mg.post_smooth);
         if !mg.fuse_restriction {
             s.push_str(", residual stored before the restriction");
         }

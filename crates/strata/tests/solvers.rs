@@ -434,3 +434,47 @@ fn bad_parameters_are_errors_not_panics() {
     let flat = ProblemParams { nz: 1, ..p };
     assert!(flat.validate().unwrap_err().to_string().contains("nz"));
 }
+
+/// More smoothing steps per level contract more per cycle (docs/MODEL.md §9.2): at 64² × 64
+/// mixed mg with V(2,1) cycles takes 3 cycles where V(1,1) takes 4, each residual below the
+/// V(1,1) one; mg-cg's symmetric cycle takes V(2,2) (fewer iterations than V(1,1)) and refuses
+/// unequal counts; counts outside 1..=16 are refused.
+#[test]
+fn more_smoothing_steps_contract_more() {
+    let p = panel(64, 64, 8.4);
+    let rhs = build_rhs(&p, RhsKind::Random, 1, &Block::whole(p.n));
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let solve = |cfg: &SolverConfig| {
+        let s = strata::solve(&b, &p, cfg, &rhs, &mut |_, _| {}).unwrap();
+        assert_eq!(s.info.reason, ConvergedReason::ConvergedRtol, "{cfg:?}");
+        s.info
+    };
+    let mg = SolverConfig::new(SolverKind::Mg);
+    let (v11, v21) = (
+        solve(&mg.clone().with_smoothing_steps(1, 1)),
+        solve(&mg.clone().with_smoothing_steps(2, 1)),
+    );
+    assert_eq!((v11.iterations, v21.iterations), (4, 3));
+    for (a, c) in v21.residuals.iter().zip(&v11.residuals).skip(1) {
+        assert!(a < c, "V(2,1) {a:e} not below V(1,1) {c:e}");
+    }
+    let mgcg = SolverConfig::new(SolverKind::MgCg);
+    let (c11, c22) = (
+        solve(&mgcg.clone().with_smoothing_steps(1, 1)),
+        solve(&mgcg.clone().with_smoothing_steps(2, 2)),
+    );
+    assert!(
+        c22.iterations < c11.iterations,
+        "mg-cg V(2,2) {} iterations, V(1,1) {}",
+        c22.iterations,
+        c11.iterations
+    );
+    for (cfg, what) in [
+        (mgcg.with_smoothing_steps(2, 1), "pre_smooth"),
+        (mg.clone().with_smoothing_steps(0, 1), "pre_smooth"),
+        (mg.with_smoothing_steps(1, 17), "post_smooth"),
+    ] {
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains(what), "{what}: {e}");
+    }
+}

@@ -162,7 +162,7 @@ impl Setup {
 /// Says a library error about a parameter in terms of the flag that sets it (`levels` →
 /// `--levels`), so that the checks live in the library alone.
 pub fn flag_error(e: CliError) -> CliError {
-    const FLAGS: [&str; 24] = [
+    const FLAGS: [&str; 26] = [
         "orography",
         "backend",
         "halo",
@@ -180,6 +180,8 @@ pub fn flag_error(e: CliError) -> CliError {
         "coarse_steps",
         "rho",
         "relaxation",
+        "pre_smooth",
+        "post_smooth",
         "rtol",
         "max_it",
         "threads",

@@ -177,6 +177,15 @@ impl SolverConfig {
         self
     }
 
+    /// Sets the smoothing steps before and after the coarse correction on every level but the
+    /// coarsest ([`super::MgParams::pre_smooth`], [`super::MgParams::post_smooth`]); mg-cg's
+    /// symmetric cycle needs them equal.
+    pub fn with_smoothing_steps(mut self, pre: usize, post: usize) -> Self {
+        self.multigrid.pre_smooth = pre;
+        self.multigrid.post_smooth = post;
+        self
+    }
+
     /// Computes the V-cycle's residual inside the next level's restriction, or stores it first
     /// ([`super::MgParams::fuse_restriction`]; on by default).
     pub fn with_fused_restriction(mut self, fuse: bool) -> Self {
@@ -275,6 +284,16 @@ impl SolverConfig {
                 format!(
                     "mixed stores the multigrid preconditioner in fp32, and {} has none (use mg, mg-cg, or gcr/bicgstab with the multigrid preconditioner)",
                     self.kind.name()
+                ),
+            );
+        }
+        let mg = &self.multigrid;
+        if self.kind == SolverKind::MgCg && mg.pre_smooth != mg.post_smooth {
+            return crate::error::invalid(
+                "pre_smooth",
+                format!(
+                    "must equal the post-smoothing steps for mg-cg, whose preconditioner must be symmetric (got {} and {})",
+                    mg.pre_smooth, mg.post_smooth
                 ),
             );
         }

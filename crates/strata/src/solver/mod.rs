@@ -26,7 +26,7 @@ pub use mgcg::MgCg;
 pub use monitor::{ConvergedReason, RelativeTo, SolveInfo, SolveParams};
 pub use multigrid::{
     CoarseSolve, MgParams, Multigrid, Restriction, Smoother, COARSE_MAX_IT, DEFAULT_COARSE_RTOL,
-    DEFAULT_RELAXATION,
+    DEFAULT_RELAXATION, MAX_SMOOTHING_STEPS,
 };
 pub use null_space::{all_ranks, deep_levels, singular_levels, singular_on_ranks, NullSpace};
 pub use profile::{Kernel, KernelStat, Profile};

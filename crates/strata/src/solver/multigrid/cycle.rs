@@ -18,7 +18,9 @@ pub(crate) enum Start<'a, B: Backend> {
 }
 
 impl<B: Backend> Hierarchy<B> {
-    /// One V(1,1)-cycle: the paper's Algorithm 1 (docs/MODEL.md §9.2), with its fused kernels.
+    /// One V-cycle: the paper's Algorithm 1 (docs/MODEL.md §9.2), with its fused kernels; V(1,1)
+    /// unless [`super::MgParams::pre_smooth`] or [`super::MgParams::post_smooth`] ask for more
+    /// steps (the symmetric cycle sweeps its post-smoothing steps in the reverse order).
     /// Level 0 is the finest, with right-hand side `f0` (the caller's) and the caller's iterate
     /// swapped into its `u`; every coarser level starts from zero. From zero the cycle is
     /// symmetric (a preconditioner that needs it calls [`Hierarchy::precondition`], which
@@ -94,6 +96,13 @@ impl<B: Backend> Hierarchy<B> {
                 sm.after_restrict(&mut s, lev, relax, first)?
             }
         }
+        let (pre, post) = (self.params.pre_smooth, self.params.post_smooth);
+        if !coarsest && pre > 1 {
+            let mut s = self.sweep(b, comm, timer, f0);
+            for _ in 1..pre {
+                sm.smooth(&mut s, lev, false, relax, Halo::Faces)?;
+            }
+        }
         if coarse_cg {
             let rtol = self.params.coarse_rtol;
             let l = self.levels.last_mut().expect("the coarsest level");
@@ -121,6 +130,9 @@ impl<B: Backend> Hierarchy<B> {
         // six fewer: docs/results/performance-log.md).
         self.prolongate(b, comm, timer, lev)?;
         let mut s = self.sweep(b, comm, timer, f0);
+        for _ in 1..post {
+            sm.smooth(&mut s, lev, symmetric, relax, Halo::Faces)?;
+        }
         sm.smooth(&mut s, lev, symmetric, relax, last)
     }
 
@@ -251,7 +263,8 @@ mod tests {
     use crate::stencil::build_levels_with;
 
     /// The cycle on u (mg as a solver) is u + V(f − A u) with V the cycle from zero (mixed
-    /// precision's defect correction), to rounding: with either smoother, over-relaxed, on
+    /// precision's defect correction), to rounding: with either smoother, with one or more
+    /// smoothing steps before and after the coarse correction, over-relaxed, on
     /// rough coefficients (a checkerboard of contrast 100 in kx and ky). Before red-black's
     /// first step on u took the step from zero's form (`Smooth::smooth_current`), the two
     /// differed by (1 − w) of a black half-sweep's input and took 35 and 6 cycles on such a
@@ -278,11 +291,17 @@ mod tests {
         };
         let b = CpuBackend::new(Some(2)).unwrap();
         let stencils = build_levels_with(&p, Block::whole(n), 3, Default::default()).unwrap();
-        for smoother in [Smoother::Jacobi, Smoother::RedBlack] {
+        let shapes = [(1, 1), (2, 1), (1, 3)];
+        for (smoother, (pre_smooth, post_smooth)) in [Smoother::Jacobi, Smoother::RedBlack]
+            .into_iter()
+            .flat_map(|s| shapes.map(|p| (s, p)))
+        {
             let params = MgParams {
                 n_levels: 3,
                 smoother,
                 relaxation: 1.15,
+                pre_smooth,
+                post_smooth,
                 ..Default::default()
             };
             let mut h = Hierarchy::new(&b, &stencils, params).unwrap();
@@ -323,7 +342,7 @@ mod tests {
                 .fold(0.0f64, |m, (a, c)| m.max((a - c).abs()));
             assert!(
                 diff <= 1e-12 * scale,
-                "{smoother:?}: the cycle on u differs from u + V(f - A u) by {diff:e} (max |u| {scale:e})"
+                "{smoother:?} V({pre_smooth},{post_smooth}): the cycle on u differs from u + V(f - A u) by {diff:e} (max |u| {scale:e})"
             );
         }
     }

@@ -74,6 +74,16 @@ pub struct MgParams {
     /// zero, use 1.
     #[serde(default = "default_relaxation")]
     pub relaxation: f64,
+    /// Smoothing steps before the coarse correction on every level but the coarsest; the first
+    /// is the step the cycle fuses with the restriction (or takes from zero), the others are
+    /// full steps on the iterate. mg-cg's symmetric cycle needs as many after the correction
+    /// (it sweeps them in the reverse order), which [`crate::solver::SolverConfig::validate`]
+    /// checks.
+    #[serde(default = "default_smoothing_steps")]
+    pub pre_smooth: usize,
+    /// Smoothing steps after the coarse correction on every level but the coarsest.
+    #[serde(default = "default_smoothing_steps")]
+    pub post_smooth: usize,
     /// Computes the residual on the way down inside the next level's restriction
     /// ([`crate::backend::LineKernels::residual_restrict_smooth`], timed as
     /// `ResidualRestrictSmooth`) rather than storing it first (`Residual`, then
@@ -110,6 +120,13 @@ fn default_relaxation() -> f64 {
     DEFAULT_RELAXATION
 }
 
+/// The most smoothing steps [`MgParams::pre_smooth`] and [`MgParams::post_smooth`] accept.
+pub const MAX_SMOOTHING_STEPS: usize = 16;
+
+fn default_smoothing_steps() -> usize {
+    1
+}
+
 /// Default of the switches that are on unless asked off.
 fn default_fuse_restriction() -> bool {
     true
@@ -143,6 +160,8 @@ impl Default for MgParams {
             averaging: crate::problem::Averaging::Harmonic,
             smoother: Smoother::Jacobi,
             relaxation: DEFAULT_RELAXATION,
+            pre_smooth: 1,
+            post_smooth: 1,
             fuse_restriction: true,
             prolongate_halos: true,
             coarse_solve: CoarseSolve::Smooth,
@@ -168,6 +187,17 @@ impl MgParams {
                 "relaxation",
                 format!("must be in (0, 2) (got {})", self.relaxation),
             );
+        }
+        for (name, steps) in [
+            ("pre_smooth", self.pre_smooth),
+            ("post_smooth", self.post_smooth),
+        ] {
+            if !(1..=MAX_SMOOTHING_STEPS).contains(&steps) {
+                return invalid(
+                    name,
+                    format!("must be in 1..={MAX_SMOOTHING_STEPS} (got {steps})"),
+                );
+            }
         }
         coarse::check_rtol(self.coarse_rtol)
     }
