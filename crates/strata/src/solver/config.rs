@@ -80,13 +80,19 @@ impl SolverConfig {
     /// 0.621 s for the paper's mg-cg; gcr and bicgstab on 3D coefficient fields with advection
     /// at 1536² × 128 1.85× and 2.42× faster than with the paper's block Jacobi in fp64, and
     /// fewer iterations in every case of docs/COEFFICIENTS.md's robustness tables;
-    /// docs/PERFORMANCE.md). cg, and gcr and bicgstab with the line preconditioner, have no
-    /// cycle: fp64 ([`SolverConfig::with_preconditioner`]).
+    /// docs/PERFORMANCE.md). mg-cg's cycle is V(2,2) (3 iterations where V(1,1) takes 5: 18–22 %
+    /// faster on one H200 at 256²–2816² × 128); the other cycles are V(1,1) (mg's V(2,1) saves
+    /// a cycle up to 1024² × 128 but not at 2048² and above, where it costs 22 % more:
+    /// [`SolverConfig::with_smoothing_steps`]). cg, and gcr and bicgstab with the line
+    /// preconditioner, have no cycle: fp64 ([`SolverConfig::with_preconditioner`]).
     ///
     /// ```
     /// use strata::solver::{Precision, Preconditioner, Smoother, SolverConfig, SolverKind};
     /// let cfg = SolverConfig::new(SolverKind::Mg);
     /// assert_eq!(cfg.multigrid.smoother, Smoother::RedBlack);
+    /// assert_eq!((cfg.multigrid.pre_smooth, cfg.multigrid.post_smooth), (1, 1));
+    /// let mgcg = SolverConfig::new(SolverKind::MgCg).multigrid;
+    /// assert_eq!((mgcg.pre_smooth, mgcg.post_smooth), (2, 2));
     /// assert_eq!(cfg.precision, Precision::Mixed);
     /// assert_eq!(SolverConfig::new(SolverKind::Gcr).precision, Precision::Mixed);
     /// assert_eq!(SolverConfig::new(SolverKind::Cg).precision, Precision::F64);
@@ -97,6 +103,9 @@ impl SolverConfig {
     pub fn new(kind: SolverKind) -> Self {
         let mut cfg = Self::paper(kind);
         cfg.multigrid.smoother = super::Smoother::RedBlack;
+        if kind == SolverKind::MgCg {
+            cfg = cfg.with_smoothing_steps(2, 2);
+        }
         if cfg.uses_multigrid() {
             cfg.precision = Precision::Mixed;
         }
