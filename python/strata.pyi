@@ -65,6 +65,8 @@ class Solver:
         coarse_solve: Literal["smooth", "cg"] = "smooth",
         coarse_rtol: float = 1e-3,
         orography: Optional[_Array] = None,
+        pre_smooth: Optional[int] = None,
+        post_smooth: Optional[int] = None,
     ) -> "Solver": ...
     def solve(self, rhs: _Array, out: Optional[_Array] = None, x0: Optional[_Array] = None) -> _Array:
         """Solves A u = rhs; the solution in `out` if given, else a new array."""

@@ -312,6 +312,26 @@ def test_coarse_cg_makes_the_count_independent_of_the_levels():
         strata.Solver(16, 8, coarse_solve="cg", coarse_rtol=1.5)
 
 
+def test_smoothing_steps_per_level():
+    # mg-cg's default cycle is V(2,2): fewer iterations than V(1,1); mg takes V(2,1) when asked;
+    # mg-cg's symmetric cycle refuses unequal counts, and counts outside 1..16 are refused.
+    f = random_rhs((64, 64, 64), 1)
+    its = {}
+    for name, kw in [("v22", {}), ("v11", {"pre_smooth": 1, "post_smooth": 1})]:
+        s = strata.Solver(64, 64, solver="mg-cg", backend="cpu", **kw)
+        s.solve(f)
+        assert s.info["converged"], s.info
+        its[name] = s.info["iterations"]
+    assert its["v22"] < its["v11"], its
+    s = strata.Solver(64, 64, solver="mg", backend="cpu", pre_smooth=2)
+    s.solve(f)
+    assert s.info["converged"] and s.info["iterations"] == 3, s.info
+    with pytest.raises(ValueError, match="pre_smooth"):
+        strata.Solver(16, 8, solver="mg-cg", pre_smooth=2, post_smooth=1)
+    with pytest.raises(ValueError, match="post_smooth"):
+        strata.Solver(16, 8, post_smooth=0)
+
+
 def test_one_process_owns_the_whole_grid_and_comm_must_be_a_communicator():
     s = strata.Solver(16, 8, levels=3, backend="cpu")
     assert s.block == (0, 0, 16, 16)

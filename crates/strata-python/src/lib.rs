@@ -56,7 +56,9 @@ fn to_py(e: StrataError) -> PyErr {
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
 ///        smoother=None, rho=2/3, precision=None, sphere_stencil="nine-point",
 ///        relaxation=None, paper=False, prolongate_halos=True, comm=None, halo="auto",
-///        error_if_not_converged=False)
+///        error_if_not_converged=False, project_rhs=False, boundary="x=dirichlet,y=dirichlet",
+///        coarse_solve="smooth", coarse_rtol=1e-3, orography=None, pre_smooth=None,
+///        post_smooth=None)
 ///
 /// geometry is "panel" (one cubed-sphere panel with walls), "box" or "sphere" (the whole globe:
 /// six n x n panels, every array of shape (6 n, n, nz), the panels stacked along y).
@@ -79,6 +81,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// error_if_not_converged=True makes a solve that did not converge raise
 /// strata.NotConvergedError (a RuntimeError; the solution array holds the last iterate), as
 /// PETSc's -ksp_error_if_not_converged; by default it returns and `converged` says so.
+/// pre_smooth and post_smooth are the smoothing steps before and after the coarse correction on
+/// every multigrid level but the coarsest, 1 to 16 (mg-cg's symmetric cycle needs them equal);
+/// None: the solver's default (mg-cg 2 and 2, every other solver 1 and 1; docs/PERFORMANCE.md).
 /// coarse_solve is how the coarsest multigrid level is solved: "smooth" (coarse_steps smoothing
 /// steps, the paper's) or "cg" (preconditioned CG to coarse_rtol, in (0, 1): the cycle count
 /// then no longer depends on levels or coarse_steps; symmetric operators only).
@@ -383,7 +388,7 @@ impl Solver {
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
         prolongate_halos=true, comm=None, halo="auto", error_if_not_converged=false,
         project_rhs=false, boundary="x=dirichlet,y=dirichlet", coarse_solve="smooth",
-        coarse_rtol=1e-3, orography=None))]
+        coarse_rtol=1e-3, orography=None, pre_smooth=None, post_smooth=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -421,6 +426,8 @@ impl Solver {
         coarse_solve: &str,
         coarse_rtol: f64,
         orography: Option<Bound<'_, PyAny>>,
+        pre_smooth: Option<usize>,
+        post_smooth: Option<usize>,
     ) -> PyResult<Self> {
         let geometry: Geometry = choose(geometry)?;
         let orography = orography
@@ -484,6 +491,8 @@ impl Solver {
             Some(w) => cfg.with_relaxation(w),
             None => cfg,
         };
+        let (pre, post) = (cfg.multigrid.pre_smooth, cfg.multigrid.post_smooth);
+        let cfg = cfg.with_smoothing_steps(pre_smooth.unwrap_or(pre), post_smooth.unwrap_or(post));
         let place = move || {
             Place::new(backend)
                 .with_threads(threads)
