@@ -106,20 +106,21 @@ fn smooth_kx() -> Vec<f64> {
         .collect()
 }
 
-/// Coefficient fields of the N × N × NZ problem: smooth in x and y, a jump of 100 in kz.
-fn coefficient_file() -> PathBuf {
+/// Coefficient fields of the N × N × NZ problem: smooth in x and y, a jump of 100 in kz, in the
+/// file `name` (one per test: the tests run in parallel, and `tmp` removes the file first).
+fn coefficient_file(name: &str) -> PathBuf {
     let kx = smooth_kx();
     let kz: Vec<f64> = (0..N * N * NZ)
         .map(|c| if c % NZ >= NZ / 2 { 100.0 } else { 1.0 })
         .collect();
-    field_file("coefficients.nc", &[("kx", &kx), ("ky", &kx), ("kz", &kz)])
+    field_file(name, &[("kx", &kx), ("ky", &kx), ("kz", &kz)])
 }
 
 #[test]
 fn every_solver_is_decomposition_invariant() {
     let n = N.to_string();
     let nz = NZ.to_string();
-    let coeffs = coefficient_file();
+    let coeffs = coefficient_file("coefficients-solvers.nc");
     let cf = coeffs.to_str().unwrap().to_string();
     // (solver, coefficient fields, red-black smoother); `-paper`: with --paper
     for (solver, with_coefficients, red_black) in [
@@ -288,7 +289,7 @@ fn advection_file() -> PathBuf {
 /// advection vector too.
 #[test]
 fn lateral_boundaries_are_decomposition_invariant() {
-    let coeffs = coefficient_file();
+    let coeffs = coefficient_file("coefficients-boundaries.nc");
     let advection = advection_file();
     let n = N.to_string();
     let nz = NZ.to_string();
@@ -337,7 +338,7 @@ fn lateral_boundaries_are_decomposition_invariant() {
 /// coefficient fields) and the panel.
 #[test]
 fn orography_is_decomposition_invariant() {
-    let coeffs = coefficient_file();
+    let coeffs = coefficient_file("coefficients-orography.nc");
     let (n, nz) = (N.to_string(), NZ.to_string());
     for (geometry, bc, solver, fields) in [
         ("box", "x=periodic,y=neumann", "mg-cg", false),
