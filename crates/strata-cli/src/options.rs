@@ -197,12 +197,13 @@ pub struct MgArgs {
     #[arg(long, default_value_t = strata::solver::DEFAULT_RELAXATION)]
     pub relaxation: f64,
     /// Smoothing steps before the coarse correction on every level but the coarsest, in
-    /// 1..=16 (mg-cg, whose cycle must be symmetric, needs as many after it). Default: the
-    /// library's for the solver (docs/PERFORMANCE.md).
+    /// 1..=16 (mg-cg, whose cycle must be symmetric, takes as many after it when
+    /// --post-smooth is not given). Default: the library's for the solver (docs/PERFORMANCE.md).
     #[arg(long)]
     pub pre_smooth: Option<usize>,
     /// Smoothing steps after the coarse correction on every level but the coarsest, in
-    /// 1..=16. Default: the library's for the solver.
+    /// 1..=16 (for mg-cg, as many before it when --pre-smooth is not given). Default: the
+    /// library's for the solver.
     #[arg(long)]
     pub post_smooth: Option<usize>,
     /// Store the V-cycle's residual before restricting it, and mg's stopping-test residual
@@ -257,11 +258,7 @@ impl MgArgs {
         if let Some(s) = self.smoother {
             cfg = cfg.with_smoother(s);
         }
-        let (pre, post) = (cfg.multigrid.pre_smooth, cfg.multigrid.post_smooth);
-        cfg = cfg.with_smoothing_steps(
-            self.pre_smooth.unwrap_or(pre),
-            self.post_smooth.unwrap_or(post),
-        );
+        cfg = cfg.with_given_smoothing_steps(self.pre_smooth, self.post_smooth);
         if let Some(p) = self.precision {
             cfg = cfg.with_precision(p);
         }

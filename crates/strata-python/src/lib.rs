@@ -82,8 +82,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// strata.NotConvergedError (a RuntimeError; the solution array holds the last iterate), as
 /// PETSc's -ksp_error_if_not_converged; by default it returns and `converged` says so.
 /// pre_smooth and post_smooth are the smoothing steps before and after the coarse correction on
-/// every multigrid level but the coarsest, 1 to 16 (mg-cg's symmetric cycle needs them equal);
-/// None: the solver's default (mg-cg 2 and 2, every other solver 1 and 1; docs/PERFORMANCE.md).
+/// every multigrid level but the coarsest, 1 to 16 (mg-cg's symmetric cycle needs them equal,
+/// and one given sets both); None: the solver's default (mg-cg 2 and 2, every other solver 1
+/// and 1; docs/PERFORMANCE.md).
 /// coarse_solve is how the coarsest multigrid level is solved: "smooth" (coarse_steps smoothing
 /// steps, the paper's) or "cg" (preconditioned CG to coarse_rtol, in (0, 1): the cycle count
 /// then no longer depends on levels or coarse_steps; symmetric operators only).
@@ -491,8 +492,7 @@ impl Solver {
             Some(w) => cfg.with_relaxation(w),
             None => cfg,
         };
-        let (pre, post) = (cfg.multigrid.pre_smooth, cfg.multigrid.post_smooth);
-        let cfg = cfg.with_smoothing_steps(pre_smooth.unwrap_or(pre), post_smooth.unwrap_or(post));
+        let cfg = cfg.with_given_smoothing_steps(pre_smooth, post_smooth);
         let place = move || {
             Place::new(backend)
                 .with_threads(threads)

@@ -195,6 +195,32 @@ impl SolverConfig {
         self
     }
 
+    /// Sets the smoothing steps that are given and keeps this configuration's for the others
+    /// (`None`), for front ends whose options may leave either out: mg-cg's symmetric cycle
+    /// takes one given count for both (its steps must be equal), the other cycles keep the
+    /// count not given.
+    ///
+    /// ```
+    /// use strata::solver::{SolverConfig, SolverKind};
+    /// let mg = SolverConfig::new(SolverKind::Mg).with_given_smoothing_steps(Some(2), None);
+    /// assert_eq!((mg.multigrid.pre_smooth, mg.multigrid.post_smooth), (2, 1));
+    /// let mgcg = SolverConfig::new(SolverKind::MgCg).with_given_smoothing_steps(None, Some(1));
+    /// assert_eq!((mgcg.multigrid.pre_smooth, mgcg.multigrid.post_smooth), (1, 1));
+    /// let same = SolverConfig::new(SolverKind::MgCg).with_given_smoothing_steps(None, None);
+    /// assert_eq!((same.multigrid.pre_smooth, same.multigrid.post_smooth), (2, 2));
+    /// ```
+    pub fn with_given_smoothing_steps(self, pre: Option<usize>, post: Option<usize>) -> Self {
+        let symmetric = self.kind == SolverKind::MgCg;
+        let (pre, post) = match (pre, post) {
+            (Some(k), None) | (None, Some(k)) if symmetric => (k, k),
+            (pre, post) => (
+                pre.unwrap_or(self.multigrid.pre_smooth),
+                post.unwrap_or(self.multigrid.post_smooth),
+            ),
+        };
+        self.with_smoothing_steps(pre, post)
+    }
+
     /// Computes the V-cycle's residual inside the next level's restriction, or stores it first
     /// ([`super::MgParams::fuse_restriction`]; on by default).
     pub fn with_fused_restriction(mut self, fuse: bool) -> Self {
