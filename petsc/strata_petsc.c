@@ -57,6 +57,8 @@ static PetscErrorCode PCSetFromOptions_Strata(PC pc, STRATA_OPTION_ITEMS PetscOp
   StrataOptions *o = &s->options;
   PetscInt n = p->n, nz = p->nz, levels = o->levels, coarse = o->coarse_steps;
   PetscInt threads = o->threads, device = o->device;
+  PetscInt pre = o->pre_smooth, post = o->post_smooth;
+  PetscBool pre_set, post_set;
   PetscBool graded = p->graded ? PETSC_TRUE : PETSC_FALSE, paper = PETSC_FALSE;
 
   PetscFunctionBegin;
@@ -93,6 +95,12 @@ static PetscErrorCode PCSetFromOptions_Strata(PC pc, STRATA_OPTION_ITEMS PetscOp
                             coarse, &coarse, NULL));
   PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_smoother", "smoother",
                                "jacobi or red-black", &o->smoother));
+  PetscCall(PetscOptionsInt("-pc_strata_pre_smooth",
+                            "Smoothing steps before the coarse correction (1-16; -1: the solver's)",
+                            "", pre, &pre, &pre_set));
+  PetscCall(PetscOptionsInt("-pc_strata_post_smooth",
+                            "Smoothing steps after the coarse correction (1-16; -1: the solver's)",
+                            "", post, &post, &post_set));
   PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_coarse_solve", "coarse_solve",
                                "The coarsest level: smooth or cg", &o->coarse_solve));
   PetscCall(PetscOptionsReal("-pc_strata_coarse_rtol", "The coarse CG's relative tolerance", "",
@@ -110,6 +118,9 @@ static PetscErrorCode PCSetFromOptions_Strata(PC pc, STRATA_OPTION_ITEMS PetscOp
   p->graded = graded ? 1 : 0;
   o->levels = (int32_t)levels;
   o->coarse_steps = (int32_t)coarse;
+  /* Only where given: -pc_strata_paper's cycle (V(1,1)) stays otherwise. */
+  if (pre_set) o->pre_smooth = (int32_t)pre;
+  if (post_set) o->post_smooth = (int32_t)post;
   o->threads = (int32_t)threads;
   o->device = (int32_t)device;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -209,12 +220,14 @@ static PetscErrorCode PCView_Strata(PC pc, PetscViewer viewer)
   if (ascii) {
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  strata %s: geometry %d, n = %d, nz = %d, %d levels, the "
-                                     "preconditioner of solver %d, smoother %d, precision %d "
+                                     "preconditioner of solver %d, smoother %d, precision %d, "
+                                     "smoothing steps %d and %d "
                                      "(STRATA_GEOMETRY_*, STRATA_SOLVER_*, ...; -1: the default)\n",
                                      strata_version(), (int)s->problem.geometry, (int)s->problem.n,
                                      (int)s->problem.nz, (int)s->options.levels,
                                      (int)s->options.solver, (int)s->options.smoother,
-                                     (int)s->options.precision));
+                                     (int)s->options.precision, (int)s->options.pre_smooth,
+                                     (int)s->options.post_smooth));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -44,6 +44,15 @@ program timesteps
     end if
     if (index(strata_error_message(), "relaxation") == 0) stop 1
     options%relaxation = 1.1
+    ! So are the smoothing steps per level (1 to 16; STRATA_DEFAULT: the solver's).
+    options%post_smooth = 17
+    if (strata_solver_create(problem, options, solver) /= STRATA_INVALID_ARGUMENT) then
+        print *, "post_smooth = 17 was accepted"
+        stop 1
+    end if
+    if (index(strata_error_message(), "post_smooth") == 0) stop 1
+    options%pre_smooth = 2
+    options%post_smooth = 1
 
     call check(strata_solver_create(problem, options, solver), "strata_solver_create")
     call check(strata_solver_size(solver, size), "strata_solver_size")

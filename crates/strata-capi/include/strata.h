@@ -202,6 +202,13 @@ typedef struct StrataOptions {
   // paper's, the default), 1 CG to `coarse_rtol` (the cycle count then no longer depends on
   // the levels; symmetric operators only) (`STRATA_COARSE_SOLVE_*`; docs/MODEL.md §9.4).
   int32_t coarse_solve;
+  // Smoothing steps before the coarse correction on every multigrid level but the coarsest,
+  // 1 to 16; STRATA_DEFAULT (-1, the default) the solver's (mg-cg 2, the others 1:
+  // docs/PERFORMANCE.md). mg-cg's symmetric cycle needs as many after it, and takes one
+  // count given for both. (Added after 0.2.0, with `post_smooth`.)
+  int32_t pre_smooth;
+  // Smoothing steps after the coarse correction, as `pre_smooth` (mg-cg 2, the others 1).
+  int32_t post_smooth;
 } StrataOptions;
 
 // What a solve did.

@@ -160,6 +160,13 @@ pub struct StrataOptions {
     /// paper's, the default), 1 CG to `coarse_rtol` (the cycle count then no longer depends on
     /// the levels; symmetric operators only) (`STRATA_COARSE_SOLVE_*`; docs/MODEL.md §9.4).
     pub coarse_solve: i32,
+    /// Smoothing steps before the coarse correction on every multigrid level but the coarsest,
+    /// 1 to 16; STRATA_DEFAULT (-1, the default) the solver's (mg-cg 2, the others 1:
+    /// docs/PERFORMANCE.md). mg-cg's symmetric cycle needs as many after it, and takes one
+    /// count given for both. (Added after 0.2.0, with `post_smooth`.)
+    pub pre_smooth: i32,
+    /// Smoothing steps after the coarse correction, as `pre_smooth` (mg-cg 2, the others 1).
+    pub post_smooth: i32,
 }
 
 /// What a solve did.
@@ -251,6 +258,14 @@ fn invalid(msg: &str) -> StrataError {
 fn count(name: &str, v: i32) -> Result<usize, StrataError> {
     usize::try_from(v)
         .map_err(|_| StrataError::invalid(name, format!("must not be negative (got {v})")))
+}
+
+/// A count that may be left to the solver: [`STRATA_DEFAULT`] is `None`.
+fn given(v: i32, name: &str) -> Result<Option<usize>, StrataError> {
+    if v == STRATA_DEFAULT {
+        return Ok(None);
+    }
+    count(name, v).map(Some)
 }
 
 /// The message of the last failed call on this thread ("" after a successful one). The string
@@ -349,6 +364,8 @@ fn default_options() -> StrataOptions {
     StrataOptions {
         smoother: STRATA_DEFAULT,
         precision: STRATA_DEFAULT,
+        pre_smooth: STRATA_DEFAULT,
+        post_smooth: STRATA_DEFAULT,
         ..options_of(&SolverConfig::default())
     }
 }
@@ -376,6 +393,8 @@ fn options_of(c: &SolverConfig) -> StrataOptions {
         error_if_not_converged: i32::from(c.stopping.error_if_not_converged),
         coarse_rtol: c.multigrid.coarse_rtol,
         coarse_solve: c.multigrid.coarse_solve.code(),
+        pre_smooth: c.multigrid.pre_smooth as i32,
+        post_smooth: c.multigrid.post_smooth as i32,
     }
 }
 
@@ -439,7 +458,11 @@ fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
         .with_relaxation(o.relaxation)
         .with_prolongated_halos(o.prolongate_halos != 0)
         .with_error_if_not_converged(o.error_if_not_converged != 0)
-        .with_coarse_solve(CoarseSolve::from_code(o.coarse_solve)?, o.coarse_rtol);
+        .with_coarse_solve(CoarseSolve::from_code(o.coarse_solve)?, o.coarse_rtol)
+        .with_given_smoothing_steps(
+            given(o.pre_smooth, "pre_smooth")?,
+            given(o.post_smooth, "post_smooth")?,
+        );
     cfg.validate()?;
     Ok(cfg)
 }

@@ -526,8 +526,10 @@ fn struct_sizes() {
 }
 
 /// The reading of a struct that grew: a caller of an older, smaller layout gets its fields and
-/// the defaults for the fields added since (checked on a struct of two layouts, as
-/// StrataOptions will have once a field is added after 0.2.0).
+/// the defaults for the fields added since, even where the first of those sits in the older
+/// layout's tail padding (as StrataOptions' pre_smooth sits after coarse_solve): those bytes
+/// of the caller's struct are not read, nor written. Every released layout of the real structs
+/// has its own size.
 #[test]
 fn an_older_smaller_layout_reads_with_defaults() {
     #[repr(C)]
@@ -535,49 +537,81 @@ fn an_older_smaller_layout_reads_with_defaults() {
     struct Grown {
         size: usize,
         a: i32,
-        b: i32,
         c: f64,
+        b: i32,
+        d: i32,
+        e: i32,
     }
+    /// Grown's layout up to `b`, its tail padding spelled as a field holding garbage.
     #[repr(C)]
     #[derive(Clone, Copy)]
     struct Older {
         size: usize,
         a: i32,
+        c: f64,
         b: i32,
+        padding: i32,
     }
     impl sized::Grows for Grown {
         const NAME: &'static str = "grown";
         const INIT: &'static str = "grown_init";
-        fn layouts() -> Vec<usize> {
-            vec![std::mem::size_of::<Older>(), std::mem::size_of::<Grown>()]
+        fn layouts() -> Vec<sized::Layout> {
+            vec![
+                sized::Layout::ending_at::<Self>(std::mem::offset_of!(Grown, d)),
+                sized::Layout::whole::<Self>(),
+            ]
         }
         fn defaults() -> Self {
             Grown {
                 size: std::mem::size_of::<Grown>(),
                 a: 1,
-                b: 2,
                 c: 3.5,
+                b: 2,
+                d: 4,
+                e: 5,
             }
         }
     }
+    let size = std::mem::size_of::<Older>();
+    assert_eq!(size, std::mem::offset_of!(Grown, e));
     let older = Older {
-        size: std::mem::size_of::<Older>(),
+        size,
         a: 10,
+        c: 30.5,
         b: 20,
+        padding: -99,
     };
     // SAFETY: `older` holds the bytes its size says.
     let read = unsafe { sized::read(std::ptr::addr_of!(older).cast::<Grown>()) }.unwrap();
-    assert_eq!((read.a, read.b, read.c), (10, 20, 3.5));
+    assert_eq!(
+        (read.a, read.c, read.b, read.d, read.e),
+        (10, 30.5, 20, 4, 5)
+    );
     let mut out = Older {
         size: 0,
         a: 0,
+        c: 0.0,
         b: 0,
+        padding: -99,
     };
-    let size = std::mem::size_of::<Older>();
     let defaults = <Grown as sized::Grows>::defaults();
     // SAFETY: `out` has `size` writable bytes; nothing beyond is written.
     unsafe { sized::write(std::ptr::addr_of_mut!(out).cast::<Grown>(), size, defaults) }.unwrap();
-    assert_eq!((out.size, out.a, out.b), (size, 1, 2));
+    assert_eq!(
+        (out.size, out.a, out.c, out.b, out.padding),
+        (size, 1, 3.5, 2, -99)
+    );
+    fn distinct<T: sized::Grows>() {
+        let sizes: Vec<usize> = T::layouts().iter().map(|l| l.size()).collect();
+        assert!(
+            sizes.windows(2).all(|w| w[0] < w[1]),
+            "{}: {sizes:?}",
+            T::NAME
+        );
+        assert_eq!(sizes.last(), Some(&std::mem::size_of::<T>()));
+    }
+    distinct::<StrataOptions>();
+    distinct::<StrataProblem>();
 }
 
 /// strata_choice gives every setting's C integer from its name (the command line's and
@@ -867,4 +901,66 @@ fn coarse_solve() {
     let read = unsafe { sized::read(&q) }.unwrap();
     assert_eq!(read.coarse_solve, 0);
     assert_eq!(read.coarse_rtol, strata_core::solver::DEFAULT_COARSE_RTOL);
+}
+
+/// pre_smooth and post_smooth reach the solver: STRATA_DEFAULT takes the solver's cycle
+/// (mg-cg's V(2,2), fewer iterations than V(1,1)), one count given sets both of mg-cg's
+/// symmetric cycle; unequal or out-of-range counts are refused, naming the field; a caller of
+/// the layout that ends at coarse_solve gets the defaults whatever its tail padding holds.
+#[test]
+fn smoothing_steps() {
+    let p = StrataProblem {
+        n: 32,
+        nz: 32,
+        ..test_problem(0)
+    };
+    let mut o = test_options(1e-8);
+    (o.smoother, o.precision) = (STRATA_DEFAULT, STRATA_DEFAULT);
+    let rhs = random_rhs(&p, 4);
+    let mut its = |pre, post| {
+        (o.pre_smooth, o.post_smooth) = (pre, post);
+        let info = solve_once(&p, &o, &rhs);
+        assert_eq!(info.converged, 1);
+        info.iterations
+    };
+    let (v22, v11, given_once) = (
+        its(STRATA_DEFAULT, STRATA_DEFAULT),
+        its(1, 1),
+        its(1, STRATA_DEFAULT),
+    );
+    assert!(v22 < v11 && v11 == given_once, "{v22} {v11} {given_once}");
+    for (pre, post, field) in [
+        (2, 1, "pre_smooth"),
+        (0, 0, "pre_smooth"),
+        (1, 17, "post_smooth"),
+    ] {
+        let o = StrataOptions {
+            solver: if field == "post_smooth" { 1 } else { 2 },
+            pre_smooth: pre,
+            post_smooth: post,
+            ..o
+        };
+        assert_refused(&p, &o, field);
+    }
+    assert_refused(
+        &p,
+        &StrataOptions {
+            pre_smooth: -2,
+            ..o
+        },
+        "pre_smooth",
+    );
+    let before = std::mem::offset_of!(StrataOptions, pre_smooth).next_multiple_of(8);
+    let q = StrataOptions {
+        size: before,
+        pre_smooth: 7,
+        post_smooth: 9,
+        ..test_options(1e-6)
+    };
+    // SAFETY: `q` holds at least `before` bytes.
+    let read = unsafe { sized::read(&q) }.unwrap();
+    assert_eq!(
+        (read.pre_smooth, read.post_smooth),
+        (STRATA_DEFAULT, STRATA_DEFAULT)
+    );
 }
