@@ -3,6 +3,7 @@
 mod backend_choice;
 mod bench;
 mod compare;
+mod flags;
 mod job;
 mod operator;
 mod options;
@@ -10,7 +11,7 @@ mod report;
 mod reproduce;
 mod solve;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 
 /// Errors of a command: anything with a one-line message.
@@ -58,12 +59,18 @@ fn main() -> ExitCode {
             let _ = std::io::Write::flush(&mut std::io::stderr());
         }));
     }
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match cli.command {
-        Command::Solve(args) => solve::run(args, &job).map_err(solve::flag_error),
-        Command::Bench(args) => bench::run(args, &job),
-        Command::Compare(args) => compare::run(args),
-        Command::Operator(args) => operator::run(args),
-        Command::Reproduce(args) => reproduce::run(args, &job),
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let (name, result) = match cli.command {
+            Command::Solve(args) => ("solve", solve::run(args, &job)),
+            Command::Bench(args) => ("bench", bench::run(args, &job)),
+            Command::Compare(args) => ("compare", compare::run(args)),
+            Command::Operator(args) => ("operator", operator::run(args)),
+            Command::Reproduce(args) => ("reproduce", reproduce::run(args, &job)),
+        };
+        result.map_err(|e| match Cli::command().find_subcommand(name) {
+            Some(command) => flags::flag_error(e, command),
+            None => e,
+        })
     }));
     match result {
         Ok(Ok(code)) => code,

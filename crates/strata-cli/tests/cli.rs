@@ -292,6 +292,40 @@ fn bad_input_gets_a_clear_error() {
     assert_error(&["solve", "--n", "0"], "n must be at least 1");
     assert_error(&["solve", "--coarse-steps", "0"], "coarse-steps");
     assert_error(&["solve", "--threads", "0"], "threads");
+    // The library's checks name each subcommand's own flags.
+    let unequal = [
+        "--solver",
+        "mg-cg",
+        "--pre-smooth",
+        "3",
+        "--post-smooth",
+        "2",
+    ];
+    assert_error(
+        &[&["solve"], &unequal[..]].concat(),
+        "--pre-smooth must equal",
+    );
+    assert_error(&["solve", "--post-smooth", "17"], "--post-smooth");
+    assert_error(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--sizes",
+            "16",
+            "--nz",
+            "8",
+            "--stream-mib",
+            "1",
+            "--solvers",
+            "mg-cg",
+            "--pre-smooth",
+            "3",
+            "--post-smooth",
+            "2",
+        ],
+        "--pre-smooth must equal",
+    );
     assert_error(&["solve", "--n", "2000000", "--levels", "1"], "GiB");
     assert_error(
         &[

@@ -1,13 +1,12 @@
 //! The options of `strata solve` and the settings they give.
 
-use crate::{CliError, CliResult};
+use crate::CliResult;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use strata::grid::RankGrid;
 use strata::io::{NcFormat, Overwrite};
 use strata::problem::{ProblemParams, RhsKind};
 use strata::solver::{SolveParams, SolverConfig, SolverKind};
-use strata::StrataError;
 
 use crate::options::{choice, BackendArgs, MgArgs, ProblemArgs};
 use strata::names::HaloPath;
@@ -156,45 +155,6 @@ impl Setup {
             cfg
         };
         Self { p, cfg }
-    }
-}
-
-/// Says a library error about a parameter in terms of the flag that sets it (`levels` →
-/// `--levels`), so that the checks live in the library alone.
-pub fn flag_error(e: CliError) -> CliError {
-    const FLAGS: [&str; 26] = [
-        "orography",
-        "backend",
-        "halo",
-        "precision",
-        "restart",
-        "coefficients",
-        "solver",
-        "n",
-        "nz",
-        "cfl",
-        "lambda",
-        "height",
-        "delta",
-        "levels",
-        "coarse_steps",
-        "rho",
-        "relaxation",
-        "pre_smooth",
-        "post_smooth",
-        "rtol",
-        "max_it",
-        "threads",
-        "device",
-        "ranks",
-        "output",
-        "json",
-    ];
-    match e.downcast_ref::<StrataError>() {
-        Some(StrataError::InvalidParameter { name, msg }) if FLAGS.contains(&name.as_str()) => {
-            format!("--{} {msg}", name.replace('_', "-")).into()
-        }
-        _ => e,
     }
 }
 

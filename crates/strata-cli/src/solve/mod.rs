@@ -6,7 +6,7 @@ mod args;
 mod distributed;
 mod output;
 
-pub use args::{flag_error, rhs_kind, RhsArg, SolveArgs};
+pub use args::{rhs_kind, RhsArg, SolveArgs};
 
 use self::args::{output_format, overwrite, rank_grid, Setup};
 use self::output::{print_header, progress, report};
