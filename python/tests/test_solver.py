@@ -57,6 +57,11 @@ def test_errors_are_exceptions():
         strata.Solver(30, 16, levels=4)
     with pytest.raises(ValueError, match="solver must be one of"):
         strata.Solver(32, 16, solver="sor")
+    # A negative count is a ValueError naming its parameter (not an unnamed OverflowError).
+    for name in ["n", "levels", "max_it", "threads", "device", "pre_smooth", "post_smooth"]:
+        args = {"n": 16, "nz": 8, "levels": 3, name: -1}
+        with pytest.raises(ValueError, match=f"{name} must not be negative"):
+            strata.Solver(args.pop("n"), args.pop("nz"), **args)
     s = strata.Solver(16, 8, levels=3)
     with pytest.raises(ValueError, match=r"shape \(16, 16, 8\)|needs \[16, 16, 8\]"):
         s.solve(np.zeros((16, 16, 7)))

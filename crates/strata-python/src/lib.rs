@@ -182,6 +182,17 @@ fn choose<T: Choice>(got: &str) -> PyResult<T> {
     T::parse(got).map_err(to_py)
 }
 
+/// A count given as a Python int: a negative one is a ValueError naming the parameter, where an
+/// unsigned argument would raise an OverflowError that names none.
+fn count(name: &str, v: i64) -> PyResult<usize> {
+    usize::try_from(v).map_err(|_| {
+        to_py(StrataError::invalid(
+            name,
+            format!("must not be negative (got {v})"),
+        ))
+    })
+}
+
 impl Solver {
     /// Reads a device array's interface: shape (n, n, nz), float64, strides into i, j, k.
     fn device(&self, name: &str, obj: &Bound<'_, PyAny>) -> PyResult<Device> {
@@ -393,8 +404,8 @@ impl Solver {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        n: usize,
-        nz: usize,
+        n: i64,
+        nz: i64,
         geometry: &str,
         cfl: f64,
         omega: Option<f64>,
@@ -403,15 +414,15 @@ impl Solver {
         delta: f64,
         graded: bool,
         solver: &str,
-        levels: usize,
-        coarse_steps: usize,
+        levels: i64,
+        coarse_steps: i64,
         rtol: f64,
-        max_it: usize,
+        max_it: i64,
         preconditioner: &str,
-        restart: usize,
-        threads: Option<usize>,
+        restart: i64,
+        threads: Option<i64>,
         backend: &str,
-        device: usize,
+        device: i64,
         smoother: Option<&str>,
         rho: f64,
         precision: Option<&str>,
@@ -427,9 +438,21 @@ impl Solver {
         coarse_solve: &str,
         coarse_rtol: f64,
         orography: Option<Bound<'_, PyAny>>,
-        pre_smooth: Option<usize>,
-        post_smooth: Option<usize>,
+        pre_smooth: Option<i64>,
+        post_smooth: Option<i64>,
     ) -> PyResult<Self> {
+        let (n, nz, levels) = (count("n", n)?, count("nz", nz)?, count("levels", levels)?);
+        let (coarse_steps, max_it) = (
+            count("coarse_steps", coarse_steps)?,
+            count("max_it", max_it)?,
+        );
+        let (restart, device) = (count("restart", restart)?, count("device", device)?);
+        let given = |name: &str, v: Option<i64>| v.map(|v| count(name, v)).transpose();
+        let threads = given("threads", threads)?;
+        let (pre_smooth, post_smooth) = (
+            given("pre_smooth", pre_smooth)?,
+            given("post_smooth", post_smooth)?,
+        );
         let geometry: Geometry = choose(geometry)?;
         let orography = orography
             .map(|a| shapes::orography(&a, geometry.panels(), n))
