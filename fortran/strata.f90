@@ -129,7 +129,7 @@ module strata
     end type
 
     public :: strata_problem_default, strata_options_default, strata_options_paper, strata_version
-    public :: strata_solver_create
+    public :: strata_solver_create, strata_solver_options
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
     public :: strata_solver_set_project_rhs
@@ -195,6 +195,14 @@ module strata
             type(strata_tile), intent(out) :: tiles(*)
             integer(c_int32_t), value :: capacity
             integer(c_int32_t), intent(out) :: count
+        end function
+
+        integer(c_int) function strata_solver_options_c(solver, options, size) &
+                bind(c, name="strata_solver_options")
+            import :: c_int, c_ptr, c_size_t, strata_options
+            type(c_ptr), value :: solver
+            type(strata_options), intent(out) :: options
+            integer(c_size_t), value :: size
         end function
 
         integer(c_int) function strata_solver_size(solver, size) bind(c, name="strata_solver_size")
@@ -289,6 +297,14 @@ contains
     integer(c_int) function strata_options_default(options)
         type(strata_options), intent(out) :: options
         strata_options_default = strata_options_init(options, c_sizeof(options))
+    end function
+
+    ! The options a solver runs with: those it was created with, the library's defaults
+    ! (STRATA_DEFAULT, backend auto) resolved.
+    integer(c_int) function strata_solver_options(solver, options)
+        type(c_ptr), value :: solver
+        type(strata_options), intent(out) :: options
+        strata_solver_options = strata_solver_options_c(solver, options, c_sizeof(options))
     end function
 
     ! The paper's configuration: block-Jacobi smoothing and fp64.

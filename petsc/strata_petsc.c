@@ -214,20 +214,22 @@ static PetscErrorCode PCView_Strata(PC pc, PetscViewer viewer)
 {
   PC_Strata *s = (PC_Strata *)pc->data;
   PetscBool ascii;
+  StrataOptions o = s->options;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  /* Once set up, the options the solver runs with: the library's defaults resolved. */
+  if (s->solver) StrataCall(pc, strata_solver_options(s->solver, &o, sizeof o));
   if (ascii) {
     PetscCall(PetscViewerASCIIPrintf(viewer,
                                      "  strata %s: geometry %d, n = %d, nz = %d, %d levels, the "
                                      "preconditioner of solver %d, smoother %d, precision %d, "
-                                     "smoothing steps %d and %d "
-                                     "(STRATA_GEOMETRY_*, STRATA_SOLVER_*, ...; -1: the default)\n",
+                                     "V(%d,%d) cycle, backend %d (STRATA_GEOMETRY_*, "
+                                     "STRATA_SOLVER_*, ...; -1: the default, before set-up)\n",
                                      strata_version(), (int)s->problem.geometry, (int)s->problem.n,
-                                     (int)s->problem.nz, (int)s->options.levels,
-                                     (int)s->options.solver, (int)s->options.smoother,
-                                     (int)s->options.precision, (int)s->options.pre_smooth,
-                                     (int)s->options.post_smooth));
+                                     (int)s->problem.nz, (int)o.levels, (int)o.solver,
+                                     (int)o.smoother, (int)o.precision, (int)o.pre_smooth,
+                                     (int)o.post_smooth, (int)o.backend));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -92,6 +92,9 @@ class Solver:
     def setup(self) -> dict[str, float]:
         """Seconds of each phase of the solver's creation."""
     @property
+    def config(self) -> dict[str, Any]:
+        """The configuration the solver runs with, every default resolved."""
+    @property
     def backend(self) -> Literal["cpu", "cuda", "reference"]:
         """The backend the solver runs on."""
     @property

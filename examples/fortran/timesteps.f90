@@ -10,7 +10,7 @@ program timesteps
     use strata
     implicit none
     type(strata_problem) :: problem
-    type(strata_options) :: options
+    type(strata_options) :: options, resolved
     type(strata_info) :: info
     type(c_ptr) :: solver
     integer(c_size_t) :: size
@@ -47,6 +47,14 @@ program timesteps
     options%post_smooth = 1
 
     call check(strata_solver_create(problem, options, solver), "strata_solver_create")
+    ! The options it runs with: those given, the library's defaults resolved (mixed precision
+    ! for gcr's multigrid preconditioner, the CPU asked for).
+    call check(strata_solver_options(solver, resolved), "strata_solver_options")
+    if (resolved%pre_smooth /= 2 .or. resolved%post_smooth /= 1 .or. &
+            resolved%precision /= STRATA_PRECISION_MIXED .or. resolved%backend /= 1) then
+        print *, "strata_solver_options: not the options the solver runs with"
+        stop 1
+    end if
     call check(strata_solver_size(solver, size), "strata_solver_size")
     n = problem%n
     nz = problem%nz

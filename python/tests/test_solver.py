@@ -342,6 +342,22 @@ def test_smoothing_steps_per_level():
         strata.Solver(16, 8, post_smooth=0)
 
 
+def test_config_gives_the_resolved_defaults():
+    # What None resolved to: mg-cg's red-black V(2,2) cycle in mixed precision; what was given
+    # stays; the config of one solver makes another that takes its iterations.
+    s = strata.Solver(32, 16, solver="mg-cg", levels=3, backend="cpu")
+    c = s.config
+    assert (c["solver"], c["smoother"], c["precision"]) == ("mg-cg", "red-black", "mixed"), c
+    assert (c["pre_smooth"], c["post_smooth"], c["levels"]) == (2, 2, 3), c
+    assert strata.Solver(32, 16, paper=True, levels=3).config["smoother"] == "jacobi"
+    again = strata.Solver(32, 16, backend="cpu", **c)
+    assert again.config == c
+    f = random_rhs((32, 32, 16), 2)
+    s.solve(f)
+    again.solve(f)
+    assert s.info["iterations"] == again.info["iterations"]
+
+
 def test_one_process_owns_the_whole_grid_and_comm_must_be_a_communicator():
     s = strata.Solver(16, 8, levels=3, backend="cpu")
     assert s.block == (0, 0, 16, 16)

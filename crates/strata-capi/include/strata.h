@@ -294,6 +294,19 @@ enum StrataStatus strata_solver_create(const struct StrataProblem *problem,
 // `solver` must be null or a live handle.
 enum StrataStatus strata_solver_size(const struct StrataSolver *solver, size_t *size);
 
+// Fills the `size` bytes of `options` with the options `solver` runs with: those it was
+// created with, every choice left to the library resolved — the solver's smoother, precision
+// and smoothing steps where `STRATA_DEFAULT` was given, the backend `auto` chose, the levels
+// of a closed geometry's hierarchy — and `threads`, `device` and `halo` as given; sets
+// `options->size`. Call it with `sizeof *options` (PETSc's `-ksp_view` of the strata
+// preconditioner prints these).
+//
+// # Safety
+// `solver` must be null or a live handle; `options` null or `size` writable bytes.
+enum StrataStatus strata_solver_options(const struct StrataSolver *solver,
+                                        struct StrataOptions *options,
+                                        size_t size);
+
 // Solves A u = rhs. `rhs` and `u` hold strata_solver_size values; with `initial_guess` != 0 the
 // solve starts from `u`, else from zero. `info` (may be null) receives the record; a solve that
 // does not converge is not an error (see info.converged) unless `options.error_if_not_converged`

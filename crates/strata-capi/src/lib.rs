@@ -188,6 +188,8 @@ pub struct StrataInfo {
 /// An opaque solver handle.
 pub struct StrataSolver {
     inner: Box<dyn Solver>,
+    /// The options it was created with (where it runs: threads, device, halo path).
+    options: StrataOptions,
 }
 
 impl StrataSolver {
@@ -501,7 +503,7 @@ pub unsafe extern "C" fn strata_solver_create(
         // sphere; documented).
         let params = unsafe { problem_params(p)? };
         let inner = strata_session::open(&params, &solver_config(o)?, place(o)?)?;
-        *out = Box::into_raw(Box::new(StrataSolver { inner }));
+        *out = Box::into_raw(Box::new(StrataSolver { inner, options: *o }));
         Ok(())
     })
 }
@@ -524,6 +526,37 @@ pub unsafe extern "C" fn strata_solver_size(
         );
         *size = s.len();
         Ok(())
+    })
+}
+
+/// Fills the `size` bytes of `options` with the options `solver` runs with: those it was
+/// created with, every choice left to the library resolved — the solver's smoother, precision
+/// and smoothing steps where `STRATA_DEFAULT` was given, the backend `auto` chose, the levels
+/// of a closed geometry's hierarchy — and `threads`, `device` and `halo` as given; sets
+/// `options->size`. Call it with `sizeof *options` (PETSc's `-ksp_view` of the strata
+/// preconditioner prints these).
+///
+/// # Safety
+/// `solver` must be null or a live handle; `options` null or `size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn strata_solver_options(
+    solver: *const StrataSolver,
+    options: *mut StrataOptions,
+    size: usize,
+) -> StrataStatus {
+    guard(|| {
+        // SAFETY: the caller promises a live handle or null (checked).
+        let s = unsafe { solver.as_ref() }.ok_or_else(|| invalid("solver is null"))?;
+        let given = &s.options;
+        let resolved = StrataOptions {
+            backend: s.inner.backend().code(),
+            threads: given.threads,
+            device: given.device,
+            halo: given.halo,
+            ..options_of(s.inner.config())
+        };
+        // SAFETY: the caller promises `size` writable bytes or null (checked).
+        unsafe { sized::write(options, size, resolved) }
     })
 }
 
@@ -1249,7 +1282,7 @@ pub unsafe extern "C" fn strata_solver_create_mpi(
             let world = theirs.duplicate();
             std::mem::forget(theirs);
             let inner = strata_session::open(&params, &cfg, place.with_comm(world))?;
-            *out = Box::into_raw(Box::new(StrataSolver { inner }));
+            *out = Box::into_raw(Box::new(StrataSolver { inner, options: *o }));
             Ok(())
         }
         #[cfg(not(feature = "mpi"))]

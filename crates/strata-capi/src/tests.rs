@@ -964,3 +964,44 @@ fn smoothing_steps() {
         (STRATA_DEFAULT, STRATA_DEFAULT)
     );
 }
+
+/// strata_solver_options gives the options a solver runs with: the defaults left to the library
+/// resolved (mg-cg's red-black V(2,2) cycle in mixed precision, on the CPU asked for), the
+/// others as given; into an older layout too; a null handle is an error.
+#[test]
+fn a_solvers_resolved_options() {
+    let p = test_problem(0);
+    let mut o = test_options(1e-6);
+    (o.smoother, o.precision, o.threads) = (STRATA_DEFAULT, STRATA_DEFAULT, 1);
+    let mut s = std::ptr::null_mut();
+    let mut got = StrataOptions { size: 0, ..o };
+    let older = std::mem::offset_of!(StrataOptions, coarse_rtol);
+    let mut old = StrataOptions { size: 0, ..o };
+    // SAFETY: valid pointers to locals; the handle is destroyed once.
+    unsafe {
+        assert_eq!(strata_solver_create(&p, &o, &mut s), StrataStatus::Ok);
+        let full = std::mem::size_of::<StrataOptions>();
+        assert_eq!(strata_solver_options(s, &mut got, full), StrataStatus::Ok);
+        assert_eq!(strata_solver_options(s, &mut old, older), StrataStatus::Ok);
+        assert_eq!(
+            strata_solver_options(std::ptr::null(), &mut got, full),
+            StrataStatus::InvalidArgument
+        );
+        strata_solver_destroy(s);
+    }
+    use strata_core::solver::Smoother;
+    assert_eq!(got.size, std::mem::size_of::<StrataOptions>());
+    assert_eq!((got.pre_smooth, got.post_smooth), (2, 2));
+    assert_eq!(got.smoother, Smoother::RedBlack.code());
+    assert_eq!(got.precision, Precision::Mixed.code());
+    assert_eq!(got.backend, BackendKind::Cpu.code());
+    assert_eq!(
+        (got.solver, got.levels, got.threads),
+        (o.solver, o.levels, 1)
+    );
+    assert_eq!((got.rtol, got.max_it), (o.rtol, o.max_it));
+    assert_eq!(
+        (old.size, old.smoother, old.levels),
+        (older, got.smoother, 3)
+    );
+}

@@ -838,6 +838,34 @@ impl Solver {
         Ok(d)
     }
 
+    /// The configuration the solver runs with, every default resolved: a dict of the
+    /// constructor's names — solver, preconditioner, levels, coarse_steps, smoother, rho,
+    /// relaxation, pre_smooth, post_smooth, coarse_solve, coarse_rtol, precision, restart,
+    /// rtol, max_it (e.g. mg-cg's "red-black" smoother, its V(2,2) cycle and "mixed" precision
+    /// where the constructor was given None).
+    #[getter]
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.engine.config();
+        let mg = &c.multigrid;
+        let d = PyDict::new(py);
+        d.set_item("solver", c.kind.name())?;
+        d.set_item("preconditioner", c.preconditioner.name())?;
+        d.set_item("levels", mg.n_levels)?;
+        d.set_item("coarse_steps", mg.coarse_steps)?;
+        d.set_item("smoother", mg.smoother.name())?;
+        d.set_item("rho", mg.rho)?;
+        d.set_item("relaxation", mg.relaxation)?;
+        d.set_item("pre_smooth", mg.pre_smooth)?;
+        d.set_item("post_smooth", mg.post_smooth)?;
+        d.set_item("coarse_solve", mg.coarse_solve.name())?;
+        d.set_item("coarse_rtol", mg.coarse_rtol)?;
+        d.set_item("precision", c.precision.name())?;
+        d.set_item("restart", c.restart)?;
+        d.set_item("rtol", c.stopping.rtol)?;
+        d.set_item("max_it", c.stopping.max_it)?;
+        Ok(d)
+    }
+
     /// The backend the solver runs on: "cpu", "cuda" or "reference".
     #[getter]
     fn backend(&self) -> &'static str {
