@@ -12,6 +12,8 @@
 mod comm;
 #[cfg(feature = "nccl")]
 mod nccl;
+#[cfg(feature = "nccl")]
+mod nccl_queue;
 mod sphere;
 
 pub use comm::{displacements, MpiComm};

@@ -1,8 +1,12 @@
 //! [`NcclComm`]: halo exchange of device fields by NCCL point-to-point between device buffers
 //! (no host copies), the NCCL communicator bootstrapped over MPI; global sums by MPI allreduce
-//! of the host scalars the solvers already read back.
+//! of the host scalars the solvers already read back. The messages are queued on the CUDA
+//! backend's current stream ([`crate::nccl_queue`]), so the multigrid cycle, exchanges and
+//! all, is recorded as one CUDA graph and replayed with one launch, as on one GPU
+//! (`STRATA_NCCL_GRAPHS=0`: not recorded).
 
 use crate::comm::halo_parts;
+use crate::nccl_queue::Nccl;
 use crate::MpiComm;
 use cudarc::driver::CudaSlice;
 use mpi::topology::SimpleCommunicator;
@@ -15,15 +19,13 @@ use strata::grid::{RankGrid, Side};
 use strata::{Result, StrataError};
 use strata_cuda::{CudaBackend, CudaField, CudaLevel};
 
-pub(crate) fn nccl_err(e: impl std::fmt::Debug) -> StrataError {
-    StrataError::Comm(format!("NCCL: {e:?}"))
-}
-
 /// Halo exchange of the CUDA backend's fields with NCCL on the device, reductions with MPI.
 /// It is a `Comm<CudaBackend>` and nothing else: the face buffers are device memory.
 pub struct NcclComm {
     mpi: MpiComm<CudaBackend>,
-    nccl: cudarc::nccl::Comm,
+    nccl: Nccl,
+    /// Whether the exchanges may be recorded in the cycle's CUDA graph ([`record_exchanges`]).
+    record: bool,
     /// Send and receive face buffers per level, in device memory, allocated at set-up.
     faces: RefCell<FaceStore<CudaSlice<f64>>>,
     /// Send and receive buffers of the halo corners that have a diagonal rank.
@@ -53,6 +55,7 @@ impl NcclComm {
         Ok(Self {
             mpi,
             nccl,
+            record: record_exchanges()?,
             faces: RefCell::new(FaceStore::default()),
             corners: RefCell::new(Corners::default()),
         })
@@ -75,7 +78,7 @@ pub(crate) fn bootstrap(
     backend: &CudaBackend,
     peers: &[i32],
     all_reduce: bool,
-) -> Result<cudarc::nccl::Comm> {
+) -> Result<Nccl> {
     if !nccl_available() {
         return Err(StrataError::Comm(
             "the NCCL library (libnccl.so) was not found; use --halo mpi".into(),
@@ -87,16 +90,23 @@ pub(crate) fn bootstrap(
         .context()
         .bind_to_thread()
         .map_err(|e| StrataError::Comm(format!("CUDA: {e}")))?;
-    let mut raw = [0i8; 128];
-    if rank == 0 {
-        let id = cudarc::nccl::Id::new().map_err(nccl_err)?;
-        for (r, c) in raw.iter_mut().zip(id.internal()) {
-            *r = *c;
-        }
-    }
+    let mut raw: [std::ffi::c_char; 128] = [0; 128];
+    let made = if rank == 0 {
+        Nccl::unique_id().map(|id| raw = id)
+    } else {
+        Ok(())
+    };
+    // Every rank takes part in the broadcast, whatever rank 0 found: then all fail alike.
+    let mut ok = [u8::from(made.is_ok())];
+    world.process_at_rank(0).broadcast_into(&mut ok[..]);
     world.process_at_rank(0).broadcast_into(&mut raw[..]);
-    let id = cudarc::nccl::Id::uninit(raw.map(|c| c as _));
-    let nccl = cudarc::nccl::Comm::from_rank(stream.clone(), rank, size, id).map_err(nccl_err)?;
+    made?;
+    if ok[0] == 0 {
+        return Err(StrataError::Comm(
+            "rank 0 could not make an NCCL unique id".into(),
+        ));
+    }
+    let nccl = Nccl::init(rank, size, raw)?;
     let cu = |e: cudarc::driver::DriverError| StrataError::Comm(format!("CUDA: {e}"));
     {
         let mut bufs = Vec::new();
@@ -106,21 +116,36 @@ pub(crate) fn bootstrap(
                 stream.alloc_zeros::<f64>(1).map_err(cu)?,
             ));
         }
-        {
-            let mut group = nccl.group();
-            for (peer, (send, recv)) in peers.iter().zip(bufs.iter_mut()) {
-                group.send(send.as_view(), *peer).map_err(nccl_err)?;
-                group.recv(recv.as_view_mut(), *peer).map_err(nccl_err)?;
-            }
+        let mut group = nccl.group()?;
+        for (peer, (send, recv)) in peers.iter().zip(bufs.iter_mut()) {
+            group.send(backend, send, *peer)?;
+            group.recv(backend, recv, *peer)?;
         }
+        group.end()?;
         if all_reduce {
             let mut one = stream.alloc_zeros::<f64>(1).map_err(cu)?;
-            nccl.all_reduce_in_place(&mut one, &cudarc::nccl::ReduceOp::Sum)
-                .map_err(nccl_err)?;
+            nccl.sum_in_place(backend, &mut one, 0, 1)?;
         }
+        stream.synchronize().map_err(cu)?;
     }
-    stream.synchronize().map_err(cu)?;
     Ok(nccl)
+}
+
+/// Whether a communicator's exchanges may be recorded in the cycle's CUDA graph:
+/// `STRATA_NCCL_GRAPHS` (`1`, the default, or `0`: every exchange queued by the host as it
+/// comes, for comparison). Every rank must be given the same value.
+pub(crate) fn record_exchanges() -> Result<bool> {
+    match std::env::var("STRATA_NCCL_GRAPHS") {
+        Err(_) => Ok(true),
+        Ok(v) => match v.trim() {
+            "1" => Ok(true),
+            "0" => Ok(false),
+            _ => Err(StrataError::invalid(
+                "STRATA_NCCL_GRAPHS",
+                format!("must be 0 or 1 (got {v:?})"),
+            )),
+        },
+    }
 }
 
 impl NcclComm {
@@ -173,11 +198,11 @@ impl NcclComm {
                     4 + 3 - (t - 4)
                 }
             };
-            let mut group = self.nccl.group();
+            let mut group = self.nccl.group()?;
             let sends = faces.send.iter().chain(&cols.send);
             for (peer, send) in peers.iter().zip(sends) {
                 if let (Some(peer), Some(send)) = (peer, send) {
-                    group.send(send.as_view(), *peer as i32).map_err(nccl_err)?;
+                    group.send(b, send, *peer as i32)?;
                 }
             }
             let mut recvs: Vec<(usize, &mut Option<CudaSlice<f64>>)> = faces
@@ -189,11 +214,10 @@ impl NcclComm {
             recvs.sort_by_key(|(t, _)| sender(*t));
             for (t, recv) in recvs {
                 if let (Some(peer), Some(recv)) = (peers[t], recv) {
-                    group
-                        .recv(recv.as_view_mut(), peer as i32)
-                        .map_err(nccl_err)?;
+                    group.recv(b, recv, peer as i32)?;
                 }
             }
+            group.end()?;
         }
         let mut parts = halo_parts(&mut faces.recv, &mut cols.recv, &diagonals);
         let parts: Vec<(HaloPart, &CudaSlice<f64>)> =
@@ -252,24 +276,14 @@ impl Comm<CudaBackend> for NcclComm {
     /// Krylov iterations' sums reach the host no more than on one GPU (the default, through
     /// the host, waits for the stream at every sum). On one rank too, where it is a copy, so
     /// that a one-rank job runs this path.
-    fn sum_slots(
-        &self,
-        _b: &CudaBackend,
-        s: &mut CudaSlice<f64>,
-        at: usize,
-        n: usize,
-    ) -> Result<()> {
-        if at + n > s.len() {
-            return Err(StrataError::invalid(
-                "slots",
-                format!("{at}..{} of {} scalars", at + n, s.len()),
-            ));
-        }
-        let mut slots = s.slice_mut(at..at + n);
-        self.nccl
-            .all_reduce_in_place(&mut slots, &cudarc::nccl::ReduceOp::Sum)
-            .map_err(nccl_err)?;
-        Ok(())
+    fn sum_slots(&self, b: &CudaBackend, s: &mut CudaSlice<f64>, at: usize, n: usize) -> Result<()> {
+        self.nccl.sum_in_place(b, s, at, n)
+    }
+
+    /// The exchanges only queue kernels and NCCL operations on the backend's current stream:
+    /// the cycle may be recorded with them (unless `STRATA_NCCL_GRAPHS=0`).
+    fn queues_only(&self) -> bool {
+        self.record
     }
 
     fn prolongation_sides(&self) -> Option<[bool; 4]> {

@@ -280,7 +280,10 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
 #[cfg(feature = "nccl")]
 pub struct SphereNcclComm {
     mpi: SphereMpiComm<strata_cuda::CudaBackend>,
-    nccl: cudarc::nccl::Comm,
+    nccl: crate::nccl_queue::Nccl,
+    /// Whether the exchanges may be recorded in the cycle's CUDA graph
+    /// (`STRATA_NCCL_GRAPHS`).
+    record: bool,
 }
 
 #[cfg(feature = "nccl")]
@@ -295,7 +298,11 @@ impl SphereNcclComm {
     ) -> Result<Self> {
         let mpi = SphereMpiComm::new(world, k);
         let nccl = crate::nccl::bootstrap(&mpi.world, backend, &mpi.peers(tiles), false)?;
-        Ok(Self { mpi, nccl })
+        Ok(Self {
+            mpi,
+            nccl,
+            record: crate::nccl::record_exchanges()?,
+        })
     }
 }
 
@@ -319,7 +326,6 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
         lev: &TiledLevel<strata_cuda::CudaBackend>,
         x: &mut Vec<InnerField<H>>,
     ) -> Result<()> {
-        use crate::nccl::nccl_err;
         let tiles = tiles_of(b.stencil(lev))?;
         let mut levels = self.mpi.levels.borrow_mut();
         let level = level_of(&mut levels, tiles)?;
@@ -335,15 +341,14 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
         }
         out.sort_by_key(|s| s.0);
         inc.sort_by_key(|r| r.0);
-        {
-            let mut group = self.nccl.group();
-            for ((peer, _), buf) in &out {
-                group.send(buf.as_view(), *peer).map_err(nccl_err)?;
-            }
-            for ((peer, _), buf) in &mut inc {
-                group.recv(buf.as_view_mut(), *peer).map_err(nccl_err)?;
-            }
+        let mut group = self.nccl.group()?;
+        for ((peer, _), buf) in &out {
+            group.send(inner, buf, *peer)?;
         }
+        for ((peer, _), buf) in &mut inc {
+            group.recv(inner, buf, *peer)?;
+        }
+        group.end()?;
         drop((out, inc));
         inner.unpack_blocks(&lev.tiles, x, &mut recvs(&mut level.remotes))?;
         drop(levels);
@@ -353,5 +358,11 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
     fn sum(&self, values: &mut [f64]) -> Result<()> {
         crate::comm::all_sum(&self.mpi.world, values);
         Ok(())
+    }
+
+    /// The exchanges only queue kernels and NCCL operations on the backend's current stream:
+    /// the cycle may be recorded with them (unless `STRATA_NCCL_GRAPHS=0`).
+    fn queues_only(&self) -> bool {
+        self.record
     }
 }

@@ -441,9 +441,17 @@ impl CudaBackend {
         &self.tuning
     }
 
-    /// The stream every kernel and copy of this backend runs on (for NCCL).
+    /// The stream every kernel and copy of this backend runs on outside a recording.
     pub fn stream(&self) -> Arc<CudaStream> {
         self.stream.clone()
+    }
+
+    /// The stream the backend queues its next copy or kernel on: its one stream, or while a
+    /// [`Fields::replay`] body is being recorded, the capture stream. Work another library
+    /// queues there (NCCL's halo messages) is ordered with the backend's, and recorded with
+    /// the body. (Not a tile stream: no communication happens inside a group of tiles.)
+    pub fn queue_stream(&self) -> cudarc::driver::sys::CUstream {
+        self.base().cu_stream()
     }
 
     /// Free and total device memory in bytes.
