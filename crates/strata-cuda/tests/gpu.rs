@@ -1290,6 +1290,103 @@ fn launch_counts_see_replayed_cycles_as_one_launch() {
     assert!(graphed.1 + 10 < graphed.0, "{graphed:?}");
 }
 
+/// One process's communicator that asks for its cycles to run `0` times directly before they
+/// are recorded ([`strata::comm::Comm::record_after`], as the NCCL communicators do).
+struct RecordAfter(usize);
+
+impl strata::comm::Comm<CudaBackend> for RecordAfter {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn prepare(&self, b: &CudaBackend, lev: &strata_cuda::CudaLevel) -> strata::Result<()> {
+        strata::comm::Comm::<CudaBackend>::prepare(&strata::comm::SerialComm, b, lev)
+    }
+    fn exchange(
+        &self,
+        b: &CudaBackend,
+        lev: &strata_cuda::CudaLevel,
+        x: &mut strata_cuda::CudaField,
+    ) -> strata::Result<()> {
+        strata::comm::SerialComm.exchange(b, lev, x)
+    }
+    fn sum(&self, _values: &mut [f64]) -> strata::Result<()> {
+        Ok(())
+    }
+    fn queues_only(&self) -> bool {
+        true
+    }
+    fn record_after(&self) -> usize {
+        self.0
+    }
+}
+
+/// A communicator that records cycles only after `k` direct runs: with more than the solve's
+/// cycles it records none (as many host launches as kernels), with fewer it replays the later
+/// cycles (fewer launches than kernels, more than recording at once), and every count gives the
+/// same iterates bit for bit.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cycles_are_recorded_after_the_communicators_count() {
+    use strata::backend::Fields;
+    let p = ProblemParams {
+        n: 64,
+        nz: 32,
+        ..Default::default()
+    };
+    let rhs = build_rhs(&p, RhsKind::Random, 9, &Block::whole(p.n));
+    let g = gpu();
+    for kind in [SolverKind::Mg, SolverKind::MgCg] {
+        let run = |comm: &RecordAfter, its: usize| {
+            let cfg = SolverConfig::new(kind)
+                .with_max_it(its)
+                .with_fixed_iterations(true);
+            let before = g.launches().unwrap();
+            let mut h = Vec::new();
+            let s =
+                strata::solve_block(&g, comm, &p, Block::whole(p.n), &cfg, &rhs, &mut |_, r| {
+                    h.push(r)
+                })
+                .unwrap();
+            (h, s.u, g.launches().unwrap() - before)
+        };
+        let (never, u_never, l_never) = run(&RecordAfter(1000), 10);
+        let (later, u_later, l_later) = run(&RecordAfter(4), 10);
+        let (first, u_first, l_first) = run(&RecordAfter(0), 10);
+        println!(
+            "{kind:?}, 10 iterations: never recorded {l_never:?}, after 4 cycles {l_later:?}, \
+             at once {l_first:?} (kernels, host launches)"
+        );
+        assert_eq!(
+            l_never.kernels, l_never.host,
+            "{kind:?}: every cycle run directly"
+        );
+        assert!(
+            l_later.host + 10 < l_later.kernels,
+            "{kind:?}: the later cycles replayed: {l_later:?}"
+        );
+        assert!(
+            l_first.host < l_later.host && l_later.host < l_never.host,
+            "{kind:?}: recorded at once, the fewest launches"
+        );
+        assert_eq!(
+            l_never.kernels, l_later.kernels,
+            "{kind:?}: the same kernels"
+        );
+        assert_eq!(
+            (&never, &never),
+            (&later, &first),
+            "{kind:?}: residual histories"
+        );
+        assert!(
+            u_never == u_later && u_never == u_first,
+            "{kind:?}: solutions"
+        );
+    }
+}
+
 /// Mixed mg, the default solver, runs its iterations on the device (one CUDA graph whose WHILE
 /// node repeats the cycle until a kernel's stopping test says stop): the host launches as often
 /// for 5 iterations as for 3, and the residual history and solution are those of the host's

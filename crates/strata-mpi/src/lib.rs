@@ -19,7 +19,7 @@ mod sphere;
 pub use comm::{displacements, MpiComm};
 pub use mpi;
 #[cfg(feature = "nccl")]
-pub use nccl::{nccl_available, NcclComm};
+pub use nccl::{nccl_available, NcclComm, RECORD_AFTER};
 pub use sphere::SphereMpiComm;
 #[cfg(feature = "nccl")]
 pub use sphere::SphereNcclComm;

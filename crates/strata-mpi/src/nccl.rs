@@ -2,8 +2,8 @@
 //! (no host copies), the NCCL communicator bootstrapped over MPI; global sums by MPI allreduce
 //! of the host scalars the solvers already read back. The messages are queued on the CUDA
 //! backend's current stream ([`crate::nccl_queue`]), so the multigrid cycle, exchanges and
-//! all, is recorded as one CUDA graph and replayed with one launch, as on one GPU
-//! (`STRATA_NCCL_GRAPHS=0`: not recorded).
+//! all, is recorded as one CUDA graph and replayed with one launch, as on one GPU, once it has
+//! run [`RECORD_AFTER`] times ([`record_exchanges`]).
 
 use crate::comm::halo_parts;
 use crate::nccl_queue::Nccl;
@@ -24,8 +24,9 @@ use strata_cuda::{CudaBackend, CudaField, CudaLevel};
 pub struct NcclComm {
     mpi: MpiComm<CudaBackend>,
     nccl: Nccl,
-    /// Whether the exchanges may be recorded in the cycle's CUDA graph ([`record_exchanges`]).
-    record: bool,
+    /// After how many direct runs a cycle is recorded with its exchanges in a CUDA graph; `None`:
+    /// never ([`record_exchanges`]).
+    record: Option<usize>,
     /// Send and receive face buffers per level, in device memory, allocated at set-up.
     faces: RefCell<FaceStore<CudaSlice<f64>>>,
     /// Send and receive buffers of the halo corners that have a diagonal rank.
@@ -131,20 +132,28 @@ pub(crate) fn bootstrap(
     Ok(nccl)
 }
 
-/// Whether a communicator's exchanges may be recorded in the cycle's CUDA graph:
-/// `STRATA_NCCL_GRAPHS` (`1`, the default, or `0`: every exchange queued by the host as it
-/// comes, for comparison). Every rank must be given the same value.
-pub(crate) fn record_exchanges() -> Result<bool> {
+/// How many times a multigrid cycle runs directly on NCCL ranks before it is recorded, with
+/// its halo messages, as a CUDA graph. Recording NCCL messages is dear — ≈ 2.5 ms for mg's cycle
+/// at global 512² × 128 on 4 H200s (21 exchanges), ≈ 14 ms on the sphere 6 × 512² (40
+/// exchanges of ≈ 25 messages) — and the replay saves 0.06 and 1.1 ms per cycle: repaid after
+/// ≈ 13–40 cycles (docs/results/performance-log.md, 2026-11-28). A solve takes 3–5 cycles, so a
+/// one-off solve, or a series of 10 fixed iterations, never records, and a persistent solver
+/// (the C, Fortran and Python interfaces, a model's time steps) records during its fourth solve.
+pub const RECORD_AFTER: usize = 12;
+
+/// After how many direct runs a cycle is recorded with its exchanges: `STRATA_NCCL_GRAPHS`,
+/// a count (default [`RECORD_AFTER`]; `0`: at its first run) or `off` (never: every exchange
+/// queued by the host as it comes). Every rank must be given the same value.
+pub(crate) fn record_exchanges() -> Result<Option<usize>> {
     match std::env::var("STRATA_NCCL_GRAPHS") {
-        Err(_) => Ok(true),
-        Ok(v) => match v.trim() {
-            "1" => Ok(true),
-            "0" => Ok(false),
-            _ => Err(StrataError::invalid(
+        Err(_) => Ok(Some(RECORD_AFTER)),
+        Ok(v) if v.trim() == "off" => Ok(None),
+        Ok(v) => v.trim().parse().map(Some).map_err(|_| {
+            StrataError::invalid(
                 "STRATA_NCCL_GRAPHS",
-                format!("must be 0 or 1 (got {v:?})"),
-            )),
-        },
+                format!("must be a count of cycles or `off` (got {v:?})"),
+            )
+        }),
     }
 }
 
@@ -276,14 +285,24 @@ impl Comm<CudaBackend> for NcclComm {
     /// Krylov iterations' sums reach the host no more than on one GPU (the default, through
     /// the host, waits for the stream at every sum). On one rank too, where it is a copy, so
     /// that a one-rank job runs this path.
-    fn sum_slots(&self, b: &CudaBackend, s: &mut CudaSlice<f64>, at: usize, n: usize) -> Result<()> {
+    fn sum_slots(
+        &self,
+        b: &CudaBackend,
+        s: &mut CudaSlice<f64>,
+        at: usize,
+        n: usize,
+    ) -> Result<()> {
         self.nccl.sum_in_place(b, s, at, n)
     }
 
     /// The exchanges only queue kernels and NCCL operations on the backend's current stream:
-    /// the cycle may be recorded with them (unless `STRATA_NCCL_GRAPHS=0`).
+    /// the cycle may be recorded with them (unless `STRATA_NCCL_GRAPHS=off`).
     fn queues_only(&self) -> bool {
-        self.record
+        self.record.is_some()
+    }
+
+    fn record_after(&self) -> usize {
+        self.record.unwrap_or(0)
     }
 
     fn prolongation_sides(&self) -> Option<[bool; 4]> {

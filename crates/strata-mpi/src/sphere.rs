@@ -281,9 +281,9 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
 pub struct SphereNcclComm {
     mpi: SphereMpiComm<strata_cuda::CudaBackend>,
     nccl: crate::nccl_queue::Nccl,
-    /// Whether the exchanges may be recorded in the cycle's CUDA graph
-    /// (`STRATA_NCCL_GRAPHS`).
-    record: bool,
+    /// After how many direct runs a cycle is recorded with its exchanges in a CUDA graph;
+    /// `None`: never (`STRATA_NCCL_GRAPHS`, [`crate::RECORD_AFTER`]).
+    record: Option<usize>,
 }
 
 #[cfg(feature = "nccl")]
@@ -361,8 +361,12 @@ impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclC
     }
 
     /// The exchanges only queue kernels and NCCL operations on the backend's current stream:
-    /// the cycle may be recorded with them (unless `STRATA_NCCL_GRAPHS=0`).
+    /// the cycle may be recorded with them (unless `STRATA_NCCL_GRAPHS=off`).
     fn queues_only(&self) -> bool {
-        self.record
+        self.record.is_some()
+    }
+
+    fn record_after(&self) -> usize {
+        self.record.unwrap_or(0)
     }
 }

@@ -50,6 +50,13 @@ pub trait Comm<B: Backend> {
     fn queues_only(&self) -> bool {
         false
     }
+    /// How many times a piece of work runs directly before it is recorded, where
+    /// [`Comm::queues_only`]: 0 (the default) records it at its first run. A communicator whose
+    /// messages cost much to record (NCCL's) waits until the work has shown itself repeated, so
+    /// that a one-off solve does not pay for a recording it never replays.
+    fn record_after(&self) -> usize {
+        0
+    }
     /// The sides ([`Side::index`]) whose halo holds cells of a neighbouring rank's block of the
     /// same panel or box, in the same frame: after a prolongation the multigrid cycle fills
     /// them with [`crate::backend::StencilKernels::prolongate_faces`] (the neighbour's values,

@@ -17,6 +17,9 @@ const MAX_KEYS: usize = 16;
 pub struct Recording {
     entries: Vec<(Vec<u64>, Box<dyn Any + Send + Sync>)>,
     refused: Option<String>,
+    /// How many times the work of each key ran without being recorded
+    /// ([`Recording::count_run`]).
+    runs: Vec<(Vec<u64>, usize)>,
 }
 
 impl std::fmt::Debug for Recording {
@@ -39,6 +42,22 @@ impl Recording {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.refused = None;
+        self.runs.clear();
+    }
+
+    /// Counts a run of the work of `key` and returns how many runs of it were counted before
+    /// this one (for work recorded only once it has run a number of times,
+    /// [`crate::comm::Comm::record_after`]). Counts are kept for as many keys as recordings
+    /// are: a key beyond the bound always counts as new (its work runs directly).
+    pub fn count_run(&mut self, key: &[u64]) -> usize {
+        if let Some((_, n)) = self.runs.iter_mut().find(|(k, _)| k == key) {
+            *n += 1;
+            return *n - 1;
+        }
+        if self.runs.len() < MAX_KEYS {
+            self.runs.push((key.to_vec(), 1));
+        }
+        0
     }
 
     /// The recording of type `T` kept for `key`.
@@ -136,10 +155,25 @@ mod tests {
         assert!(!r.insert(&[99], 99u64));
         assert!(r.insert(&[0], 7u64), "a kept key is replaced");
         assert_eq!(r.get::<u64>(&[0]), Some(&7));
+        assert_eq!(
+            [r.count_run(&[5]), r.count_run(&[5]), r.count_run(&[6])],
+            [0, 1, 0]
+        );
+        assert_eq!(r.count_run(&[5]), 2);
+        for k in 100..140 {
+            r.count_run(&[k]);
+        }
+        assert_eq!(
+            [r.count_run(&[139]), r.count_run(&[139])],
+            [0, 0],
+            "a key beyond the bound counts as new"
+        );
+        assert_eq!(r.count_run(&[5]), 3, "counted keys are kept");
         r.refuse("waits on the host".into());
         assert!(r.is_empty());
         assert_eq!(r.refused(), Some("waits on the host"));
         r.clear();
         assert_eq!(r.refused(), None);
+        assert_eq!(r.count_run(&[5]), 0, "clear forgets the counts");
     }
 }

@@ -33,7 +33,7 @@ enum Prepared<B: Backend> {
     /// Line relaxation: the fine level's operator alone.
     Line(B::LevelOp),
     /// A V-cycle from zero.
-    Multigrid(MgPreconditioner<B>),
+    Multigrid(Box<MgPreconditioner<B>>),
 }
 
 impl<B: Backend> Prepared<B> {
@@ -46,9 +46,9 @@ impl<B: Backend> Prepared<B> {
     ) -> Result<Self> {
         Ok(match kind {
             Preconditioner::Line => Prepared::Line(b.prepare_level(&stencils[0])?),
-            Preconditioner::Multigrid => {
-                Prepared::Multigrid(MgPreconditioner::new(b, stencils, mg, storage, false)?)
-            }
+            Preconditioner::Multigrid => Prepared::Multigrid(Box::new(MgPreconditioner::new(
+                b, stencils, mg, storage, false,
+            )?)),
         })
     }
 

@@ -55,6 +55,8 @@ impl<B: Backend> OnDevice<B> {
             || params.max_it > MAX_DEVICE_ITERATIONS
             || !b.device_iterations()
             || !pc.replayable(comm)
+            // Not over NCCL ranks: their messages inside a conditional node are untried.
+            || comm.record_after() > 0
             || self.rec.refused().is_some()
         {
             return Ok(None);

@@ -227,6 +227,11 @@ impl<B: Backend> MgPreconditioner<B> {
             return self.cycle_now(b, comm, timer, &mut ends);
         }
         let key = self.arrangement(b, &ends);
+        // Recorded once it has run `record_after` times (at once, but on NCCL ranks).
+        let after = comm.record_after();
+        if after > 0 && !self.rec.contains(&key) && self.rec.count_run(&key) < after {
+            return self.cycle_now(b, comm, timer, &mut ends);
+        }
         let mut rec = std::mem::take(&mut self.rec);
         let ran = b.replay(&mut rec, &key, &mut || {
             self.cycle_now(b, comm, timer, &mut ends)
