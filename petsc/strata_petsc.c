@@ -210,6 +210,14 @@ static PetscErrorCode PCDestroy_Strata(PC pc)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The name of a setting's value (strata_choice_name), or "default" for one the library has not
+   resolved yet (before set-up). */
+static const char *StrataName(const char *setting, int value)
+{
+  const char *name = strata_choice_name(setting, value);
+  return name ? name : "default";
+}
+
 static PetscErrorCode PCView_Strata(PC pc, PetscViewer viewer)
 {
   PC_Strata *s = (PC_Strata *)pc->data;
@@ -222,14 +230,16 @@ static PetscErrorCode PCView_Strata(PC pc, PetscViewer viewer)
   if (s->solver) StrataCall(pc, strata_solver_options(s->solver, &o, sizeof o));
   if (ascii) {
     PetscCall(PetscViewerASCIIPrintf(viewer,
-                                     "  strata %s: geometry %d, n = %d, nz = %d, %d levels, the "
-                                     "preconditioner of solver %d, smoother %d, precision %d, "
-                                     "V(%d,%d) cycle, backend %d (STRATA_GEOMETRY_*, "
-                                     "STRATA_SOLVER_*, ...; -1: the default, before set-up)\n",
-                                     strata_version(), (int)s->problem.geometry, (int)s->problem.n,
-                                     (int)s->problem.nz, (int)o.levels, (int)o.solver,
-                                     (int)o.smoother, (int)o.precision, (int)o.pre_smooth,
-                                     (int)o.post_smooth, (int)o.backend));
+                                     "  strata %s: geometry %s, n = %d, nz = %d, %d levels, the "
+                                     "preconditioner of solver %s, smoother %s, precision %s, "
+                                     "V(%d,%d) cycle, backend %s (-1, default: the library's "
+                                     "choice, before set-up)\n",
+                                     strata_version(), StrataName("geometry", s->problem.geometry),
+                                     (int)s->problem.n, (int)s->problem.nz, (int)o.levels,
+                                     StrataName("solver", o.solver),
+                                     StrataName("smoother", o.smoother),
+                                     StrataName("precision", o.precision), (int)o.pre_smooth,
+                                     (int)o.post_smooth, StrataName("backend", o.backend)));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -332,14 +332,25 @@ enum StrataStatus strata_solver_apply(struct StrataSolver *solver, const double 
 // The C integer of a setting's value given by name, as the command line and Python spell it:
 // `strata_choice("solver", "mg-cg", &options.solver)`. Settings: every integer field of
 // `StrataProblem` and `StrataOptions` that names a choice — `geometry`, `sphere_stencil`,
-// `solver`, `preconditioner`, `backend`, `smoother`, `precision`, `halo`. For front ends that
-// read names (PETSc's options database, a model's namelist) without a table of their own.
-// An unknown setting or name is `STRATA_STATUS_INVALID_ARGUMENT`, the last error listing the
-// names.
+// `solver`, `preconditioner`, `backend`, `smoother`, `precision`, `halo`, `boundary`,
+// `coarse_solve`. For front ends that read names (PETSc's options database, a model's
+// namelist) without a table of their own. An unknown setting or name is
+// `STRATA_STATUS_INVALID_ARGUMENT`, the last error listing the names.
 //
 // # Safety
 // `setting` and `name` must be null or NUL-terminated strings; `value` null or writable.
 enum StrataStatus strata_choice(const char *setting, const char *name, int32_t *value);
+
+// The name of a setting's value given by its C integer, as the command line and Python spell
+// it — the inverse of `strata_choice`: `strata_choice_name("solver", options.solver)` is
+// `"mg-cg"` for `STRATA_SOLVER_MG_CG`. For printing the options a solver runs with
+// (`strata_solver_options`; PETSc's `-ksp_view`). The string is static. Null for an unknown
+// setting, or a value the setting does not have (`STRATA_DEFAULT` among them: the solver's
+// choice, known once a solver is made), the last error saying which.
+//
+// # Safety
+// `setting` must be null or a NUL-terminated string.
+const char *strata_choice_name(const char *setting, int32_t value);
 
 // z = P r: the solver's preconditioner applied once, as its own iteration applies it (mg-cg's
 // symmetric V-cycle, mg's cycle from zero, cg's line relaxation, gcr's and bicgstab's

@@ -11,8 +11,10 @@
 #![warn(missing_docs)]
 
 use std::cell::RefCell;
-use std::ffi::{c_char, CString};
+use std::collections::HashMap;
+use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, OnceLock};
 use strata_core::grid::{Block, Boundaries, Boundary};
 use strata_core::names::{BackendKind, Choice, HaloPath};
 use strata_core::problem::{
@@ -651,13 +653,69 @@ pub unsafe extern "C" fn strata_solver_apply(
     })
 }
 
+/// Every name of a setting with its C integer.
+type Names = &'static [(&'static str, i32)];
+
+/// The settings with named values ([`strata_choice`], [`strata_choice_name`]): every name of
+/// `setting` with its C integer, or an error listing the settings.
+fn choices(setting: &str) -> Result<Names, StrataError> {
+    /// Every name of `T` with its C integer, made once per process.
+    fn all<T: Choice>() -> Names {
+        static TABLES: OnceLock<Mutex<HashMap<&'static str, Names>>> = OnceLock::new();
+        let mut tables = TABLES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        tables
+            .entry(T::SETTING)
+            .or_insert_with(|| T::ALL.iter().map(|e| (e.1, e.2)).collect::<Vec<_>>().leak())
+    }
+    use strata_core::solver::Smoother;
+    Ok(match setting {
+        "geometry" => all::<Geometry>(),
+        "sphere_stencil" => all::<SphereStencil>(),
+        "solver" => all::<SolverKind>(),
+        "preconditioner" => all::<Preconditioner>(),
+        "backend" => all::<BackendKind>(),
+        "smoother" => all::<Smoother>(),
+        "precision" => all::<Precision>(),
+        "halo" => all::<HaloPath>(),
+        "boundary" => all::<Boundary>(),
+        "coarse_solve" => all::<CoarseSolve>(),
+        other => {
+            return Err(StrataError::invalid(
+                "setting",
+                format!(
+                    "{other:?} is not a setting with named values (geometry, sphere_stencil, \
+                     solver, preconditioner, backend, smoother, precision, halo, boundary, \
+                     coarse_solve)"
+                ),
+            ))
+        }
+    })
+}
+
+/// A C string argument as text, or an error naming it.
+///
+/// # Safety
+/// `p` must be null or NUL-terminated.
+unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, StrataError> {
+    if p.is_null() {
+        return Err(StrataError::invalid(what, "is null"));
+    }
+    // SAFETY: non-null, NUL-terminated as the caller promises.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| StrataError::invalid(what, "is not UTF-8"))
+}
+
 /// The C integer of a setting's value given by name, as the command line and Python spell it:
 /// `strata_choice("solver", "mg-cg", &options.solver)`. Settings: every integer field of
 /// `StrataProblem` and `StrataOptions` that names a choice — `geometry`, `sphere_stencil`,
-/// `solver`, `preconditioner`, `backend`, `smoother`, `precision`, `halo`. For front ends that
-/// read names (PETSc's options database, a model's namelist) without a table of their own.
-/// An unknown setting or name is `STRATA_STATUS_INVALID_ARGUMENT`, the last error listing the
-/// names.
+/// `solver`, `preconditioner`, `backend`, `smoother`, `precision`, `halo`, `boundary`,
+/// `coarse_solve`. For front ends that read names (PETSc's options database, a model's
+/// namelist) without a table of their own. An unknown setting or name is
+/// `STRATA_STATUS_INVALID_ARGUMENT`, the last error listing the names.
 ///
 /// # Safety
 /// `setting` and `name` must be null or NUL-terminated strings; `value` null or writable.
@@ -668,47 +726,68 @@ pub unsafe extern "C" fn strata_choice(
     value: *mut i32,
 ) -> StrataStatus {
     guard(|| {
-        let text = |p: *const c_char, what: &str| {
-            if p.is_null() {
-                return Err(StrataError::invalid(what, "is null"));
-            }
-            // SAFETY: non-null, NUL-terminated as the caller promises.
-            unsafe { std::ffi::CStr::from_ptr(p) }
-                .to_str()
-                .map_err(|_| StrataError::invalid(what, "is not UTF-8"))
-        };
-        let (setting, name) = (text(setting, "setting")?, text(name, "name")?);
+        // SAFETY: null or NUL-terminated, as the caller promises.
+        let (setting, name) = unsafe { (text(setting, "setting")?, text(name, "name")?) };
         if value.is_null() {
             return Err(StrataError::invalid("value", "is null"));
         }
-        fn code<T: Choice>(name: &str) -> strata_core::Result<i32> {
-            T::parse(name).map(T::code)
-        }
-        use strata_core::solver::Smoother;
-        let c = match setting {
-            "geometry" => code::<Geometry>(name),
-            "sphere_stencil" => code::<SphereStencil>(name),
-            "solver" => code::<SolverKind>(name),
-            "preconditioner" => code::<Preconditioner>(name),
-            "backend" => code::<BackendKind>(name),
-            "smoother" => code::<Smoother>(name),
-            "precision" => code::<Precision>(name),
-            "halo" => code::<HaloPath>(name),
-            "boundary" => code::<Boundary>(name),
-            "coarse_solve" => code::<CoarseSolve>(name),
-            other => Err(StrataError::invalid(
-                "setting",
-                format!(
-                    "{other:?} is not a setting with named values (geometry, sphere_stencil, \
-                     solver, preconditioner, backend, smoother, precision, halo, boundary, \
-                     coarse_solve)"
-                ),
-            )),
-        }?;
+        let table = choices(setting)?;
+        let Some(&(_, c)) = table.iter().find(|e| e.0 == name) else {
+            let names: Vec<String> = table.iter().map(|e| format!("'{}'", e.0)).collect();
+            return Err(StrataError::invalid(
+                setting,
+                format!("must be one of {} (got {name:?})", names.join(", ")),
+            ));
+        };
         // SAFETY: non-null (checked), writable as the caller promises.
         unsafe { *value = c };
         Ok(())
     })
+}
+
+/// The name of a setting's value given by its C integer, as the command line and Python spell
+/// it — the inverse of `strata_choice`: `strata_choice_name("solver", options.solver)` is
+/// `"mg-cg"` for `STRATA_SOLVER_MG_CG`. For printing the options a solver runs with
+/// (`strata_solver_options`; PETSc's `-ksp_view`). The string is static. Null for an unknown
+/// setting, or a value the setting does not have (`STRATA_DEFAULT` among them: the solver's
+/// choice, known once a solver is made), the last error saying which.
+///
+/// # Safety
+/// `setting` must be null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn strata_choice_name(setting: *const c_char, value: i32) -> *const c_char {
+    let mut name: *const c_char = std::ptr::null();
+    let _ = guard(|| {
+        // SAFETY: null or NUL-terminated, as the caller promises.
+        let setting = unsafe { text(setting, "setting")? };
+        let table = choices(setting)?;
+        let Some(&(n, _)) = table.iter().find(|e| e.1 == value) else {
+            let codes: Vec<String> = table.iter().map(|e| format!("{} ({})", e.1, e.0)).collect();
+            return Err(StrataError::invalid(
+                setting,
+                format!("has no value {value}: its values are {}", codes.join(", ")),
+            ));
+        };
+        name = static_c_str(n);
+        Ok(())
+    });
+    name
+}
+
+/// `s` as a NUL-terminated string that lives as long as the process (one copy per name).
+fn static_c_str(s: &'static str) -> *const c_char {
+    static NAMES: OnceLock<Mutex<HashMap<&'static str, &'static CStr>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    names
+        .entry(s)
+        .or_insert_with(|| {
+            let c = CString::new(s.replace('\0', " ")).unwrap_or_default();
+            Box::leak(c.into_boxed_c_str())
+        })
+        .as_ptr()
 }
 
 /// z = P r: the solver's preconditioner applied once, as its own iteration applies it (mg-cg's

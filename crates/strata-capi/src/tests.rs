@@ -649,6 +649,62 @@ fn choices_by_name() {
     assert_eq!(st, StrataStatus::InvalidArgument);
 }
 
+/// strata_choice_name gives back the name strata_choice reads, for every value of every
+/// setting, as a static string (the same pointer each time); an unknown setting, a value the
+/// setting lacks (STRATA_DEFAULT among them) and a null setting give null, saying which.
+#[test]
+fn names_by_choice() {
+    let c = |s: &str| CString::new(s).unwrap();
+    let settings = [
+        "geometry",
+        "sphere_stencil",
+        "solver",
+        "preconditioner",
+        "backend",
+        "smoother",
+        "precision",
+        "halo",
+        "boundary",
+        "coarse_solve",
+    ];
+    let mut seen = 0;
+    for setting in settings {
+        for &(name, code) in choices(setting).expect("a setting") {
+            // SAFETY: a NUL-terminated setting.
+            let p = unsafe { strata_choice_name(c(setting).as_ptr(), code) };
+            assert!(!p.is_null(), "{setting} {code}: {}", last_error_text());
+            // SAFETY: non-null: a static NUL-terminated string.
+            let got = unsafe { CStr::from_ptr(p) }.to_str().unwrap();
+            assert_eq!(got, name, "{setting} {code}");
+            let mut back = -7;
+            // SAFETY: NUL-terminated strings and a writable int.
+            let st = unsafe { strata_choice(c(setting).as_ptr(), p, &mut back) };
+            assert_eq!((st, back), (StrataStatus::Ok, code), "{setting}={name}");
+            // SAFETY: as above.
+            let again = unsafe { strata_choice_name(c(setting).as_ptr(), code) };
+            assert_eq!(again, p, "{setting} {code}: one static string");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 25, "{seen} names");
+    // SAFETY: NUL-terminated strings.
+    let mg_cg = unsafe { strata_choice_name(c("solver").as_ptr(), SolverKind::MgCg.code()) };
+    // SAFETY: non-null (checked by the loop above for every value).
+    assert_eq!(unsafe { CStr::from_ptr(mg_cg) }.to_str(), Ok("mg-cg"));
+    for (setting, value, says) in [
+        ("solver", STRATA_DEFAULT, "has no value -1"),
+        ("solver", 99, "mg-cg"),
+        ("colour", 0, "setting"),
+    ] {
+        // SAFETY: a NUL-terminated setting.
+        let p = unsafe { strata_choice_name(c(setting).as_ptr(), value) };
+        assert!(p.is_null(), "{setting} {value}");
+        assert!(last_error_text().contains(says), "{}", last_error_text());
+    }
+    // SAFETY: a null setting is refused before it is read.
+    assert!(unsafe { strata_choice_name(std::ptr::null(), 0) }.is_null());
+}
+
 /// The operator as compressed sparse rows (strata_solver_matrix) times the preconditioner's
 /// output (strata_solver_precondition) is the solver's own apply of it; one V-cycle of mg-cg
 /// reduces the residual of a random right-hand side.
