@@ -129,6 +129,7 @@ module strata
     end type
 
     public :: strata_problem_default, strata_options_default, strata_options_paper, strata_version
+    public :: strata_choice_name
     public :: strata_solver_create, strata_solver_options
     public :: strata_solver_size, strata_solver_solve, strata_solver_apply
     public :: strata_solver_set_omega, strata_solver_set_coefficients, strata_solver_destroy
@@ -158,6 +159,12 @@ module strata
 
         type(c_ptr) function strata_version_c() bind(c, name="strata_version")
             import :: c_ptr
+        end function
+
+        type(c_ptr) function strata_choice_name_c(setting, value) bind(c, name="strata_choice_name")
+            import :: c_ptr, c_char, c_int32_t
+            character(kind=c_char), dimension(*), intent(in) :: setting
+            integer(c_int32_t), value :: value
         end function
 
         integer(c_int) function strata_solver_create(problem, options, solver) &
@@ -317,6 +324,22 @@ contains
     function strata_version() result(version)
         character(len=:), allocatable :: version
         version = c_string(strata_version_c())
+    end function
+
+    ! The name of a setting's value (strata_choice_name: "mg-cg" for setting "solver" and
+    ! STRATA_SOLVER_MG_CG), or "" for an unknown setting or a value it lacks (STRATA_DEFAULT among
+    ! them; strata_error_message says which).
+    function strata_choice_name(setting, value) result(name)
+        character(len=*), intent(in) :: setting
+        integer(c_int32_t), intent(in) :: value
+        character(len=:), allocatable :: name
+        type(c_ptr) :: p
+        p = strata_choice_name_c(trim(setting) // c_null_char, value)
+        if (c_associated(p)) then
+            name = c_string(p)
+        else
+            name = ""
+        end if
     end function
 
     ! The message of the last failed strata call on this thread, as a Fortran string.

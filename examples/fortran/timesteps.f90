@@ -55,6 +55,14 @@ program timesteps
         print *, "strata_solver_options: not the options the solver runs with"
         stop 1
     end if
+    ! ... and by name (strata_choice_name; "" for a value a setting lacks).
+    if (strata_choice_name("precision", resolved%precision) /= "mixed" .or. &
+            strata_choice_name("smoother", resolved%smoother) /= "red-black" .or. &
+            strata_choice_name("solver", STRATA_DEFAULT) /= "") then
+        print *, "strata_choice_name: ", strata_choice_name("precision", resolved%precision), &
+            " ", strata_choice_name("smoother", resolved%smoother)
+        stop 1
+    end if
     call check(strata_solver_size(solver, size), "strata_solver_size")
     n = problem%n
     nz = problem%nz
