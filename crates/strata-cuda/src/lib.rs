@@ -20,5 +20,6 @@ mod staging;
 
 pub use backend::{
     device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel, DeviceArray, Order,
+    PartAt,
 };
 pub use device_solve::{DeviceHandle, DeviceSolve};

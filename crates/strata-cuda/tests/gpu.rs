@@ -1487,3 +1487,122 @@ fn fused_restrictions_give_the_unfused_iterates() {
         }
     }
 }
+
+/// pack_blocks_at and unpack_blocks_at (the sphere's NCCL messages: several blocks' halo parts
+/// in buffers they share, at offsets) move what pack_blocks and unpack_blocks move with a buffer
+/// per part, reversed parts read backwards; overlapping parts and parts outside their buffer
+/// are refused.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn halo_parts_at_offsets_move_what_a_buffer_each_moves() {
+    use strata::backend::prelude::*;
+    use strata::backend::{BlockPart, HaloPart, Side};
+    use strata::problem::Geometry;
+    use strata_conformance::{level, to_backend, Rng};
+    use strata_cuda::PartAt;
+    let g = gpu();
+    let s = level(Geometry::Panel, Block::whole(7), 5);
+    let blocks = 5;
+    let ops: Vec<_> = (0..blocks).map(|_| g.prepare_level(&s).unwrap()).collect();
+    let mut rng = Rng::new(11);
+    let host: Vec<_> = (0..blocks).map(|_| rng.field(&s)).collect();
+    let parts: Vec<BlockPart> = (0..blocks)
+        .flat_map(|block| {
+            Side::ALL
+                .into_iter()
+                .map(HaloPart::Face)
+                .chain((0..4).map(HaloPart::Corner))
+                .enumerate()
+                .map(move |(m, part)| BlockPart {
+                    block,
+                    part,
+                    reversed: (m + block) % 2 == 1,
+                })
+        })
+        .collect();
+    // Alternately into two buffers, each part after the last of its buffer.
+    let mut ends = [0usize; 2];
+    let places: Vec<PartAt> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, &part)| {
+            let buf = i % 2;
+            let offset = ends[buf];
+            ends[buf] += part.part.len(&s);
+            PartAt { part, buf, offset }
+        })
+        .collect();
+    let mut shared: Vec<_> = ends.iter().map(|&n| g.alloc_face(n).unwrap()).collect();
+    let mut own: Vec<_> = parts
+        .iter()
+        .map(|p| g.alloc_face(p.part.len(&s)).unwrap())
+        .collect();
+    let dev: Vec<_> = host.iter().map(|h| to_backend(&g, &ops[0], h)).collect();
+    g.pack_blocks_at(&ops, &dev, &places, &mut shared)
+        .expect("pack_blocks_at");
+    let mut list: Vec<_> = parts.iter().copied().zip(own.iter_mut()).collect();
+    g.pack_blocks(&ops, &dev, &mut list).expect("pack_blocks");
+    let values = |bufs: &[cudarc::driver::CudaSlice<f64>]| -> Vec<Vec<f64>> {
+        bufs.iter()
+            .map(|b| {
+                let mut v = vec![0.0; b.len()];
+                g.face_to_host(b, &mut v).unwrap();
+                v
+            })
+            .collect()
+    };
+    let (at, each) = (values(&shared), values(&own));
+    for (p, one) in places.iter().zip(&each) {
+        assert_eq!(
+            &at[p.buf][p.offset..p.offset + one.len()],
+            &one[..],
+            "packed {p:?}"
+        );
+    }
+    // New values, the same in both forms; unpacked into two copies of the blocks.
+    let mut fresh: Vec<Vec<f64>> = ends.iter().map(|&n| vec![0.0; n]).collect();
+    for v in fresh.iter_mut().flatten() {
+        *v = rng.next_value();
+    }
+    for (b, v) in shared.iter_mut().zip(&fresh) {
+        g.face_from_host(v, b).unwrap();
+    }
+    for (p, b) in places.iter().zip(own.iter_mut()) {
+        g.face_from_host(&fresh[p.buf][p.offset..p.offset + b.len()], b)
+            .unwrap();
+    }
+    let mut a: Vec<_> = host.iter().map(|h| to_backend(&g, &ops[0], h)).collect();
+    let mut b: Vec<_> = host.iter().map(|h| to_backend(&g, &ops[0], h)).collect();
+    g.unpack_blocks_at(&ops, &mut a, &places, &shared)
+        .expect("unpack_blocks_at");
+    let mut list: Vec<_> = parts.iter().copied().zip(own.iter_mut()).collect();
+    g.unpack_blocks(&ops, &mut b, &mut list)
+        .expect("unpack_blocks");
+    let (nx, ny) = (s.nx(), s.ny());
+    let ring: Vec<(usize, usize)> = (0..nx + 2)
+        .flat_map(|i| [(i, 0), (i, ny + 1)])
+        .chain((1..ny + 1).flat_map(|j| [(0, j), (nx + 1, j)]))
+        .collect();
+    for t in 0..blocks {
+        for &cell in &ring {
+            let column = |x: &strata_cuda::CudaField| {
+                let mut buf = g.alloc_face(s.nz).unwrap();
+                g.pack_column(&ops[t], x, cell, &mut buf).unwrap();
+                let mut v = vec![0.0; s.nz];
+                g.face_to_host(&buf, &mut v).unwrap();
+                v
+            };
+            assert_eq!(column(&a[t]), column(&b[t]), "block {t}, halo cell {cell:?}");
+        }
+    }
+    // Refused: two parts overlapping in a buffer, a part past its buffer's end, no buffer.
+    let mut overlap = places.clone();
+    overlap[2].offset = overlap[0].offset;
+    assert!(g.pack_blocks_at(&ops, &dev, &overlap, &mut shared).is_err());
+    let mut past = places.clone();
+    past[0].offset = ends[0];
+    assert!(g.unpack_blocks_at(&ops, &mut a, &past, &shared).is_err());
+    let mut nowhere = places.clone();
+    nowhere[1].buf = 2;
+    assert!(g.pack_blocks_at(&ops, &dev, &nowhere, &mut shared).is_err());
+}

@@ -15,6 +15,8 @@ mod nccl;
 #[cfg(feature = "nccl")]
 mod nccl_queue;
 mod sphere;
+#[cfg(feature = "nccl")]
+mod sphere_nccl;
 
 pub use comm::{displacements, MpiComm};
 pub use mpi;
@@ -22,4 +24,4 @@ pub use mpi;
 pub use nccl::{nccl_available, NcclComm, RECORD_AFTER};
 pub use sphere::SphereMpiComm;
 #[cfg(feature = "nccl")]
-pub use sphere::SphereNcclComm;
+pub use sphere_nccl::SphereNcclComm;

@@ -17,16 +17,16 @@ use strata::{Result, StrataError};
 
 /// One halo of a local tile that another rank fills (a face or a corner), and what this rank
 /// sends back.
-struct Remote<F> {
+pub(crate) struct Remote<F> {
     /// The local tile, its face or corner, and whether the received face runs the other way
     /// along the edge.
-    part: BlockPart,
+    pub(crate) part: BlockPart,
     /// The rank of the tile across.
-    peer: i32,
+    pub(crate) peer: i32,
     /// Tag of what this rank sends (the receiver's tile and side or corner).
-    tag_out: i32,
+    pub(crate) tag_out: i32,
     /// Tag of what this rank receives (this tile and side or corner).
-    tag_in: i32,
+    pub(crate) tag_in: i32,
     send: F,
     recv: F,
     host_send: Vec<f64>,
@@ -34,21 +34,21 @@ struct Remote<F> {
 }
 
 /// The remote halos of one level size.
-struct Level<F> {
-    nx: usize,
-    remotes: Vec<Remote<F>>,
+pub(crate) struct Level<F> {
+    pub(crate) nx: usize,
+    pub(crate) remotes: Vec<Remote<F>>,
 }
 
 /// A communicator of the sphere's tiles over MPI, for a tiled backend over `B`. Faces travel
-/// through host vectors (for a GPU backend: host-staged); [`SphereNcclComm`] moves device faces
+/// through host vectors (for a GPU backend: host-staged); [`crate::SphereNcclComm`] moves device faces
 /// with NCCL.
 pub struct SphereMpiComm<B: Backend> {
-    world: SimpleCommunicator,
-    rank: usize,
-    size: usize,
+    pub(crate) world: SimpleCommunicator,
+    pub(crate) rank: usize,
+    pub(crate) size: usize,
     /// Blocks per panel side.
     k: usize,
-    levels: RefCell<Vec<Level<B::FaceBuffer>>>,
+    pub(crate) levels: RefCell<Vec<Level<B::FaceBuffer>>>,
 }
 
 impl<B: Backend> SphereMpiComm<B> {
@@ -183,7 +183,7 @@ impl<B: Backend> SphereMpiComm<B> {
 }
 
 /// The remote halos prepared for a level of `tiles`.
-fn level_of<'a, F>(levels: &'a mut [Level<F>], tiles: &[LevelStencil]) -> Result<&'a mut Level<F>> {
+pub(crate) fn level_of<'a, F>(levels: &'a mut [Level<F>], tiles: &[LevelStencil]) -> Result<&'a mut Level<F>> {
     let nx = tiles.first().map_or(0, |t| t.nx());
     levels
         .iter_mut()
@@ -201,7 +201,7 @@ fn recvs<F>(remotes: &mut [Remote<F>]) -> Vec<(BlockPart, &mut F)> {
     remotes.iter_mut().map(|r| (r.part, &mut r.recv)).collect()
 }
 
-fn tiles_of(s: &LevelStencil) -> Result<&[LevelStencil]> {
+pub(crate) fn tiles_of(s: &LevelStencil) -> Result<&[LevelStencil]> {
     s.tiles.as_deref().ok_or_else(|| {
         StrataError::invalid(
             "comm",
@@ -270,103 +270,5 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
     fn sum(&self, values: &mut [f64]) -> Result<()> {
         crate::comm::all_sum(&self.world, values);
         Ok(())
-    }
-}
-
-/// The sphere's tiles over GPU ranks, device faces moved by NCCL (no host copies): the
-/// remote halos of [`SphereMpiComm`] (whose MPI communicator bootstraps NCCL and sums the
-/// reductions), sent and received in one NCCL group, sends and receives between two ranks in
-/// the order of their tags (NCCL matches them in order), reversed on the device on arrival.
-#[cfg(feature = "nccl")]
-pub struct SphereNcclComm {
-    mpi: SphereMpiComm<strata_cuda::CudaBackend>,
-    nccl: crate::nccl_queue::Nccl,
-    /// After how many direct runs a cycle is recorded with its exchanges in a CUDA graph;
-    /// `None`: never (`STRATA_NCCL_GRAPHS`, [`crate::RECORD_AFTER`]).
-    record: Option<usize>,
-}
-
-#[cfg(feature = "nccl")]
-impl SphereNcclComm {
-    /// The communicator of this rank's fine `tiles` (`k × k` blocks per panel) over the ranks of
-    /// `world`, on the stream of `backend`.
-    pub fn new(
-        world: SimpleCommunicator,
-        k: usize,
-        tiles: &[Block],
-        backend: &strata_cuda::CudaBackend,
-    ) -> Result<Self> {
-        let mpi = SphereMpiComm::new(world, k);
-        let nccl = crate::nccl::bootstrap(&mpi.world, backend, &mpi.peers(tiles), false)?;
-        Ok(Self {
-            mpi,
-            nccl,
-            record: crate::nccl::record_exchanges()?,
-        })
-    }
-}
-
-#[cfg(feature = "nccl")]
-impl<H: Handle<Inner = strata_cuda::CudaBackend>> Comm<Tiled<H>> for SphereNcclComm {
-    fn rank(&self) -> usize {
-        self.mpi.rank
-    }
-
-    fn size(&self) -> usize {
-        self.mpi.size
-    }
-
-    fn prepare(&self, b: &Tiled<H>, lev: &TiledLevel<strata_cuda::CudaBackend>) -> Result<()> {
-        self.mpi.prepare(b, lev)
-    }
-
-    fn exchange(
-        &self,
-        b: &Tiled<H>,
-        lev: &TiledLevel<strata_cuda::CudaBackend>,
-        x: &mut Vec<InnerField<H>>,
-    ) -> Result<()> {
-        let tiles = tiles_of(b.stencil(lev))?;
-        let mut levels = self.mpi.levels.borrow_mut();
-        let level = level_of(&mut levels, tiles)?;
-        let inner = b.inner();
-        inner.pack_blocks(&lev.tiles, x, &mut sends(&mut level.remotes))?;
-        // Between two ranks in the order of the tags: the k-th send from A to B is B's k-th
-        // receive from A.
-        let mut out = Vec::with_capacity(level.remotes.len());
-        let mut inc = Vec::with_capacity(level.remotes.len());
-        for r in &mut level.remotes {
-            out.push(((r.peer, r.tag_out), &r.send));
-            inc.push(((r.peer, r.tag_in), &mut r.recv));
-        }
-        out.sort_by_key(|s| s.0);
-        inc.sort_by_key(|r| r.0);
-        let mut group = self.nccl.group()?;
-        for ((peer, _), buf) in &out {
-            group.send(inner, buf, *peer)?;
-        }
-        for ((peer, _), buf) in &mut inc {
-            group.recv(inner, buf, *peer)?;
-        }
-        group.end()?;
-        drop((out, inc));
-        inner.unpack_blocks(&lev.tiles, x, &mut recvs(&mut level.remotes))?;
-        drop(levels);
-        exchange_local_tiles(b, lev, x)
-    }
-
-    fn sum(&self, values: &mut [f64]) -> Result<()> {
-        crate::comm::all_sum(&self.mpi.world, values);
-        Ok(())
-    }
-
-    /// The exchanges only queue kernels and NCCL operations on the backend's current stream:
-    /// the cycle may be recorded with them (unless `STRATA_NCCL_GRAPHS=off`).
-    fn queues_only(&self) -> bool {
-        self.record.is_some()
-    }
-
-    fn record_after(&self) -> usize {
-        self.record.unwrap_or(0)
     }
 }

@@ -1005,6 +1005,7 @@ impl Probes for CudaBackend {
 }
 
 pub use borrowed::{DeviceArray, Order};
+pub use shared_buffers::PartAt;
 
 // After `launch_columns!`, which they use (macros are in scope from their definition on).
 mod borrowed;
@@ -1014,6 +1015,7 @@ mod graph;
 mod lines;
 mod resident;
 mod scalars;
+mod shared_buffers;
 mod stencil;
 mod transfer;
 mod upload;

@@ -535,7 +535,12 @@ impl CudaBackend {
     /// Launches [`K::PackHalo`] or [`K::UnpackHalo`] over `parts` ([`HaloPartDesc`]: buffer
     /// and field addresses, part code of [`part_what`], columns, direction), [`HALO_PARTS`] per
     /// launch, on fields of `op`'s layout and precision.
-    fn halo_launch(&self, op: &CudaLevel, kernel: K, parts: &[HaloPartDesc]) -> Result<()> {
+    pub(super) fn halo_launch(
+        &self,
+        op: &CudaLevel,
+        kernel: K,
+        parts: &[HaloPartDesc],
+    ) -> Result<()> {
         let nz = op.layout.nz as usize;
         // No part twice: two blocks of a launch would write the same cells.
         for (a, p) in parts.iter().enumerate() {
@@ -580,7 +585,7 @@ impl CudaBackend {
 
 /// The first of `ops` where all share its layout and kernels (the tiles of a level do); `None`
 /// for no operators or different ones (then the parts go one by one).
-fn one_layout(ops: &[CudaLevel]) -> Option<&CudaLevel> {
+pub(super) fn one_layout(ops: &[CudaLevel]) -> Option<&CudaLevel> {
     let first = ops.first()?;
     ops.iter()
         .all(|o| o.layout == first.layout && o.stencil.storage == first.stencil.storage)
@@ -601,7 +606,7 @@ fn same_len(what: &str, got: usize, want: usize) -> Result<()> {
 
 /// The kernel's code of a part (0–3 a side, 4–7 a corner) and its columns, after checking its
 /// buffer's length.
-fn part_what(
+pub(super) fn part_what(
     s: &strata::stencil::LevelStencil,
     part: &HaloPart,
     len: usize,
@@ -636,7 +641,7 @@ const HALO_PARTS: usize = 32;
 /// is, its columns, and whether unpacking reads the buffer's columns backwards.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
-struct HaloPartDesc {
+pub(super) struct HaloPartDesc {
     buf: u64,
     x: u64,
     what: i32,
@@ -646,7 +651,7 @@ struct HaloPartDesc {
 }
 
 impl HaloPartDesc {
-    fn new(buf: u64, x: u64, what: i32, count: usize, reversed: bool) -> Self {
+    pub(super) fn new(buf: u64, x: u64, what: i32, count: usize, reversed: bool) -> Self {
         Self {
             buf,
             x,
