@@ -19,7 +19,6 @@ pub mod layout;
 mod staging;
 
 pub use backend::{
-    device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel, DeviceArray, Order,
-    PartAt,
+    device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel, DeviceArray, Order, PartAt,
 };
 pub use device_solve::{DeviceHandle, DeviceSolve};

@@ -1592,7 +1592,11 @@ fn halo_parts_at_offsets_move_what_a_buffer_each_moves() {
                 g.face_to_host(&buf, &mut v).unwrap();
                 v
             };
-            assert_eq!(column(&a[t]), column(&b[t]), "block {t}, halo cell {cell:?}");
+            assert_eq!(
+                column(&a[t]),
+                column(&b[t]),
+                "block {t}, halo cell {cell:?}"
+            );
         }
     }
     // Refused: two parts overlapping in a buffer, a part past its buffer's end, no buffer.

@@ -183,7 +183,10 @@ impl<B: Backend> SphereMpiComm<B> {
 }
 
 /// The remote halos prepared for a level of `tiles`.
-pub(crate) fn level_of<'a, F>(levels: &'a mut [Level<F>], tiles: &[LevelStencil]) -> Result<&'a mut Level<F>> {
+pub(crate) fn level_of<'a, F>(
+    levels: &'a mut [Level<F>],
+    tiles: &[LevelStencil],
+) -> Result<&'a mut Level<F>> {
     let nx = tiles.first().map_or(0, |t| t.nx());
     levels
         .iter_mut()

@@ -67,7 +67,11 @@ impl SphereNcclComm {
     /// the parts sent in the order of their tags out and those received in the order of their
     /// tags in (a part's tag out is its receiver's tag in, so both sides lay a message out
     /// alike).
-    fn messages(&self, b: &CudaBackend, tiles: &[strata::stencil::LevelStencil]) -> Result<Messages> {
+    fn messages(
+        &self,
+        b: &CudaBackend,
+        tiles: &[strata::stencil::LevelStencil],
+    ) -> Result<Messages> {
         let mut levels = self.mpi.levels.borrow_mut();
         let level = level_of(&mut levels, tiles)?;
         let mut peers: Vec<i32> = level.remotes.iter().map(|r| r.peer).collect();

@@ -121,7 +121,12 @@ impl CudaBackend {
 /// An error unless every part's block is among `ops` and the `fields` fields, its buffer among
 /// the `lens` buffers' lengths, its values inside that buffer, and no two parts of a buffer
 /// overlap.
-fn check_places(ops: &[CudaLevel], fields: usize, parts: &[PartAt], lens: Vec<usize>) -> Result<()> {
+fn check_places(
+    ops: &[CudaLevel],
+    fields: usize,
+    parts: &[PartAt],
+    lens: Vec<usize>,
+) -> Result<()> {
     let mut spans: Vec<(usize, usize, usize)> = Vec::with_capacity(parts.len());
     for p in parts {
         strata::backend::check_block(ops.len(), fields, p.part.block)?;
@@ -146,7 +151,10 @@ fn check_places(ops: &[CudaLevel], fields: usize, parts: &[PartAt], lens: Vec<us
         spans.push((p.buf, p.offset, p.offset + len));
     }
     spans.sort_unstable();
-    if let Some(w) = spans.windows(2).find(|w| w[0].0 == w[1].0 && w[1].1 < w[0].2) {
+    if let Some(w) = spans
+        .windows(2)
+        .find(|w| w[0].0 == w[1].0 && w[1].1 < w[0].2)
+    {
         return Err(StrataError::invalid(
             "halo part",
             format!(
