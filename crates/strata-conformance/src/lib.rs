@@ -1398,17 +1398,11 @@ pub fn halo_faces<B: Backend>(b: &B) {
     halo_blocks(b, &mut rng);
 }
 
-/// pack_blocks and unpack_blocks (the remote halos of a rank's tiles at once, more parts than
-/// one launch takes on a GPU) move what pack_halo and unpack_halo move block by block, a
-/// reversed part's columns the other way; a block out of range is refused.
-fn halo_blocks<B: Backend>(b: &B, rng: &mut Rng) {
+/// Every face and corner of blocks `0..blocks`, every other one (alternating from block to
+/// block) read backwards when unpacked: the halo parts of the pack and unpack tests.
+pub fn every_part(blocks: usize) -> Vec<strata::backend::BlockPart> {
     use strata::backend::{BlockPart, HaloPart};
-    let s = level(Geometry::Panel, Block::whole(7), 5);
-    let blocks = 5;
-    let ops: Vec<B::LevelOp> = (0..blocks).map(|_| b.prepare_level(&s).unwrap()).collect();
-    let host: Vec<HostField> = (0..blocks).map(|_| rng.field(&s)).collect();
-    let mut dev: Vec<B::Field> = host.iter().map(|h| to_backend(b, &ops[0], h)).collect();
-    let parts: Vec<BlockPart> = (0..blocks)
+    (0..blocks)
         .flat_map(|block| {
             Side::ALL
                 .into_iter()
@@ -1421,7 +1415,20 @@ fn halo_blocks<B: Backend>(b: &B, rng: &mut Rng) {
                     reversed: (m + block) % 2 == 1,
                 })
         })
-        .collect();
+        .collect()
+}
+
+/// pack_blocks and unpack_blocks (the remote halos of a rank's tiles at once, more parts than
+/// one launch takes on a GPU) move what pack_halo and unpack_halo move block by block, a
+/// reversed part's columns the other way; a block out of range is refused.
+fn halo_blocks<B: Backend>(b: &B, rng: &mut Rng) {
+    use strata::backend::{BlockPart, HaloPart};
+    let s = level(Geometry::Panel, Block::whole(7), 5);
+    let blocks = 5;
+    let ops: Vec<B::LevelOp> = (0..blocks).map(|_| b.prepare_level(&s).unwrap()).collect();
+    let host: Vec<HostField> = (0..blocks).map(|_| rng.field(&s)).collect();
+    let mut dev: Vec<B::Field> = host.iter().map(|h| to_backend(b, &ops[0], h)).collect();
+    let parts = every_part(blocks);
     let mut bufs: Vec<B::FaceBuffer> = parts
         .iter()
         .map(|p| b.alloc_face(p.part.len(&s)).unwrap())

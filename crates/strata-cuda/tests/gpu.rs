@@ -1496,9 +1496,8 @@ fn fused_restrictions_give_the_unfused_iterates() {
 #[ignore = "needs an NVIDIA GPU"]
 fn halo_parts_at_offsets_move_what_a_buffer_each_moves() {
     use strata::backend::prelude::*;
-    use strata::backend::{BlockPart, HaloPart, Side};
     use strata::problem::Geometry;
-    use strata_conformance::{level, to_backend, Rng};
+    use strata_conformance::{every_part, level, to_backend, Rng};
     use strata_cuda::PartAt;
     let g = gpu();
     let s = level(Geometry::Panel, Block::whole(7), 5);
@@ -1506,20 +1505,7 @@ fn halo_parts_at_offsets_move_what_a_buffer_each_moves() {
     let ops: Vec<_> = (0..blocks).map(|_| g.prepare_level(&s).unwrap()).collect();
     let mut rng = Rng::new(11);
     let host: Vec<_> = (0..blocks).map(|_| rng.field(&s)).collect();
-    let parts: Vec<BlockPart> = (0..blocks)
-        .flat_map(|block| {
-            Side::ALL
-                .into_iter()
-                .map(HaloPart::Face)
-                .chain((0..4).map(HaloPart::Corner))
-                .enumerate()
-                .map(move |(m, part)| BlockPart {
-                    block,
-                    part,
-                    reversed: (m + block) % 2 == 1,
-                })
-        })
-        .collect();
+    let parts = every_part(blocks);
     // Alternately into two buffers, each part after the last of its buffer.
     let mut ends = [0usize; 2];
     let places: Vec<PartAt> = parts

@@ -7,7 +7,7 @@
 //! face and corner was a message of its own (≈ 25).
 
 use crate::nccl_queue::Nccl;
-use crate::sphere::{level_of, tiles_of, SphereMpiComm};
+use crate::sphere::{level_of, tiles_of, Remote, SphereMpiComm};
 use cudarc::driver::CudaSlice;
 use mpi::topology::SimpleCommunicator;
 use std::cell::RefCell;
@@ -86,28 +86,28 @@ impl SphereNcclComm {
             out: Vec::with_capacity(level.remotes.len()),
             inc: Vec::with_capacity(level.remotes.len()),
         };
+        // The parts one after the other in buffer `buf`, in the order of `tag`; and their length.
+        let lay_out = |parts: &mut Vec<PartAt>, buf: usize, tag: fn(&Remote<_>) -> i32| {
+            let mut mine: Vec<_> = level
+                .remotes
+                .iter()
+                .filter(|r| r.peer == peers[buf])
+                .collect();
+            mine.sort_by_key(|r| tag(r));
+            let mut offset = 0;
+            for r in mine {
+                parts.push(PartAt {
+                    part: r.part,
+                    buf,
+                    offset,
+                });
+                offset += len(&r.part);
+            }
+            offset
+        };
         for (i, &peer) in peers.iter().enumerate() {
-            let mut out: Vec<_> = level.remotes.iter().filter(|r| r.peer == peer).collect();
-            let mut inc = out.clone();
-            out.sort_by_key(|r| r.tag_out);
-            inc.sort_by_key(|r| r.tag_in);
-            let (mut sent, mut received) = (0, 0);
-            for r in out {
-                m.out.push(PartAt {
-                    part: r.part,
-                    buf: i,
-                    offset: sent,
-                });
-                sent += len(&r.part);
-            }
-            for r in inc {
-                m.inc.push(PartAt {
-                    part: r.part,
-                    buf: i,
-                    offset: received,
-                });
-                received += len(&r.part);
-            }
+            let sent = lay_out(&mut m.out, i, |r| r.tag_out);
+            let received = lay_out(&mut m.inc, i, |r| r.tag_in);
             if sent != received {
                 return Err(StrataError::Comm(format!(
                     "the sphere's halos to and from rank {peer} differ in size ({sent} and \
