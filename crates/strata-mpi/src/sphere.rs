@@ -15,9 +15,10 @@ use strata::grid::{split, Block, Side};
 use strata::stencil::LevelStencil;
 use strata::{Result, StrataError};
 
-/// One halo of a local tile that another rank fills (a face or a corner), and what this rank
-/// sends back.
-pub(crate) struct Remote<F> {
+/// One halo of a local tile that another rank fills (a face or a corner): where it lies, who
+/// fills it, and how the two ranks match what they send.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RemoteHalo {
     /// The local tile, its face or corner, and whether the received face runs the other way
     /// along the edge.
     pub(crate) part: BlockPart,
@@ -27,6 +28,13 @@ pub(crate) struct Remote<F> {
     pub(crate) tag_out: i32,
     /// Tag of what this rank receives (this tile and side or corner).
     pub(crate) tag_in: i32,
+    /// Its values (as many each way).
+    pub(crate) len: usize,
+}
+
+/// A remote halo with the buffers its messages travel through over MPI.
+struct Remote<F> {
+    halo: RemoteHalo,
     send: F,
     recv: F,
     host_send: Vec<f64>,
@@ -34,9 +42,9 @@ pub(crate) struct Remote<F> {
 }
 
 /// The remote halos of one level size.
-pub(crate) struct Level<F> {
-    pub(crate) nx: usize,
-    pub(crate) remotes: Vec<Remote<F>>,
+struct Level<F> {
+    nx: usize,
+    remotes: Vec<Remote<F>>,
 }
 
 /// A communicator of the sphere's tiles over MPI, for a tiled backend over `B`. Faces travel
@@ -48,7 +56,7 @@ pub struct SphereMpiComm<B: Backend> {
     pub(crate) size: usize,
     /// Blocks per panel side.
     k: usize,
-    pub(crate) levels: RefCell<Vec<Level<B::FaceBuffer>>>,
+    levels: RefCell<Vec<Level<B::FaceBuffer>>>,
 }
 
 impl<B: Backend> SphereMpiComm<B> {
@@ -103,16 +111,15 @@ impl<B: Backend> SphereMpiComm<B> {
         peers
     }
 
-    /// The remote halos of a level's tiles, with their buffers: the sides its local links do
-    /// not fill and, on a level with cross terms, the corners inside a panel its local corners
-    /// do not fill. Faces are tagged `4 · tile + side`, corners after them
+    /// The remote halos of a level's tiles (`lev`, whose stencils are `tiles`): the sides its
+    /// local links do not fill and, on a level with cross terms, the corners inside a panel its
+    /// local corners do not fill. Faces are tagged `4 · tile + side`, corners after them
     /// `4 · tiles + 4 · tile + corner`.
-    fn remotes<H: Handle<Inner = B>>(
+    pub(crate) fn remote_halos(
         &self,
-        b: &Tiled<H>,
         lev: &TiledLevel<B>,
         tiles: &[LevelStencil],
-    ) -> Result<Vec<Remote<B::FaceBuffer>>> {
+    ) -> Result<Vec<RemoteHalo>> {
         let corner_base = 4 * PANELS * self.k * self.k;
         let mut out = Vec::new();
         let mut push = |part: BlockPart, other: &Block, tags: (usize, usize), len: usize| {
@@ -123,15 +130,12 @@ impl<B: Backend> SphereMpiComm<B> {
                     format!("{other:?} belongs to this rank but was not given to it"),
                 ));
             }
-            out.push(Remote {
+            out.push(RemoteHalo {
                 part,
                 peer: peer as i32,
                 tag_out: tags.0 as i32,
                 tag_in: tags.1 as i32,
-                send: b.inner().alloc_face(len)?,
-                recv: b.inner().alloc_face(len)?,
-                host_send: vec![0.0; len],
-                host_recv: vec![0.0; len],
+                len,
             });
             Ok(())
         };
@@ -183,10 +187,7 @@ impl<B: Backend> SphereMpiComm<B> {
 }
 
 /// The remote halos prepared for a level of `tiles`.
-pub(crate) fn level_of<'a, F>(
-    levels: &'a mut [Level<F>],
-    tiles: &[LevelStencil],
-) -> Result<&'a mut Level<F>> {
+fn level_of<'a, F>(levels: &'a mut [Level<F>], tiles: &[LevelStencil]) -> Result<&'a mut Level<F>> {
     let nx = tiles.first().map_or(0, |t| t.nx());
     levels
         .iter_mut()
@@ -196,12 +197,18 @@ pub(crate) fn level_of<'a, F>(
 
 /// What each remote halo sends: its part and its send buffer.
 fn sends<F>(remotes: &mut [Remote<F>]) -> Vec<(BlockPart, &mut F)> {
-    remotes.iter_mut().map(|r| (r.part, &mut r.send)).collect()
+    remotes
+        .iter_mut()
+        .map(|r| (r.halo.part, &mut r.send))
+        .collect()
 }
 
 /// What each remote halo received: its part and its receive buffer.
 fn recvs<F>(remotes: &mut [Remote<F>]) -> Vec<(BlockPart, &mut F)> {
-    remotes.iter_mut().map(|r| (r.part, &mut r.recv)).collect()
+    remotes
+        .iter_mut()
+        .map(|r| (r.halo.part, &mut r.recv))
+        .collect()
 }
 
 pub(crate) fn tiles_of(s: &LevelStencil) -> Result<&[LevelStencil]> {
@@ -228,7 +235,19 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
         if self.levels.borrow().iter().any(|l| l.nx == nx) {
             return Ok(());
         }
-        let remotes = self.remotes(b, lev, tiles)?;
+        let remotes = self
+            .remote_halos(lev, tiles)?
+            .into_iter()
+            .map(|halo| {
+                Ok(Remote {
+                    send: b.inner().alloc_face(halo.len)?,
+                    recv: b.inner().alloc_face(halo.len)?,
+                    host_send: vec![0.0; halo.len],
+                    host_recv: vec![0.0; halo.len],
+                    halo,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         self.levels.borrow_mut().push(Level { nx, remotes });
         Ok(())
     }
@@ -250,13 +269,13 @@ impl<B: Backend, H: Handle<Inner = B>> Comm<Tiled<H>> for SphereMpiComm<B> {
         mpi::request::scope(|scope| {
             let mut requests = Vec::with_capacity(2 * level.remotes.len());
             for r in &mut level.remotes {
-                let p = self.world.process_at_rank(r.peer);
+                let p = self.world.process_at_rank(r.halo.peer);
                 requests.push(p.immediate_receive_into_with_tag(
                     scope,
                     &mut r.host_recv[..],
-                    r.tag_in,
+                    r.halo.tag_in,
                 ));
-                requests.push(p.immediate_send_with_tag(scope, &r.host_send[..], r.tag_out));
+                requests.push(p.immediate_send_with_tag(scope, &r.host_send[..], r.halo.tag_out));
             }
             for q in requests {
                 q.wait();

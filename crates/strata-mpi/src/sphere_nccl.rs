@@ -1,13 +1,13 @@
 //! [`SphereNcclComm`]: the sphere's tiles over GPU ranks, device halos moved by NCCL (no host
-//! copies). The remote halos of [`SphereMpiComm`] (whose MPI communicator bootstraps NCCL and
-//! sums the reductions) bound for one peer rank travel as one message: packed in one launch
-//! into one buffer per peer, in the order of their tags — the receiver's order of the same
-//! halos — and unpacked in one launch, reversed where the cube's edge runs the other way. An
-//! exchange is one NCCL group of a send and a receive per peer (≈ 3 on 4 ranks), where each
-//! face and corner was a message of its own (≈ 25).
+//! copies). The remote halos [`SphereMpiComm`] finds (its MPI communicator also bootstraps
+//! NCCL and sums the reductions; its host buffers are not made) bound for one peer rank travel
+//! as one message: packed in one launch into one buffer per peer, in the order of their tags —
+//! the receiver's order of the same halos — and unpacked in one launch, reversed where the
+//! cube's edge runs the other way. An exchange is one NCCL group of a send and a receive per
+//! peer (≈ 3 on 4 ranks), where each face and corner was a message of its own (≈ 25).
 
 use crate::nccl_queue::Nccl;
-use crate::sphere::{level_of, tiles_of, Remote, SphereMpiComm};
+use crate::sphere::{tiles_of, RemoteHalo, SphereMpiComm};
 use cudarc::driver::CudaSlice;
 use mpi::topology::SimpleCommunicator;
 use std::cell::RefCell;
@@ -63,61 +63,61 @@ impl SphereNcclComm {
         })
     }
 
-    /// The messages of a level whose remote halos the MPI communicator has prepared: per peer,
-    /// the parts sent in the order of their tags out and those received in the order of their
-    /// tags in (a part's tag out is its receiver's tag in, so both sides lay a message out
-    /// alike).
+    /// The messages of a level (`lev`, whose stencils are `tiles`): per peer, the remote halos
+    /// sent in the order of their tags out and those received in the order of their tags in
+    /// (a halo's tag out is its receiver's tag in, so both sides lay a message out alike).
     fn messages(
         &self,
         b: &CudaBackend,
+        lev: &TiledLevel<CudaBackend>,
         tiles: &[strata::stencil::LevelStencil],
     ) -> Result<Messages> {
-        let mut levels = self.mpi.levels.borrow_mut();
-        let level = level_of(&mut levels, tiles)?;
-        let mut peers: Vec<i32> = level.remotes.iter().map(|r| r.peer).collect();
+        let halos = self.mpi.remote_halos(lev, tiles)?;
+        let mut peers: Vec<i32> = halos.iter().map(|h| h.peer).collect();
         peers.sort_unstable();
         peers.dedup();
-        let len = |p: &strata::backend::BlockPart| p.part.len(&tiles[p.block]);
-        let mut m = Messages {
-            nx: tiles.first().map_or(0, |t| t.nx()),
-            peers: peers.clone(),
-            send: Vec::with_capacity(peers.len()),
-            recv: Vec::with_capacity(peers.len()),
-            out: Vec::with_capacity(level.remotes.len()),
-            inc: Vec::with_capacity(level.remotes.len()),
-        };
-        // The parts one after the other in buffer `buf`, in the order of `tag`; and their length.
-        let lay_out = |parts: &mut Vec<PartAt>, buf: usize, tag: fn(&Remote<_>) -> i32| {
-            let mut mine: Vec<_> = level
-                .remotes
-                .iter()
-                .filter(|r| r.peer == peers[buf])
-                .collect();
-            mine.sort_by_key(|r| tag(r));
+        // The halos of `peers[buf]` one after the other in buffer `buf`, in the order of `tag`;
+        // and their length.
+        let lay_out = |parts: &mut Vec<PartAt>, buf: usize, tag: fn(&RemoteHalo) -> i32| {
+            let mut mine: Vec<&RemoteHalo> =
+                halos.iter().filter(|h| h.peer == peers[buf]).collect();
+            mine.sort_by_key(|h| tag(h));
             let mut offset = 0;
-            for r in mine {
+            for h in mine {
                 parts.push(PartAt {
-                    part: r.part,
+                    part: h.part,
                     buf,
                     offset,
                 });
-                offset += len(&r.part);
+                offset += h.len;
             }
             offset
         };
+        let (mut out, mut inc) = (
+            Vec::with_capacity(halos.len()),
+            Vec::with_capacity(halos.len()),
+        );
+        let (mut send, mut recv) = (Vec::new(), Vec::new());
         for (i, &peer) in peers.iter().enumerate() {
-            let sent = lay_out(&mut m.out, i, |r| r.tag_out);
-            let received = lay_out(&mut m.inc, i, |r| r.tag_in);
+            let sent = lay_out(&mut out, i, |h| h.tag_out);
+            let received = lay_out(&mut inc, i, |h| h.tag_in);
             if sent != received {
                 return Err(StrataError::Comm(format!(
                     "the sphere's halos to and from rank {peer} differ in size ({sent} and \
                      {received} values)"
                 )));
             }
-            m.send.push(b.alloc_face(sent)?);
-            m.recv.push(b.alloc_face(received)?);
+            send.push(b.alloc_face(sent)?);
+            recv.push(b.alloc_face(received)?);
         }
-        Ok(m)
+        Ok(Messages {
+            nx: tiles.first().map_or(0, |t| t.nx()),
+            peers,
+            send,
+            recv,
+            out,
+            inc,
+        })
     }
 }
 
@@ -131,13 +131,12 @@ impl<H: Handle<Inner = CudaBackend>> Comm<Tiled<H>> for SphereNcclComm {
     }
 
     fn prepare(&self, b: &Tiled<H>, lev: &TiledLevel<CudaBackend>) -> Result<()> {
-        self.mpi.prepare(b, lev)?;
         let tiles = tiles_of(b.stencil(lev))?;
         let nx = tiles.first().map_or(0, |t| t.nx());
         if self.messages.borrow().iter().any(|m| m.nx == nx) {
             return Ok(());
         }
-        let m = self.messages(b.inner(), tiles)?;
+        let m = self.messages(b.inner(), lev, tiles)?;
         self.messages.borrow_mut().push(m);
         Ok(())
     }
