@@ -52,11 +52,11 @@ impl NcclComm {
             .chain((0..4).filter_map(|c| grid.diagonal(rank, c)))
             .map(|p| p as i32)
             .collect();
-        let nccl = bootstrap(mpi.world(), backend, &peers, true)?;
+        let (nccl, record) = bootstrap(mpi.world(), backend, &peers, true)?;
         Ok(Self {
             mpi,
             nccl,
-            record: record_exchanges()?,
+            record,
             faces: RefCell::new(FaceStore::default()),
             corners: RefCell::new(Corners::default()),
         })
@@ -73,13 +73,16 @@ impl NcclComm {
 /// send or receive, which costs about a second, so that is done here, in the set-up, with one
 /// value to and from every peer; and with `all_reduce` (a communicator that sums on the device,
 /// [`NcclComm`]) one all-reduce, whose first call connects the collective's channels (≈ 0.25 s
-/// on four H200s, which the first solve paid otherwise).
+/// on four H200s, which the first solve paid otherwise). Also the count of direct runs before a
+/// cycle is recorded ([`record_exchanges`]), read by every rank and checked together, so that a
+/// rank that cannot read it fails the set-up on every rank rather than leaving the others
+/// waiting for it.
 pub(crate) fn bootstrap(
     world: &SimpleCommunicator,
     backend: &CudaBackend,
     peers: &[i32],
     all_reduce: bool,
-) -> Result<Nccl> {
+) -> Result<(Nccl, Option<usize>)> {
     if !nccl_available() {
         return Err(StrataError::Comm(
             "the NCCL library (libnccl.so) was not found; use --halo mpi".into(),
@@ -97,14 +100,27 @@ pub(crate) fn bootstrap(
     } else {
         Ok(())
     };
-    // Every rank takes part in the broadcast, whatever rank 0 found: then all fail alike.
-    let mut ok = [u8::from(made.is_ok())];
-    world.process_at_rank(0).broadcast_into(&mut ok[..]);
+    let record = record_exchanges();
+    // Every rank takes part in the sum and the broadcast, whatever it found: then all fail
+    // alike.
+    let mut failed = [
+        f64::from(u8::from(made.is_err())),
+        f64::from(u8::from(record.is_err())),
+    ];
+    crate::comm::all_sum(world, &mut failed);
     world.process_at_rank(0).broadcast_into(&mut raw[..]);
     made?;
-    if ok[0] == 0 {
+    let record = record?;
+    if failed[0] > 0.0 {
         return Err(StrataError::Comm(
             "rank 0 could not make an NCCL unique id".into(),
+        ));
+    }
+    if failed[1] > 0.0 {
+        return Err(StrataError::Comm(
+            "another rank could not read STRATA_NCCL_GRAPHS (each rank must be given the same \
+             value)"
+                .into(),
         ));
     }
     let nccl = Nccl::init(rank, size, raw)?;
@@ -129,14 +145,15 @@ pub(crate) fn bootstrap(
         }
         stream.synchronize().map_err(cu)?;
     }
-    Ok(nccl)
+    Ok((nccl, record))
 }
 
 /// How many times a multigrid cycle runs directly on NCCL ranks before it is recorded, with
 /// its halo messages, as a CUDA graph. Recording NCCL messages is dear — ≈ 2.5 ms for mg's cycle
-/// at global 512² × 128 on 4 H200s (21 exchanges), ≈ 14 ms on the sphere 6 × 512² (40
-/// exchanges of ≈ 25 messages) — and the replay saves 0.06 and 1.1 ms per cycle: repaid after
-/// ≈ 13–40 cycles (docs/results/performance-log.md, 2026-11-28). A solve takes 3–5 cycles, so a
+/// at global 512² × 128 on 4 H200s (21 exchanges), ≈ 12–15 ms on the sphere 6 × 512² (40
+/// exchanges, as much with one message per peer as with one per face) — and the replay saves
+/// 0.06 and 1.2 ms per cycle: repaid after ≈ 12–40 cycles (docs/results/performance-log.md,
+/// 2026-11-28). A solve takes 3–5 cycles, so a
 /// one-off solve, or a series of 10 fixed iterations, never records, and a persistent solver
 /// (the C, Fortran and Python interfaces, a model's time steps) records during its fourth solve.
 pub const RECORD_AFTER: usize = 12;

@@ -54,11 +54,11 @@ impl SphereNcclComm {
         backend: &CudaBackend,
     ) -> Result<Self> {
         let mpi = SphereMpiComm::new(world, k);
-        let nccl = crate::nccl::bootstrap(&mpi.world, backend, &mpi.peers(tiles), false)?;
+        let (nccl, record) = crate::nccl::bootstrap(&mpi.world, backend, &mpi.peers(tiles), false)?;
         Ok(Self {
             mpi,
             nccl,
-            record: crate::nccl::record_exchanges()?,
+            record,
             messages: RefCell::new(Vec::new()),
         })
     }

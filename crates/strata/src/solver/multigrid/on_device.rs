@@ -55,7 +55,10 @@ impl<B: Backend> OnDevice<B> {
             || params.max_it > MAX_DEVICE_ITERATIONS
             || !b.device_iterations()
             || !pc.replayable(comm)
-            // Not over NCCL ranks: their messages inside a conditional node are untried.
+            // One process, whose communicator records at once: NCCL messages inside a
+            // conditional node are untried over ranks (an NCCL job of one rank takes the loop
+            // only with STRATA_NCCL_GRAPHS=0).
+            || comm.size() > 1
             || comm.record_after() > 0
             || self.rec.refused().is_some()
         {
