@@ -90,7 +90,7 @@ static PetscErrorCode PCSetFromOptions_Strata(PC pc, STRATA_OPTION_ITEMS PetscOp
                                "South and north sides: dirichlet, neumann or periodic", &p->boundary_y));
   PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_solver", "solver",
                                "Whose preconditioner: mg-cg, mg, cg, gcr, bicgstab", &o->solver));
-  PetscCall(PetscOptionsInt("-pc_strata_levels", "Multigrid levels", "", levels, &levels, NULL));
+  PetscCall(PetscOptionsInt("-pc_strata_levels", "Multigrid levels (-1: the solver's: 5, deeper where the coarsest is too strongly coupled)", "", levels, &levels, NULL));
   PetscCall(PetscOptionsInt("-pc_strata_coarse_steps", "Smoother steps on the coarsest level", "",
                             coarse, &coarse, NULL));
   PetscCall(StrataOptionChoice(pc, PetscOptionsObject, "-pc_strata_smoother", "smoother",

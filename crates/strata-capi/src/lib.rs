@@ -106,7 +106,9 @@ pub struct StrataOptions {
     pub size: usize,
     /// 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab (`STRATA_SOLVER_*`).
     pub solver: i32,
-    /// Multigrid levels.
+    /// Multigrid levels, exactly (deeper only for a singular problem); STRATA_DEFAULT (-1, the
+    /// default) 5, and as many as the grid allows where the coarsest of 5 is too strongly
+    /// coupled for its smoothing to solve it (δ = 0 or small, long time steps).
     pub levels: i32,
     /// Smoother steps on the coarsest level.
     pub coarse_steps: i32,
@@ -328,7 +330,8 @@ fn default_problem() -> StrataProblem {
 /// best, the same fp64 answer), fp64 for cg and the line preconditioner.
 pub const STRATA_DEFAULT: i32 = -1;
 
-/// Fills the `size` bytes of `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol
+/// Fills the `size` bytes of `options` with the defaults: mg, the solver's levels
+/// ([`STRATA_DEFAULT`]: 5, deeper where the coarsest of 5 is too strongly coupled), 2 coarse steps, rtol
 /// 1e-5, 500 iterations, the solver's default smoother and precision ([`STRATA_DEFAULT`]:
 /// red-black, and mixed where there is a multigrid cycle), gcr/bicgstab preconditioned by
 /// multigrid, GCR(5),
@@ -366,6 +369,7 @@ pub unsafe extern "C" fn strata_options_init_paper(
 /// The defaults as the C struct of this version.
 fn default_options() -> StrataOptions {
     StrataOptions {
+        levels: STRATA_DEFAULT,
         smoother: STRATA_DEFAULT,
         precision: STRATA_DEFAULT,
         pre_smooth: STRATA_DEFAULT,
@@ -452,8 +456,10 @@ fn solver_config(o: &StrataOptions) -> Result<SolverConfig, StrataError> {
     if o.smoother != STRATA_DEFAULT {
         cfg = cfg.with_smoother(strata_core::solver::Smoother::from_code(o.smoother)?);
     }
+    if let Some(levels) = given(o.levels, "levels")? {
+        cfg = cfg.with_levels(levels);
+    }
     let cfg = cfg
-        .with_levels(count("levels", o.levels)?)
         .with_coarse_steps(count("coarse_steps", o.coarse_steps)?)
         .with_rtol(o.rtol)
         .with_max_it(count("max_it", o.max_it)?)
@@ -534,7 +540,8 @@ pub unsafe extern "C" fn strata_solver_size(
 /// Fills the `size` bytes of `options` with the options `solver` runs with: those it was
 /// created with, every choice left to the library resolved — the solver's smoother, precision
 /// and smoothing steps where `STRATA_DEFAULT` was given, the backend `auto` chose, the levels
-/// of a closed geometry's hierarchy — and `threads`, `device` and `halo` as given; sets
+/// of the hierarchy (deeper than asked for a singular problem, and than the default where its
+/// coarsest level is too strongly coupled) — and `threads`, `device` and `halo` as given; sets
 /// `options->size`. Call it with `sizeof *options` (PETSc's `-ksp_view` of the strata
 /// preconditioner prints these).
 ///

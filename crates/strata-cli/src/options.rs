@@ -168,9 +168,12 @@ impl ProblemArgs {
 /// Multigrid options.
 #[derive(Args, Debug, Clone)]
 pub struct MgArgs {
-    /// Multigrid levels L (n must be divisible by 2^(L−1)); used by mg and mg-cg.
-    #[arg(long, default_value_t = 5)]
-    pub levels: usize,
+    /// Multigrid levels L (n must be divisible by 2^(L−1)); used by mg and mg-cg. Default: 5,
+    /// and as many as the grid allows where the coarsest of 5 is too strongly coupled for its
+    /// smoothing to solve it (δ = 0 or small, long time steps: docs/MODEL.md §9.4); given, exactly
+    /// L (deeper only for a singular problem)
+    #[arg(long)]
+    pub levels: Option<usize>,
     /// Smoother iterations on the coarsest level (the paper: 2 up to ν = 16.8, 30 at ν = 84,
     /// 150 at ν = 840 with 5 levels).
     #[arg(long, default_value_t = 2)]
@@ -248,7 +251,6 @@ impl MgArgs {
         };
         cfg = cfg
             .with_preconditioner(pc)
-            .with_levels(self.levels)
             .with_coarse_steps(self.coarse_steps)
             .with_coarse_solve(self.coarse_solve, self.coarse_rtol)
             .with_rho(self.rho)
@@ -257,6 +259,9 @@ impl MgArgs {
             .with_prolongated_halos(!self.exchange_after_prolongation);
         if let Some(s) = self.smoother {
             cfg = cfg.with_smoother(s);
+        }
+        if let Some(l) = self.levels {
+            cfg = cfg.with_levels(l);
         }
         cfg = cfg.with_given_smoothing_steps(self.pre_smooth, self.post_smooth);
         if let Some(p) = self.precision {

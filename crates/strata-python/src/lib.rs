@@ -52,7 +52,7 @@ fn to_py(e: StrataError) -> PyErr {
 /// A strata solver, set up once for a problem and solved every time step.
 ///
 /// Solver(n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01, delta=1.0,
-///        graded=False, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
+///        graded=False, solver="mg", levels=None, coarse_steps=2, rtol=1e-5, max_it=500,
 ///        preconditioner="mg", restart=5, threads=None, backend="auto", device=0,
 ///        smoother=None, rho=2/3, precision=None, sphere_stencil="nine-point",
 ///        relaxation=None, paper=False, prolongate_halos=True, comm=None, halo="auto",
@@ -72,6 +72,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// multigrid preconditioner's fields in fp32 (mg, mg-cg, and gcr/bicgstab with preconditioner
 /// "mg"; the answer meets rtol on the fp64 residual as in "f64"); None: the solver's default,
 /// mixed wherever there is a multigrid cycle, f64 for cg and preconditioner "line".
+/// levels is the number of multigrid levels, exactly (deeper only for a singular problem); None:
+/// 5, and as many as the grid allows where the coarsest of 5 is too strongly coupled for its
+/// smoothing to solve it (delta = 0 or small, long time steps).
 /// paper=True starts from the paper's configuration instead (jacobi and f64 for every solver);
 /// smoother and precision, when given, still apply.
 /// prolongate_halos=False makes the ranks' multigrid cycle exchange halos after every
@@ -395,7 +398,7 @@ fn check_shape(name: &str, shape: &[usize], want: [usize; 3]) -> PyResult<()> {
 impl Solver {
     #[new]
     #[pyo3(signature = (n, nz, *, geometry="panel", cfl=8.4, omega=None, lambda_=1.0, height=0.01,
-        delta=1.0, graded=false, solver="mg", levels=5, coarse_steps=2, rtol=1e-5, max_it=500,
+        delta=1.0, graded=false, solver="mg", levels=None, coarse_steps=2, rtol=1e-5, max_it=500,
         preconditioner="mg", restart=5, threads=None, backend="auto", device=0, smoother=None,
         rho=2.0/3.0, precision=None, sphere_stencil="nine-point", relaxation=None, paper=false,
         prolongate_halos=true, comm=None, halo="auto", error_if_not_converged=false,
@@ -414,7 +417,7 @@ impl Solver {
         delta: f64,
         graded: bool,
         solver: &str,
-        levels: i64,
+        levels: Option<i64>,
         coarse_steps: i64,
         rtol: f64,
         max_it: i64,
@@ -441,7 +444,8 @@ impl Solver {
         pre_smooth: Option<i64>,
         post_smooth: Option<i64>,
     ) -> PyResult<Self> {
-        let (n, nz, levels) = (count("n", n)?, count("nz", nz)?, count("levels", levels)?);
+        let (n, nz) = (count("n", n)?, count("nz", nz)?);
+        let levels = levels.map(|l| count("levels", l)).transpose()?;
         let (coarse_steps, max_it) = (
             count("coarse_steps", coarse_steps)?,
             count("max_it", max_it)?,
@@ -491,8 +495,11 @@ impl Solver {
         } else {
             SolverConfig::new(kind)
         };
+        let cfg = match levels {
+            Some(l) => cfg.with_levels(l),
+            None => cfg,
+        };
         let cfg = cfg
-            .with_levels(levels)
             .with_coarse_steps(coarse_steps)
             .with_rtol(rtol)
             .with_max_it(max_it)

@@ -337,9 +337,10 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     check_block_memory(backend, p, cfg, &block)?;
     let t = Instant::now();
     // A singular problem (δ = 0, no Dirichlet side) goes as deep as the block allows and is
-    // solved with its null space.
+    // solved with its null space; so does a regular one whose coarsest level its smoothing
+    // cannot solve, where the configuration deepens.
     let singular = crate::solver::singular_on_ranks(comm, p)?;
-    let cfg = &crate::solver::deep_levels(cfg, singular, &[block]);
+    let cfg = &crate::solver::hierarchy_for(cfg, p, singular, &[block]);
     let volumes = singular.then(|| crate::problem::cell_volumes(p, &[block]));
     // Coefficient fields of the block ([`Coefficients::window`]) have their rings filled by
     // `comm` on every level.
@@ -380,7 +381,7 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
     }
     let t = Instant::now();
     let singular = crate::solver::singular_on_ranks(comm, p)?;
-    let cfg = &crate::solver::deep_levels(cfg, singular, tiles);
+    let cfg = &crate::solver::hierarchy_for(cfg, p, singular, tiles);
     let levels = build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging)?;
     let volumes = singular.then(|| crate::problem::cell_volumes(p, tiles));
     let null = volumes.map(|v| (v, !p.has_advection()));

@@ -147,12 +147,15 @@ impl Setup {
                     project_rhs: a.project_rhs,
                     ..Default::default()
                 });
-        // A singular problem's hierarchy goes as deep as the grid allows (the library does
-        // the same for each rank's tiles): said in the header as it is on one process.
-        let cfg = if p.geometry.closed() && p.n > 0 {
+        // A singular problem's hierarchy goes as deep as the grid allows, and so does a regular
+        // one's whose coarsest level its smoothing cannot solve (the library does the same for
+        // each rank's tiles): said in the header as it is on one process.
+        let cfg = if p.n == 0 || p.validate().is_err() {
+            cfg
+        } else if p.geometry.closed() {
             strata::solver::singular_levels(&cfg, &p, &strata::grid::sphere::tiles(p.n, 1))
         } else {
-            cfg
+            strata::solver::singular_levels(&cfg, &p, &[p.whole_block()])
         };
         Self { p, cfg }
     }

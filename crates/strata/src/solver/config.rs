@@ -103,6 +103,7 @@ impl SolverConfig {
     pub fn new(kind: SolverKind) -> Self {
         let mut cfg = Self::paper(kind);
         cfg.multigrid.smoother = super::Smoother::RedBlack;
+        cfg.multigrid.deepen = true;
         if kind == SolverKind::MgCg {
             cfg = cfg.with_smoothing_steps(2, 2);
         }
@@ -162,9 +163,19 @@ impl SolverConfig {
         self
     }
 
-    /// Sets the number of multigrid levels L.
+    /// Sets the number of multigrid levels L, exactly: the hierarchy no longer deepens where
+    /// its coarsest level is too strongly coupled ([`crate::solver::MgParams::deepen`]; a
+    /// singular problem's still goes as deep as the blocks allow).
     pub fn with_levels(mut self, n_levels: usize) -> Self {
         self.multigrid.n_levels = n_levels;
+        self.multigrid.deepen = false;
+        self
+    }
+
+    /// Sets whether the hierarchy goes deeper than its levels where its coarsest level is too
+    /// strongly coupled ([`crate::solver::MgParams::deepen`]).
+    pub fn with_deepening(mut self, deepen: bool) -> Self {
+        self.multigrid.deepen = deepen;
         self
     }
 

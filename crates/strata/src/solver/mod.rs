@@ -10,6 +10,7 @@
 
 mod cg;
 mod config;
+mod depth;
 mod krylov;
 mod mgcg;
 mod monitor;
@@ -21,6 +22,7 @@ mod textbook;
 
 pub use cg::Cg;
 pub use config::{Precision, SolverConfig};
+pub use depth::{coarsest_contraction, hierarchy_for, needs_depth, COARSEST_CONTRACTION_LIMIT};
 pub use krylov::{BiCgStab, Gcr, Preconditioner};
 pub use mgcg::MgCg;
 pub use monitor::{ConvergedReason, RelativeTo, SolveInfo, SolveParams};

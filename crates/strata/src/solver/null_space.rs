@@ -123,10 +123,11 @@ impl<B: Backend> NullSpace<B> {
 /// ω² l(l + 1) is far below the δ that lifts them in a regular problem): with 5 levels at
 /// 6 × 512² × 128 (a coarsest level of 32² columns per panel) mg took 500 cycles where δ = 1
 /// takes 7; down to 1 × 1 the regular count (docs/MODEL.md §19). On a box or panel the coarsest
-/// level keeps 2 × 2 columns (docs/MODEL.md §20). Regular problems, and solvers
-/// without multigrid, keep `cfg`.
+/// level keeps 2 × 2 columns (docs/MODEL.md §20). A regular problem whose coarsest level its
+/// smoothing cannot solve goes as deep too where `cfg` deepens ([`super::needs_depth`]); other
+/// regular problems, and solvers without multigrid, keep `cfg`.
 pub fn singular_levels(cfg: &SolverConfig, p: &ProblemParams, tiles: &[Block]) -> SolverConfig {
-    deep_levels(cfg, p.singular(), tiles)
+    super::hierarchy_for(cfg, p, p.singular(), tiles)
 }
 
 /// [`singular_levels`] for a problem whose singularity is known (`singular`, from

@@ -107,6 +107,13 @@ pub struct MgParams {
     /// The coarse CG's relative tolerance (its residual's reduction), in (0, 1).
     #[serde(default = "default_coarse_rtol")]
     pub coarse_rtol: f64,
+    /// Goes deeper than `n_levels` where the coarsest of them is too strongly coupled
+    /// horizontally for its smoothing steps to solve it (δ = 0 or small, long time steps:
+    /// [`crate::solver::needs_depth`]): then as deep as the blocks allow. On in
+    /// [`crate::solver::SolverConfig::new`] (strata's defaults), off in the paper's
+    /// configuration and wherever the levels are set ([`crate::solver::SolverConfig::with_levels`]).
+    #[serde(default)]
+    pub deepen: bool,
 }
 
 fn default_coarse_rtol() -> f64 {
@@ -166,6 +173,7 @@ impl Default for MgParams {
             prolongate_halos: true,
             coarse_solve: CoarseSolve::Smooth,
             coarse_rtol: DEFAULT_COARSE_RTOL,
+            deepen: false,
         }
     }
 }

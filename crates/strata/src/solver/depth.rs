@@ -1,0 +1,142 @@
+//! How deep the multigrid hierarchy goes (docs/MODEL.md §9.4). The coarsest level is smoothed,
+//! not solved, and a few smoothing steps solve it only where the line relaxation nearly does by
+//! itself: where every row's horizontal couplings are small beside its zero-order term, so that
+//! the columns the line solves treat exactly are almost independent. Each coarsening divides
+//! the horizontal couplings by four (h doubles) and leaves the zero-order term, so a deep
+//! enough level always is such a level — unless that term is zero (δ = 0) or tiny beside
+//! ω²/h² (a long time step: a large ν_CFL). With too few levels the cycle count then grows:
+//! on the CPU at 128² × 64, red-black mixed mg takes 10 cycles with 5 levels at ν_CFL = 84
+//! (5 with 6 or more), 13 at ν_CFL = 840 (5), and with δ = 0 13 (5), at 256² 31 (5).
+//!
+//! So strata's default hierarchy ([`super::MgParams::deepen`]) goes as deep as the blocks allow
+//! (as a singular problem's does) where the coarsest of its levels is not such a level; levels
+//! asked for explicitly, and the paper's configuration, are kept as they are.
+
+use super::{CoarseSolve, SolverConfig};
+use crate::grid::{Block, Boundary};
+use crate::problem::{ProblemParams, VerticalGrid};
+use crate::stencil::LevelStencil;
+use std::sync::Arc;
+
+/// The largest contraction of the coarsest level's smoothest mode by its smoothing steps
+/// ([`coarsest_contraction`] to the power of twice the coarse steps: a red-black step contracts
+/// about as two line-Jacobi steps) that the V-cycle's count tolerates. Set between the
+/// measured cases of red-black mixed mg (CPU, 64²–512² × 64 and × 128, 2 coarse steps,
+/// contraction per line-Jacobi step in brackets): kept the count (4 or 5 cycles) at
+/// ν_CFL = 8.4 with 4 levels at 128²–512² (0.87–0.88), with 5 (0.59), at ν_CFL = 2.1 with 3
+/// (0.67), at ν_CFL = 84 and 840 and δ = 0 with 6 at 128² (0.79–0.81); took more cycles at
+/// ν_CFL = 8.4 with 3 levels at 64²–128² (0.95–0.97: 6–9 cycles), at ν_CFL = 84 and 840 and
+/// δ = 0 with 5 at 128² (0.93–0.94: 10–13 cycles). 0.9⁴.
+pub const COARSEST_CONTRACTION_LIMIT: f64 = 0.6561;
+
+/// How much one line-Jacobi step leaves of the smoothest mode of the coarsest level of
+/// `levels` for problem `p`: the largest share, over the level's rows, of the lateral
+/// couplings `H` in the row's magnitude `H + Z` (`Z` its zero-order term, the row sum), times
+/// the mean over x and y of cos(π / (m + 1)) for a side of m columns between walls (u = 0 on
+/// them: the smoothest mode vanishes there) and 1 for periodic or zero-flux sides and on the
+/// sphere (the smoothest mode is the constant). 0: the line solves alone solve the level; 1:
+/// its smoothing cannot reach the smoothest mode (δ = 0 between zero-flux sides). Of the
+/// model problem's operator of `p` (its geometry, ω, δ and vertical grid), not of coefficient
+/// fields or orography, whose factors it does not see: a measure of the problem's regime that
+/// every rank computes alike from `p`.
+pub fn coarsest_contraction(p: &ProblemParams, levels: usize) -> f64 {
+    let model = ProblemParams {
+        coefficients: None,
+        orography: None,
+        ..p.clone()
+    };
+    let mut block = if p.geometry.closed() {
+        crate::grid::sphere::tiles(p.n, 1)[0]
+    } else {
+        p.whole_block()
+    };
+    for _ in 1..levels {
+        if block.nx % 2 != 0 || block.ny % 2 != 0 {
+            break;
+        }
+        block = block.coarsen();
+    }
+    let vertical = Arc::new(VerticalGrid::new(&model));
+    let s = LevelStencil::with_coefficients(&model, block, vertical, None);
+    let mut share: f64 = 0.0;
+    for j in 0..s.ny() {
+        for i in 0..s.nx() {
+            for k in 0..s.nz {
+                let r = s.row(i, j, k);
+                let lateral = -(r.east + r.west + r.north + r.south);
+                let zero_order = r.diag + r.east + r.west + r.north + r.south + r.up + r.down;
+                let total = lateral + zero_order.max(0.0);
+                if total > 0.0 {
+                    share = share.max(lateral / total);
+                }
+            }
+        }
+    }
+    let walls = |side: Boundary, m: usize| match side {
+        Boundary::Dirichlet if !p.geometry.closed() => {
+            (std::f64::consts::PI / (m as f64 + 1.0)).cos()
+        }
+        _ => 1.0,
+    };
+    share * (walls(p.boundaries.x, s.nx()) + walls(p.boundaries.y, s.ny())) / 2.0
+}
+
+/// Whether `cfg`'s hierarchy should go deeper for problem `p` than the levels it names: it
+/// deepens ([`super::MgParams::deepen`]), smooths its coarsest level, and its coarse steps
+/// leave more than [`COARSEST_CONTRACTION_LIMIT`] of that level's smoothest mode
+/// ([`coarsest_contraction`]).
+pub fn needs_depth(cfg: &SolverConfig, p: &ProblemParams) -> bool {
+    let mg = &cfg.multigrid;
+    if !cfg.uses_multigrid() || !mg.deepen || mg.coarse_solve != CoarseSolve::Smooth {
+        return false;
+    }
+    let q = coarsest_contraction(p, cfg.num_levels());
+    let steps = i32::try_from(2 * mg.coarse_steps).unwrap_or(i32::MAX);
+    q.powi(steps) > COARSEST_CONTRACTION_LIMIT
+}
+
+/// `cfg` for problem `p` on `tiles`: as deep as the tiles allow ([`super::deep_levels`]) for a
+/// singular problem (`singular`, the same on every rank: [`super::singular_on_ranks`]) and
+/// where [`needs_depth`] says so; else `cfg`.
+pub fn hierarchy_for(
+    cfg: &SolverConfig,
+    p: &ProblemParams,
+    singular: bool,
+    tiles: &[Block],
+) -> SolverConfig {
+    super::deep_levels(cfg, singular || needs_depth(cfg, p), tiles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn panel(n: usize, nz: usize, cfl: f64, delta: f64) -> ProblemParams {
+        ProblemParams {
+            n,
+            nz,
+            cfl,
+            delta,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn contractions_fall_with_depth_and_rise_with_the_time_step() {
+        for (cfl, delta) in [(2.1, 1.0), (8.4, 1.0), (84.0, 1.0), (840.0, 1.0), (8.4, 0.0)] {
+            let shares: Vec<f64> = (1..=7)
+                .map(|l| coarsest_contraction(&panel(128, 64, cfl, delta), l))
+                .collect();
+            println!("cfl {cfl}, delta {delta}: {shares:.3?}");
+            for w in shares.windows(2) {
+                assert!(w[1] <= w[0] + 1e-12, "{shares:?}");
+            }
+            if delta == 0.0 {
+                // Only the walls hold the smoothest mode: cos(π / (m + 1)) on m × m columns.
+                let m = 128 >> 4;
+                let walls = (std::f64::consts::PI / (m as f64 + 1.0)).cos();
+                assert!((shares[4] - walls).abs() < 1e-3, "{shares:?}");
+            }
+        }
+    }
+}
