@@ -146,7 +146,9 @@ typedef struct StrataOptions {
   size_t size;
   // 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab (`STRATA_SOLVER_*`).
   int32_t solver;
-  // Multigrid levels.
+  // Multigrid levels, exactly (deeper only for a singular problem); STRATA_DEFAULT (-1, the
+  // default) 5, and as many as the grid allows where the coarsest of 5 is too strongly
+  // coupled for its smoothing to solve it (δ = 0 or small, long time steps).
   int32_t levels;
   // Smoother steps on the coarsest level.
   int32_t coarse_steps;
@@ -259,7 +261,8 @@ const char *strata_version(void);
 // `problem` must be null or point to `size` writable bytes.
 enum StrataStatus strata_problem_init(struct StrataProblem *problem, size_t size);
 
-// Fills the `size` bytes of `options` with the defaults: mg, 5 levels, 2 coarse steps, rtol
+// Fills the `size` bytes of `options` with the defaults: mg, the solver's levels
+// ([`STRATA_DEFAULT`]: 5, deeper where the coarsest of 5 is too strongly coupled), 2 coarse steps, rtol
 // 1e-5, 500 iterations, the solver's default smoother and precision ([`STRATA_DEFAULT`]:
 // red-black, and mixed where there is a multigrid cycle), gcr/bicgstab preconditioned by
 // multigrid, GCR(5),
@@ -269,7 +272,8 @@ enum StrataStatus strata_problem_init(struct StrataProblem *problem, size_t size
 //
 // # Safety
 // `options` must be null or point to `size` writable bytes.
-enum StrataStatus strata_options_init(struct StrataOptions *options, size_t size);
+enum StrataStatus strata_options_init(struct StrataOptions *options,
+                                      size_t size);
 
 // Fills the `size` bytes of `options` with the paper's configuration (Müller, Scheichl &
 // Vainikko 2014): as strata_options_init, with the block-Jacobi smoother (damped by 2/3) and
@@ -297,7 +301,8 @@ enum StrataStatus strata_solver_size(const struct StrataSolver *solver, size_t *
 // Fills the `size` bytes of `options` with the options `solver` runs with: those it was
 // created with, every choice left to the library resolved — the solver's smoother, precision
 // and smoothing steps where `STRATA_DEFAULT` was given, the backend `auto` chose, the levels
-// of a closed geometry's hierarchy — and `threads`, `device` and `halo` as given; sets
+// of the hierarchy (deeper than asked for a singular problem, and than the default where its
+// coarsest level is too strongly coupled) — and `threads`, `device` and `halo` as given; sets
 // `options->size`. Call it with `sizeof *options` (PETSc's `-ksp_view` of the strata
 // preconditioner prints these).
 //

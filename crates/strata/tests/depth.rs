@@ -1,0 +1,79 @@
+//! The hierarchy's depth (docs/MODEL.md §9.4): where the coarsest of the default 5 levels is
+//! too strongly coupled for its smoothing to solve it — a long time step (ν_CFL = 84) on the
+//! sphere, δ = 0 between walls — strata's configuration goes as deep as the grid allows and
+//! keeps the count of the paper's regime; 5 levels asked for explicitly are kept, and take many
+//! more cycles; in the paper's regime the default stays at 5 levels.
+
+use strata::backend::cpu::CpuBackend;
+use strata::grid::sphere;
+use strata::problem::{build_rhs_tiles, Geometry, ProblemParams, RhsKind};
+use strata::solver::{needs_depth, singular_levels, SolverConfig, SolverKind};
+
+/// Iterations and the levels the solve used.
+fn solve(p: &ProblemParams, cfg: &SolverConfig) -> (usize, usize) {
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let tiles = if p.geometry == Geometry::Sphere {
+        sphere::tiles(p.n, 1)
+    } else {
+        vec![p.whole_block()]
+    };
+    let f = build_rhs_tiles(p, RhsKind::Random, 1, &tiles);
+    let sol = strata::solve(&b, p, cfg, &f, &mut |_, _| {}).unwrap();
+    assert!(sol.info.reason.converged(), "{p:?}");
+    let used = singular_levels(cfg, p, &tiles).num_levels();
+    (sol.info.iterations, used)
+}
+
+#[test]
+fn a_strongly_coupled_coarsest_level_takes_the_hierarchy_deeper() {
+    let cases = [
+        ProblemParams {
+            geometry: Geometry::Sphere,
+            n: 64,
+            nz: 16,
+            cfl: 84.0,
+            ..Default::default()
+        },
+        ProblemParams {
+            geometry: Geometry::Box,
+            n: 128,
+            nz: 16,
+            delta: 0.0,
+            ..Default::default()
+        },
+    ];
+    for p in cases {
+        let cfg = SolverConfig::new(SolverKind::Mg);
+        assert!(needs_depth(&cfg, &p), "{p:?}");
+        let (deep, levels) = solve(&p, &cfg);
+        let (five, five_levels) = solve(&p, &cfg.clone().with_levels(5));
+        eprintln!(
+            "{:?} n {} cfl {} delta {}: {deep} cycles with {levels} levels, {five} with 5",
+            p.geometry, p.n, p.cfl, p.delta
+        );
+        assert_eq!(five_levels, 5, "explicit levels are kept");
+        assert!(levels > 5, "{levels}");
+        assert!(deep <= 6, "{deep} cycles with {levels} levels");
+        assert!(five >= 2 * deep, "{five} cycles with 5 levels against {deep}");
+    }
+}
+
+#[test]
+fn the_papers_regime_keeps_five_levels() {
+    for geometry in [Geometry::Panel, Geometry::Sphere] {
+        let p = ProblemParams {
+            geometry,
+            n: 128,
+            nz: 16,
+            ..Default::default()
+        };
+        for kind in [SolverKind::Mg, SolverKind::MgCg] {
+            let cfg = SolverConfig::new(kind);
+            assert!(!needs_depth(&cfg, &p), "{geometry:?} {kind:?}");
+        }
+        // The paper's configuration never deepens a regular problem.
+        let long_step = ProblemParams { cfl: 84.0, ..p };
+        assert!(!needs_depth(&SolverConfig::paper(SolverKind::Mg), &long_step));
+        assert!(needs_depth(&SolverConfig::new(SolverKind::Mg), &long_step));
+    }
+}
