@@ -54,7 +54,10 @@ fn a_strongly_coupled_coarsest_level_takes_the_hierarchy_deeper() {
         assert_eq!(five_levels, 5, "explicit levels are kept");
         assert!(levels > 5, "{levels}");
         assert!(deep <= 6, "{deep} cycles with {levels} levels");
-        assert!(five >= 2 * deep, "{five} cycles with 5 levels against {deep}");
+        assert!(
+            five >= 2 * deep,
+            "{five} cycles with 5 levels against {deep}"
+        );
     }
 }
 
@@ -73,7 +76,10 @@ fn the_papers_regime_keeps_five_levels() {
         }
         // The paper's configuration never deepens a regular problem.
         let long_step = ProblemParams { cfl: 84.0, ..p };
-        assert!(!needs_depth(&SolverConfig::paper(SolverKind::Mg), &long_step));
+        assert!(!needs_depth(
+            &SolverConfig::paper(SolverKind::Mg),
+            &long_step
+        ));
         assert!(needs_depth(&SolverConfig::new(SolverKind::Mg), &long_step));
     }
 }

@@ -123,7 +123,13 @@ mod tests {
 
     #[test]
     fn contractions_fall_with_depth_and_rise_with_the_time_step() {
-        for (cfl, delta) in [(2.1, 1.0), (8.4, 1.0), (84.0, 1.0), (840.0, 1.0), (8.4, 0.0)] {
+        for (cfl, delta) in [
+            (2.1, 1.0),
+            (8.4, 1.0),
+            (84.0, 1.0),
+            (840.0, 1.0),
+            (8.4, 0.0),
+        ] {
             let shares: Vec<f64> = (1..=7)
                 .map(|l| coarsest_contraction(&panel(128, 64, cfl, delta), l))
                 .collect();
