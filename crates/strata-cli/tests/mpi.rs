@@ -777,3 +777,43 @@ fn the_sphere_is_decomposition_invariant() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ranks"));
 }
+
+/// A deep hierarchy (docs/MODEL.md §9.4) on rank blocks of unequal widths: 3 ranks over a
+/// 256-wide box split for 5 levels would get blocks 96, 80 and 80 wide, which halve 6, 5 and 5
+/// times; the fine level is split for the deep hierarchy instead
+/// (`SolverConfig::decompose`), every rank takes the same depth, and the long time step, the
+/// singular box and δ = 0 between walls take the few cycles of one process, not the 18–104 of
+/// 5 levels (and no rank waits on another's deeper levels).
+#[test]
+fn a_deep_hierarchy_on_unequal_blocks_is_taken_by_every_rank() {
+    for case in [
+        &["--cfl", "84"][..],
+        &[
+            "--delta",
+            "0",
+            "--boundary",
+            "x=neumann,y=neumann",
+            "--project-rhs",
+        ][..],
+        &["--delta", "0"][..],
+    ] {
+        let mut args = vec!["solve", "--geometry", "box", "--n", "256", "--nz", "8"];
+        args.extend(case);
+        args.extend(["--backend", "cpu", "--threads", "1", "-q"]);
+        let serial = strata_command().args(&args).output().unwrap();
+        let ranks = mpirun(3, &args);
+        for (o, what) in [(&serial, "one process"), (&ranks, "3 ranks")] {
+            assert!(
+                o.status.success(),
+                "{case:?} on {what}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let its: usize = iterations(o)
+                .split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse().ok())
+                .unwrap();
+            assert!(its <= 6, "{case:?} on {what}: {its} cycles");
+        }
+    }
+}

@@ -264,7 +264,7 @@ mod ranks {
             return task.tiles(backend, comm, share, HaloPath::Mpi);
         }
         let grid = grid.unwrap_or_else(|| RankGrid::choose(size));
-        let block = cfg.validate_for(p.n, grid)?.fine_block(rank);
+        let block = cfg.decompose(p, grid)?.fine_block(rank);
         let share = BlockShare { grid, block };
         if nccl {
             return backend.nccl_block(world, grid, share, task);

@@ -340,7 +340,7 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     // solved with its null space; so does a regular one whose coarsest level its smoothing
     // cannot solve, where the configuration deepens.
     let singular = crate::solver::singular_on_ranks(comm, p)?;
-    let cfg = &crate::solver::hierarchy_for(cfg, p, singular, &[block]);
+    let cfg = &crate::solver::hierarchy_on_ranks(comm, cfg, p, singular, &[block])?;
     let volumes = singular.then(|| crate::problem::cell_volumes(p, &[block]));
     // Coefficient fields of the block ([`Coefficients::window`]) have their rings filled by
     // `comm` on every level.
@@ -381,7 +381,7 @@ pub fn solve_tiles<H: Handle, C: Comm<Tiled<H>>>(
     }
     let t = Instant::now();
     let singular = crate::solver::singular_on_ranks(comm, p)?;
-    let cfg = &crate::solver::hierarchy_for(cfg, p, singular, tiles);
+    let cfg = &crate::solver::hierarchy_on_ranks(comm, cfg, p, singular, tiles)?;
     let levels = build_sphere_levels(p, tiles, cfg.num_levels(), cfg.multigrid.averaging)?;
     let volumes = singular.then(|| crate::problem::cell_volumes(p, tiles));
     let null = volumes.map(|v| (v, !p.has_advection()));

@@ -142,7 +142,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         };
         crate::comm::validate_on_ranks(&comm, p)?;
         let singular = crate::solver::singular_on_ranks(&comm, p)?;
-        let cfg = &crate::solver::hierarchy_for(cfg, p, singular, &tiles);
+        let cfg = &crate::solver::hierarchy_on_ranks(&comm, cfg, p, singular, &tiles)?;
         check(backend, p, cfg)?;
         phase("checks");
         let levels = levels_of(p, &tiles, cfg, &comm)?;

@@ -149,13 +149,13 @@ impl Setup {
                 });
         // A singular problem's hierarchy goes as deep as the grid allows, and so does a regular
         // one's whose coarsest level its smoothing cannot solve (the library does the same for
-        // each rank's tiles): said in the header as it is on one process.
-        let cfg = if p.n == 0 || p.validate().is_err() {
-            cfg
-        } else if p.geometry.closed() {
+        // each rank's tiles): on the sphere, whose ranks' tiles are made for the levels, here;
+        // a panel's or box's ranks split the fine level for the levels asked, and the header
+        // says the depth of one process (`print_header`).
+        let cfg = if p.geometry.closed() && p.n > 0 && p.validate().is_ok() {
             strata::solver::singular_levels(&cfg, &p, &strata::grid::sphere::tiles(p.n, 1))
         } else {
-            strata::solver::singular_levels(&cfg, &p, &[p.whole_block()])
+            cfg
         };
         Self { p, cfg }
     }

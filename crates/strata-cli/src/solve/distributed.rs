@@ -203,7 +203,7 @@ fn solve_with<B: Backend, C: Comm<B>>(
     halo: &str,
 ) -> CliResult<ExitCode> {
     let world = job.world().ok_or("MPI is not initialised")?;
-    let dec = s.cfg.validate_for(s.p.n, grid)?;
+    let dec = s.cfg.decompose(&s.p, grid)?;
     let block = dec.fine_block(job.rank());
     strata::check_block_memory(backend, &s.p, &s.cfg, &block)?;
     // Each rank keeps and coarsens its own block of the coefficient fields (read as that block,

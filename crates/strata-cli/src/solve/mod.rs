@@ -70,10 +70,7 @@ impl BackendTask for Task<'_> {
                 // edge a block keeps no ring, and over orography the terrain's factors read
                 // the neighbours' fields: there every rank keeps the whole level's.
                 let grid = args::rank_grid(a.ranks.as_deref(), self.job.size())?;
-                let block = setup
-                    .cfg
-                    .validate_for(p.n, grid)?
-                    .fine_block(self.job.rank());
+                let block = setup.cfg.decompose(p, grid)?.fine_block(self.job.rank());
                 read_coefficients_block(path, p.n, p.nz, p.delta, block)?
             } else {
                 read_coefficients_panels(path, p.panels(), p.n, p.nz, p.delta)?

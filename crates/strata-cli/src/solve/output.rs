@@ -16,7 +16,14 @@ pub fn print_header(a: &SolveArgs, s: &Setup, backend: &str) {
         "{}",
         report::problem_line(&s.p, a.rhs_file.as_deref(), rhs_kind(a.rhs))
     );
-    println!("{}", report::solver_line(&s.cfg, backend));
+    // The hierarchy the library takes on one process (deeper than asked where the problem is
+    // singular or the coarsest level too strongly coupled; ranks alike, within their blocks).
+    let cfg = if s.p.geometry.closed() || s.p.validate().is_err() {
+        s.cfg.clone()
+    } else {
+        strata::solver::singular_levels(&s.cfg, &s.p, &[s.p.whole_block()])
+    };
+    println!("{}", report::solver_line(&cfg, backend));
 }
 
 /// Prints the history and summary and writes the files of a finished solve (whole-grid `sol.u`

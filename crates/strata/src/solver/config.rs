@@ -4,6 +4,7 @@ use super::{MgParams, Preconditioner, SolveParams, SolverKind};
 use crate::error::Result;
 use crate::grid::{Block, Decomposition, RankGrid};
 use crate::perf::Cost;
+use crate::problem::ProblemParams;
 use serde::{Deserialize, Serialize};
 
 /// Floating-point precision of a solve (docs/MODEL.md §17).
@@ -354,6 +355,26 @@ impl SolverConfig {
     pub fn validate_for(&self, n: usize, grid: RankGrid) -> Result<Decomposition> {
         self.validate()?;
         Decomposition::new(n, self.num_levels(), grid)
+    }
+
+    /// [`SolverConfig::validate_for`] for the hierarchy problem `p` takes on `grid`: where it
+    /// goes deep (a singular problem, or [`crate::solver::needs_depth`]) the fine level is split
+    /// for the deepest hierarchy the grid allows (a panel's or box's coarsest level keeping
+    /// 2 × 2 columns), so that every rank's block halves as many times and the ranks agree on
+    /// the depth ([`crate::solver::hierarchy_on_ranks`]); otherwise for the levels asked.
+    pub fn decompose(&self, p: &ProblemParams, grid: RankGrid) -> Result<Decomposition> {
+        let dec = self.validate_for(p.n, grid)?;
+        if !self.uses_multigrid() || !(p.singular() || crate::solver::needs_depth(self, p)) {
+            return Ok(dec);
+        }
+        let mut deepest = crate::grid::max_levels(p.n, grid);
+        if !p.geometry.closed() {
+            deepest = deepest.min((p.n.trailing_zeros() as usize).max(1));
+        }
+        if deepest <= self.num_levels() {
+            return Ok(dec);
+        }
+        Decomposition::new(p.n, deepest, grid)
     }
 
     /// [`SolverConfig::validate`], and that the levels fit the fine block `block`.

@@ -13,6 +13,9 @@
 //! asked for explicitly, and the paper's configuration, are kept as they are.
 
 use super::{CoarseSolve, SolverConfig};
+use crate::backend::Backend;
+use crate::comm::Comm;
+use crate::error::Result;
 use crate::grid::{Block, Boundary};
 use crate::problem::{ProblemParams, VerticalGrid};
 use crate::stencil::LevelStencil;
@@ -96,8 +99,8 @@ pub fn needs_depth(cfg: &SolverConfig, p: &ProblemParams) -> bool {
 }
 
 /// `cfg` for problem `p` on `tiles`: as deep as the tiles allow ([`super::deep_levels`]) for a
-/// singular problem (`singular`, the same on every rank: [`super::singular_on_ranks`]) and
-/// where [`needs_depth`] says so; else `cfg`.
+/// singular problem (`singular`) and where [`needs_depth`] says so; else `cfg`. For one
+/// process; ranks take [`hierarchy_on_ranks`].
 pub fn hierarchy_for(
     cfg: &SolverConfig,
     p: &ProblemParams,
@@ -105,6 +108,39 @@ pub fn hierarchy_for(
     tiles: &[Block],
 ) -> SolverConfig {
     super::deep_levels(cfg, singular || needs_depth(cfg, p), tiles)
+}
+
+/// [`hierarchy_for`] alike on every rank of `comm` (collective; `singular` the same on every
+/// rank: [`super::singular_on_ranks`]): the levels every rank's tiles allow, the fewest over
+/// the ranks. Uneven blocks halve different numbers of times (a 3 × 1 grid over n = 256 at 5
+/// levels gives blocks 96, 80 and 80 wide: 6, 5 and 5 levels), and ranks of different depths
+/// would wait on each other's exchanges forever.
+pub fn hierarchy_on_ranks<B: Backend, C: Comm<B>>(
+    comm: &C,
+    cfg: &SolverConfig,
+    p: &ProblemParams,
+    singular: bool,
+    tiles: &[Block],
+) -> Result<SolverConfig> {
+    let deep = singular || needs_depth(cfg, p);
+    let local = super::deep_levels(cfg, deep, tiles);
+    if comm.size() == 1 || !deep {
+        // Without depth every rank keeps the configuration's levels (`deep` is decided from `p`
+        // and `singular`, alike on every rank, so every rank or none takes the sums below).
+        return Ok(local);
+    }
+    let mine = local.num_levels();
+    let mut levels = cfg.num_levels().min(mine);
+    while super::all_ranks(comm, mine > levels)? {
+        levels += 1;
+    }
+    Ok(if levels == mine {
+        local
+    } else {
+        local
+            .with_levels(levels)
+            .with_deepening(cfg.multigrid.deepen)
+    })
 }
 
 #[cfg(test)]

@@ -22,7 +22,10 @@ mod textbook;
 
 pub use cg::Cg;
 pub use config::{Precision, SolverConfig};
-pub use depth::{coarsest_contraction, hierarchy_for, needs_depth, COARSEST_CONTRACTION_LIMIT};
+pub use depth::{
+    coarsest_contraction, hierarchy_for, hierarchy_on_ranks, needs_depth,
+    COARSEST_CONTRACTION_LIMIT,
+};
 pub use krylov::{BiCgStab, Gcr, Preconditioner};
 pub use mgcg::MgCg;
 pub use monitor::{ConvergedReason, RelativeTo, SolveInfo, SolveParams};
