@@ -41,7 +41,7 @@ class Solver:
         delta: float = 1.0,
         graded: bool = False,
         solver: _SolverKind = "mg",
-        levels: int = 5,
+        levels: int | None = None,
         coarse_steps: int = 2,
         rtol: float = 1e-5,
         max_it: int = 500,

@@ -1173,6 +1173,56 @@ fn host_fields_over_orography_take_the_host_path() {
     assert_eq!(a, b);
 }
 
+/// The deep hierarchy (docs/MODEL.md §9.4) on the GPU: a long time step (ν_CFL = 84) on the
+/// panel and the sphere and δ = 0 between walls take the hierarchy down to its tiniest levels
+/// (2 × 2 columns on the panel and box, 1 × 1 per panel on the sphere), and the GPU's counts are
+/// the CPU's (±1) and few (≤ 6), its answer the CPU's to 1e-6 of the largest value (both solved
+/// to 1e-10).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_deep_hierarchy_agrees_with_the_cpu() {
+    use strata::problem::Geometry;
+    let (g, c) = (gpu(), CpuBackend::new(None).unwrap());
+    for (geometry, n, cfl, delta) in [
+        (Geometry::Panel, 128, 84.0, 1.0),
+        (Geometry::Sphere, 64, 84.0, 1.0),
+        (Geometry::Box, 128, 8.4, 0.0),
+    ] {
+        let p = ProblemParams {
+            geometry,
+            n,
+            nz: 32,
+            cfl,
+            delta,
+            ..Default::default()
+        };
+        let tiles = p.whole_tiles();
+        let rhs = strata::problem::build_rhs_tiles(&p, RhsKind::Random, 3, &tiles);
+        for kind in [SolverKind::Mg, SolverKind::MgCg] {
+            let cfg = SolverConfig::new(kind);
+            assert!(
+                strata::solver::needs_depth(&cfg, &p),
+                "{geometry:?} {kind:?}"
+            );
+            let a = strata::solve(&g, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            let b = strata::solve(&c, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+            println!(
+                "{geometry:?} cfl {cfl} delta {delta} {}: gpu {} its, cpu {} its",
+                kind.name(),
+                a.info.iterations,
+                b.info.iterations
+            );
+            assert!(a.info.iterations <= 6 && b.info.iterations <= 6);
+            assert!(a.info.iterations.abs_diff(b.info.iterations) <= 1);
+            let tight = cfg.clone().with_rtol(1e-10);
+            let a = strata::solve(&g, &p, &tight, &rhs, &mut |_, _| {}).unwrap();
+            let b = strata::solve(&c, &p, &tight, &rhs, &mut |_, _| {}).unwrap();
+            let d = max_rel_diff(&a.u, &b.u);
+            assert!(d < 1e-6, "{geometry:?} {kind:?}: {d:.2e}");
+        }
+    }
+}
+
 /// The coarsest level solved by CG on the GPU (fp32 levels in the default mixed precision):
 /// the CPU's counts (±1) on the panel and the sphere for 2 and 4 levels, each converged.
 #[test]

@@ -16,14 +16,18 @@ pub fn print_header(a: &SolveArgs, s: &Setup, backend: &str) {
         "{}",
         report::problem_line(&s.p, a.rhs_file.as_deref(), rhs_kind(a.rhs))
     );
-    // The hierarchy the library takes on one process (deeper than asked where the problem is
-    // singular or the coarsest level too strongly coupled; ranks alike, within their blocks).
-    let cfg = if s.p.geometry.closed() || s.p.validate().is_err() {
+    println!("{}", report::solver_line(&one_process(s), backend));
+}
+
+/// The configuration the library takes on one process: deeper than asked where the problem is
+/// singular or its coarsest level too strongly coupled (docs/MODEL.md §9.4; ranks alike, within
+/// their blocks), as the header, the summary and the JSON report say.
+fn one_process(s: &Setup) -> strata::solver::SolverConfig {
+    if s.p.geometry.closed() || s.p.validate().is_err() {
         s.cfg.clone()
     } else {
         strata::solver::singular_levels(&s.cfg, &s.p, &[s.p.whole_block()])
-    };
-    println!("{}", report::solver_line(&cfg, backend));
+    }
 }
 
 /// Prints the history and summary and writes the files of a finished solve (whole-grid `sol.u`
@@ -35,7 +39,7 @@ pub fn report(
     sol: &strata::Solution,
     rhs: &[f64],
 ) -> CliResult<ExitCode> {
-    let (p, cfg) = (&s.p, &s.cfg);
+    let (p, cfg) = (&s.p, &one_process(s));
     if !a.quiet {
         print!("{}", report::history(&sol.info));
     }
