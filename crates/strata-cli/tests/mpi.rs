@@ -783,21 +783,27 @@ fn the_sphere_is_decomposition_invariant() {
 /// times; the fine level is split for the deep hierarchy instead
 /// (`SolverConfig::decompose`), every rank takes the same depth, and the long time step, the
 /// singular box and δ = 0 between walls take the few cycles of one process, not the 18–104 of
-/// 5 levels (and no rank waits on another's deeper levels).
+/// 5 levels (and no rank waits on another's deeper levels); a 400-wide box, which cannot go
+/// deep, solves its coarsest level by CG on every rank.
 #[test]
 fn a_deep_hierarchy_on_unequal_blocks_is_taken_by_every_rank() {
+    let singular = [
+        "--n",
+        "256",
+        "--delta",
+        "0",
+        "--boundary",
+        "x=neumann,y=neumann",
+        "--project-rhs",
+    ];
     for case in [
-        &["--cfl", "84"][..],
-        &[
-            "--delta",
-            "0",
-            "--boundary",
-            "x=neumann,y=neumann",
-            "--project-rhs",
-        ][..],
-        &["--delta", "0"][..],
+        &["--n", "256", "--cfl", "84"][..],
+        &singular[..],
+        &["--n", "256", "--delta", "0"][..],
+        // 400 halves only four times: the coarsest level solved by CG on every rank.
+        &["--n", "400", "--cfl", "84"][..],
     ] {
-        let mut args = vec!["solve", "--geometry", "box", "--n", "256", "--nz", "8"];
+        let mut args = vec!["solve", "--geometry", "box", "--nz", "8"];
         args.extend(case);
         args.extend(["--backend", "cpu", "--threads", "1", "-q"]);
         let serial = strata_command().args(&args).output().unwrap();

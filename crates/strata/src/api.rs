@@ -266,7 +266,8 @@ pub(crate) fn check_symmetry(symmetric: bool, cfg: &SolverConfig) -> Result<()> 
         return invalid(
             "coarse_solve",
             "cg needs a symmetric operator, but the coefficient fields have an advection vector \
-             (xi): use coarse_solve smooth",
+             (xi): use coarse_solve smooth (the default solver takes cg where its grid cannot go \
+             deep enough for the problem, docs/MODEL.md §9.4: give the levels explicitly too)",
         );
     }
     if !symmetric && cfg.kind.needs_symmetric() {

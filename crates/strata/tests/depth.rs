@@ -7,7 +7,7 @@
 use strata::backend::cpu::CpuBackend;
 use strata::grid::sphere;
 use strata::problem::{build_rhs_tiles, Geometry, ProblemParams, RhsKind};
-use strata::solver::{needs_depth, singular_levels, SolverConfig, SolverKind};
+use strata::solver::{needs_depth, singular_levels, CoarseSolve, SolverConfig, SolverKind};
 
 /// Iterations and the levels the solve used.
 fn solve(p: &ProblemParams, cfg: &SolverConfig) -> (usize, usize) {
@@ -82,4 +82,30 @@ fn the_papers_regime_keeps_five_levels() {
         ));
         assert!(needs_depth(&SolverConfig::new(SolverKind::Mg), &long_step));
     }
+}
+
+/// Where the grid cannot go deep enough (400 = 16 · 25 halves four times: a coarsest level of
+/// 25² columns, which smoothing cannot solve at ν_CFL = 84), the default solves its coarsest
+/// level by CG instead, and takes the few cycles of a deep hierarchy; 5 levels asked for are
+/// kept as asked, smoothed.
+#[test]
+fn a_grid_that_cannot_go_deep_solves_its_coarsest_level() {
+    let p = ProblemParams {
+        n: 400,
+        nz: 8,
+        cfl: 84.0,
+        ..Default::default()
+    };
+    let cfg = SolverConfig::new(SolverKind::Mg);
+    let resolved = singular_levels(&cfg, &p, &[p.whole_block()]);
+    assert_eq!(resolved.num_levels(), 5);
+    assert_eq!(resolved.multigrid.coarse_solve, CoarseSolve::Cg);
+    let (its, _) = solve(&p, &cfg);
+    let asked = cfg.clone().with_levels(5);
+    let kept = singular_levels(&asked, &p, &[p.whole_block()]);
+    assert_eq!(kept.multigrid.coarse_solve, CoarseSolve::Smooth);
+    let (smoothed, _) = solve(&p, &asked);
+    eprintln!("n 400, cfl 84: {its} cycles with the coarse CG, {smoothed} smoothed");
+    assert!(its <= 6, "{its}");
+    assert!(smoothed >= 2 * its, "{smoothed} against {its}");
 }

@@ -9,10 +9,11 @@
 //! (5 with 6 or more), 13 at ν_CFL = 840 (5), and with δ = 0 13 (5), at 256² 31 (5).
 //!
 //! So strata's default hierarchy ([`super::MgParams::deepen`]) goes as deep as the blocks allow
-//! (as a singular problem's does) where the coarsest of its levels is not such a level; levels
-//! asked for explicitly, and the paper's configuration, are kept as they are.
+//! (as a singular problem's does) where the coarsest of its levels is not such a level, and
+//! where even that is not deep enough (an n with few factors of 2) solves its coarsest level by
+//! CG; levels asked for explicitly, and the paper's configuration, are kept as they are.
 
-use super::{CoarseSolve, SolverConfig};
+use super::{CoarseSolve, SolverConfig, DEFAULT_COARSE_RTOL};
 use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::Result;
@@ -89,13 +90,37 @@ pub fn coarsest_contraction(p: &ProblemParams, levels: usize) -> f64 {
 /// leave more than [`COARSEST_CONTRACTION_LIMIT`] of that level's smoothest mode
 /// ([`coarsest_contraction`]).
 pub fn needs_depth(cfg: &SolverConfig, p: &ProblemParams) -> bool {
+    cfg.uses_multigrid() && cfg.multigrid.deepen && coarsest_unsolved(cfg, p)
+}
+
+/// Whether `cfg` smooths its coarsest level and its coarse steps leave more than
+/// [`COARSEST_CONTRACTION_LIMIT`] of that level's smoothest mode for problem `p`.
+fn coarsest_unsolved(cfg: &SolverConfig, p: &ProblemParams) -> bool {
     let mg = &cfg.multigrid;
-    if !cfg.uses_multigrid() || !mg.deepen || mg.coarse_solve != CoarseSolve::Smooth {
+    if mg.coarse_solve != CoarseSolve::Smooth {
         return false;
     }
     let q = coarsest_contraction(p, cfg.num_levels());
     let steps = i32::try_from(2 * mg.coarse_steps).unwrap_or(i32::MAX);
     q.powi(steps) > COARSEST_CONTRACTION_LIMIT
+}
+
+/// `out` (the hierarchy [`hierarchy_for`] made of `asked`) with its coarsest level solved by CG
+/// ([`CoarseSolve::Cg`] to [`DEFAULT_COARSE_RTOL`]) where `asked` deepens and needed depth, and
+/// even the deepest hierarchy the grid allows leaves a coarsest level its smoothing cannot
+/// solve: an n with few factors of 2 (400 = 16 · 25 halves four times, to 25² columns; at
+/// ν_CFL = 84 on the CPU, 400² × 16, 23 cycles smoothed, 5 with the coarse CG). Not for a
+/// singular problem (its own null space) or a non-symmetric operator (CG needs a symmetric one).
+fn coarse_fallback(
+    asked: &SolverConfig,
+    out: SolverConfig,
+    p: &ProblemParams,
+    singular: bool,
+) -> SolverConfig {
+    if singular || p.has_advection() || !needs_depth(asked, p) || !coarsest_unsolved(&out, p) {
+        return out;
+    }
+    out.with_coarse_solve(CoarseSolve::Cg, DEFAULT_COARSE_RTOL)
 }
 
 /// `cfg` for problem `p` on `tiles`: as deep as the tiles allow ([`super::deep_levels`]) for a
@@ -107,7 +132,8 @@ pub fn hierarchy_for(
     singular: bool,
     tiles: &[Block],
 ) -> SolverConfig {
-    super::deep_levels(cfg, singular || needs_depth(cfg, p), tiles)
+    let out = super::deep_levels(cfg, singular || needs_depth(cfg, p), tiles);
+    coarse_fallback(cfg, out, p, singular)
 }
 
 /// [`hierarchy_for`] alike on every rank of `comm` (collective; `singular` the same on every
@@ -123,24 +149,23 @@ pub fn hierarchy_on_ranks<B: Backend, C: Comm<B>>(
     tiles: &[Block],
 ) -> Result<SolverConfig> {
     let deep = singular || needs_depth(cfg, p);
-    let local = super::deep_levels(cfg, deep, tiles);
     if comm.size() == 1 || !deep {
         // Without depth every rank keeps the configuration's levels (`deep` is decided from `p`
         // and `singular`, alike on every rank, so every rank or none takes the sums below).
-        return Ok(local);
+        return Ok(hierarchy_for(cfg, p, singular, tiles));
     }
+    let local = super::deep_levels(cfg, deep, tiles);
     let mine = local.num_levels();
     let mut levels = cfg.num_levels().min(mine);
     while super::all_ranks(comm, mine > levels)? {
         levels += 1;
     }
-    Ok(if levels == mine {
+    let out = if levels == mine {
         local
     } else {
-        local
-            .with_levels(levels)
-            .with_deepening(cfg.multigrid.deepen)
-    })
+        local.with_levels(levels)
+    };
+    Ok(coarse_fallback(cfg, out, p, singular))
 }
 
 #[cfg(test)]
