@@ -147,8 +147,9 @@ typedef struct StrataOptions {
   // 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab (`STRATA_SOLVER_*`).
   int32_t solver;
   // Multigrid levels, exactly (deeper only for a singular problem); STRATA_DEFAULT (-1, the
-  // default) 5, and as many as the grid allows where the coarsest of 5 is too strongly
-  // coupled for its smoothing to solve it (δ = 0 or small, long time steps).
+  // default) 5, as many as the grid allows where the coarsest of 5 is too strongly coupled
+  // for its smoothing to solve it (δ = 0 or small, long time steps), the levels the grid has
+  // where it halves fewer times, and the coarsest level solved by CG where smoothing cannot.
   int32_t levels;
   // Smoother steps on the coarsest level.
   int32_t coarse_steps;

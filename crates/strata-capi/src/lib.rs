@@ -107,8 +107,9 @@ pub struct StrataOptions {
     /// 0 cg, 1 mg, 2 mg-cg, 3 gcr, 4 bicgstab (`STRATA_SOLVER_*`).
     pub solver: i32,
     /// Multigrid levels, exactly (deeper only for a singular problem); STRATA_DEFAULT (-1, the
-    /// default) 5, and as many as the grid allows where the coarsest of 5 is too strongly
-    /// coupled for its smoothing to solve it (δ = 0 or small, long time steps).
+    /// default) 5, as many as the grid allows where the coarsest of 5 is too strongly coupled
+    /// for its smoothing to solve it (δ = 0 or small, long time steps), the levels the grid has
+    /// where it halves fewer times, and the coarsest level solved by CG where smoothing cannot.
     pub levels: i32,
     /// Smoother steps on the coarsest level.
     pub coarse_steps: i32,

@@ -169,9 +169,10 @@ impl ProblemArgs {
 #[derive(Args, Debug, Clone)]
 pub struct MgArgs {
     /// Multigrid levels L (n must be divisible by 2^(L−1)); used by mg and mg-cg. Default: 5,
-    /// and as many as the grid allows where the coarsest of 5 is too strongly coupled for its
-    /// smoothing to solve it (δ = 0 or small, long time steps: docs/MODEL.md §9.4); given, exactly
-    /// L (deeper only for a singular problem)
+    /// as many as the grid allows where the coarsest of 5 is too strongly coupled for its
+    /// smoothing to solve it (δ = 0 or small, long time steps), the levels the grid has where it
+    /// halves fewer times, and the coarsest level solved by CG where smoothing cannot
+    /// (docs/MODEL.md §9.4); given, exactly L (deeper only for a singular problem)
     #[arg(long)]
     pub levels: Option<usize>,
     /// Smoother iterations on the coarsest level (the paper: 2 up to ν = 16.8, 30 at ν = 84,

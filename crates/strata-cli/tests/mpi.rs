@@ -802,6 +802,8 @@ fn a_deep_hierarchy_on_unequal_blocks_is_taken_by_every_rank() {
         &["--n", "256", "--delta", "0"][..],
         // 400 halves only four times: the coarsest level solved by CG on every rank.
         &["--n", "400", "--cfl", "84"][..],
+        // 100 halves twice: the default's 5 levels fit to 3 on every rank (blocks 36, 32, 32).
+        &["--n", "100"][..],
     ] {
         let mut args = vec!["solve", "--geometry", "box", "--nz", "8"];
         args.extend(case);

@@ -73,8 +73,9 @@ fn to_py(e: StrataError) -> PyErr {
 /// "mg"; the answer meets rtol on the fp64 residual as in "f64"); None: the solver's default,
 /// mixed wherever there is a multigrid cycle, f64 for cg and preconditioner "line".
 /// levels is the number of multigrid levels, exactly (deeper only for a singular problem); None:
-/// 5, and as many as the grid allows where the coarsest of 5 is too strongly coupled for its
-/// smoothing to solve it (delta = 0 or small, long time steps).
+/// 5, as many as the grid allows where the coarsest of 5 is too strongly coupled for its
+/// smoothing to solve it (delta = 0 or small, long time steps), the levels the grid has where it
+/// halves fewer times, and the coarsest level solved by CG where smoothing cannot.
 /// paper=True starts from the paper's configuration instead (jacobi and f64 for every solver);
 /// smoother and precision, when given, still apply.
 /// prolongate_halos=False makes the ranks' multigrid cycle exchange halos after every

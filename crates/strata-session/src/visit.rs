@@ -252,7 +252,13 @@ mod ranks {
             }
             p.validate()?;
             cfg.validate()?;
-            let tiles = strata::grid::sphere::rank_tiles(p.n, cfg.num_levels(), size, rank)?;
+            // The ranks' tiles are made for the hierarchy the problem takes (deeper where it is
+            // singular or its coarsest level too strongly coupled, fewer levels where the grid
+            // halves fewer times: docs/MODEL.md §9.4).
+            let levels =
+                strata::solver::singular_levels(cfg, p, &strata::grid::sphere::tiles(p.n, 1))
+                    .num_levels();
+            let tiles = strata::grid::sphere::rank_tiles(p.n, levels, size, rank)?;
             let share = TileShare {
                 k: p.n / tiles[0].nx,
                 tiles,

@@ -320,6 +320,13 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<Solution> {
     crate::comm::validate_on_ranks(comm, p)?;
+    cfg.validate()?;
+    // A singular problem (δ = 0, no Dirichlet side) goes as deep as the block allows and is
+    // solved with its null space; so does a regular one whose coarsest level its smoothing
+    // cannot solve, where the configuration deepens (and where its levels are the solver's, they
+    // fit the block).
+    let singular = crate::solver::singular_on_ranks(comm, p)?;
+    let cfg = &crate::solver::hierarchy_on_ranks(comm, cfg, p, singular, &[block])?;
     cfg.validate_block(&block)?;
     check_operator(p, cfg)?;
     let local = block.nx * block.ny * p.nz;
@@ -337,11 +344,6 @@ pub fn solve_block<B: Backend, C: Comm<B>>(
     }
     check_block_memory(backend, p, cfg, &block)?;
     let t = Instant::now();
-    // A singular problem (δ = 0, no Dirichlet side) goes as deep as the block allows and is
-    // solved with its null space; so does a regular one whose coarsest level its smoothing
-    // cannot solve, where the configuration deepens.
-    let singular = crate::solver::singular_on_ranks(comm, p)?;
-    let cfg = &crate::solver::hierarchy_on_ranks(comm, cfg, p, singular, &[block])?;
     let volumes = singular.then(|| crate::problem::cell_volumes(p, &[block]));
     // Coefficient fields of the block ([`Coefficients::window`]) have their rings filled by
     // `comm` on every level.

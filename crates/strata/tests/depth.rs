@@ -109,3 +109,29 @@ fn a_grid_that_cannot_go_deep_solves_its_coarsest_level() {
     assert!(its <= 6, "{its}");
     assert!(smoothed >= 2 * its, "{smoothed} against {its}");
 }
+
+/// A grid that halves fewer times than the default 5 levels ask (n = 100 halves twice) takes
+/// the levels it has, its coarsest level (25² columns) solved by CG, where 5 levels asked for
+/// exactly are refused naming the most there are; the sphere alike.
+#[test]
+fn a_grid_that_halves_few_times_takes_the_levels_it_has() {
+    for geometry in [Geometry::Panel, Geometry::Sphere] {
+        let p = ProblemParams {
+            geometry,
+            n: 100,
+            nz: 8,
+            ..Default::default()
+        };
+        let cfg = SolverConfig::new(SolverKind::Mg);
+        let (its, levels) = solve(&p, &cfg);
+        eprintln!("{geometry:?} n 100: {its} cycles with {levels} levels");
+        assert_eq!(levels, 3);
+        assert!(its <= 6, "{its}");
+        let b = CpuBackend::new(Some(2)).unwrap();
+        let f = build_rhs_tiles(&p, RhsKind::Random, 1, &p.whole_tiles());
+        let e = strata::solve(&b, &p, &cfg.clone().with_levels(5), &f, &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 3 levels"), "{e}");
+    }
+}

@@ -114,7 +114,7 @@ pub fn validate<B: Backend>(
     grid: RankGrid,
 ) -> CliResult<Decomposition> {
     p.validate()?;
-    let dec = cfg.validate_for(p.n, grid)?;
+    let dec = cfg.decompose(p, grid)?;
     strata::check_memory(backend, p, cfg)?;
     Ok(dec)
 }

@@ -20,12 +20,7 @@ pub fn check_levels(fine: &Block, n_levels: usize) -> Result<()> {
     if n_levels < 1 {
         return invalid("levels", "must be at least 1 (got 0)");
     }
-    let mut most = 1;
-    let mut b = *fine;
-    while let Some(c) = b.coarsen_exact() {
-        b = c;
-        most += 1;
-    }
+    let most = most_levels(fine);
     if n_levels > most {
         return invalid(
             "levels",
@@ -38,4 +33,16 @@ pub fn check_levels(fine: &Block, n_levels: usize) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The most levels a fine block can be coarsened into: how many times it halves exactly, plus
+/// one.
+pub fn most_levels(fine: &Block) -> usize {
+    let mut most = 1;
+    let mut b = *fine;
+    while let Some(c) = b.coarsen_exact() {
+        b = c;
+        most += 1;
+    }
+    most
 }

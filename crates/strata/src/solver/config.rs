@@ -361,17 +361,27 @@ impl SolverConfig {
     /// goes deep (a singular problem, or [`crate::solver::needs_depth`]) the fine level is split
     /// for the deepest hierarchy the grid allows (a panel's or box's coarsest level keeping
     /// 2 × 2 columns), so that every rank's block halves as many times and the ranks agree on
-    /// the depth ([`crate::solver::hierarchy_on_ranks`]); otherwise for the levels asked.
+    /// the depth ([`crate::solver::hierarchy_on_ranks`]); where the levels are the solver's and
+    /// the grid halves fewer times than they ask, for the levels it has; otherwise for the
+    /// levels asked.
     pub fn decompose(&self, p: &ProblemParams, grid: RankGrid) -> Result<Decomposition> {
-        let dec = self.validate_for(p.n, grid)?;
-        if !self.uses_multigrid() || !(p.singular() || crate::solver::needs_depth(self, p)) {
+        // Levels that are the solver's fit the grid (n = 100 halves twice: 3 levels).
+        let fitted;
+        let mut cfg = self;
+        let most = crate::grid::max_levels(p.n, grid);
+        if self.uses_multigrid() && self.multigrid.deepen && most >= 1 && most < self.num_levels() {
+            fitted = self.clone().with_levels(most).with_deepening(true);
+            cfg = &fitted;
+        }
+        let dec = cfg.validate_for(p.n, grid)?;
+        if !cfg.uses_multigrid() || !(p.singular() || crate::solver::needs_depth(cfg, p)) {
             return Ok(dec);
         }
         let mut deepest = crate::grid::max_levels(p.n, grid);
         if !p.geometry.closed() {
             deepest = deepest.min((p.n.trailing_zeros() as usize).max(1));
         }
-        if deepest <= self.num_levels() {
+        if deepest <= cfg.num_levels() {
             return Ok(dec);
         }
         Decomposition::new(p.n, deepest, grid)

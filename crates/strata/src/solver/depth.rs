@@ -123,15 +123,38 @@ fn coarse_fallback(
     out.with_coarse_solve(CoarseSolve::Cg, DEFAULT_COARSE_RTOL)
 }
 
-/// `cfg` for problem `p` on `tiles`: as deep as the tiles allow ([`super::deep_levels`]) for a
-/// singular problem (`singular`) and where [`needs_depth`] says so; else `cfg`. For one
-/// process; ranks take [`hierarchy_on_ranks`].
+/// `cfg` with no more levels than `most` where its levels are the solver's
+/// ([`super::MgParams::deepen`]): a grid that halves fewer times than the default 5 (n = 100
+/// halves twice) takes the levels it has; levels asked for exactly are left to the checks,
+/// which name the most there are.
+fn fit(cfg: &SolverConfig, most: usize) -> SolverConfig {
+    if !cfg.uses_multigrid() || !cfg.multigrid.deepen || most >= cfg.num_levels() || most < 1 {
+        return cfg.clone();
+    }
+    cfg.clone().with_levels(most).with_deepening(true)
+}
+
+/// The most levels every one of `tiles` takes ([`crate::grid::most_levels`]).
+fn most_of(tiles: &[Block]) -> usize {
+    tiles
+        .iter()
+        .map(crate::grid::most_levels)
+        .min()
+        .unwrap_or(1)
+}
+
+/// `cfg` for problem `p` on `tiles`: where its levels are the solver's, no more than the tiles
+/// take; as deep as the tiles allow ([`super::deep_levels`]) for a singular problem
+/// (`singular`) and where [`needs_depth`] says so; the coarsest level solved by CG where even
+/// that leaves it unsolved by smoothing; else `cfg`. For one process; ranks take
+/// [`hierarchy_on_ranks`].
 pub fn hierarchy_for(
     cfg: &SolverConfig,
     p: &ProblemParams,
     singular: bool,
     tiles: &[Block],
 ) -> SolverConfig {
+    let cfg = &fit(cfg, most_of(tiles));
     let out = super::deep_levels(cfg, singular || needs_depth(cfg, p), tiles);
     coarse_fallback(cfg, out, p, singular)
 }
@@ -148,10 +171,25 @@ pub fn hierarchy_on_ranks<B: Backend, C: Comm<B>>(
     singular: bool,
     tiles: &[Block],
 ) -> Result<SolverConfig> {
+    if comm.size() == 1 {
+        return Ok(hierarchy_for(cfg, p, singular, tiles));
+    }
+    // The levels every rank's tiles take, where they are the solver's (the condition is the
+    // configuration's, alike on every rank, so every rank or none takes these sums).
+    let mut cfg = cfg.clone();
+    if cfg.uses_multigrid() && cfg.multigrid.deepen {
+        let most = most_of(tiles);
+        let mut levels = cfg.num_levels();
+        while levels > 1 && !super::all_ranks(comm, most >= levels)? {
+            levels -= 1;
+        }
+        cfg = fit(&cfg, levels);
+    }
+    let cfg = &cfg;
     let deep = singular || needs_depth(cfg, p);
-    if comm.size() == 1 || !deep {
-        // Without depth every rank keeps the configuration's levels (`deep` is decided from `p`
-        // and `singular`, alike on every rank, so every rank or none takes the sums below).
+    if !deep {
+        // Without depth every rank keeps these levels (`deep` is decided from `p`, `singular`
+        // and the levels, alike on every rank, so every rank or none takes the sums below).
         return Ok(hierarchy_for(cfg, p, singular, tiles));
     }
     let local = super::deep_levels(cfg, deep, tiles);

@@ -110,7 +110,8 @@ pub struct MgParams {
     /// Goes deeper than `n_levels` where the coarsest of them is too strongly coupled
     /// horizontally for its smoothing steps to solve it (δ = 0 or small, long time steps:
     /// [`crate::solver::needs_depth`]): then as deep as the blocks allow, and where that is not
-    /// deep enough either, the coarsest level solved by CG ([`CoarseSolve::Cg`]). On in
+    /// deep enough either, the coarsest level solved by CG ([`CoarseSolve::Cg`]); where the
+    /// blocks halve fewer times than `n_levels` ask, the levels they have. On in
     /// [`crate::solver::SolverConfig::new`] (strata's defaults), off in the paper's
     /// configuration and wherever the levels are set ([`crate::solver::SolverConfig::with_levels`]).
     #[serde(default)]
