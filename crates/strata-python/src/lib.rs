@@ -75,7 +75,7 @@ fn to_py(e: StrataError) -> PyErr {
 /// levels is the number of multigrid levels, exactly (deeper only for a singular problem); None:
 /// 5, as many as the grid allows where the coarsest of 5 is too strongly coupled for its
 /// smoothing to solve it (delta = 0 or small, long time steps), the levels the grid has where it
-/// halves fewer times, and the coarsest level solved by CG where smoothing cannot.
+/// halves fewer times, and the coarsest level solved by CG where smoothing is far from solving it.
 /// paper=True starts from the paper's configuration instead (jacobi and f64 for every solver);
 /// smoother and precision, when given, still apply.
 /// prolongate_halos=False makes the ranks' multigrid cycle exchange halos after every

@@ -111,7 +111,8 @@ fn a_grid_that_cannot_go_deep_solves_its_coarsest_level() {
 }
 
 /// A grid that halves fewer times than the default 5 levels ask (n = 100 halves twice) takes
-/// the levels it has, its coarsest level (25² columns) solved by CG, where 5 levels asked for
+/// the levels it has (its coarsest level of 25² columns smoothed: the coarse CG would cost the
+/// GPU more than the cycles it saves there, `COARSE_CG_LIMIT`), where 5 levels asked for
 /// exactly are refused naming the most there are; the sphere alike.
 #[test]
 fn a_grid_that_halves_few_times_takes_the_levels_it_has() {
@@ -126,7 +127,9 @@ fn a_grid_that_halves_few_times_takes_the_levels_it_has() {
         let (its, levels) = solve(&p, &cfg);
         eprintln!("{geometry:?} n 100: {its} cycles with {levels} levels");
         assert_eq!(levels, 3);
-        assert!(its <= 6, "{its}");
+        let resolved = singular_levels(&cfg, &p, &p.whole_tiles());
+        assert_eq!(resolved.multigrid.coarse_solve, CoarseSolve::Smooth);
+        assert!(its <= 20, "{its}");
         let b = CpuBackend::new(Some(2)).unwrap();
         let f = build_rhs_tiles(&p, RhsKind::Random, 1, &p.whole_tiles());
         let e = strata::solve(&b, &p, &cfg.clone().with_levels(5), &f, &mut |_, _| {})

@@ -96,19 +96,38 @@ pub fn needs_depth(cfg: &SolverConfig, p: &ProblemParams) -> bool {
 /// Whether `cfg` smooths its coarsest level and its coarse steps leave more than
 /// [`COARSEST_CONTRACTION_LIMIT`] of that level's smoothest mode for problem `p`.
 fn coarsest_unsolved(cfg: &SolverConfig, p: &ProblemParams) -> bool {
+    coarsest_remainder(cfg, p) > COARSEST_CONTRACTION_LIMIT
+}
+
+/// What `cfg`'s coarse steps leave of its coarsest level's smoothest mode for problem `p`
+/// ([`coarsest_contraction`] to the power of twice the coarse steps); 0 where the coarsest
+/// level is not smoothed.
+fn coarsest_remainder(cfg: &SolverConfig, p: &ProblemParams) -> f64 {
     let mg = &cfg.multigrid;
     if mg.coarse_solve != CoarseSolve::Smooth {
-        return false;
+        return 0.0;
     }
     let q = coarsest_contraction(p, cfg.num_levels());
-    let steps = i32::try_from(2 * mg.coarse_steps).unwrap_or(i32::MAX);
-    q.powi(steps) > COARSEST_CONTRACTION_LIMIT
+    q.powi(i32::try_from(2 * mg.coarse_steps).unwrap_or(i32::MAX))
 }
+
+/// The remainder ([`COARSEST_CONTRACTION_LIMIT`]'s measure) above which the coarsest level a
+/// grid cannot take deeper is solved by CG rather than smoothed. The coarse CG runs its
+/// iterations in the host's loop, which on the GPU costs 1.2–4 ms per cycle on a panel and
+/// 13–28 ms on the sphere: measured on one H200 (2026-11-28, × 128 levels), it won where the
+/// remainder was 0.95–0.97 (400² at ν_CFL = 84: 24 smoothed cycles, 28 ms, against 4, 16 ms;
+/// the box 400² with δ = 0: 100 against 6; the sphere 6 × 400² at ν_CFL = 84: 40 against 5,
+/// 0.385 against 0.189 s) and lost where it was 0.84–0.86 (100² at 3 levels: 8 smoothed
+/// cycles, 2.1 ms, against 4, 5.9 ms; the sphere 6 × 180²: 12, 34 ms, against 5, 81 ms). On
+/// the CPU, where the coarse CG is cheap, it won in all five cases. The box 400² at
+/// ν_CFL = 84 (0.88: 23 smoothed cycles against 5 on the CPU) takes the CG; its GPU times were
+/// not measured. Few cases: a limit between 0.86 and 0.95, not a tuned one.
+pub const COARSE_CG_LIMIT: f64 = 0.87;
 
 /// `out` (the hierarchy [`hierarchy_for`] made of `asked`) with its coarsest level solved by CG
 /// ([`CoarseSolve::Cg`] to [`DEFAULT_COARSE_RTOL`]) where `asked` deepens and needed depth, and
-/// even the deepest hierarchy the grid allows leaves a coarsest level its smoothing cannot
-/// solve: an n with few factors of 2 (400 = 16 · 25 halves four times, to 25² columns; at
+/// even the deepest hierarchy the grid allows leaves a coarsest level its smoothing is far from
+/// solving (more than [`COARSE_CG_LIMIT`]): an n with few factors of 2 (400 = 16 · 25 halves four times, to 25² columns; at
 /// ν_CFL = 84 on the CPU, 400² × 16, 23 cycles smoothed, 5 with the coarse CG). Not for a
 /// singular problem (its own null space) or a non-symmetric operator (CG needs a symmetric one).
 fn coarse_fallback(
@@ -117,7 +136,11 @@ fn coarse_fallback(
     p: &ProblemParams,
     singular: bool,
 ) -> SolverConfig {
-    if singular || p.has_advection() || !needs_depth(asked, p) || !coarsest_unsolved(&out, p) {
+    if singular
+        || p.has_advection()
+        || !needs_depth(asked, p)
+        || coarsest_remainder(&out, p) <= COARSE_CG_LIMIT
+    {
         return out;
     }
     out.with_coarse_solve(CoarseSolve::Cg, DEFAULT_COARSE_RTOL)

@@ -24,7 +24,7 @@ pub use cg::Cg;
 pub use config::{Precision, SolverConfig};
 pub use depth::{
     coarsest_contraction, hierarchy_for, hierarchy_on_ranks, needs_depth,
-    COARSEST_CONTRACTION_LIMIT,
+    COARSEST_CONTRACTION_LIMIT, COARSE_CG_LIMIT,
 };
 pub use krylov::{BiCgStab, Gcr, Preconditioner};
 pub use mgcg::MgCg;
