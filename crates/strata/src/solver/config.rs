@@ -366,21 +366,17 @@ impl SolverConfig {
     /// levels asked.
     pub fn decompose(&self, p: &ProblemParams, grid: RankGrid) -> Result<Decomposition> {
         // Levels that are the solver's fit the grid (n = 100 halves twice: 3 levels).
-        let fitted;
-        let mut cfg = self;
         let most = crate::grid::max_levels(p.n, grid);
-        if self.uses_multigrid() && self.multigrid.deepen && most >= 1 && most < self.num_levels() {
-            fitted = self.clone().with_levels(most).with_deepening(true);
-            cfg = &fitted;
-        }
+        let cfg = &super::depth::fit(self, most);
         let dec = cfg.validate_for(p.n, grid)?;
         if !cfg.uses_multigrid() || !(p.singular() || crate::solver::needs_depth(cfg, p)) {
             return Ok(dec);
         }
-        let mut deepest = crate::grid::max_levels(p.n, grid);
-        if !p.geometry.closed() {
-            deepest = deepest.min((p.n.trailing_zeros() as usize).max(1));
-        }
+        let deepest = if p.geometry.closed() {
+            most
+        } else {
+            most.min(super::null_space::box_levels(p.n))
+        };
         if deepest <= cfg.num_levels() {
             return Ok(dec);
         }

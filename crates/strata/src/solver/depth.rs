@@ -124,23 +124,20 @@ fn coarsest_remainder(cfg: &SolverConfig, p: &ProblemParams) -> f64 {
 /// not measured. Few cases: a limit between 0.86 and 0.95, not a tuned one.
 pub const COARSE_CG_LIMIT: f64 = 0.87;
 
-/// `out` (the hierarchy [`hierarchy_for`] made of `asked`) with its coarsest level solved by CG
-/// ([`CoarseSolve::Cg`] to [`DEFAULT_COARSE_RTOL`]) where `asked` deepens and needed depth, and
+/// `out` (the hierarchy [`hierarchy_for`] made) with its coarsest level solved by CG
+/// ([`CoarseSolve::Cg`] to [`DEFAULT_COARSE_RTOL`]) where the configuration asked needed depth
+/// (`needed`: [`needs_depth`] of it), and
 /// even the deepest hierarchy the grid allows leaves a coarsest level its smoothing is far from
 /// solving (more than [`COARSE_CG_LIMIT`]): an n with few factors of 2 (400 = 16 · 25 halves four times, to 25² columns; at
 /// ν_CFL = 84 on the CPU, 400² × 16, 23 cycles smoothed, 5 with the coarse CG). Not for a
 /// singular problem (its own null space) or a non-symmetric operator (CG needs a symmetric one).
 fn coarse_fallback(
-    asked: &SolverConfig,
+    needed: bool,
     out: SolverConfig,
     p: &ProblemParams,
     singular: bool,
 ) -> SolverConfig {
-    if singular
-        || p.has_advection()
-        || !needs_depth(asked, p)
-        || coarsest_remainder(&out, p) <= COARSE_CG_LIMIT
-    {
+    if !needed || singular || p.has_advection() || coarsest_remainder(&out, p) <= COARSE_CG_LIMIT {
         return out;
     }
     out.with_coarse_solve(CoarseSolve::Cg, DEFAULT_COARSE_RTOL)
@@ -150,7 +147,7 @@ fn coarse_fallback(
 /// ([`super::MgParams::deepen`]): a grid that halves fewer times than the default 5 (n = 100
 /// halves twice) takes the levels it has; levels asked for exactly are left to the checks,
 /// which name the most there are.
-fn fit(cfg: &SolverConfig, most: usize) -> SolverConfig {
+pub(crate) fn fit(cfg: &SolverConfig, most: usize) -> SolverConfig {
     if !cfg.uses_multigrid() || !cfg.multigrid.deepen || most >= cfg.num_levels() || most < 1 {
         return cfg.clone();
     }
@@ -178,8 +175,9 @@ pub fn hierarchy_for(
     tiles: &[Block],
 ) -> SolverConfig {
     let cfg = &fit(cfg, most_of(tiles));
-    let out = super::deep_levels(cfg, singular || needs_depth(cfg, p), tiles);
-    coarse_fallback(cfg, out, p, singular)
+    let needed = needs_depth(cfg, p);
+    let out = super::deep_levels(cfg, singular || needed, tiles);
+    coarse_fallback(needed, out, p, singular)
 }
 
 /// [`hierarchy_for`] alike on every rank of `comm` (collective; `singular` the same on every
@@ -208,14 +206,13 @@ pub fn hierarchy_on_ranks<B: Backend, C: Comm<B>>(
         }
         cfg = fit(&cfg, levels);
     }
-    let cfg = &cfg;
-    let deep = singular || needs_depth(cfg, p);
-    if !deep {
-        // Without depth every rank keeps these levels (`deep` is decided from `p`, `singular`
-        // and the levels, alike on every rank, so every rank or none takes the sums below).
-        return Ok(hierarchy_for(cfg, p, singular, tiles));
+    let needed = needs_depth(&cfg, p);
+    if !(singular || needed) {
+        // Without depth every rank keeps these levels (decided from `p`, `singular` and the
+        // levels, alike on every rank, so every rank or none takes the sums below).
+        return Ok(cfg);
     }
-    let local = super::deep_levels(cfg, deep, tiles);
+    let local = super::deep_levels(&cfg, true, tiles);
     let mine = local.num_levels();
     let mut levels = cfg.num_levels().min(mine);
     while super::all_ranks(comm, mine > levels)? {
@@ -226,7 +223,7 @@ pub fn hierarchy_on_ranks<B: Backend, C: Comm<B>>(
     } else {
         local.with_levels(levels)
     };
-    Ok(coarse_fallback(cfg, out, p, singular))
+    Ok(coarse_fallback(needed, out, p, singular))
 }
 
 #[cfg(test)]

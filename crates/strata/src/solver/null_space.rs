@@ -143,10 +143,7 @@ pub fn deep_levels(cfg: &SolverConfig, singular: bool, tiles: &[Block]) -> Solve
             if b.panel.is_some() {
                 return local;
             }
-            // A box or panel keeps two columns per direction on its coarsest level: one column
-            // alone has no horizontal coupling on a zero-flux domain, and its vertical block
-            // (zero-flux ground and lid, δ = 0) is singular.
-            local.min((b.n.trailing_zeros() as usize).max(1))
+            local.min(box_levels(b.n))
         })
         .min()
         .unwrap_or(1);
@@ -154,6 +151,13 @@ pub fn deep_levels(cfg: &SolverConfig, singular: bool, tiles: &[Block]) -> Solve
         return cfg.clone();
     }
     cfg.clone().with_levels(deepest)
+}
+
+/// The most levels of a deep hierarchy on a box or panel of `n × n` columns: its coarsest level
+/// keeps two columns per direction, since one column alone has no horizontal coupling on a
+/// zero-flux domain, and its vertical block (zero-flux ground and lid, δ = 0) is singular.
+pub(crate) fn box_levels(n: usize) -> usize {
+    (n.trailing_zeros() as usize).max(1)
 }
 
 /// Whether problem `p` is singular ([`ProblemParams::singular`]) on every rank of `comm` together
