@@ -119,7 +119,8 @@ fn coarsest_remainder(cfg: &SolverConfig, p: &ProblemParams) -> f64 {
 /// the box 400² with δ = 0: 100 against 6; the sphere 6 × 400² at ν_CFL = 84: 40 against 5,
 /// 0.385 against 0.189 s) and lost where it was 0.84–0.86 (100² at 3 levels: 8 smoothed
 /// cycles, 2.1 ms, against 4, 5.9 ms; the sphere 6 × 180²: 12, 34 ms, against 5, 81 ms). On
-/// the CPU, where the coarse CG is cheap, it won in all five cases. The box 400² at
+/// the CPU, where the coarse CG is cheap, it won in the three cases timed (100², the sphere
+/// 6 × 180² × 32, 400² at ν_CFL = 84 × 32). The box 400² at
 /// ν_CFL = 84 (0.88: 23 smoothed cycles against 5 on the CPU) takes the CG; its GPU times were
 /// not measured. Few cases: a limit between 0.86 and 0.95, not a tuned one.
 pub const COARSE_CG_LIMIT: f64 = 0.87;
