@@ -138,6 +138,8 @@ pub struct Summary {
     pub setup_stages: strata::SetupStages,
     /// Host↔backend transfer seconds.
     pub transfer_seconds: f64,
+    /// The first coarse level gathered whole onto every rank (docs/MODEL.md §24), or none.
+    pub gathered_from: Option<usize>,
     /// FLOPs per cell per iteration in the paper's model.
     pub flops_per_cell: f64,
     /// Mem^(C) values per cell per iteration in the paper's model.
@@ -173,6 +175,7 @@ impl Summary {
             setup_seconds: sol.setup_seconds,
             setup_stages: sol.setup_stages,
             transfer_seconds: sol.transfer_seconds,
+            gathered_from: sol.gathered_from,
             flops_per_cell: cost.flops,
             mem_cached_per_cell: cost.mem_cached,
             gflops,
@@ -228,6 +231,13 @@ impl Summary {
         ];
         for (k, v) in rows {
             let _ = writeln!(s, "  {k:<17} {v}");
+        }
+        if let Some(lev) = self.gathered_from {
+            let _ = writeln!(
+                s,
+                "  {:<17} levels {lev} and coarser, whole on every rank",
+                "gathered"
+            );
         }
         s
     }

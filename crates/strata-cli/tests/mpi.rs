@@ -209,11 +209,12 @@ fn mixed_krylov(args: &[&str]) -> bool {
 }
 
 /// [`ranks_match_serial`] with environment variables set for every run (`env`). The coarse CG
-/// is bit for bit only where `STRATA_GATHER_CELLS` gathers its level (not by default).
+/// is bit for bit only where `STRATA_GATHER_CELLS` gathers its level, or
+/// `STRATA_GATHER_COLUMNS` the coarse levels (neither by default on the CPU).
 fn ranks_match_serial_with(base: &[&str], tag: &str, env: &[(&str, &str)]) {
     let gathered = env
         .iter()
-        .any(|(k, v)| *k == "STRATA_GATHER_CELLS" && *v != "0");
+        .any(|(k, v)| (*k == "STRATA_GATHER_CELLS" || *k == "STRATA_GATHER_COLUMNS") && *v != "0");
     let per_cell = base
         .iter()
         .any(|a| a.starts_with("--coefficient") || *a == "--height" || *a == "--orography");
@@ -420,6 +421,73 @@ fn the_coarse_cg_is_decomposition_invariant() {
         let gather = [("STRATA_GATHER_CELLS", "1000000")];
         ranks_match_serial_with(&base, &format!("coarse-cg-{solver}-{geometry}-g"), &gather);
     }
+}
+
+/// The coarse levels gathered whole onto every rank (`STRATA_GATHER_COLUMNS`, docs/MODEL.md
+/// §24; the CPU's default gathers none): on 1–4 ranks the serial count and solution, mg bit for
+/// bit — red-black and Jacobi, the coarsest level smoothed or solved by CG (which, gathered,
+/// sums nothing over the ranks), on the walled panel and a box walled in y and zero-flux in x —
+/// and mg-cg to its bound; the summary says which levels were gathered (N = 40, 3 levels: level
+/// 1 is 20² = 400 columns, the bound given), and a bound under the coarsest level (10²) gathers
+/// none.
+#[test]
+fn gathered_coarse_levels_give_the_serial_answer() {
+    let (n, nz) = (N.to_string(), NZ.to_string());
+    let gather = [("STRATA_GATHER_COLUMNS", "400")];
+    for (solver, extra) in [
+        ("mg", &[][..]),
+        ("mg", &["--smoother", "jacobi"][..]),
+        ("mg", &["--coarse-solve", "cg", "--precision", "f64"][..]),
+        (
+            "mg",
+            &["--geometry", "box", "--boundary", "x=neumann,y=dirichlet"][..],
+        ),
+        ("mg-cg", &[][..]),
+    ] {
+        let mut base = vec![
+            "solve",
+            "--n",
+            &n,
+            "--nz",
+            &nz,
+            "--levels",
+            "3",
+            "--solver",
+            solver,
+            "-q",
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+        ];
+        base.extend(extra);
+        let tag = format!("gathered-{solver}-{}", extra.join("-")).replace([',', '='], "_");
+        ranks_match_serial_with(&base, &tag, &gather);
+    }
+    let args = [
+        "solve",
+        "--n",
+        &n,
+        "--nz",
+        &nz,
+        "--levels",
+        "3",
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+    ];
+    let o = mpirun_with(4, &args, &gather);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("levels 1 and coarser, whole on every rank"),
+        "{out}"
+    );
+    let o = mpirun_with(4, &args, &[("STRATA_GATHER_COLUMNS", "99")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!out.contains("whole on every rank"), "{out}");
 }
 
 /// On a rank grid the multigrid cycle prolongates into the halos instead of exchanging after

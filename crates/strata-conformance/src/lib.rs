@@ -1614,6 +1614,85 @@ fn columns<B: Backend>(b: &B, rng: &mut Rng) {
     // Outside the block and its halo: refused.
     let mut buf = b.alloc_face(s.nz).unwrap();
     assert!(b.pack_column(&op, &dx, (m + 2, 0), &mut buf).is_err());
+    column_rectangles(b, rng);
+}
+
+/// copy_columns (a rank's block placed into the whole level gathered onto every rank, and taken
+/// back out with its halo: docs/MODEL.md §24), in fp64 and fp32: every column of the rectangle
+/// is the source's, bit for bit, and nothing else of the destination changes; a rectangle
+/// outside a block and its halo, or between levels of two nz, is refused.
+fn column_rectangles<B: Backend>(b: &B, rng: &mut Rng) {
+    use strata::precision::Storage;
+    for storage in [Storage::F64, Storage::F32] {
+        let whole = level(Geometry::Panel, Block::whole(9), 4).with_storage(storage);
+        let part = Block {
+            i0: 3,
+            j0: 2,
+            nx: 5,
+            ny: 3,
+            ..Block::whole(9)
+        };
+        let block = level(Geometry::Panel, part, 4).with_storage(storage);
+        let (wop, bop) = (
+            b.prepare_level(&whole).unwrap(),
+            b.prepare_level(&block).unwrap(),
+        );
+        let (w, x) = (rng.field(&whole), rng.field(&block));
+        let (mut dw, dx) = (to_backend(b, &wop, &w), to_backend(b, &bop, &x));
+        let column = |op: &B::LevelOp, d: &B::Field, at: (usize, usize)| {
+            let mut buf = b.alloc_face(4).unwrap();
+            b.pack_column(op, d, at, &mut buf).unwrap();
+            let mut v = vec![0.0; 4];
+            b.face_to_host(&buf, &mut v).unwrap();
+            v
+        };
+        let snapshot = |op: &B::LevelOp, d: &B::Field, n: (usize, usize)| {
+            let mut all = Vec::new();
+            for j in 0..n.1 + 2 {
+                for i in 0..n.0 + 2 {
+                    all.push(((i, j), column(op, d, (i, j))));
+                }
+            }
+            all
+        };
+        let ctx = format!("{storage:?}");
+        // The block's interior into the whole level at its place.
+        let before = snapshot(&wop, &dw, (9, 9));
+        b.copy_columns(&bop, &dx, (1, 1), &wop, &mut dw, (4, 3), (5, 3))
+            .unwrap();
+        for ((i, j), was) in before {
+            let inside = (4..9).contains(&i) && (3..6).contains(&j);
+            let want = if inside {
+                column(&bop, &dx, (i - 3, j - 2))
+            } else {
+                was
+            };
+            assert_eq!(column(&wop, &dw, (i, j)), want, "{ctx}: whole ({i}, {j})");
+        }
+        // The block with its halo back out of the whole level.
+        let mut dy = to_backend(b, &bop, &rng.field(&block));
+        b.copy_columns(&wop, &dw, (3, 2), &bop, &mut dy, (0, 0), (7, 5))
+            .unwrap();
+        for j in 0..5 {
+            for i in 0..7 {
+                assert_eq!(
+                    column(&bop, &dy, (i, j)),
+                    column(&wop, &dw, (i + 3, j + 2)),
+                    "{ctx}: block ({i}, {j})"
+                );
+            }
+        }
+        // Refused: past the halo, and between levels of two nz.
+        assert!(b
+            .copy_columns(&wop, &dw, (4, 2), &bop, &mut dy, (0, 0), (7, 5))
+            .is_err());
+        let other = level(Geometry::Panel, part, 3).with_storage(storage);
+        let oop = b.prepare_level(&other).unwrap();
+        let mut dz = b.alloc(&oop).unwrap();
+        assert!(b
+            .copy_columns(&bop, &dx, (1, 1), &oop, &mut dz, (1, 1), (1, 1))
+            .is_err());
+    }
 }
 
 /// The kernels on levels with zero-flux and periodic sides (docs/MODEL.md §20): a periodic

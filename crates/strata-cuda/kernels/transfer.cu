@@ -140,12 +140,17 @@ extern "C" __global__ void unpack_column_f64(Layout L, int ih, int jh, const dou
     if (k < NZ) x[at_(L, ih - 1, jh - 1, k)] = buf[k];
 }
 
-// x at halo-inclusive column (ih, jh) <- src at (si, sj) (another block of this process: a tile
-// corner of the sphere's nine-point operator), with no buffer.
+// The wx x wy columns of x from halo-inclusive (ih, jh) <- those of src from (si, sj) (another
+// block of this process: a tile corner of the sphere's nine-point operator, one column; a rank's
+// block placed into the whole level gathered onto every rank, or taken back out with its halo),
+// with no buffer. Launch: threads over (i, k, j) of the rectangle, x fastest.
 extern "C" __global__ void copy_column_f64(Layout S, int si, int sj, const real* __restrict__ src, Layout L,
-                                           int ih, int jh, real* __restrict__ x) {
-    const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < NZ) x[at_(L, ih - 1, jh - 1, k)] = src[at_(S, si - 1, sj - 1, k)];
+                                           int ih, int jh, int wx, int wy, real* __restrict__ x) {
+    const idx_t n = (idx_t)wx * NZ * wy;
+    for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
+        const int i = (int)(e % wx), k = (int)((e / wx) % NZ), j = (int)(e / ((idx_t)wx * NZ));
+        x[at_(L, ih - 1 + i, jh - 1 + j, k)] = src[at_(S, si - 1 + i, sj - 1 + j, k)];
+    }
 }
 
 // The halo of x across `side` <- the interior layer of src next to `src_side` (another block of

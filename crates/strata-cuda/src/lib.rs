@@ -19,6 +19,7 @@ pub mod layout;
 mod staging;
 
 pub use backend::{
-    device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel, DeviceArray, Order, PartAt,
+    device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel, DeviceArray, Order,
+    PartAt, GATHER_COLUMNS,
 };
 pub use device_solve::{DeviceHandle, DeviceSolve};

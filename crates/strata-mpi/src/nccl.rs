@@ -312,6 +312,29 @@ impl Comm<CudaBackend> for NcclComm {
         self.nccl.sum_in_place(b, s, at, n)
     }
 
+    /// An NCCL all-reduce of the device fields (halo and padding included), all pairs in one
+    /// group on the backend's current stream, so that a recorded cycle holds it.
+    fn sum_fields(
+        &self,
+        b: &CudaBackend,
+        op: &CudaLevel,
+        pairs: &mut [(&CudaField, &mut CudaField)],
+    ) -> Result<()> {
+        let layout = op.layout();
+        let mut raw = Vec::with_capacity(pairs.len());
+        for (x, y) in pairs.iter() {
+            if x.layout() != layout || y.layout() != layout || x.storage() != y.storage() {
+                return Err(StrataError::invalid(
+                    "sum_fields",
+                    "every field must be of the level given, in one precision",
+                ));
+            }
+            let ((xp, len), (yp, _)) = (x.raw(b), y.raw(b));
+            raw.push((xp, yp, len, x.storage()));
+        }
+        self.nccl.sum_into(b, &raw)
+    }
+
     /// The exchanges only queue kernels and NCCL operations on the backend's current stream:
     /// the cycle may be recorded with them (unless `STRATA_NCCL_GRAPHS=off`).
     fn queues_only(&self) -> bool {

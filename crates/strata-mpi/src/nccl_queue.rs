@@ -96,6 +96,42 @@ impl Nccl {
     }
 }
 
+impl Nccl {
+    /// For each `(x, y, len, storage)`: the `len` values at device address `y` ← their sums over
+    /// the ranks of those at `x` (fields stored as `storage`), all in one NCCL group queued on
+    /// `b`'s current stream.
+    pub(crate) fn sum_into(
+        &self,
+        b: &CudaBackend,
+        pairs: &[(u64, u64, usize, strata::precision::Storage)],
+    ) -> Result<()> {
+        let group = self.group()?;
+        for &(x, y, len, storage) in pairs {
+            let kind = match storage {
+                strata::precision::Storage::F64 => sys::ncclDataType_t::ncclFloat64,
+                strata::precision::Storage::F32 => sys::ncclDataType_t::ncclFloat32,
+            };
+            // SAFETY: `x` and `y` are the addresses of two live device fields of `len` values
+            // stored as `storage` (the caller's, of one level), in the backend's context;
+            // queued on its current stream, in order with the kernels that write `x` and read
+            // `y`.
+            unsafe {
+                result::all_reduce(
+                    x as *const std::ffi::c_void,
+                    y as *mut std::ffi::c_void,
+                    len,
+                    kind,
+                    sys::ncclRedOp_t::ncclSum,
+                    self.comm,
+                    b.queue_stream() as _,
+                )
+            }
+            .map_err(nccl_err)?;
+        }
+        group.end()
+    }
+}
+
 impl Drop for Nccl {
     fn drop(&mut self) {
         // As cudarc's communicator: abort, which never waits for a peer that is gone. The

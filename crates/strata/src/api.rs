@@ -25,6 +25,9 @@ pub struct Solution {
     /// Seconds spent moving the right-hand side in and the solution out (the paper's
     /// t_MemCpy+transpose on a GPU).
     pub transfer_seconds: f64,
+    /// The first coarse level the multigrid cycle gathered whole onto every rank
+    /// (docs/MODEL.md §24); `None` where every level stayed on the ranks' blocks.
+    pub gathered_from: Option<usize>,
 }
 
 /// The stages of a solve's set-up, in seconds; they add up to [`Solution::setup_seconds`].
@@ -508,5 +511,6 @@ fn solve_levels<B: Backend, C: Comm<B>>(
         setup_seconds,
         setup_stages,
         transfer_seconds,
+        gathered_from: solver.gathered_from(),
     })
 }

@@ -44,6 +44,31 @@ pub trait Comm<B: Backend> {
         self.sum(&mut v[at..at + n])?;
         b.write_scalars(s, at, &v[at..at + n])
     }
+    /// For each pair `(x, y)` of fields of level `op`: `y` ← the sum of `x` over all ranks
+    /// (every rank gives fields of the same level): the whole coarse level gathered onto every
+    /// rank, each rank's `x` holding its own block and zeros elsewhere (docs/MODEL.md §24), so
+    /// the sum is exact. By default through the host: the interiors downloaded, summed with
+    /// [`Comm::sum`], uploaded (`y`'s halo is left as it was); NCCL sums the device fields, all
+    /// pairs in one group, on the backend's stream.
+    fn sum_fields(
+        &self,
+        b: &B,
+        op: &B::LevelOp,
+        pairs: &mut [(&B::Field, &mut B::Field)],
+    ) -> Result<()> {
+        let cells = b.stencil(op).cells();
+        let mut all = vec![0.0; cells * pairs.len()];
+        for ((x, _), host) in pairs.iter().zip(all.chunks_exact_mut(cells.max(1))) {
+            b.download(op, x, host)?;
+        }
+        if self.size() > 1 {
+            self.sum(&mut all)?;
+        }
+        for ((_, y), host) in pairs.iter_mut().zip(all.chunks_exact(cells.max(1))) {
+            b.upload(op, host, y)?;
+        }
+        Ok(())
+    }
     /// Whether [`Comm::exchange`] only queues the backend's own kernels (no host
     /// communication, no wait): then work that exchanges halos may be recorded and replayed
     /// ([`crate::backend::Fields::replay`]). False by default.

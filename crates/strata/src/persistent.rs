@@ -611,6 +611,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         crate::api::check_operator(&p, &self.cfg)?;
         let levels = levels_of(&p, &self.tiles, &self.cfg, &self.comm)?;
         self.solver.replace_operators(backend, &levels)?;
+        // The coarse levels gathered whole onto every rank are gathered again from the new
+        // operators (collective, as this rebuild is).
+        self.solver.prepare_comm(backend, &self.comm)?;
         self.singular = crate::solver::singular_on_ranks(&self.comm, &p)?;
         // Made again at the next singular solve (whether A's null space is the constants too
         // depends on the fields).

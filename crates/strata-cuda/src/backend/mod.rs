@@ -207,6 +207,18 @@ unsafe impl<'a, 'b: 'a> PushKernelArg<&'b mut DeviceValues> for cudarc::driver::
     }
 }
 
+/// The most columns of a coarse level that a multigrid cycle on several GPUs gathers whole onto
+/// every GPU by default ([`strata::backend::Fields::gather_columns`]): chosen from measurements
+/// on four H200s (docs/PERFORMANCE.md, several GPUs).
+pub const GATHER_COLUMNS: usize = 64 * 64;
+
+impl CudaLevel {
+    /// The layout of the level's fields.
+    pub fn layout(&self) -> DeviceLayout {
+        self.layout
+    }
+}
+
 /// A field on the device.
 pub struct CudaField {
     data: DeviceValues,
@@ -222,6 +234,16 @@ impl CudaField {
     /// How the field's values are stored.
     pub fn storage(&self) -> Storage {
         self.data.storage()
+    }
+
+    /// The field's device address and its count of values (halo and padding included), for a
+    /// communicator that queues its own operations on the fields in `b`'s current stream (NCCL's
+    /// all-reduce of a whole level). The address is valid while the field lives; the backend's
+    /// context does not track events, so nothing waits on the caller's use of it.
+    pub fn raw(&self, b: &CudaBackend) -> (u64, usize) {
+        let stream = b.stream();
+        let (ptr, _sync) = self.data.device_ptr(&stream);
+        (ptr, self.data.len())
     }
 }
 
@@ -752,6 +774,11 @@ impl Fields for CudaBackend {
         } else {
             format!("{}, kernels {}", self.name, origins.join(" and "))
         }
+    }
+
+    /// [`GATHER_COLUMNS`].
+    fn gather_columns(&self) -> usize {
+        GATHER_COLUMNS
     }
 
     fn launches(&self) -> Option<strata::backend::Launches> {

@@ -244,6 +244,40 @@ pub fn check_column(s: &LevelStencil, (ih, jh): (usize, usize), len: usize) -> R
     Ok(())
 }
 
+/// Checks the rectangles of [`TransferKernels::copy_columns`]: `w` columns from `src_at` of the
+/// source level `s` and from `at` of the destination level `d`, each within its block and halo,
+/// on levels of one `nz`.
+pub fn check_columns(
+    s: &LevelStencil,
+    src_at: (usize, usize),
+    d: &LevelStencil,
+    at: (usize, usize),
+    (wx, wy): (usize, usize),
+) -> Result<()> {
+    let inside =
+        |l: &LevelStencil, (i, j): (usize, usize)| i + wx <= l.nx() + 2 && j + wy <= l.ny() + 2;
+    if s.nz != d.nz || !inside(s, src_at) || !inside(d, at) {
+        return crate::error::invalid(
+            "columns",
+            format!(
+                "{wx}x{wy} columns from ({}, {}) of a {}x{}x{} block into ({}, {}) of a {}x{}x{} \
+                 block do not fit their halo-inclusive blocks",
+                src_at.0,
+                src_at.1,
+                s.nx(),
+                s.ny(),
+                s.nz,
+                at.0,
+                at.1,
+                d.nx(),
+                d.ny(),
+                d.nz
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// Prepares the operators of `stencils` into `ops` (as many, in order): every new operator first,
 /// so that a failure leaves the old ones in place — unless every stencil's coefficient fields
 /// are in the backend's memory ([`LevelStencil::resident`], a model's fields set every step):
@@ -412,6 +446,16 @@ pub trait Fields: Sync {
     /// Waits for all queued work (a no-op on synchronous backends); used around timed kernels.
     fn synchronize(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// The most columns (n²) of a coarse level that a multigrid cycle on several ranks gathers
+    /// whole onto every rank by default, with every coarser level (docs/MODEL.md §24;
+    /// `STRATA_GATHER_COLUMNS` overrides it). Worth it where a level's kernels cost their launch
+    /// latency whatever their size (a GPU): then the exchanges it saves cost more than doing
+    /// the whole level on every rank. 0 (never) by default: a host backend's work grows with
+    /// the level, and every rank would do all of it.
+    fn gather_columns(&self) -> usize {
+        0
     }
 
     /// The calls that follow, up to [`Fields::join_tiles`], are one kernel on each of `tiles`
@@ -825,6 +869,34 @@ pub trait TransferKernels: Fields {
         let mut buf = self.alloc_face(self.stencil(op).nz)?;
         self.pack_column(src_op, src, src_at, &mut buf)?;
         self.unpack_column(op, x, at, &buf)
+    }
+
+    /// Copies the `wx × wy` columns of `src` from `src_at` into those of `x` from `at`
+    /// (halo-inclusive indices; two fields of one precision, on levels of one `nz`): a rank's
+    /// block placed into the whole level gathered onto every rank, and its block with its halo
+    /// taken back out of it (docs/MODEL.md §24). By default one
+    /// [`TransferKernels::pack_column`] and [`TransferKernels::unpack_column`] per column; the
+    /// CUDA backend copies them all in one launch.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_columns(
+        &self,
+        src_op: &Self::LevelOp,
+        src: &Self::Field,
+        src_at: (usize, usize),
+        op: &Self::LevelOp,
+        x: &mut Self::Field,
+        at: (usize, usize),
+        (wx, wy): (usize, usize),
+    ) -> Result<()> {
+        check_columns(self.stencil(src_op), src_at, self.stencil(op), at, (wx, wy))?;
+        let mut buf = self.alloc_face(self.stencil(op).nz)?;
+        for j in 0..wy {
+            for i in 0..wx {
+                self.pack_column(src_op, src, (src_at.0 + i, src_at.1 + j), &mut buf)?;
+                self.unpack_column(op, x, (at.0 + i, at.1 + j), &buf)?;
+            }
+        }
+        Ok(())
     }
 
     /// Packs what this block sends for each of `parts` into the part's buffer (of

@@ -61,6 +61,13 @@ impl<B: Backend> Prepared<B> {
     }
 
     /// Levels the preconditioner works on (for the profile).
+    fn gathered_from(&self) -> Option<usize> {
+        match self {
+            Prepared::Line(_) => None,
+            Prepared::Multigrid(pc) => pc.gathered_from(),
+        }
+    }
+
     fn n_levels(&self) -> usize {
         match self {
             Prepared::Line(_) => 1,
@@ -202,6 +209,11 @@ impl<B: Backend> Gcr<B> {
         self.pc.op()
     }
 
+    /// The first coarse level gathered whole onto every rank (docs/MODEL.md §24), if any.
+    pub fn gathered_from(&self) -> Option<usize> {
+        self.pc.gathered_from()
+    }
+
     /// Allocates the communicator's buffers and exchanges every level once.
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         self.pc.prepare_comm(b, comm, &mut self.r)
@@ -317,6 +329,11 @@ impl<B: Backend> BiCgStab<B> {
     /// The prepared fine level.
     pub fn fine(&self) -> &B::LevelOp {
         self.pc.op()
+    }
+
+    /// The first coarse level gathered whole onto every rank (docs/MODEL.md §24), if any.
+    pub fn gathered_from(&self) -> Option<usize> {
+        self.pc.gathered_from()
     }
 
     /// Allocates the communicator's buffers and exchanges every level once.

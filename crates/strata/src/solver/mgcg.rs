@@ -58,6 +58,11 @@ impl<B: Backend> MgCg<B> {
         self.pc.fine()
     }
 
+    /// The first coarse level gathered whole onto every rank (docs/MODEL.md §24), if any.
+    pub fn gathered_from(&self) -> Option<usize> {
+        self.pc.gathered_from()
+    }
+
     /// Exchanges the halo of every level once (see [`super::Solver::prepare_comm`]).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         self.pc.prepare_comm(b, comm)

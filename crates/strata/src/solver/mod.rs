@@ -187,6 +187,17 @@ impl<B: Backend> Solver<B> {
         }
     }
 
+    /// The first coarse level gathered whole onto every rank (docs/MODEL.md §24), if any.
+    pub fn gathered_from(&self) -> Option<usize> {
+        match self {
+            Solver::Cg(_) => None,
+            Solver::Mg(s) => s.gathered_from(),
+            Solver::MgCg(s) => s.gathered_from(),
+            Solver::Gcr(s) => s.gathered_from(),
+            Solver::BiCgStab(s) => s.gathered_from(),
+        }
+    }
+
     /// Prepares every level's operator again from `stencils` (new coefficient fields or ω on the
     /// same grids, from [`crate::stencil::build_levels`]), keeping every field and buffer.
     pub fn replace_operators(&mut self, backend: &B, stencils: &[LevelStencil]) -> Result<()> {

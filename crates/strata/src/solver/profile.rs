@@ -35,6 +35,9 @@ impl Profile {
 /// Optional timer: when enabled, synchronises the backend around each kernel.
 pub(crate) struct Timer {
     profile: Option<Profile>,
+    /// Added to every level timed: the levels gathered whole onto every rank are a hierarchy
+    /// of their own, whose level 0 is this one's level `offset`.
+    offset: usize,
 }
 
 impl Timer {
@@ -43,7 +46,16 @@ impl Timer {
             profile: enabled.then(|| Profile {
                 levels: vec![[KernelStat::default(); Kernel::ALL.len()]; levels],
             }),
+            offset: 0,
         }
+    }
+
+    /// Runs `f` with every level it times shifted by `by` (a nested hierarchy's levels).
+    pub(crate) fn shifted<R>(&mut self, by: usize, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.offset += by;
+        let r = f(self);
+        self.offset -= by;
+        r
     }
 
     /// Whether it times (and so synchronises around every kernel).
@@ -66,7 +78,7 @@ impl Timer {
         let t = Instant::now();
         let r = f()?;
         backend.synchronize()?;
-        let s = &mut p.levels[lev][kernel as usize];
+        let s = &mut p.levels[lev + self.offset][kernel as usize];
         s.calls += 1;
         s.seconds += t.elapsed().as_secs_f64();
         Ok(r)

@@ -267,14 +267,11 @@ fn place(
     }
 }
 
-/// Values before a rank's columns in what [`gather_level`] gathers: two flags and the block.
-const HEADER: usize = 6;
-
 /// Decides, with every rank (collective), where the coarse CG on level `op` runs: the whole
-/// level on every rank where there are several, every rank's level is of the column-coefficient
-/// kind (no per-cell coefficients, cross or slant terms, tiles or fields in a backend's memory:
-/// those would have to be gathered too) and no larger than the bound ([`gather_cells`]), and
-/// the communicator gathers; otherwise where it lies.
+/// level on every rank where there are several, every rank's level is
+/// [`super::telescope::plain`] (per-cell coefficients, cross or slant terms, tiles or fields in
+/// a backend's memory would have to be gathered too) and no larger than the bound
+/// ([`gather_cells`]), and the communicator gathers; otherwise where it lies.
 fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Result<Gathered<B>> {
     if comm.size() == 1 {
         return Ok(Gathered::Distributed);
@@ -282,48 +279,79 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
     let s = b.stencil(op);
     let whole_cells = s.block.n * s.block.n * s.nz;
     let bound = gather_cells();
-    let plain = s.cells.is_none()
-        && s.cross.is_none()
-        && s.slant.is_none()
-        && s.tiles.is_none()
-        && s.resident.is_none()
-        && s.block.panel.is_none()
-        && bound.as_ref().is_ok_and(|&bound| whole_cells <= bound);
-    // What every rank sends: whether it can gather, whether it could not read the bound, its
-    // block, then (if it can) its columns, 6 values each.
-    let flag = |b: bool| f64::from(u8::from(b));
-    let mut local = vec![flag(plain), flag(bound.is_err())];
+    // A bound some rank could not read: an error on every rank alike (none waits for another
+    // in a collective call that rank never makes).
+    let mut unread = [f64::from(u8::from(bound.is_err()))];
+    comm.sum(&mut unread)?;
+    let bound = bound?;
+    if unread[0] > 0.0 {
+        return Err(crate::StrataError::Comm(
+            "a rank could not read STRATA_GATHER_CELLS (each rank must be given the same count)"
+                .into(),
+        ));
+    }
+    let can = super::telescope::plain(s) && whole_cells <= bound;
+    let Ok(gathered) = whole_level(comm, s, can) else {
+        return Ok(Gathered::Distributed);
+    };
+    let Some((whole, blocks)) = gathered else {
+        return Ok(Gathered::Distributed);
+    };
+    let n = s.block.n;
+    let op = b.prepare_level(&whole)?;
+    Ok(Gathered::Whole(Box::new(Whole {
+        f: b.alloc(&op)?,
+        u: b.alloc(&op)?,
+        work: Work::new(b, &op)?,
+        op,
+        blocks,
+        rank: comm.rank(),
+        n,
+        nz: s.nz,
+        host: HostArrays {
+            whole: [vec![0.0; n * n * s.nz], vec![0.0; n * n * s.nz]],
+            local: Vec::new(),
+        },
+    })))
+}
+
+/// Values before a rank's columns in what [`whole_level`] gathers: a flag and the block.
+const HEADER: usize = 5;
+
+/// The whole level of which `s` is this rank's block, assembled on every rank from every rank's
+/// column coefficients (collective: one all-gather through the host), with every rank's block
+/// `[i0, j0, nx, ny]` in rank order; `None` on every rank where some rank `can`not give its
+/// level's (see [`super::telescope::plain`]). An error where the communicator gathers nothing
+/// or the blocks do not tile the level.
+pub(crate) fn whole_level<B: Backend, C: Comm<B>>(
+    comm: &C,
+    s: &crate::stencil::LevelStencil,
+    can: bool,
+) -> Result<Option<(crate::stencil::LevelStencil, Vec<[usize; 4]>)>> {
+    // What every rank sends: whether it can, its block, then (if it can) its columns, 6 values
+    // each.
+    let mut local = vec![f64::from(u8::from(can))];
     local.extend([s.block.i0, s.block.j0, s.block.nx, s.block.ny].map(|v| v as f64));
-    if plain {
+    if can {
         for c in s.columns.iter() {
             local.extend([
                 c.area, c.alpha_e, c.alpha_w, c.alpha_n, c.alpha_s, c.alpha_t,
             ]);
         }
     }
-    let Ok(parts) = comm.all_gather(&local) else {
-        return Ok(Gathered::Distributed);
-    };
-    // A bound some rank could not read: an error on every rank alike (none waits for another
-    // in a collective call that rank never makes).
-    bound?;
-    if let Some(r) = parts.iter().position(|p| p.get(1) != Some(&0.0)) {
-        return Err(crate::StrataError::Comm(format!(
-            "rank {r} could not read STRATA_GATHER_CELLS (each rank must be given the same count)"
-        )));
-    }
+    let parts = comm.all_gather(&local)?;
     if parts.len() != comm.size() || parts.iter().any(|p| p.first() != Some(&1.0)) {
-        return Ok(Gathered::Distributed);
+        return Ok(None);
     }
     let n = s.block.n;
     let mut columns = vec![crate::problem::Column::default(); n * n];
     let mut blocks = Vec::with_capacity(parts.len());
     let mut covered = 0;
     for part in &parts {
-        let [i0, j0, nx, ny] = [2, 3, 4, 5].map(|k| part.get(k).copied().unwrap_or(-1.0) as usize);
+        let [i0, j0, nx, ny] = [1, 2, 3, 4].map(|k| part.get(k).copied().unwrap_or(-1.0) as usize);
         if part.len() != HEADER + 6 * nx * ny || i0 + nx > n || j0 + ny > n {
             return Err(crate::StrataError::Comm(
-                "a rank's coarsest block does not fit the level".into(),
+                "a rank's block does not fit the level".into(),
             ));
         }
         for (m, c) in part[HEADER..].chunks_exact(6).enumerate() {
@@ -342,7 +370,7 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
     }
     if covered != n * n {
         return Err(crate::StrataError::Comm(
-            "the ranks' coarsest blocks do not tile the level".into(),
+            "the ranks' blocks do not tile the level".into(),
         ));
     }
     let whole = crate::stencil::LevelStencil {
@@ -356,21 +384,7 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
         columns: columns.into(),
         ..s.clone()
     };
-    let op = b.prepare_level(&whole)?;
-    Ok(Gathered::Whole(Box::new(Whole {
-        f: b.alloc(&op)?,
-        u: b.alloc(&op)?,
-        work: Work::new(b, &op)?,
-        op,
-        blocks,
-        rank: comm.rank(),
-        n,
-        nz: s.nz,
-        host: HostArrays {
-            whole: [vec![0.0; n * n * s.nz], vec![0.0; n * n * s.nz]],
-            local: Vec::new(),
-        },
-    })))
+    Ok(Some((whole, blocks)))
 }
 
 /// PCG with the line relaxation M on level `lev` (operator `op`) from the guess in `u` (its halo

@@ -15,6 +15,9 @@ pub(crate) enum Start<'a, B: Backend> {
     Current,
     /// From zero, given as a field of zeros (multigrid as a preconditioner).
     Zero(&'a B::Field),
+    /// From the restriction's fused first smoothing step, already in the level's f and u (the
+    /// first of the levels gathered whole onto every rank: [`Hierarchy::telescoped`]).
+    Restricted,
 }
 
 impl<B: Backend> Hierarchy<B> {
@@ -40,7 +43,7 @@ impl<B: Backend> Hierarchy<B> {
 
     /// The V-cycle of [`Hierarchy::vcycle`] from level `lev` down, symmetric or not.
     #[allow(clippy::too_many_arguments)]
-    fn cycle_from<C: Comm<B>>(
+    pub(super) fn cycle_from<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
@@ -90,6 +93,10 @@ impl<B: Backend> Hierarchy<B> {
                 let mut s = self.sweep(b, comm, timer, f0);
                 sm.start_from_zero(&mut s, zero, relax)?
             }
+            (_, Start::Restricted) => {
+                let mut s = self.sweep(b, comm, timer, f0);
+                sm.after_restrict(&mut s, lev, relax, first)?
+            }
             _ => {
                 self.restrict_smooth(b, timer, lev, sm.restrict_rho(&self.params), f0)?;
                 let mut s = self.sweep(b, comm, timer, f0);
@@ -121,8 +128,12 @@ impl<B: Backend> Hierarchy<B> {
         if !self.params.fuse_restriction {
             self.residual(b, timer, lev, f0)?;
         }
-        // Recursion: the coarse-level correction.
-        self.cycle_from(b, comm, timer, lev + 1, Start::Current, symmetric, f0)?;
+        // Recursion: the coarse-level correction, on the ranks' blocks or gathered whole.
+        if self.telescope.as_ref().is_some_and(|t| t.at == lev + 1) {
+            self.telescoped(b, comm, timer, lev + 1, symmetric, f0)?;
+        } else {
+            self.cycle_from(b, comm, timer, lev + 1, Start::Current, symmetric, f0)?;
+        }
         // Up: add the interpolated correction, post-smooth: in the symmetric cycle in the
         // reversed order; otherwise in the forward order on every level — on the finest level
         // the reversed order would end each cycle with the half-sweep that the next cycle
@@ -216,7 +227,7 @@ impl<B: Backend> Hierarchy<B> {
     /// `rho`), without the halo. With [`super::MgParams::fuse_restriction`] the finer residual
     /// r_{lev−1} is computed in the same call; otherwise [`Hierarchy::residual`] stored it
     /// before.
-    fn restrict_smooth(
+    pub(super) fn restrict_smooth(
         &mut self,
         b: &B,
         timer: &mut Timer,

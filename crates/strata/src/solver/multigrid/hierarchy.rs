@@ -37,6 +37,9 @@ pub struct Hierarchy<B: Backend> {
     pub params: MgParams,
     /// The coarse CG's workspace on the coarsest level ([`super::CoarseSolve::Cg`]).
     pub(crate) coarse: Option<super::coarse::CoarseCg<B>>,
+    /// The coarse levels gathered whole onto every rank, where the ranks chose to
+    /// ([`crate::backend::Fields::gather_columns`]; decided by [`Hierarchy::prepare_comm`]).
+    pub(crate) telescope: Option<Box<super::telescope::Telescope<B>>>,
 }
 
 impl<B: Backend> Hierarchy<B> {
@@ -87,6 +90,7 @@ impl<B: Backend> Hierarchy<B> {
             levels,
             params,
             coarse,
+            telescope: None,
         })
     }
 
@@ -94,6 +98,9 @@ impl<B: Backend> Hierarchy<B> {
     /// grids), keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {
         let n = self.levels.len();
+        // Levels gathered whole are gathered again from the new operators by the next
+        // `prepare_comm` (collective); until then the cycle runs on the ranks' blocks.
+        self.telescope = None;
         // A coarsest level gathered whole is made again from the new operators at the next
         // coarse solve.
         if let Some(c) = self.coarse.as_mut() {
@@ -108,7 +115,8 @@ impl<B: Backend> Hierarchy<B> {
     }
 
     /// Exchanges the halo of every level's `u` once (see [`crate::solver::Solver::prepare_comm`];
-    /// on the finest level its work field, of the level's size).
+    /// on the finest level its work field, of the level's size), and decides with every rank
+    /// which coarse levels are gathered whole onto every rank (collective).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         for (lev, l) in self.levels.iter_mut().enumerate() {
             comm.prepare(b, &l.op)?;
@@ -118,7 +126,36 @@ impl<B: Backend> Hierarchy<B> {
         if let (Some(c), Some(l)) = (self.coarse.as_mut(), self.levels.last()) {
             c.prepare_comm(b, comm, &l.op)?;
         }
+        self.telescope = super::telescope::decide(b, comm, self)?.map(Box::new);
         Ok(())
+    }
+
+    /// The first coarse level gathered whole onto every rank (docs/MODEL.md §24), if any.
+    pub fn gathered_from(&self) -> Option<usize> {
+        self.telescope.as_ref().map(|t| t.at)
+    }
+
+    /// Whether a cycle reads values back on the host: a coarse CG, on the ranks' coarsest
+    /// level or on the gathered one.
+    pub(crate) fn coarse_cg(&self) -> bool {
+        self.coarse.is_some()
+            || self
+                .telescope
+                .as_ref()
+                .is_some_and(|t| t.whole.coarse.is_some())
+    }
+
+    /// The levels gathered whole onto every rank, the first of them, and its whole iterate
+    /// (what the cycle swaps into that hierarchy's finest level); `None` where none is.
+    pub(crate) fn gathered(&self) -> Option<(&Hierarchy<B>, usize, &B::Field)> {
+        self.telescope.as_deref().map(|t| (&t.whole, t.at, &t.u))
+    }
+
+    /// [`Hierarchy::gathered`], mutably.
+    pub(crate) fn gathered_mut(&mut self) -> Option<(&mut Hierarchy<B>, &mut B::Field)> {
+        self.telescope
+            .as_deref_mut()
+            .map(|t| (&mut t.whole, &mut t.u))
     }
 
     /// Runs `cycle` with `u` (a fine-level field of the caller) as the finest level's iterate,

@@ -9,6 +9,7 @@ mod on_device;
 mod precond;
 mod smoother;
 mod sweep;
+mod telescope;
 
 pub use coarse::{CoarseSolve, COARSE_MAX_IT, DEFAULT_COARSE_RTOL};
 pub use hierarchy::Hierarchy;
@@ -266,6 +267,14 @@ impl<B: Backend> Multigrid<B> {
         match &self.cycles {
             Cycles::F64(h) => &h.levels[0].op,
             Cycles::DefectCorrection(pc) => pc.fine(),
+        }
+    }
+
+    /// The first coarse level gathered whole onto every rank (docs/MODEL.md §24), if any.
+    pub fn gathered_from(&self) -> Option<usize> {
+        match &self.cycles {
+            Cycles::F64(h) => h.gathered_from(),
+            Cycles::DefectCorrection(pc) => pc.gathered_from(),
         }
     }
 

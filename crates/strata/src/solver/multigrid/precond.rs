@@ -94,6 +94,11 @@ impl<B: Backend> MgPreconditioner<B> {
         }
     }
 
+    /// The first coarse level gathered whole onto every rank (docs/MODEL.md §24), if any.
+    pub fn gathered_from(&self) -> Option<usize> {
+        self.h.gathered_from()
+    }
+
     /// Levels of the hierarchy.
     pub fn n_levels(&self) -> usize {
         self.h.levels.len()
@@ -182,7 +187,7 @@ impl<B: Backend> MgPreconditioner<B> {
     /// [`MgPreconditioner::apply`]): no coarse CG (it reads its dot products on the host) and
     /// a communicator that only queues kernels.
     pub fn replayable<C: Comm<B>>(&self, comm: &C) -> bool {
-        comm.queues_only() && self.h.coarse.is_none()
+        comm.queues_only() && !self.h.coarse_cg()
     }
 
     /// The addresses of the fields defect correction on `f` and `u` touches: the cycle's
@@ -223,7 +228,7 @@ impl<B: Backend> MgPreconditioner<B> {
         mut ends: Ends<'_, B>,
     ) -> Result<()> {
         // A coarse CG reads its dot products back on the host: such a cycle is not replayed.
-        if !comm.queues_only() || timer.enabled() || self.h.coarse.is_some() {
+        if !comm.queues_only() || timer.enabled() || self.h.coarse_cg() {
             return self.cycle_now(b, comm, timer, &mut ends);
         }
         let key = self.arrangement(b, &ends);
@@ -313,7 +318,8 @@ impl<B: Backend> MgPreconditioner<B> {
     }
 
     /// The addresses of the fields a cycle touches: r, z, the fp32 r and z of mixed precision
-    /// (0 without), then each level's u and work field.
+    /// (0 without), then each level's u and work field, then those of the levels gathered whole
+    /// onto every rank (the first one's u is the whole iterate swapped into it).
     fn arrangement(&self, b: &B, ends: &Ends<'_, B>) -> Vec<u64> {
         let (r32, z32) = match self.outer.as_ref().map(|m| &m.fp32) {
             Some((r32, z32)) => (b.address(r32), b.address(z32)),
@@ -328,6 +334,12 @@ impl<B: Backend> MgPreconditioner<B> {
             a.push(b.address(&l.u));
             a.push(b.address(&l.work));
         }
+        if let Some((whole, _, u)) = self.h.gathered() {
+            for (lev, l) in whole.levels.iter().enumerate() {
+                a.push(b.address(if lev == 0 { u } else { &l.u }));
+                a.push(b.address(&l.work));
+            }
+        }
         a
     }
 
@@ -335,7 +347,11 @@ impl<B: Backend> MgPreconditioner<B> {
     /// level: its iterate (on the finest level z, or the fp32 z) and its work field.
     fn swap_pairs(&self) -> Vec<(usize, usize)> {
         let fine = if self.storage() == Storage::F32 { 3 } else { 1 };
-        (0..self.h.levels.len())
+        let gathered = self
+            .h
+            .gathered()
+            .map_or(0, |(whole, _, _)| whole.levels.len());
+        (0..self.h.levels.len() + gathered)
             .map(|lev| (if lev == 0 { fine } else { 4 + 2 * lev }, 5 + 2 * lev))
             .collect()
     }
@@ -349,10 +365,19 @@ impl<B: Backend> MgPreconditioner<B> {
             // Inner ends exist only with an fp32 hierarchy (checked before the cycle ran).
             (None, Ends::Inner) => return,
         };
+        let n = h.levels.len();
         for (lev, l) in h.levels.iter_mut().enumerate() {
             if swaps[lev] {
                 let u = if lev == 0 { &mut *fine } else { &mut l.u };
                 std::mem::swap(u, &mut l.work);
+            }
+        }
+        if let Some((whole, u0)) = h.gathered_mut() {
+            for (lev, l) in whole.levels.iter_mut().enumerate() {
+                if swaps[n + lev] {
+                    let u = if lev == 0 { &mut *u0 } else { &mut l.u };
+                    std::mem::swap(u, &mut l.work);
+                }
             }
         }
     }

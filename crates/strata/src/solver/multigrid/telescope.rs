@@ -1,0 +1,191 @@
+//! Coarse levels gathered whole onto every rank (docs/MODEL.md §24; PETSc's PCTELESCOPE in its
+//! one-step, redundant form): below a size where a level's halo exchanges cost more than its
+//! work, every rank holds the whole level and runs the rest of the V-cycle on it alone, with no
+//! exchange and no sum, then takes its own block, halo included, back out for the prolongation.
+//! One sum per cycle (the restricted right-hand side and the first smoothing step, each rank's
+//! block in zeros elsewhere, so the sum is exact) replaces every exchange of the gathered
+//! levels, and the values are one process's, bit for bit, on any number of ranks.
+
+use super::cycle::Start;
+use super::{Hierarchy, MgParams};
+use crate::backend::Backend;
+use crate::comm::{Comm, SerialComm};
+use crate::error::{Result, StrataError};
+use crate::solver::profile::{Kernel, Timer};
+use crate::stencil::LevelStencil;
+
+/// The bound on the columns of a gathered level: `STRATA_GATHER_COLUMNS` (0: never gather), or
+/// the backend's ([`crate::backend::Fields::gather_columns`]). Every rank must be given the same
+/// value (checked together).
+fn gather_columns<B: Backend>(b: &B) -> Result<usize> {
+    match std::env::var("STRATA_GATHER_COLUMNS") {
+        Ok(v) => v.trim().parse().map_err(|_| {
+            StrataError::invalid(
+                "STRATA_GATHER_COLUMNS",
+                format!("must be a count of columns (got {v:?})"),
+            )
+        }),
+        Err(_) => Ok(b.gather_columns()),
+    }
+}
+
+/// The gathered levels of a hierarchy on several ranks.
+pub(crate) struct Telescope<B: Backend> {
+    /// The finest gathered level (an index of the ranks' hierarchy).
+    pub(crate) at: usize,
+    /// The gathered levels, whole, as a hierarchy of their own (its level 0 is level `at`; its
+    /// finest u and f are placeholders, as every hierarchy's are).
+    pub(crate) whole: Hierarchy<B>,
+    /// The whole level `at`'s right-hand side and iterate.
+    pub(crate) f: B::Field,
+    pub(crate) u: B::Field,
+    /// This rank's block of level `at` in a whole field of zeros (what the sum gathers).
+    send_f: B::Field,
+    send_u: B::Field,
+    /// This rank's block of level `at`: first column, first row, columns, rows.
+    block: [usize; 4],
+}
+
+/// Whether a level can be gathered from its column coefficients alone: no per-cell
+/// coefficients, cross or slant terms, tiles (the sphere) or fields in a backend's memory.
+pub(crate) fn plain(s: &LevelStencil) -> bool {
+    s.cells.is_none()
+        && s.cross.is_none()
+        && s.slant.is_none()
+        && s.tiles.is_none()
+        && s.resident.is_none()
+        && s.block.panel.is_none()
+}
+
+/// Decides, with every rank (collective), which levels of `h` are gathered whole: from the
+/// first coarse level of at most [`gather_columns`] columns (n²) down, where there are several
+/// ranks, those levels are [`plain`] and have no periodic side on every rank (a block's halo
+/// across a periodic edge, corners included, would have to be wrapped out of the whole level);
+/// `None` where nothing is gathered.
+pub(crate) fn decide<B: Backend, C: Comm<B>>(
+    b: &B,
+    comm: &C,
+    h: &Hierarchy<B>,
+) -> Result<Option<Telescope<B>>> {
+    if comm.size() == 1 {
+        return Ok(None);
+    }
+    let bound = gather_columns(b);
+    let n = |l: usize| b.stencil(&h.levels[l].op).block.n;
+    let at = match &bound {
+        Ok(bound) => (1..h.levels.len()).find(|&l| n(l) * n(l) <= *bound),
+        Err(_) => None,
+    };
+    // Whether this rank's gathered levels are all plain, with no periodic side.
+    let can = at.is_some_and(|at| {
+        h.levels[at..].iter().all(|l| {
+            let s = b.stencil(&l.op);
+            plain(s) && !s.block.bc.any_periodic()
+        })
+    });
+    // Every rank the same level (or none), a bound every rank could read, and whether every
+    // rank can gather.
+    let code = at.map_or(0.0, |a| a as f64 + 1.0);
+    let mut agree = [
+        f64::from(u8::from(bound.is_err())),
+        code,
+        code * code,
+        f64::from(u8::from(can)),
+    ];
+    comm.sum(&mut agree)?;
+    bound?;
+    if agree[0] > 0.0 {
+        return Err(StrataError::Comm(
+            "a rank could not read STRATA_GATHER_COLUMNS (each rank must be given the same count)"
+                .into(),
+        ));
+    }
+    let size = comm.size() as f64;
+    if agree[1] * agree[1] != size * agree[2] {
+        return Err(StrataError::Comm(
+            "the ranks chose different levels to gather (each rank must be given the same \
+             STRATA_GATHER_COLUMNS)"
+                .into(),
+        ));
+    }
+    let (Some(at), true) = (at, agree[3] == size) else {
+        return Ok(None);
+    };
+    let mut stencils = Vec::new();
+    let mut block = [0; 4];
+    for l in at..h.levels.len() {
+        let s = b.stencil(&h.levels[l].op);
+        let Some((whole, blocks)) = super::coarse::whole_level(comm, s, true)? else {
+            return Ok(None);
+        };
+        if l == at {
+            block = blocks[comm.rank()];
+        }
+        stencils.push(whole);
+    }
+    let params = MgParams {
+        n_levels: stencils.len(),
+        ..h.params.clone()
+    };
+    let mut whole = Hierarchy::new(b, &stencils, params)?;
+    whole.prepare_comm(b, &SerialComm)?;
+    let op = &whole.levels[0].op;
+    Ok(Some(Telescope {
+        at,
+        f: b.alloc(op)?,
+        u: b.alloc(op)?,
+        send_f: b.alloc(op)?,
+        send_u: b.alloc(op)?,
+        whole,
+        block,
+    }))
+}
+
+impl<B: Backend> Hierarchy<B> {
+    /// Level `lev`, the finest gathered one, in the V-cycle: the finer residual restricted and
+    /// smoothed from zero on this rank's block (as on every level), the blocks summed into the
+    /// whole level on every rank, the cycle's rest there, and this rank's block with its halo
+    /// taken back out.
+    pub(crate) fn telescoped<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        lev: usize,
+        symmetric: bool,
+        f0: &B::Field,
+    ) -> Result<()> {
+        let rho =
+            super::smoother::strategy::<B, C>(self.params.smoother).restrict_rho(&self.params);
+        self.restrict_smooth(b, timer, lev, rho, f0)?;
+        let Some(t) = self.telescope.as_deref_mut() else {
+            return crate::error::invalid("levels", "no level is gathered");
+        };
+        let l = &mut self.levels[lev];
+        let Telescope {
+            whole,
+            f,
+            u,
+            send_f,
+            send_u,
+            block: [i0, j0, nx, ny],
+            ..
+        } = t;
+        let (i0, j0, nx, ny) = (*i0, *j0, *nx, *ny);
+        let op = &whole.levels[0].op;
+        timer.run(b, Kernel::Halo, lev, || {
+            b.copy_columns(&l.op, &l.f, (1, 1), op, send_f, (i0 + 1, j0 + 1), (nx, ny))?;
+            b.copy_columns(&l.op, &l.u, (1, 1), op, send_u, (i0 + 1, j0 + 1), (nx, ny))?;
+            comm.sum_fields(b, op, &mut [(&*send_f, &mut *f), (&*send_u, &mut *u)])
+        })?;
+        timer.shifted(lev, |timer| {
+            whole.with_fine_u(u, |h| {
+                h.cycle_from(b, &SerialComm, timer, 0, Start::Restricted, symmetric, f)
+            })
+        })?;
+        let op = &whole.levels[0].op;
+        timer.run(b, Kernel::Halo, lev, || {
+            b.copy_columns(op, u, (i0, j0), &l.op, &mut l.u, (0, 0), (nx + 2, ny + 2))
+        })
+    }
+}
