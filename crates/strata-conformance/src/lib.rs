@@ -1684,7 +1684,7 @@ fn column_rectangles<B: Backend>(b: &B, rng: &mut Rng) {
         }
         // Refused: past the halo, and between levels of two nz.
         assert!(b
-            .copy_columns(&wop, &dw, (4, 2), &bop, &mut dy, (0, 0), (7, 5))
+            .copy_columns(&wop, &dw, (5, 2), &bop, &mut dy, (0, 0), (7, 5))
             .is_err());
         let other = level(Geometry::Panel, part, 3).with_storage(storage);
         let oop = b.prepare_level(&other).unwrap();

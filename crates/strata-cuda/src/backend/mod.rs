@@ -208,8 +208,9 @@ unsafe impl<'a, 'b: 'a> PushKernelArg<&'b mut DeviceValues> for cudarc::driver::
 }
 
 /// The most columns of a coarse level that a multigrid cycle on several GPUs gathers whole onto
-/// every GPU by default ([`strata::backend::Fields::gather_columns`]): chosen from measurements
-/// on four H200s (docs/PERFORMANCE.md, several GPUs).
+/// every GPU by default where its coarsest level is solved by CG
+/// ([`strata::backend::Fields::gather_columns`]): measured on two and four H200s
+/// (docs/PERFORMANCE.md, several GPUs).
 pub const GATHER_COLUMNS: usize = 64 * 64;
 
 impl CudaLevel {

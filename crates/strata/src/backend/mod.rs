@@ -449,9 +449,10 @@ pub trait Fields: Sync {
     }
 
     /// The most columns (n²) of a coarse level that a multigrid cycle on several ranks gathers
-    /// whole onto every rank by default, with every coarser level (docs/MODEL.md §24;
-    /// `STRATA_GATHER_COLUMNS` overrides it). Worth it where a level's kernels cost their launch
-    /// latency whatever their size (a GPU): then the exchanges it saves cost more than doing
+    /// whole onto every rank by default, with every coarser level, where its coarsest level is
+    /// solved by CG (docs/MODEL.md §24; `STRATA_GATHER_COLUMNS` overrides it, for smoothed
+    /// coarsest levels too). Worth it where a level's kernels cost their launch latency
+    /// whatever their size (a GPU): then the sums and exchanges it saves cost more than doing
     /// the whole level on every rank. 0 (never) by default: a host backend's work grows with
     /// the level, and every rank would do all of it.
     fn gather_columns(&self) -> usize {

@@ -15,9 +15,16 @@ use crate::solver::profile::{Kernel, Timer};
 use crate::stencil::LevelStencil;
 
 /// The bound on the columns of a gathered level: `STRATA_GATHER_COLUMNS` (0: never gather), or
-/// the backend's ([`crate::backend::Fields::gather_columns`]). Every rank must be given the same
-/// value (checked together).
-fn gather_columns<B: Backend>(b: &B) -> Result<usize> {
+/// by default the backend's ([`crate::backend::Fields::gather_columns`]) where the coarsest level
+/// is solved by CG (`cg`), none where it is smoothed. Every rank must be given the same value
+/// (checked together).
+///
+/// Measured on H200s with NCCL (docs/PERFORMANCE.md, several GPUs; 2026-11-28): gathering
+/// smoothed coarse levels from 64² changed mg's cycle at global 512² and 1024² × 128 on four
+/// GPUs by −0.2 % and +1.8 % (mg-cg's by −4 % and +1.6 %): the exchanges it saves there cost
+/// about what the whole level's sum costs. The coarse CG's two sums per iteration are saved
+/// too: 8 % (512², `--coarse-solve cg`) and 15 % (400² at ν_CFL = 84) of the solve on two GPUs.
+fn gather_columns<B: Backend>(b: &B, cg: bool) -> Result<usize> {
     match std::env::var("STRATA_GATHER_COLUMNS") {
         Ok(v) => v.trim().parse().map_err(|_| {
             StrataError::invalid(
@@ -25,7 +32,7 @@ fn gather_columns<B: Backend>(b: &B) -> Result<usize> {
                 format!("must be a count of columns (got {v:?})"),
             )
         }),
-        Err(_) => Ok(b.gather_columns()),
+        Err(_) => Ok(if cg { b.gather_columns() } else { 0 }),
     }
 }
 
@@ -58,7 +65,8 @@ pub(crate) fn plain(s: &LevelStencil) -> bool {
 }
 
 /// Decides, with every rank (collective), which levels of `h` are gathered whole: from the
-/// first coarse level of at most [`gather_columns`] columns (n²) down, where there are several
+/// first coarse level of at most [`gather_columns`] columns (n²; by default only where the
+/// coarsest level is solved by CG) down, where there are several
 /// ranks, those levels are [`plain`] and have no periodic side on every rank (a block's halo
 /// across a periodic edge, corners included, would have to be wrapped out of the whole level);
 /// `None` where nothing is gathered.
@@ -70,7 +78,7 @@ pub(crate) fn decide<B: Backend, C: Comm<B>>(
     if comm.size() == 1 {
         return Ok(None);
     }
-    let bound = gather_columns(b);
+    let bound = gather_columns(b, h.params.coarse_solve == super::CoarseSolve::Cg);
     let n = |l: usize| b.stencil(&h.levels[l].op).block.n;
     let at = match &bound {
         Ok(bound) => (1..h.levels.len()).find(|&l| n(l) * n(l) <= *bound),
