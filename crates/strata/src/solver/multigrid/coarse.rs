@@ -269,7 +269,7 @@ fn place(
 
 /// Decides, with every rank (collective), where the coarse CG on level `op` runs: the whole
 /// level on every rank where there are several, every rank's level is
-/// [`super::telescope::plain`] (per-cell coefficients, cross or slant terms, tiles or fields in
+/// [`super::whole::plain`] (per-cell coefficients, cross or slant terms, tiles or fields in
 /// a backend's memory would have to be gathered too) and no larger than the bound
 /// ([`gather_cells`]), and the communicator gathers; otherwise where it lies.
 fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Result<Gathered<B>> {
@@ -290,8 +290,8 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
                 .into(),
         ));
     }
-    let can = super::telescope::plain(s) && whole_cells <= bound;
-    let Ok(gathered) = whole_level(comm, s, can) else {
+    let can = super::whole::plain(s) && whole_cells <= bound;
+    let Ok(gathered) = super::whole::whole_level(comm, s, can) else {
         return Ok(Gathered::Distributed);
     };
     let Some((whole, blocks)) = gathered else {
@@ -313,78 +313,6 @@ fn gather_level<B: Backend, C: Comm<B>>(b: &B, comm: &C, op: &B::LevelOp) -> Res
             local: Vec::new(),
         },
     })))
-}
-
-/// Values before a rank's columns in what [`whole_level`] gathers: a flag and the block.
-const HEADER: usize = 5;
-
-/// The whole level of which `s` is this rank's block, assembled on every rank from every rank's
-/// column coefficients (collective: one all-gather through the host), with every rank's block
-/// `[i0, j0, nx, ny]` in rank order; `None` on every rank where some rank `can`not give its
-/// level's (see [`super::telescope::plain`]). An error where the communicator gathers nothing
-/// or the blocks do not tile the level.
-pub(crate) fn whole_level<B: Backend, C: Comm<B>>(
-    comm: &C,
-    s: &crate::stencil::LevelStencil,
-    can: bool,
-) -> Result<Option<(crate::stencil::LevelStencil, Vec<[usize; 4]>)>> {
-    // What every rank sends: whether it can, its block, then (if it can) its columns, 6 values
-    // each.
-    let mut local = vec![f64::from(u8::from(can))];
-    local.extend([s.block.i0, s.block.j0, s.block.nx, s.block.ny].map(|v| v as f64));
-    if can {
-        for c in s.columns.iter() {
-            local.extend([
-                c.area, c.alpha_e, c.alpha_w, c.alpha_n, c.alpha_s, c.alpha_t,
-            ]);
-        }
-    }
-    let parts = comm.all_gather(&local)?;
-    if parts.len() != comm.size() || parts.iter().any(|p| p.first() != Some(&1.0)) {
-        return Ok(None);
-    }
-    let n = s.block.n;
-    let mut columns = vec![crate::problem::Column::default(); n * n];
-    let mut blocks = Vec::with_capacity(parts.len());
-    let mut covered = 0;
-    for part in &parts {
-        let [i0, j0, nx, ny] = [1, 2, 3, 4].map(|k| part.get(k).copied().unwrap_or(-1.0) as usize);
-        if part.len() != HEADER + 6 * nx * ny || i0 + nx > n || j0 + ny > n {
-            return Err(crate::StrataError::Comm(
-                "a rank's block does not fit the level".into(),
-            ));
-        }
-        for (m, c) in part[HEADER..].chunks_exact(6).enumerate() {
-            let (i, j) = (i0 + m % nx, j0 + m / nx);
-            columns[j * n + i] = crate::problem::Column {
-                area: c[0],
-                alpha_e: c[1],
-                alpha_w: c[2],
-                alpha_n: c[3],
-                alpha_s: c[4],
-                alpha_t: c[5],
-            };
-        }
-        covered += nx * ny;
-        blocks.push([i0, j0, nx, ny]);
-    }
-    if covered != n * n {
-        return Err(crate::StrataError::Comm(
-            "the ranks' blocks do not tile the level".into(),
-        ));
-    }
-    let whole = crate::stencil::LevelStencil {
-        block: crate::grid::Block {
-            i0: 0,
-            j0: 0,
-            nx: n,
-            ny: n,
-            ..s.block
-        },
-        columns: columns.into(),
-        ..s.clone()
-    };
-    Ok(Some((whole, blocks)))
 }
 
 /// PCG with the line relaxation M on level `lev` (operator `op`) from the guess in `u` (its halo

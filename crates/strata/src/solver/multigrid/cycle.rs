@@ -5,7 +5,7 @@ use super::smoother::{strategy, Smooth};
 use super::sweep::{exchange, parts, Halo, Sweep};
 use super::Hierarchy;
 use crate::backend::Backend;
-use crate::comm::Comm;
+use crate::comm::{Comm, SerialComm};
 use crate::error::Result;
 use crate::solver::profile::{Kernel, Timer};
 
@@ -43,7 +43,7 @@ impl<B: Backend> Hierarchy<B> {
 
     /// The V-cycle of [`Hierarchy::vcycle`] from level `lev` down, symmetric or not.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn cycle_from<C: Comm<B>>(
+    fn cycle_from<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
@@ -227,7 +227,7 @@ impl<B: Backend> Hierarchy<B> {
     /// `rho`), without the halo. With [`super::MgParams::fuse_restriction`] the finer residual
     /// r_{lev−1} is computed in the same call; otherwise [`Hierarchy::residual`] stored it
     /// before.
-    pub(super) fn restrict_smooth(
+    fn restrict_smooth(
         &mut self,
         b: &B,
         timer: &mut Timer,
@@ -252,6 +252,35 @@ impl<B: Backend> Hierarchy<B> {
                 b.restrict_smooth(&fine.op, &l.op, &fine.work, &mut l.f, &mut l.u, rho, scale)
             })
         }
+    }
+
+    /// Level `lev`, the finest of those gathered whole onto every rank, in the V-cycle
+    /// (docs/MODEL.md §24): the finer residual restricted and smoothed from zero on this rank's
+    /// block (as on every level), the blocks summed into the whole level on every rank, the
+    /// cycle's rest there with no exchange, and this rank's block with its halo taken back out.
+    fn telescoped<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        lev: usize,
+        symmetric: bool,
+        f0: &B::Field,
+    ) -> Result<()> {
+        let rho = strategy::<B, C>(self.params.smoother).restrict_rho(&self.params);
+        self.restrict_smooth(b, timer, lev, rho, f0)?;
+        let Some(t) = self.telescope.as_deref_mut() else {
+            return crate::error::invalid("levels", "no level is gathered");
+        };
+        let l = &mut self.levels[lev];
+        t.gather(b, comm, timer, lev, &l.op, &l.f, &l.u)?;
+        let (whole, u, f) = t.nested();
+        timer.shifted(lev, |timer| {
+            whole.with_fine_u(u, |h| {
+                h.cycle_from(b, &SerialComm, timer, 0, Start::Restricted, symmetric, f)
+            })
+        })?;
+        t.scatter(b, timer, lev, &l.op, &mut l.u)
     }
 
     /// The sides whose halo the cycle fills by prolongation ([`Comm::prolongation_sides`], unless

@@ -10,6 +10,7 @@ mod precond;
 mod smoother;
 mod sweep;
 mod telescope;
+mod whole;
 
 pub use coarse::{CoarseSolve, COARSE_MAX_IT, DEFAULT_COARSE_RTOL};
 pub use hierarchy::Hierarchy;

@@ -6,13 +6,11 @@
 //! block in zeros elsewhere, so the sum is exact) replaces every exchange of the gathered
 //! levels, and the values are one process's, bit for bit, on any number of ranks.
 
-use super::cycle::Start;
 use super::{Hierarchy, MgParams};
 use crate::backend::Backend;
 use crate::comm::{Comm, SerialComm};
 use crate::error::{Result, StrataError};
 use crate::solver::profile::{Kernel, Timer};
-use crate::stencil::LevelStencil;
 
 /// The bound on the columns of a gathered level: `STRATA_GATHER_COLUMNS` (0: never gather), or
 /// by default the backend's ([`crate::backend::Fields::gather_columns`]) where the coarsest level
@@ -53,21 +51,10 @@ pub(crate) struct Telescope<B: Backend> {
     block: [usize; 4],
 }
 
-/// Whether a level can be gathered from its column coefficients alone: no per-cell
-/// coefficients, cross or slant terms, tiles (the sphere) or fields in a backend's memory.
-pub(crate) fn plain(s: &LevelStencil) -> bool {
-    s.cells.is_none()
-        && s.cross.is_none()
-        && s.slant.is_none()
-        && s.tiles.is_none()
-        && s.resident.is_none()
-        && s.block.panel.is_none()
-}
-
 /// Decides, with every rank (collective), which levels of `h` are gathered whole: from the
 /// first coarse level of at most [`gather_columns`] columns (n²; by default only where the
 /// coarsest level is solved by CG) down, where there are several
-/// ranks, those levels are [`plain`] and have no periodic side on every rank (a block's halo
+/// ranks, those levels are [`super::whole::plain`] and have no periodic side on every rank (a block's halo
 /// across a periodic edge, corners included, would have to be wrapped out of the whole level);
 /// `None` where nothing is gathered.
 pub(crate) fn decide<B: Backend, C: Comm<B>>(
@@ -88,7 +75,7 @@ pub(crate) fn decide<B: Backend, C: Comm<B>>(
     let can = at.is_some_and(|at| {
         h.levels[at..].iter().all(|l| {
             let s = b.stencil(&l.op);
-            plain(s) && !s.block.bc.any_periodic()
+            super::whole::plain(s) && !s.block.bc.any_periodic()
         })
     });
     // Every rank the same level (or none), a bound every rank could read, and whether every
@@ -123,7 +110,7 @@ pub(crate) fn decide<B: Backend, C: Comm<B>>(
     let mut block = [0; 4];
     for l in at..h.levels.len() {
         let s = b.stencil(&h.levels[l].op);
-        let Some((whole, blocks)) = super::coarse::whole_level(comm, s, true)? else {
+        let Some((whole, blocks)) = super::whole::whole_level(comm, s, true)? else {
             return Ok(None);
         };
         if l == at {
@@ -149,51 +136,58 @@ pub(crate) fn decide<B: Backend, C: Comm<B>>(
     }))
 }
 
-impl<B: Backend> Hierarchy<B> {
-    /// Level `lev`, the finest gathered one, in the V-cycle: the finer residual restricted and
-    /// smoothed from zero on this rank's block (as on every level), the blocks summed into the
-    /// whole level on every rank, the cycle's rest there, and this rank's block with its halo
-    /// taken back out.
-    pub(crate) fn telescoped<C: Comm<B>>(
+impl<B: Backend> Telescope<B> {
+    /// The whole level's f and u on every rank ← every rank's block of level `lev` (operator
+    /// `op`, right-hand side `f`, iterate `u`, the restriction's fused smoothing step done):
+    /// each rank's block copied into whole fields of zeros, summed over the ranks.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn gather<C: Comm<B>>(
         &mut self,
         b: &B,
         comm: &C,
         timer: &mut Timer,
         lev: usize,
-        symmetric: bool,
-        f0: &B::Field,
+        op: &B::LevelOp,
+        f: &B::Field,
+        u: &B::Field,
     ) -> Result<()> {
-        let rho =
-            super::smoother::strategy::<B, C>(self.params.smoother).restrict_rho(&self.params);
-        self.restrict_smooth(b, timer, lev, rho, f0)?;
-        let Some(t) = self.telescope.as_deref_mut() else {
-            return crate::error::invalid("levels", "no level is gathered");
-        };
-        let l = &mut self.levels[lev];
-        let Telescope {
+        let [i0, j0, nx, ny] = self.block;
+        let Self {
             whole,
-            f,
-            u,
+            f: wf,
+            u: wu,
             send_f,
             send_u,
-            block: [i0, j0, nx, ny],
             ..
-        } = t;
-        let (i0, j0, nx, ny) = (*i0, *j0, *nx, *ny);
-        let op = &whole.levels[0].op;
+        } = self;
+        let wop = &whole.levels[0].op;
         timer.run(b, Kernel::Halo, lev, || {
-            b.copy_columns(&l.op, &l.f, (1, 1), op, send_f, (i0 + 1, j0 + 1), (nx, ny))?;
-            b.copy_columns(&l.op, &l.u, (1, 1), op, send_u, (i0 + 1, j0 + 1), (nx, ny))?;
-            comm.sum_fields(b, op, &mut [(&*send_f, &mut *f), (&*send_u, &mut *u)])
-        })?;
-        timer.shifted(lev, |timer| {
-            whole.with_fine_u(u, |h| {
-                h.cycle_from(b, &SerialComm, timer, 0, Start::Restricted, symmetric, f)
-            })
-        })?;
-        let op = &whole.levels[0].op;
-        timer.run(b, Kernel::Halo, lev, || {
-            b.copy_columns(op, u, (i0, j0), &l.op, &mut l.u, (0, 0), (nx + 2, ny + 2))
+            b.copy_columns(op, f, (1, 1), wop, send_f, (i0 + 1, j0 + 1), (nx, ny))?;
+            b.copy_columns(op, u, (1, 1), wop, send_u, (i0 + 1, j0 + 1), (nx, ny))?;
+            comm.sum_fields(b, wop, &mut [(&*send_f, &mut *wf), (&*send_u, &mut *wu)])
         })
+    }
+
+    /// This rank's block of level `lev` (operator `op`), halo and corners included, ← the whole
+    /// level's iterate.
+    pub(crate) fn scatter(
+        &self,
+        b: &B,
+        timer: &mut Timer,
+        lev: usize,
+        op: &B::LevelOp,
+        u: &mut B::Field,
+    ) -> Result<()> {
+        let [i0, j0, nx, ny] = self.block;
+        let wop = &self.whole.levels[0].op;
+        timer.run(b, Kernel::Halo, lev, || {
+            b.copy_columns(wop, &self.u, (i0, j0), op, u, (0, 0), (nx + 2, ny + 2))
+        })
+    }
+
+    /// The gathered levels' hierarchy, the whole level's iterate (to swap into its finest
+    /// level) and right-hand side, borrowed apart.
+    pub(crate) fn nested(&mut self) -> (&mut Hierarchy<B>, &mut B::Field, &B::Field) {
+        (&mut self.whole, &mut self.u, &self.f)
     }
 }
