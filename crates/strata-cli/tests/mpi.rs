@@ -490,6 +490,57 @@ fn gathered_coarse_levels_give_the_serial_answer() {
     assert!(!out.contains("whole on every rank"), "{out}");
 }
 
+/// Ranks given different `STRATA_GATHER_COLUMNS` (two ranks choosing different levels, or one
+/// that cannot read its value) all end with the reason, none waiting for the others: the
+/// choice is checked together before any rank gathers.
+#[test]
+fn ranks_given_different_gather_bounds_all_fail_with_the_reason() {
+    let (n, nz) = (N.to_string(), NZ.to_string());
+    let args = [
+        "solve",
+        "--n",
+        &n,
+        "--nz",
+        &nz,
+        "--levels",
+        "3",
+        "--backend",
+        "cpu",
+        "--threads",
+        "1",
+        "-q",
+    ];
+    for (a, b, why) in [
+        ("400", "99", "different levels to gather"),
+        ("400", "many", "could not read STRATA_GATHER_COLUMNS"),
+    ] {
+        let mut c = Command::new("mpirun");
+        c.args(["--oversubscribe", "--timeout", "120"]);
+        for (k, value) in [a, b].into_iter().enumerate() {
+            if k > 0 {
+                c.arg(":");
+            }
+            c.args(["-n", "1", "-x", &format!("STRATA_GATHER_COLUMNS={value}")])
+                .args(["-x", &format!("{}={}", NO_HDF5_LOCKS.0, NO_HDF5_LOCKS.1)])
+                .arg(strata_bin())
+                .args(args);
+        }
+        let o = c
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .expect("mpirun runs (Open MPI installed)");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{a} and {b}: the job succeeded");
+        assert!(err.contains(why), "{a} and {b}: {err}");
+        // A rank left waiting would end only by mpirun's time limit, which Open MPI reports.
+        assert!(
+            !err.contains("time limit") && !err.contains("Timeout:"),
+            "{a} and {b}: a rank waited: {err}"
+        );
+    }
+}
+
 /// On a rank grid the multigrid cycle prolongates into the halos instead of exchanging after
 /// each prolongation (on 2-D grids the last exchange of a coarse level also fills the halo
 /// corners from the diagonal ranks): the same solution, bit for bit, as with the exchange
