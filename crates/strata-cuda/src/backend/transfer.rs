@@ -186,26 +186,6 @@ impl TransferKernels for CudaBackend {
         cu(unsafe { b.launch(column_config(op.layout.nz as u32)) }).map(|_| ())
     }
 
-    fn copy_column(
-        &self,
-        src_op: &CudaLevel,
-        src: &CudaField,
-        src_at: (usize, usize),
-        op: &CudaLevel,
-        x: &mut CudaField,
-        at: (usize, usize),
-    ) -> Result<()> {
-        self.check(src_op, &[src])?;
-        self.check(op, &[x])?;
-        let nz = op.layout.nz as usize;
-        strata::backend::check_column(&src_op.stencil, src_at, nz)?;
-        strata::backend::check_column(&op.stencil, at, nz)?;
-        if src_op.stencil.storage != op.stencil.storage {
-            return Err(backend_err("copy_column between levels of two precisions"));
-        }
-        self.copy_rectangle(src_op, src, src_at, op, x, at, (1, 1))
-    }
-
     fn copy_columns(
         &self,
         src_op: &CudaLevel,
@@ -222,7 +202,34 @@ impl TransferKernels for CudaBackend {
         if src_op.stencil.storage != op.stencil.storage {
             return Err(backend_err("copy_columns between levels of two precisions"));
         }
-        self.copy_rectangle(src_op, src, src_at, op, x, at, w)
+        let (wx, wy) = w;
+        if wx == 0 || wy == 0 {
+            return Ok(());
+        }
+        let (si, sj) = (src_at.0 as i32, src_at.1 as i32);
+        let (ih, jh) = (at.0 as i32, at.1 as i32);
+        let (wxi, wyi) = (wx as i32, wy as i32);
+        let n = (wx * wy) as u64 * op.layout.nz as u64;
+        let cfg = LaunchConfig {
+            grid_dim: (n.div_ceil(256).clamp(1, 65535) as u32, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.builder(self.base(), op.k.get(K::CopyColumn));
+        b.arg(&src_op.layout)
+            .arg(&si)
+            .arg(&sj)
+            .arg(&src.data)
+            .arg(&op.layout)
+            .arg(&ih)
+            .arg(&jh)
+            .arg(&wxi)
+            .arg(&wyi)
+            .arg(&mut x.data);
+        // SAFETY: both rectangles inside their fields' layouts (halo included, checked above),
+        // both fields of one precision and nz (checked); the kernel strides over the
+        // rectangle's values.
+        cu(unsafe { b.launch(cfg) }).map(|_| ())
     }
 
     fn copy_halo(
@@ -713,51 +720,6 @@ struct HaloBatch {
 unsafe impl cudarc::driver::DeviceRepr for HaloBatch {}
 
 /// The launch of a kernel over the `nz` values of one column.
-impl CudaBackend {
-    /// The `w.0 × w.1` columns of `x` from halo-inclusive `at` ← those of `src` from `src_at`,
-    /// in one launch (`copy_column_f64`); the caller has checked both rectangles and the
-    /// precisions.
-    #[allow(clippy::too_many_arguments)]
-    fn copy_rectangle(
-        &self,
-        src_op: &CudaLevel,
-        src: &CudaField,
-        src_at: (usize, usize),
-        op: &CudaLevel,
-        x: &mut CudaField,
-        at: (usize, usize),
-        (wx, wy): (usize, usize),
-    ) -> Result<()> {
-        if wx == 0 || wy == 0 {
-            return Ok(());
-        }
-        let (si, sj) = (src_at.0 as i32, src_at.1 as i32);
-        let (ih, jh) = (at.0 as i32, at.1 as i32);
-        let (wxi, wyi) = (wx as i32, wy as i32);
-        let n = (wx * wy) as u64 * op.layout.nz as u64;
-        let cfg = LaunchConfig {
-            grid_dim: (n.div_ceil(256).clamp(1, 65535) as u32, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = self.builder(self.base(), op.k.get(K::CopyColumn));
-        b.arg(&src_op.layout)
-            .arg(&si)
-            .arg(&sj)
-            .arg(&src.data)
-            .arg(&op.layout)
-            .arg(&ih)
-            .arg(&jh)
-            .arg(&wxi)
-            .arg(&wyi)
-            .arg(&mut x.data);
-        // SAFETY: both rectangles inside their fields' layouts (halo included, checked by the
-        // callers), both fields of one precision and nz (checked); the kernel strides over the
-        // rectangle's values.
-        cu(unsafe { b.launch(cfg) }).map(|_| ())
-    }
-}
-
 fn column_config(nz: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (nz.div_ceil(128), 1, 1),

@@ -856,8 +856,8 @@ pub trait TransferKernels: Fields {
     ) -> Result<()>;
 
     /// Copies column `src_at` of `src` into column `at` of `x` (halo-inclusive indices; `x`
-    /// another block of this process): a tile corner of the sphere's nine-point operator. By
-    /// default through a face buffer of `nz` values.
+    /// another block of this process): a tile corner of the sphere's nine-point operator.
+    /// [`TransferKernels::copy_columns`] of one column.
     fn copy_column(
         &self,
         src_op: &Self::LevelOp,
@@ -867,9 +867,7 @@ pub trait TransferKernels: Fields {
         x: &mut Self::Field,
         at: (usize, usize),
     ) -> Result<()> {
-        let mut buf = self.alloc_face(self.stencil(op).nz)?;
-        self.pack_column(src_op, src, src_at, &mut buf)?;
-        self.unpack_column(op, x, at, &buf)
+        self.copy_columns(src_op, src, src_at, op, x, at, (1, 1))
     }
 
     /// Copies the `wx × wy` columns of `src` from `src_at` into those of `x` from `at`

@@ -56,15 +56,7 @@ pub const GATHER_CELLS: usize = 0;
 /// The bound on the cells of a gathered coarsest level: `STRATA_GATHER_CELLS`, or
 /// [`GATHER_CELLS`].
 fn gather_cells() -> Result<usize> {
-    match std::env::var("STRATA_GATHER_CELLS") {
-        Ok(v) => v.trim().parse().map_err(|_| {
-            crate::StrataError::invalid(
-                "STRATA_GATHER_CELLS",
-                format!("must be a count of cells (got {v:?})"),
-            )
-        }),
-        Err(_) => Ok(GATHER_CELLS),
-    }
+    super::whole::env_count("STRATA_GATHER_CELLS", "cells", GATHER_CELLS)
 }
 
 /// The coarse CG's workspace on the coarsest level: residual, preconditioned residual, search

@@ -23,15 +23,8 @@ use crate::solver::profile::{Kernel, Timer};
 /// about what the whole level's sum costs. The coarse CG's two sums per iteration are saved
 /// too: 8 % (512², `--coarse-solve cg`) and 15 % (400² at ν_CFL = 84) of the solve on two GPUs.
 fn gather_columns<B: Backend>(b: &B, cg: bool) -> Result<usize> {
-    match std::env::var("STRATA_GATHER_COLUMNS") {
-        Ok(v) => v.trim().parse().map_err(|_| {
-            StrataError::invalid(
-                "STRATA_GATHER_COLUMNS",
-                format!("must be a count of columns (got {v:?})"),
-            )
-        }),
-        Err(_) => Ok(if cg { b.gather_columns() } else { 0 }),
-    }
+    let default = if cg { b.gather_columns() } else { 0 };
+    super::whole::env_count("STRATA_GATHER_COLUMNS", "columns", default)
 }
 
 /// The gathered levels of a hierarchy on several ranks.

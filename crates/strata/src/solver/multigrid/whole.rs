@@ -7,6 +7,17 @@ use crate::comm::Comm;
 use crate::error::Result;
 use crate::stencil::LevelStencil;
 
+/// A count read from the environment variable `name` (what is counted: `what`, for the error),
+/// or `default` where it is not set.
+pub(crate) fn env_count(name: &str, what: &str, default: usize) -> Result<usize> {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().map_err(|_| {
+            crate::StrataError::invalid(name, format!("must be a count of {what} (got {v:?})"))
+        }),
+        Err(_) => Ok(default),
+    }
+}
+
 /// Whether a level can be gathered from its column coefficients alone: no per-cell
 /// coefficients, cross or slant terms, tiles (the sphere) or fields in a backend's memory.
 pub(crate) fn plain(s: &LevelStencil) -> bool {
