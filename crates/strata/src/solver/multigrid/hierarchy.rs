@@ -145,10 +145,10 @@ impl<B: Backend> Hierarchy<B> {
                 .is_some_and(|t| t.whole.coarse.is_some())
     }
 
-    /// The levels gathered whole onto every rank, the first of them, and its whole iterate
-    /// (what the cycle swaps into that hierarchy's finest level); `None` where none is.
-    pub(crate) fn gathered(&self) -> Option<(&Hierarchy<B>, usize, &B::Field)> {
-        self.telescope.as_deref().map(|t| (&t.whole, t.at, &t.u))
+    /// The levels gathered whole onto every rank and the whole iterate of the first (what the
+    /// cycle swaps into that hierarchy's finest level); `None` where none is.
+    pub(crate) fn gathered(&self) -> Option<(&Hierarchy<B>, &B::Field)> {
+        self.telescope.as_deref().map(|t| (&t.whole, &t.u))
     }
 
     /// [`Hierarchy::gathered`], mutably.

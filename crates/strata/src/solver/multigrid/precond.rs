@@ -334,7 +334,7 @@ impl<B: Backend> MgPreconditioner<B> {
             a.push(b.address(&l.u));
             a.push(b.address(&l.work));
         }
-        if let Some((whole, _, u)) = self.h.gathered() {
+        if let Some((whole, u)) = self.h.gathered() {
             for (lev, l) in whole.levels.iter().enumerate() {
                 a.push(b.address(if lev == 0 { u } else { &l.u }));
                 a.push(b.address(&l.work));
@@ -347,10 +347,7 @@ impl<B: Backend> MgPreconditioner<B> {
     /// level: its iterate (on the finest level z, or the fp32 z) and its work field.
     fn swap_pairs(&self) -> Vec<(usize, usize)> {
         let fine = if self.storage() == Storage::F32 { 3 } else { 1 };
-        let gathered = self
-            .h
-            .gathered()
-            .map_or(0, |(whole, _, _)| whole.levels.len());
+        let gathered = self.h.gathered().map_or(0, |(whole, _)| whole.levels.len());
         (0..self.h.levels.len() + gathered)
             .map(|lev| (if lev == 0 { fine } else { 4 + 2 * lev }, 5 + 2 * lev))
             .collect()
