@@ -1411,7 +1411,8 @@ fn from_zero_sweeps<B: Backend>(
         two.set_interior(&host);
         r.smooth_color(s, f, &mut two, 1, relax).unwrap();
         let scale = two.data.iter().fold(1.0f64, |m, v| m.max(v.abs()));
-        let worst = (pair.data.iter().zip(&two.data)).fold(0.0f64, |m, (a, c)| m.max((a - c).abs()));
+        let worst =
+            (pair.data.iter().zip(&two.data)).fold(0.0f64, |m, (a, c)| m.max((a - c).abs()));
         assert!(
             worst <= TOL_SOLVE * scale,
             "from zero against the line solve and the half-sweep {ctx}: {worst:e}"

@@ -422,7 +422,11 @@ impl CudaBackend {
         // The cross terms: the sphere's diagonal couplings (read by the -DDIAGONALS build) or
         // orography's slant ones (the per-cell kernels).
         push_cross(&mut l, op);
-        l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax).arg(&mode);
+        l.arg(&f.data)
+            .arg(&mut u.data)
+            .arg(&parity)
+            .arg(&relax)
+            .arg(&mode);
         // SAFETY: layouts checked; each thread (or pair of threads, each writing its own half)
         // solves one column of the colour of this level (inside the layout) and reads only its
         // neighbours (halo included; the slant couplings' too, lateral ones one level up and

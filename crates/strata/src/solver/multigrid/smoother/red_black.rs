@@ -96,7 +96,9 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
                 Kernel::SmoothColor,
                 0,
                 Some(Halo::Faces),
-                |b, (op, f, u, _)| b.smooth_color_from_zero(op, f, u, BLACK, relax, FromZero::Relax),
+                |b, (op, f, u, _)| {
+                    b.smooth_color_from_zero(op, f, u, BLACK, relax, FromZero::Relax)
+                },
             );
         }
         s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
