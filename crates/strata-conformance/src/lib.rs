@@ -16,7 +16,7 @@
 
 use strata::backend::prelude::*;
 use strata::backend::reference::ReferenceBackend;
-use strata::backend::{face_len, Backend, FromZero};
+use strata::backend::{face_len, Backend};
 use strata::field::HostField;
 use strata::grid::{Block, Side};
 use strata::precision::Storage;
@@ -727,14 +727,6 @@ pub fn cross_term_kernels<B: Backend>(b: &B) {
             let e = b.smooth_color(&op, &df, &mut out, color, 1.0).unwrap_err();
             assert!(e.to_string().contains("colour"), "{ctx}: {e}");
         }
-        // The steps from zero would read the diagonal neighbours' unset values: refused.
-        assert!(!s.two_coloured());
-        for half in [FromZero::Solve, FromZero::Relax] {
-            let e = b
-                .smooth_color_from_zero(&op, &df, &mut out, 0, 1.0, half)
-                .unwrap_err();
-            assert!(e.to_string().contains("two_coloured"), "{ctx}: {e}");
-        }
     }
 }
 
@@ -937,24 +929,6 @@ pub fn multigrid_kernels<B: Backend>(b: &B) {
             "smooth {ctx}: {d:e} (rounding spread {spread:e}), backward error {be:e}"
         );
         red_black_sweep(b, &s, &op, &f, &x, &ctx);
-        from_zero_sweeps(b, (&s, &op), (&f, &x), (1e-12, RowNorm::Row), &ctx);
-    }
-    // A periodic direction of odd length couples columns of one colour across its seam: the
-    // steps from zero are refused there, and taken on an even one.
-    for (n, two) in [(13, false), (14, true)] {
-        let block = Block {
-            bc: strata::grid::Boundaries {
-                x: strata::grid::Boundary::Periodic,
-                y: strata::grid::Boundary::Dirichlet,
-            },
-            ..Block::whole(n)
-        };
-        let s = level(Geometry::Box, block, 7);
-        assert_eq!(s.two_coloured(), two, "periodic n = {n}");
-        let op = b.prepare_level(&s).unwrap();
-        let (df, mut du) = (b.alloc(&op).unwrap(), b.alloc(&op).unwrap());
-        let done = b.smooth_color_from_zero(&op, &df, &mut du, 0, 1.0, FromZero::Solve);
-        assert_eq!(done.is_ok(), two, "periodic n = {n}: {done:?}");
     }
     for g in [Geometry::Panel, Geometry::Box] {
         // Fine blocks 74 × 58 of a 148 level (even offsets); coarse blocks 37 × 29 (odd).
@@ -1324,99 +1298,6 @@ fn red_black_sweep<B: Backend>(
                 );
             }
         }
-    }
-}
-
-/// The two half-sweeps of red-black relaxation from zero
-/// ([`strata::backend::LineKernels::smooth_color_from_zero`]) on a level the two colours colour
-/// properly, from `x` whose black columns hold NaN: the first leaves them alone and solves the
-/// red columns' rows with zero neighbours (reading no neighbour); the second leaves the red
-/// columns bit for bit and solves the black ones' rows T z = f − w H u given the red ones (not
-/// reading their own NaN), each to `tol`. On the reference the pair is the line solve on every
-/// column followed by the over-relaxed black half-sweep, to rounding (by linearity).
-fn from_zero_sweeps<B: Backend>(
-    b: &B,
-    (s, op): (&LevelStencil, &B::LevelOp),
-    (f, x): (&HostField, &HostField),
-    tol: (f64, RowNorm),
-    ctx: &str,
-) {
-    let relax = 1.15;
-    let black = |i: usize, j: usize| (s.block.i0 + i + s.block.j0 + j) % 2 == 1;
-    let mut start = x.clone();
-    for j in 0..s.ny() {
-        for i in (0..s.nx()).filter(|&i| black(i, j)) {
-            start.column_mut(i, j).fill(f64::NAN);
-        }
-    }
-    let df = to_backend(b, op, f);
-    let mut du = to_backend(b, op, &start);
-    // The backend's state with x's halo (which neither half-sweep changes).
-    let state = |du: &B::Field| {
-        let mut host = vec![0.0; s.cells()];
-        b.download(op, du, &mut host).expect("download");
-        let mut h = x.clone();
-        h.set_interior(&host);
-        h
-    };
-    b.smooth_color_from_zero(op, &df, &mut du, 0, 1.0, FromZero::Solve)
-        .unwrap();
-    let red = state(&du);
-    let mut alone = HostField::zeros(s.nx(), s.ny(), s.nz);
-    for j in 0..s.ny() {
-        for i in 0..s.nx() {
-            if black(i, j) {
-                let nan = red.column(i, j).iter().all(|v| v.is_nan());
-                assert!(nan, "from zero: a black column written at ({i}, {j}) {ctx}");
-            } else {
-                alone.column_mut(i, j).copy_from_slice(red.column(i, j));
-            }
-        }
-    }
-    assert_rows_solved(s, f, &alone, 0, tol, &format!("from zero, red {ctx}"));
-    b.smooth_color_from_zero(op, &df, &mut du, 1, relax, FromZero::Relax)
-        .unwrap();
-    let got = state(&du);
-    // The black rows see w times the red values (the halo's included: a black column's
-    // neighbours are all red).
-    let mut scaled = got.clone();
-    scaled.data.iter_mut().for_each(|v| *v *= relax);
-    for j in 0..s.ny() {
-        for i in 0..s.nx() {
-            if black(i, j) {
-                assert!(
-                    got.column(i, j).iter().all(|v| v.is_finite()),
-                    "from zero: a black column read its own values at ({i}, {j}) {ctx}"
-                );
-                scaled.column_mut(i, j).copy_from_slice(got.column(i, j));
-            } else {
-                assert_eq!(got.column(i, j), red.column(i, j), "red changed {ctx}");
-            }
-        }
-    }
-    assert_rows_solved(s, f, &scaled, 1, tol, &format!("from zero, black {ctx}"));
-    // The reference: the pair against the line solve and the over-relaxed half-sweep.
-    let r = ReferenceBackend;
-    if s.storage == Storage::F64 {
-        let mut pair = start.clone();
-        r.smooth_color_from_zero(s, f, &mut pair, 0, 1.0, FromZero::Solve)
-            .unwrap();
-        r.smooth_color_from_zero(s, f, &mut pair, 1, relax, FromZero::Relax)
-            .unwrap();
-        let mut solved = HostField::zeros(s.nx(), s.ny(), s.nz);
-        r.line_solve(s, f, &mut solved).unwrap();
-        let mut two = x.clone();
-        let mut host = vec![0.0; s.cells()];
-        solved.get_interior(&mut host);
-        two.set_interior(&host);
-        r.smooth_color(s, f, &mut two, 1, relax).unwrap();
-        let scale = two.data.iter().fold(1.0f64, |m, v| m.max(v.abs()));
-        let worst =
-            (pair.data.iter().zip(&two.data)).fold(0.0f64, |m, (a, c)| m.max((a - c).abs()));
-        assert!(
-            worst <= TOL_SOLVE * scale,
-            "from zero against the line solve and the half-sweep {ctx}: {worst:e}"
-        );
     }
 }
 
@@ -2321,13 +2202,6 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
             0,
             (TOL_F32_SOLVE, RowNorm::Largest),
             &format!("smooth_color {ctx}"),
-        );
-        from_zero_sweeps(
-            b,
-            (&s, &op),
-            (&f, &x),
-            (TOL_F32_SOLVE, RowNorm::Largest),
-            &format!("fp32 {ctx}"),
         );
     }
     // Between levels: RestrictSmooth and Prolongate on fp32 levels.

@@ -134,25 +134,10 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, C
 // Over-relaxed by relax: u_c <- (1 - relax) u_c + relax T^-1 (f - H u)_c, the column's old value
 // at level k read just before it is written (by this thread only); with relax = 1 exactly the
 // solve, the old values not read.
-// The steps from zero (mode, strata::backend::HalfSweep): SOLVE_ONLY sets the colour's columns to
-// T^-1 f (the line solve on them alone: the neighbours are not read); SCALED sets them to
-// T^-1 (f - relax H u) without reading their old values: the over-relaxed half-sweep of
-// columns that hold T^-1 f, in one solve (by linearity).
-#define HALF_RELAXED 0
-#define HALF_SOLVE_ONLY 1
-#define HALF_SCALED 2
 template <class Op, class Tri = Whole>
 __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op, idx_t o0,
-                                                  const real* __restrict__ f, real* u, real relax, int mode,
+                                                  const real* __restrict__ f, real* u, real relax,
                                                   const Tri& tri = Tri{}) {
-    if (mode != HALF_RELAXED) {
-        auto start = [&](int k) {
-            const idx_t o = o0 + (idx_t)k * L.sx;
-            return mode == HALF_SOLVE_ONLY ? f[o] : f[o] - relax * op.horizontal(u, o, L, k);
-        };
-        tri(op, start, start, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
-        return;
-    }
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
         return f[o] - op.horizontal(u, o, L, k);
@@ -174,17 +159,17 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_f64(Layout L, const real* __restrict__ cols,
                                             const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
-                                            real* u, int parity, double relax, int mode) {
+                                            real* u, int parity, double relax) {
     COLOR_COLUMN
-    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax, mode));
+    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax));
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
                                                   const real* __restrict__ f, real* u, int parity,
-                                                  double relax, int mode) {
+                                                  double relax) {
     COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, mode));
+    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax));
 }
 
 // ---- The same line kernels with two threads per column (thomas_twin, TWIN_COLUMN), for levels
@@ -263,17 +248,17 @@ extern "C" __global__ void LINE_BOUNDS smooth_twin_cells_f64(Layout L, CELL_PARA
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_twin_f64(Layout L, const real* __restrict__ cols,
                                                  const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
-                                                 real* u, int parity, double relax, int mode) {
+                                                 real* u, int parity, double relax) {
     TWIN_COLOR_COLUMN
-    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax, mode, Twin{bottom, mask}));
+    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax, Twin{bottom, mask}));
 }
 
 extern "C" __global__ void LINE_BOUNDS smooth_color_twin_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
                                                        const real* __restrict__ f, real* u, int parity,
-                                                       double relax, int mode) {
+                                                       double relax) {
     TWIN_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, mode, Twin{bottom, mask}));
+    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, Twin{bottom, mask}));
 }
 
 // scale * (sum of the 4 fine children at fine offset of), the restriction of both RestrictSmooth
@@ -564,31 +549,27 @@ extern "C" __global__ void residual_restrict_smooth_pcr_f64(Layout Lf, Layout L,
 template <class Op>
 __device__ __forceinline__ void smooth_color_pcr_body(const Layout& L, const Op& op, idx_t o0, int k, int slot,
                                                       bool active, const real* __restrict__ f, real* u,
-                                                      real relax, int mode) {
+                                                      real relax) {
     const idx_t o = o0 + (idx_t)(k < NZ ? k : 0) * L.sx;
-    const real d = k >= NZ                   ? real(0.0)
-                   : mode == HALF_RELAXED    ? f[o] - op.horizontal(u, o, L, k)
-                   : mode == HALF_SOLVE_ONLY ? f[o]
-                                             : f[o] - relax * op.horizontal(u, o, L, k);
+    const real d = k < NZ ? f[o] - op.horizontal(u, o, L, k) : real(0.0);
     const real z = pcr_solve(op, k, slot, d);
     // Over-relaxed as smooth_color_body: the cell's own old value, this thread's alone.
-    if (active && k < NZ)
-        u[o] = relax == real(1.0) || mode != HALF_RELAXED ? z : (real(1.0) - relax) * u[o] + relax * z;
+    if (active && k < NZ) u[o] = relax == real(1.0) ? z : (real(1.0) - relax) * u[o] + relax * z;
 }
 
 extern "C" __global__ void smooth_color_pcr_f64(Layout L, const real* __restrict__ cols,
                                                 const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
-                                                real* u, int parity, double relax, int mode) {
+                                                real* u, int parity, double relax) {
     PCR_COLOR_COLUMN
-    WITH_RELAX_COL(smooth_color_pcr_body(L, op, at_(L, i, j, 0), k, slot, active, f, u, (real)relax, mode));
+    WITH_RELAX_COL(smooth_color_pcr_body(L, op, at_(L, i, j, 0), k, slot, active, f, u, (real)relax));
 }
 
 extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
                                                       const real* __restrict__ f, real* u, int parity,
-                                                      double relax, int mode) {
+                                                      double relax) {
     PCR_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    WITH_CELL_SLANT(o0, smooth_color_pcr_body(L, op, o0, k, slot, active, f, u, (real)relax, mode));
+    WITH_CELL_SLANT(o0, smooth_color_pcr_body(L, op, o0, k, slot, active, f, u, (real)relax));
 }
 
 // ---- The line solve, the colour half-sweep, Smooth and RestrictSmooth with SPLIT_P threads per
@@ -617,17 +598,17 @@ extern "C" __global__ void SPLIT_BOUNDS line_solve_split_cells_f64(Layout L, CEL
 extern "C" __global__ void SPLIT_BOUNDS smooth_color_split_f64(Layout L, const real* __restrict__ cols,
                                                    const real* __restrict__ V, CROSS_PARAMS,
                                                    const real* __restrict__ f, real* u, int parity,
-                                                   double relax, int mode) {
+                                                   double relax) {
     SPLIT_COLOR_COLUMN
-    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax, mode, Split{active}));
+    WITH_RELAX_COL(smooth_color_body(L, op, at_(L, i, j, 0), f, u, (real)relax, Split{active}));
 }
 
 extern "C" __global__ void SPLIT_BOUNDS smooth_color_split_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
                                                          const real* __restrict__ f, real* u, int parity,
-                                                         double relax, int mode) {
+                                                         double relax) {
     SPLIT_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
-    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, mode, Split{active}));
+    WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, Split{active}));
 }
 
 extern "C" __global__ void SPLIT_BOUNDS smooth_split_f64(Layout L, const real* __restrict__ cols,

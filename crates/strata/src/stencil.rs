@@ -224,22 +224,6 @@ impl LevelStencil {
                 .any(Self::has_diagonals)
     }
 
-    /// Whether the checkerboard colours ([`LevelStencil::check_colour`] 0 and 1) colour the
-    /// level's horizontal couplings properly — no column coupled to one of its own colour — as
-    /// on a panel or box with an even count of cells across each periodic direction. Not on the
-    /// sphere (its cube corners make two colours impossible) nor with cross terms (diagonal or
-    /// slant couplings join columns of one colour).
-    pub fn two_coloured(&self) -> bool {
-        use crate::grid::Boundary;
-        let b = &self.block;
-        let even = |d: Boundary| d != Boundary::Periodic || b.n % 2 == 0;
-        b.panel.is_none()
-            && self.tiles.is_none()
-            && !self.has_cross()
-            && even(b.bc.x)
-            && even(b.bc.y)
-    }
-
     /// Whether the operator has cross terms (on this block or any of its tiles).
     pub fn has_cross(&self) -> bool {
         self.cross.is_some()

@@ -1,7 +1,7 @@
 //! The kernels built on the line solve (kernels/lines.cu): M⁻¹, the fused CG Tridiag, Smooth, RestrictSmooth.
 
 use super::*;
-use strata::backend::{Coef, FromZero, LineKernels, StencilKernels};
+use strata::backend::{Coef, LineKernels, StencilKernels};
 
 impl LineKernels for CudaBackend {
     fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
@@ -55,24 +55,60 @@ impl LineKernels for CudaBackend {
         color: usize,
         relax: f64,
     ) -> Result<()> {
-        self.smooth_color_launch(op, f, u, color, relax, HALF_RELAXED)
-    }
-
-    fn smooth_color_from_zero(
-        &self,
-        op: &CudaLevel,
-        f: &CudaField,
-        u: &mut CudaField,
-        color: usize,
-        relax: f64,
-        half: FromZero,
-    ) -> Result<()> {
-        FromZero::check(&op.stencil, color)?;
-        let mode = match half {
-            FromZero::Solve => HALF_SOLVE_ONLY,
-            FromZero::Relax => HALF_SCALED,
+        op.stencil.check_colour(color)?;
+        self.check(op, &[f, u])?;
+        let b = &op.stencil.block;
+        // The kernels' `parity` (kernels/common.cuh, colour_row): the block's local parities of
+        // the colour, and the rows of the colour that the launch covers.
+        let ny = op.layout.ny as usize;
+        let (parity, rows) = if color < 2 {
+            (((b.i0 + b.j0 + color) % 2) as i32, ny)
+        } else {
+            let q = color - 2;
+            let (pi, pj) = (((q & 1) + b.i0) % 2, ((q >> 1) + b.j0) % 2);
+            (2 + (pi + 2 * pj) as i32, (ny - pj.min(ny)).div_ceil(2))
         };
-        self.smooth_color_launch(op, f, u, color, relax, mode)
+        if rows == 0 {
+            return Ok(());
+        }
+        let (kernel, cfg) = match op.pcr {
+            // PCR over the ⌈nx/2⌉ × rows slots of one colour (PCR_COLOR_COLUMN).
+            Some(cfg) => {
+                let slots = (op.layout.nx as u32).div_ceil(2) * rows as u32;
+                (
+                    op_kernel(op, K::SmoothColorPcr, K::SmoothColorPcrCells),
+                    LaunchConfig {
+                        grid_dim: (slots.div_ceil(cfg.block_dim.0), 1, 1),
+                        ..cfg
+                    },
+                )
+            }
+            // Half as many threads in x: one (or two, TWIN_COLOR_COLUMN) per column of the
+            // colour (kernels/lines.cu).
+            None => {
+                let xs = (op.layout.nx as usize).div_ceil(2);
+                let whole = LaunchConfig {
+                    shared_mem_bytes: op.k.line_smem(),
+                    ..column_config(xs, rows, self.tuning.block_x).0
+                };
+                self.line_launch_rows(op, K::SmoothColor, K::SmoothColorCells, (xs, rows), whole)
+            }
+        };
+        let sym = sym_flag(op);
+        let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
+        l.arg(&op.layout);
+        push_operator(&mut l, op, &sym);
+        // The cross terms: the sphere's diagonal couplings (read by the -DDIAGONALS build) or
+        // orography's slant ones (the per-cell kernels).
+        push_cross(&mut l, op);
+        l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax);
+        // SAFETY: layouts checked; each thread (or pair of threads, each writing its own half)
+        // solves one column of the colour of this level (inside the layout) and reads only its
+        // neighbours (halo included; the slant couplings' too, lateral ones one level up and
+        // down; the diagonal ones, where a quarter colour is swept), which have other colours
+        // (check_colour: a level with diagonal couplings is swept by quarters) and are not
+        // written.
+        cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
     fn restrict_smooth(
@@ -355,84 +391,5 @@ impl CudaBackend {
         );
         launch_op!(self, op, k, k, in cfg; &q.data, &mut r.data, &mut z.data, &a, sc, &ia, &mut red.partials)?;
         Ok((cfg.grid_dim.0 * cfg.grid_dim.1) as usize)
-    }
-}
-
-/// The kernels' `mode` of a half-sweep (kernels/lines.cu): [`LineKernels::smooth_color`]'s.
-const HALF_RELAXED: i32 = 0;
-/// [`FromZero::Solve`]: T⁻¹ f on the colour's columns.
-const HALF_SOLVE_ONLY: i32 = 1;
-/// [`FromZero::Relax`]: T⁻¹ (f − w H u) on the colour's columns, their old values not read.
-const HALF_SCALED: i32 = 2;
-
-impl CudaBackend {
-    /// A half-sweep of `color` in the kernels' `mode` (the HALF_ constants).
-    fn smooth_color_launch(
-        &self,
-        op: &CudaLevel,
-        f: &CudaField,
-        u: &mut CudaField,
-        color: usize,
-        relax: f64,
-        mode: i32,
-    ) -> Result<()> {
-        op.stencil.check_colour(color)?;
-        self.check(op, &[f, u])?;
-        let b = &op.stencil.block;
-        // The kernels' `parity` (kernels/common.cuh, colour_row): the block's local parities of
-        // the colour, and the rows of the colour that the launch covers.
-        let ny = op.layout.ny as usize;
-        let (parity, rows) = if color < 2 {
-            (((b.i0 + b.j0 + color) % 2) as i32, ny)
-        } else {
-            let q = color - 2;
-            let (pi, pj) = (((q & 1) + b.i0) % 2, ((q >> 1) + b.j0) % 2);
-            (2 + (pi + 2 * pj) as i32, (ny - pj.min(ny)).div_ceil(2))
-        };
-        if rows == 0 {
-            return Ok(());
-        }
-        let (kernel, cfg) = match op.pcr {
-            // PCR over the ⌈nx/2⌉ × rows slots of one colour (PCR_COLOR_COLUMN).
-            Some(cfg) => {
-                let slots = (op.layout.nx as u32).div_ceil(2) * rows as u32;
-                (
-                    op_kernel(op, K::SmoothColorPcr, K::SmoothColorPcrCells),
-                    LaunchConfig {
-                        grid_dim: (slots.div_ceil(cfg.block_dim.0), 1, 1),
-                        ..cfg
-                    },
-                )
-            }
-            // Half as many threads in x: one (or two, TWIN_COLOR_COLUMN) per column of the
-            // colour (kernels/lines.cu).
-            None => {
-                let xs = (op.layout.nx as usize).div_ceil(2);
-                let whole = LaunchConfig {
-                    shared_mem_bytes: op.k.line_smem(),
-                    ..column_config(xs, rows, self.tuning.block_x).0
-                };
-                self.line_launch_rows(op, K::SmoothColor, K::SmoothColorCells, (xs, rows), whole)
-            }
-        };
-        let sym = sym_flag(op);
-        let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
-        l.arg(&op.layout);
-        push_operator(&mut l, op, &sym);
-        // The cross terms: the sphere's diagonal couplings (read by the -DDIAGONALS build) or
-        // orography's slant ones (the per-cell kernels).
-        push_cross(&mut l, op);
-        l.arg(&f.data)
-            .arg(&mut u.data)
-            .arg(&parity)
-            .arg(&relax)
-            .arg(&mode);
-        // SAFETY: layouts checked; each thread (or pair of threads, each writing its own half)
-        // solves one column of the colour of this level (inside the layout) and reads only its
-        // neighbours (halo included; the slant couplings' too, lateral ones one level up and
-        // down; the diagonal ones, where a quarter colour is swept), which have other colours
-        // (check_colour: a level with diagonal couplings is swept by quarters) and are not
-        // written.
-        cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 }

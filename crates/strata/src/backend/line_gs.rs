@@ -19,8 +19,7 @@ pub(crate) fn has_color(s: &LevelStencil, i: usize, j: usize, color: usize) -> b
     }
 }
 
-/// z ← T⁻¹ (f − w (H u + C u)) for column (i, j), w = `scale` (1: the exact solve given the
-/// neighbours; [`crate::backend::FromZero::Relax`] scales them): `f` the column's right-hand side, `e, w, n, s_`
+/// z ← T⁻¹ (f − H u − C u) for column (i, j): `f` the column's right-hand side, `e, w, n, s_`
 /// the neighbouring columns' values, `diagonal` the diagonal neighbours' (ne, nw, se, sw: where
 /// the level has the sphere's diagonal couplings, §16.1), `own` the column's current values
 /// (read by the cross terms C alone: their own part is lagged, docs/MODEL.md §23.3), `cp`
@@ -35,7 +34,6 @@ pub(crate) fn solve_given_neighbours<S: Real>(
     [e, w, n, s_]: [&[S]; 4],
     diagonal: Option<[&[S]; 4]>,
     own: &[S],
-    scale: f64,
     cp: &mut [f64],
     z: &mut [f64],
 ) {
@@ -64,7 +62,7 @@ pub(crate) fn solve_given_neighbours<S: Real>(
                 h += a * (x[k].to_f64() - c);
             }
         }
-        let rhs = f[k].to_f64() - scale * h;
+        let rhs = f[k].to_f64() - h;
         let inv = 1.0 / (r.diag - r.down * cprev);
         cprev = r.up * inv;
         zprev = (rhs - r.down * zprev) * inv;

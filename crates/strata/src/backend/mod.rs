@@ -711,25 +711,6 @@ pub trait LineKernels: Fields {
         relax: f64,
     ) -> Result<()>;
 
-    /// One of the two half-sweeps of red-black relaxation from a zero guess, on the columns
-    /// of `color` (0 or 1, as [`LineKernels::smooth_color`]) alone, in place (docs/MODEL.md
-    /// §9.3): [`FromZero::Solve`] is the first (u_c ← T_c⁻¹ f_c; no neighbour read), and
-    /// [`FromZero::Relax`] the second on the other colour (u_c ← T_c⁻¹ (f − w H u)_c with w =
-    /// `relax`; the columns' old values not read). Together they are the line solve M⁻¹ f on
-    /// every column followed by the over-relaxed half-sweep [`LineKernels::smooth_color`],
-    /// `(1 − w) T_c⁻¹ f_c + w T_c⁻¹ (f − H u)_c` (linearity), with half the line solve's
-    /// columns. Refused where a column may be coupled to one of its own colour or has cross
-    /// terms ([`FromZero::check`]): those would read the values this leaves unset.
-    fn smooth_color_from_zero(
-        &self,
-        op: &Self::LevelOp,
-        f: &Self::Field,
-        u: &mut Self::Field,
-        color: usize,
-        relax: f64,
-        half: FromZero,
-    ) -> Result<()>;
-
     /// Restriction fused with the first smoothing step from a zero guess:
     /// f_c ← scale · Σ_children r_f (sum restriction for scale = 1); u_c ← ρ M⁻¹ f_c.
     #[allow(clippy::too_many_arguments)]
@@ -769,35 +750,6 @@ pub trait LineKernels: Fields {
     {
         self.residual_only(fine, f_fine, u_fine, r_fine)?;
         self.restrict_smooth(fine, coarse, r_fine, f_coarse, u_coarse, rho, scale)
-    }
-}
-
-/// Which half-sweep of red-black relaxation from a zero guess
-/// [`LineKernels::smooth_color_from_zero`] takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FromZero {
-    /// u_c ← T_c⁻¹ f_c: the first half-sweep from zero, the line solve on the colour's
-    /// columns alone (the neighbours are zero and not read).
-    Solve,
-    /// u_c ← T_c⁻¹ (f − w H u)_c, the columns' old values not read: the over-relaxed
-    /// half-sweep of columns that hold T_c⁻¹ f_c (as the first half-sweep would have left
-    /// them had it solved every column), in one solve.
-    Relax,
-}
-
-impl FromZero {
-    /// The refusal of a level that the checkerboard does not colour properly
-    /// ([`LevelStencil::two_coloured`]), or of a colour other than 0 and 1; `Ok` otherwise.
-    pub fn check(s: &LevelStencil, color: usize) -> Result<()> {
-        if !s.two_coloured() || color > 1 {
-            return crate::error::invalid(
-                "smooth_color_from_zero",
-                "takes a checkerboard colour (0 or 1) of a level that the two colours colour \
-                 properly (LevelStencil::two_coloured): elsewhere a column's neighbour of its \
-                 own colour, or its cross terms, would read values this leaves unset",
-            );
-        }
-        Ok(())
     }
 }
 

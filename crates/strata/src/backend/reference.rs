@@ -1,7 +1,7 @@
 //! The serial reference backend: plain loops over the formulas of docs/MODEL.md, no fusion, no
 //! parallelism, written to be obviously correct. Every other backend is tested against it.
 
-use super::{Fields, FromZero, LineKernels, StencilKernels, TransferKernels, VectorKernels};
+use super::{Fields, LineKernels, StencilKernels, TransferKernels, VectorKernels};
 use crate::error::Result;
 use crate::field::HostField;
 use crate::perf::Probes;
@@ -426,61 +426,10 @@ impl LineKernels for ReferenceBackend {
                 nbrs,
                 diagonal,
                 own,
-                1.0,
                 &mut cp,
                 &mut z,
             );
             super::line_gs::over_relax(u.column(i, j), &mut z, relax);
-            for (u, z) in u.column_mut(i, j).iter_mut().zip(&z) {
-                *u = s.storage.round(*z);
-            }
-        }
-        Ok(())
-    }
-
-    fn smooth_color_from_zero(
-        &self,
-        s: &LevelStencil,
-        f: &HostField,
-        u: &mut HostField,
-        color: usize,
-        relax: f64,
-        half: FromZero,
-    ) -> Result<()> {
-        FromZero::check(s, color)?;
-        let nz = s.nz;
-        let (mut cp, mut z, zero) = (vec![0.0; nz], vec![0.0; nz], vec![0.0; nz]);
-        for (i, j) in interior(s) {
-            if !super::line_gs::has_color(s, i, j, color) {
-                continue;
-            }
-            let (ih, jh) = (i + 1, j + 1);
-            let col = |a: usize, b: usize| &u.data[u.offset(a, b)..][..nz];
-            // The first half-sweep from zero reads no neighbour; the second scales them by w.
-            let (nbrs, scale) = match half {
-                FromZero::Solve => ([&zero[..]; 4], 1.0),
-                FromZero::Relax => (
-                    [
-                        col(ih + 1, jh),
-                        col(ih - 1, jh),
-                        col(ih, jh + 1),
-                        col(ih, jh - 1),
-                    ],
-                    relax,
-                ),
-            };
-            super::line_gs::solve_given_neighbours(
-                s,
-                i,
-                j,
-                f.column(i, j),
-                nbrs,
-                None,
-                &zero,
-                scale,
-                &mut cp,
-                &mut z,
-            );
             for (u, z) in u.column_mut(i, j).iter_mut().zip(&z) {
                 *u = s.storage.round(*z);
             }

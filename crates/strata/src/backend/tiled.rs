@@ -15,8 +15,7 @@
 //! `[j][i][k]` (z-contiguous) — for whole panels, `[panel][j][i][k]`.
 
 use super::{
-    Backend, Fields, FromZero, HaloLink, LineKernels, Side, StencilKernels, TransferKernels,
-    VectorKernels,
+    Backend, Fields, HaloLink, LineKernels, Side, StencilKernels, TransferKernels, VectorKernels,
 };
 use crate::error::{invalid, Result};
 use crate::grid::sphere;
@@ -445,22 +444,6 @@ impl<H: Handle> LineKernels for Tiled<H> {
         self.each_tile(o.len(), self.columns(o), |i| {
             self.inner()
                 .smooth_color(&o[i], &f[i], &mut u[i], color, relax)
-        })
-    }
-
-    fn smooth_color_from_zero(
-        &self,
-        op: &Self::LevelOp,
-        f: &Self::Field,
-        u: &mut Self::Field,
-        color: usize,
-        relax: f64,
-        half: FromZero,
-    ) -> Result<()> {
-        let o = &op.tiles;
-        self.each_tile(o.len(), self.columns(o), |i| {
-            self.inner()
-                .smooth_color_from_zero(&o[i], &f[i], &mut u[i], color, relax, half)
         })
     }
 

@@ -1,7 +1,7 @@
 //! The kernels built on the line solve: M⁻¹, the fused CG Tridiag, Smooth, RestrictSmooth.
 
 use super::*;
-use crate::backend::{FromZero, LineKernels};
+use crate::backend::LineKernels;
 
 /// `$body` for each group of the row's columns, with `$i` the group's first column, `$cp` the
 /// thread's scratch and the const `$l` the group's width: [`LANES`] for the full groups, 1 for
@@ -97,8 +97,6 @@ impl CpuBackend {
 
     // u_out = u_in + rho M^-1 (f - A u_in); traffic: read f, u_in; write u_out: 3
     // (paper's two-kernel Smooth: 8).
-    /// A half-sweep of `color`: [`LineKernels::smooth_color`]'s (`half` `None`) or one of
-    /// [`LineKernels::smooth_color_from_zero`]'s.
     fn smooth_color_t<S: Real>(
         &self,
         s: &LevelStencil,
@@ -106,17 +104,14 @@ impl CpuBackend {
         u: &mut HostField<S>,
         color: usize,
         relax: f64,
-        half: Option<FromZero>,
     ) {
         use crate::backend::line_gs::{has_color, over_relax, solve_given_neighbours};
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
         let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
         if s.cells.is_none() {
-            self.smooth_color_lanes(s, f, u, color, relax, half);
+            self.smooth_color_lanes(s, f, u, color, relax);
             return;
         }
-        // The steps from zero read no column of their colour, and the first no neighbour.
-        let zero = vec![S::from_f64(0.0); nz];
         let data = ColumnWriter(u.data.as_mut_ptr());
         self.pool.install(|| {
             (0..ny).into_par_iter().for_each(|j| {
@@ -149,26 +144,8 @@ impl CpuBackend {
                         // (its old values, for the slant couplings and the over-relaxation)
                         // and then written.
                         let own = unsafe { data.column_mut(offset(ih, jh), nz) };
-                        let (nbrs, scale, old) = match half {
-                            None => (nbrs, 1.0, &*own),
-                            Some(FromZero::Solve) => ([&zero[..]; 4], 1.0, &zero[..]),
-                            Some(FromZero::Relax) => (nbrs, relax, &zero[..]),
-                        };
-                        solve_given_neighbours(
-                            s,
-                            i,
-                            j,
-                            f.column(i, j),
-                            nbrs,
-                            diagonal,
-                            old,
-                            scale,
-                            cp,
-                            z,
-                        );
-                        if half.is_none() {
-                            over_relax(own, z, relax);
-                        }
+                        solve_given_neighbours(s, i, j, f.column(i, j), nbrs, diagonal, own, cp, z);
+                        over_relax(own, z, relax);
                         crate::field::store(own, z);
                     }
                 })
@@ -188,18 +165,8 @@ impl CpuBackend {
         u: &mut HostField<S>,
         color: usize,
         relax: f64,
-        half: Option<FromZero>,
     ) {
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
-        // The steps from zero read no column of their colour (its own values are taken as zero:
-        // T⁻¹ (f − A u) is then T⁻¹ (f − H u)), and the first no neighbour either.
-        let zero = vec![S::from_f64(0.0); nz];
-        // f − scale · A u, and u ← u + w z or u ← z.
-        let (scale, add) = match half {
-            None => (1.0, Some(relax)),
-            Some(FromZero::Solve) => (1.0, None),
-            Some(FromZero::Relax) => (relax, None),
-        };
         let offset = |ih: usize, jh: usize| (jh * (nx + 2) + ih) * nz;
         let (f_row, row_len) = (|j: usize| f.offset(0, j + 1), f.row_len());
         let data = ColumnWriter(u.data.as_mut_ptr());
@@ -213,28 +180,12 @@ impl CpuBackend {
                 // `u.data` (halo included), which outlives the loop.
                 let nbrs_of = |i: usize| unsafe {
                     let (ih, jh) = (i + 1, j + 1);
-                    match half {
-                        None => column::Nbrs {
-                            c: data.column(offset(ih, jh), nz),
-                            e: data.column(offset(ih + 1, jh), nz),
-                            w: data.column(offset(ih - 1, jh), nz),
-                            n: data.column(offset(ih, jh + 1), nz),
-                            s: data.column(offset(ih, jh - 1), nz),
-                        },
-                        Some(FromZero::Relax) => column::Nbrs {
-                            c: &zero,
-                            e: data.column(offset(ih + 1, jh), nz),
-                            w: data.column(offset(ih - 1, jh), nz),
-                            n: data.column(offset(ih, jh + 1), nz),
-                            s: data.column(offset(ih, jh - 1), nz),
-                        },
-                        Some(FromZero::Solve) => column::Nbrs {
-                            c: &zero,
-                            e: &zero,
-                            w: &zero,
-                            n: &zero,
-                            s: &zero,
-                        },
+                    column::Nbrs {
+                        c: data.column(offset(ih, jh), nz),
+                        e: data.column(offset(ih + 1, jh), nz),
+                        w: data.column(offset(ih - 1, jh), nz),
+                        n: data.column(offset(ih, jh + 1), nz),
+                        s: data.column(offset(ih, jh - 1), nz),
                     }
                 };
                 // SAFETY: as above: on a level with diagonal couplings the colour is a quarter
@@ -258,13 +209,8 @@ impl CpuBackend {
                     // SAFETY: as above: this thread's own column i, written once, after the
                     // kernel's reads of it, and no other slice of it lives meanwhile.
                     let col = unsafe { data.column_mut(offset(i + 1, j + 1), nz) };
-                    match add {
-                        Some(w) => {
-                            for (u, z) in col.iter_mut().zip(z) {
-                                *u = S::from_f64(u.to_f64() + w * z);
-                            }
-                        }
-                        None => crate::field::store(col, z),
+                    for (u, z) in col.iter_mut().zip(z) {
+                        *u = S::from_f64(u.to_f64() + relax * z);
                     }
                 };
                 self.with_scratch(
@@ -287,7 +233,6 @@ impl CpuBackend {
                                 j,
                                 &is,
                                 frow,
-                                scale,
                                 nbrs_of,
                                 cross_of,
                                 buf,
@@ -302,7 +247,6 @@ impl CpuBackend {
                                 j,
                                 &[i],
                                 frow,
-                                scale,
                                 nbrs_of,
                                 cross_of,
                                 buf,
@@ -420,21 +364,7 @@ impl LineKernels for CpuBackend {
         relax: f64,
     ) -> Result<()> {
         s.check_colour(color)?;
-        by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color, relax, None));
-        Ok(())
-    }
-
-    fn smooth_color_from_zero(
-        &self,
-        s: &LevelStencil,
-        f: &CpuField,
-        u: &mut CpuField,
-        color: usize,
-        relax: f64,
-        half: FromZero,
-    ) -> Result<()> {
-        FromZero::check(s, color)?;
-        by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color, relax, Some(half)));
+        by_precision!(s, S => self.smooth_color_t(s, get::<S>(f)?, get_mut::<S>(u)?, color, relax));
         Ok(())
     }
 

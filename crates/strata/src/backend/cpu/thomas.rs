@@ -197,7 +197,7 @@ pub(super) fn restrict_smooth<const L: usize, S: Real>(
     }
 }
 
-/// z ← T⁻¹ (f − s A u) (s = `scale`, 1 but in [`crate::backend::FromZero::Relax`]) on the `L` columns `is` of row `j`, one colour of the red-black ordering
+/// z ← T⁻¹ (f − A u) on the `L` columns `is` of row `j`, one colour of the red-black ordering
 /// (no two of them neighbours; on a level with the sphere's diagonal couplings one quarter
 /// colour, so no two diagonal neighbours either): the correction of a half- or quarter sweep of a
 /// group, which the caller applies in place, u ← u + w z, as `update(l, z)` receives lane l's
@@ -210,7 +210,6 @@ pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
     j: usize,
     is: &[usize; L],
     f: &[S],
-    scale: f64,
     nbrs_of: impl Fn(usize) -> Nbrs<'a, S>,
     cross_of: impl Fn(usize) -> Option<Cross<'a, S>>,
     buf: &mut [f64],
@@ -229,7 +228,7 @@ pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
             &nbrs_of(is[l]),
             cross.as_ref(),
             #[inline(always)]
-            |k, au| rhs[k] = fl[k].to_f64() - scale * au,
+            |k, au| rhs[k] = fl[k].to_f64() - au,
         );
     }
     thomas_forward::<L>(&cols, v, sc.rhs, sc.cp, sc.zs);

@@ -6,7 +6,7 @@
 //! is two quarter sweeps (four colours: §16.1).
 
 use super::Smooth;
-use crate::backend::{Backend, FromZero};
+use crate::backend::Backend;
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::solver::multigrid::sweep::{Halo, Sweep};
@@ -79,28 +79,10 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         Self::half_sweep(s, lev, BLACK, relax, halo, false)
     }
 
-    /// The red half-sweep from zero is T⁻¹ f on the red columns, then the black half-sweep
-    /// over-relaxes black columns that would hold T⁻¹ f too: where the two colours colour the
-    /// level properly both are one solve per column of their colour
-    /// ([`crate::backend::LineKernels::smooth_color_from_zero`]: the black step's old values
-    /// by linearity, so the red step solves half the columns); elsewhere (the sphere, cross
-    /// terms, an odd periodic direction) the line solve M⁻¹ f gives the red values and the
-    /// black ones the black half-sweep over-relaxes (without reading the zero field's
-    /// neighbours: 3 passes where a step moves 5).
+    /// The red half-sweep from zero is T⁻¹ f on the red columns, which the line solve M⁻¹ f
+    /// gives (without reading the zero field's neighbours: 3 passes where a step moves 5); its
+    /// black values the black half-sweep replaces.
     fn start_from_zero(&self, s: &mut Sweep<'_, B, C>, _: &B::Field, relax: f64) -> Result<()> {
-        if s.b.stencil(&s.h.levels[0].op).two_coloured() {
-            s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
-                b.smooth_color_from_zero(op, f, u, RED, 1.0, FromZero::Solve)
-            })?;
-            return s.step(
-                Kernel::SmoothColor,
-                0,
-                Some(Halo::Faces),
-                |b, (op, f, u, _)| {
-                    b.smooth_color_from_zero(op, f, u, BLACK, relax, FromZero::Relax)
-                },
-            );
-        }
         s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
             b.line_solve(op, f, u)
         })?;
