@@ -142,14 +142,6 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
         const idx_t o = o0 + (idx_t)k * L.sx;
         return f[o] - op.horizontal(u, o, L, k);
     };
-#ifdef SC_ONE_COPY
-    // One inlined solve: the over-relaxed form for every w (with w = 1 the old value is read
-    // and weighted by 0).
-    tri(op, rhs, rhs, [&](int k, real zk) {
-        const idx_t o = o0 + (idx_t)k * L.sx;
-        u[o] = (real(1.0) - relax) * u[o] + relax * zk;
-    });
-#else
     if (relax == real(1.0)) {
         tri(op, rhs, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
     } else {
@@ -158,7 +150,6 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
             u[o] = (real(1.0) - relax) * u[o] + relax * zk;
         });
     }
-#endif
 }
 
 #define COLOR_COLUMN                                                                       \
