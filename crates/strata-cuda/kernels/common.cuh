@@ -118,18 +118,11 @@ struct Nb {
 __device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return Nb{x + o, (idx_t)L.plane}; }
 
 // (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
-// (A x) at (i, j, k) given the column's own values below, at and above k and its east, west,
-// north and south neighbours' at k.
-__device__ __forceinline__ real apply_vals(const Col& c, const real* __restrict__ V, int k, real below, real mid,
-                                            real above, real e, real w, real n, real s) {
-    real diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
-    real horiz = c.ae * e + c.aw * w + c.an * n + c.as * s;
-    return diag * mid + c.t * (V_B(V, k) * above + V_C(V, k) * below) + V_D(V, k) * horiz;
-}
-
 __device__ __forceinline__ real apply_at(const Nb& x, const Col& c, const real* __restrict__ V, int k,
                                           real below, real mid, real above) {
-    return apply_vals(c, V, k, below, mid, above, x.e(), x.w(), x.n(), x.s());
+    real diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
+    real horiz = c.ae * x.e() + c.aw * x.w() + c.an * x.n() + c.as * x.s();
+    return diag * mid + c.t * (V_B(V, k) * above + V_C(V, k) * below) + V_D(V, k) * horiz;
 }
 
 // Sum of v over the block, written to partials[block] (component `comp` of `ncomp`). Every thread

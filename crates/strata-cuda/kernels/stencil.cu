@@ -180,75 +180,12 @@ __device__ __forceinline__ void residual_restrict_body(const Layout& L, const La
     const int i = active ? t >> 1 : 0, j = active ? 2 * tj + (t & 1) : 0; \
     const bool store = active && (t & 3) == 0;
 
-// The model problem's columns (no cross terms): one thread per fine column i of the two fine
-// rows 2J and 2J + 1 of coarse row J, launched over the fine nx in x (blocks a multiple of a
-// warp wide, one row of threads per warp) and the coarse rows in y. Per level a thread loads its
-// two rows' values above, the rows 2J - 1 and 2J + 2 beside them and f of its two cells; the x
-// neighbours come from the lanes beside it by shuffles (a warp's edge lanes, and the level's last
-// column, load theirs): three loads per fine cell where RESTRICT_CHILD's thread per fine cell
-// and row makes six, through the L1 that bound it (docs/results/performance-log.md,
-// 2026-11-24 and 2026-11-28). The residuals are apply_at's expression, summed as
-// restrict_children sums them (the same values as the per-cell form's order). Threads beyond
-// the level take its last column and store nothing (every lane takes part in the shuffles).
-#ifndef RR_ROWS_GROUP
-#define RR_ROWS_GROUP 4
-#endif
 extern "C" __global__ void residual_restrict_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
                                                  const real* __restrict__ f, const real* __restrict__ u, Layout Lc,
                                                  real* __restrict__ fc, double scale) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    const int J = blockIdx.y * blockDim.y + threadIdx.y;
-    if (J >= Lc.ny) return;  // a whole warp: one row of threads
-    const unsigned FULL = 0xffffffffu;
-    const int lane = threadIdx.x & 31;
-    const bool active = t < L.nx;
-    const int i = active ? t : L.nx - 1;
-    const Col ca = load_col(cols, L, i, 2 * J), cb = load_col(cols, L, i, 2 * J + 1);
-    const idx_t oa = at_(L, i, 2 * J, 0), ob = at_(L, i, 2 * J + 1, 0);
-    const idx_t os = oa - L.plane, on = ob + L.plane;
-    const bool west_mem = lane == 0, east_mem = lane == 31 || i + 1 >= L.nx;
-    const bool store = active && (i & 1) == 0;
-    const idx_t oc = at_(Lc, i >> 1, J, 0);
-    const real sc = (real)scale;
-    real mida = u[oa], midb = u[ob], belowa = real(0.0), belowb = real(0.0);
-    for (int k0 = 0; k0 < NZ; k0 += RR_ROWS_GROUP) {
-        real ra[RR_ROWS_GROUP], rb[RR_ROWS_GROUP];
-#pragma unroll
-        for (int g = 0; g < RR_ROWS_GROUP; ++g) {
-            const int k = k0 + g;
-            if (k < NZ) {
-                const idx_t d = (idx_t)k * L.sx;
-                const real abovea = k + 1 < NZ ? u[oa + d + L.sx] : real(0.0);
-                const real aboveb = k + 1 < NZ ? u[ob + d + L.sx] : real(0.0);
-                const real south = u[os + d], north = u[on + d];
-                real wa = __shfl_up_sync(FULL, mida, 1), wb = __shfl_up_sync(FULL, midb, 1);
-                real ea = __shfl_down_sync(FULL, mida, 1), eb = __shfl_down_sync(FULL, midb, 1);
-                if (west_mem) {
-                    wa = u[oa + d - 1];
-                    wb = u[ob + d - 1];
-                }
-                if (east_mem) {
-                    ea = u[oa + d + 1];
-                    eb = u[ob + d + 1];
-                }
-                // Row 2J's north is row 2J + 1, whose south is row 2J.
-                ra[g] = f[oa + d] - apply_vals(ca, V, k, belowa, mida, abovea, ea, wa, midb, south);
-                rb[g] = f[ob + d] - apply_vals(cb, V, k, belowb, midb, aboveb, eb, wb, north, mida);
-                belowa = mida;
-                mida = abovea;
-                belowb = midb;
-                midb = aboveb;
-            }
-        }
-#pragma unroll
-        for (int g = 0; g < RR_ROWS_GROUP; ++g) {
-            if (k0 + g < NZ) {
-                const real xa = ra[g] + __shfl_xor_sync(FULL, ra[g], 1);
-                const real xb = rb[g] + __shfl_xor_sync(FULL, rb[g], 1);
-                if (store) fc[oc + (idx_t)(k0 + g) * Lc.sx] = sc * (xa + xb);
-            }
-        }
-    }
+    RESTRICT_CHILD
+    residual_restrict_body(L, Lc, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), at_(Lc, i / 2, j / 2, 0),
+                           store, f, u, fc, (real)scale);
 }
 
 // With orography's slant couplings where the level has them (has_cross = 2; the sphere's

@@ -211,21 +211,9 @@ impl LineKernels for CudaBackend {
         self.check(coarse, &[f_coarse, u_coarse])?;
         super::stencil::check_twice(fine, coarse, "residual_restrict_smooth")?;
         let (nx, ny) = (coarse.layout.nx as usize, coarse.layout.ny as usize);
-        let cfg = if fine.cells.is_none() {
-            // The model problem's columns: one thread per fine column of both fine rows of a
-            // coarse row (kernels/stencil.cu, residual_restrict_f64): 2 nx threads in x, blocks
-            // at least a warp wide (the x neighbours are shuffled along a warp).
-            let mut cfg = column_config(2 * nx, ny, self.tuning.block_x.max(32)).0;
-            if cfg.block_dim.0 < 32 {
-                cfg.block_dim = (32, BLOCK_THREADS / 32, 1);
-                cfg.grid_dim = (1, (ny as u32).div_ceil(BLOCK_THREADS / 32), 1);
-            }
-            cfg
-        } else {
-            // One thread per fine column, the two rows of a coarse row side by side in x
-            // (kernels/stencil.cu, RESTRICT_CHILD): 4 nx threads in x (blocks at least 8 wide).
-            column_config(4 * nx, ny, self.tuning.block_x).0
-        };
+        // One thread per fine column, the two rows of a coarse row side by side in x
+        // (kernels/stencil.cu, RESTRICT_CHILD): 4 nx threads in x (blocks at least 8 wide).
+        let cfg = column_config(4 * nx, ny, self.tuning.block_x).0;
         let sym = sym_flag(fine);
         let mut b = self.builder(
             self.launch_stream(),
