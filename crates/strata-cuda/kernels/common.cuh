@@ -634,7 +634,16 @@ __device__ __forceinline__ void thomas_twin(const Op& op, int bottom, unsigned m
 #define SPLIT_M 16
 #endif
 #define SPLIT_P (NZ % SPLIT_M == 0 ? NZ / SPLIT_M : 1)
+// Minimum resident blocks per SM asked of the compiler for the split line kernels (0: no bound,
+// the default: 104-128 registers, two blocks of 256 threads per SM).
+#ifndef SPLIT_MINB
+#define SPLIT_MINB 0
+#endif
+#if SPLIT_MINB > 0
+#define SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P, SPLIT_MINB)
+#else
 #define SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P)
+#endif
 // The reduced rows' shared memory: one object per kernel (a template's static would be one per
 // instantiation, and a relaxation kernel instantiates the solve once per operator form).
 __device__ __forceinline__ real (*split_rows())[2 * SPLIT_P][32] {
