@@ -634,15 +634,28 @@ __device__ __forceinline__ void thomas_twin(const Op& op, int bottom, unsigned m
 #define SPLIT_M 16
 #endif
 #define SPLIT_P (NZ % SPLIT_M == 0 ? NZ / SPLIT_M : 1)
-// Minimum resident blocks per SM asked of the compiler for the split line kernels (0: no bound,
-// the default: 104-128 registers, two blocks of 256 threads per SM).
-#ifndef SPLIT_MINB
-#define SPLIT_MINB 0
-#endif
-#if SPLIT_MINB > 0
-#define SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P, SPLIT_MINB)
-#else
 #define SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P)
+// Minimum resident blocks per SM asked of the compiler for the model problem's split line solve
+// (line_solve_split_f64): 3 in the fp32 builds (at most 85 registers where it took 104: 37.5 %
+// occupancy instead of 25 %; its Thomas chains' latency bounds it, and the level-0 line solve
+// of 2816^2 x 128 went 3.37 -> 2.57 ms on an H200, 2026-11-28, docs/results/performance-log.md;
+// the half-sweeps, bounded alike, gained nothing and keep SPLIT_BOUNDS), none in the fp64 builds
+// (not measured). 0: no bound.
+#define STRATA_IS_FLOAT_float 1
+#define STRATA_IS_FLOAT_double 0
+#define STRATA_IS_FLOAT_(t) STRATA_IS_FLOAT_##t
+#define STRATA_IS_FLOAT(t) STRATA_IS_FLOAT_(t)
+#ifndef SOLVE_SPLIT_MINB
+#if STRATA_IS_FLOAT(REAL)
+#define SOLVE_SPLIT_MINB 3
+#else
+#define SOLVE_SPLIT_MINB 0
+#endif
+#endif
+#if SOLVE_SPLIT_MINB > 0
+#define SOLVE_SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P, SOLVE_SPLIT_MINB)
+#else
+#define SOLVE_SPLIT_BOUNDS SPLIT_BOUNDS
 #endif
 // The reduced rows' shared memory: one object per kernel (a template's static would be one per
 // instantiation, and a relaxation kernel instantiates the solve once per operator form).

@@ -575,7 +575,7 @@ extern "C" __global__ void smooth_color_pcr_cells_f64(Layout L, CELL_PARAMS, CEL
 // ---- The line solve, the colour half-sweep, Smooth and RestrictSmooth with SPLIT_P threads per
 // column (thomas_split, SPLIT_PAIR_J): blocks of 32 columns x SPLIT_P segments, one launch row
 // per block row.
-extern "C" __global__ void SPLIT_BOUNDS line_solve_split_f64(Layout L, const real* __restrict__ cols,
+extern "C" __global__ void SOLVE_SPLIT_BOUNDS line_solve_split_f64(Layout L, const real* __restrict__ cols,
                                                  const real* __restrict__ V, const real* __restrict__ r,
                                                  real* __restrict__ z, double w) {
     SPLIT_PAIR_J(L.nx, (int)blockIdx.y)
