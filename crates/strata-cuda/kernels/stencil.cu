@@ -322,10 +322,21 @@ __device__ __forceinline__ Prolong prolong_at(const Layout& Lc, const Layout& L,
 
 // The prolongation of one fine cell: the one expression both kernels below use, so that a halo
 // cell prolongated here is bit for bit the neighbour's interior cell.
+__device__ __forceinline__ real prolong_value(const real* __restrict__ uc, const Prolong& p, idx_t dkc) {
+    return real(0.5) * uc[p.op + dkc] + p.wx * uc[p.ox + dkc] + p.wy * uc[p.oy + dkc];
+}
 __device__ __forceinline__ void prolong_add(real* __restrict__ uf, const real* __restrict__ uc, const Prolong& p,
                                             idx_t dk, idx_t dkc) {
-    uf[p.o + dk] += real(0.5) * uc[p.op + dkc] + p.wx * uc[p.ox + dkc] + p.wy * uc[p.oy + dkc];
+    uf[p.o + dk] += prolong_value(uc, p, dkc);
 }
+
+// PROLONG_GROUP > 0 (an experiment, off by default): the whole column's march in groups of that
+// many levels, each group's fine and coarse values loaded before any of its stores (the compiler
+// cannot move a load of level k + 1 above the store of level k in place, not knowing that
+// sx != 0, as CG_GROUP found for the CG SpMV); the same sums.
+#ifndef PROLONG_GROUP
+#define PROLONG_GROUP 0
+#endif
 
 extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const real* __restrict__ uc,
                                           real* __restrict__ uf) {
@@ -334,9 +345,26 @@ extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const r
     if (!active) return;
     const Prolong p = prolong_at(Lc, L, phys, i, j, k0);
     if (gridDim.z == 1) {
+#if PROLONG_GROUP > 0
+        for (int k0 = 0; k0 < NZ; k0 += PROLONG_GROUP) {
+            real old[PROLONG_GROUP], add[PROLONG_GROUP];
+#pragma unroll
+            for (int g = 0; g < PROLONG_GROUP; ++g) {
+                if (k0 + g < NZ) {
+                    old[g] = uf[p.o + (idx_t)(k0 + g) * L.sx];
+                    add[g] = prolong_value(uc, p, (idx_t)(k0 + g) * Lc.sx);
+                }
+            }
+#pragma unroll
+            for (int g = 0; g < PROLONG_GROUP; ++g) {
+                if (k0 + g < NZ) uf[p.o + (idx_t)(k0 + g) * L.sx] = old[g] + add[g];
+            }
+        }
+#else
         // The whole column, with its trip count known to the compiler.
 #pragma unroll STENCIL_UNROLL
         for (int k = 0; k < NZ; ++k) prolong_add(uf, uc, p, (idx_t)k * L.sx, (idx_t)k * Lc.sx);
+#endif
         return;
     }
     for (int k = k0; k < k1; ++k) prolong_add(uf, uc, p, (idx_t)(k - k0) * L.sx, (idx_t)(k - k0) * Lc.sx);

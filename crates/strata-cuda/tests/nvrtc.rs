@@ -54,6 +54,31 @@ fn kernels_compile_for_ampere_and_hopper() {
                 );
             }
         }
+        // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the grouped
+        // prolongation, the split line solve without its launch bound and with another.
+        for (nz, storage, options) in [
+            (
+                128,
+                Storage::F32,
+                ["-DPROLONG_GROUP=4", "-DSOLVE_SPLIT_MINB=0"],
+            ),
+            (
+                37,
+                Storage::F64,
+                ["-DPROLONG_GROUP=8", "-DSOLVE_SPLIT_MINB=2"],
+            ),
+        ] {
+            let build = Build {
+                nz,
+                storage,
+                narrow: false,
+                slant: false,
+                diagonals: false,
+            };
+            let options = options.map(String::from);
+            compile_ptx(nz, cc, &build_options(build, 0, &options))
+                .unwrap_or_else(|e| panic!("{arch}, {build:?}, {options:?}: {e}"));
+        }
     }
 }
 
