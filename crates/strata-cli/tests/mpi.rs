@@ -444,39 +444,13 @@ fn gathered_coarse_levels_give_the_serial_answer() {
         ),
         ("mg-cg", &[][..]),
     ] {
-        let mut base = vec![
-            "solve",
-            "--n",
-            &n,
-            "--nz",
-            &nz,
-            "--levels",
-            "3",
-            "--solver",
-            solver,
-            "-q",
-            "--backend",
-            "cpu",
-            "--threads",
-            "1",
-        ];
+        let mut base = three_levels_on_one_thread(&n, &nz);
+        base.extend(["--solver", solver, "-q"]);
         base.extend(extra);
         let tag = format!("gathered-{solver}-{}", extra.join("-")).replace([',', '='], "_");
         ranks_match_serial_with(&base, &tag, &gather);
     }
-    let args = [
-        "solve",
-        "--n",
-        &n,
-        "--nz",
-        &nz,
-        "--levels",
-        "3",
-        "--backend",
-        "cpu",
-        "--threads",
-        "1",
-    ];
+    let args = three_levels_on_one_thread(&n, &nz);
     let o = mpirun_with(4, &args, &gather);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -490,26 +464,32 @@ fn gathered_coarse_levels_give_the_serial_answer() {
     assert!(!out.contains("whole on every rank"), "{out}");
 }
 
-/// Ranks given different `STRATA_GATHER_COLUMNS` (two ranks choosing different levels, or one
-/// that cannot read its value) all end with the reason, none waiting for the others: the
-/// choice is checked together before any rank gathers.
-#[test]
-fn ranks_given_different_gather_bounds_all_fail_with_the_reason() {
-    let (n, nz) = (N.to_string(), NZ.to_string());
-    let args = [
+/// `strata solve` of an `n² × nz` panel on the CPU backend, three levels, one thread per rank:
+/// the gathered levels' tests' base arguments.
+fn three_levels_on_one_thread<'a>(n: &'a str, nz: &'a str) -> Vec<&'a str> {
+    vec![
         "solve",
         "--n",
-        &n,
+        n,
         "--nz",
-        &nz,
+        nz,
         "--levels",
         "3",
         "--backend",
         "cpu",
         "--threads",
         "1",
-        "-q",
-    ];
+    ]
+}
+
+/// Ranks given different `STRATA_GATHER_COLUMNS` (two ranks choosing different levels, or one
+/// that cannot read its value) all end with the reason, none waiting for the others: the
+/// choice is checked together before any rank gathers.
+#[test]
+fn ranks_given_different_gather_bounds_all_fail_with_the_reason() {
+    let (n, nz) = (N.to_string(), NZ.to_string());
+    let mut args = three_levels_on_one_thread(&n, &nz);
+    args.push("-q");
     for (a, b, why) in [
         ("400", "99", "different levels to gather"),
         ("400", "many", "could not read STRATA_GATHER_COLUMNS"),
@@ -523,7 +503,7 @@ fn ranks_given_different_gather_bounds_all_fail_with_the_reason() {
             c.args(["-n", "1", "-x", &format!("STRATA_GATHER_COLUMNS={value}")])
                 .args(["-x", &format!("{}={}", NO_HDF5_LOCKS.0, NO_HDF5_LOCKS.1)])
                 .arg(strata_bin())
-                .args(args);
+                .args(&args);
         }
         let o = c
             .env("OMPI_ALLOW_RUN_AS_ROOT", "1")

@@ -346,18 +346,18 @@ extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const r
     const Prolong p = prolong_at(Lc, L, phys, i, j, k0);
     if (gridDim.z == 1) {
 #if PROLONG_GROUP > 0
-        for (int k0 = 0; k0 < NZ; k0 += PROLONG_GROUP) {
+        for (int g0 = 0; g0 < NZ; g0 += PROLONG_GROUP) {
             real old[PROLONG_GROUP], add[PROLONG_GROUP];
 #pragma unroll
             for (int g = 0; g < PROLONG_GROUP; ++g) {
-                if (k0 + g < NZ) {
-                    old[g] = uf[p.o + (idx_t)(k0 + g) * L.sx];
-                    add[g] = prolong_value(uc, p, (idx_t)(k0 + g) * Lc.sx);
+                if (g0 + g < NZ) {
+                    old[g] = uf[p.o + (idx_t)(g0 + g) * L.sx];
+                    add[g] = prolong_value(uc, p, (idx_t)(g0 + g) * Lc.sx);
                 }
             }
 #pragma unroll
             for (int g = 0; g < PROLONG_GROUP; ++g) {
-                if (k0 + g < NZ) uf[p.o + (idx_t)(k0 + g) * L.sx] = old[g] + add[g];
+                if (g0 + g < NZ) uf[p.o + (idx_t)(g0 + g) * L.sx] = old[g] + add[g];
             }
         }
 #else
