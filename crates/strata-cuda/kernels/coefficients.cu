@@ -225,7 +225,7 @@ extern "C" __global__ void __launch_bounds__(256)
             e[o] = (real)east[m];
             n[o] = (real)north[m];
             u[o] = (real)up[m];
-            if (i == 0) e[o - 1] = (real)west[m];
+            if (i == 0) e[o + x_west(o)] = (real)west[m];
             if (j == 0) n[o - L.plane] = (real)south[m];
             if (w) {
                 w[o] = (real)west[m];

@@ -8,6 +8,8 @@
 // XOFF = 32 and sx a multiple of 32 keep every interior row 256-byte aligned; the padding is never
 // read or written. One thread per column (i, j); consecutive threads are consecutive in x, so every
 // access is coalesced. Indices are 64-bit.
+// With -DXSPLIT (the colour-split layout, at_ below) a row's columns are reordered by colour in
+// groups of 64; the rows, planes and halo are as above.
 
 #ifndef NZ
 #error "NZ must be defined"
@@ -79,9 +81,39 @@ struct Col {
     real t, ae, aw, an, as, at;
 };
 
+#ifdef XSPLIT
+// The colour-split layout (-DXSPLIT, strata_cuda::layout, STRATA_CUDA_LAYOUT=split): each row in
+// groups of 64 columns, the group's 32 even columns (q = i + 64 even) first, then its 32 odd
+// ones, so that the columns of one colour in a row are consecutive and every 32-byte sector holds
+// one colour (a red-black half-sweep reads and writes only its colour's sectors). Column i of a
+// row lies at xpos(i); rows start at multiples of 64 (sx is one), so an element's offset o says
+// by its low six bits where its east and west neighbours are (x_east, x_west).
+__device__ __forceinline__ int xpos(int i) {
+    const int q = i + 64;
+    return (q & ~63) + ((q & 1) << 5) + ((q & 63) >> 1);
+}
+__device__ __forceinline__ idx_t at_(const Layout& L, int i, int j, int k) {
+    return (idx_t)(j + 1) * (idx_t)L.plane + (idx_t)k * L.sx + xpos(i);
+}
+// The offsets from element o to its east and west neighbours: from an even column (slot m < 32
+// of its group) the odd half at +32 (east) and +31 (west; -1 from the group's first, whose west
+// is the last odd column of the group before); from an odd one the even half at -31 (east; +1
+// from the group's last) and -32 (west).
+__device__ __forceinline__ int x_east(idx_t o) {
+    const int m = (int)o & 63;
+    return m < 32 ? 32 : (m == 63 ? 1 : -31);
+}
+__device__ __forceinline__ int x_west(idx_t o) {
+    const int m = (int)o & 63;
+    return m < 32 ? (m == 0 ? -1 : 31) : -32;
+}
+#else
 __device__ __forceinline__ idx_t at_(const Layout& L, int i, int j, int k) {
     return (idx_t)(j + 1) * (idx_t)L.plane + (idx_t)k * L.sx + XOFF + i;
 }
+__device__ __forceinline__ constexpr int x_east(idx_t) { return 1; }
+__device__ __forceinline__ constexpr int x_west(idx_t) { return -1; }
+#endif
 
 __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Layout& L, int i, int j) {
     const real* c = cols + 6 * ((idx_t)j * L.nx + i);
@@ -101,9 +133,33 @@ __device__ __forceinline__ Col load_col(const real* __restrict__ cols, const Lay
 // The horizontal neighbourhood of a cell at one level: `p` points at the cell's value, `dy` is
 // the distance to the row beside (in a field: its plane). (Declaring `p` __restrict__ changed
 // no timing: docs/PERFORMANCE.md.)
+#ifdef XSPLIT
+// In the colour-split layout also the offsets to the east and west neighbours (x_east, x_west).
 struct Nb {
     const real* p;
     idx_t dy;
+    int ex, wx;
+    __device__ __forceinline__ real e() const { return p[ex]; }
+    __device__ __forceinline__ real w() const { return p[wx]; }
+    __device__ __forceinline__ real n() const { return p[dy]; }
+    __device__ __forceinline__ real s() const { return p[-dy]; }
+    __device__ __forceinline__ real ne() const { return p[dy + ex]; }
+    __device__ __forceinline__ real nw() const { return p[dy + wx]; }
+    __device__ __forceinline__ real se() const { return p[-dy + ex]; }
+    __device__ __forceinline__ real sw() const { return p[-dy + wx]; }
+};
+
+// The neighbourhood of element o of field x in global memory, where oc is any element of o's
+// column (the neighbours' offsets are found from it: a column's level 0, so that they are found
+// once per column and not at every level).
+__device__ __forceinline__ Nb col_nb(const real* x, idx_t o, const Layout& L, idx_t oc) {
+    return Nb{x + o, (idx_t)L.plane, x_east(oc), x_west(oc)};
+}
+#else
+struct Nb {
+    const real* p;
+    idx_t dy;
+    static constexpr int ex = 1, wx = -1;
     __device__ __forceinline__ real e() const { return p[1]; }
     __device__ __forceinline__ real w() const { return p[-1]; }
     __device__ __forceinline__ real n() const { return p[dy]; }
@@ -114,8 +170,29 @@ struct Nb {
     __device__ __forceinline__ real sw() const { return p[-dy - 1]; }
 };
 
-// The neighbourhood of element o of field x in global memory.
-__device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return Nb{x + o, (idx_t)L.plane}; }
+// The neighbourhood of element o of field x in global memory (oc: any element of o's column).
+__device__ __forceinline__ Nb col_nb(const real* x, idx_t o, const Layout& L, idx_t) { return Nb{x + o, (idx_t)L.plane}; }
+#endif
+// The offsets from an element to its east and west neighbours, found from oc, any element of
+// its column; level_x_off from element o at level k of its column (o - k sx, which the compiler
+// sees is the column's level 0 where o = o0 + k sx: found once per column, not at every level).
+struct XOff {
+    int e, w;
+};
+#ifdef XSPLIT
+__device__ __forceinline__ XOff x_off(idx_t oc) { return XOff{x_east(oc), x_west(oc)}; }
+#else
+__device__ __forceinline__ constexpr XOff x_off(idx_t) { return XOff{1, -1}; }
+#endif
+__device__ __forceinline__ XOff level_x_off(idx_t o, const Layout& L, int k) { return x_off(o - (idx_t)k * L.sx); }
+// The neighbourhood of element o of field x.
+__device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return col_nb(x, o, L, o); }
+// The neighbourhood of element o, at level k of its column, of field x (o - k sx, which the
+// compiler sees is the column's level 0 where o = o0 + k sx: the neighbours' offsets once per
+// column).
+__device__ __forceinline__ Nb level_nb(const real* x, idx_t o, const Layout& L, int k) {
+    return col_nb(x, o, L, o - (idx_t)k * L.sx);
+}
 
 // (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
 __device__ __forceinline__ real apply_at(const Nb& x, const Col& c, const real* __restrict__ V, int k,
@@ -165,11 +242,12 @@ struct ColOp {
     __device__ __forceinline__ real cross_n(const Nb&, idx_t, int, real) const { return real(0.0); }
     __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
                                             real below, real mid, real above) const {
-        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
+        return apply_n(level_nb(x, o, L, k), o, L, k, below, mid, above);
     }
     // The horizontal couplings alone, (H x) at (i, j, k).
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
-        return V_D(V, k) * (c.ae * x[o + 1] + c.aw * x[o - 1] + c.an * x[o + L.plane] + c.as * x[o - L.plane]);
+        const XOff d = level_x_off(o, L, k);
+        return V_D(V, k) * (c.ae * x[o + d.e] + c.aw * x[o + d.w] + c.an * x[o + L.plane] + c.as * x[o - L.plane]);
     }
     __device__ __forceinline__ real diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
     __device__ __forceinline__ real lower(int k) const { return c.t * V_C(V, k); }
@@ -197,7 +275,7 @@ struct CellOp {
     int sx;
     __device__ __forceinline__ real apply_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {
-        const real west = sym ? e[o - 1] : w[o];
+        const real west = sym ? e[o + x.wx] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
         const real down = sym ? (k > 0 ? u[o - L.sx] : real(0.0)) : b[o];
         return d[o] * mid + e[o] * x.e() + west * x.w() + n[o] * x.n() + south * x.s() + u[o] * above +
@@ -210,12 +288,13 @@ struct CellOp {
     __device__ __forceinline__ real cross_n(const Nb&, idx_t, int, real) const { return real(0.0); }
     __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k,
                                             real below, real mid, real above) const {
-        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);
+        return apply_n(level_nb(x, o, L, k), o, L, k, below, mid, above);
     }
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
-        const real west = sym ? e[o - 1] : w[o];
+        const XOff d = level_x_off(o, L, k);
+        const real west = sym ? e[o + d.w] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
-        return e[o] * x[o + 1] + west * x[o - 1] + n[o] * x[o + L.plane] + south * x[o - L.plane];
+        return e[o] * x[o + d.e] + west * x[o + d.w] + n[o] * x[o + L.plane] + south * x[o - L.plane];
     }
     __device__ __forceinline__ real diag(int k) const { return d[o0 + (idx_t)k * sx]; }
     __device__ __forceinline__ real lower(int k) const {
@@ -247,10 +326,10 @@ struct CellOp {
 #define CROSS_OP_COMMON                                                                              \
     __device__ __forceinline__ real apply(const real* __restrict__ x, idx_t o, const Layout& L, int k, \
                                           real below, real mid, real above) const {                 \
-        return apply_n(global_nb(x, o, L), o, L, k, below, mid, above);                             \
+        return apply_n(level_nb(x, o, L, k), o, L, k, below, mid, above);                             \
     }                                                                                                \
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const { \
-        return op.horizontal(x, o, L, k) + cross_n(global_nb(x, o, L), o, k, x[o]);                 \
+        return op.horizontal(x, o, L, k) + cross_n(level_nb(x, o, L, k), o, k, x[o]);                 \
     }                                                                                                \
     __device__ __forceinline__ real diag(int k) const { return op.diag(k); }                        \
     __device__ __forceinline__ real lower(int k) const { return op.lower(k); }                      \
@@ -323,14 +402,15 @@ struct SCellOp {
     const real* __restrict__ wn;
     __device__ __forceinline__ real cross_n(const Nb& x, idx_t o, int k, real mid) const {
         const idx_t sx = op.sx, dy = x.dy;
+        const int ex = x.ex, wx = x.wx;
         const real* p = x.p;
         real h = real(0.0);
         if (k + 1 < NZ) {
-            h += we[o - 1] * (p[sx - 1] - mid) - we[o] * (p[sx + 1] - mid) + wn[o - dy] * (p[sx - dy] - mid) -
+            h += we[o + wx] * (p[sx + wx] - mid) - we[o] * (p[sx + ex] - mid) + wn[o - dy] * (p[sx - dy] - mid) -
                  wn[o] * (p[sx + dy] - mid);
         }
         if (k > 0) {
-            h += we[o - sx] * (p[1 - sx] - mid) - we[o - sx - 1] * (p[-sx - 1] - mid) +
+            h += we[o - sx] * (p[ex - sx] - mid) - we[o - sx + wx] * (p[-sx + wx] - mid) +
                  wn[o - sx] * (p[dy - sx] - mid) - wn[o - sx - dy] * (p[-sx - dy] - mid);
         }
         return h;

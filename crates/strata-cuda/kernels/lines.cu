@@ -261,11 +261,13 @@ extern "C" __global__ void LINE_BOUNDS smooth_color_twin_cells_f64(Layout L, CEL
     WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, Twin{bottom, mask}));
 }
 
-// scale * (sum of the 4 fine children at fine offset of), the restriction of both RestrictSmooth
-// kernels.
-__device__ __forceinline__ real restrict_children(const Layout& Lf, const real* __restrict__ rf, idx_t of,
+// scale * (sum of the 4 fine children at level k of the fine column f0), the restriction of both
+// RestrictSmooth kernels.
+__device__ __forceinline__ real restrict_children(const Layout& Lf, const real* __restrict__ rf, idx_t f0, int k,
                                                   real scale) {
-    return scale * ((rf[of] + rf[of + 1]) + (rf[of + Lf.plane] + rf[of + Lf.plane + 1]));
+    const idx_t of = f0 + (idx_t)k * Lf.sx;
+    const int ex = x_east(f0);
+    return scale * ((rf[of] + rf[of + ex]) + (rf[of + Lf.plane] + rf[of + Lf.plane + ex]));
 }
 
 // Restriction fused with the first smoothing step from zero, per coarse column:
@@ -277,7 +279,7 @@ __device__ __forceinline__ void restrict_smooth_body(const Layout& Lf, const Lay
                                                      real* __restrict__ fc, real* __restrict__ uc,
                                                      real rho, real scale, const Tri& tri = Tri{}) {
     auto fwd = [&](int k) {
-        const real v = restrict_children(Lf, rf, f0 + (idx_t)k * Lf.sx, scale);
+        const real v = restrict_children(Lf, rf, f0, k, scale);
         fc[o0 + (idx_t)k * L.sx] = v;
         return v;
     };
@@ -472,7 +474,7 @@ __device__ __forceinline__ void restrict_smooth_pcr_body(const Layout& Lf, const
                                                          real* __restrict__ uc, real rho, real scale) {
     real d = real(0.0);
     if (k < NZ) {
-        d = restrict_children(Lf, rf, f0 + (idx_t)k * Lf.sx, scale);
+        d = restrict_children(Lf, rf, f0, k, scale);
         if (active) fc[o0 + (idx_t)k * L.sx] = d;
     }
     const real z = pcr_solve(op, k, slot, d);
@@ -522,11 +524,12 @@ extern "C" __global__ void residual_restrict_smooth_pcr_f64(Layout Lf, Layout L,
     if (k < NZ) {
         const idx_t of = at_(Lf, 2 * i, 2 * j, k);
         const real r00 = child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i, 2 * j), V_f}, f, u, of, k);
-        const real r10 = child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i + 1, 2 * j), V_f}, f, u, of + 1, k);
+        const int ex = x_east(of);
+        const real r10 = child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i + 1, 2 * j), V_f}, f, u, of + ex, k);
         const real r01 =
             child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i, 2 * j + 1), V_f}, f, u, of + Lf.plane, k);
         const real r11 = child_residual(Lf, ColOp{load_col(cols_f, Lf, 2 * i + 1, 2 * j + 1), V_f}, f, u,
-                                        of + Lf.plane + 1, k);
+                                        of + Lf.plane + ex, k);
         d = (real)scale * ((r00 + r10) + (r01 + r11));
         if (active) fc[o0 + (idx_t)k * L.sx] = d;
     }

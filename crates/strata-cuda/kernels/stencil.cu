@@ -10,11 +10,12 @@
 // below) and 32-bit offsets (-DIDX32, common.cuh) did (docs/PERFORMANCE.md).
 template <class Step>
 __device__ __forceinline__ void march(const Layout& L, idx_t o, const real* __restrict__ x, Step step) {
+    const idx_t oc = o;
     real below = real(0.0), mid = x[o];
 #pragma unroll STENCIL_UNROLL
     for (int k = 0; k < NZ; ++k, o += L.sx) {
         const real above = k + 1 < NZ ? x[o + L.sx] : real(0.0);
-        step(o, k, below, mid, above, global_nb(x, o, L));
+        step(o, k, below, mid, above, col_nb(x, o, L, oc));
         below = mid;
         mid = above;
     }
@@ -29,11 +30,12 @@ __device__ __forceinline__ void march_segment(const Layout& L, idx_t o, const re
         march(L, o, x, step);
         return;
     }
+    const idx_t oc = o;
     o += (idx_t)k0 * L.sx;
     real below = k0 > 0 ? x[o - L.sx] : real(0.0), mid = x[o];
     for (int k = k0; k < k1; ++k, o += L.sx) {
         const real above = k + 1 < NZ ? x[o + L.sx] : real(0.0);
-        step(o, k, below, mid, above, global_nb(x, o, L));
+        step(o, k, below, mid, above, col_nb(x, o, L, oc));
         below = mid;
         mid = above;
     }
@@ -155,7 +157,7 @@ __device__ __forceinline__ void residual_restrict_body(const Layout& L, const La
             if (k < NZ) {
                 const idx_t ok = o + (idx_t)k * L.sx;
                 const real above = k + 1 < NZ ? u[ok + L.sx] : real(0.0);
-                r[t] = f[ok] - op.apply_n(global_nb(u, ok, L), ok, L, k, below, mid, above);
+                r[t] = f[ok] - op.apply_n(col_nb(u, ok, L, o), ok, L, k, below, mid, above);
                 below = mid;
                 mid = above;
             }
@@ -237,7 +239,7 @@ __device__ __forceinline__ double cg_spmv_body(const Layout& L, const Op& op, id
                 const real above = k + 1 < NZ ? z[ot + L.sx] : real(0.0);
                 u[ot] = uv[t] + alpha * pv[t];
                 const real pk = mid + beta * pv[t];
-                const real qk = op.apply_n(global_nb(z, ot, L), ot, L, k, below, mid, above) + beta * qv[t];
+                const real qk = op.apply_n(col_nb(z, ot, L, o), ot, L, k, below, mid, above) + beta * qv[t];
                 p[ot] = pk;
                 q[ot] = qk;
                 s += (double)pk * qk;

@@ -1077,12 +1077,16 @@ impl Kernels {
 /// The NVRTC options of `build` (its nz aside, which [`compile_ptx`] defines): `options`, and
 /// those of [`compile::options`] for its storage, offsets, slant couplings and `thomas_levels`.
 pub fn build_options(build: Build, thomas_levels: usize, options: &[String]) -> Vec<String> {
+    let mut options = options.to_vec();
+    if crate::layout::colour_split().unwrap_or(false) {
+        options.push(crate::layout::SPLIT_OPTION.into());
+    }
     compile::options(
         build.storage == Storage::F32,
         build.narrow,
         (build.slant, build.diagonals),
         thomas_levels,
-        options,
+        &options,
     )
 }
 

@@ -54,6 +54,25 @@ fn kernels_compile_for_ampere_and_hopper() {
                 );
             }
         }
+        // The colour-split layout's builds (STRATA_CUDA_LAYOUT=split): every operator kind.
+        for (storage, narrow, slant, diagonals) in [
+            (Storage::F32, true, false, false),
+            (Storage::F32, false, true, true),
+            (Storage::F64, false, false, false),
+            (Storage::F64, true, true, false),
+            (Storage::F64, false, false, true),
+        ] {
+            let build = Build {
+                nz: 128,
+                storage,
+                narrow,
+                slant,
+                diagonals,
+            };
+            let options = [strata_cuda::layout::SPLIT_OPTION.to_string()];
+            compile_ptx(128, cc, &build_options(build, 0, &options))
+                .unwrap_or_else(|e| panic!("{arch}, {build:?}, split: {e}"));
+        }
         // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the grouped
         // prolongation, the split line solve without its launch bound and with another.
         for (nz, storage, options) in [

@@ -118,7 +118,7 @@ fn diagonal_entries(s: &LevelStencil, l: DeviceLayout) -> [Vec<f64>; 4] {
             .for_each(|(j, row)| {
                 for k in 0..nz {
                     for i in 0..nx {
-                        row[k * sx + layout::XOFF + i] = s.diagonal_row(i, j, k)[m];
+                        row[k * sx + l.x_pos(i as isize)] = s.diagonal_row(i, j, k)[m];
                     }
                 }
             });
@@ -138,7 +138,7 @@ fn slant_weights(w: &strata::problem::Slant, l: DeviceLayout) -> [Vec<f64>; 2] {
         for k in 0..nz {
             for f in 0..=nx {
                 // Face f is the west face of cell f, the east face of cell f − 1.
-                we[(j + 1) * plane + k * sx + layout::XOFF + f - 1] =
+                we[(j + 1) * plane + k * sx + l.x_pos(f as isize - 1)] =
                     w.wx[(j * (nx + 1) + f) * nz + k];
             }
         }
@@ -147,7 +147,7 @@ fn slant_weights(w: &strata::problem::Slant, l: DeviceLayout) -> [Vec<f64>; 2] {
         for k in 0..nz {
             for i in 0..nx {
                 // Face row f is the south face of row f, the north face of row f − 1.
-                wn[f * plane + k * sx + layout::XOFF + i] = w.wy[(f * nx + i) * nz + k];
+                wn[f * plane + k * sx + l.x_pos(i as isize)] = w.wy[(f * nx + i) * nz + k];
             }
         }
     }
@@ -184,7 +184,7 @@ impl HostEntries {
                 .for_each(|(j, (d, e, n, u, w, so, b))| {
                     for k in 0..nz {
                         for i in 0..nx {
-                            let at = k * sx + layout::XOFF + i;
+                            let at = k * sx + l.x_pos(i as isize);
                             let RowEntries {
                                 diag,
                                 east,
@@ -197,7 +197,7 @@ impl HostEntries {
                             (d[at], e[at], n[at], u[at]) = (diag, east, north, up);
                             (w[at], so[at], b[at]) = (west, south, down);
                             if i == 0 {
-                                e[at - 1] = west;
+                                e[k * sx + l.x_pos(-1)] = west;
                             }
                         }
                     }
@@ -208,7 +208,7 @@ impl HostEntries {
         let (n, so) = (&mut lo[2], &hi[0]);
         for k in 0..nz {
             for i in 0..nx {
-                let at = k * sx + layout::XOFF + i;
+                let at = k * sx + l.x_pos(i as isize);
                 n[at] = so[plane + at];
             }
         }
@@ -228,9 +228,10 @@ impl HostEntries {
         (1..=l.ny as usize).into_par_iter().all(|jj| {
             (0..nz).all(|k| {
                 (0..nx).all(|i| {
-                    let o = jj * plane + k * sx + layout::XOFF + i;
+                    let o = jj * plane + k * sx + l.x_pos(i as isize);
+                    let o_west = jj * plane + k * sx + l.x_pos(i as isize - 1);
                     let down = if k > 0 { u[o - sx] } else { 0.0 };
-                    w[o].to_bits() == e[o - 1].to_bits()
+                    w[o].to_bits() == e[o_west].to_bits()
                         && so[o].to_bits() == n[o - plane].to_bits()
                         && b[o].to_bits() == down.to_bits()
                 })
@@ -288,9 +289,10 @@ mod tests {
                 let (plane, sx) = (l.plane as usize, l.sx as usize);
                 for (i, j, k) in [(0, 0, 0), (b.nx - 1, b.ny - 1, 6), (3, 2, 4)] {
                     let r = s.row(i, j, k);
-                    let o = (j + 1) * plane + k * sx + layout::XOFF + i;
+                    let o = l.offset(i as isize, j as isize, k);
+                    let o_west = l.offset(i as isize - 1, j as isize, k);
                     assert_eq!(
-                        [d[o], e[o], n[o], u[o], e[o - 1], n[o - plane]],
+                        [d[o], e[o], n[o], u[o], e[o_west], n[o - plane]],
                         [r.diag, r.east, r.north, r.up, r.west, r.south]
                     );
                 }

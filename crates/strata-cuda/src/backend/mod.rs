@@ -2,7 +2,7 @@
 //! concept, mirroring kernels/*.cu and the CPU backend: vector, stencil, lines, transfer.
 
 use crate::kernels::{backend_err, Build, Kernel as K, Kernels, Origin, Tuning, BLOCK_THREADS};
-use crate::layout::{self, DeviceLayout};
+use crate::layout::DeviceLayout;
 use crate::staging::{chunk_rows, par_copy, Buffer, Pinned};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use rayon::prelude::*;
