@@ -134,6 +134,19 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, C
 // Over-relaxed by relax: u_c <- (1 - relax) u_c + relax T^-1 (f - H u)_c, the column's old value
 // at level k read just before it is written (by this thread only); with relax = 1 exactly the
 // solve, the old values not read.
+#ifdef XSPLIT
+// Whether a line solve is thomas_split's (its levels' right-hand sides all read, in registers,
+// before any value is written).
+template <class Tri>
+struct IsSplit {
+    static constexpr bool value = false;
+};
+template <>
+struct IsSplit<Split> {
+    static constexpr bool value = true;
+};
+#endif
+
 template <class Op, class Tri = Whole>
 __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op, idx_t o0,
                                                   const real* __restrict__ f, real* u, real relax,
@@ -145,6 +158,24 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
     if (relax == real(1.0)) {
         tri(op, rhs, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
     } else {
+#if defined(XSPLIT) && (SPLIT_M & (SPLIT_M - 1)) == 0
+        // In the colour-split layout the column's old values lie in sectors that no neighbour's
+        // load brought in, and the compiler cannot read level k + 1's ahead of level k's store:
+        // the split solve reads them with its right-hand sides instead (its levels' slots
+        // k mod SPLIT_M are registers), so that its stores do not wait a memory latency each.
+        if constexpr (IsSplit<Tri>::value) {
+            real old[SPLIT_M];
+            auto rhs_old = [&](int k) {
+                const idx_t o = o0 + (idx_t)k * L.sx;
+                old[k & (SPLIT_M - 1)] = u[o];
+                return f[o] - op.horizontal(u, o, L, k);
+            };
+            tri(op, rhs_old, rhs_old, [&](int k, real zk) {
+                u[o0 + (idx_t)k * L.sx] = (real(1.0) - relax) * old[k & (SPLIT_M - 1)] + relax * zk;
+            });
+            return;
+        }
+#endif
         tri(op, rhs, rhs, [&](int k, real zk) {
             const idx_t o = o0 + (idx_t)k * L.sx;
             u[o] = (real(1.0) - relax) * u[o] + relax * zk;
