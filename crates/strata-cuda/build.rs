@@ -129,7 +129,9 @@ fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
                 let (nz, single, narrow, (slant, diagonals), target) = job;
                 let bytes = if single { 4 } else { 8 };
                 let (levels, _) = compile::thomas_levels(nz, bytes, compile::THOMAS_SMEM);
-                let options = compile::options(single, narrow, (slant, diagonals), levels, &[]);
+                // The default field layout's builds (the colour-split rows, strata_cuda::layout).
+                let split = [compile::SPLIT_OPTION.to_string()];
+                let options = compile::options(single, narrow, (slant, diagonals), levels, &split);
                 let image = compile::compile(nz, target, &options).unwrap_or_else(|log| {
                     panic!("strata-cuda: the kernels do not compile (nz {nz}, {target}): {log}")
                 });

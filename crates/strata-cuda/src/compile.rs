@@ -41,6 +41,10 @@ pub const MAX_BLOCK_SMEM: usize = 163 * 1024;
 /// The NVRTC option of the kernel build with 32-bit offsets into fields (kernels/common.cuh).
 pub const NARROW_OPTION: &str = "-DIDX32";
 
+/// The NVRTC option of the kernels for the colour-split field layout (strata_cuda::layout), the
+/// default: the builds shipped in the binary carry it.
+pub const SPLIT_OPTION: &str = "-DXSPLIT";
+
 /// The NVRTC option of the build with orography's slant couplings (kernels/common.cuh).
 pub const SLANT_OPTION: &str = "-DSLANT";
 

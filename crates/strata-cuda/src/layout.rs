@@ -1,31 +1,32 @@
-//! The device layout of a field: x-contiguous, padded, halo of width one (docs/MODEL.md §10);
-//! or, with `STRATA_CUDA_LAYOUT=split`, each row's columns ordered by colour in groups of 64
-//! ([`colour_split`]).
+//! The device layout of a field: padded rows, halo of width one (docs/MODEL.md §10), each row's
+//! columns ordered by colour in groups of 64 (the default, [`colour_split`]) or x-contiguous
+//! (`STRATA_CUDA_LAYOUT=x`).
 
 use std::sync::OnceLock;
 
 use cudarc::driver::DeviceRepr;
 use strata::{Result, StrataError};
 
-/// First interior x index in a row: rows start 256-byte aligned, and x = −1 is the halo.
+/// First interior x index in an x-contiguous row: rows start 256-byte aligned, and x = −1 is
+/// the halo.
 pub const XOFF: usize = 32;
 
-/// The NVRTC option of the kernels for the colour-split layout.
-pub const SPLIT_OPTION: &str = "-DXSPLIT";
+pub use crate::compile::SPLIT_OPTION;
 
-/// Whether every field of this process's CUDA backends is stored colour-split
-/// (`STRATA_CUDA_LAYOUT=split`; `x`, the default, is the x-contiguous row): each row in groups
+/// Whether every field of this process's CUDA backends is stored colour-split (the default;
+/// `STRATA_CUDA_LAYOUT=x` for the x-contiguous row, `split` for this one): each row in groups
 /// of 64 columns, the group's 32 columns with even `q = i + 64` first and then its 32 odd ones
 /// ([`split_pos`]), so that a red-black half-sweep's warp reads 32 consecutive values of its
-/// colour and every 32-byte sector holds one colour. Read once; an unknown value is an error.
+/// colour and every 32-byte sector holds one colour (mixed mg at 2816² × 128 on one H200 5.8 %
+/// faster per cycle, mg-cg 9 %; docs/PERFORMANCE.md). Read once; an unknown value is an error.
 pub fn colour_split() -> Result<bool> {
     static SPLIT: OnceLock<std::result::Result<bool, String>> = OnceLock::new();
     SPLIT
         .get_or_init(|| match std::env::var("STRATA_CUDA_LAYOUT") {
-            Err(_) => Ok(false),
+            Err(_) => Ok(true),
             Ok(v) => match v.trim() {
-                "" | "x" => Ok(false),
-                "split" => Ok(true),
+                "" | "split" => Ok(true),
+                "x" => Ok(false),
                 other => Err(other.to_string()),
             },
         })
@@ -33,7 +34,7 @@ pub fn colour_split() -> Result<bool> {
         .map_err(|v| {
             StrataError::invalid(
                 "STRATA_CUDA_LAYOUT",
-                format!("is `{v}`; the CUDA field layouts are `x` (the default) and `split`"),
+                format!("is `{v}`; the CUDA field layouts are `split` (the default) and `x`"),
             )
         })
 }
@@ -50,7 +51,9 @@ pub fn split_stride(nx: usize) -> usize {
 }
 
 /// Sizes and strides of one block's field, passed to every kernel by value (the C `Layout`).
-/// Element (i, j, k), i ∈ [−1, nx], j ∈ [−1, ny], lives at `(j + 1) * plane + k * sx + XOFF + i`.
+/// Element (i, j, k), i ∈ [−1, nx], j ∈ [−1, ny], lives at `(j + 1) * plane + k * sx + x_pos(i)`
+/// ([`DeviceLayout::offset`]): `x_pos(i)` is [`split_pos`] in the colour-split rows, `XOFF + i`
+/// in the x-contiguous ones.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceLayout {
@@ -62,7 +65,8 @@ pub struct DeviceLayout {
     pub ny: i32,
     /// Vertical cells.
     pub nz: i32,
-    /// Row stride (a multiple of 32 covering the halo and the padding).
+    /// Row stride (a multiple of 32, of 64 in the colour-split rows, covering the halo and the
+    /// padding).
     pub sx: i32,
 }
 

@@ -54,24 +54,22 @@ fn kernels_compile_for_ampere_and_hopper() {
                 );
             }
         }
-        // The colour-split layout's builds (STRATA_CUDA_LAYOUT=split): every operator kind.
-        for (storage, narrow, slant, diagonals) in [
-            (Storage::F32, true, false, false),
-            (Storage::F32, false, true, true),
-            (Storage::F64, false, false, false),
-            (Storage::F64, true, true, false),
-            (Storage::F64, false, false, true),
+        // The x-contiguous layout's builds (STRATA_CUDA_LAYOUT=x; the builds above take the
+        // process's layout, the colour-split one by default): every operator kind.
+        for (single, narrow, slant, diagonals) in [
+            (true, true, false, false),
+            (true, false, true, true),
+            (false, false, false, false),
+            (false, true, true, false),
+            (false, false, false, true),
         ] {
-            let build = Build {
-                nz: 128,
-                storage,
-                narrow,
-                slant,
-                diagonals,
-            };
-            let options = [strata_cuda::layout::SPLIT_OPTION.to_string()];
-            compile_ptx(128, cc, &build_options(build, 0, &options))
-                .unwrap_or_else(|e| panic!("{arch}, {build:?}, split: {e}"));
+            let options = strata_cuda::compile::options(single, narrow, (slant, diagonals), 0, &[]);
+            assert!(!options
+                .iter()
+                .any(|o| o == strata_cuda::layout::SPLIT_OPTION));
+            compile_ptx(128, cc, &options).unwrap_or_else(|e| {
+                panic!("{arch}, single {single}, narrow {narrow}, x layout: {e}")
+            });
         }
         // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the grouped
         // prolongation, the split line solve without its launch bound and with another.
