@@ -902,10 +902,23 @@ __device__ __forceinline__ double coef(double value, const double* __restrict__ 
     return slot >= 0 ? value * sc[slot] : value;
 }
 
+#if defined(XSPLIT) && defined(SLOT_COLUMNS)
+// SLOT_COLUMNS (an experiment, off by default): in the colour-split rows, thread t of a row takes
+// the column in slot t of its group of 64 (i = 64 g + 2 l + h for t = 64 g + 32 h + l), so that a
+// warp's loads and stores are one 128-byte run of one colour instead of two 64-byte runs in the
+// two halves of a group. Only where the launch covers whole groups (blocks at least 64 wide);
+// narrower blocks keep i = t.
+#define THREAD_COLUMN                                                                      \
+    const int t_col = blockIdx.x * blockDim.x + threadIdx.x;                               \
+    const int i = blockDim.x >= 64 ? (t_col & ~63) + 2 * (t_col & 31) + ((t_col >> 5) & 1) : t_col; \
+    const int j = blockIdx.y * blockDim.y + threadIdx.y;                                   \
+    const bool active = i < L.nx && j < L.ny;
+#else
 #define THREAD_COLUMN                                    \
     const int i = blockIdx.x * blockDim.x + threadIdx.x; \
     const int j = blockIdx.y * blockDim.y + threadIdx.y; \
     const bool active = i < L.nx && j < L.ny;
+#endif
 
 // The levels [k0, k1) of the thread's column: the whole column, or on a level with few columns
 // one of gridDim.z segments of it (the launch's grid z), so that more threads share the column's

@@ -72,13 +72,16 @@ fn kernels_compile_for_ampere_and_hopper() {
             });
         }
         // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the grouped
-        // prolongation, the split line solve without its launch bound and with another.
+        // prolongation, the split line solve without its launch bound and with another, the
+        // whole-row kernels by slot in the colour-split rows.
         for (nz, storage, options) in [
             (
                 128,
                 Storage::F32,
                 ["-DPROLONG_GROUP=4", "-DSOLVE_SPLIT_MINB=0"],
             ),
+            (128, Storage::F32, ["-DSLOT_COLUMNS", "-DPROLONG_GROUP=8"]),
+            (64, Storage::F64, ["-DSLOT_COLUMNS", "-DRR_GROUP=0"]),
             (
                 37,
                 Storage::F64,

@@ -286,7 +286,7 @@ mod tests {
                 let h = HostEntries::build(&s, l);
                 assert!(h.is_symmetric(l), "{g:?} {b:?}");
                 let [d, e, n, u, ..] = &h.0;
-                let (plane, sx) = (l.plane as usize, l.sx as usize);
+                let plane = l.plane as usize;
                 for (i, j, k) in [(0, 0, 0), (b.nx - 1, b.ny - 1, 6), (3, 2, 4)] {
                     let r = s.row(i, j, k);
                     let o = l.offset(i as isize, j as isize, k);
