@@ -82,7 +82,8 @@ struct Col {
 };
 
 #ifdef XSPLIT
-// The colour-split layout (-DXSPLIT, strata_cuda::layout, STRATA_CUDA_LAYOUT=split): each row in
+// The colour-split layout (-DXSPLIT, the default: strata_cuda::layout; STRATA_CUDA_LAYOUT=x builds
+// without it): each row in
 // groups of 64 columns, the group's 32 even columns (q = i + 64 even) first, then its 32 odd
 // ones, so that the columns of one colour in a row are consecutive and every 32-byte sector holds
 // one colour (a red-black half-sweep reads and writes only its colour's sectors). Column i of a

@@ -123,17 +123,6 @@ extern "C" __global__ void LINE_BOUNDS smooth_cells_f64(Layout L, CELL_PARAMS, C
     WITH_CELL_SLANT(o0, smooth_body(L, op, o0, f, u_in, u_out, rho));
 }
 
-// One half-sweep of red-black line relaxation (or a quarter sweep of the four-colour one on
-// nine-point levels: `parity` >= 2, colour_row and colour_first in common.cuh), in place: every column with (i + j + parity) even
-// (parity = (i0 + j0 + colour) mod 2: the global colour) becomes T^-1 (f - H u), its exact solve
-// given its neighbours, which have the other colour and are not written here. The column's own
-// old values are not read (the backward sweep's recomputation reads f and the neighbours only),
-// so writing in place is safe. One thread per column of the colour: thread x of row j takes
-// column i = 2 x + ((j + parity) & 1) (launched over ceil(nx / 2) threads in x), so no thread
-// idles (the kernel is bound by each thread's division chain, not by bandwidth).
-// Over-relaxed by relax: u_c <- (1 - relax) u_c + relax T^-1 (f - H u)_c, the column's old value
-// at level k read just before it is written (by this thread only); with relax = 1 exactly the
-// solve, the old values not read.
 #ifdef XSPLIT
 // Whether a line solve is thomas_split's (its levels' right-hand sides all read, in registers,
 // before any value is written).
@@ -147,6 +136,17 @@ struct IsSplit<Split> {
 };
 #endif
 
+// One half-sweep of red-black line relaxation (or a quarter sweep of the four-colour one on
+// nine-point levels: `parity` >= 2, colour_row and colour_first in common.cuh), in place: every column with (i + j + parity) even
+// (parity = (i0 + j0 + colour) mod 2: the global colour) becomes T^-1 (f - H u), its exact solve
+// given its neighbours, which have the other colour and are not written here. The column's own
+// old values are not read (the backward sweep's recomputation reads f and the neighbours only),
+// so writing in place is safe. One thread per column of the colour: thread x of row j takes
+// column i = 2 x + ((j + parity) & 1) (launched over ceil(nx / 2) threads in x), so no thread
+// idles (the kernel is bound by each thread's division chain, not by bandwidth).
+// Over-relaxed by relax: u_c <- (1 - relax) u_c + relax T^-1 (f - H u)_c, the column's old value
+// at level k read just before it is written (by this thread only); with relax = 1 exactly the
+// solve, the old values not read.
 template <class Op, class Tri = Whole>
 __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op, idx_t o0,
                                                   const real* __restrict__ f, real* u, real relax,
