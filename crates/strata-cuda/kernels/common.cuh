@@ -174,18 +174,6 @@ struct Nb {
 // The neighbourhood of element o of field x in global memory (oc: any element of o's column).
 __device__ __forceinline__ Nb col_nb(const real* x, idx_t o, const Layout& L, idx_t) { return Nb{x + o, (idx_t)L.plane}; }
 #endif
-// The offsets from an element to its east and west neighbours, found from oc, any element of
-// its column; level_x_off from element o at level k of its column (o - k sx, which the compiler
-// sees is the column's level 0 where o = o0 + k sx: found once per column, not at every level).
-struct XOff {
-    int e, w;
-};
-#ifdef XSPLIT
-__device__ __forceinline__ XOff x_off(idx_t oc) { return XOff{x_east(oc), x_west(oc)}; }
-#else
-__device__ __forceinline__ constexpr XOff x_off(idx_t) { return XOff{1, -1}; }
-#endif
-__device__ __forceinline__ XOff level_x_off(idx_t o, const Layout& L, int k) { return x_off(o - (idx_t)k * L.sx); }
 // The neighbourhood of element o of field x.
 __device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return col_nb(x, o, L, o); }
 // The neighbourhood of element o, at level k of its column, of field x (o - k sx, which the
@@ -247,8 +235,8 @@ struct ColOp {
     }
     // The horizontal couplings alone, (H x) at (i, j, k).
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
-        const XOff d = level_x_off(o, L, k);
-        return V_D(V, k) * (c.ae * x[o + d.e] + c.aw * x[o + d.w] + c.an * x[o + L.plane] + c.as * x[o - L.plane]);
+        const Nb d = level_nb(x, o, L, k);
+        return V_D(V, k) * (c.ae * x[o + d.ex] + c.aw * x[o + d.wx] + c.an * x[o + L.plane] + c.as * x[o - L.plane]);
     }
     __device__ __forceinline__ real diag(int k) const { return c.t * V_AMB(V, k) - c.at * V_D(V, k); }
     __device__ __forceinline__ real lower(int k) const { return c.t * V_C(V, k); }
@@ -292,10 +280,10 @@ struct CellOp {
         return apply_n(level_nb(x, o, L, k), o, L, k, below, mid, above);
     }
     __device__ __forceinline__ real horizontal(const real* x, idx_t o, const Layout& L, int k) const {
-        const XOff d = level_x_off(o, L, k);
-        const real west = sym ? e[o + d.w] : w[o];
+        const Nb d = level_nb(x, o, L, k);
+        const real west = sym ? e[o + d.wx] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
-        return e[o] * x[o + d.e] + west * x[o + d.w] + n[o] * x[o + L.plane] + south * x[o - L.plane];
+        return e[o] * x[o + d.ex] + west * x[o + d.wx] + n[o] * x[o + L.plane] + south * x[o - L.plane];
     }
     __device__ __forceinline__ real diag(int k) const { return d[o0 + (idx_t)k * sx]; }
     __device__ __forceinline__ real lower(int k) const {

@@ -111,6 +111,12 @@ impl DeviceLayout {
         }
     }
 
+    /// Where each column of a row lies, columns −1 ..= nx in order ([`DeviceLayout::x_pos`]
+    /// of each; entry i + 1 is column i's): for loops over every cell.
+    pub fn x_positions(&self) -> Vec<usize> {
+        (-1..=self.nx as isize).map(|i| self.x_pos(i)).collect()
+    }
+
     /// The offset of element (i, j, k), −1 ≤ i ≤ nx, −1 ≤ j ≤ ny (kernels/common.cuh `at_`).
     pub fn offset(&self, i: isize, j: isize, k: usize) -> usize {
         (j + 1) as usize * self.plane as usize + k * self.sx as usize + self.x_pos(i)

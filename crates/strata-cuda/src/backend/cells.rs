@@ -110,6 +110,7 @@ impl CellArrays {
 fn diagonal_entries(s: &LevelStencil, l: DeviceLayout) -> [Vec<f64>; 4] {
     let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
     let (plane, sx) = (l.plane as usize, l.sx as usize);
+    let xp = l.x_positions();
     let mut a: [Vec<f64>; 4] = std::array::from_fn(|_| vec![0.0; l.len()]);
     for (m, v) in a.iter_mut().enumerate() {
         v[plane..(ny + 1) * plane]
@@ -118,7 +119,7 @@ fn diagonal_entries(s: &LevelStencil, l: DeviceLayout) -> [Vec<f64>; 4] {
             .for_each(|(j, row)| {
                 for k in 0..nz {
                     for i in 0..nx {
-                        row[k * sx + l.x_pos(i as isize)] = s.diagonal_row(i, j, k)[m];
+                        row[k * sx + xp[i + 1]] = s.diagonal_row(i, j, k)[m];
                     }
                 }
             });
@@ -132,14 +133,14 @@ fn diagonal_entries(s: &LevelStencil, l: DeviceLayout) -> [Vec<f64>; 4] {
 fn slant_weights(w: &strata::problem::Slant, l: DeviceLayout) -> [Vec<f64>; 2] {
     let (nx, ny, nz) = (w.nx, w.ny, w.nz);
     let (plane, sx) = (l.plane as usize, l.sx as usize);
+    let xp = l.x_positions();
     let mut we = vec![0.0; l.len()];
     let mut wn = vec![0.0; l.len()];
     for j in 0..ny {
         for k in 0..nz {
             for f in 0..=nx {
                 // Face f is the west face of cell f, the east face of cell f − 1.
-                we[(j + 1) * plane + k * sx + l.x_pos(f as isize - 1)] =
-                    w.wx[(j * (nx + 1) + f) * nz + k];
+                we[(j + 1) * plane + k * sx + xp[f]] = w.wx[(j * (nx + 1) + f) * nz + k];
             }
         }
     }
@@ -147,7 +148,7 @@ fn slant_weights(w: &strata::problem::Slant, l: DeviceLayout) -> [Vec<f64>; 2] {
         for k in 0..nz {
             for i in 0..nx {
                 // Face row f is the south face of row f, the north face of row f − 1.
-                wn[f * plane + k * sx + l.x_pos(i as isize)] = w.wy[(f * nx + i) * nz + k];
+                wn[f * plane + k * sx + xp[i + 1]] = w.wy[(f * nx + i) * nz + k];
             }
         }
     }
@@ -163,6 +164,7 @@ impl HostEntries {
     fn build(s: &LevelStencil, l: DeviceLayout) -> Self {
         let (nx, ny, nz) = (s.nx(), s.ny(), s.nz);
         let (plane, sx) = (l.plane as usize, l.sx as usize);
+        let xp = l.x_positions();
         let mut a: [Vec<f64>; 7] = std::array::from_fn(|_| vec![0.0; l.len()]);
         {
             let [d, e, n, u, w, so, b] = &mut a;
@@ -184,7 +186,7 @@ impl HostEntries {
                 .for_each(|(j, (d, e, n, u, w, so, b))| {
                     for k in 0..nz {
                         for i in 0..nx {
-                            let at = k * sx + l.x_pos(i as isize);
+                            let at = k * sx + xp[i + 1];
                             let RowEntries {
                                 diag,
                                 east,
@@ -197,7 +199,7 @@ impl HostEntries {
                             (d[at], e[at], n[at], u[at]) = (diag, east, north, up);
                             (w[at], so[at], b[at]) = (west, south, down);
                             if i == 0 {
-                                e[k * sx + l.x_pos(-1)] = west;
+                                e[k * sx + xp[0]] = west;
                             }
                         }
                     }
@@ -208,7 +210,7 @@ impl HostEntries {
         let (n, so) = (&mut lo[2], &hi[0]);
         for k in 0..nz {
             for i in 0..nx {
-                let at = k * sx + l.x_pos(i as isize);
+                let at = k * sx + xp[i + 1];
                 n[at] = so[plane + at];
             }
         }
@@ -225,11 +227,12 @@ impl HostEntries {
             l.nx as usize,
             l.nz as usize,
         );
+        let xp = l.x_positions();
         (1..=l.ny as usize).into_par_iter().all(|jj| {
             (0..nz).all(|k| {
                 (0..nx).all(|i| {
-                    let o = jj * plane + k * sx + l.x_pos(i as isize);
-                    let o_west = jj * plane + k * sx + l.x_pos(i as isize - 1);
+                    let o = jj * plane + k * sx + xp[i + 1];
+                    let o_west = jj * plane + k * sx + xp[i];
                     let down = if k > 0 { u[o - sx] } else { 0.0 };
                     w[o].to_bits() == e[o_west].to_bits()
                         && so[o].to_bits() == n[o - plane].to_bits()
