@@ -891,12 +891,16 @@ __device__ __forceinline__ double coef(double value, const double* __restrict__ 
     return slot >= 0 ? value * sc[slot] : value;
 }
 
-#if defined(XSPLIT) && defined(SLOT_COLUMNS)
-// SLOT_COLUMNS (an experiment, off by default): in the colour-split rows, thread t of a row takes
-// the column in slot t of its group of 64 (i = 64 g + 2 l + h for t = 64 g + 32 h + l), so that a
-// warp's loads and stores are one 128-byte run of one colour instead of two 64-byte runs in the
-// two halves of a group. Only where the launch covers whole groups (blocks at least 64 wide);
-// narrower blocks keep i = t.
+// SLOT_COLUMNS (the default; -DSLOT_COLUMNS=0 turns it off): in the colour-split rows, thread t
+// of a row takes the column in slot t of its group of 64 (i = 64 g + 2 l + h for t = 64 g + 32 h
+// + l), so that a warp's loads and stores are one 128-byte run of one colour instead of two
+// 64-byte runs in the two halves of a group (2026-11-28, one H200: the level-0 prolongation 4.35
+// -> 2.88 ms, mg -5.5 % per cycle at 2816^2 x 128). Only where the launch covers whole groups
+// (blocks at least 64 wide); narrower blocks keep i = t.
+#ifndef SLOT_COLUMNS
+#define SLOT_COLUMNS 1
+#endif
+#if defined(XSPLIT) && SLOT_COLUMNS
 #define THREAD_COLUMN                                                                      \
     const int t_col = blockIdx.x * blockDim.x + threadIdx.x;                               \
     const int i = blockDim.x >= 64 ? (t_col & ~63) + 2 * (t_col & 31) + ((t_col >> 5) & 1) : t_col; \

@@ -80,8 +80,8 @@ fn kernels_compile_for_ampere_and_hopper() {
                 Storage::F32,
                 ["-DPROLONG_GROUP=4", "-DSOLVE_SPLIT_MINB=0"],
             ),
-            (128, Storage::F32, ["-DSLOT_COLUMNS", "-DPROLONG_GROUP=8"]),
-            (64, Storage::F64, ["-DSLOT_COLUMNS", "-DRR_GROUP=0"]),
+            (128, Storage::F32, ["-DSLOT_COLUMNS=0", "-DPROLONG_GROUP=8"]),
+            (64, Storage::F64, ["-DSLOT_COLUMNS=0", "-DRR_GROUP=0"]),
             (
                 37,
                 Storage::F64,
