@@ -153,15 +153,34 @@ extern "C" __global__ void copy_column_f64(Layout S, int si, int sj, const real*
     }
 }
 
+// The order of a face copy's threads (copy_halo_f64, copy_halos_f64): (t, k) with k fastest,
+// or, where the source or the destination face runs along x (a south or north side), t fastest,
+// so that a warp reads or writes 32 columns of one row there (one or two runs) instead of 32
+// values a row apart (32 sectors). HALO_ALONG_X (the default; -DHALO_ALONG_X=0 takes k fastest
+// everywhere). The same values either way.
+#ifndef HALO_ALONG_X
+#define HALO_ALONG_X 1
+#endif
+__device__ __forceinline__ void face_element(idx_t e, int count, bool along_x, int& t, int& k) {
+    if (HALO_ALONG_X && along_x) {
+        t = (int)(e % count);
+        k = (int)(e / count);
+    } else {
+        t = (int)(e / NZ);
+        k = (int)(e % NZ);
+    }
+}
+
 // The halo of x across `side` <- the interior layer of src next to `src_side` (another block of
 // this process, the same face length), the other way along the face if `reversed`: the
 // exchange between tiles of the sphere, with no buffer. Launch: threads over (t, k).
 extern "C" __global__ void copy_halo_f64(Layout S, int src_side, const real* __restrict__ src, Layout L,
                                          int side, int count, int reversed, real* __restrict__ x) {
     const idx_t n = (idx_t)count * NZ;
+    const bool along_x = side >= 2 || src_side >= 2;
     for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
-        const int t = (int)(e / NZ), k = (int)(e % NZ);
-        int si, sj, i, j;
+        int t, k, si, sj, i, j;
+        face_element(e, count, along_x, t, k);
         face_column(S, src_side, reversed ? count - 1 - t : t, 0, si, sj);
         face_column(L, side, t, 1, i, j);
         x[at_(L, i, j, k)] = src[at_(S, si, sj, k)];
@@ -185,9 +204,10 @@ struct HaloBatch {
 extern "C" __global__ void copy_halos_f64(Layout L, int count, HaloBatch b) {
     const HaloLink h = b.l[blockIdx.y];
     const idx_t n = (idx_t)count * NZ;
+    const bool along_x = h.side >= 2 || h.src_side >= 2;
     for (idx_t e = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (idx_t)gridDim.x * blockDim.x) {
-        const int t = (int)(e / NZ), k = (int)(e % NZ);
-        int si, sj, i, j;
+        int t, k, si, sj, i, j;
+        face_element(e, count, along_x, t, k);
         face_column(L, h.src_side, h.reversed ? count - 1 - t : t, 0, si, sj);
         face_column(L, h.side, t, 1, i, j);
         h.dst[at_(L, i, j, k)] = h.src[at_(L, si, sj, k)];

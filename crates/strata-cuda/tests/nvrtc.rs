@@ -73,7 +73,8 @@ fn kernels_compile_for_ampere_and_hopper() {
         }
         // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the grouped
         // prolongation, the split line solve without its launch bound and with another, the
-        // whole-row kernels by slot in the colour-split rows.
+        // whole-row kernels by column instead of by slot in the colour-split rows, the face
+        // copies with k fastest on every side.
         for (nz, storage, options) in [
             (
                 128,
@@ -82,6 +83,7 @@ fn kernels_compile_for_ampere_and_hopper() {
             ),
             (128, Storage::F32, ["-DSLOT_COLUMNS=0", "-DPROLONG_GROUP=8"]),
             (64, Storage::F64, ["-DSLOT_COLUMNS=0", "-DRR_GROUP=0"]),
+            (128, Storage::F32, ["-DHALO_ALONG_X=0", "-DRR_GROUP=0"]),
             (
                 37,
                 Storage::F64,
