@@ -83,12 +83,12 @@ struct Col {
 
 #ifdef XSPLIT
 // The colour-split layout (-DXSPLIT, the default: strata_cuda::layout; STRATA_CUDA_LAYOUT=x builds
-// without it): each row in
-// groups of 64 columns, the group's 32 even columns (q = i + 64 even) first, then its 32 odd
-// ones, so that the columns of one colour in a row are consecutive and every 32-byte sector holds
-// one colour (a red-black half-sweep reads and writes only its colour's sectors). Column i of a
-// row lies at xpos(i); rows start at multiples of 64 (sx is one), so an element's offset o says
-// by its low six bits where its east and west neighbours are (x_east, x_west).
+// without it): each row in groups of 64 columns, the group's 32 even columns (q = i + 64 even)
+// first, then its 32 odd ones, so that the columns of one colour in a row are consecutive and
+// every 32-byte sector holds one colour (a red-black half-sweep reads and writes only its
+// colour's sectors). Column i of a row lies at xpos(i); rows start at multiples of 64 (sx is
+// one), so an element's offset o says by its low six bits where its east and west neighbours are
+// (x_east, x_west).
 __device__ __forceinline__ int xpos(int i) {
     const int q = i + 64;
     return (q & ~63) + ((q & 1) << 5) + ((q & 63) >> 1);
@@ -895,7 +895,7 @@ __device__ __forceinline__ double coef(double value, const double* __restrict__ 
 // of a row takes the column in slot t of its group of 64 (i = 64 g + 2 l + h for t = 64 g + 32 h
 // + l), so that a warp's loads and stores are one 128-byte run of one colour instead of two
 // 64-byte runs in the two halves of a group (2026-11-28, one H200: the level-0 prolongation 4.35
-// -> 2.88 ms, mg -5.5 % per cycle at 2816^2 x 128). Only where the launch covers whole groups
+// -> 2.88 ms, mg -5.6 % per cycle at 2816^2 x 128). Only where the launch covers whole groups
 // (blocks at least 64 wide); narrower blocks keep i = t.
 #ifndef SLOT_COLUMNS
 #define SLOT_COLUMNS 1
