@@ -2254,6 +2254,126 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
     );
 }
 
+/// [`LineKernels::smooth_color_correct`], mixed-precision defect correction's last half-sweep
+/// with its correction, on fp32 levels beside their fp64 preparation (the model problem's
+/// columns and per-cell entries; nz = 128 for the GPU's split kernels; blocks of odd widths and
+/// both parities, so that a row's last column may lie alone; w = 1 and 1.15): the outer
+/// iterate equals, bit for bit, what the backend's own two kernels give
+/// ([`LineKernels::smooth_color`], then [`strata::backend::VectorKernels::axpy_from`]); what
+/// was added to it is the other colour's z (to fp64 rounding), unwritten, and on the colour's
+/// columns values that solve their rows to an fp32 solve's accuracy given those (w = 1, as
+/// the half-sweep's own check).
+pub fn correction_kernels<B: Backend>(b: &B) {
+    let mut rng = Rng::new(17);
+    let at = |n, i0, j0, nx, ny| Block {
+        n,
+        i0,
+        j0,
+        nx,
+        ny,
+        panel: None,
+        bc: Default::default(),
+    };
+    let mut cases = vec![];
+    for nz in [7, 128] {
+        for block in [at(82, 7, 8, 37, 29), at(82, 6, 8, 37, 29), Block::whole(13)] {
+            cases.push(level(Geometry::Panel, block, nz));
+        }
+    }
+    let p = ProblemParams {
+        nz: 32,
+        n: 28,
+        ..Default::default()
+    };
+    let v = std::sync::Arc::new(VerticalGrid::new(&p));
+    let coeffs = coefficient_fields(28, 32, 5);
+    for block in [Block::whole(28), at(28, 5, 8, 13, 9)] {
+        cases.push(LevelStencil::with_coefficients(
+            &p,
+            block,
+            v.clone(),
+            Some(&coeffs),
+        ));
+    }
+    for s64 in cases {
+        let s = s64.clone().with_storage(Storage::F32);
+        let (op, op64) = (
+            b.prepare_level(&s).expect("prepare_level"),
+            b.prepare_level(&s64).expect("prepare_level"),
+        );
+        for (color, relax) in [(0, 1.0), (1, 1.0), (0, 1.15), (1, 1.15)] {
+            let ctx = format!(
+                "colour {color} w {relax} {:?} nz={} {:?}",
+                s.block,
+                s.nz,
+                b.name()
+            );
+            let (f, z, u) = (
+                rounded(&rng.field(&s)),
+                rounded(&rng.field(&s)),
+                rng.field(&s64),
+            );
+            let df = to_backend(b, &op, &f);
+            let (mut dz, mut du) = (to_backend(b, &op, &z), to_backend(b, &op64, &u));
+            b.smooth_color_correct(&op, &df, &mut dz, color, relax, &op64, &mut du)
+                .unwrap();
+            let fused = to_host(b, &op64, &du);
+            let (mut tz, mut tu) = (to_backend(b, &op, &z), to_backend(b, &op64, &u));
+            b.smooth_color(&op, &df, &mut tz, color, relax).unwrap();
+            b.axpy_from(&op64, 1.0, &op, &tz, &mut tu).unwrap();
+            let two = to_host(b, &op64, &tu);
+            assert!(
+                fused.data == two.data,
+                "smooth_color_correct {ctx}: not the two kernels' u bit for bit ({:e})",
+                rel_diff(&fused, &two)
+            );
+            // What was added: the other colour's z as it was, and on the colour's columns
+            // values that solve their rows given those (w = 1).
+            let after = to_host(b, &op, &dz);
+            let mut added = z.clone();
+            let (b0, scale) = (s.block.i0 + s.block.j0, 1e-13 * (1.0 + max_abs(&u)));
+            for j in 0..s.ny() {
+                for i in 0..s.nx() {
+                    let (o, g) = (fused.offset(i + 1, j + 1), u.offset(i + 1, j + 1));
+                    let sum: Vec<f64> = (0..s.nz)
+                        .map(|k| fused.data[o + k] - u.data[g + k])
+                        .collect();
+                    if (b0 + i + j) % 2 == color {
+                        added.column_mut(i, j).copy_from_slice(&sum);
+                        continue;
+                    }
+                    assert_eq!(
+                        after.column(i, j),
+                        z.column(i, j),
+                        "smooth_color_correct {ctx}: z's column ({i}, {j}) of the other colour"
+                    );
+                    for (k, (a, w)) in sum.iter().zip(z.column(i, j)).enumerate() {
+                        assert!(
+                            (a - w).abs() <= scale,
+                            "smooth_color_correct {ctx}: u + z at ({i}, {j}, {k}): added {a}, z {w}"
+                        );
+                    }
+                }
+            }
+            if relax == 1.0 {
+                assert_rows_solved(
+                    &s,
+                    &f,
+                    &added,
+                    color,
+                    (TOL_F32_SOLVE, RowNorm::Largest),
+                    &format!("smooth_color_correct {ctx}"),
+                );
+            }
+        }
+    }
+}
+
+/// The largest |value| of `h` (halo included).
+fn max_abs(h: &HostField) -> f64 {
+    h.data.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
+}
+
 /// Declares the `#[test]` of the per-cell coefficient kernels for `$backend` (for backends that
 /// take coefficient fields; see [`cell_coefficient_kernels`]).
 #[macro_export]
@@ -2330,6 +2450,12 @@ macro_rules! conformance_tests {
         $(#[$attr])*
         fn slot_kernels_match_their_value_forms() {
             $crate::scalar_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn fused_correction_matches_its_two_kernels() {
+            $crate::correction_kernels(&$backend);
         }
     };
 }

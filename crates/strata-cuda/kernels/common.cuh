@@ -684,6 +684,15 @@ __device__ __forceinline__ void thomas_twin(const Op& op, int bottom, unsigned m
     }
 }
 
+// The over-relaxed value of a column's cell, (1 - w) old + w z, in one fixed order of roundings
+// (w z rounded, then one fused multiply-add) whatever the kernel around it: the compiler would
+// otherwise contract the expression one way in one kernel and the other way in another, and the
+// fused half-sweep with its correction (smooth_color_correct_split) would not give the half-sweep's
+// values bit for bit.
+__device__ __forceinline__ real relaxed(real old, real w, real z) {
+    return fma(real(1.0) - w, old, w * z);
+}
+
 // The column's solve by SPLIT_P threads, each holding SPLIT_M consecutive levels in registers
 // (the partitioned, or Thomas-PCR hybrid, solve of Laszlo, Giles and Appleyard 2016, with the
 // reduced system solved by one warp): thread s of the column (threadIdx.y) takes the levels

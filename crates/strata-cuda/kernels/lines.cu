@@ -171,14 +171,14 @@ __device__ __forceinline__ void smooth_color_body(const Layout& L, const Op& op,
                 return f[o] - op.horizontal(u, o, L, k);
             };
             tri(op, rhs_old, rhs_old, [&](int k, real zk) {
-                u[o0 + (idx_t)k * L.sx] = (real(1.0) - relax) * old[k & (SPLIT_M - 1)] + relax * zk;
+                u[o0 + (idx_t)k * L.sx] = relaxed(old[k & (SPLIT_M - 1)], relax, zk);
             });
             return;
         }
 #endif
         tri(op, rhs, rhs, [&](int k, real zk) {
             const idx_t o = o0 + (idx_t)k * L.sx;
-            u[o] = (real(1.0) - relax) * u[o] + relax * zk;
+            u[o] = relaxed(u[o], relax, zk);
         });
     }
 }
@@ -588,7 +588,7 @@ __device__ __forceinline__ void smooth_color_pcr_body(const Layout& L, const Op&
     const real d = k < NZ ? f[o] - op.horizontal(u, o, L, k) : real(0.0);
     const real z = pcr_solve(op, k, slot, d);
     // Over-relaxed as smooth_color_body: the cell's own old value, this thread's alone.
-    if (active && k < NZ) u[o] = relax == real(1.0) ? z : (real(1.0) - relax) * u[o] + relax * z;
+    if (active && k < NZ) u[o] = relax == real(1.0) ? z : relaxed(u[o], relax, z);
 }
 
 extern "C" __global__ void smooth_color_pcr_f64(Layout L, const real* __restrict__ cols,
@@ -643,6 +643,96 @@ extern "C" __global__ void SPLIT_BOUNDS smooth_color_split_cells_f64(Layout L, C
     SPLIT_COLOR_COLUMN
     const idx_t o0 = at_(L, i, j, 0);
     WITH_CELL_SLANT(o0, smooth_color_body(L, op, o0, f, u, (real)relax, Split{active}));
+}
+
+// The last half-sweep of mixed-precision defect correction's cycle, with the correction
+// (LineKernels::smooth_color_correct): smooth_color_split's half-sweep of the colour on z, whose
+// new values go into the fp64 outer iterate U (U += z) and not back into z, and the column
+// beside it in its row (i ^ 1, of the other colour: final since the half-sweep before) added into
+// U too. One pass where the half-sweep and axpy_from_f32 make two: per cell, f read on the
+// colour (½ a value of the build), z once (1: the colour's old values and the other colour's,
+// as neighbours and pairs), U read and written (2 fp64), where the two kernels move 2 values (½
+// of them z's written colour) and then 1 value and 2 fp64 (6 B less per cell in the fp32 build, 1.5 ms a cycle at 2816² x
+// 128 on an H200). The same arithmetic as the two kernels, so the same U bit for bit. Launched over ceil(nx / 2) pairs per row (x: columns 2x and
+// 2x + 1) whatever the colour's first column, so that a pair whose column of the colour lies
+// beyond nx still adds its other one.
+#ifndef CORRECT_LOADS
+#define CORRECT_LOADS 8
+#endif
+template <class Op>
+__device__ __forceinline__ void smooth_color_correct_body(const Layout& L, const Op& op, idx_t o0, idx_t o1,
+                                                          bool solve, bool pair, const real* __restrict__ f,
+                                                          const real* __restrict__ z, real relax,
+                                                          double* __restrict__ U) {
+#if (SPLIT_M & (SPLIT_M - 1)) == 0
+    real v[SPLIT_M];
+    auto rhs = [&](int k) {
+        const idx_t o = o0 + (idx_t)k * L.sx;
+        if (relax != real(1.0)) v[k & (SPLIT_M - 1)] = z[o];
+        return f[o] - op.horizontal(z, o, L, k);
+    };
+    thomas_split(op, solve, rhs, [&](int k, real zk) {
+        real& x = v[k & (SPLIT_M - 1)];
+        x = relax == real(1.0) ? zk : relaxed(x, relax, zk);
+    });
+    // U's values read in groups of CORRECT_LOADS levels before any is written: added one by one,
+    // each load would wait on the store before it (the compiler cannot tell the two columns'
+    // cells apart), a memory latency per cell at the half-sweep's low occupancy.
+    const int k0 = (int)threadIdx.y * SPLIT_M;
+    constexpr int G = SPLIT_M % CORRECT_LOADS == 0 ? CORRECT_LOADS : SPLIT_M;
+#pragma unroll
+    for (int c = 0; c < SPLIT_M; c += G) {
+        double u0[G], u1[G];
+        real z1[G];
+#pragma unroll
+        for (int m = 0; m < G; ++m) {
+            const idx_t dk = (idx_t)(k0 + c + m) * L.sx;
+            if (solve) u0[m] = U[o0 + dk];
+            if (pair) {
+                u1[m] = U[o1 + dk];
+                z1[m] = z[o1 + dk];
+            }
+        }
+#pragma unroll
+        for (int m = 0; m < G; ++m) {
+            const idx_t dk = (idx_t)(k0 + c + m) * L.sx;
+            if (solve) U[o0 + dk] = u0[m] + (double)v[c + m];
+            if (pair) U[o1 + dk] = u1[m] + (double)z1[m];
+        }
+    }
+#else
+    __trap();  // not launched where SPLIT_M is not a power of two (CudaBackend::smooth_color_correct)
+#endif
+}
+
+// Row j's pair x of columns (2x + first of the colour, its neighbour i ^ 1 of the other) for
+// smooth_color_correct_body; `i` and `o0` the colour's column (clamped to 0 where it lies beyond
+// nx: then only `pair` holds), `o1` the other's.
+#define SPLIT_COLOR_PAIR                                                              \
+    SPLIT_PAIR_J((L.nx + 1) / 2, (int)blockIdx.y)                                     \
+    const int ic = 2 * x + colour_first(j, parity);                                   \
+    const bool solve = active && ic < L.nx;                                           \
+    const bool pair = active && (ic ^ 1) < L.nx;                                      \
+    const int i = solve ? ic : 0;                                                     \
+    const idx_t o0 = at_(L, i, j, 0);                                                 \
+    const idx_t o1 = at_(L, pair ? (ic ^ 1) : 0, j, 0);
+
+extern "C" __global__ void SPLIT_BOUNDS smooth_color_correct_split_f64(Layout L, const real* __restrict__ cols,
+                                                           const real* __restrict__ V, CROSS_PARAMS,
+                                                           const real* __restrict__ f,
+                                                           const real* __restrict__ z, int parity,
+                                                           double relax, double* __restrict__ U) {
+    SPLIT_COLOR_PAIR
+    WITH_RELAX_COL(smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U));
+}
+
+extern "C" __global__ void SPLIT_BOUNDS smooth_color_correct_split_cells_f64(Layout L, CELL_PARAMS,
+                                                                 CELL_CROSS_PARAMS,
+                                                                 const real* __restrict__ f,
+                                                                 const real* __restrict__ z, int parity,
+                                                                 double relax, double* __restrict__ U) {
+    SPLIT_COLOR_PAIR
+    WITH_CELL_SLANT(o0, smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U));
 }
 
 extern "C" __global__ void SPLIT_BOUNDS smooth_split_f64(Layout L, const real* __restrict__ cols,

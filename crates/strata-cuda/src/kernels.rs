@@ -252,6 +252,12 @@ pub enum Kernel {
     RestrictSmoothSplit,
     /// `restrict_smooth_split_cells_f64` (lines.cu).
     RestrictSmoothSplitCells,
+    /// `smooth_color_correct_split_f64` (lines.cu): [`Kernel::SmoothColorSplit`] whose new
+    /// values are added into the fp64 outer iterate with the other colour's
+    /// ([`strata::backend::LineKernels::smooth_color_correct`]).
+    SmoothColorCorrectSplit,
+    /// `smooth_color_correct_split_cells_f64` (lines.cu).
+    SmoothColorCorrectSplitCells,
 }
 
 impl Kernel {
@@ -306,7 +312,7 @@ impl Kernel {
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 81] = [
+    pub const ALL: [Kernel; 83] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -388,6 +394,8 @@ impl Kernel {
         Kernel::SmoothSplitCells,
         Kernel::RestrictSmoothSplit,
         Kernel::RestrictSmoothSplitCells,
+        Kernel::SmoothColorCorrectSplit,
+        Kernel::SmoothColorCorrectSplitCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -475,6 +483,8 @@ impl Kernel {
             Kernel::SmoothSplitCells => "smooth_split_cells_f64",
             Kernel::RestrictSmoothSplit => "restrict_smooth_split_f64",
             Kernel::RestrictSmoothSplitCells => "restrict_smooth_split_cells_f64",
+            Kernel::SmoothColorCorrectSplit => "smooth_color_correct_split_f64",
+            Kernel::SmoothColorCorrectSplitCells => "smooth_color_correct_split_cells_f64",
         }
     }
 
@@ -543,7 +553,9 @@ impl Kernel {
             | Kernel::SmoothSplit
             | Kernel::SmoothSplitCells
             | Kernel::RestrictSmoothSplit
-            | Kernel::RestrictSmoothSplitCells => "lines.cu",
+            | Kernel::RestrictSmoothSplitCells
+            | Kernel::SmoothColorCorrectSplit
+            | Kernel::SmoothColorCorrectSplitCells => "lines.cu",
             Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps | Kernel::AxpyFromF32 => {
                 "vector.cu"
             }
@@ -574,7 +586,8 @@ impl Kernel {
 /// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]) and `STRATA_CUDA_FUSED_PCR_COLUMNS`
 /// ([`Tuning::fused_pcr_columns`]; 0 never) and `STRATA_CUDA_TWIN_THREADS`
 /// ([`Tuning::twin_threads`]; 0 never) and `STRATA_CUDA_SPLIT_COLUMNS`
-/// ([`Tuning::split_columns`]; 0 never).
+/// ([`Tuning::split_columns`]; 0 never) and `STRATA_CUDA_FUSE_CORRECTION` (0: not
+/// [`Tuning::fuse_correction`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -634,6 +647,11 @@ pub struct Tuning {
     /// where the build's nz allows it; before [`Tuning::twin_threads`]; PCR levels are not
     /// affected; 0: never ([`SPLIT_COLUMNS`]).
     pub split_columns: usize,
+    /// Whether mixed-precision defect correction's last half-sweep adds its result into the
+    /// fp64 iterate in the same kernel (`smooth_color_correct_split`, where the level runs the
+    /// split half-sweep) instead of the half-sweep and then `axpy_from_f32`: the same iterates
+    /// bit for bit, 6 B less per unknown and cycle and one kernel fewer.
+    pub fuse_correction: bool,
 }
 
 /// The levels per segment of the line kernels with several threads per column
@@ -736,6 +754,7 @@ impl Default for Tuning {
             fused_pcr_columns: FUSED_PCR_COLUMNS,
             twin_threads: TWIN_THREADS,
             split_columns: SPLIT_COLUMNS,
+            fuse_correction: true,
         }
     }
 }
@@ -770,6 +789,8 @@ impl Tuning {
         let twin_threads = count("STRATA_CUDA_TWIN_THREADS", TWIN_THREADS);
         let fused_pcr_columns = count("STRATA_CUDA_FUSED_PCR_COLUMNS", FUSED_PCR_COLUMNS);
         let split_columns = count("STRATA_CUDA_SPLIT_COLUMNS", SPLIT_COLUMNS);
+        let fuse_correction =
+            std::env::var("STRATA_CUDA_FUSE_CORRECTION").map_or(true, |v| v.trim() != "0");
         Self {
             options,
             block_x,
@@ -785,6 +806,7 @@ impl Tuning {
             fused_pcr_columns,
             twin_threads,
             split_columns,
+            fuse_correction,
         }
     }
 

@@ -1494,6 +1494,53 @@ fn device_iterations_give_the_host_loops_iterates() {
     }
 }
 
+/// Mixed mg's last half-sweep with its correction in one kernel (`smooth_color_correct_split`,
+/// `Tuning::fuse_correction`) gives the residual histories and solutions of the half-sweep and
+/// then `axpy_from_f32` bit for bit, and runs one kernel fewer per cycle: on a panel and a box
+/// whose finest level runs the split half-sweep (nz = 32), with the default solver.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn fused_correction_gives_the_unfused_iterates() {
+    use strata::backend::Fields;
+    use strata::problem::Geometry;
+    let fused = gpu_tuned(|t| t.fuse_correction = true);
+    let unfused = gpu_tuned(|t| t.fuse_correction = false);
+    for (geometry, n) in [(Geometry::Panel, 256), (Geometry::Box, 128)] {
+        let p = ProblemParams {
+            n,
+            nz: 32,
+            geometry,
+            ..Default::default()
+        };
+        let rhs = build_rhs(&p, RhsKind::Random, 13, &Block::whole(p.n));
+        let cfg = SolverConfig::new(SolverKind::Mg).with_rtol(1e-9);
+        let run = |g: &CudaBackend| {
+            let before = g.launches().unwrap();
+            let mut h = Vec::new();
+            let s = strata::solve(g, &p, &cfg, &rhs, &mut |_, r| h.push(r)).unwrap();
+            (h, s.u, g.launches().unwrap() - before)
+        };
+        let (a, ua, la) = run(&fused);
+        let (b, ub, lb) = run(&unfused);
+        let what = format!("{geometry:?} {n}²");
+        println!(
+            "fused correction, {what}: {} iterations, kernels {} fused, {} not",
+            a.len(),
+            la.kernels,
+            lb.kernels
+        );
+        assert_eq!(a, b, "{what}: residual histories differ");
+        assert_eq!(ua, ub, "{what}: solutions differ");
+        // The monitor hears once per cycle.
+        let cycles = a.len() as u64;
+        assert_eq!(
+            la.kernels + cycles,
+            lb.kernels,
+            "{what}: not one kernel fewer per cycle"
+        );
+    }
+}
+
 /// The fine residual's restriction fused with the coarse level's first smoothing step — into one
 /// kernel on PCR levels (`residual_restrict_smooth_pcr`), into two on Thomas levels — gives the
 /// unfused pair's iterates bit for bit (`Tuning::fuse_f32` off stores the residual first): mixed

@@ -1,7 +1,7 @@
 //! The kernels built on the line solve (kernels/lines.cu): M⁻¹, the fused CG Tridiag, Smooth, RestrictSmooth.
 
 use super::*;
-use strata::backend::{Coef, LineKernels, StencilKernels};
+use strata::backend::{Coef, LineKernels, StencilKernels, VectorKernels};
 
 impl LineKernels for CudaBackend {
     fn line_solve(&self, op: &CudaLevel, r: &CudaField, z: &mut CudaField) -> Result<()> {
@@ -57,17 +57,7 @@ impl LineKernels for CudaBackend {
     ) -> Result<()> {
         op.stencil.check_colour(color)?;
         self.check(op, &[f, u])?;
-        let b = &op.stencil.block;
-        // The kernels' `parity` (kernels/common.cuh, colour_row): the block's local parities of
-        // the colour, and the rows of the colour that the launch covers.
-        let ny = op.layout.ny as usize;
-        let (parity, rows) = if color < 2 {
-            (((b.i0 + b.j0 + color) % 2) as i32, ny)
-        } else {
-            let q = color - 2;
-            let (pi, pj) = (((q & 1) + b.i0) % 2, ((q >> 1) + b.j0) % 2);
-            (2 + (pi + 2 * pj) as i32, (ny - pj.min(ny)).div_ceil(2))
-        };
+        let (parity, rows) = colour_parity(op, color);
         if rows == 0 {
             return Ok(());
         }
@@ -108,6 +98,61 @@ impl LineKernels for CudaBackend {
         // down; the diagonal ones, where a quarter colour is swept), which have other colours
         // (check_colour: a level with diagonal couplings is swept by quarters) and are not
         // written.
+        cu(unsafe { l.launch(cfg) }).map(|_| ())
+    }
+
+    fn smooth_color_correct(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        z: &mut CudaField,
+        color: usize,
+        relax: f64,
+        outer: &CudaLevel,
+        u: &mut CudaField,
+    ) -> Result<()> {
+        op.stencil.check_colour(color)?;
+        self.check(op, &[f, z])?;
+        let (parity, rows) = colour_parity(op, color);
+        let xs = (op.layout.nx as usize).div_ceil(2);
+        let nz = op.layout.nz as usize;
+        // One kernel where the tuning allows it, the level runs the split half-sweep of a red
+        // or black colour, and u is the fp64 preparation of z's layout; else the two calls.
+        let fused = match split_config(&self.tuning, op.pcr.is_some(), nz, xs, rows) {
+            Some(cfg)
+                if self.tuning.fuse_correction
+                    && self.tuning.split_levels().is_power_of_two()
+                    && color < 2
+                    && rows > 0 =>
+            {
+                self.check_f32_beside(outer, &[u], op, z)?.then_some(cfg)
+            }
+            _ => None,
+        };
+        let Some(cfg) = fused else {
+            self.smooth_color(op, f, z, color, relax)?;
+            return self.axpy_from(outer, 1.0, op, z, u);
+        };
+        let kernel = op_kernel(
+            op,
+            K::SmoothColorCorrectSplit,
+            K::SmoothColorCorrectSplitCells,
+        );
+        let sym = sym_flag(op);
+        let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
+        l.arg(&op.layout);
+        push_operator(&mut l, op, &sym);
+        push_cross(&mut l, op);
+        l.arg(&f.data)
+            .arg(&z.data)
+            .arg(&parity)
+            .arg(&relax)
+            .arg(&mut u.data);
+        // SAFETY: layouts checked (u: the fp64 field of z's layout, check_f32_beside); each
+        // column of the colour is solved by its segment threads (inside the layout), reading
+        // its neighbours of the other colour and writing only u's cells of its own column and
+        // of the column beside it in its row (i ^ 1), which no other thread of the launch
+        // writes; z is only read.
         cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
@@ -291,6 +336,20 @@ pub(super) fn split_config(
         block_dim: (32, segments, 1),
         shared_mem_bytes: 0,
     })
+}
+
+/// The half-sweep kernels' `parity` for `color` on level `op` (kernels/common.cuh, colour_row):
+/// the block's local parities of the colour, and the rows of the colour that a launch covers.
+fn colour_parity(op: &CudaLevel, color: usize) -> (i32, usize) {
+    let b = &op.stencil.block;
+    let ny = op.layout.ny as usize;
+    if color < 2 {
+        (((b.i0 + b.j0 + color) % 2) as i32, ny)
+    } else {
+        let q = color - 2;
+        let (pi, pj) = (((q & 1) + b.i0) % 2, ((q >> 1) + b.j0) % 2);
+        (2 + (pi + 2 * pj) as i32, (ny - pj.min(ny)).div_ceil(2))
+    }
 }
 
 /// Whether level `op` has the sphere's diagonal couplings (`has_cross` 1, or 3 with orography's

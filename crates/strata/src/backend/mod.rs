@@ -711,6 +711,31 @@ pub trait LineKernels: Fields {
         relax: f64,
     ) -> Result<()>;
 
+    /// The last half-sweep of mixed-precision defect correction's cycle and the correction
+    /// it ends with: [`LineKernels::smooth_color`] of `color` on the cycle's iterate `z`
+    /// (level `op`, right-hand side `f`, weight `relax`), then u ← u + z on the interior of the
+    /// outer iterate `u` of `outer` (the finest level prepared in fp64;
+    /// [`VectorKernels::axpy_from`]). By default those two calls; a backend may make them one
+    /// pass and leave z's columns of `color` unspecified, the result being in `u` (the CUDA
+    /// backend, on levels of its split half-sweep: 6 B less per unknown in fp32).
+    #[allow(clippy::too_many_arguments)]
+    fn smooth_color_correct(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        z: &mut Self::Field,
+        color: usize,
+        relax: f64,
+        outer: &Self::LevelOp,
+        u: &mut Self::Field,
+    ) -> Result<()>
+    where
+        Self: VectorKernels,
+    {
+        self.smooth_color(op, f, z, color, relax)?;
+        self.axpy_from(outer, 1.0, op, z, u)
+    }
+
     /// Restriction fused with the first smoothing step from a zero guess:
     /// f_c ← scale · Σ_children r_f (sum restriction for scale = 1); u_c ← ρ M⁻¹ f_c.
     #[allow(clippy::too_many_arguments)]

@@ -38,10 +38,11 @@ impl<B: Backend> Hierarchy<B> {
         f0: &B::Field,
     ) -> Result<()> {
         let symmetric = matches!(start, Start::Zero(_));
-        self.cycle_from(b, comm, timer, 0, start, symmetric, f0)
+        self.cycle_from(b, comm, timer, 0, start, symmetric, false, f0)
     }
 
-    /// The V-cycle of [`Hierarchy::vcycle`] from level `lev` down, symmetric or not.
+    /// The V-cycle of [`Hierarchy::vcycle`] from level `lev` down, symmetric or not; `hold`:
+    /// without level `lev`'s last half-sweep ([`Hierarchy::held_colour`]).
     #[allow(clippy::too_many_arguments)]
     fn cycle_from<C: Comm<B>>(
         &mut self,
@@ -51,6 +52,7 @@ impl<B: Backend> Hierarchy<B> {
         lev: usize,
         start: Start<'_, B>,
         symmetric: bool,
+        hold: bool,
         f0: &B::Field,
     ) -> Result<()> {
         let sm: &dyn Smooth<B, C> = strategy(self.params.smoother);
@@ -132,7 +134,16 @@ impl<B: Backend> Hierarchy<B> {
         if self.telescope.as_ref().is_some_and(|t| t.at == lev + 1) {
             self.telescoped(b, comm, timer, lev + 1, symmetric, f0)?;
         } else {
-            self.cycle_from(b, comm, timer, lev + 1, Start::Current, symmetric, f0)?;
+            self.cycle_from(
+                b,
+                comm,
+                timer,
+                lev + 1,
+                Start::Current,
+                symmetric,
+                false,
+                f0,
+            )?;
         }
         // Up: add the interpolated correction, post-smooth: in the symmetric cycle in the
         // reversed order; otherwise in the forward order on every level — on the finest level
@@ -143,6 +154,9 @@ impl<B: Backend> Hierarchy<B> {
         let mut s = self.sweep(b, comm, timer, f0);
         for _ in 1..post {
             sm.smooth(&mut s, lev, symmetric, relax, Halo::Faces)?;
+        }
+        if hold {
+            return sm.smooth_but_last(&mut s, lev, relax);
         }
         sm.smooth(&mut s, lev, symmetric, relax, last)
     }
@@ -179,8 +193,39 @@ impl<B: Backend> Hierarchy<B> {
         symmetric: bool,
     ) -> Result<()> {
         self.with_fine_u(z, |h| {
-            h.cycle_from(b, comm, timer, 0, Start::Zero(zero), symmetric, r)
+            h.cycle_from(b, comm, timer, 0, Start::Zero(zero), symmetric, false, r)
         })
+    }
+
+    /// [`Hierarchy::precondition`]'s cycle (not symmetric) without its last half-sweep, the
+    /// one of colour [`Hierarchy::held_colour`], which the caller runs with its correction
+    /// ([`crate::backend::LineKernels::smooth_color_correct`]); refused where there is none.
+    pub(crate) fn precondition_holding<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        r: &B::Field,
+        z: &mut B::Field,
+        zero: &B::Field,
+    ) -> Result<()> {
+        if self.held_colour::<C>(b, false).is_none() {
+            return crate::error::invalid("hold", "this cycle has no last half-sweep to leave");
+        }
+        self.with_fine_u(z, |h| {
+            h.cycle_from(b, comm, timer, 0, Start::Zero(zero), false, true, r)
+        })
+    }
+
+    /// The colour of the half-sweep that ends the cycle from zero on the finest level where
+    /// [`Hierarchy::precondition_holding`] can leave it to the caller: a cycle of more than one
+    /// level, not symmetric, whose smoother can split its step there
+    /// ([`super::smoother::Smooth::held_colour`]).
+    pub(crate) fn held_colour<C: Comm<B>>(&self, b: &B, symmetric: bool) -> Option<usize> {
+        if symmetric || self.levels.len() < 2 {
+            return None;
+        }
+        strategy::<B, C>(self.params.smoother).held_colour(b, &self.levels[0].op)
     }
 
     /// r_lev ← f_lev − A u_lev into the level's work field (no halo: the restriction reads the
@@ -277,7 +322,16 @@ impl<B: Backend> Hierarchy<B> {
         let (whole, u, f) = t.nested();
         timer.shifted(lev, |timer| {
             whole.with_fine_u(u, |h| {
-                h.cycle_from(b, &SerialComm, timer, 0, Start::Restricted, symmetric, f)
+                h.cycle_from(
+                    b,
+                    &SerialComm,
+                    timer,
+                    0,
+                    Start::Restricted,
+                    symmetric,
+                    false,
+                    f,
+                )
             })
         })?;
         t.scatter(b, timer, lev, &l.op, &mut l.u)

@@ -52,6 +52,26 @@ pub(crate) trait Smooth<B: Backend, C: Comm<B>> {
         halo: Halo,
     ) -> Result<()>;
 
+    /// The colour of the half-sweep that ends a forward smoothing step on level `op` where
+    /// the smoother can leave it to the caller's
+    /// [`crate::backend::LineKernels::smooth_color_correct`] (mixed precision's defect
+    /// correction then adds the cycle's result into its outer iterate in that kernel):
+    /// red-black's black half-sweep on a five-point level. `None` (the default): the step
+    /// cannot be split so.
+    fn held_colour(&self, _b: &B, _op: &B::LevelOp) -> Option<usize> {
+        None
+    }
+
+    /// A forward smoothing step on level `lev` without the half-sweep of
+    /// [`Smooth::held_colour`], the halo filled for it. Only called where that is `Some`; by
+    /// default refused.
+    fn smooth_but_last(&self, _s: &mut Sweep<'_, B, C>, _lev: usize, _relax: f64) -> Result<()> {
+        crate::error::invalid(
+            "smoother",
+            "this smoother leaves no half-sweep to the caller",
+        )
+    }
+
     /// How many steps the coarsest level takes after its first, of `coarse_steps − 1` smoothing
     /// steps, in the symmetric cycle or not.
     fn coarse_count(&self, steps: usize, symmetric: bool) -> usize;

@@ -115,6 +115,17 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         Self::half_sweep(s, lev, order[1], relax, halo, reverse)
     }
 
+    /// The forward step ends with the black half-sweep; on a nine-point level that is two
+    /// quarter sweeps, which no one kernel with the correction does.
+    fn held_colour(&self, b: &B, op: &B::LevelOp) -> Option<usize> {
+        (!b.stencil(op).has_diagonals()).then_some(BLACK)
+    }
+
+    /// The forward step's red half-sweep, its halo exchanged for the black one.
+    fn smooth_but_last(&self, s: &mut Sweep<'_, B, C>, lev: usize, relax: f64) -> Result<()> {
+        Self::half_sweep(s, lev, RED, relax, Halo::Faces, false)
+    }
+
     /// Symmetric: the palindrome red-black, black-red, … of the steps, whose every second
     /// half-sweep repeats the one before it (same colour, same neighbours: the same values, bit
     /// for bit) and is skipped — one half-sweep per step. (On a nine-point level a half-sweep is
