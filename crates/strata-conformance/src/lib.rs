@@ -219,7 +219,13 @@ pub fn level(g: Geometry, block: Block, nz: usize) -> LevelStencil {
 /// Blocks of `nx × ny` of an `n × n` level: at the south-west corner, at the north-east corner,
 /// in the interior; and a whole odd level.
 pub fn blocks(n: usize, nx: usize, ny: usize) -> Vec<Block> {
-    let at = |i0, j0| Block {
+    let at = |i0, j0| block_at(n, (i0, j0), (nx, ny));
+    vec![at(0, 0), at(n - nx, n - ny), at(6, 8), Block::whole(13)]
+}
+
+/// The block of `nx × ny` columns at `(i0, j0)` of an `n × n` level, walls all round.
+fn block_at(n: usize, (i0, j0): (usize, usize), (nx, ny): (usize, usize)) -> Block {
+    Block {
         n,
         i0,
         j0,
@@ -227,8 +233,7 @@ pub fn blocks(n: usize, nx: usize, ny: usize) -> Vec<Block> {
         ny,
         panel: None,
         bc: Default::default(),
-    };
-    vec![at(0, 0), at(n - nx, n - ny), at(6, 8), Block::whole(13)]
+    }
 }
 
 /// The backend's copy of a host field: the interior by `upload`, the four halo faces by
@@ -2265,18 +2270,13 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
 /// the half-sweep's own check).
 pub fn correction_kernels<B: Backend>(b: &B) {
     let mut rng = Rng::new(17);
-    let at = |n, i0, j0, nx, ny| Block {
-        n,
-        i0,
-        j0,
-        nx,
-        ny,
-        panel: None,
-        bc: Default::default(),
-    };
     let mut cases = vec![];
     for nz in [7, 128] {
-        for block in [at(82, 7, 8, 37, 29), at(82, 6, 8, 37, 29), Block::whole(13)] {
+        for block in [
+            block_at(82, (7, 8), (37, 29)),
+            block_at(82, (6, 8), (37, 29)),
+            Block::whole(13),
+        ] {
             cases.push(level(Geometry::Panel, block, nz));
         }
     }
@@ -2287,7 +2287,7 @@ pub fn correction_kernels<B: Backend>(b: &B) {
     };
     let v = std::sync::Arc::new(VerticalGrid::new(&p));
     let coeffs = coefficient_fields(28, 32, 5);
-    for block in [Block::whole(28), at(28, 5, 8, 13, 9)] {
+    for block in [Block::whole(28), block_at(28, (5, 8), (13, 9))] {
         cases.push(LevelStencil::with_coefficients(
             &p,
             block,

@@ -192,8 +192,22 @@ impl<B: Backend> Hierarchy<B> {
         zero: &B::Field,
         symmetric: bool,
     ) -> Result<()> {
+        self.cycle_from_zero(b, comm, timer, (r, z, zero), symmetric, false)
+    }
+
+    /// [`Hierarchy::precondition`]'s cycle on `(r, z, zero)`, with `hold` as
+    /// [`Hierarchy::cycle_from`] takes it.
+    fn cycle_from_zero<C: Comm<B>>(
+        &mut self,
+        b: &B,
+        comm: &C,
+        timer: &mut Timer,
+        (r, z, zero): (&B::Field, &mut B::Field, &B::Field),
+        symmetric: bool,
+        hold: bool,
+    ) -> Result<()> {
         self.with_fine_u(z, |h| {
-            h.cycle_from(b, comm, timer, 0, Start::Zero(zero), symmetric, false, r)
+            h.cycle_from(b, comm, timer, 0, Start::Zero(zero), symmetric, hold, r)
         })
     }
 
@@ -212,9 +226,7 @@ impl<B: Backend> Hierarchy<B> {
         if self.held_colour::<C>(b, false).is_none() {
             return crate::error::invalid("hold", "this cycle has no last half-sweep to leave");
         }
-        self.with_fine_u(z, |h| {
-            h.cycle_from(b, comm, timer, 0, Start::Zero(zero), false, true, r)
-        })
+        self.cycle_from_zero(b, comm, timer, (r, z, zero), false, true)
     }
 
     /// The colour of the half-sweep that ends the cycle from zero on the finest level where
