@@ -265,12 +265,14 @@ impl BackendTask for Task {
                     let cfg = config(s);
                     // Bytes per value: the multigrid's kernels move fp32 in mixed precision
                     // (mg's fp64 defect-correction residual is counted with them: its row
-                    // understates that kernel's bandwidth).
+                    // understates that kernel's bandwidth; the backends count the fp64 u of
+                    // SmoothColorCorrect as two values each).
                     let bytes_of = |k: Kernel| match (cfg.precision, k) {
                         (
                             strata::solver::Precision::Mixed,
                             Kernel::Smooth
                             | Kernel::SmoothColor
+                            | Kernel::SmoothColorCorrect
                             | Kernel::RestrictSmooth
                             | Kernel::Prolongate
                             | Kernel::Residual,

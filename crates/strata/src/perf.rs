@@ -46,6 +46,10 @@ pub enum Kernel {
     ResidualRestrictSmooth,
     /// One half-sweep of the red-black line smoother (`smooth_color`).
     SmoothColor,
+    /// Mixed-precision defect correction's last half-sweep with its u ← u + z on the fp64
+    /// iterate ([`crate::backend::LineKernels::smooth_color_correct`]), per cell of the finest
+    /// level.
+    SmoothColorCorrect,
     /// Residual (with its norm).
     Residual,
     /// The norm of the residual without storing it (mg's stopping test,
@@ -61,13 +65,14 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 11] = [
+    pub const ALL: [Kernel; 12] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
         Kernel::RestrictSmooth,
         Kernel::ResidualRestrictSmooth,
         Kernel::SmoothColor,
+        Kernel::SmoothColorCorrect,
         Kernel::Residual,
         Kernel::ResidualNorm,
         Kernel::Prolongate,
@@ -84,6 +89,7 @@ impl Kernel {
             Kernel::RestrictSmooth => "RestrictSmooth",
             Kernel::ResidualRestrictSmooth => "ResidualRestrictSmooth",
             Kernel::SmoothColor => "SmoothColor",
+            Kernel::SmoothColorCorrect => "SmoothColorCorrect",
             Kernel::Residual => "Residual",
             Kernel::ResidualNorm => "ResidualNorm",
             Kernel::Prolongate => "Prolongate",
@@ -119,6 +125,9 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
         Kernel::Smooth => c(37.0, 17.0, 8.0),
         // Half a sweep: the paper's Smooth on half the columns.
         Kernel::SmoothColor => c(18.5, 8.5, 4.0),
+        // The half-sweep, then u ← u + z on the whole level (read z, u; write u). In mixed
+        // precision only: values of the fp32 level, the fp64 u counting two each.
+        Kernel::SmoothColorCorrect => c(19.5, 13.5, 9.0),
         Kernel::RestrictSmooth => c(17.0, 12.0, 6.0),
         // The paper's Residual on the four children, then its RestrictSmooth.
         Kernel::ResidualRestrictSmooth => c(4.0 * 23.0 + 17.0, 4.0 * 9.0 + 12.0, 4.0 * 3.0 + 6.0),
@@ -136,10 +145,12 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
 /// [`Probes::moved_values`].
 pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
     match kernel {
-        Kernel::Spmv => Some(7.0),           // read z, u, p, q; write u, p, q
-        Kernel::Tridiag => Some(4.0),        // read q, r; write r, z
-        Kernel::Smooth => Some(3.0),         // read f, u_in; write u_out
-        Kernel::SmoothColor => Some(1.5),    // half the columns: read f, u; write u
+        Kernel::Spmv => Some(7.0),        // read z, u, p, q; write u, p, q
+        Kernel::Tridiag => Some(4.0),     // read q, r; write r, z
+        Kernel::Smooth => Some(3.0),      // read f, u_in; write u_out
+        Kernel::SmoothColor => Some(1.5), // half the columns: read f, u; write u
+        // The half-sweep, then read z, u; write u (fp32 values, the fp64 u two each).
+        Kernel::SmoothColorCorrect => Some(6.5),
         Kernel::RestrictSmooth => Some(6.0), // per coarse cell: read 4 children; write f, u
         // The residual of the four children stored, then RestrictSmooth (4 × 3 + 6).
         Kernel::ResidualRestrictSmooth => Some(18.0),
@@ -165,7 +176,7 @@ pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
         // Per coarse cell: the fine level's residual on four children, the coarse line solve.
         Kernel::ResidualRestrictSmooth => Some(5.0 * per_pass),
         Kernel::Smooth => Some(2.0 * per_pass),
-        Kernel::SmoothColor => Some(per_pass),
+        Kernel::SmoothColor | Kernel::SmoothColorCorrect => Some(per_pass),
         Kernel::Prolongate => Some(0.0),
         Kernel::Vector | Kernel::Halo => None,
     }

@@ -965,6 +965,11 @@ impl Probes for CudaBackend {
             // Half the columns, but every other column of a row shares its memory sectors:
             // f and the neighbours read in full, twice; u written (half, in full sectors).
             Kernel::SmoothColor => 5.0,
+            // Mixed precision only (fp32 values, the fp64 u as two each): one kernel reads f
+            // and z as the half-sweep does and u, and writes u (z not written): 4.5 + 4; or the
+            // half-sweep and then axpy_from (read z, u; write u): 5 + 5.
+            Kernel::SmoothColorCorrect if self.tuning.fuse_correction => 8.5,
+            Kernel::SmoothColorCorrect => 10.0,
             Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
             // Per coarse cell: read f and u of 4 children; write f_c; read it twice, write u_c
             // (fused; 19 where it is not: PCR levels, cross terms, fp32 levels with the fusion off).
@@ -986,7 +991,7 @@ impl Probes for CudaBackend {
             Kernel::Tridiag | Kernel::RestrictSmooth => 2.0 * tridiag,
             Kernel::ResidualRestrictSmooth => 4.0 * all + 2.0 * tridiag,
             Kernel::Smooth => 2.0 * all,
-            Kernel::SmoothColor => all,
+            Kernel::SmoothColor | Kernel::SmoothColorCorrect => all,
             Kernel::Prolongate => 0.0,
             Kernel::Vector | Kernel::Halo => return None,
         })

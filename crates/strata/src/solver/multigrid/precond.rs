@@ -221,7 +221,7 @@ impl<B: Backend> MgPreconditioner<B> {
         match held {
             Some(colour) => {
                 let relax = self.h.params.relaxation;
-                timer.run(b, Kernel::SmoothColor, 0, || {
+                timer.run(b, Kernel::SmoothColorCorrect, 0, || {
                     b.smooth_color_correct(op0, r32, z32, colour, relax, fine, u)
                 })?
             }
