@@ -652,10 +652,11 @@ extern "C" __global__ void SPLIT_BOUNDS smooth_color_split_cells_f64(Layout L, C
 // U too. One pass where the half-sweep and axpy_from_f32 make two: per cell, f read on the
 // colour (½ a value of the build), z once (1: the colour's old values and the other colour's,
 // as neighbours and pairs), U read and written (2 fp64), where the two kernels move 2 values (½
-// of them z's written colour) and then 1 value and 2 fp64 (6 B less per cell in the fp32 build, 1.5 ms a cycle at 2816² x
-// 128 on an H200). The same arithmetic as the two kernels, so the same U bit for bit. Launched over ceil(nx / 2) pairs per row (x: columns 2x and
-// 2x + 1) whatever the colour's first column, so that a pair whose column of the colour lies
-// beyond nx still adds its other one.
+// of them z's written colour) and then 1 value and 2 fp64: 6 B less per cell in the fp32 build
+// (mg at 2816² x 128 on an H200: 36.35 -> 34.43 ms a cycle, 2026-11-29). The same arithmetic as
+// the two kernels (relaxed()), so the same U bit for bit. Launched over ceil(nx / 2) pairs per
+// row (x: columns 2x and 2x + 1) whatever the colour's first column, so that a pair whose column
+// of the colour lies beyond nx still adds its other one.
 #ifndef CORRECT_LOADS
 #define CORRECT_LOADS 8
 #endif
