@@ -1257,7 +1257,7 @@ fn red_black_sweep<B: Backend>(
                 }
             }
         }
-        let scale = hu.data.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let scale = max_abs(&hu);
         // Forward, where the column solves are well conditioned; else backward: the swept
         // columns satisfy their rows given the backend's own neighbours.
         if worst > TOL_SOLVE * scale.max(1.0) {

@@ -122,8 +122,7 @@ impl LineKernels for CudaBackend {
             Some(cfg)
                 if self.tuning.fuse_correction
                     && self.tuning.split_levels().is_power_of_two()
-                    && color < 2
-                    && rows > 0 =>
+                    && color < 2 =>
             {
                 self.check_f32_beside(outer, &[u], op, z)?.then_some(cfg)
             }

@@ -56,14 +56,7 @@ impl<B: Backend> Hierarchy<B> {
         f0: &B::Field,
     ) -> Result<()> {
         let sm: &dyn Smooth<B, C> = strategy(self.params.smoother);
-        // The over-relaxation weight: the parameter's in the cycle that need not be symmetric,
-        // 1 in the symmetric one (mg-cg's: over-relaxing gained it no iteration, and 1 keeps
-        // it symmetric).
-        let relax = if symmetric {
-            1.0
-        } else {
-            self.params.relaxation
-        };
+        let relax = self.relaxation(symmetric);
         // The last exchange on a coarse level fills the corners that the prolongation into
         // the finer level's halo reads.
         let last = if lev > 0 && self.halo_sides(comm).is_some() {
@@ -180,7 +173,10 @@ impl<B: Backend> Hierarchy<B> {
 
     /// z ← V(r): one V-cycle on A z = r from z = 0 (a preconditioner), symmetric (for CG) or
     /// not (see [`Hierarchy::vcycle`]). `zero` is a fine field of zeros (halo included), the
-    /// smoother's input for the zero initial guess.
+    /// smoother's input for the zero initial guess. `hold`: without the finest level's last
+    /// half-sweep, which the caller runs with its correction
+    /// ([`crate::backend::LineKernels::smooth_color_correct`]); only where
+    /// [`Hierarchy::held_colour`] names one.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn precondition<C: Comm<B>>(
         &mut self,
@@ -191,19 +187,6 @@ impl<B: Backend> Hierarchy<B> {
         z: &mut B::Field,
         zero: &B::Field,
         symmetric: bool,
-    ) -> Result<()> {
-        self.cycle_from_zero(b, comm, timer, (r, z, zero), symmetric, false)
-    }
-
-    /// [`Hierarchy::precondition`]'s cycle on `(r, z, zero)`, with `hold` as
-    /// [`Hierarchy::cycle_from`] takes it.
-    fn cycle_from_zero<C: Comm<B>>(
-        &mut self,
-        b: &B,
-        comm: &C,
-        timer: &mut Timer,
-        (r, z, zero): (&B::Field, &mut B::Field, &B::Field),
-        symmetric: bool,
         hold: bool,
     ) -> Result<()> {
         self.with_fine_u(z, |h| {
@@ -211,27 +194,20 @@ impl<B: Backend> Hierarchy<B> {
         })
     }
 
-    /// [`Hierarchy::precondition`]'s cycle (not symmetric) without its last half-sweep, the
-    /// one of colour [`Hierarchy::held_colour`], which the caller runs with its correction
-    /// ([`crate::backend::LineKernels::smooth_color_correct`]); refused where there is none.
-    pub(crate) fn precondition_holding<C: Comm<B>>(
-        &mut self,
-        b: &B,
-        comm: &C,
-        timer: &mut Timer,
-        r: &B::Field,
-        z: &mut B::Field,
-        zero: &B::Field,
-    ) -> Result<()> {
-        if self.held_colour::<C>(b, false).is_none() {
-            return crate::error::invalid("hold", "this cycle has no last half-sweep to leave");
+    /// The over-relaxation weight of the cycle: the parameter's in the cycle that need not be
+    /// symmetric, 1 in the symmetric one (mg-cg's: over-relaxing gained it no iteration, and 1
+    /// keeps it symmetric).
+    pub(crate) fn relaxation(&self, symmetric: bool) -> f64 {
+        if symmetric {
+            1.0
+        } else {
+            self.params.relaxation
         }
-        self.cycle_from_zero(b, comm, timer, (r, z, zero), false, true)
     }
 
     /// The colour of the half-sweep that ends the cycle from zero on the finest level where
-    /// [`Hierarchy::precondition_holding`] can leave it to the caller: a cycle of more than one
-    /// level, not symmetric, whose smoother can split its step there
+    /// [`Hierarchy::precondition`] can leave it to the caller: a cycle of more than one level,
+    /// not symmetric, whose smoother can split its step there
     /// ([`super::smoother::Smooth::held_colour`]).
     pub(crate) fn held_colour<C: Comm<B>>(&self, b: &B, symmetric: bool) -> Option<usize> {
         if symmetric || self.levels.len() < 2 {
@@ -428,7 +404,7 @@ mod tests {
             let mut r = b.alloc(fine).unwrap();
             b.residual(fine, &f, &u0, &mut r).unwrap();
             let mut z = b.alloc(fine).unwrap();
-            h.precondition(&b, &SerialComm, &mut timer, &r, &mut z, &zero, false)
+            h.precondition(&b, &SerialComm, &mut timer, &r, &mut z, &zero, false, false)
                 .unwrap();
             let fine = &h.levels[0].op;
             b.axpy(fine, 1.0, &z, &mut corrected).unwrap();
@@ -494,10 +470,28 @@ mod tests {
             let mut timer = Timer::new(false, 1);
             let (r1, r2) = (field(1), field(2));
             let (mut z1, mut z2) = (field(3), field(4));
-            h.precondition(&b, &SerialComm, &mut timer, &r1, &mut z1, &zero, true)
-                .unwrap();
-            h.precondition(&b, &SerialComm, &mut timer, &r2, &mut z2, &zero, true)
-                .unwrap();
+            h.precondition(
+                &b,
+                &SerialComm,
+                &mut timer,
+                &r1,
+                &mut z1,
+                &zero,
+                true,
+                false,
+            )
+            .unwrap();
+            h.precondition(
+                &b,
+                &SerialComm,
+                &mut timer,
+                &r2,
+                &mut z2,
+                &zero,
+                true,
+                false,
+            )
+            .unwrap();
             let fine = &h.levels[0].op;
             let (a, c) = (
                 b.dot(fine, &z1, &r2).unwrap(),

@@ -193,7 +193,7 @@ impl<B: Backend> MgPreconditioner<B> {
     /// The addresses of the fields defect correction on `f` and `u` touches: the cycle's
     /// ([`MgPreconditioner::arrangement`]), then f and u.
     pub fn correction_key(&self, b: &B, f: &B::Field, u: &B::Field) -> Vec<u64> {
-        let mut key = self.arrangement(b, &Ends::Inner);
+        let mut key = self.arrangement(b, &Ends::Inner { hold: false });
         key.push(b.address(f));
         key.push(b.address(u));
         key
@@ -213,14 +213,14 @@ impl<B: Backend> MgPreconditioner<B> {
         u: &mut B::Field,
     ) -> Result<()> {
         fp32_pair(&mut self.outer, "correct")?;
-        // The cycle of Inner ends holds this half-sweep back whenever there is one (cycle_now).
         let held = self.h.held_colour::<C>(b, self.symmetric);
-        self.cycle(b, comm, timer, Ends::Inner)?;
+        let hold = held.is_some();
+        self.cycle(b, comm, timer, Ends::Inner { hold })?;
         let (fine, r32, z32) = fp32_pair(&mut self.outer, "correct")?;
         let op0 = &self.h.levels[0].op;
         match held {
             Some(colour) => {
-                let relax = self.h.params.relaxation;
+                let relax = self.h.relaxation(self.symmetric);
                 timer.run(b, Kernel::SmoothColorCorrect, 0, || {
                     b.smooth_color_correct(op0, r32, z32, colour, relax, fine, u)
                 })?
@@ -301,21 +301,18 @@ impl<B: Backend> MgPreconditioner<B> {
         let sym = *symmetric;
         let (r, z) = match ends {
             Ends::Outer(r, z) => (*r, &mut **z),
-            Ends::Inner => {
+            Ends::Inner { hold } => {
                 let (_, r32, z32) = fp32_pair(outer, "correct")?;
-                if h.held_colour::<C>(b, sym).is_some() {
-                    return h.precondition_holding(b, comm, timer, r32, z32, zero);
-                }
-                return h.precondition(b, comm, timer, r32, z32, zero, sym);
+                return h.precondition(b, comm, timer, r32, z32, zero, sym, *hold);
             }
         };
         let Some(m) = outer else {
-            return h.precondition(b, comm, timer, r, z, zero, sym);
+            return h.precondition(b, comm, timer, r, z, zero, sym, false);
         };
         let (r32, z32) = &mut m.fp32;
         let op0 = &h.levels[0].op;
         timer.run(b, Kernel::Vector, 0, || b.convert(&m.fine, r, op0, r32))?;
-        h.precondition(b, comm, timer, r32, z32, zero, sym)?;
+        h.precondition(b, comm, timer, r32, z32, zero, sym, false)?;
         let op0 = &h.levels[0].op;
         timer.run(b, Kernel::Vector, 0, || b.convert(op0, z32, &m.fine, z))?;
         if m.corners {
@@ -342,7 +339,7 @@ impl<B: Backend> MgPreconditioner<B> {
         };
         let (r, z) = match ends {
             Ends::Outer(r, z) => (b.address(r), b.address(z)),
-            Ends::Inner => (0, 0),
+            Ends::Inner { .. } => (0, 0),
         };
         let mut a = vec![r, z, r32, z32];
         for l in &self.h.levels {
@@ -375,7 +372,7 @@ impl<B: Backend> MgPreconditioner<B> {
             (Some((_, z32)), _) => z32,
             (None, Ends::Outer(_, z)) => &mut **z,
             // Inner ends exist only with an fp32 hierarchy (checked before the cycle ran).
-            (None, Ends::Inner) => return,
+            (None, Ends::Inner { .. }) => return,
         };
         let n = h.levels.len();
         for (lev, l) in h.levels.iter_mut().enumerate() {
@@ -417,8 +414,10 @@ enum Ends<'a, B: Backend> {
     /// the hierarchy is fp32).
     Outer(&'a B::Field, &'a mut B::Field),
     /// The fp32 pair held by the preconditioner ([`MgPreconditioner::residual_in`],
-    /// [`MgPreconditioner::correct`]).
-    Inner,
+    /// [`MgPreconditioner::correct`]); `hold`: the cycle leaves its last half-sweep to
+    /// `correct` ([`Hierarchy::held_colour`], a property of the hierarchy, so not part of the
+    /// recorded cycle's arrangement).
+    Inner { hold: bool },
 }
 
 /// Per pair of `pairs`, whether a cycle swapped the two fields, from the arrangements
