@@ -332,12 +332,14 @@ __device__ __forceinline__ void prolong_add(real* __restrict__ uf, const real* _
     uf[p.o + dk] += prolong_value(uc, p, dkc);
 }
 
-// PROLONG_GROUP > 0 (an experiment, off by default): the whole column's march in groups of that
-// many levels, each group's fine and coarse values loaded before any of its stores (the compiler
-// cannot move a load of level k + 1 above the store of level k in place, not knowing that
-// sx != 0, as CG_GROUP found for the CG SpMV); the same sums.
+// The whole column's march in groups of PROLONG_GROUP levels, each group's fine and coarse
+// values loaded before any of its stores (the compiler cannot move a load of level k + 1 above
+// the store of level k in place, not knowing that sx != 0, as CG_GROUP found for the CG SpMV);
+// the same sums. Groups of 4 took the level-0 prolongation of 2816^2 x 128 from 2.84 to 2.70 ms
+// on one H200 (8: 2.68-2.69 ms, more registers; docs/results/performance-log.md, 2026-11-29);
+// PROLONG_GROUP=0 is the plain march.
 #ifndef PROLONG_GROUP
-#define PROLONG_GROUP 0
+#define PROLONG_GROUP 4
 #endif
 
 extern "C" __global__ void prolongate_f64(Layout Lc, Layout L, int phys, const real* __restrict__ uc,

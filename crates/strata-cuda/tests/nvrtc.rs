@@ -71,15 +71,15 @@ fn kernels_compile_for_ampere_and_hopper() {
                 panic!("{arch}, single {single}, narrow {narrow}, x layout: {e}")
             });
         }
-        // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the grouped
-        // prolongation, the split line solve without its launch bound and with another, the
+        // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the prolongation's
+        // plain march and larger groups, the split line solve without its launch bound and with another, the
         // whole-row kernels by column instead of by slot in the colour-split rows, the face
         // copies with k fastest on every side.
         for (nz, storage, options) in [
             (
                 128,
                 Storage::F32,
-                ["-DPROLONG_GROUP=4", "-DSOLVE_SPLIT_MINB=0"],
+                ["-DPROLONG_GROUP=0", "-DSOLVE_SPLIT_MINB=0"],
             ),
             (128, Storage::F32, ["-DSLOT_COLUMNS=0", "-DPROLONG_GROUP=8"]),
             (64, Storage::F64, ["-DSLOT_COLUMNS=0", "-DRR_GROUP=0"]),
@@ -196,7 +196,10 @@ fn kernels_are_shipped_built_for_the_default_builds() {
         }
     }
     // The same build compiled now is the shipped image, bit for bit (the sphere's, and the
-    // terrain sphere's with the slant couplings).
+    // terrain sphere's with the slant couplings). NVRTC is not always deterministic: in one of
+    // three identical compiles of the slant build (2026-11-29) two registers of one kernel
+    // were numbered the other way round. A stale image (other sources or options) differs on
+    // every compile, so up to three compiles are asked for one that matches.
     for slant in [false, true] {
         let build = Build {
             nz: 128,
@@ -207,11 +210,16 @@ fn kernels_are_shipped_built_for_the_default_builds() {
         };
         let opts = build.options(&tuning);
         let s = shipped(build, &opts, 9, 0).unwrap();
-        let now = compile_image(128, Target::Cubin(90), &opts).unwrap();
-        assert!(
-            now == s.image().unwrap(),
-            "the shipped sm_90 cubin of {build:?} differs from NVRTC's"
-        );
+        let shipped_image = s.image().unwrap();
+        let compiles = (1..=3)
+            .find(|_| compile_image(128, Target::Cubin(90), &opts).unwrap() == shipped_image);
+        match compiles {
+            Some(1) => {}
+            Some(n) => println!("{build:?}: NVRTC matched the shipped cubin on compile {n} of 3"),
+            None => {
+                panic!("the shipped sm_90 cubin of {build:?} differs from NVRTC's (3 compiles)")
+            }
+        }
     }
 }
 
