@@ -586,8 +586,8 @@ impl Kernel {
 /// `STRATA_CUDA_FUSE_F32` (0: not [`Tuning::fuse_f32`]) and `STRATA_CUDA_FUSED_PCR_COLUMNS`
 /// ([`Tuning::fused_pcr_columns`]; 0 never) and `STRATA_CUDA_TWIN_THREADS`
 /// ([`Tuning::twin_threads`]; 0 never) and `STRATA_CUDA_SPLIT_COLUMNS`
-/// ([`Tuning::split_columns`]; 0 never) and `STRATA_CUDA_FUSE_CORRECTION` (0: not
-/// [`Tuning::fuse_correction`]).
+/// ([`Tuning::split_columns`]; 0 never) and `STRATA_CUDA_FUSE_CORRECTION` (0: neither
+/// [`Tuning::fuse_correction`] nor [`Tuning::fuse_correction_cells`]; `all`: both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -650,8 +650,16 @@ pub struct Tuning {
     /// Whether mixed-precision defect correction's last half-sweep adds its result into the
     /// fp64 iterate in the same kernel (`smooth_color_correct_split`, where the level runs the
     /// split half-sweep) instead of the half-sweep and then `axpy_from_f32`: the same iterates
-    /// bit for bit, 6 B less per unknown and cycle and one kernel fewer.
+    /// bit for bit, 6 B less per unknown and cycle and one kernel fewer. On levels with the
+    /// model problem's column coefficients; per-cell levels ask
+    /// [`Tuning::fuse_correction_cells`] too.
     pub fuse_correction: bool,
+    /// [`Tuning::fuse_correction`] on levels with per-cell coefficients as well
+    /// (`smooth_color_correct_split_cells`). Off by default: at 2048² × 128 with the smooth
+    /// fields of contrast 10 the fused kernel took 5.62 ms per cycle where the half-sweep and
+    /// `axpy_from_f32` took 5.29 (one H200, 2026-11-29, docs/results/performance-log.md); the
+    /// same iterates either way.
+    pub fuse_correction_cells: bool,
 }
 
 /// The levels per segment of the line kernels with several threads per column
@@ -755,6 +763,7 @@ impl Default for Tuning {
             twin_threads: TWIN_THREADS,
             split_columns: SPLIT_COLUMNS,
             fuse_correction: true,
+            fuse_correction_cells: false,
         }
     }
 }
@@ -789,8 +798,12 @@ impl Tuning {
         let twin_threads = count("STRATA_CUDA_TWIN_THREADS", TWIN_THREADS);
         let fused_pcr_columns = count("STRATA_CUDA_FUSED_PCR_COLUMNS", FUSED_PCR_COLUMNS);
         let split_columns = count("STRATA_CUDA_SPLIT_COLUMNS", SPLIT_COLUMNS);
-        let fuse_correction =
-            std::env::var("STRATA_CUDA_FUSE_CORRECTION").map_or(true, |v| v.trim() != "0");
+        let fuse = std::env::var("STRATA_CUDA_FUSE_CORRECTION").unwrap_or_default();
+        let (fuse_correction, fuse_correction_cells) = match fuse.trim() {
+            "0" => (false, false),
+            "all" => (true, true),
+            _ => (true, false),
+        };
         Self {
             options,
             block_x,
@@ -807,6 +820,7 @@ impl Tuning {
             twin_threads,
             split_columns,
             fuse_correction,
+            fuse_correction_cells,
         }
     }
 

@@ -967,7 +967,8 @@ impl Probes for CudaBackend {
             Kernel::SmoothColor => 5.0,
             // Mixed precision only (fp32 values, the fp64 u as two each): one kernel reads f
             // and z as the half-sweep does and u, and writes u (z not written): 4.5 + 4; or the
-            // half-sweep and then axpy_from (read z, u; write u): 5 + 5.
+            // half-sweep and then axpy_from (read z, u; write u): 5 + 5. (Per kernel, not per
+            // level: a per-cell level, which runs the two unless asked, is counted as fused.)
             Kernel::SmoothColorCorrect if self.tuning.fuse_correction => 8.5,
             Kernel::SmoothColorCorrect => 10.0,
             Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
