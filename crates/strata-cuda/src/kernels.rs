@@ -568,7 +568,8 @@ impl Kernel {
     }
 }
 
-/// Options of the kernel build, read from the environment once, when a backend is created:
+/// Options of the kernel build, read from the environment once, when a backend is created
+/// ([`Tuning::from_env`]: a value a variable does not take is an error naming it):
 /// `STRATA_CUDA_OPTIONS` (NVRTC defines for experiments, e.g. `-DKCH=8 -DSMOOTH_STORE_RHS`; see
 /// kernels/common.cuh), `STRATA_CUDA_BLOCK_X` (the block width of the column kernels, a
 /// power of two from 8 to 128; 64 by default), `STRATA_CUDA_PCR_COLUMNS` (levels with fewer
@@ -769,61 +770,6 @@ impl Default for Tuning {
 }
 
 impl Tuning {
-    /// The tuning the environment asks for (an invalid block width falls back to the default).
-    pub fn from_env() -> Self {
-        let options = std::env::var("STRATA_CUDA_OPTIONS")
-            .map(|o| o.split_whitespace().map(String::from).collect())
-            .unwrap_or_default();
-        let block_x = std::env::var("STRATA_CUDA_BLOCK_X")
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|v| v.is_power_of_two() && (8..=BLOCK_THREADS).contains(v))
-            .unwrap_or(BLOCK_X);
-        // A count from the environment, or `default` where unset or not a number.
-        let count = |name: &str, default: usize| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse::<usize>().ok())
-                .unwrap_or(default)
-        };
-        let pcr_columns = count("STRATA_CUDA_PCR_COLUMNS", PCR_COLUMNS);
-        let pcr_by_block = std::env::var("STRATA_CUDA_PCR_BY_BLOCK").is_ok_and(|v| v.trim() == "1");
-        let tile_streams_columns = count("STRATA_CUDA_TILE_STREAMS", TILE_STREAMS_COLUMNS);
-        let narrow_values = count("STRATA_CUDA_NARROW_VALUES", NARROW_FINEST_VALUES);
-        let graphs = std::env::var("STRATA_CUDA_GRAPHS").map_or(true, |v| v.trim() != "0");
-        let loops = std::env::var("STRATA_CUDA_LOOPS").is_ok_and(|v| v.trim() == "1");
-        let segment_threads = count("STRATA_CUDA_SEGMENT_THREADS", SEGMENT_THREADS);
-        let thomas_smem = count("STRATA_CUDA_THOMAS_SMEM", THOMAS_SMEM);
-        let fuse_f32 = std::env::var("STRATA_CUDA_FUSE_F32").map_or(true, |v| v.trim() != "0");
-        let twin_threads = count("STRATA_CUDA_TWIN_THREADS", TWIN_THREADS);
-        let fused_pcr_columns = count("STRATA_CUDA_FUSED_PCR_COLUMNS", FUSED_PCR_COLUMNS);
-        let split_columns = count("STRATA_CUDA_SPLIT_COLUMNS", SPLIT_COLUMNS);
-        let fuse = std::env::var("STRATA_CUDA_FUSE_CORRECTION").unwrap_or_default();
-        let (fuse_correction, fuse_correction_cells) = match fuse.trim() {
-            "0" => (false, false),
-            "all" => (true, true),
-            _ => (true, false),
-        };
-        Self {
-            options,
-            block_x,
-            pcr_columns,
-            pcr_by_block,
-            tile_streams_columns,
-            narrow_values,
-            graphs,
-            loops,
-            segment_threads,
-            thomas_smem,
-            fuse_f32,
-            fused_pcr_columns,
-            twin_threads,
-            split_columns,
-            fuse_correction,
-            fuse_correction_cells,
-        }
-    }
-
     /// Whether a level whose fields hold `len` values uses 32-bit offsets; `finest`: no finer
     /// level's fields are read with its kernels ([`strata::stencil::LevelStencil::finest`]).
     pub fn narrow(&self, len: usize, finest: bool) -> bool {

@@ -17,6 +17,7 @@ mod device_solve;
 pub mod kernels;
 pub mod layout;
 mod staging;
+mod tuning_env;
 
 pub use backend::{
     device_count, unavailable_reason, CudaBackend, CudaField, CudaLevel, DeviceArray, Order,

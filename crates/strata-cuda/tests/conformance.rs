@@ -19,7 +19,7 @@ mod split_columns {
         strata_cuda::CudaBackend::with_tuning(0, strata_cuda::kernels::Tuning {
             pcr_columns: 0,
             fuse_correction_cells: true,
-            ..strata_cuda::kernels::Tuning::from_env()
+            ..strata_cuda::kernels::Tuning::from_env().expect("the STRATA_CUDA_* tuning")
         })
         .expect("a CUDA device"),
         #[ignore = "needs an NVIDIA GPU"]
@@ -33,7 +33,7 @@ mod whole_columns {
         strata_cuda::CudaBackend::with_tuning(0, strata_cuda::kernels::Tuning {
             pcr_columns: 0,
             split_columns: 0,
-            ..strata_cuda::kernels::Tuning::from_env()
+            ..strata_cuda::kernels::Tuning::from_env().expect("the STRATA_CUDA_* tuning")
         })
         .expect("a CUDA device"),
         #[ignore = "needs an NVIDIA GPU"]

@@ -14,7 +14,7 @@ fn gpu() -> CudaBackend {
 
 /// Device 0 with the environment's kernel tuning changed by `change`.
 fn gpu_tuned(change: impl FnOnce(&mut strata_cuda::kernels::Tuning)) -> CudaBackend {
-    let mut t = strata_cuda::kernels::Tuning::from_env();
+    let mut t = strata_cuda::kernels::Tuning::from_env().expect("the STRATA_CUDA_* tuning");
     change(&mut t);
     CudaBackend::with_tuning(0, t).expect("a CUDA device")
 }

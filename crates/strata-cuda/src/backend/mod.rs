@@ -349,9 +349,9 @@ pub fn device_count() -> Result<usize> {
 impl CudaBackend {
     /// Opens device `ordinal` with the kernel options of the environment ([`Tuning::from_env`],
     /// read here, once). Fails with a clear message when the driver, NVRTC or the device is
-    /// missing.
+    /// missing, or a tuning variable has a value it does not take.
     pub fn new(ordinal: usize) -> Result<Self> {
-        Self::with_tuning(ordinal, Tuning::from_env())
+        Self::with_tuning(ordinal, Tuning::from_env()?)
     }
 
     /// Opens device `ordinal` with the given kernel options.
