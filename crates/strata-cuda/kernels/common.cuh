@@ -735,6 +735,40 @@ __device__ __forceinline__ real relaxed(real old, real w, real z) {
 #else
 #define SOLVE_SPLIT_BOUNDS SPLIT_BOUNDS
 #endif
+// The per-cell fused last half-sweep with its correction (smooth_color_correct_split_cells,
+// lines.cu): at least 512 threads per SM asked of the compiler (CORRECT_MINB blocks of 32 SPLIT_P
+// threads: at most 128 registers), the half-sweeps' occupancy. Without it the kernel took 158
+// registers (ptxas, the fp32 narrow build of nz = 128, 2026-11-29), one block of 256 threads per
+// SM where the half-sweeps run two, and was slower than the half-sweep and axpy_from_f32 (5.62
+// against 5.29 ms at 2048^2 x 128, one H200); with it 128 and no stack frame (not yet timed).
+// The model problem's form holds 128 without a bound. fp32 builds only (the kernel corrects an
+// fp64 u from an fp32 level; bounded alike, the fp64 build's spills 296 bytes). 0: no bound.
+#ifndef CORRECT_MINB
+#if STRATA_IS_FLOAT(REAL)
+#define CORRECT_MINB (16 / SPLIT_P > 0 ? 16 / SPLIT_P : 1)
+#else
+#define CORRECT_MINB 0
+#endif
+#endif
+#if CORRECT_MINB > 0
+#define CORRECT_SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P, CORRECT_MINB)
+#else
+#define CORRECT_SPLIT_BOUNDS SPLIT_BOUNDS
+#endif
+// The split line relaxations of the model problem's columns in the nine-point build (-DDIAGONALS:
+// smooth_color_split, the sphere's quarter sweeps, and smooth_split, lines.cu): -DDIAG_MINB=N
+// asks the compiler for N resident blocks per SM. Without a bound they hold 161 and 150
+// registers there (ptxas, the fp32 build with 32-bit offsets at nz = 128, 2026-11-29: one block
+// of 256 threads per SM, where the five-point build's half-sweep holds 128 and runs two); N = 2
+// caps them at 128. 0 (the default until measured on a GPU): no bound.
+#ifndef DIAG_MINB
+#define DIAG_MINB 0
+#endif
+#if defined(DIAGONALS) && DIAG_MINB > 0
+#define RELAX_SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P, DIAG_MINB)
+#else
+#define RELAX_SPLIT_BOUNDS SPLIT_BOUNDS
+#endif
 // The reduced rows' shared memory: one object per kernel (a template's static would be one per
 // instantiation, and a relaxation kernel instantiates the solve once per operator form).
 __device__ __forceinline__ real (*split_rows())[2 * SPLIT_P][32] {

@@ -629,7 +629,7 @@ extern "C" __global__ void SPLIT_BOUNDS line_solve_split_cells_f64(Layout L, CEL
                  colour_row((int)blockIdx.y, parity))                                            \
     const int i = active ? 2 * x + colour_first(j, parity) : 0;
 
-extern "C" __global__ void SPLIT_BOUNDS smooth_color_split_f64(Layout L, const real* __restrict__ cols,
+extern "C" __global__ void RELAX_SPLIT_BOUNDS smooth_color_split_f64(Layout L, const real* __restrict__ cols,
                                                    const real* __restrict__ V, CROSS_PARAMS,
                                                    const real* __restrict__ f, real* u, int parity,
                                                    double relax) {
@@ -727,7 +727,7 @@ extern "C" __global__ void SPLIT_BOUNDS smooth_color_correct_split_f64(Layout L,
     WITH_RELAX_COL(smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U));
 }
 
-extern "C" __global__ void SPLIT_BOUNDS smooth_color_correct_split_cells_f64(Layout L, CELL_PARAMS,
+extern "C" __global__ void CORRECT_SPLIT_BOUNDS smooth_color_correct_split_cells_f64(Layout L, CELL_PARAMS,
                                                                  CELL_CROSS_PARAMS,
                                                                  const real* __restrict__ f,
                                                                  const real* __restrict__ z, int parity,
@@ -736,7 +736,7 @@ extern "C" __global__ void SPLIT_BOUNDS smooth_color_correct_split_cells_f64(Lay
     WITH_CELL_SLANT(o0, smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U));
 }
 
-extern "C" __global__ void SPLIT_BOUNDS smooth_split_f64(Layout L, const real* __restrict__ cols,
+extern "C" __global__ void RELAX_SPLIT_BOUNDS smooth_split_f64(Layout L, const real* __restrict__ cols,
                                              const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
                                              const real* __restrict__ u_in, real* __restrict__ u_out,
                                              double rho) {

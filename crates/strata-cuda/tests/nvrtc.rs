@@ -74,20 +74,44 @@ fn kernels_compile_for_ampere_and_hopper() {
         // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the prolongation's
         // plain march and larger groups, the split line solve without its launch bound and with another, the
         // whole-row kernels by column instead of by slot in the colour-split rows, the face
-        // copies with k fastest on every side.
-        for (nz, storage, options) in [
+        // copies with k fastest on every side, the per-cell fused correction without its launch
+        // bound, the nine-point build's relaxations with one (the last case: diagonals).
+        for (nz, storage, options, diagonals) in [
             (
                 128,
                 Storage::F32,
                 ["-DPROLONG_GROUP=0", "-DSOLVE_SPLIT_MINB=0"],
+                false,
             ),
-            (128, Storage::F32, ["-DSLOT_COLUMNS=0", "-DPROLONG_GROUP=8"]),
-            (64, Storage::F64, ["-DSLOT_COLUMNS=0", "-DRR_GROUP=0"]),
-            (128, Storage::F32, ["-DHALO_ALONG_X=0", "-DRR_GROUP=0"]),
+            (
+                128,
+                Storage::F32,
+                ["-DSLOT_COLUMNS=0", "-DPROLONG_GROUP=8"],
+                false,
+            ),
+            (
+                64,
+                Storage::F64,
+                ["-DSLOT_COLUMNS=0", "-DRR_GROUP=0"],
+                false,
+            ),
+            (
+                128,
+                Storage::F32,
+                ["-DHALO_ALONG_X=0", "-DRR_GROUP=0"],
+                false,
+            ),
             (
                 37,
                 Storage::F64,
                 ["-DPROLONG_GROUP=8", "-DSOLVE_SPLIT_MINB=2"],
+                false,
+            ),
+            (
+                128,
+                Storage::F32,
+                ["-DCORRECT_MINB=0", "-DDIAG_MINB=2"],
+                true,
             ),
         ] {
             let build = Build {
@@ -95,7 +119,7 @@ fn kernels_compile_for_ampere_and_hopper() {
                 storage,
                 narrow: false,
                 slant: false,
-                diagonals: false,
+                diagonals,
             };
             let options = options.map(String::from);
             compile_ptx(nz, cc, &build_options(build, 0, &options))
