@@ -62,21 +62,16 @@ struct Info {
 /// The kernels of a cubin (ELF64) with their registers (`EIATTR_REGCOUNT`) and stack frame
 /// (`EIATTR_FRAME_SIZE`) from `.nv.info`, and static shared memory (`.nv.shared.<kernel>`).
 fn kernel_info(elf: &[u8]) -> Result<Vec<Info>, String> {
-    let u16_at = |o: usize| -> Result<u16, String> {
-        elf.get(o..o + 2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .ok_or_else(|| format!("truncated ELF at {o}"))
+    // The little-endian unsigned integer of `n` bytes at offset `o`.
+    let uint = |o: usize, n: usize| -> Result<u64, String> {
+        let bytes = elf
+            .get(o..o + n)
+            .ok_or_else(|| format!("truncated ELF at {o}"))?;
+        Ok(bytes.iter().rev().fold(0, |v, &b| (v << 8) | u64::from(b)))
     };
-    let u32_at = |o: usize| -> Result<u32, String> {
-        elf.get(o..o + 4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()))
-            .ok_or_else(|| format!("truncated ELF at {o}"))
-    };
-    let u64_at = |o: usize| -> Result<u64, String> {
-        elf.get(o..o + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
-            .ok_or_else(|| format!("truncated ELF at {o}"))
-    };
+    let u16_at = |o: usize| uint(o, 2).map(|v| v as u16);
+    let u32_at = |o: usize| uint(o, 4).map(|v| v as u32);
+    let u64_at = |o: usize| uint(o, 8);
     if elf.get(..5) != Some(b"\x7fELF\x02".as_slice()) {
         return Err("not a 64-bit ELF image".into());
     }

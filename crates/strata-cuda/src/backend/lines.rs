@@ -119,10 +119,8 @@ impl LineKernels for CudaBackend {
         // One kernel where the tuning allows it (per-cell levels only where asked: slower
         // there, Tuning::fuse_correction_cells), the level runs the split half-sweep of a red
         // or black colour, and u is the fp64 preparation of z's layout; else the two calls.
-        let tuned = match op.cells {
-            None => self.tuning.fuse_correction,
-            Some(_) => self.tuning.fuse_correction && self.tuning.fuse_correction_cells,
-        };
+        let tuned = self.tuning.fuse_correction
+            && (op.cells.is_none() || self.tuning.fuse_correction_cells);
         let fused = match split_config(&self.tuning, op.pcr.is_some(), nz, xs, rows) {
             Some(cfg) if tuned && self.tuning.split_levels().is_power_of_two() && color < 2 => {
                 self.check_f32_beside(outer, &[u], op, z)?.then_some(cfg)
