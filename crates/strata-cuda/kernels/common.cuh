@@ -740,9 +740,10 @@ __device__ __forceinline__ real relaxed(real old, real w, real z) {
 // threads: at most 128 registers), the half-sweeps' occupancy. Without it the kernel took 158
 // registers (ptxas, the fp32 narrow build of nz = 128, 2026-11-29), one block of 256 threads per
 // SM where the half-sweeps run two, and was slower than the half-sweep and axpy_from_f32 (5.62
-// against 5.29 ms at 2048^2 x 128, one H200); with it 128 and no stack frame (not yet timed).
-// The model problem's form holds 128 without a bound. fp32 builds only (the kernel corrects an
-// fp64 u from an fp32 level; bounded alike, the fp64 build's spills 296 bytes). 0: no bound.
+// against 5.29 ms at 2048^2 x 128, one H200); with it 128 registers, no stack frame and 4.23 ms
+// (one H200, 2026-11-29). The model problem's form holds 128 without a bound. fp32 builds only
+// (the kernel corrects an fp64 u from an fp32 level; bounded alike, the fp64 build's spills 296
+// bytes). 0: no bound.
 #ifndef CORRECT_MINB
 #if STRATA_IS_FLOAT(REAL)
 #define CORRECT_MINB (16 / SPLIT_P > 0 ? 16 / SPLIT_P : 1)
@@ -756,13 +757,20 @@ __device__ __forceinline__ real relaxed(real old, real w, real z) {
 #define CORRECT_SPLIT_BOUNDS SPLIT_BOUNDS
 #endif
 // The split line relaxations of the model problem's columns in the nine-point build (-DDIAGONALS:
-// smooth_color_split, the sphere's quarter sweeps, and smooth_split, lines.cu): -DDIAG_MINB=N
-// asks the compiler for N resident blocks per SM. Without a bound they hold 161 and 150
-// registers there (ptxas, the fp32 build with 32-bit offsets at nz = 128, 2026-11-29: one block
-// of 256 threads per SM, where the five-point build's half-sweep holds 128 and runs two); N = 2
-// caps them at 128. 0 (the default until measured on a GPU): no bound.
+// smooth_color_split, the sphere's quarter sweeps, and smooth_split, lines.cu): at least 512
+// threads per SM asked of the compiler (DIAG_MINB blocks of 32 SPLIT_P threads). Without a bound
+// they hold 161 and 150 registers there (ptxas, the fp32 build with 32-bit offsets at nz = 128,
+// 2026-11-29: one block of 256 threads per SM, where the five-point build's half-sweep holds 128
+// and runs two); the bound (2 blocks there) caps them at 128 with no stack frame, and took the
+// sphere's level-0 quarter sweep 2.07 -> 1.54 ms and its mg cycle 43.7 -> 39.4-39.8 ms at
+// 6 x 1024^2 x 128 (one H200, 2026-11-29). fp32 builds only: the fp64 build bounded alike spills
+// 136-304 bytes (not timed). 0: no bound.
 #ifndef DIAG_MINB
+#if STRATA_IS_FLOAT(REAL)
+#define DIAG_MINB (16 / SPLIT_P > 0 ? 16 / SPLIT_P : 1)
+#else
 #define DIAG_MINB 0
+#endif
 #endif
 #if defined(DIAGONALS) && DIAG_MINB > 0
 #define RELAX_SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P, DIAG_MINB)

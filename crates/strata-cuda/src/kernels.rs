@@ -588,7 +588,8 @@ impl Kernel {
 /// ([`Tuning::fused_pcr_columns`]; 0 never) and `STRATA_CUDA_TWIN_THREADS`
 /// ([`Tuning::twin_threads`]; 0 never) and `STRATA_CUDA_SPLIT_COLUMNS`
 /// ([`Tuning::split_columns`]; 0 never) and `STRATA_CUDA_FUSE_CORRECTION` (0: neither
-/// [`Tuning::fuse_correction`] nor [`Tuning::fuse_correction_cells`]; `all`: both).
+/// [`Tuning::fuse_correction`] nor [`Tuning::fuse_correction_cells`]; `columns`: the first
+/// only; 1, the default: both).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tuning {
     /// Extra NVRTC options.
@@ -656,9 +657,10 @@ pub struct Tuning {
     /// [`Tuning::fuse_correction_cells`] too.
     pub fuse_correction: bool,
     /// [`Tuning::fuse_correction`] on levels with per-cell coefficients as well
-    /// (`smooth_color_correct_split_cells`). Off by default: at 2048² × 128 with the smooth
-    /// fields of contrast 10 the fused kernel took 5.62 ms per cycle where the half-sweep and
-    /// `axpy_from_f32` took 5.29 (one H200, 2026-11-29, docs/results/performance-log.md); the
+    /// (`smooth_color_correct_split_cells`). On by default since its launch bound
+    /// (`CORRECT_MINB`, kernels/common.cuh): at 2048² × 128 with the smooth fields of contrast
+    /// 10 the fused kernel took 4.23 ms per cycle where the half-sweep and `axpy_from_f32` took
+    /// 5.25 (5.62 before the bound; one H200, 2026-11-29, docs/results/performance-log.md); the
     /// same iterates either way.
     pub fuse_correction_cells: bool,
 }
@@ -764,7 +766,7 @@ impl Default for Tuning {
             twin_threads: TWIN_THREADS,
             split_columns: SPLIT_COLUMNS,
             fuse_correction: true,
-            fuse_correction_cells: false,
+            fuse_correction_cells: true,
         }
     }
 }

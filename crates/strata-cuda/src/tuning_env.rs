@@ -55,11 +55,12 @@ impl Tuning {
         };
         let fuse = "STRATA_CUDA_FUSE_CORRECTION";
         let (fuse_correction, fuse_correction_cells) = match value(fuse).as_deref() {
-            None | Some("1") => (true, false),
+            None | Some("1") => (true, true),
             Some("0") => (false, false),
-            Some("all") => (true, true),
+            Some("columns") => (true, false),
             Some(v) => {
-                let expected = "0 (never), 1 (levels with column coefficients) or all is expected";
+                let expected =
+                    "0 (never), 1 (every level) or columns (levels with column coefficients) is expected";
                 return Err(bad(fuse, v, expected));
             }
         };
@@ -114,13 +115,13 @@ mod tests {
             ("STRATA_CUDA_PCR_COLUMNS", "0"),
             ("STRATA_CUDA_GRAPHS", "0"),
             ("STRATA_CUDA_LOOPS", "1"),
-            ("STRATA_CUDA_FUSE_CORRECTION", "all"),
+            ("STRATA_CUDA_FUSE_CORRECTION", "columns"),
         ])
         .unwrap();
         assert_eq!(t.options, ["-DKCH=8", "-DRR_GROUP=0"]);
         assert_eq!((t.block_x, t.pcr_columns), (32, 0));
         assert!(!t.graphs && t.loops);
-        assert!(t.fuse_correction && t.fuse_correction_cells);
+        assert!(t.fuse_correction && !t.fuse_correction_cells);
         let off = tuning(&[("STRATA_CUDA_FUSE_CORRECTION", "0")]).unwrap();
         assert!(!off.fuse_correction && !off.fuse_correction_cells);
     }
@@ -134,7 +135,7 @@ mod tests {
             ("STRATA_CUDA_LOOPS", "true"),
             ("STRATA_CUDA_BLOCK_X", "48"),
             ("STRATA_CUDA_BLOCK_X", "256"),
-            ("STRATA_CUDA_FUSE_CORRECTION", "al"),
+            ("STRATA_CUDA_FUSE_CORRECTION", "all"),
         ] {
             let e = tuning(&[(name, v)]).unwrap_err().to_string();
             assert!(

@@ -12,13 +12,12 @@ strata_conformance::cell_coefficient_tests!(
 );
 
 /// The suite with no level solved by PCR: the line solve and the red-black half-sweeps of the
-/// nz = 128 cases run several threads per column (`thomas_split`, kernels/common.cuh), and the
-/// fused correction runs on per-cell levels too (off by default: `Tuning::fuse_correction_cells`).
+/// nz = 128 cases run several threads per column (`thomas_split`, kernels/common.cuh), which
+/// is where the last half-sweep and its correction run as one kernel (`Tuning::fuse_correction`).
 mod split_columns {
     strata_conformance::conformance_tests!(
         strata_cuda::CudaBackend::with_tuning(0, strata_cuda::kernels::Tuning {
             pcr_columns: 0,
-            fuse_correction_cells: true,
             ..strata_cuda::kernels::Tuning::from_env().expect("the STRATA_CUDA_* tuning")
         })
         .expect("a CUDA device"),

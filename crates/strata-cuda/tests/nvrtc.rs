@@ -110,7 +110,13 @@ fn kernels_compile_for_ampere_and_hopper() {
             (
                 128,
                 Storage::F32,
-                ["-DCORRECT_MINB=0", "-DDIAG_MINB=2"],
+                ["-DCORRECT_MINB=0", "-DDIAG_MINB=0"],
+                true,
+            ),
+            (
+                128,
+                Storage::F64,
+                ["-DCORRECT_MINB=2", "-DDIAG_MINB=2"],
                 true,
             ),
         ] {

@@ -116,8 +116,8 @@ impl LineKernels for CudaBackend {
         let (parity, rows) = colour_parity(op, color);
         let xs = (op.layout.nx as usize).div_ceil(2);
         let nz = op.layout.nz as usize;
-        // One kernel where the tuning allows it (per-cell levels only where asked: slower
-        // there, Tuning::fuse_correction_cells), the level runs the split half-sweep of a red
+        // One kernel where the tuning allows it (Tuning::fuse_correction, and on per-cell
+        // levels Tuning::fuse_correction_cells), the level runs the split half-sweep of a red
         // or black colour, and u is the fp64 preparation of z's layout; else the two calls.
         let tuned = self.tuning.fuse_correction
             && (op.cells.is_none() || self.tuning.fuse_correction_cells);
