@@ -1497,19 +1497,30 @@ fn device_iterations_give_the_host_loops_iterates() {
 /// Mixed mg's last half-sweep with its correction in one kernel (`smooth_color_correct_split`,
 /// `Tuning::fuse_correction`) gives the residual histories and solutions of the half-sweep and
 /// then `axpy_from_f32` bit for bit, and runs one kernel fewer per cycle: on a panel and a box
-/// whose finest level runs the split half-sweep (nz = 32), with the default solver.
+/// whose finest level runs the split half-sweep (nz = 32), with the default solver; and on a
+/// panel with per-cell coefficient fields (`smooth_color_correct_split_cells`,
+/// `Tuning::fuse_correction_cells`).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn fused_correction_gives_the_unfused_iterates() {
+    use std::sync::Arc;
     use strata::backend::Fields;
-    use strata::problem::Geometry;
-    let fused = gpu_tuned(|t| t.fuse_correction = true);
+    use strata::problem::{Coefficients, Geometry};
+    let fused = gpu_tuned(|t| {
+        t.fuse_correction = true;
+        t.fuse_correction_cells = true;
+    });
     let unfused = gpu_tuned(|t| t.fuse_correction = false);
-    for (geometry, n) in [(Geometry::Panel, 256), (Geometry::Box, 128)] {
+    for (geometry, n, fields) in [
+        (Geometry::Panel, 256, false),
+        (Geometry::Box, 128, false),
+        (Geometry::Panel, 128, true),
+    ] {
         let p = ProblemParams {
             n,
             nz: 32,
             geometry,
+            coefficients: fields.then(|| Arc::new(Coefficients::smooth(n, 32, 10.0))),
             ..Default::default()
         };
         let rhs = build_rhs(&p, RhsKind::Random, 13, &Block::whole(p.n));
@@ -1522,7 +1533,7 @@ fn fused_correction_gives_the_unfused_iterates() {
         };
         let (a, ua, la) = run(&fused);
         let (b, ub, lb) = run(&unfused);
-        let what = format!("{geometry:?} {n}²");
+        let what = format!("{geometry:?} {n}², fields {fields}");
         println!(
             "fused correction, {what}: {} iterations, kernels {} fused, {} not",
             a.len(),
