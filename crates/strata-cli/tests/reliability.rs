@@ -35,13 +35,27 @@ fn rows(doc: &str, subst: &dyn Fn(&str) -> String) -> Vec<Row> {
         .collect()
 }
 
+/// Starts strata with SIGINT and SIGTERM at their default actions, as a terminal's Ctrl-C finds
+/// it, whatever this test inherited: a job a non-interactive shell starts with `&` (`nohup … &`)
+/// ignores SIGINT, and an ignored signal stays ignored across exec, so the signal rows would
+/// test the launcher instead of strata.
 fn spawn(args: &[String]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_strata"))
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_strata"));
+    command
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("strata starts")
+        .stderr(Stdio::piped());
+    // SAFETY: the closure runs in the child between fork and exec, where only async-signal-safe
+    // calls are allowed: it calls signal(2) twice and allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    command.spawn().expect("strata starts")
 }
 
 /// Waits at most `limit`, killing the process and failing past it (a hang is a failure, not a
