@@ -735,6 +735,9 @@ __device__ __forceinline__ real relaxed(real old, real w, real z) {
 #else
 #define SOLVE_SPLIT_BOUNDS SPLIT_BOUNDS
 #endif
+// Blocks of 32 SPLIT_P threads that make at least 512 threads per SM (at most 128 registers a
+// thread): the launch bound of the split kernels bounded below (CORRECT_MINB, DIAG_MINB).
+#define SPLIT_MINB_512 (16 / SPLIT_P > 0 ? 16 / SPLIT_P : 1)
 // The per-cell fused last half-sweep with its correction (smooth_color_correct_split_cells,
 // lines.cu): at least 512 threads per SM asked of the compiler (CORRECT_MINB blocks of 32 SPLIT_P
 // threads: at most 128 registers), the half-sweeps' occupancy. Without it the kernel took 158
@@ -746,7 +749,7 @@ __device__ __forceinline__ real relaxed(real old, real w, real z) {
 // bytes). 0: no bound.
 #ifndef CORRECT_MINB
 #if STRATA_IS_FLOAT(REAL)
-#define CORRECT_MINB (16 / SPLIT_P > 0 ? 16 / SPLIT_P : 1)
+#define CORRECT_MINB SPLIT_MINB_512
 #else
 #define CORRECT_MINB 0
 #endif
@@ -767,7 +770,7 @@ __device__ __forceinline__ real relaxed(real old, real w, real z) {
 // 136-304 bytes (not timed). 0: no bound.
 #ifndef DIAG_MINB
 #if STRATA_IS_FLOAT(REAL)
-#define DIAG_MINB (16 / SPLIT_P > 0 ? 16 / SPLIT_P : 1)
+#define DIAG_MINB SPLIT_MINB_512
 #else
 #define DIAG_MINB 0
 #endif

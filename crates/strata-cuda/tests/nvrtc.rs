@@ -74,8 +74,8 @@ fn kernels_compile_for_ampere_and_hopper() {
         // The experiments' build options (STRATA_CUDA_OPTIONS) compile too: the prolongation's
         // plain march and larger groups, the split line solve without its launch bound and with another, the
         // whole-row kernels by column instead of by slot in the colour-split rows, the face
-        // copies with k fastest on every side, the per-cell fused correction without its launch
-        // bound, the nine-point build's relaxations with one (the last case: diagonals).
+        // copies with k fastest on every side, and (the nine-point build) the fused correction and
+        // the relaxations without their launch bounds in fp32 and with them in fp64.
         for (nz, storage, options, diagonals) in [
             (
                 128,
