@@ -183,13 +183,71 @@ __device__ __forceinline__ Nb level_nb(const real* x, idx_t o, const Layout& L, 
     return col_nb(x, o, L, o - (idx_t)k * L.sx);
 }
 
-// (A x) at (i, j, k) given the column's own values below, at and above k (zero outside).
+// A product rounded on its own: never contracted into an FMA by the compiler or ptxas.
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+// (A x) at (i, j, k) given the column's own values below, at and above k (zero outside) and the
+// level's vertical entries at k (amb, b, c, d of V), for the fp32 builds. Every product and FMA
+// is explicit, so that the value does not depend on how the compiler contracts the expression
+// in the kernel it is inlined into: the fused residual-restriction (which takes the vertical
+// entries from VGroup's vector loads) and the residual it stands for give the same bits (GPU
+// test fused_restrictions_give_the_unfused_iterates; written as one expression, the two
+// kernels contracted it differently, 2026-11-29).
+__device__ __forceinline__ real apply_at_v(const Nb& x, const Col& c, real amb, real vb, real vc, real vd,
+                                            real below, real mid, real above) {
+    const real diag = fma(c.t, amb, -mul_rn(c.at, vd));
+    const real horiz = fma(c.as, x.s(), fma(c.an, x.n(), fma(c.aw, x.w(), mul_rn(c.ae, x.e()))));
+    const real vert = fma(vb, above, mul_rn(vc, below));
+    return fma(vd, horiz, fma(c.t, vert, mul_rn(diag, mid)));
+}
+// (A x) at (i, j, k): apply_at_v in the fp32 builds; the fp64 builds keep the one expression as
+// the compiler contracts it (through apply_at_v, the fp64 outer residual ran 8 % slower at 2816²,
+// with the same registers, 2026-11-29; VGroup does not serve fp64 builds, so nothing there needs
+// the explicit form).
 __device__ __forceinline__ real apply_at(const Nb& x, const Col& c, const real* __restrict__ V, int k,
                                           real below, real mid, real above) {
-    real diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
-    real horiz = c.ae * x.e() + c.aw * x.w() + c.an * x.n() + c.as * x.s();
-    return diag * mid + c.t * (V_B(V, k) * above + V_C(V, k) * below) + V_D(V, k) * horiz;
+    if constexpr (sizeof(real) == 4) {
+        return apply_at_v(x, c, V_AMB(V, k), V_B(V, k), V_C(V, k), V_D(V, k), below, mid, above);
+    } else {
+        real diag = c.t * V_AMB(V, k) - c.at * V_D(V, k);
+        real horiz = c.ae * x.e() + c.aw * x.w() + c.an * x.n() + c.as * x.s();
+        return diag * mid + c.t * (V_B(V, k) * above + V_C(V, k) * below) + V_D(V, k) * horiz;
+    }
 }
+
+// Four consecutive values from p (16-byte aligned) in vector loads: one load instruction for
+// four levels' entry where four scalar loads would each be a request to L1.
+__device__ __forceinline__ void ldg4(const float* p, float (&v)[4]) {
+    const float4 q = __ldg(reinterpret_cast<const float4*>(p));
+    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+}
+__device__ __forceinline__ void ldg4(const double* p, double (&v)[4]) {
+    const double2 a = __ldg(reinterpret_cast<const double2*>(p));
+    const double2 b = __ldg(reinterpret_cast<const double2*>(p + 2));
+    v[0] = a.x; v[1] = a.y; v[2] = b.x; v[3] = b.y;
+}
+
+// The vertical entries of a group of G levels from k0, for the stencil kernels that march a
+// column in groups (the fused residual-restriction): every level of every column of a level
+// reads the same amb, b, c and d at k, each a warp-uniform load, so four of a level's load
+// instructions are these where six are the field's. For the model problem's columns (ColOp)
+// in the fp32 builds the group loads them four levels to a vector load (V_VEC, where G and NZ
+// are multiples of four, so that every group starts 16-byte aligned in the level's packed V;
+// -DV_VEC=0: the scalar loads); for any other operator or build the group holds nothing and
+// `apply` is the operator's own. The same values, in the same arithmetic (apply_at_v), as
+// apply_at.
+#ifndef V_VEC
+#define V_VEC 1
+#endif
+template <class Op, int G>
+struct VGroup {
+    __device__ __forceinline__ VGroup(const Op&, int) {}
+    __device__ __forceinline__ real apply(const Op& op, int, const Nb& x, idx_t o, const Layout& L, int k,
+                                          real below, real mid, real above) const {
+        return op.apply_n(x, o, L, k, below, mid, above);
+    }
+};
 
 // Sum of v over the block, written to partials[block] (component `comp` of `ncomp`). Every thread
 // of the block must call it. Fixed shuffle tree: deterministic.
@@ -244,6 +302,42 @@ struct ColOp {
     // The row sum of the column block, diag + lower + upper = |T| a_k - alpha_T d_k, from its two
     // non-negative parts: no cancellation (cyclic reduction keeps its accuracy by it).
     __device__ __forceinline__ real row_sum(int k) const { return c.t * V_A(V, k) - c.at * V_D(V, k); }
+};
+
+template <int G>
+struct VGroup<ColOp, G> {
+    static constexpr bool vec = V_VEC && sizeof(real) == 4 && G % 4 == 0 && NZ % 4 == 0;
+    real amb[G], vb[G], vc[G], vd[G];
+    // Levels k0 .. k0 + G - 1 (those at NZ or above are not read).
+    __device__ __forceinline__ VGroup(const ColOp& op, int k0) {
+        if constexpr (vec) {
+#pragma unroll
+            for (int t = 0; t < G; t += 4) {
+                if (k0 + t >= NZ) break;
+                real q[4];
+                ldg4(op.V + k0 + t, q);
+#pragma unroll
+                for (int m = 0; m < 4; ++m) amb[t + m] = q[m];
+                ldg4(op.V + NZ + k0 + t, q);
+#pragma unroll
+                for (int m = 0; m < 4; ++m) vb[t + m] = q[m];
+                ldg4(op.V + 2 * NZ + k0 + t, q);
+#pragma unroll
+                for (int m = 0; m < 4; ++m) vc[t + m] = q[m];
+                ldg4(op.V + 3 * NZ + k0 + t, q);
+#pragma unroll
+                for (int m = 0; m < 4; ++m) vd[t + m] = q[m];
+            }
+        }
+    }
+    __device__ __forceinline__ real apply(const ColOp& op, int t, const Nb& x, idx_t o, const Layout& L, int k,
+                                          real below, real mid, real above) const {
+        if constexpr (vec) {
+            return apply_at_v(x, op.c, amb[t], vb[t], vc[t], vd[t], below, mid, above);
+        } else {
+            return op.apply_n(x, o, L, k, below, mid, above);
+        }
+    }
 };
 
 // Per-cell coefficients (docs/MODEL.md §15), stored in the field layout: the diagonal d and the

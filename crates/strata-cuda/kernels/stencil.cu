@@ -151,13 +151,14 @@ __device__ __forceinline__ void residual_restrict_body(const Layout& L, const La
     real below = real(0.0), mid = u[o];
     for (int k0 = 0; k0 < NZ; k0 += RR_GROUP) {
         real r[RR_GROUP];
+        const VGroup<Op, RR_GROUP> vg(op, k0);
 #pragma unroll
         for (int t = 0; t < RR_GROUP; ++t) {
             const int k = k0 + t;
             if (k < NZ) {
                 const idx_t ok = o + (idx_t)k * L.sx;
                 const real above = k + 1 < NZ ? u[ok + L.sx] : real(0.0);
-                r[t] = f[ok] - op.apply_n(col_nb(u, ok, L, o), ok, L, k, below, mid, above);
+                r[t] = f[ok] - vg.apply(op, t, col_nb(u, ok, L, o), ok, L, k, below, mid, above);
                 below = mid;
                 mid = above;
             }

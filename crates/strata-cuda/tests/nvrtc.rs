@@ -75,7 +75,8 @@ fn kernels_compile_for_ampere_and_hopper() {
         // plain march and larger groups, the split line solve without its launch bound and with another, the
         // whole-row kernels by column instead of by slot in the colour-split rows, the face
         // copies with k fastest on every side, and (the nine-point build) the fused correction and
-        // the relaxations without their launch bounds in fp32 and with them in fp64.
+        // the relaxations without their launch bounds in fp32 and with them in fp64, and the fused
+        // restriction's vertical entries without vector loads and in groups of 8.
         for (nz, storage, options, diagonals) in [
             (
                 128,
@@ -113,6 +114,10 @@ fn kernels_compile_for_ampere_and_hopper() {
                 ["-DCORRECT_MINB=0", "-DDIAG_MINB=0"],
                 true,
             ),
+            // The fused restriction's vertical entries: scalar loads, and vector loads in
+            // groups of 8 where nz (36) ends inside the last group.
+            (128, Storage::F32, ["-DV_VEC=0", "-DRR_GROUP=8"], false),
+            (36, Storage::F32, ["-DV_VEC=1", "-DRR_GROUP=8"], false),
             (
                 128,
                 Storage::F64,
