@@ -217,7 +217,8 @@ __device__ __forceinline__ real apply_at(const Nb& x, const Col& c, const real* 
 }
 
 // Four consecutive values from p (16-byte aligned) in vector loads: one load instruction for
-// four levels' entry where four scalar loads would each be a request to L1.
+// four levels' entry where four scalar loads would each be a request to L1. (VGroup takes only
+// the float form; the fp64 builds compile its discarded branch, which needs the double one.)
 __device__ __forceinline__ void ldg4(const float* p, float (&v)[4]) {
     const float4 q = __ldg(reinterpret_cast<const float4*>(p));
     v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
