@@ -174,6 +174,17 @@ struct Nb {
 // The neighbourhood of element o of field x in global memory (oc: any element of o's column).
 __device__ __forceinline__ Nb col_nb(const real* x, idx_t o, const Layout& L, idx_t) { return Nb{x + o, (idx_t)L.plane}; }
 #endif
+// A cell's four horizontal neighbours as values already in registers, for the kernels that hold
+// several columns of a block (the fused residual-restriction's 2 x 2 fine children, stencil.cu):
+// what apply_at reads of an Nb, where a neighbour inside the block is the thread's own value.
+struct NbVals {
+    real ve, vw, vn, vs;
+    __device__ __forceinline__ real e() const { return ve; }
+    __device__ __forceinline__ real w() const { return vw; }
+    __device__ __forceinline__ real n() const { return vn; }
+    __device__ __forceinline__ real s() const { return vs; }
+};
+
 // The neighbourhood of element o of field x.
 __device__ __forceinline__ Nb global_nb(const real* x, idx_t o, const Layout& L) { return col_nb(x, o, L, o); }
 // The neighbourhood of element o, at level k of its column, of field x (o - k sx, which the
@@ -194,7 +205,8 @@ __device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(
 // entries from VGroup's vector loads) and the residual it stands for give the same bits (GPU
 // test fused_restrictions_give_the_unfused_iterates; written as one expression, the two
 // kernels contracted it differently, 2026-11-29).
-__device__ __forceinline__ real apply_at_v(const Nb& x, const Col& c, real amb, real vb, real vc, real vd,
+template <class X>
+__device__ __forceinline__ real apply_at_v(const X& x, const Col& c, real amb, real vb, real vc, real vd,
                                             real below, real mid, real above) {
     const real diag = fma(c.t, amb, -mul_rn(c.at, vd));
     const real horiz = fma(c.as, x.s(), fma(c.an, x.n(), fma(c.aw, x.w(), mul_rn(c.ae, x.e()))));
@@ -205,7 +217,9 @@ __device__ __forceinline__ real apply_at_v(const Nb& x, const Col& c, real amb, 
 // the compiler contracts it (through apply_at_v, the fp64 outer residual ran 8 % slower at 2816²,
 // with the same registers, 2026-11-29; VGroup does not serve fp64 builds, so nothing there needs
 // the explicit form).
-__device__ __forceinline__ real apply_at(const Nb& x, const Col& c, const real* __restrict__ V, int k,
+// The neighbourhood X: an Nb in global memory, or an NbVals in registers.
+template <class X>
+__device__ __forceinline__ real apply_at(const X& x, const Col& c, const real* __restrict__ V, int k,
                                           real below, real mid, real above) {
     if constexpr (sizeof(real) == 4) {
         return apply_at_v(x, c, V_AMB(V, k), V_B(V, k), V_C(V, k), V_D(V, k), below, mid, above);
@@ -244,7 +258,8 @@ __device__ __forceinline__ void ldg4(const double* p, double (&v)[4]) {
 template <class Op, int G>
 struct VGroup {
     __device__ __forceinline__ VGroup(const Op&, int) {}
-    __device__ __forceinline__ real apply(const Op& op, int, const Nb& x, idx_t o, const Layout& L, int k,
+    template <class X>
+    __device__ __forceinline__ real apply(const Op& op, int, const X& x, idx_t o, const Layout& L, int k,
                                           real below, real mid, real above) const {
         return op.apply_n(x, o, L, k, below, mid, above);
     }
@@ -278,8 +293,9 @@ struct ColOp {
     Col c;
     const real* __restrict__ V;
     // A x at (i, j, k) of element o with neighbourhood x; its 7-point parts (all of it) and its
-    // cross terms (none), as XColOp splits them.
-    __device__ __forceinline__ real apply_n(const Nb& x, idx_t, const Layout&, int k, real below, real mid,
+    // cross terms (none), as XColOp splits them. (The neighbourhood X: an Nb or an NbVals.)
+    template <class X>
+    __device__ __forceinline__ real apply_n(const X& x, idx_t, const Layout&, int k, real below, real mid,
                                               real above) const {
         return apply_at(x, c, V, k, below, mid, above);
     }
@@ -331,7 +347,8 @@ struct VGroup<ColOp, G> {
             }
         }
     }
-    __device__ __forceinline__ real apply(const ColOp& op, int t, const Nb& x, idx_t o, const Layout& L, int k,
+    template <class X>
+    __device__ __forceinline__ real apply(const ColOp& op, int t, const X& x, idx_t o, const Layout& L, int k,
                                           real below, real mid, real above) const {
         if constexpr (vec) {
             return apply_at_v(x, op.c, amb[t], vb[t], vc[t], vd[t], below, mid, above);
@@ -340,6 +357,16 @@ struct VGroup<ColOp, G> {
         }
     }
 };
+
+// A row of a per-cell operator at a cell, for the fp32 builds: its entries d, e, w, n, s, u, b
+// (diagonal; east, west, north, south, up, down) times the cell's value and its neighbours'
+// values. Every product and FMA is explicit (as apply_at_v), so that a kernel that holds its
+// entries in registers (the fused residual-restriction's 2 x 2 children, stencil.cu) gives the
+// bits of CellOp::apply_n's residual.
+__device__ __forceinline__ real cell_row_v(real d, real e, real w, real n, real s, real u, real b, real ve, real vw,
+                                            real vn, real vs, real mid, real above, real below) {
+    return fma(b, below, fma(u, above, fma(s, vs, fma(n, vn, fma(w, vw, fma(e, ve, mul_rn(d, mid)))))));
+}
 
 // Per-cell coefficients (docs/MODEL.md §15), stored in the field layout: the diagonal d and the
 // east, north and up entries e, n, u of each row. When the operator is symmetric (sym = 1) a
@@ -362,8 +389,13 @@ struct CellOp {
         const real west = sym ? e[o + x.wx] : w[o];
         const real south = sym ? n[o - L.plane] : s[o];
         const real down = sym ? (k > 0 ? u[o - L.sx] : real(0.0)) : b[o];
-        return d[o] * mid + e[o] * x.e() + west * x.w() + n[o] * x.n() + south * x.s() + u[o] * above +
-               down * below;
+        if constexpr (sizeof(real) == 4) {
+            return cell_row_v(d[o], e[o], west, n[o], south, u[o], down, x.e(), x.w(), x.n(), x.s(), mid, above,
+                              below);
+        } else {
+            return d[o] * mid + e[o] * x.e() + west * x.w() + n[o] * x.n() + south * x.s() + u[o] * above +
+                   down * below;
+        }
     }
     __device__ __forceinline__ real seven_n(const Nb& x, idx_t o, const Layout& L, int k, real below, real mid,
                                               real above) const {

@@ -122,20 +122,172 @@ RESIDUAL_KERNELS(residual_norm_f64, residual_norm_cells_f64, real, false)
 // The V-cycle's residual restricted without being stored (LineKernels::residual_restrict_smooth):
 // fc <- scale * (sum of the 2 x 2 fine children of f - A u), summed in the order of
 // restrict_children (lines.cu), so that the values are those of residual_f64 then the
-// restriction. One thread per fine column, as the residual; four consecutive threads in x hold
-// the children of one coarse column (bit 0 of the thread's x index: the row 2J or 2J + 1; the
-// bits above: the fine column i), so a warp reads 16 consecutive values of each of two rows,
-// adds each x pair and then the two rows by shuffles, and its first lane of four stores.
-// Launched over 2 nx threads in x and the coarse rows in y (blockDim.x is a multiple of 4).
-// Threads beyond the level work on column (0, 0) and store nothing (every lane takes part in
-// the shuffles). Traffic per fine cell 2 (read f, u) + 1/4 (write fc), where residual_f64 and
-// the restriction move 3 + 1.
+// restriction. Traffic per fine cell 2 (read f, u) + 1/4 (write fc), where residual_f64 and the
+// restriction move 3 + 1.
 // The levels go in groups of RR_GROUP: a group's residuals are computed (its loads all issued)
-// before its shuffles and stores, since a shuffle between them would keep the loads of the next
-// level from starting early (RR_GROUP=0: the plain march, a shuffle after every level).
+// before its stores (RR_GROUP=0: groups of one level, and the per-cell kernel's plain march).
 #ifndef RR_GROUP
 #define RR_GROUP STENCIL_UNROLL
 #endif
+
+// The model problem's columns (residual_restrict_f64): one thread per coarse column (ic, jc),
+// which marches its four fine children together: e0 = (2ic, 2jc), o0 = (2ic + 1, 2jc), e1 and
+// o1 the same in row 2jc + 1. Of each child's four horizontal neighbours two are the thread's
+// own values (the other children), so per level it loads f and u above of its four children
+// and the eight neighbours outside the block: 16 loads for 4 cells where a thread per fine
+// column loads 6 for one, and no shuffles. (In the colour-split layout a warp's 32 coarse
+// columns have their children at 32 consecutive slots of each colour: every load of the warp
+// is one line of 128 bytes, or two where shifted by a slot. A thread per fine column, two rows
+// of 16 columns to a warp, made the L1's data-pipe wavefronts the kernel's limit: Nsight
+// Compute, 98 % of peak at 49 % of DRAM, 2026-11-29.)
+template <int G>
+__device__ __forceinline__ void residual_restrict_quad(const Layout& L, const Layout& Lc, const real* __restrict__ cols,
+                                                       const real* __restrict__ V, int ic, int jc,
+                                                       const real* __restrict__ f, const real* __restrict__ u,
+                                                       real* __restrict__ fc, real scale) {
+    const int i0 = 2 * ic, j0 = 2 * jc;
+    const ColOp e0{load_col(cols, L, i0, j0), V}, o0{load_col(cols, L, i0 + 1, j0), V};
+    const ColOp e1{load_col(cols, L, i0, j0 + 1), V}, o1{load_col(cols, L, i0 + 1, j0 + 1), V};
+    const idx_t oe0 = at_(L, i0, j0, 0), oo0 = at_(L, i0 + 1, j0, 0);
+    const idx_t oe1 = at_(L, i0, j0 + 1, 0), oo1 = at_(L, i0 + 1, j0 + 1, 0);
+    // The west neighbours of the even children, the east ones of the odd (offsets per row).
+    const int w0 = x_west(oe0), w1 = x_west(oe1), x0 = x_east(oo0), x1 = x_east(oo1);
+    const idx_t oc = at_(Lc, ic, jc, 0), dy = (idx_t)L.plane;
+    real be0 = real(0.0), bo0 = real(0.0), be1 = real(0.0), bo1 = real(0.0);
+    real me0 = u[oe0], mo0 = u[oo0], me1 = u[oe1], mo1 = u[oo1];
+    for (int k0 = 0; k0 < NZ; k0 += G) {
+        real sum[G];
+        const VGroup<ColOp, G> vg(e0, k0);
+#pragma unroll
+        for (int t = 0; t < G; ++t) {
+            const int k = k0 + t;
+            if (k < NZ) {
+                const idx_t ok = (idx_t)k * L.sx;
+                const bool top = k + 1 == NZ;
+                const real ae0 = top ? real(0.0) : u[oe0 + ok + L.sx], ao0 = top ? real(0.0) : u[oo0 + ok + L.sx];
+                const real ae1 = top ? real(0.0) : u[oe1 + ok + L.sx], ao1 = top ? real(0.0) : u[oo1 + ok + L.sx];
+                const NbVals ne0{mo0, u[oe0 + ok + w0], me1, u[oe0 + ok - dy]};
+                const NbVals no0{u[oo0 + ok + x0], me0, mo1, u[oo0 + ok - dy]};
+                const NbVals ne1{mo1, u[oe1 + ok + w1], u[oe1 + ok + dy], me0};
+                const NbVals no1{u[oo1 + ok + x1], me1, u[oo1 + ok + dy], mo0};
+                const real re0 = f[oe0 + ok] - vg.apply(e0, t, ne0, oe0 + ok, L, k, be0, me0, ae0);
+                const real ro0 = f[oo0 + ok] - vg.apply(o0, t, no0, oo0 + ok, L, k, bo0, mo0, ao0);
+                const real re1 = f[oe1 + ok] - vg.apply(e1, t, ne1, oe1 + ok, L, k, be1, me1, ae1);
+                const real ro1 = f[oo1 + ok] - vg.apply(o1, t, no1, oo1 + ok, L, k, bo1, mo1, ao1);
+                sum[t] = (re0 + ro0) + (re1 + ro1);
+                be0 = me0; bo0 = mo0; be1 = me1; bo1 = mo1;
+                me0 = ae0; mo0 = ao0; me1 = ae1; mo1 = ao1;
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < G; ++t) {
+            if (k0 + t < NZ) fc[oc + (idx_t)(k0 + t) * Lc.sx] = scale * sum[t];
+        }
+    }
+}
+
+// Launched over the coarse columns (one thread each, column_config).
+extern "C" __global__ void residual_restrict_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
+                                                 const real* __restrict__ f, const real* __restrict__ u, Layout Lc,
+                                                 real* __restrict__ fc, double scale) {
+    const int ic = blockIdx.x * blockDim.x + threadIdx.x;
+    const int jc = blockIdx.y * blockDim.y + threadIdx.y;
+    if (ic >= Lc.nx || jc >= Lc.ny) return;
+    residual_restrict_quad<(RR_GROUP > 0 ? RR_GROUP : 1)>(L, Lc, cols, V, ic, jc, f, u, fc, (real)scale);
+}
+
+// Per-cell coefficients without cross terms (residual_restrict_cells_f64 with has_cross = 0):
+// the same mapping, one thread per coarse column. A child's west, south and down entries are,
+// where the operator is symmetric, the east, north and up entries of the cells beside and
+// below: those of the children inside the block and of the level below are values the thread
+// holds, so per level it loads the four children's d, e, n and u and four entries outside.
+// The rows in cell_row_v's arithmetic (fp32 builds), as CellOp::apply_n.
+__device__ __forceinline__ real cell_row(real d, real e, real w, real n, real s, real u, real b, real ve, real vw,
+                                          real vn, real vs, real mid, real above, real below) {
+    if constexpr (sizeof(real) == 4) {
+        return cell_row_v(d, e, w, n, s, u, b, ve, vw, vn, vs, mid, above, below);
+    } else {
+        return d * mid + e * ve + w * vw + n * vn + s * vs + u * above + b * below;
+    }
+}
+
+__device__ __forceinline__ void residual_restrict_quad_cells(const Layout& L, const Layout& Lc, const CellOp& op,
+                                                             int ic, int jc, const real* __restrict__ f,
+                                                             const real* __restrict__ u, real* __restrict__ fc,
+                                                             real scale) {
+    const int i0 = 2 * ic, j0 = 2 * jc;
+    // The children e0, o0, e1, o1 (as residual_restrict_quad).
+    const idx_t o[4] = {at_(L, i0, j0, 0), at_(L, i0 + 1, j0, 0), at_(L, i0, j0 + 1, 0), at_(L, i0 + 1, j0 + 1, 0)};
+    const int w0 = x_west(o[0]), w1 = x_west(o[2]), x0 = x_east(o[1]), x1 = x_east(o[3]);
+    const idx_t oc = at_(Lc, ic, jc, 0), dy = (idx_t)L.plane;
+    real below[4], mid[4], down[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+        below[c] = real(0.0);
+        mid[c] = u[o[c]];
+        down[c] = real(0.0);  // the up entries of the level below (symmetric operators)
+    }
+#pragma unroll 2
+    for (int k = 0; k < NZ; ++k) {
+        const idx_t ok = (idx_t)k * L.sx;
+        real above[4], D[4], E[4], N[4], U[4], W[4], S[4], B[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            const idx_t q = o[c] + ok;
+            above[c] = k + 1 < NZ ? u[q + L.sx] : real(0.0);
+            D[c] = op.d[q];
+            E[c] = op.e[q];
+            N[c] = op.n[q];
+            U[c] = op.u[q];
+        }
+        if (op.sym) {
+            W[0] = op.e[o[0] + ok + w0];
+            W[1] = E[0];
+            W[2] = op.e[o[2] + ok + w1];
+            W[3] = E[2];
+            S[0] = op.n[o[0] + ok - dy];
+            S[1] = op.n[o[1] + ok - dy];
+            S[2] = N[0];
+            S[3] = N[1];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) B[c] = down[c];
+        } else {
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                W[c] = op.w[o[c] + ok];
+                S[c] = op.s[o[c] + ok];
+                B[c] = op.b[o[c] + ok];
+            }
+        }
+        // Each child's east, west, north and south values: the other children's, or loaded.
+        const real ve[4] = {mid[1], u[o[1] + ok + x0], mid[3], u[o[3] + ok + x1]};
+        const real vw[4] = {u[o[0] + ok + w0], mid[0], u[o[2] + ok + w1], mid[2]};
+        const real vn[4] = {mid[2], mid[3], u[o[2] + ok + dy], u[o[3] + ok + dy]};
+        const real vs[4] = {u[o[0] + ok - dy], u[o[1] + ok - dy], mid[0], mid[1]};
+        real r[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            r[c] = f[o[c] + ok] -
+                   cell_row(D[c], E[c], W[c], N[c], S[c], U[c], B[c], ve[c], vw[c], vn[c], vs[c], mid[c], above[c],
+                            below[c]);
+            below[c] = mid[c];
+            mid[c] = above[c];
+            down[c] = U[c];
+        }
+        fc[oc + (idx_t)k * Lc.sx] = scale * ((r[0] + r[1]) + (r[2] + r[3]));
+    }
+}
+
+// Per-cell coefficients with orography's slant couplings (residual_restrict_cells_f64 with
+// has_cross = 2): one thread per fine column, as the
+// residual; four consecutive threads in x hold the children of one coarse column (bit 0 of the
+// thread's x index: the row 2J or 2J + 1; the bits above: the fine column i), so a warp reads 16
+// consecutive values of each of two rows, adds each x pair and then the two rows by shuffles,
+// and its first lane of four stores. Launched over 2 nx threads in x and the coarse rows in y
+// (blockDim.x is a multiple of 4). Threads beyond the level work on column (0, 0) and store
+// nothing (every lane takes part in the shuffles). A group's loads are all issued before its
+// shuffles, since a shuffle between them would keep the loads of the next level from starting
+// early.
 __device__ __forceinline__ void restrict_store(real r, bool store, real* __restrict__ fc, idx_t at, real scale) {
     const real row = r + __shfl_xor_sync(0xffffffffu, r, 2);
     const real sum = row + __shfl_xor_sync(0xffffffffu, row, 1);
@@ -151,14 +303,13 @@ __device__ __forceinline__ void residual_restrict_body(const Layout& L, const La
     real below = real(0.0), mid = u[o];
     for (int k0 = 0; k0 < NZ; k0 += RR_GROUP) {
         real r[RR_GROUP];
-        const VGroup<Op, RR_GROUP> vg(op, k0);
 #pragma unroll
         for (int t = 0; t < RR_GROUP; ++t) {
             const int k = k0 + t;
             if (k < NZ) {
                 const idx_t ok = o + (idx_t)k * L.sx;
                 const real above = k + 1 < NZ ? u[ok + L.sx] : real(0.0);
-                r[t] = f[ok] - vg.apply(op, t, col_nb(u, ok, L, o), ok, L, k, below, mid, above);
+                r[t] = f[ok] - op.apply_n(col_nb(u, ok, L, o), ok, L, k, below, mid, above);
                 below = mid;
                 mid = above;
             }
@@ -183,19 +334,20 @@ __device__ __forceinline__ void residual_restrict_body(const Layout& L, const La
     const int i = active ? t >> 1 : 0, j = active ? 2 * tj + (t & 1) : 0; \
     const bool store = active && (t & 3) == 0;
 
-extern "C" __global__ void residual_restrict_f64(Layout L, const real* __restrict__ cols, const real* __restrict__ V,
-                                                 const real* __restrict__ f, const real* __restrict__ u, Layout Lc,
-                                                 real* __restrict__ fc, double scale) {
-    RESTRICT_CHILD
-    residual_restrict_body(L, Lc, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), at_(Lc, i / 2, j / 2, 0),
-                           store, f, u, fc, (real)scale);
-}
-
-// With orography's slant couplings where the level has them (has_cross = 2; the sphere's
-// diagonal ones take the unfused path).
+// The sphere's diagonal couplings take the unfused path (has_cross = 1 never comes here).
+// Two launches, as has_cross says (the host launches each its own way: LineKernels::
+// residual_restrict_smooth): without cross terms one thread per coarse column, with the slant
+// couplings one per fine column.
 extern "C" __global__ void residual_restrict_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PARAMS,
                                                        const real* __restrict__ f, const real* __restrict__ u,
                                                        Layout Lc, real* __restrict__ fc, double scale) {
+    if (has_cross == 0) {
+        const int ic = blockIdx.x * blockDim.x + threadIdx.x;
+        const int jc = blockIdx.y * blockDim.y + threadIdx.y;
+        if (ic >= Lc.nx || jc >= Lc.ny) return;
+        residual_restrict_quad_cells(L, Lc, CELL_OP(0), ic, jc, f, u, fc, (real)scale);
+        return;
+    }
     RESTRICT_CHILD
     const idx_t o = at_(L, i, j, 0);
     WITH_CELL_SLANT(o, residual_restrict_body(L, Lc, op, o, at_(Lc, i / 2, j / 2, 0), store, f, u, fc,

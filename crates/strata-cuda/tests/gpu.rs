@@ -1514,7 +1514,7 @@ fn fused_correction_gives_the_unfused_iterates() {
     for (geometry, n, fields) in [
         (Geometry::Panel, 256, false),
         (Geometry::Box, 128, false),
-        (Geometry::Panel, 128, true),
+        (Geometry::Panel, 256, true),
     ] {
         let p = ProblemParams {
             n,
@@ -1556,7 +1556,7 @@ fn fused_correction_gives_the_unfused_iterates() {
 /// kernel on PCR levels (`residual_restrict_smooth_pcr`), into two on Thomas levels — gives the
 /// unfused pair's iterates bit for bit (`Tuning::fuse_f32` off stores the residual first): mixed
 /// mg and mg-cg at 64² (every coarse level PCR) and 512² (Thomas, then PCR), on a panel and on
-/// a box.
+/// a box, and with coefficient fields at 256² (the per-cell kernel on its Thomas levels).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn fused_restrictions_give_the_unfused_iterates() {
@@ -1567,15 +1567,18 @@ fn fused_restrictions_give_the_unfused_iterates() {
         t.fused_pcr_columns = usize::MAX;
     });
     let unfused = gpu_tuned(|t| t.fuse_f32 = false);
-    for (geometry, n) in [
-        (Geometry::Panel, 64),
-        (Geometry::Panel, 512),
-        (Geometry::Box, 64),
+    for (geometry, n, fields) in [
+        (Geometry::Panel, 64, false),
+        (Geometry::Panel, 512, false),
+        (Geometry::Box, 64, false),
+        (Geometry::Panel, 256, true),
     ] {
         let p = ProblemParams {
             n,
             nz: 32,
             geometry,
+            coefficients: fields
+                .then(|| std::sync::Arc::new(strata::problem::Coefficients::smooth(n, 32, 10.0))),
             ..Default::default()
         };
         let rhs = build_rhs(&p, RhsKind::Random, 11, &Block::whole(p.n));
@@ -1588,7 +1591,7 @@ fn fused_restrictions_give_the_unfused_iterates() {
             };
             let (a, ua) = history(&fused);
             let (b, ub) = history(&unfused);
-            let what = format!("{geometry:?} {n}² {}", kind.name());
+            let what = format!("{geometry:?} {n}² fields {fields} {}", kind.name());
             println!("fused restrictions, {what}: {} iterations", a.len());
             assert_eq!(a, b, "{what}: residual histories differ");
             assert_eq!(ua, ub, "{what}: solutions differ");

@@ -254,9 +254,13 @@ impl LineKernels for CudaBackend {
         self.check(coarse, &[f_coarse, u_coarse])?;
         super::stencil::check_twice(fine, coarse, "residual_restrict_smooth")?;
         let (nx, ny) = (coarse.layout.nx as usize, coarse.layout.ny as usize);
-        // One thread per fine column, the two rows of a coarse row side by side in x
-        // (kernels/stencil.cu, RESTRICT_CHILD): 4 nx threads in x (blocks at least 8 wide).
-        let cfg = column_config(4 * nx, ny, self.tuning.block_x).0;
+        // Without cross terms one thread per coarse column, marching its four fine children
+        // (kernels/stencil.cu, residual_restrict_quad and _quad_cells). With orography's slant
+        // couplings one thread per fine column, the two rows of a coarse row side by side in x
+        // (RESTRICT_CHILD): 4 nx threads in x (blocks at least 8 wide).
+        let slant = fine.cells.as_ref().is_some_and(|c| c.cross.1 != 0);
+        let threads_x = if slant { 4 * nx } else { nx };
+        let cfg = column_config(threads_x, ny, self.tuning.block_x).0;
         let sym = sym_flag(fine);
         let mut b = self.builder(
             self.launch_stream(),
@@ -278,8 +282,8 @@ impl LineKernels for CudaBackend {
             .arg(&mut f_coarse.data)
             .arg(&scale);
         // SAFETY: layouts checked (the fine block twice the coarse one); each thread reads its
-        // fine column and its neighbours (halo included) and at most one thread of four
-        // writes its coarse column's f_c.
+        // fine columns and their neighbours (halo included), and each coarse column's f_c is
+        // written by one thread (its own, or one of its four children's).
         cu(unsafe { b.launch(cfg) })?;
         // u_c <- rho M^-1 f_c.
         self.line_solve_scaled(coarse, f_coarse, u_coarse, rho)
