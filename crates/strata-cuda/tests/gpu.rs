@@ -1514,7 +1514,7 @@ fn fused_correction_gives_the_unfused_iterates() {
     for (geometry, n, fields) in [
         (Geometry::Panel, 256, false),
         (Geometry::Box, 128, false),
-        (Geometry::Panel, 256, true),
+        (Geometry::Panel, 128, true),
     ] {
         let p = ProblemParams {
             n,
