@@ -106,8 +106,8 @@ module strata
         integer(c_int32_t) :: error_if_not_converged  ! 1: STRATA_NOT_CONVERGED, 0: info%converged
         real(c_double) :: coarse_rtol  ! the coarse CG's relative tolerance, in (0, 1)
         integer(c_int32_t) :: coarse_solve  ! STRATA_COARSE_SOLVE_SMOOTH (default) or _CG
-        integer(c_int32_t) :: pre_smooth   ! smoothing steps before the coarse correction, 1..16; STRATA_DEFAULT
-        integer(c_int32_t) :: post_smooth  ! smoothing steps after it, 1..16; STRATA_DEFAULT (mg-cg 2, others 1)
+        integer(c_int32_t) :: pre_smooth   ! smoothing steps before the coarse correction, 1..16; STRATA_DEFAULT (strata.h)
+        integer(c_int32_t) :: post_smooth  ! smoothing steps after it, 1..16; STRATA_DEFAULT: as pre_smooth
     end type
 
     ! Mirrors StrataInfo of strata.h.

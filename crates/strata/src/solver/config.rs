@@ -84,7 +84,8 @@ impl SolverConfig {
     /// docs/PERFORMANCE.md). mg-cg's cycle is V(2,2) (3 iterations where V(1,1) takes 5: 18–22 %
     /// faster on one H200 at 256²–2816² × 128); the other cycles are V(1,1) (mg's V(2,1) saves
     /// a cycle up to 1024² × 128 but not at 2048² and above, where it costs 22 % more:
-    /// [`SolverConfig::with_smoothing_steps`]). cg, and gcr and bicgstab with the line
+    /// [`SolverConfig::with_smoothing_steps`]), but mg takes V(2,2) on grids of 1024² columns
+    /// and more with coefficient fields ([`super::steps_for_operator`]). cg, and gcr and bicgstab with the line
     /// preconditioner, have no cycle: fp64 ([`SolverConfig::with_preconditioner`]).
     ///
     /// ```
@@ -108,6 +109,7 @@ impl SolverConfig {
         if kind == SolverKind::MgCg {
             cfg = cfg.with_smoothing_steps(2, 2);
         }
+        cfg.multigrid.steps_for_operator = kind == SolverKind::Mg;
         if cfg.uses_multigrid() {
             cfg.precision = Precision::Mixed;
         }
@@ -200,10 +202,12 @@ impl SolverConfig {
 
     /// Sets the smoothing steps before and after the coarse correction on every level but the
     /// coarsest ([`super::MgParams::pre_smooth`], [`super::MgParams::post_smooth`]); mg-cg's
-    /// symmetric cycle needs them equal.
+    /// symmetric cycle needs them equal. Set, they are kept whatever the operator
+    /// ([`super::MgParams::steps_for_operator`]).
     pub fn with_smoothing_steps(mut self, pre: usize, post: usize) -> Self {
         self.multigrid.pre_smooth = pre;
         self.multigrid.post_smooth = post;
+        self.multigrid.steps_for_operator = false;
         self
     }
 
@@ -220,10 +224,14 @@ impl SolverConfig {
     /// assert_eq!((mgcg.multigrid.pre_smooth, mgcg.multigrid.post_smooth), (1, 1));
     /// let same = SolverConfig::new(SolverKind::MgCg).with_given_smoothing_steps(None, None);
     /// assert_eq!((same.multigrid.pre_smooth, same.multigrid.post_smooth), (2, 2));
+    /// // Neither given: mg keeps the steps its operator takes (strata::solver::steps_for_operator).
+    /// let mg = SolverConfig::new(SolverKind::Mg).with_given_smoothing_steps(None, None);
+    /// assert!(mg.multigrid.steps_for_operator);
     /// ```
     pub fn with_given_smoothing_steps(self, pre: Option<usize>, post: Option<usize>) -> Self {
         let symmetric = self.kind == SolverKind::MgCg;
         let (pre, post) = match (pre, post) {
+            (None, None) => return self,
             (Some(k), None) | (None, Some(k)) if symmetric => (k, k),
             (pre, post) => (
                 pre.unwrap_or(self.multigrid.pre_smooth),

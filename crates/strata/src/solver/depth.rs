@@ -167,15 +167,15 @@ fn most_of(tiles: &[Block]) -> usize {
 /// `cfg` for problem `p` on `tiles`: where its levels are the solver's, no more than the tiles
 /// take; as deep as the tiles allow ([`super::deep_levels`]) for a singular problem
 /// (`singular`) and where [`needs_depth`] says so; the coarsest level solved by CG where even
-/// that leaves it unsolved by smoothing; else `cfg`. For one process; ranks take
-/// [`hierarchy_on_ranks`].
+/// that leaves it unsolved by smoothing; else `cfg`; and the smoothing steps the operator takes
+/// ([`super::steps_for_operator`]). For one process; ranks take [`hierarchy_on_ranks`].
 pub fn hierarchy_for(
     cfg: &SolverConfig,
     p: &ProblemParams,
     singular: bool,
     tiles: &[Block],
 ) -> SolverConfig {
-    let cfg = &fit(cfg, most_of(tiles));
+    let cfg = &fit(&super::steps_for_operator(cfg, p), most_of(tiles));
     let needed = needs_depth(cfg, p);
     let out = super::deep_levels(cfg, singular || needed, tiles);
     coarse_fallback(needed, out, p, singular)
@@ -198,7 +198,7 @@ pub fn hierarchy_on_ranks<B: Backend, C: Comm<B>>(
     }
     // The levels every rank's tiles take, where they are the solver's (the condition is the
     // configuration's, alike on every rank, so every rank or none takes these sums).
-    let mut cfg = cfg.clone();
+    let mut cfg = super::steps_for_operator(cfg, p);
     if cfg.uses_multigrid() && cfg.multigrid.deepen {
         let most = most_of(tiles);
         let mut levels = cfg.num_levels();

@@ -18,6 +18,7 @@ mod multigrid;
 mod null_space;
 mod profile;
 mod slots;
+mod steps;
 mod textbook;
 
 pub use cg::Cg;
@@ -35,6 +36,7 @@ pub use multigrid::{
 };
 pub use null_space::{all_ranks, deep_levels, singular_levels, singular_on_ranks, NullSpace};
 pub use profile::{Kernel, KernelStat, Profile};
+pub use steps::{steps_for_operator, FIELD_STEPS_MIN_N};
 pub use textbook::textbook_pcg;
 
 use crate::backend::Backend;

@@ -118,6 +118,14 @@ pub struct MgParams {
     /// configuration and wherever the levels are set ([`crate::solver::SolverConfig::with_levels`]).
     #[serde(default)]
     pub deepen: bool,
+    /// Takes the smoothing steps the operator measured best with where they differ from
+    /// `pre_smooth` and `post_smooth` ([`crate::solver::steps_for_operator`]: mg's V(2,2) on
+    /// large grids with coefficient fields, whose V(1,1) takes a fifth cycle). On for mg in
+    /// [`crate::solver::SolverConfig::new`] (strata's defaults), off in the paper's
+    /// configuration and wherever the steps are set
+    /// ([`crate::solver::SolverConfig::with_smoothing_steps`]).
+    #[serde(default)]
+    pub steps_for_operator: bool,
 }
 
 fn default_coarse_rtol() -> f64 {
@@ -178,6 +186,7 @@ impl Default for MgParams {
             coarse_solve: CoarseSolve::Smooth,
             coarse_rtol: DEFAULT_COARSE_RTOL,
             deepen: false,
+            steps_for_operator: false,
         }
     }
 }
