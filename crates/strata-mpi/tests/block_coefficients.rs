@@ -5,8 +5,9 @@
 //! (`Coefficients::for_block`, the rings filled from the neighbouring ranks). Their solutions must
 //! be equal bit for bit after set-up, after new fields and after a new ω. Then one rank gives a
 //! negative κz: every rank's update must fail (and none wait for it), and the solver must still
-//! solve with its old fields. CPU ranks always; with the `nccl` feature and a GPU, CUDA ranks
-//! (host-staged MPI) too.
+//! solve with its old fields. And mg's smoothing steps for anisotropic fields must be the same
+//! on every rank when only one rank's block holds the anisotropy. CPU ranks always; with the
+//! `nccl` feature and a GPU, CUDA ranks (host-staged MPI) too.
 
 mod common;
 
@@ -221,5 +222,50 @@ fn rank_checks<B: Backend, C: Comm<B>>(
         &mut local,
         &mut errors,
     );
+    errors.extend(steps_alike(&comm(), grid, rank));
+    errors
+}
+
+/// mg's smoothing steps for anisotropic fields (`strata::solver::steps_on_ranks`) on a grid
+/// large enough to take them, where only the first rank's block holds an anisotropic cell: V(2,2)
+/// on every rank, although the other ranks' own fields alone would keep V(1,1).
+fn steps_alike<B: Backend, C: Comm<B>>(comm: &C, grid: RankGrid, rank: usize) -> Vec<String> {
+    use strata::solver::{steps_for_operator, steps_on_ranks, FIELD_STEPS_MIN_N};
+    let n = FIELD_STEPS_MIN_N;
+    let block = Decomposition::new(n, LEVELS, grid)
+        .unwrap()
+        .fine_block(rank);
+    let mut kx = vec![1.0; block.nx * block.ny];
+    if rank == 0 {
+        kx[0] = 3.0;
+    }
+    let fields = Coefficients::for_block(
+        block,
+        1,
+        1.0,
+        [Some(&kx[..]), None, None, None, None, None, None],
+    )
+    .expect("the block's fields");
+    let p = ProblemParams {
+        n,
+        nz: 1,
+        coefficients: Some(Arc::new(fields)),
+        ..Default::default()
+    };
+    let mg = SolverConfig::new(SolverKind::Mg);
+    let steps = |c: &SolverConfig| (c.multigrid.pre_smooth, c.multigrid.post_smooth);
+    let mut errors = Vec::new();
+    match steps_on_ranks(comm, &mg, &p) {
+        Ok(c) if steps(&c) == (2, 2) => {}
+        Ok(c) => errors.push(format!("steps on ranks: V{:?}, not V(2, 2)", steps(&c))),
+        Err(e) => errors.push(format!("steps on ranks: {e}")),
+    }
+    let own = steps(&steps_for_operator(&mg, &p));
+    let expected = if rank == 0 { (2, 2) } else { (1, 1) };
+    if own != expected {
+        errors.push(format!(
+            "this rank's own fields give V{own:?}, not V{expected:?}"
+        ));
+    }
     errors
 }

@@ -88,7 +88,8 @@ fn to_py(e: StrataError) -> PyErr {
 /// pre_smooth and post_smooth are the smoothing steps before and after the coarse correction on
 /// every multigrid level but the coarsest, 1 to 16 (mg-cg's symmetric cycle needs them equal,
 /// and one given sets both); None: the solver's default (mg-cg 2 and 2; mg 2 and 2 with
-/// coefficient fields on grids of 1024² columns and more; otherwise 1 and 1;
+/// horizontally anisotropic coefficient fields from 512² columns, the Rust crate's
+/// strata::solver::steps_for_operator; otherwise 1 and 1;
 /// docs/PERFORMANCE.md).
 /// coarse_solve is how the coarsest multigrid level is solved: "smooth" (coarse_steps smoothing
 /// steps, the paper's) or "cg" (preconditioned CG to coarse_rtol, in (0, 1): the cycle count

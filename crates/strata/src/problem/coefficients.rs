@@ -416,6 +416,26 @@ impl Coefficients {
         format!("({panel}y={j}, x={i}, z={k})")
     }
 
+    /// The largest horizontal anisotropy of the cells this process holds: the largest ratio
+    /// `max(kx / ky, ky / kx)` over them (1 where kx = ky everywhere). Red-black smoothing by
+    /// columns with full coarsening converges more slowly where the two horizontal directions
+    /// couple unequally (docs/results/performance-log.md, 2026-11-29). A ring not yet filled
+    /// (NaN, [`Coefficients::for_block`]) does not count. In parallel.
+    ///
+    /// ```
+    /// use strata::problem::Coefficients;
+    /// assert_eq!(Coefficients::constant(8, 4, 1.0).horizontal_anisotropy(), 1.0);
+    /// let a = Coefficients::smooth(64, 16, 10.0).horizontal_anisotropy();
+    /// assert!(a > 2.5 && a < 10.0, "{a}");
+    /// ```
+    pub fn horizontal_anisotropy(&self) -> f64 {
+        self.kx
+            .par_iter()
+            .zip(self.ky.par_iter())
+            .map(|(x, y)| (x / y).max(y / x))
+            .reduce(|| 1.0, f64::max)
+    }
+
     /// Whether β is zero in every cell this process holds (the block's own cells of a rank's
     /// fields; whole-level fields: all): with no Dirichlet side, the singular operator
     /// ([`crate::problem::ProblemParams::singular`]). In parallel, stopping at the first

@@ -198,7 +198,7 @@ pub fn hierarchy_on_ranks<B: Backend, C: Comm<B>>(
     }
     // The levels every rank's tiles take, where they are the solver's (the condition is the
     // configuration's, alike on every rank, so every rank or none takes these sums).
-    let mut cfg = super::steps_for_operator(cfg, p);
+    let mut cfg = super::steps_on_ranks(comm, cfg, p)?;
     if cfg.uses_multigrid() && cfg.multigrid.deepen {
         let most = most_of(tiles);
         let mut levels = cfg.num_levels();

@@ -36,7 +36,7 @@ pub use multigrid::{
 };
 pub use null_space::{all_ranks, deep_levels, singular_levels, singular_on_ranks, NullSpace};
 pub use profile::{Kernel, KernelStat, Profile};
-pub use steps::{steps_for_operator, FIELD_STEPS_MIN_N};
+pub use steps::{steps_for_operator, steps_on_ranks, FIELD_STEPS_ANISOTROPY, FIELD_STEPS_MIN_N};
 pub use textbook::textbook_pcg;
 
 use crate::backend::Backend;

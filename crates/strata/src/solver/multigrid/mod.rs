@@ -119,8 +119,8 @@ pub struct MgParams {
     #[serde(default)]
     pub deepen: bool,
     /// Takes the smoothing steps the operator measured best with where they differ from
-    /// `pre_smooth` and `post_smooth` ([`crate::solver::steps_for_operator`]: mg's V(2,2) on
-    /// large grids with coefficient fields, whose V(1,1) takes a fifth cycle). On for mg in
+    /// `pre_smooth` and `post_smooth` ([`crate::solver::steps_for_operator`]: mg's V(2,2) with
+    /// horizontally anisotropic coefficient fields, whose V(1,1) takes a fifth cycle). On for mg in
     /// [`crate::solver::SolverConfig::new`] (strata's defaults), off in the paper's
     /// configuration and wherever the steps are set
     /// ([`crate::solver::SolverConfig::with_smoothing_steps`]).
