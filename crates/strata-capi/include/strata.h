@@ -206,10 +206,10 @@ typedef struct StrataOptions {
   // the levels; symmetric operators only) (`STRATA_COARSE_SOLVE_*`; docs/MODEL.md §9.4).
   int32_t coarse_solve;
   // Smoothing steps before the coarse correction on every multigrid level but the coarsest,
-  // 1 to 16; STRATA_DEFAULT (-1, the default) the solver's (mg-cg 2; mg 2 with horizontally
-  // anisotropic coefficient fields from 512² columns; the others 1: docs/PERFORMANCE.md). mg-cg's
-  // symmetric cycle needs as many after it, and takes one count given for both. (Added after
-  // 0.2.0, with `post_smooth`.)
+  // 1 to 16; STRATA_DEFAULT (-1, the default) the solver's (mg-cg 2; mg 2 with
+  // horizontally anisotropic coefficient fields from 512² columns; the others 1:
+  // docs/PERFORMANCE.md). mg-cg's symmetric cycle needs as many after it, and takes one count
+  // given for both. (Added after 0.2.0, with `post_smooth`.)
   int32_t pre_smooth;
   // Smoothing steps after the coarse correction, as `pre_smooth`.
   int32_t post_smooth;

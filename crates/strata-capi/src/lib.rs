@@ -166,10 +166,10 @@ pub struct StrataOptions {
     /// the levels; symmetric operators only) (`STRATA_COARSE_SOLVE_*`; docs/MODEL.md §9.4).
     pub coarse_solve: i32,
     /// Smoothing steps before the coarse correction on every multigrid level but the coarsest,
-    /// 1 to 16; STRATA_DEFAULT (-1, the default) the solver's (mg-cg 2; mg 2 with horizontally
-    /// anisotropic coefficient fields from 512² columns; the others 1: docs/PERFORMANCE.md). mg-cg's
-    /// symmetric cycle needs as many after it, and takes one count given for both. (Added after
-    /// 0.2.0, with `post_smooth`.)
+    /// 1 to 16; STRATA_DEFAULT (-1, the default) the solver's (mg-cg 2; mg 2 with
+    /// horizontally anisotropic coefficient fields from 512² columns; the others 1:
+    /// docs/PERFORMANCE.md). mg-cg's symmetric cycle needs as many after it, and takes one count
+    /// given for both. (Added after 0.2.0, with `post_smooth`.)
     pub pre_smooth: i32,
     /// Smoothing steps after the coarse correction, as `pre_smooth`.
     pub post_smooth: i32,

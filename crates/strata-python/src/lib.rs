@@ -89,8 +89,7 @@ fn to_py(e: StrataError) -> PyErr {
 /// every multigrid level but the coarsest, 1 to 16 (mg-cg's symmetric cycle needs them equal,
 /// and one given sets both); None: the solver's default (mg-cg 2 and 2; mg 2 and 2 with
 /// horizontally anisotropic coefficient fields from 512² columns, the Rust crate's
-/// strata::solver::steps_for_operator; otherwise 1 and 1;
-/// docs/PERFORMANCE.md).
+/// strata::solver::steps_for_operator; otherwise 1 and 1; docs/PERFORMANCE.md).
 /// coarse_solve is how the coarsest multigrid level is solved: "smooth" (coarse_steps smoothing
 /// steps, the paper's) or "cg" (preconditioned CG to coarse_rtol, in (0, 1): the cycle count
 /// then no longer depends on levels or coarse_steps; symmetric operators only).

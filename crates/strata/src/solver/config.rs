@@ -85,8 +85,9 @@ impl SolverConfig {
     /// faster on one H200 at 256²–2816² × 128); the other cycles are V(1,1) (mg's V(2,1) saves
     /// a cycle up to 1024² × 128 but not at 2048² and above, where it costs 22 % more:
     /// [`SolverConfig::with_smoothing_steps`]), but mg takes V(2,2) with horizontally
-    /// anisotropic coefficient fields from 512² columns ([`super::steps_for_operator`]). cg, and gcr and bicgstab with the line
-    /// preconditioner, have no cycle: fp64 ([`SolverConfig::with_preconditioner`]).
+    /// anisotropic coefficient fields from 512² columns ([`super::steps_for_operator`]). cg,
+    /// and gcr and bicgstab with the line preconditioner, have no cycle: fp64
+    /// ([`SolverConfig::with_preconditioner`]).
     ///
     /// ```
     /// use strata::solver::{Precision, Preconditioner, Smoother, SolverConfig, SolverKind};

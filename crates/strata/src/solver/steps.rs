@@ -79,7 +79,8 @@ fn anisotropic(p: &ProblemParams) -> bool {
 /// // Weakly anisotropic fields keep V(1,1), as do smaller grids.
 /// p.coefficients = Some(Arc::new(Coefficients::smooth(512, 1, 3.0)));
 /// assert_eq!(steps(&steps_for_operator(&mg, &p)), (1, 1));
-/// let p = ProblemParams { n: 256, nz: 1, coefficients: Some(Arc::new(Coefficients::smooth(256, 1, 10.0))), ..Default::default() };
+/// p.n = 256;
+/// p.coefficients = Some(Arc::new(Coefficients::smooth(256, 1, 10.0)));
 /// assert_eq!(steps(&steps_for_operator(&mg, &p)), (1, 1));
 /// ```
 pub fn steps_for_operator(cfg: &SolverConfig, p: &ProblemParams) -> SolverConfig {

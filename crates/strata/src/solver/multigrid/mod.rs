@@ -120,8 +120,8 @@ pub struct MgParams {
     pub deepen: bool,
     /// Takes the smoothing steps the operator measured best with where they differ from
     /// `pre_smooth` and `post_smooth` ([`crate::solver::steps_for_operator`]: mg's V(2,2) with
-    /// horizontally anisotropic coefficient fields, whose V(1,1) takes a fifth cycle). On for mg in
-    /// [`crate::solver::SolverConfig::new`] (strata's defaults), off in the paper's
+    /// horizontally anisotropic coefficient fields, whose V(1,1) takes a fifth cycle). On for
+    /// mg in [`crate::solver::SolverConfig::new`] (strata's defaults), off in the paper's
     /// configuration and wherever the steps are set
     /// ([`crate::solver::SolverConfig::with_smoothing_steps`]).
     #[serde(default)]
