@@ -275,6 +275,8 @@ impl BackendTask for Task {
                             | Kernel::SmoothColorCorrect
                             | Kernel::RestrictSmooth
                             | Kernel::Prolongate
+                            | Kernel::ProlongateSmooth
+                            | Kernel::ProlongateSmoothCorrect
                             | Kernel::Residual,
                         ) => 4.0,
                         _ => 8.0,

@@ -1599,6 +1599,70 @@ fn fused_restrictions_give_the_unfused_iterates() {
     }
 }
 
+/// The prolongation and the first post-smoothing step in one call
+/// (`LineKernels::prolongate_smooth`: on the split half-sweeps' levels the interpolated values
+/// computed where they are read, `smooth_color_prolong_split` and the pending second
+/// half-sweeps) give the separate calls' iterates bit for bit: mixed mg (the last half-sweep
+/// with its correction), mg-cg (the symmetric cycle's reversed colours, weight 1), fp64 mg,
+/// V(2,2), a box with zero-flux sides (the prolongation's +u ghosts) and a panel with
+/// coefficient fields (the three calls on per-cell levels).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn fused_prolongation_gives_the_unfused_iterates() {
+    use strata::grid::Boundaries;
+    use strata::problem::Geometry;
+    let g = gpu();
+    let cases = [
+        (Geometry::Panel, 512, "", false),
+        (Geometry::Box, 256, "x=neumann,y=neumann", false),
+        (Geometry::Box, 256, "x=dirichlet,y=neumann", false),
+        (Geometry::Panel, 256, "", true),
+    ];
+    for (geometry, n, bc, fields) in cases {
+        let p = ProblemParams {
+            n,
+            nz: 32,
+            geometry,
+            boundaries: if bc.is_empty() {
+                Boundaries::DIRICHLET
+            } else {
+                Boundaries::parse(bc).unwrap()
+            },
+            coefficients: fields
+                .then(|| std::sync::Arc::new(strata::problem::Coefficients::smooth(n, 32, 10.0))),
+            ..Default::default()
+        };
+        let rhs = build_rhs(&p, RhsKind::Random, 13, &Block::whole(p.n));
+        let configs = [
+            ("mg", SolverConfig::new(SolverKind::Mg)),
+            ("mg-cg", SolverConfig::new(SolverKind::MgCg)),
+            (
+                "mg fp64",
+                SolverConfig::new(SolverKind::Mg).with_precision(strata::solver::Precision::F64),
+            ),
+            (
+                "mg V(2,2)",
+                SolverConfig::new(SolverKind::Mg).with_smoothing_steps(2, 2),
+            ),
+        ];
+        for (name, cfg) in configs {
+            let cfg = cfg.with_rtol(1e-9);
+            let history = |cfg: &SolverConfig| {
+                let mut h = Vec::new();
+                let s = strata::solve(&g, &p, cfg, &rhs, &mut |_, r| h.push(r)).unwrap();
+                (h, s.u)
+            };
+            let (a, ua) = history(&cfg);
+            let (b, ub) = history(&cfg.clone().with_fused_prolongation(false));
+            let what = format!("{geometry:?} {n}² {bc} fields {fields} {name}");
+            println!("fused prolongation, {what}: {} iterations", a.len());
+            assert!(a.len() > 2, "{what}: too few iterations to compare");
+            assert_eq!(a, b, "{what}: residual histories differ");
+            assert_eq!(ua, ub, "{what}: solutions differ");
+        }
+    }
+}
+
 /// pack_blocks_at and unpack_blocks_at (the sphere's NCCL messages: several blocks' halo parts
 /// in buffers they share, at offsets) move what pack_blocks and unpack_blocks move with a buffer
 /// per part, reversed parts read backwards; overlapping parts and parts outside their buffer

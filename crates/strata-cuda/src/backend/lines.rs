@@ -154,6 +154,97 @@ impl LineKernels for CudaBackend {
         cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
+    fn prolongate_smooth(
+        &self,
+        coarse: &CudaLevel,
+        fine: &CudaLevel,
+        u_coarse: &CudaField,
+        f: &CudaField,
+        u: &mut CudaField,
+        colours: [usize; 2],
+        relax: f64,
+        correct: Option<(&CudaLevel, &mut CudaField)>,
+    ) -> Result<()> {
+        self.check(coarse, &[u_coarse])?;
+        self.check(fine, &[f, u])?;
+        super::stencil::check_twice(fine, coarse, "prolongate_smooth")?;
+        for c in colours {
+            fine.stencil.check_colour(c)?;
+        }
+        let xs = (fine.layout.nx as usize).div_ceil(2);
+        let (nz, ny) = (fine.layout.nz as usize, fine.layout.ny as usize);
+        // Two kernels where the level runs the split half-sweep of the red and black colours
+        // with column coefficients and no cross terms, and (with the correction) where
+        // smooth_color_correct is one kernel too; else the three calls.
+        let split = split_config(&self.tuning, fine.pcr.is_some(), nz, xs, ny)
+            .filter(|_| self.tuning.split_levels().is_power_of_two())
+            .filter(|_| fine.cells.is_none() && !has_diagonals(fine))
+            .filter(|_| colours[0] < 2 && colours[1] < 2 && colours[0] != colours[1]);
+        let fused = match (&correct, split) {
+            (_, None) => None,
+            (None, Some(cfg)) => Some(cfg),
+            (Some((outer, u_outer)), Some(cfg)) => (self.tuning.fuse_correction
+                && self.check_f32_beside(outer, &[&**u_outer], fine, u)?)
+            .then_some(cfg),
+        };
+        let Some(cfg) = fused else {
+            self.prolongate(coarse, fine, u_coarse, u)?;
+            self.smooth_color(fine, f, u, colours[0], relax)?;
+            return match correct {
+                Some((outer, u_outer)) => {
+                    self.smooth_color_correct(fine, f, u, colours[1], relax, outer, u_outer)
+                }
+                None => self.smooth_color(fine, f, u, colours[1], relax),
+            };
+        };
+        let first = colour_parity(fine, colours[0]).0;
+        let mut l = self.builder(
+            self.launch_stream(),
+            fine.k.get(K::SmoothColorProlongSplit),
+        );
+        l.arg(&coarse.layout).arg(&fine.layout).arg(&coarse.phys);
+        l.arg(&u_coarse.data);
+        push_operator(&mut l, fine, &0);
+        l.arg(&f.data).arg(&mut u.data).arg(&first).arg(&relax);
+        // SAFETY: layouts checked (the fine block twice the coarse one); each column of the
+        // first colour is solved by its segment threads (inside the layout), reading its own
+        // column, its neighbours of the other colour (halo included) and their parents' coarse
+        // columns in [−1, n_c], and writing only its own column.
+        cu(unsafe { l.launch(cfg) })?;
+        let second = colour_parity(fine, colours[1]).0;
+        let Some((_, u_outer)) = correct else {
+            let mut l = self.builder(
+                self.launch_stream(),
+                fine.k.get(K::SmoothColorPendingSplit),
+            );
+            l.arg(&coarse.layout).arg(&fine.layout).arg(&coarse.phys);
+            l.arg(&u_coarse.data);
+            push_operator(&mut l, fine, &0);
+            l.arg(&f.data).arg(&mut u.data).arg(&second).arg(&relax);
+            // SAFETY: as the first launch, for the second colour, whose neighbours the first
+            // launch finished.
+            return cu(unsafe { l.launch(cfg) }).map(|_| ());
+        };
+        let mut l = self.builder(
+            self.launch_stream(),
+            fine.k.get(K::SmoothColorCorrectPendingSplit),
+        );
+        l.arg(&coarse.layout).arg(&fine.layout).arg(&coarse.phys);
+        l.arg(&u_coarse.data);
+        push_operator(&mut l, fine, &0);
+        l.arg(&f.data)
+            .arg(&u.data)
+            .arg(&second)
+            .arg(&relax)
+            .arg(&mut u_outer.data);
+        // SAFETY: layouts checked (u_outer: the fp64 field of u's layout, check_f32_beside);
+        // each column of the second colour is solved by its segment threads, reading its
+        // neighbours of the first colour and its parent's coarse columns, and writing only
+        // u_outer's cells of its own column and of the column beside it in its row (i ^ 1),
+        // which no other thread of the launch writes; u is only read.
+        cu(unsafe { l.launch(cfg) }).map(|_| ())
+    }
+
     fn restrict_smooth(
         &self,
         fine: &CudaLevel,
