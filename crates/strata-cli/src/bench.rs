@@ -275,8 +275,6 @@ impl BackendTask for Task {
                             | Kernel::SmoothColorCorrect
                             | Kernel::RestrictSmooth
                             | Kernel::Prolongate
-                            | Kernel::ProlongateSmooth
-                            | Kernel::ProlongateSmoothCorrect
                             | Kernel::Residual,
                         ) => 4.0,
                         _ => 8.0,

@@ -2369,93 +2369,6 @@ pub fn correction_kernels<B: Backend>(b: &B) {
     }
 }
 
-/// [`LineKernels::prolongate_smooth`], the V-cycle's way up in one call, equals the backend's
-/// own separate calls bit for bit ([`strata::backend::StencilKernels::prolongate`], then two
-/// [`LineKernels::smooth_color`], the second [`LineKernels::smooth_color_correct`] where the
-/// correction is asked): the fine iterate (halo included) and the outer fp64 iterate, on a
-/// panel and on boxes with zero-flux sides (the prolongation's +u ghosts), fp64 and fp32
-/// levels, nz = 7 and 32 (the GPU's split half-sweeps from 16 levels), both colour orders and
-/// weights 1 and 1.15.
-pub fn prolongation_kernels<B: Backend>(b: &B) {
-    use strata::grid::Boundaries;
-    let mut rng = Rng::new(23);
-    for (g, bc, n) in [
-        (Geometry::Panel, "dirichlet", 26),
-        (Geometry::Box, "neumann", 24),
-        (Geometry::Box, "x=dirichlet,y=neumann", 20),
-    ] {
-        for nz in [7, 32] {
-            let p = ProblemParams {
-                geometry: g,
-                nz,
-                n,
-                boundaries: Boundaries::parse(bc).unwrap(),
-                ..Default::default()
-            };
-            let levels = strata::stencil::build_levels(&p, p.whole_block(), 2).unwrap();
-            for storage in [Storage::F64, Storage::F32] {
-                let (fs64, cs64) = (&levels[0], &levels[1]);
-                let fs = fs64.clone().with_storage(storage);
-                let cs = cs64.clone().with_storage(storage);
-                let fo = b.prepare_level(&fs).expect("prepare_level");
-                let co = b.prepare_level(&cs).expect("prepare_level");
-                let outer = b.prepare_level(fs64).expect("prepare_level");
-                for (colours, relax) in [([0, 1], 1.15), ([1, 0], 1.0), ([0, 1], 1.0)] {
-                    let (f, u, uc) = (
-                        rounded(&rng.field(&fs)),
-                        rounded(&rng.field(&fs)),
-                        rounded(&rng.field(&cs)),
-                    );
-                    let uo = rng.field(fs64);
-                    let (df, duc) = (to_backend(b, &fo, &f), to_backend(b, &co, &uc));
-                    let correct = storage == Storage::F32;
-                    let ctx = format!(
-                        "{g:?} {bc} nz={nz} {storage:?} colours {colours:?} w {relax} {:?}",
-                        b.name()
-                    );
-                    let (mut fu, mut fuo) = (to_backend(b, &fo, &u), to_backend(b, &outer, &uo));
-                    b.prolongate_smooth(
-                        &co,
-                        &fo,
-                        &duc,
-                        &df,
-                        &mut fu,
-                        colours,
-                        relax,
-                        correct.then_some((&outer, &mut fuo)),
-                    )
-                    .unwrap();
-                    let (mut su, mut suo) = (to_backend(b, &fo, &u), to_backend(b, &outer, &uo));
-                    b.prolongate(&co, &fo, &duc, &mut su).unwrap();
-                    b.smooth_color(&fo, &df, &mut su, colours[0], relax).unwrap();
-                    if correct {
-                        b.smooth_color_correct(&fo, &df, &mut su, colours[1], relax, &outer, &mut suo)
-                            .unwrap();
-                        let (a, w) = (to_host(b, &outer, &fuo), to_host(b, &outer, &suo));
-                        assert!(
-                            a.data == w.data,
-                            "prolongate_smooth {ctx}: the outer iterate, not the calls' bit for bit ({:e})",
-                            rel_diff(&a, &w)
-                        );
-                        continue;
-                    }
-                    b.smooth_color(&fo, &df, &mut su, colours[1], relax).unwrap();
-                    let (a, w) = (to_host(b, &fo, &fu), to_host(b, &fo, &su));
-                    assert!(
-                        a.data == w.data,
-                        "prolongate_smooth {ctx}: not the calls' iterate bit for bit ({:e})",
-                        rel_diff(&a, &w)
-                    );
-                    assert!(
-                        rel_diff(&a, &to_host(b, &fo, &to_backend(b, &fo, &u))) > 0.0,
-                        "prolongate_smooth {ctx}: the iterate did not change"
-                    );
-                }
-            }
-        }
-    }
-}
-
 /// The largest |value| of `h` (halo included).
 fn max_abs(h: &HostField) -> f64 {
     h.data.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
@@ -2543,12 +2456,6 @@ macro_rules! conformance_tests {
         $(#[$attr])*
         fn fused_correction_matches_its_two_kernels() {
             $crate::correction_kernels(&$backend);
-        }
-
-        #[test]
-        $(#[$attr])*
-        fn fused_prolongation_matches_its_three_calls() {
-            $crate::prolongation_kernels(&$backend);
         }
     };
 }

@@ -886,22 +886,6 @@ __device__ __forceinline__ real relaxed(real old, real w, real z) {
 #else
 #define CORRECT_SPLIT_BOUNDS SPLIT_BOUNDS
 #endif
-// The first half-sweep of the way up with the prolongation pending (smooth_color_prolong_split,
-// lines.cu): at least 512 threads per SM asked of the compiler (PROLONG_MINB blocks of 32 SPLIT_P
-// threads: at most 128 registers), the half-sweeps' occupancy; without it the kernel took 234
-// registers (ptxas, the fp32 narrow build of nz = 128, 2026-12-07). fp32 builds only. 0: no bound.
-#ifndef PROLONG_MINB
-#if STRATA_IS_FLOAT(REAL)
-#define PROLONG_MINB SPLIT_MINB_512
-#else
-#define PROLONG_MINB 0
-#endif
-#endif
-#if PROLONG_MINB > 0
-#define PROLONG_SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P, PROLONG_MINB)
-#else
-#define PROLONG_SPLIT_BOUNDS SPLIT_BOUNDS
-#endif
 // The split line relaxations of the model problem's columns in the nine-point build (-DDIAGONALS:
 // smooth_color_split, the sphere's quarter sweeps, and smooth_split, lines.cu): at least 512
 // threads per SM asked of the compiler (DIAG_MINB blocks of 32 SPLIT_P threads). Without a bound
@@ -1118,37 +1102,3 @@ __device__ __forceinline__ double coef(double value, const double* __restrict__ 
     const int k0 = blockIdx.z * seg_len;                    \
     const int k1 = min(NZ, k0 + seg_len);
 
-// u_f <- u_f + P u_c: weights (1/2, 1/4, 1/4) from the parent and its x and y neighbours on the
-// child's side; a neighbour outside the physical boundary is the ghost -u_parent. The same for
-// every operator (the prolongation does not depend on the coefficients).
-// phys: bit 0 west, 1 east, 2 south, 3 north is a wall of the coarse block; bits 4-7 the same
-// sides where the wall is zero-flux (its ghost is +u_parent, docs/MODEL.md section 20).
-// Where fine cell (i, j)'s prolongation reads (the parent, its x and y neighbours on the child's
-// side, a ghost -u_P outside the physical boundary), from level k0 on.
-struct Prolong {
-    idx_t o, op, ox, oy;
-    real wx, wy;
-};
-__device__ __forceinline__ Prolong prolong_at(const Layout& Lc, const Layout& L, int phys, int i, int j, int k0) {
-    const int ip = i >> 1, jp = j >> 1;
-    const int ix = (i & 1) ? ip + 1 : ip - 1;
-    const int jy = (j & 1) ? jp + 1 : jp - 1;
-    const int sx = ix < 0 ? 0 : ix >= Lc.nx ? 1 : -1, sy = jy < 0 ? 2 : jy >= Lc.ny ? 3 : -1;
-    const bool gx = sx >= 0 && ((phys >> sx) & 1), gy = sy >= 0 && ((phys >> sy) & 1);
-    const bool mx = gx && ((phys >> (sx + 4)) & 1), my = gy && ((phys >> (sy + 4)) & 1);
-    const idx_t op = at_(Lc, ip, jp, k0);
-    return Prolong{at_(L, i, j, k0), op, gx ? op : at_(Lc, ix, jp, k0), gy ? op : at_(Lc, ip, jy, k0),
-                   gx && !mx ? -real(0.25) : real(0.25), gy && !my ? -real(0.25) : real(0.25)};
-}
-
-// The prolongation of one fine cell: the one expression every kernel that prolongates uses
-// (stencil.cu's prolongate_f64 and prolongate_faces_f64, lines.cu's fused half-sweeps), so that a
-// halo cell prolongated is bit for bit the neighbour's interior cell, and a value interpolated
-// where it is read is the value the prolongation would have stored.
-__device__ __forceinline__ real prolong_value(const real* __restrict__ uc, const Prolong& p, idx_t dkc) {
-    return real(0.5) * uc[p.op + dkc] + p.wx * uc[p.ox + dkc] + p.wy * uc[p.oy + dkc];
-}
-__device__ __forceinline__ void prolong_add(real* __restrict__ uf, const real* __restrict__ uc, const Prolong& p,
-                                            idx_t dk, idx_t dkc) {
-    uf[p.o + dk] += prolong_value(uc, p, dkc);
-}

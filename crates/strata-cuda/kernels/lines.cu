@@ -660,18 +660,16 @@ extern "C" __global__ void SPLIT_BOUNDS smooth_color_split_cells_f64(Layout L, C
 #ifndef CORRECT_LOADS
 #define CORRECT_LOADS 8
 #endif
-// `own(o, k)`: the colour's old value at element o, level k (z[o]; with the prolongation pending,
-// z[o] + P u_c: smooth_color_correct_pending_split_f64).
-template <class Op, class Own>
+template <class Op>
 __device__ __forceinline__ void smooth_color_correct_body(const Layout& L, const Op& op, idx_t o0, idx_t o1,
                                                           bool solve, bool pair, const real* __restrict__ f,
                                                           const real* __restrict__ z, real relax,
-                                                          double* __restrict__ U, Own own) {
+                                                          double* __restrict__ U) {
 #if (SPLIT_M & (SPLIT_M - 1)) == 0
     real v[SPLIT_M];
     auto rhs = [&](int k) {
         const idx_t o = o0 + (idx_t)k * L.sx;
-        if (relax != real(1.0)) v[k & (SPLIT_M - 1)] = own(o, k);
+        if (relax != real(1.0)) v[k & (SPLIT_M - 1)] = z[o];
         return f[o] - op.horizontal(z, o, L, k);
     };
     thomas_split(op, solve, rhs, [&](int k, real zk) {
@@ -726,8 +724,7 @@ extern "C" __global__ void SPLIT_BOUNDS smooth_color_correct_split_f64(Layout L,
                                                            const real* __restrict__ z, int parity,
                                                            double relax, double* __restrict__ U) {
     SPLIT_COLOR_PAIR
-    WITH_RELAX_COL(smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U,
-                                             [&](idx_t o, int) { return z[o]; }));
+    WITH_RELAX_COL(smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U));
 }
 
 extern "C" __global__ void CORRECT_SPLIT_BOUNDS smooth_color_correct_split_cells_f64(Layout L, CELL_PARAMS,
@@ -736,111 +733,7 @@ extern "C" __global__ void CORRECT_SPLIT_BOUNDS smooth_color_correct_split_cells
                                                                  const real* __restrict__ z, int parity,
                                                                  double relax, double* __restrict__ U) {
     SPLIT_COLOR_PAIR
-    WITH_CELL_SLANT(o0, smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U,
-                                                  [&](idx_t o, int) { return z[o]; }));
-}
-
-// ---- The V-cycle's way up in two half-sweeps (LineKernels::prolongate_smooth): u <- u + P u_c,
-// then the red-black step, with u + P u_c never stored. The first half-sweep reads the other
-// colour only as neighbours, and its own column's old values (the weight w != 1): it computes
-// each of them as u + P u_c where it reads it (prolong_value, so the same bits as the
-// prolongation's store and a load of it). The second half-sweep's neighbours are then final, and
-// only its own column's old values need u_c. The halo is read as it is: this is for one block
-// without exchanges (no periodic side), whose halo the prolongation of the interior leaves alone.
-// Per fine cell the prolongation's pass (read u, a quarter u_c, write u) is not made; each
-// half-sweep reads a quarter u_c more (its coarse rows, L2 hits for the second fine row).
-// Column coefficients only (ColOp; per-cell levels and levels with cross terms run the three
-// calls: CudaBackend::prolongate_smooth).
-#if (SPLIT_M & (SPLIT_M - 1)) == 0
-// Neighbours: whether the half-sweep's neighbours have the prolongation pending (the first
-// half-sweep) or are final (the second).
-template <bool Neighbours>
-__device__ __forceinline__ void smooth_color_prolong_body(const Layout& Lc, const Layout& L, int phys, int i,
-                                                          int j, bool active, const ColOp& op,
-                                                          const real* __restrict__ uc,
-                                                          const real* __restrict__ f, real* u, real relax) {
-    const idx_t o0 = at_(L, i, j, 0);
-    const Prolong own = prolong_at(Lc, L, phys, i, j, 0);
-    // A neighbour in the halo keeps its value (the prolongation of the interior does not write
-    // it); its Prolong is the column's own, never read.
-    const bool ie = i + 1 < L.nx, iw = i > 0, in = j + 1 < L.ny, is = j > 0;
-    Prolong pe = own, pw = own, pn = own, ps = own;
-    if constexpr (Neighbours) {
-        if (ie) pe = prolong_at(Lc, L, phys, i + 1, j, 0);
-        if (iw) pw = prolong_at(Lc, L, phys, i - 1, j, 0);
-        if (in) pn = prolong_at(Lc, L, phys, i, j + 1, 0);
-        if (is) ps = prolong_at(Lc, L, phys, i, j - 1, 0);
-    }
-    real old[SPLIT_M];
-    auto rhs = [&](int k) {
-        const idx_t o = o0 + (idx_t)k * L.sx;
-        const idx_t dkc = (idx_t)k * Lc.sx;
-        if (relax != real(1.0)) old[k & (SPLIT_M - 1)] = u[o] + prolong_value(uc, own, dkc);
-        if constexpr (Neighbours) {
-            // ColOp::horizontal's expression on the interpolated neighbours.
-            const Nb d = level_nb(u, o, L, k);
-            real xe = u[o + d.ex], xw = u[o + d.wx], xn = u[o + L.plane], xs = u[o - L.plane];
-            if (ie) xe = xe + prolong_value(uc, pe, dkc);
-            if (iw) xw = xw + prolong_value(uc, pw, dkc);
-            if (in) xn = xn + prolong_value(uc, pn, dkc);
-            if (is) xs = xs + prolong_value(uc, ps, dkc);
-            return f[o] - V_D(op.V, k) * (op.c.ae * xe + op.c.aw * xw + op.c.an * xn + op.c.as * xs);
-        } else {
-            return f[o] - op.horizontal(u, o, L, k);
-        }
-    };
-    thomas_split(op, active, rhs, [&](int k, real zk) {
-        u[o0 + (idx_t)k * L.sx] = relax == real(1.0) ? zk : relaxed(old[k & (SPLIT_M - 1)], relax, zk);
-    });
-}
-#endif
-
-extern "C" __global__ void PROLONG_SPLIT_BOUNDS smooth_color_prolong_split_f64(Layout Lc, Layout L, int phys,
-                                                           const real* __restrict__ uc,
-                                                           const real* __restrict__ cols,
-                                                           const real* __restrict__ V,
-                                                           const real* __restrict__ f, real* u, int parity,
-                                                           double relax) {
-#if (SPLIT_M & (SPLIT_M - 1)) == 0
-    SPLIT_COLOR_COLUMN
-    const ColOp op{load_col(cols, L, i, j), V};
-    smooth_color_prolong_body<true>(Lc, L, phys, i, j, active, op, uc, f, u, (real)relax);
-#else
-    __trap();  // not launched where SPLIT_M is not a power of two (CudaBackend::prolongate_smooth)
-#endif
-}
-
-extern "C" __global__ void RELAX_SPLIT_BOUNDS smooth_color_pending_split_f64(Layout Lc, Layout L, int phys,
-                                                           const real* __restrict__ uc,
-                                                           const real* __restrict__ cols,
-                                                           const real* __restrict__ V,
-                                                           const real* __restrict__ f, real* u, int parity,
-                                                           double relax) {
-#if (SPLIT_M & (SPLIT_M - 1)) == 0
-    SPLIT_COLOR_COLUMN
-    const ColOp op{load_col(cols, L, i, j), V};
-    smooth_color_prolong_body<false>(Lc, L, phys, i, j, active, op, uc, f, u, (real)relax);
-#else
-    __trap();
-#endif
-}
-
-// smooth_color_correct_split_f64 whose colour's old values are z + P u_c (the prolongation
-// pending: the second half-sweep of prolongate_smooth with the correction); the pair's column
-// (of the first colour) is final.
-extern "C" __global__ void SPLIT_BOUNDS smooth_color_correct_pending_split_f64(Layout Lc, Layout L, int phys,
-                                                                const real* __restrict__ uc,
-                                                                const real* __restrict__ cols,
-                                                                const real* __restrict__ V,
-                                                                const real* __restrict__ f,
-                                                                const real* __restrict__ z, int parity,
-                                                                double relax, double* __restrict__ U) {
-    SPLIT_COLOR_PAIR
-    const ColOp op{load_col(cols, L, i, j), V};
-    const Prolong own = prolong_at(Lc, L, phys, i, j, 0);
-    smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U, [&](idx_t o, int k) {
-        return z[o] + prolong_value(uc, own, (idx_t)k * Lc.sx);
-    });
+    WITH_CELL_SLANT(o0, smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U));
 }
 
 extern "C" __global__ void RELAX_SPLIT_BOUNDS smooth_split_f64(Layout L, const real* __restrict__ cols,

@@ -451,8 +451,40 @@ extern "C" __global__ void cg_spmv_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_P
     block_sum(s, partials, 0, 1);
 }
 
-// u_f <- u_f + P u_c (Prolong, prolong_at, prolong_value: common.cuh). Traffic 2.25 per fine
-// cell. Over the levels [k0, k1) (SEGMENT).
+// u_f <- u_f + P u_c: weights (1/2, 1/4, 1/4) from the parent and its x and y neighbours on the
+// child's side; a neighbour outside the physical boundary is the ghost -u_parent. The same for
+// every operator (the prolongation does not depend on the coefficients).
+// phys: bit 0 west, 1 east, 2 south, 3 north is a wall of the coarse block; bits 4-7 the same
+// sides where the wall is zero-flux (its ghost is +u_parent, docs/MODEL.md section 20).
+// Traffic 2.25 per fine cell. Over the levels [k0, k1) (SEGMENT).
+// Where fine cell (i, j)'s prolongation reads (the parent, its x and y neighbours on the child's
+// side, a ghost -u_P outside the physical boundary), from level k0 on.
+struct Prolong {
+    idx_t o, op, ox, oy;
+    real wx, wy;
+};
+__device__ __forceinline__ Prolong prolong_at(const Layout& Lc, const Layout& L, int phys, int i, int j, int k0) {
+    const int ip = i >> 1, jp = j >> 1;
+    const int ix = (i & 1) ? ip + 1 : ip - 1;
+    const int jy = (j & 1) ? jp + 1 : jp - 1;
+    const int sx = ix < 0 ? 0 : ix >= Lc.nx ? 1 : -1, sy = jy < 0 ? 2 : jy >= Lc.ny ? 3 : -1;
+    const bool gx = sx >= 0 && ((phys >> sx) & 1), gy = sy >= 0 && ((phys >> sy) & 1);
+    const bool mx = gx && ((phys >> (sx + 4)) & 1), my = gy && ((phys >> (sy + 4)) & 1);
+    const idx_t op = at_(Lc, ip, jp, k0);
+    return Prolong{at_(L, i, j, k0), op, gx ? op : at_(Lc, ix, jp, k0), gy ? op : at_(Lc, ip, jy, k0),
+                   gx && !mx ? -real(0.25) : real(0.25), gy && !my ? -real(0.25) : real(0.25)};
+}
+
+// The prolongation of one fine cell: the one expression both kernels below use, so that a halo
+// cell prolongated here is bit for bit the neighbour's interior cell.
+__device__ __forceinline__ real prolong_value(const real* __restrict__ uc, const Prolong& p, idx_t dkc) {
+    return real(0.5) * uc[p.op + dkc] + p.wx * uc[p.ox + dkc] + p.wy * uc[p.oy + dkc];
+}
+__device__ __forceinline__ void prolong_add(real* __restrict__ uf, const real* __restrict__ uc, const Prolong& p,
+                                            idx_t dk, idx_t dkc) {
+    uf[p.o + dk] += prolong_value(uc, p, dkc);
+}
+
 // The whole column's march in groups of PROLONG_GROUP levels, each group's fine and coarse
 // values loaded before any of its stores (the compiler cannot move a load of level k + 1 above
 // the store of level k in place, not knowing that sx != 0, as CG_GROUP found for the CG SpMV);

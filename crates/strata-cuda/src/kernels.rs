@@ -258,16 +258,6 @@ pub enum Kernel {
     SmoothColorCorrectSplit,
     /// `smooth_color_correct_split_cells_f64` (lines.cu).
     SmoothColorCorrectSplitCells,
-    /// `smooth_color_prolong_split_f64` (lines.cu): [`Kernel::SmoothColorSplit`] on u + P u_c,
-    /// computed where it is read (the first half-sweep of
-    /// [`strata::backend::LineKernels::prolongate_smooth`]).
-    SmoothColorProlongSplit,
-    /// `smooth_color_pending_split_f64` (lines.cu): [`Kernel::SmoothColorSplit`] whose own
-    /// column's old values are u + P u_c (the second half-sweep of `prolongate_smooth`).
-    SmoothColorPendingSplit,
-    /// `smooth_color_correct_pending_split_f64` (lines.cu): [`Kernel::SmoothColorCorrectSplit`]
-    /// so (the second half-sweep of `prolongate_smooth` with the correction).
-    SmoothColorCorrectPendingSplit,
 }
 
 impl Kernel {
@@ -322,7 +312,7 @@ impl Kernel {
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 86] = [
+    pub const ALL: [Kernel; 83] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -406,9 +396,6 @@ impl Kernel {
         Kernel::RestrictSmoothSplitCells,
         Kernel::SmoothColorCorrectSplit,
         Kernel::SmoothColorCorrectSplitCells,
-        Kernel::SmoothColorProlongSplit,
-        Kernel::SmoothColorPendingSplit,
-        Kernel::SmoothColorCorrectPendingSplit,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -498,9 +485,6 @@ impl Kernel {
             Kernel::RestrictSmoothSplitCells => "restrict_smooth_split_cells_f64",
             Kernel::SmoothColorCorrectSplit => "smooth_color_correct_split_f64",
             Kernel::SmoothColorCorrectSplitCells => "smooth_color_correct_split_cells_f64",
-            Kernel::SmoothColorProlongSplit => "smooth_color_prolong_split_f64",
-            Kernel::SmoothColorPendingSplit => "smooth_color_pending_split_f64",
-            Kernel::SmoothColorCorrectPendingSplit => "smooth_color_correct_pending_split_f64",
         }
     }
 
@@ -571,10 +555,7 @@ impl Kernel {
             | Kernel::RestrictSmoothSplit
             | Kernel::RestrictSmoothSplitCells
             | Kernel::SmoothColorCorrectSplit
-            | Kernel::SmoothColorCorrectSplitCells
-            | Kernel::SmoothColorProlongSplit
-            | Kernel::SmoothColorPendingSplit
-            | Kernel::SmoothColorCorrectPendingSplit => "lines.cu",
+            | Kernel::SmoothColorCorrectSplitCells => "lines.cu",
             Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps | Kernel::AxpyFromF32 => {
                 "vector.cu"
             }

@@ -57,12 +57,6 @@ pub enum Kernel {
     ResidualNorm,
     /// Multigrid Prolongate.
     Prolongate,
-    /// The prolongation and the first red-black post-smoothing step in one call
-    /// ([`crate::backend::LineKernels::prolongate_smooth`]), per cell of the fine level.
-    ProlongateSmooth,
-    /// [`Kernel::ProlongateSmooth`] whose second half-sweep is mixed-precision defect
-    /// correction's last, with its u ← u + z on the fp64 iterate, per cell of the finest level.
-    ProlongateSmoothCorrect,
     /// Vector operations (dot, axpy) of mg-cg and textbook CG.
     Vector,
     /// Halo exchange.
@@ -71,7 +65,7 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 14] = [
+    pub const ALL: [Kernel; 12] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
@@ -82,8 +76,6 @@ impl Kernel {
         Kernel::Residual,
         Kernel::ResidualNorm,
         Kernel::Prolongate,
-        Kernel::ProlongateSmooth,
-        Kernel::ProlongateSmoothCorrect,
         Kernel::Vector,
         Kernel::Halo,
     ];
@@ -101,8 +93,6 @@ impl Kernel {
             Kernel::Residual => "Residual",
             Kernel::ResidualNorm => "ResidualNorm",
             Kernel::Prolongate => "Prolongate",
-            Kernel::ProlongateSmooth => "ProlongateSmooth",
-            Kernel::ProlongateSmoothCorrect => "ProlongateSmoothCorrect",
             Kernel::Vector => "Vector",
             Kernel::Halo => "Halo",
         }
@@ -143,9 +133,6 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
         Kernel::ResidualRestrictSmooth => c(4.0 * 23.0 + 17.0, 4.0 * 9.0 + 12.0, 4.0 * 3.0 + 6.0),
         Kernel::Residual | Kernel::ResidualNorm => c(23.0, 9.0, 3.0),
         Kernel::Prolongate => c(6.0, 5.0, 3.0),
-        // Prolongate, then two half-sweeps (the second with the correction).
-        Kernel::ProlongateSmooth => c(6.0 + 37.0, 5.0 + 17.0, 3.0 + 8.0),
-        Kernel::ProlongateSmoothCorrect => c(6.0 + 18.5 + 19.5, 5.0 + 8.5 + 13.5, 3.0 + 4.0 + 9.0),
         Kernel::Vector | Kernel::Halo => None,
     }
 }
@@ -170,9 +157,6 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::Residual => Some(3.0),     // read f, u; write r
         Kernel::ResidualNorm => Some(3.0), // stored into the work field, as Residual
         Kernel::Prolongate => Some(2.25),  // read u_f and a quarter u_c; write u_f
-        // The three calls: Prolongate and two half-sweeps (the second with the correction).
-        Kernel::ProlongateSmooth => Some(2.25 + 1.5 + 1.5),
-        Kernel::ProlongateSmoothCorrect => Some(2.25 + 1.5 + 6.5),
         Kernel::Vector | Kernel::Halo => None,
     }
 }
@@ -193,7 +177,6 @@ pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
         Kernel::ResidualRestrictSmooth => Some(5.0 * per_pass),
         Kernel::Smooth => Some(2.0 * per_pass),
         Kernel::SmoothColor | Kernel::SmoothColorCorrect => Some(per_pass),
-        Kernel::ProlongateSmooth | Kernel::ProlongateSmoothCorrect => Some(2.0 * per_pass),
         Kernel::Prolongate => Some(0.0),
         Kernel::Vector | Kernel::Halo => None,
     }

@@ -978,12 +978,6 @@ impl Probes for CudaBackend {
             Kernel::Residual => 3.0,     // read f, u; write r
             Kernel::ResidualNorm => 2.0, // read f, u
             Kernel::Prolongate => 2.25,  // read u_f and a quarter u_c; write u_f
-            // Two half-sweeps, each also reading a quarter u_c, the second with the correction
-            // as SmoothColorCorrect (lines.cu, smooth_color_prolong_split). (Per kernel, as
-            // SmoothColorCorrect: levels of the whole-column or PCR half-sweeps, and per-cell
-            // levels, run the three calls, 12.25 and 17.25.)
-            Kernel::ProlongateSmooth => 10.5,
-            Kernel::ProlongateSmoothCorrect => 14.0,
             Kernel::Vector | Kernel::Halo => return None,
         })
     }
@@ -999,7 +993,6 @@ impl Probes for CudaBackend {
             Kernel::ResidualRestrictSmooth => 4.0 * all + 2.0 * tridiag,
             Kernel::Smooth => 2.0 * all,
             Kernel::SmoothColor | Kernel::SmoothColorCorrect => all,
-            Kernel::ProlongateSmooth | Kernel::ProlongateSmoothCorrect => 2.0 * all,
             Kernel::Prolongate => 0.0,
             Kernel::Vector | Kernel::Halo => return None,
         })

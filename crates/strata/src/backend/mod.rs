@@ -736,42 +736,6 @@ pub trait LineKernels: Fields {
         self.axpy_from(outer, 1.0, op, z, u)
     }
 
-    /// The V-cycle's way up on `fine` in one call: u ← u + P u_c
-    /// ([`StencilKernels::prolongate`]), then one red-black step on the result: the half-sweep
-    /// of `colours[0]`, then that of `colours[1]` ([`LineKernels::smooth_color`], weight
-    /// `relax`), the second with the correction into the outer fp64 iterate where `correct`
-    /// gives it ([`LineKernels::smooth_color_correct`]: `(outer, u_outer)`). No halo is
-    /// exchanged between the calls: the caller uses it only where none is needed (one
-    /// process, a level with no periodic side, no tiles and no diagonal couplings; the halo
-    /// keeps its values, as the prolongation of the interior leaves it). By default those
-    /// calls; a backend may compute the interpolated values where the half-sweeps read them
-    /// instead of storing them (the CUDA backend, on levels of its split half-sweep: the
-    /// prolongation's pass, 8 B per cell in fp32, not made), with the same result.
-    #[allow(clippy::too_many_arguments)]
-    fn prolongate_smooth(
-        &self,
-        coarse: &Self::LevelOp,
-        fine: &Self::LevelOp,
-        u_coarse: &Self::Field,
-        f: &Self::Field,
-        u: &mut Self::Field,
-        colours: [usize; 2],
-        relax: f64,
-        correct: Option<(&Self::LevelOp, &mut Self::Field)>,
-    ) -> Result<()>
-    where
-        Self: StencilKernels + VectorKernels,
-    {
-        self.prolongate(coarse, fine, u_coarse, u)?;
-        self.smooth_color(fine, f, u, colours[0], relax)?;
-        match correct {
-            Some((outer, u_outer)) => {
-                self.smooth_color_correct(fine, f, u, colours[1], relax, outer, u_outer)
-            }
-            None => self.smooth_color(fine, f, u, colours[1], relax),
-        }
-    }
-
     /// Restriction fused with the first smoothing step from a zero guess:
     /// f_c ← scale · Σ_children r_f (sum restriction for scale = 1); u_c ← ρ M⁻¹ f_c.
     #[allow(clippy::too_many_arguments)]

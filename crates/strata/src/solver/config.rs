@@ -249,13 +249,6 @@ impl SolverConfig {
         self
     }
 
-    /// Runs each level's prolongation and first post-smoothing step as one call where it can,
-    /// or as separate calls ([`super::MgParams::fuse_prolongation`]; on by default).
-    pub fn with_fused_prolongation(mut self, fuse: bool) -> Self {
-        self.multigrid.fuse_prolongation = fuse;
-        self
-    }
-
     /// Fills a prolongated level's halo by prolongation on rank grids, or exchanges it
     /// ([`super::MgParams::prolongate_halos`]; on by default).
     pub fn with_prolongated_halos(mut self, on: bool) -> Self {

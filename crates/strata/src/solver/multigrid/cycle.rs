@@ -143,95 +143,15 @@ impl<B: Backend> Hierarchy<B> {
         // the reversed order would end each cycle with the half-sweep that the next cycle
         // begins with, and on the coarser ones the forward order contracts more (one cycle in
         // six fewer: docs/results/performance-log.md).
-        // Where no exchange comes between them, the prolongation and the first step are one
-        // call; where the caller holds the last half-sweep and that step is the only one, the
-        // caller runs that call with its correction (Hierarchy::held_up).
-        let first = match self.fused_up(b, comm, lev, symmetric) {
-            Some(_) if hold && post <= 1 => return Ok(()),
-            Some(colours) => {
-                let halo = if post <= 1 { last } else { Halo::Faces };
-                self.prolongate_smooth(b, comm, timer, lev, colours, relax, halo, f0)?;
-                if post <= 1 {
-                    return Ok(());
-                }
-                2
-            }
-            None => {
-                self.prolongate(b, comm, timer, lev)?;
-                1
-            }
-        };
+        self.prolongate(b, comm, timer, lev)?;
         let mut s = self.sweep(b, comm, timer, f0);
-        for _ in first..post {
+        for _ in 1..post {
             sm.smooth(&mut s, lev, symmetric, relax, Halo::Faces)?;
         }
         if hold {
             return sm.smooth_but_last(&mut s, lev, relax);
         }
         sm.smooth(&mut s, lev, symmetric, relax, last)
-    }
-
-    /// The colours of level `lev`'s first post-smoothing step where the cycle runs it in one
-    /// call with the prolongation into `lev` ([`Hierarchy::prolongate_smooth`]):
-    /// [`super::MgParams::fuse_prolongation`] on, a coarser level below, a smoother whose step
-    /// is two half-sweeps there ([`Smooth::step_colours`]), and no halo exchange between them
-    /// (one process; no tiles, no periodic side: the exchange is then nothing).
-    fn fused_up<C: Comm<B>>(
-        &self,
-        b: &B,
-        comm: &C,
-        lev: usize,
-        symmetric: bool,
-    ) -> Option<[usize; 2]> {
-        let op = &self.levels.get(lev)?.op;
-        let s = b.stencil(op);
-        let alone = comm.size() == 1 && s.tiles.is_none() && !s.block.bc.any_periodic();
-        if !(self.params.fuse_prolongation && alone && lev + 1 < self.levels.len()) {
-            return None;
-        }
-        strategy::<B, C>(self.params.smoother).step_colours(b, op, symmetric)
-    }
-
-    /// Whether the cycle from zero with `hold` leaves the finest level's whole way up to the
-    /// caller, and the colours of the step it then runs: where the prolongation and the first
-    /// post-smoothing step are one call ([`Hierarchy::fused_up`]) and that step is the only one
-    /// (V(·,1)): the caller runs [`crate::backend::LineKernels::prolongate_smooth`] with its
-    /// correction. Otherwise the cycle holds only the last half-sweep
-    /// ([`Hierarchy::held_colour`]).
-    pub(crate) fn held_up<C: Comm<B>>(
-        &self,
-        b: &B,
-        comm: &C,
-        symmetric: bool,
-    ) -> Option<[usize; 2]> {
-        self.held_colour::<C>(b, symmetric)?;
-        if self.params.post_smooth > 1 {
-            return None;
-        }
-        self.fused_up(b, comm, 0, symmetric)
-    }
-
-    /// u_lev ← u_lev + P u_{lev+1} and the first post-smoothing step of `colours` in one call
-    /// ([`crate::backend::LineKernels::prolongate_smooth`]), then the halo as `halo` says.
-    #[allow(clippy::too_many_arguments)]
-    fn prolongate_smooth<C: Comm<B>>(
-        &mut self,
-        b: &B,
-        comm: &C,
-        timer: &mut Timer,
-        lev: usize,
-        colours: [usize; 2],
-        relax: f64,
-        halo: Halo,
-        f0: &B::Field,
-    ) -> Result<()> {
-        let (this, coarser) = self.levels.split_at_mut(lev + 1);
-        let c = &coarser[0];
-        let (op, f, u, _) = parts(&mut this[lev], lev, f0);
-        timer.run(b, Kernel::ProlongateSmooth, lev, || {
-            b.prolongate_smooth(&c.op, op, &c.u, f, u, colours, relax, None)
-        })?;
-        exchange(b, comm, timer, lev, op, u, halo)
     }
 
     /// What a smoother acts on.

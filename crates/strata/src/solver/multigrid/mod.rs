@@ -102,14 +102,6 @@ pub struct MgParams {
     /// exchange.
     #[serde(default = "default_fuse_restriction")]
     pub prolongate_halos: bool,
-    /// Runs the prolongation and the first red-black post-smoothing step on a level as one
-    /// call ([`crate::backend::LineKernels::prolongate_smooth`], timed as `ProlongateSmooth`)
-    /// where no halo exchange comes between them (one process; no periodic side, tiles or
-    /// diagonal couplings): a backend may then compute the interpolated values where the
-    /// half-sweeps read them rather than store them. The same iterates bit for bit; on by
-    /// default, off the separate calls (`Prolongate`, `SmoothColor`).
-    #[serde(default = "default_fuse_restriction")]
-    pub fuse_prolongation: bool,
     /// How the coarsest level is solved: `coarse_steps` smoothing steps (the paper's), or CG to
     /// `coarse_rtol` (docs/MODEL.md §9.4).
     #[serde(default)]
@@ -191,7 +183,6 @@ impl Default for MgParams {
             post_smooth: 1,
             fuse_restriction: true,
             prolongate_halos: true,
-            fuse_prolongation: true,
             coarse_solve: CoarseSolve::Smooth,
             coarse_rtol: DEFAULT_COARSE_RTOL,
             deepen: false,

@@ -213,27 +213,19 @@ impl<B: Backend> MgPreconditioner<B> {
         u: &mut B::Field,
     ) -> Result<()> {
         fp32_pair(&mut self.outer, "correct")?;
-        let up = self.h.held_up::<C>(b, comm, self.symmetric);
         let held = self.h.held_colour::<C>(b, self.symmetric);
         let hold = held.is_some();
         self.cycle(b, comm, timer, Ends::Inner { hold })?;
         let (fine, r32, z32) = fp32_pair(&mut self.outer, "correct")?;
-        let relax = self.h.relaxation(self.symmetric);
-        match (up, held, &self.h.levels[..]) {
-            // The cycle left the whole way up: the prolongation, red, and black with the
-            // correction.
-            (Some(colours), _, [l0, l1, ..]) => {
-                timer.run(b, Kernel::ProlongateSmoothCorrect, 0, || {
-                    b.prolongate_smooth(&l1.op, &l0.op, &l1.u, r32, z32, colours, relax, Some((fine, u)))
+        let op0 = &self.h.levels[0].op;
+        match held {
+            Some(colour) => {
+                let relax = self.h.relaxation(self.symmetric);
+                timer.run(b, Kernel::SmoothColorCorrect, 0, || {
+                    b.smooth_color_correct(op0, r32, z32, colour, relax, fine, u)
                 })?
             }
-            (None, Some(colour), [l0, ..]) => timer.run(b, Kernel::SmoothColorCorrect, 0, || {
-                b.smooth_color_correct(&l0.op, r32, z32, colour, relax, fine, u)
-            })?,
-            (_, _, [l0, ..]) => {
-                timer.run(b, Kernel::Vector, 0, || b.axpy_from(fine, 1.0, &l0.op, z32, u))?
-            }
-            (_, _, []) => return crate::error::invalid("levels", "the cycle has no level"),
+            None => timer.run(b, Kernel::Vector, 0, || b.axpy_from(fine, 1.0, op0, z32, u))?,
         }
         timer.run(b, Kernel::Halo, 0, || comm.exchange(b, fine, u))
     }

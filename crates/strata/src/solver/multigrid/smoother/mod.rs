@@ -62,14 +62,6 @@ pub(crate) trait Smooth<B: Backend, C: Comm<B>> {
         None
     }
 
-    /// The colours, in order, of a smoothing step on level `op` (`reverse`: the symmetric
-    /// cycle's post-smoothing order) that is two half-sweeps a backend can run together with
-    /// the prolongation before them ([`crate::backend::LineKernels::prolongate_smooth`]):
-    /// red-black's on a five-point level. `None` (the default): the step is not so.
-    fn step_colours(&self, _b: &B, _op: &B::LevelOp, _reverse: bool) -> Option<[usize; 2]> {
-        None
-    }
-
     /// A forward smoothing step on level `lev` without the half-sweep of
     /// [`Smooth::held_colour`], the halo filled for it. Only called where that is `Some`; by
     /// default refused.

@@ -121,12 +121,6 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         (!b.stencil(op).has_diagonals()).then_some(BLACK)
     }
 
-    /// The step's two half-sweeps, on a five-point level (a nine-point one sweeps quarters).
-    fn step_colours(&self, b: &B, op: &B::LevelOp, reverse: bool) -> Option<[usize; 2]> {
-        let order = if reverse { [BLACK, RED] } else { [RED, BLACK] };
-        (!b.stencil(op).has_diagonals()).then_some(order)
-    }
-
     /// The forward step's red half-sweep, its halo exchanged for the black one.
     fn smooth_but_last(&self, s: &mut Sweep<'_, B, C>, lev: usize, relax: f64) -> Result<()> {
         Self::half_sweep(s, lev, RED, relax, Halo::Faces, false)
