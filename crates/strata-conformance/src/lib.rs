@@ -2369,6 +2369,98 @@ pub fn correction_kernels<B: Backend>(b: &B) {
     }
 }
 
+/// Red-black's step from zero in its two calls, [`LineKernels::line_solve_color`] then
+/// [`LineKernels::smooth_color_after_solve`] (the backend's own forms, or the defaults): the
+/// first colour's columns solve their rows with zero neighbours (T u = r), the second colour's
+/// solve theirs given the first colour's values scaled by w (T u = r − w H u), on the model
+/// problem's columns and per-cell entries, fp64 and fp32 levels, nz = 7, 32 and 128 (the GPU's
+/// split kernels from 16 levels), blocks of both parities, both colour orders, w = 1 and 1.15.
+pub fn red_black_from_zero_kernels<B: Backend>(b: &B) {
+    let mut rng = Rng::new(29);
+    let mut cases = vec![];
+    for nz in [7, 32, 128] {
+        for block in [Block::whole(13), block_at(82, (7, 8), (37, 29))] {
+            cases.push(level(Geometry::Panel, block, nz));
+        }
+    }
+    let p = ProblemParams {
+        nz: 32,
+        n: 28,
+        ..Default::default()
+    };
+    let v = std::sync::Arc::new(VerticalGrid::new(&p));
+    let coeffs = coefficient_fields(28, 32, 5);
+    for block in [Block::whole(28), block_at(28, (5, 8), (13, 9))] {
+        cases.push(LevelStencil::with_coefficients(
+            &p,
+            block,
+            v.clone(),
+            Some(&coeffs),
+        ));
+    }
+    for s64 in cases {
+        for storage in [Storage::F64, Storage::F32] {
+            let s = s64.clone().with_storage(storage);
+            let op = b.prepare_level(&s).expect("prepare_level");
+            // Normwise: the GPU's split solves are accurate against the column's largest row,
+            // not row by row (a row whose terms are small gets the column's rounding).
+            let tol = match storage {
+                Storage::F64 => (1e-12, RowNorm::Largest),
+                _ => (TOL_F32_SOLVE, RowNorm::Largest),
+            };
+            for ([c0, c1], relax) in [([0, 1], 1.15), ([1, 0], 1.15), ([0, 1], 1.0)] {
+                let ctx = format!(
+                    "colours {c0}, {c1} w {relax} {:?} nz={} {storage:?} {:?}",
+                    s.block,
+                    s.nz,
+                    b.name()
+                );
+                let (r, u) = (rounded(&rng.field(&s)), rounded(&rng.field(&s)));
+                let dr = to_backend(b, &op, &r);
+                let mut du = to_backend(b, &op, &u);
+                b.line_solve_color(&op, &dr, &mut du, c0).unwrap();
+                b.smooth_color_after_solve(&op, &dr, &mut du, c1, relax)
+                    .unwrap();
+                // The interior read back, the halo as given (the kernels do not write it).
+                let mut got = u.clone();
+                let mut host = vec![0.0; s.cells()];
+                b.download(&op, &du, &mut host).expect("download");
+                got.set_interior(&host);
+                // Every cell (halo included) of colour c scaled by `by`.
+                let scaled = |c: usize, by: f64| {
+                    let mut x = got.clone();
+                    let parity = s.block.i0 + s.block.j0;
+                    for jh in 0..s.ny() + 2 {
+                        for ih in 0..s.nx() + 2 {
+                            if (parity + ih + jh) % 2 == c {
+                                let o = x.offset(ih, jh);
+                                x.data[o..o + s.nz].iter_mut().for_each(|v| *v *= by);
+                            }
+                        }
+                    }
+                    x
+                };
+                assert_rows_solved(
+                    &s,
+                    &r,
+                    &scaled(c1, 0.0),
+                    c0,
+                    tol,
+                    &format!("line_solve_color {ctx}"),
+                );
+                assert_rows_solved(
+                    &s,
+                    &r,
+                    &scaled(c0, relax),
+                    c1,
+                    tol,
+                    &format!("smooth_color_after_solve {ctx}"),
+                );
+            }
+        }
+    }
+}
+
 /// The largest |value| of `h` (halo included).
 fn max_abs(h: &HostField) -> f64 {
     h.data.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
@@ -2456,6 +2548,12 @@ macro_rules! conformance_tests {
         $(#[$attr])*
         fn fused_correction_matches_its_two_kernels() {
             $crate::correction_kernels(&$backend);
+        }
+
+        #[test]
+        $(#[$attr])*
+        fn red_black_steps_from_zero_solve_their_rows() {
+            $crate::red_black_from_zero_kernels(&$backend);
         }
     };
 }

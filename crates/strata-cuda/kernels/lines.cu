@@ -736,6 +736,57 @@ extern "C" __global__ void CORRECT_SPLIT_BOUNDS smooth_color_correct_split_cells
     WITH_CELL_SLANT(o0, smooth_color_correct_body(L, op, o0, o1, solve, pair, f, z, (real)relax, U));
 }
 
+// ---- Red-black's step from zero in its two half-sweeps on the colours' columns only
+// (LineKernels::line_solve_color, smooth_color_after_solve): the first colour's line solve
+// T^-1 r (half the line solve on every column, whose other colour only fed the second
+// half-sweep's blend), then the second colour's T^-1 (f - w H u), which is its half-sweep
+// over-relaxed by w from T^-1 f without reading the column's old values. Levels without cross
+// terms (CudaBackend::colour_split decides for both).
+extern "C" __global__ void SOLVE_SPLIT_BOUNDS line_solve_color_split_f64(Layout L, const real* __restrict__ cols,
+                                                        const real* __restrict__ V,
+                                                        const real* __restrict__ r, real* __restrict__ z,
+                                                        int parity) {
+    SPLIT_COLOR_COLUMN
+    line_solve_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), r, z, real(1.0), Split{active});
+}
+
+extern "C" __global__ void SPLIT_BOUNDS line_solve_color_split_cells_f64(Layout L, CELL_PARAMS,
+                                                             const real* __restrict__ r,
+                                                             real* __restrict__ z, int parity) {
+    SPLIT_COLOR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    line_solve_body(L, CELL_OP(o0), o0, r, z, real(1.0), Split{active});
+}
+
+// u_c <- T_c^-1 (f - w H u)_c on the colour's columns (the neighbours, of the other colour, are
+// not written here; the column's old values are not read).
+template <class Op>
+__device__ __forceinline__ void smooth_color_after_body(const Layout& L, const Op& op, idx_t o0,
+                                                        const real* __restrict__ f, real* u, real relax,
+                                                        bool active) {
+    auto rhs = [&](int k) {
+        const idx_t o = o0 + (idx_t)k * L.sx;
+        return f[o] - relax * op.horizontal(u, o, L, k);
+    };
+    thomas_split(op, active, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
+}
+
+extern "C" __global__ void SPLIT_BOUNDS smooth_color_after_split_f64(Layout L, const real* __restrict__ cols,
+                                                         const real* __restrict__ V,
+                                                         const real* __restrict__ f, real* u, int parity,
+                                                         double relax) {
+    SPLIT_COLOR_COLUMN
+    smooth_color_after_body(L, ColOp{load_col(cols, L, i, j), V}, at_(L, i, j, 0), f, u, (real)relax, active);
+}
+
+extern "C" __global__ void SPLIT_BOUNDS smooth_color_after_split_cells_f64(Layout L, CELL_PARAMS,
+                                                               const real* __restrict__ f, real* u,
+                                                               int parity, double relax) {
+    SPLIT_COLOR_COLUMN
+    const idx_t o0 = at_(L, i, j, 0);
+    smooth_color_after_body(L, CELL_OP(o0), o0, f, u, (real)relax, active);
+}
+
 extern "C" __global__ void RELAX_SPLIT_BOUNDS smooth_split_f64(Layout L, const real* __restrict__ cols,
                                              const real* __restrict__ V, CROSS_PARAMS, const real* __restrict__ f,
                                              const real* __restrict__ u_in, real* __restrict__ u_out,

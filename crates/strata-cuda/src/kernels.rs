@@ -258,6 +258,16 @@ pub enum Kernel {
     SmoothColorCorrectSplit,
     /// `smooth_color_correct_split_cells_f64` (lines.cu).
     SmoothColorCorrectSplitCells,
+    /// `line_solve_color_split_f64` (lines.cu): [`Kernel::LineSolveSplit`] on one colour's
+    /// columns ([`strata::backend::LineKernels::line_solve_color`]).
+    LineSolveColorSplit,
+    /// `line_solve_color_split_cells_f64` (lines.cu).
+    LineSolveColorSplitCells,
+    /// `smooth_color_after_split_f64` (lines.cu): the half-sweep T⁻¹ (f − w H u) on one
+    /// colour's columns ([`strata::backend::LineKernels::smooth_color_after_solve`]).
+    SmoothColorAfterSplit,
+    /// `smooth_color_after_split_cells_f64` (lines.cu).
+    SmoothColorAfterSplitCells,
 }
 
 impl Kernel {
@@ -312,7 +322,7 @@ impl Kernel {
     }
 
     /// Every kernel, in the order of [`Kernels`]' table.
-    pub const ALL: [Kernel; 83] = [
+    pub const ALL: [Kernel; 87] = [
         Kernel::Fill,
         Kernel::Copy,
         Kernel::Axpy,
@@ -396,6 +406,10 @@ impl Kernel {
         Kernel::RestrictSmoothSplitCells,
         Kernel::SmoothColorCorrectSplit,
         Kernel::SmoothColorCorrectSplitCells,
+        Kernel::LineSolveColorSplit,
+        Kernel::LineSolveColorSplitCells,
+        Kernel::SmoothColorAfterSplit,
+        Kernel::SmoothColorAfterSplitCells,
     ];
 
     /// The kernel's `extern "C"` name: the fp64 build's, `_f64`, which the fp32 build
@@ -485,6 +499,10 @@ impl Kernel {
             Kernel::RestrictSmoothSplitCells => "restrict_smooth_split_cells_f64",
             Kernel::SmoothColorCorrectSplit => "smooth_color_correct_split_f64",
             Kernel::SmoothColorCorrectSplitCells => "smooth_color_correct_split_cells_f64",
+            Kernel::LineSolveColorSplit => "line_solve_color_split_f64",
+            Kernel::LineSolveColorSplitCells => "line_solve_color_split_cells_f64",
+            Kernel::SmoothColorAfterSplit => "smooth_color_after_split_f64",
+            Kernel::SmoothColorAfterSplitCells => "smooth_color_after_split_cells_f64",
         }
     }
 
@@ -555,7 +573,11 @@ impl Kernel {
             | Kernel::RestrictSmoothSplit
             | Kernel::RestrictSmoothSplitCells
             | Kernel::SmoothColorCorrectSplit
-            | Kernel::SmoothColorCorrectSplitCells => "lines.cu",
+            | Kernel::SmoothColorCorrectSplitCells
+            | Kernel::LineSolveColorSplit
+            | Kernel::LineSolveColorSplitCells
+            | Kernel::SmoothColorAfterSplit
+            | Kernel::SmoothColorAfterSplitCells => "lines.cu",
             Kernel::AxpyNorm | Kernel::DotPair | Kernel::ScalarOps | Kernel::AxpyFromF32 => {
                 "vector.cu"
             }

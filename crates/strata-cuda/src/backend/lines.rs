@@ -101,6 +101,57 @@ impl LineKernels for CudaBackend {
         cu(unsafe { l.launch(cfg) }).map(|_| ())
     }
 
+    fn line_solve_color(
+        &self,
+        op: &CudaLevel,
+        r: &CudaField,
+        z: &mut CudaField,
+        color: usize,
+    ) -> Result<()> {
+        op.stencil.check_colour(color)?;
+        self.check(op, &[r, z])?;
+        let Some(cfg) = self.colour_split(op, color) else {
+            return self.line_solve(op, r, z);
+        };
+        let (parity, _) = colour_parity(op, color);
+        let kernel = op_kernel(op, K::LineSolveColorSplit, K::LineSolveColorSplitCells);
+        let sym = sym_flag(op);
+        let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
+        l.arg(&op.layout);
+        push_operator(&mut l, op, &sym);
+        l.arg(&r.data).arg(&mut z.data).arg(&parity);
+        // SAFETY: layouts checked; each column of the colour is solved by its segment threads
+        // (inside the layout), reading only its own column of r and writing its own of z.
+        cu(unsafe { l.launch(cfg) }).map(|_| ())
+    }
+
+    fn smooth_color_after_solve(
+        &self,
+        op: &CudaLevel,
+        f: &CudaField,
+        u: &mut CudaField,
+        color: usize,
+        relax: f64,
+    ) -> Result<()> {
+        op.stencil.check_colour(color)?;
+        self.check(op, &[f, u])?;
+        let Some(cfg) = self.colour_split(op, color) else {
+            return self.smooth_color(op, f, u, color, relax);
+        };
+        let (parity, _) = colour_parity(op, color);
+        let kernel = op_kernel(op, K::SmoothColorAfterSplit, K::SmoothColorAfterSplitCells);
+        let sym = sym_flag(op);
+        let mut l = self.builder(self.launch_stream(), op.k.get(kernel));
+        l.arg(&op.layout);
+        push_operator(&mut l, op, &sym);
+        l.arg(&f.data).arg(&mut u.data).arg(&parity).arg(&relax);
+        // SAFETY: layouts checked; each column of the colour is solved by its segment threads
+        // (inside the layout), reading its neighbours (the other colour, halo included), which
+        // are not written here, and writing only its own column, whose old values it does not
+        // read.
+        cu(unsafe { l.launch(cfg) }).map(|_| ())
+    }
+
     fn smooth_color_correct(
         &self,
         op: &CudaLevel,
@@ -364,6 +415,26 @@ fn has_diagonals(op: &CudaLevel) -> bool {
 }
 
 impl CudaBackend {
+    /// The launch of red-black's step from zero in its colour-only forms
+    /// (`line_solve_color_split`, `smooth_color_after_split`) for `color` on level `op`: where
+    /// the level runs the split half-sweeps and has no cross terms; `None` elsewhere, and both
+    /// half-sweeps then take the trait's default forms (the line solve on every column, then
+    /// `smooth_color` from its values). The two calls of a step decide alike: the same level and
+    /// tuning, both colours red or black.
+    fn colour_split(&self, op: &CudaLevel, color: usize) -> Option<LaunchConfig> {
+        if color > 1 || op.stencil.has_cross() {
+            return None;
+        }
+        let xs = (op.layout.nx as usize).div_ceil(2);
+        split_config(
+            &self.tuning,
+            op.pcr.is_some(),
+            op.layout.nz as usize,
+            xs,
+            op.layout.ny as usize,
+        )
+    }
+
     /// The kernel (`model`'s or `cells`' form, as level `op` has per-cell entries or not) and
     /// the launch of a line kernel over `xs` columns in x per row: its form with several
     /// threads per column ([`crate::kernels::Kernel::split`]) where [`split_config`] selects

@@ -711,6 +711,43 @@ pub trait LineKernels: Fields {
         relax: f64,
     ) -> Result<()>;
 
+    /// The first half-sweep of a red-black step from zero: z ← T⁻¹ r on the columns of
+    /// `color` (w = 1: the half-sweep of a zero iterate). The other colour's columns are left
+    /// for [`LineKernels::smooth_color_after_solve`], and a backend overrides the two together:
+    /// by default [`LineKernels::line_solve`] on every column, which leaves T⁻¹ r in them (the
+    /// default second half-sweep reads it); a backend may solve only the colour's columns and
+    /// leave the others unspecified (the reference and, on levels of its split half-sweeps,
+    /// the CUDA backend: half the line solve).
+    fn line_solve_color(
+        &self,
+        op: &Self::LevelOp,
+        r: &Self::Field,
+        z: &mut Self::Field,
+        color: usize,
+    ) -> Result<()> {
+        let _ = color;
+        self.line_solve(op, r, z)
+    }
+
+    /// The second half-sweep of a red-black step from zero, after
+    /// [`LineKernels::line_solve_color`] of the other colour: every column of `color` becomes
+    /// (1 − w) T_c⁻¹ f_c + w T_c⁻¹ (f − H u)_c = T_c⁻¹ (f − w H u)_c (w = `relax`): the
+    /// over-relaxed half-sweep of a column holding T_c⁻¹ f_c, its neighbours the first
+    /// half-sweep's. Levels with cross terms (the sphere's diagonal couplings, orography's
+    /// slant ones) are refused by backends that do not use the default. By default
+    /// [`LineKernels::smooth_color`], which reads the T⁻¹ f the default first half-sweep left in
+    /// the column.
+    fn smooth_color_after_solve(
+        &self,
+        op: &Self::LevelOp,
+        f: &Self::Field,
+        u: &mut Self::Field,
+        color: usize,
+        relax: f64,
+    ) -> Result<()> {
+        self.smooth_color(op, f, u, color, relax)
+    }
+
     /// The last half-sweep of mixed-precision defect correction's cycle and the correction
     /// it ends with: [`LineKernels::smooth_color`] of `color` on the cycle's iterate `z`
     /// (level `op`, right-hand side `f`, weight `relax`), then u ← u + z on the interior of the

@@ -437,6 +437,82 @@ impl LineKernels for ReferenceBackend {
         Ok(())
     }
 
+    /// The colour's columns only; the other colour's keep their values.
+    fn line_solve_color(
+        &self,
+        s: &LevelStencil,
+        r: &HostField,
+        z: &mut HostField,
+        color: usize,
+    ) -> Result<()> {
+        s.check_colour(color)?;
+        for (i, j) in interior(s) {
+            if !super::line_gs::has_color(s, i, j, color) {
+                continue;
+            }
+            let col = thomas(s, i, j, r.column(i, j));
+            for (z, c) in z.column_mut(i, j).iter_mut().zip(col) {
+                *z = s.storage.round(c);
+            }
+        }
+        Ok(())
+    }
+
+    /// T_c⁻¹ (f − w H u)_c on the colour's columns, their old values not read.
+    fn smooth_color_after_solve(
+        &self,
+        s: &LevelStencil,
+        f: &HostField,
+        u: &mut HostField,
+        color: usize,
+        relax: f64,
+    ) -> Result<()> {
+        s.check_colour(color)?;
+        if s.has_cross() {
+            return crate::error::invalid(
+                "smooth_color_after_solve",
+                "a level with cross terms needs the column's old values (smooth_color)",
+            );
+        }
+        let nz = s.nz;
+        let (mut cp, mut z) = (vec![0.0; nz], vec![0.0; nz]);
+        for (i, j) in interior(s) {
+            if !super::line_gs::has_color(s, i, j, color) {
+                continue;
+            }
+            let (ih, jh) = (i + 1, j + 1);
+            // The neighbours scaled by w: T z = f − H (w u).
+            let col = |a: usize, b: usize| -> Vec<f64> {
+                u.data[u.offset(a, b)..][..nz]
+                    .iter()
+                    .map(|v| relax * v)
+                    .collect()
+            };
+            let nbrs = [
+                col(ih + 1, jh),
+                col(ih - 1, jh),
+                col(ih, jh + 1),
+                col(ih, jh - 1),
+            ];
+            let own = u.column(i, j);
+            super::line_gs::solve_given_neighbours(
+                s,
+                i,
+                j,
+                f.column(i, j),
+                [&nbrs[0], &nbrs[1], &nbrs[2], &nbrs[3]],
+                None,
+                own,
+                &mut cp,
+                &mut z,
+            );
+            for (u, z) in u.column_mut(i, j).iter_mut().zip(&z) {
+                *u = s.storage.round(*z);
+            }
+        }
+        Ok(())
+    }
+
     fn restrict_smooth(
         &self,
         _fine: &LevelStencil,

@@ -80,13 +80,29 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
     }
 
     /// The red half-sweep from zero is T⁻¹ f on the red columns, which the line solve M⁻¹ f
-    /// gives (without reading the zero field's neighbours: 3 passes where a step moves 5); its
-    /// black values the black half-sweep replaces.
+    /// gives (without reading the zero field's neighbours: 3 passes where a step moves 5). The
+    /// black half-sweep after it is over-relaxed from the black columns' T⁻¹ f, the form the
+    /// steps from zero have on every level (see `smooth_current`): on a level without cross
+    /// terms as T⁻¹ (f − w H u), so that a backend may solve the red columns only
+    /// ([`crate::backend::LineKernels::line_solve_color`],
+    /// [`crate::backend::LineKernels::smooth_color_after_solve`]: the same iteration); with
+    /// cross terms the line solve on every column and the black half-sweep from its values.
     fn start_from_zero(&self, s: &mut Sweep<'_, B, C>, _: &B::Field, relax: f64) -> Result<()> {
+        if s.b.stencil(&s.h.levels[0].op).has_cross() {
+            s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
+                b.line_solve(op, f, u)
+            })?;
+            return Self::half_sweep(s, 0, BLACK, relax, Halo::Faces, false);
+        }
         s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
-            b.line_solve(op, f, u)
+            b.line_solve_color(op, f, u, RED)
         })?;
-        Self::half_sweep(s, 0, BLACK, relax, Halo::Faces, false)
+        s.step(
+            Kernel::SmoothColor,
+            0,
+            Some(Halo::Faces),
+            |b, (op, f, u, _)| b.smooth_color_after_solve(op, f, u, BLACK, relax),
+        )
     }
 
     /// The step from zero's form on the current iterate: one line-Jacobi step (ρ = 1) on every
