@@ -886,6 +886,17 @@ __device__ __forceinline__ real relaxed(real old, real w, real z) {
 #else
 #define CORRECT_SPLIT_BOUNDS SPLIT_BOUNDS
 #endif
+// The second half-sweep of red-black's step from zero (smooth_color_after_split, lines.cu): at
+// least AFTER_MINB blocks of 32 SPLIT_P threads per SM asked of the compiler where it is set
+// (an experiment's option, -DAFTER_MINB=3: at most 85 registers); 0, the default: SPLIT_BOUNDS.
+#ifndef AFTER_MINB
+#define AFTER_MINB 0
+#endif
+#if AFTER_MINB > 0
+#define AFTER_SPLIT_BOUNDS __launch_bounds__(32 * SPLIT_P, AFTER_MINB)
+#else
+#define AFTER_SPLIT_BOUNDS SPLIT_BOUNDS
+#endif
 // The split line relaxations of the model problem's columns in the nine-point build (-DDIAGONALS:
 // smooth_color_split, the sphere's quarter sweeps, and smooth_split, lines.cu): at least 512
 // threads per SM asked of the compiler (DIAG_MINB blocks of 32 SPLIT_P threads). Without a bound

@@ -771,7 +771,7 @@ __device__ __forceinline__ void smooth_color_after_body(const Layout& L, const O
     thomas_split(op, active, rhs, [&](int k, real zk) { u[o0 + (idx_t)k * L.sx] = zk; });
 }
 
-extern "C" __global__ void SPLIT_BOUNDS smooth_color_after_split_f64(Layout L, const real* __restrict__ cols,
+extern "C" __global__ void AFTER_SPLIT_BOUNDS smooth_color_after_split_f64(Layout L, const real* __restrict__ cols,
                                                          const real* __restrict__ V,
                                                          const real* __restrict__ f, real* u, int parity,
                                                          double relax) {
