@@ -2259,24 +2259,13 @@ pub fn single_precision_kernels<B: Backend>(b: &B) {
     );
 }
 
-/// [`LineKernels::smooth_color_correct`], mixed-precision defect correction's last half-sweep
-/// with its correction, on fp32 levels beside their fp64 preparation (the model problem's
-/// columns and per-cell entries; nz = 128 for the GPU's split kernels; blocks of odd widths and
-/// both parities, so that a row's last column may lie alone; w = 1 and 1.15): the outer
-/// iterate equals, bit for bit, what the backend's own two kernels give
-/// ([`LineKernels::smooth_color`], then [`strata::backend::VectorKernels::axpy_from`]); what
-/// was added to it is the other colour's z (to fp64 rounding), unwritten, and on the colour's
-/// columns values that solve their rows to an fp32 solve's accuracy given those (w = 1, as
-/// the half-sweep's own check).
-pub fn correction_kernels<B: Backend>(b: &B) {
-    let mut rng = Rng::new(17);
+/// The levels of the half-sweep checks: the model panel's at each of `nzs` levels on each of
+/// `blocks` (of an 82² panel), then per-cell coefficient fields at nz = 32 on a whole 28² block
+/// and on a block inside it.
+fn relaxation_cases(nzs: &[usize], blocks: &[Block]) -> Vec<LevelStencil> {
     let mut cases = vec![];
-    for nz in [7, 128] {
-        for block in [
-            block_at(82, (7, 8), (37, 29)),
-            block_at(82, (6, 8), (37, 29)),
-            Block::whole(13),
-        ] {
+    for &nz in nzs {
+        for &block in blocks {
             cases.push(level(Geometry::Panel, block, nz));
         }
     }
@@ -2295,7 +2284,26 @@ pub fn correction_kernels<B: Backend>(b: &B) {
             Some(&coeffs),
         ));
     }
-    for s64 in cases {
+    cases
+}
+
+/// [`LineKernels::smooth_color_correct`], mixed-precision defect correction's last half-sweep
+/// with its correction, on fp32 levels beside their fp64 preparation (the model problem's
+/// columns and per-cell entries; nz = 128 for the GPU's split kernels; blocks of odd widths and
+/// both parities, so that a row's last column may lie alone; w = 1 and 1.15): the outer
+/// iterate equals, bit for bit, what the backend's own two kernels give
+/// ([`LineKernels::smooth_color`], then [`strata::backend::VectorKernels::axpy_from`]); what
+/// was added to it is the other colour's z (to fp64 rounding), unwritten, and on the colour's
+/// columns values that solve their rows to an fp32 solve's accuracy given those (w = 1, as
+/// the half-sweep's own check).
+pub fn correction_kernels<B: Backend>(b: &B) {
+    let mut rng = Rng::new(17);
+    let blocks = [
+        block_at(82, (7, 8), (37, 29)),
+        block_at(82, (6, 8), (37, 29)),
+        Block::whole(13),
+    ];
+    for s64 in relaxation_cases(&[7, 128], &blocks) {
         let s = s64.clone().with_storage(Storage::F32);
         let (op, op64) = (
             b.prepare_level(&s).expect("prepare_level"),
@@ -2377,28 +2385,8 @@ pub fn correction_kernels<B: Backend>(b: &B) {
 /// split kernels from 16 levels), blocks of both parities, both colour orders, w = 1 and 1.15.
 pub fn red_black_from_zero_kernels<B: Backend>(b: &B) {
     let mut rng = Rng::new(29);
-    let mut cases = vec![];
-    for nz in [7, 32, 128] {
-        for block in [Block::whole(13), block_at(82, (7, 8), (37, 29))] {
-            cases.push(level(Geometry::Panel, block, nz));
-        }
-    }
-    let p = ProblemParams {
-        nz: 32,
-        n: 28,
-        ..Default::default()
-    };
-    let v = std::sync::Arc::new(VerticalGrid::new(&p));
-    let coeffs = coefficient_fields(28, 32, 5);
-    for block in [Block::whole(28), block_at(28, (5, 8), (13, 9))] {
-        cases.push(LevelStencil::with_coefficients(
-            &p,
-            block,
-            v.clone(),
-            Some(&coeffs),
-        ));
-    }
-    for s64 in cases {
+    let blocks = [Block::whole(13), block_at(82, (7, 8), (37, 29))];
+    for s64 in relaxation_cases(&[7, 32, 128], &blocks) {
         for storage in [Storage::F64, Storage::F32] {
             let s = s64.clone().with_storage(storage);
             let op = b.prepare_level(&s).expect("prepare_level");
