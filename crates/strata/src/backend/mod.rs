@@ -733,10 +733,10 @@ pub trait LineKernels: Fields {
     /// [`LineKernels::line_solve_color`] of the other colour: every column of `color` becomes
     /// (1 − w) T_c⁻¹ f_c + w T_c⁻¹ (f − H u)_c = T_c⁻¹ (f − w H u)_c (w = `relax`): the
     /// over-relaxed half-sweep of a column holding T_c⁻¹ f_c, its neighbours the first
-    /// half-sweep's. Levels with cross terms (the sphere's diagonal couplings, orography's
-    /// slant ones) are refused by backends that do not use the default. By default
-    /// [`LineKernels::smooth_color`], which reads the T⁻¹ f the default first half-sweep left in
-    /// the column.
+    /// half-sweep's. On levels with cross terms (the sphere's diagonal couplings, orography's
+    /// slant ones, which read the column's own values) the backends that override the pair
+    /// take the default forms. By default [`LineKernels::smooth_color`], which reads the T⁻¹ f
+    /// the default first half-sweep left in the column.
     fn smooth_color_after_solve(
         &self,
         op: &Self::LevelOp,

@@ -437,7 +437,9 @@ impl LineKernels for ReferenceBackend {
         Ok(())
     }
 
-    /// The colour's columns only; the other colour's keep their values.
+    /// The colour's columns only, the other colour's keeping their values; on a level with
+    /// cross terms every column (the default's form, which `smooth_color_after_solve` there
+    /// takes too).
     fn line_solve_color(
         &self,
         s: &LevelStencil,
@@ -446,6 +448,9 @@ impl LineKernels for ReferenceBackend {
         color: usize,
     ) -> Result<()> {
         s.check_colour(color)?;
+        if s.has_cross() {
+            return self.line_solve(s, r, z);
+        }
         for (i, j) in interior(s) {
             if !super::line_gs::has_color(s, i, j, color) {
                 continue;
@@ -458,7 +463,9 @@ impl LineKernels for ReferenceBackend {
         Ok(())
     }
 
-    /// T_c⁻¹ (f − w H u)_c on the colour's columns, their old values not read.
+    /// T_c⁻¹ (f − w H u)_c on the colour's columns, their old values not read; on a level with
+    /// cross terms (whose couplings read the column's own values) `smooth_color` from the values
+    /// `line_solve_color` left there.
     fn smooth_color_after_solve(
         &self,
         s: &LevelStencil,
@@ -469,10 +476,7 @@ impl LineKernels for ReferenceBackend {
     ) -> Result<()> {
         s.check_colour(color)?;
         if s.has_cross() {
-            return crate::error::invalid(
-                "smooth_color_after_solve",
-                "a level with cross terms needs the column's old values (smooth_color)",
-            );
+            return self.smooth_color(s, f, u, color, relax);
         }
         let nz = s.nz;
         let (mut cp, mut z) = (vec![0.0; nz], vec![0.0; nz]);
