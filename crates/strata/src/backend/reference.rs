@@ -148,7 +148,19 @@ impl ReferenceBackend {
 
     /// z ← M⁻¹ r, stored in precision `p`.
     fn line_solve_in(&self, s: &LevelStencil, p: Storage, r: &HostField, z: &mut HostField) {
-        for (i, j) in interior(s) {
+        Self::line_solve_where(s, p, r, z, |_, _| true);
+    }
+
+    /// z ← T⁻¹ r on the columns (i, j) that `keep` takes, stored in precision `p`; the others
+    /// keep their values.
+    fn line_solve_where(
+        s: &LevelStencil,
+        p: Storage,
+        r: &HostField,
+        z: &mut HostField,
+        keep: impl Fn(usize, usize) -> bool,
+    ) {
+        for (i, j) in interior(s).filter(|&(i, j)| keep(i, j)) {
             let col = thomas(s, i, j, r.column(i, j));
             for (z, c) in z.column_mut(i, j).iter_mut().zip(col) {
                 *z = p.round(c);
@@ -451,15 +463,9 @@ impl LineKernels for ReferenceBackend {
         if s.has_cross() {
             return self.line_solve(s, r, z);
         }
-        for (i, j) in interior(s) {
-            if !super::line_gs::has_color(s, i, j, color) {
-                continue;
-            }
-            let col = thomas(s, i, j, r.column(i, j));
-            for (z, c) in z.column_mut(i, j).iter_mut().zip(col) {
-                *z = s.storage.round(c);
-            }
-        }
+        Self::line_solve_where(s, s.storage, r, z, |i, j| {
+            super::line_gs::has_color(s, i, j, color)
+        });
         Ok(())
     }
 
