@@ -2382,7 +2382,8 @@ pub fn correction_kernels<B: Backend>(b: &B) {
 /// first colour's columns solve their rows with zero neighbours (T u = r), the second colour's
 /// solve theirs given the first colour's values scaled by w (T u = r − w H u), on the model
 /// problem's columns and per-cell entries, fp64 and fp32 levels, nz = 7, 32 and 128 (the GPU's
-/// split kernels from 16 levels), blocks of both parities, both colour orders, w = 1 and 1.15.
+/// split kernels from 16 levels), blocks of both parities, both colour orders, w = 1 and 1.15;
+/// and on coarse levels with the restriction before it ([`red_black_from_zero_coarse`]).
 pub fn red_black_from_zero_kernels<B: Backend>(b: &B) {
     let mut rng = Rng::new(29);
     let blocks = [Block::whole(13), block_at(82, (7, 8), (37, 29))];
@@ -2409,41 +2410,122 @@ pub fn red_black_from_zero_kernels<B: Backend>(b: &B) {
                 b.line_solve_color(&op, &dr, &mut du, c0).unwrap();
                 b.smooth_color_after_solve(&op, &dr, &mut du, c1, relax)
                     .unwrap();
-                // The interior read back, the halo as given (the kernels do not write it).
-                let mut got = u.clone();
-                let mut host = vec![0.0; s.cells()];
-                b.download(&op, &du, &mut host).expect("download");
-                got.set_interior(&host);
-                // Every cell (halo included) of colour c scaled by `by`.
-                let scaled = |c: usize, by: f64| {
-                    let mut x = got.clone();
-                    let parity = s.block.i0 + s.block.j0;
-                    for jh in 0..s.ny() + 2 {
-                        for ih in 0..s.nx() + 2 {
-                            if (parity + ih + jh) % 2 == c {
-                                let o = x.offset(ih, jh);
-                                x.data[o..o + s.nz].iter_mut().for_each(|v| *v *= by);
-                            }
-                        }
-                    }
-                    x
-                };
-                assert_rows_solved(
-                    &s,
-                    &r,
-                    &scaled(c1, 0.0),
-                    c0,
-                    tol,
-                    &format!("line_solve_color {ctx}"),
+                let got = interior_over(b, &op, &du, &u);
+                assert_step_from_zero(&s, &r, &got, [c0, c1], relax, tol, &ctx);
+            }
+        }
+    }
+    red_black_from_zero_coarse(b, &mut rng);
+}
+
+/// `halo`'s field with the interior of the backend's `d` (the kernels that wrote `d` do not
+/// write its halo).
+fn interior_over<B: Backend>(b: &B, op: &B::LevelOp, d: &B::Field, halo: &HostField) -> HostField {
+    let mut got = halo.clone();
+    let mut host = vec![0.0; got.nx * got.ny * got.nz];
+    b.download(op, d, &mut host).expect("download");
+    got.set_interior(&host);
+    got
+}
+
+/// What red-black's step from zero promises (`u` read back, halo included): the columns of
+/// colour `c0` solve their rows of A u = r with zero neighbours, those of `c1` theirs given
+/// `c0`'s values scaled by `relax`.
+fn assert_step_from_zero(
+    s: &LevelStencil,
+    r: &HostField,
+    u: &HostField,
+    [c0, c1]: [usize; 2],
+    relax: f64,
+    tol: (f64, RowNorm),
+    ctx: &str,
+) {
+    // Every cell (halo included) of colour c scaled by `by`.
+    let scaled = |c: usize, by: f64| {
+        let mut x = u.clone();
+        let parity = s.block.i0 + s.block.j0;
+        for jh in 0..s.ny() + 2 {
+            for ih in 0..s.nx() + 2 {
+                if (parity + ih + jh) % 2 == c {
+                    let o = x.offset(ih, jh);
+                    x.data[o..o + s.nz].iter_mut().for_each(|v| *v *= by);
+                }
+            }
+        }
+        x
+    };
+    let first = format!("first half-sweep {ctx}");
+    assert_rows_solved(s, r, &scaled(c1, 0.0), c0, tol, &first);
+    let second = format!("smooth_color_after_solve {ctx}");
+    assert_rows_solved(s, r, &scaled(c0, relax), c1, tol, &second);
+}
+
+/// Red-black's step from zero on a coarse level: [`LineKernels::residual_restrict_solve_color`]
+/// then [`LineKernels::smooth_color_after_solve`] of the other colour. The coarse right-hand
+/// side is the reference's residual restricted (`TOL`; `TOL_F32` on fp32 levels), and the two
+/// colours solve their rows as [`red_black_from_zero_kernels`] asks, on the backend's own
+/// right-hand side: whole levels and blocks whose coarse blocks have both parities, the model
+/// problem's columns at nz = 7, 32 and 128 and per-cell entries at nz = 32, fp64 and fp32, both
+/// colour orders.
+fn red_black_from_zero_coarse<B: Backend>(b: &B, rng: &mut Rng) {
+    let r = ReferenceBackend;
+    let mut pairs = vec![];
+    for nz in [7, 32, 128] {
+        let fines = [
+            Block::whole(26),
+            block_at(164, (14, 16), (74, 58)),
+            block_at(164, (12, 16), (74, 58)),
+        ];
+        for fine in fines {
+            let g = Geometry::Panel;
+            pairs.push((level(g, fine, nz), level(g, fine.coarsen(), nz)));
+        }
+    }
+    let p = ProblemParams {
+        nz: 32,
+        n: 28,
+        coefficients: Some(std::sync::Arc::new(coefficient_fields(28, 32, 5))),
+        ..Default::default()
+    };
+    let levels = strata::stencil::build_levels(&p, Block::whole(28), 2).expect("levels");
+    pairs.push((levels[0].clone(), levels[1].clone()));
+    let scale = 0.25;
+    for (fs64, cs64) in pairs {
+        for storage in [Storage::F64, Storage::F32] {
+            let (fs, cs) = (fs64.with_storage(storage), cs64.with_storage(storage));
+            let (fo, co) = (b.prepare_level(&fs).unwrap(), b.prepare_level(&cs).unwrap());
+            let (tol_f, tol) = match storage {
+                Storage::F64 => (TOL, (1e-12, RowNorm::Largest)),
+                _ => (TOL_F32, (TOL_F32_SOLVE, RowNorm::Largest)),
+            };
+            for ([c0, c1], relax) in [([0, 1], 1.15), ([1, 0], 1.15)] {
+                let ctx = format!(
+                    "coarse, colours {c0}, {c1} w {relax} {:?} nz={} fields {} {storage:?} {:?}",
+                    cs.block,
+                    cs.nz,
+                    cs.cells.is_some(),
+                    b.name()
                 );
-                assert_rows_solved(
-                    &s,
-                    &r,
-                    &scaled(c0, relax),
-                    c1,
-                    tol,
-                    &format!("smooth_color_after_solve {ctx}"),
-                );
+                let (f, u) = (rounded(&rng.field(&fs)), rounded(&rng.field(&fs)));
+                let (fc, uc) = (rounded(&rng.field(&cs)), rounded(&rng.field(&cs)));
+                let (mut hr, mut hf, mut hu) = (rng.field(&fs), fc.clone(), uc.clone());
+                r.residual_only(&fs, &f, &u, &mut hr).unwrap();
+                r.restrict_smooth(&fs, &cs, &hr, &mut hf, &mut hu, 1.0, scale)
+                    .unwrap();
+                let (df, du) = (to_backend(b, &fo, &f), to_backend(b, &fo, &u));
+                let mut dr = to_backend(b, &fo, &hr);
+                let (mut dfc, mut duc) = (to_backend(b, &co, &fc), to_backend(b, &co, &uc));
+                b.residual_restrict_solve_color(
+                    &fo, &co, &df, &du, &mut dr, &mut dfc, &mut duc, scale, c0,
+                )
+                .unwrap();
+                b.smooth_color_after_solve(&co, &dfc, &mut duc, c1, relax)
+                    .unwrap();
+                let got_f = interior_over(b, &co, &dfc, &fc);
+                let d = rel_diff(&got_f, &hf);
+                assert!(d <= tol_f, "residual_restrict_solve_color f {ctx}: {d:e}");
+                let got = interior_over(b, &co, &duc, &uc);
+                assert_step_from_zero(&cs, &got_f, &got, [c0, c1], relax, tol, &ctx);
             }
         }
     }

@@ -257,6 +257,73 @@ impl LineKernels for CudaBackend {
         rho: f64,
         scale: f64,
     ) -> Result<()> {
+        let (fields, solve) = (
+            (f_fine, u_fine, r_fine, f_coarse, u_coarse),
+            FromZero::Scaled(rho),
+        );
+        self.residual_restrict_then(fine, coarse, fields, scale, solve)
+    }
+
+    fn residual_restrict_solve_color(
+        &self,
+        fine: &CudaLevel,
+        coarse: &CudaLevel,
+        f_fine: &CudaField,
+        u_fine: &CudaField,
+        r_fine: &mut CudaField,
+        f_coarse: &mut CudaField,
+        u_coarse: &mut CudaField,
+        scale: f64,
+        color: usize,
+    ) -> Result<()> {
+        let (fields, solve) = (
+            (f_fine, u_fine, r_fine, f_coarse, u_coarse),
+            FromZero::Color(color),
+        );
+        self.residual_restrict_then(fine, coarse, fields, scale, solve)
+    }
+}
+
+/// The coarse line solve that ends the way down's fused step from zero
+/// ([`CudaBackend::residual_restrict_then`]).
+#[derive(Clone, Copy)]
+enum FromZero {
+    /// ρ M⁻¹ f_c on every column (`LineKernels::residual_restrict_smooth`).
+    Scaled(f64),
+    /// T⁻¹ f_c on the columns of one colour where the level runs the split half-sweeps, on
+    /// every column elsewhere (`LineKernels::residual_restrict_solve_color`).
+    Color(usize),
+}
+
+/// The fine f, u and work field, the coarse f and u of the way down's fused step.
+type DownFields<'a> = (
+    &'a CudaField,
+    &'a CudaField,
+    &'a mut CudaField,
+    &'a mut CudaField,
+    &'a mut CudaField,
+);
+
+impl CudaBackend {
+    /// The fine residual restricted into `f_coarse` and the coarse step from zero `solve`
+    /// into `u_coarse`: one kernel on PCR levels of few columns, the residual stored then
+    /// RestrictSmooth where the fused kernels do not serve, else the fused residual-restriction
+    /// then the coarse line solve.
+    fn residual_restrict_then(
+        &self,
+        fine: &CudaLevel,
+        coarse: &CudaLevel,
+        (f_fine, u_fine, r_fine, f_coarse, u_coarse): DownFields<'_>,
+        scale: f64,
+        solve: FromZero,
+    ) -> Result<()> {
+        let rho = match solve {
+            FromZero::Scaled(rho) => rho,
+            FromZero::Color(color) => {
+                coarse.stencil.check_colour(color)?;
+                1.0
+            }
+        };
         // Fused where the coarse level solves its columns by the Thomas sweep and the fine
         // operator has no diagonal couplings, on fp64 levels and (unless `Tuning::fuse_f32` is
         // off) fp32 ones — into one kernel where the coarse level runs PCR, has at most
@@ -336,8 +403,11 @@ impl LineKernels for CudaBackend {
         // fine columns and their neighbours (halo included), and each coarse column's f_c is
         // written by one thread (its own, or one of its four children's).
         cu(unsafe { b.launch(cfg) })?;
-        // u_c <- rho M^-1 f_c.
-        self.line_solve_scaled(coarse, f_coarse, u_coarse, rho)
+        match solve {
+            // u_c <- rho M^-1 f_c.
+            FromZero::Scaled(rho) => self.line_solve_scaled(coarse, f_coarse, u_coarse, rho),
+            FromZero::Color(color) => self.line_solve_color(coarse, f_coarse, u_coarse, color),
+        }
     }
 }
 

@@ -813,6 +813,34 @@ pub trait LineKernels: Fields {
         self.residual_only(fine, f_fine, u_fine, r_fine)?;
         self.restrict_smooth(fine, coarse, r_fine, f_coarse, u_coarse, rho, scale)
     }
+
+    /// Red-black's step from zero on the way down: [`LineKernels::residual_restrict_smooth`]
+    /// with ρ = 1, its coarse line solve that of [`LineKernels::line_solve_color`] of `color`,
+    /// so that [`LineKernels::smooth_color_after_solve`] of the other colour finishes the step.
+    /// By default the fused call on every column; a backend that solves only the colour's
+    /// columns in `line_solve_color` may do so here too, leaving the others unspecified (the
+    /// CUDA backend on levels of its split half-sweeps).
+    #[allow(clippy::too_many_arguments)]
+    fn residual_restrict_solve_color(
+        &self,
+        fine: &Self::LevelOp,
+        coarse: &Self::LevelOp,
+        f_fine: &Self::Field,
+        u_fine: &Self::Field,
+        r_fine: &mut Self::Field,
+        f_coarse: &mut Self::Field,
+        u_coarse: &mut Self::Field,
+        scale: f64,
+        color: usize,
+    ) -> Result<()>
+    where
+        Self: StencilKernels,
+    {
+        let _ = color;
+        self.residual_restrict_smooth(
+            fine, coarse, f_fine, u_fine, r_fine, f_coarse, u_coarse, 1.0, scale,
+        )
+    }
 }
 
 /// Moving data in and out of the backend's layout: host arrays to fields and back, and the halo

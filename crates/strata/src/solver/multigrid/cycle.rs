@@ -93,7 +93,8 @@ impl<B: Backend> Hierarchy<B> {
                 sm.after_restrict(&mut s, lev, relax, first)?
             }
             _ => {
-                self.restrict_smooth(b, timer, lev, sm.restrict_rho(&self.params), f0)?;
+                let color = sm.restrict_color(b, &self.levels[lev].op);
+                self.restrict_smooth(b, timer, lev, (sm.restrict_rho(&self.params), color), f0)?;
                 let mut s = self.sweep(b, comm, timer, f0);
                 sm.after_restrict(&mut s, lev, relax, first)?
             }
@@ -257,15 +258,17 @@ impl<B: Backend> Hierarchy<B> {
     }
 
     /// f_lev ← R r_{lev−1}; u_lev ← ρ M⁻¹ f_lev (the smoother's step from zero, damped by
-    /// `rho`), without the halo. With [`super::MgParams::fuse_restriction`] the finer residual
-    /// r_{lev−1} is computed in the same call; otherwise [`Hierarchy::residual`] stored it
-    /// before.
+    /// `rho`; where `color` is given, ρ = 1 and the columns of that colour only, as the
+    /// smoother's [`super::smoother::Smooth::restrict_color`] asks), without the halo. With
+    /// [`super::MgParams::fuse_restriction`] the finer residual r_{lev−1} is computed in the
+    /// same call; otherwise [`Hierarchy::residual`] stored it before (and every column is
+    /// solved).
     fn restrict_smooth(
         &mut self,
         b: &B,
         timer: &mut Timer,
         lev: usize,
-        rho: f64,
+        (rho, color): (f64, Option<usize>),
         f0: &B::Field,
     ) -> Result<()> {
         let scale = self.params.restriction.scale();
@@ -274,10 +277,13 @@ impl<B: Backend> Hierarchy<B> {
         if self.params.fuse_restriction {
             // The finer level's residual is computed here, not stored by `residual` before.
             let (fop, ff, fu, fwork) = parts(&mut finer[lev - 1], lev - 1, f0);
-            timer.run(b, Kernel::ResidualRestrictSmooth, lev, || {
-                b.residual_restrict_smooth(
+            timer.run(b, Kernel::ResidualRestrictSmooth, lev, || match color {
+                Some(c) => b.residual_restrict_solve_color(
+                    fop, &l.op, ff, fu, fwork, &mut l.f, &mut l.u, scale, c,
+                ),
+                None => b.residual_restrict_smooth(
                     fop, &l.op, ff, fu, fwork, &mut l.f, &mut l.u, rho, scale,
-                )
+                ),
             })
         } else {
             let fine = &finer[lev - 1];
@@ -300,8 +306,9 @@ impl<B: Backend> Hierarchy<B> {
         symmetric: bool,
         f0: &B::Field,
     ) -> Result<()> {
-        let rho = strategy::<B, C>(self.params.smoother).restrict_rho(&self.params);
-        self.restrict_smooth(b, timer, lev, rho, f0)?;
+        let sm = strategy::<B, C>(self.params.smoother);
+        let color = sm.restrict_color(b, &self.levels[lev].op);
+        self.restrict_smooth(b, timer, lev, (sm.restrict_rho(&self.params), color), f0)?;
         let Some(t) = self.telescope.as_deref_mut() else {
             return crate::error::invalid("levels", "no level is gathered");
         };

@@ -19,6 +19,14 @@ pub(crate) trait Smooth<B: Backend, C: Comm<B>> {
     /// The damping of the step from zero that the restriction fuses (RestrictSmooth).
     fn restrict_rho(&self, p: &MgParams) -> f64;
 
+    /// The colour whose columns alone the fused step from zero on coarse level `op` must
+    /// line-solve ([`crate::backend::LineKernels::residual_restrict_solve_color`]), where
+    /// [`Smooth::after_restrict`] reads none of the other colour's values; `None` (the
+    /// default): every column, damped by [`Smooth::restrict_rho`].
+    fn restrict_color(&self, _b: &B, _op: &B::LevelOp) -> Option<usize> {
+        None
+    }
+
     /// What follows the fused step from zero on coarse level `lev` to finish its
     /// pre-smoothing, with the halo.
     fn after_restrict(

@@ -68,6 +68,14 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         1.0
     }
 
+    /// The red columns, on levels without cross terms (as [`Smooth::start_from_zero`]).
+    fn restrict_color(&self, b: &B, op: &B::LevelOp) -> Option<usize> {
+        (!b.stencil(op).has_cross()).then_some(RED)
+    }
+
+    /// The black half-sweep; on a level without cross terms in the form that reads only the
+    /// red columns ([`crate::backend::LineKernels::smooth_color_after_solve`]), valid whether
+    /// the step from zero solved the red columns only or every column.
     fn after_restrict(
         &self,
         s: &mut Sweep<'_, B, C>,
@@ -76,7 +84,12 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         halo: Halo,
     ) -> Result<()> {
         s.exchange(lev, Halo::Faces)?;
-        Self::half_sweep(s, lev, BLACK, relax, halo, false)
+        if s.b.stencil(&s.h.levels[lev].op).has_cross() {
+            return Self::half_sweep(s, lev, BLACK, relax, halo, false);
+        }
+        s.step(Kernel::SmoothColor, lev, Some(halo), |b, (op, f, u, _)| {
+            b.smooth_color_after_solve(op, f, u, BLACK, relax)
+        })
     }
 
     /// The red half-sweep from zero is T⁻¹ f on the red columns, which the line solve M⁻¹ f
