@@ -264,16 +264,25 @@ impl BackendTask for Task {
                     let kind: SolverKind = s;
                     let cfg = config(s);
                     // Bytes per value: the multigrid's kernels move fp32 in mixed precision
-                    // (mg's fp64 defect-correction residual is counted with them: its row
-                    // understates that kernel's bandwidth; the backends count the fp64 u of
-                    // SmoothColorCorrect as two values each).
-                    let bytes_of = |k: Kernel| match (cfg.precision, k) {
+                    // (the backends count the fp64 u of SmoothColorCorrect as two values each);
+                    // the finest level's Residual there is mg's fp64 defect-correction residual
+                    // (read f and u in fp64, write r in fp32: 20 bytes for its 3 values; with
+                    // the restriction fused, the default, no fp32 residual shares its row).
+                    let bytes_of = |k: Kernel, lev: usize| match (cfg.precision, k) {
+                        (strata::solver::Precision::Mixed, Kernel::Residual)
+                            if lev == 0 && kind == SolverKind::Mg =>
+                        {
+                            20.0 / 3.0
+                        }
                         (
                             strata::solver::Precision::Mixed,
                             Kernel::Smooth
+                            | Kernel::LineSolveColor
                             | Kernel::SmoothColor
                             | Kernel::SmoothColorCorrect
                             | Kernel::RestrictSmooth
+                            | Kernel::ResidualRestrictSmooth
+                            | Kernel::ResidualRestrictSolveColor
                             | Kernel::Prolongate
                             | Kernel::Residual,
                         ) => 4.0,
@@ -335,9 +344,9 @@ impl BackendTask for Task {
                                 if st.calls == 0 {
                                     continue;
                                 }
-                                level_bytes[lev] += st.calls as f64 * moved * bytes_of(k) * cells;
+                                let bytes = bytes_of(k, lev);
+                                level_bytes[lev] += st.calls as f64 * moved * bytes * cells;
                                 let t = st.seconds / st.calls as f64;
-                                let bytes = bytes_of(k);
                                 let useful = useful * bytes * cells / t / 1e9;
                                 let moved = moved * bytes * cells / t / 1e9;
                                 report.kernels.push(KernelRow {
@@ -445,7 +454,7 @@ fn tables(r: &BenchReport) -> String {
     );
     let _ = writeln!(
         s,
-        "{:>6} {:>11} {:>6} {:>5} {:<15} {:>10} {:>11} {:>8} {:>10} {:>8}",
+        "{:>6} {:>11} {:>6} {:>5} {:<26} {:>10} {:>11} {:>8} {:>10} {:>8}",
         "n",
         "operator",
         "solver",
@@ -460,7 +469,7 @@ fn tables(r: &BenchReport) -> String {
     for k in &r.kernels {
         let _ = writeln!(
             s,
-            "{:>6} {:>11} {:>6} {:>5} {:<15} {:>10.3} {:>11.2} {:>7.1}% {:>10.2} {:>7.1}%",
+            "{:>6} {:>11} {:>6} {:>5} {:<26} {:>10.3} {:>11.2} {:>7.1}% {:>10.2} {:>7.1}%",
             k.n,
             k.operator,
             k.solver,

@@ -44,7 +44,16 @@ pub enum Kernel {
     /// The V-cycle's residual on the way down and the next level's RestrictSmooth in one call
     /// ([`crate::backend::LineKernels::residual_restrict_smooth`]), per coarse cell.
     ResidualRestrictSmooth,
-    /// One half-sweep of the red-black line smoother (`smooth_color`).
+    /// The first half-sweep of red-black's step from zero on the finest level: the line solve
+    /// on one colour's columns where the backend can
+    /// ([`crate::backend::LineKernels::line_solve_color`]; the paper's Smooth from zero).
+    LineSolveColor,
+    /// [`Kernel::ResidualRestrictSmooth`] as red-black's step from zero, its coarse line solve
+    /// on one colour's columns where the backend can
+    /// ([`crate::backend::LineKernels::residual_restrict_solve_color`]), per coarse cell.
+    ResidualRestrictSolveColor,
+    /// One half-sweep of the red-black line smoother (`smooth_color`, and
+    /// `smooth_color_after_solve` after the step from zero's first).
     SmoothColor,
     /// Mixed-precision defect correction's last half-sweep with its u ← u + z on the fp64
     /// iterate ([`crate::backend::LineKernels::smooth_color_correct`]), per cell of the finest
@@ -65,12 +74,14 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 12] = [
+    pub const ALL: [Kernel; 14] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
+        Kernel::LineSolveColor,
         Kernel::RestrictSmooth,
         Kernel::ResidualRestrictSmooth,
+        Kernel::ResidualRestrictSolveColor,
         Kernel::SmoothColor,
         Kernel::SmoothColorCorrect,
         Kernel::Residual,
@@ -88,6 +99,8 @@ impl Kernel {
             Kernel::Smooth => "Smooth",
             Kernel::RestrictSmooth => "RestrictSmooth",
             Kernel::ResidualRestrictSmooth => "ResidualRestrictSmooth",
+            Kernel::LineSolveColor => "LineSolveColor",
+            Kernel::ResidualRestrictSolveColor => "ResidualRestrictSolveColor",
             Kernel::SmoothColor => "SmoothColor",
             Kernel::SmoothColorCorrect => "SmoothColorCorrect",
             Kernel::Residual => "Residual",
@@ -122,7 +135,9 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
     match kernel {
         Kernel::Spmv => c(32.0, 12.0, 6.0),
         Kernel::Tridiag => c(22.0, 12.0, 9.0),
-        Kernel::Smooth => c(37.0, 17.0, 8.0),
+        // The step from zero's first half-sweep: the paper's kernel for that step (its Smooth
+        // from zero), whatever part of the columns a backend solves.
+        Kernel::Smooth | Kernel::LineSolveColor => c(37.0, 17.0, 8.0),
         // Half a sweep: the paper's Smooth on half the columns.
         Kernel::SmoothColor => c(18.5, 8.5, 4.0),
         // The half-sweep, then u ← u + z on the whole level (read z, u; write u). In mixed
@@ -130,7 +145,9 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
         Kernel::SmoothColorCorrect => c(19.5, 13.5, 9.0),
         Kernel::RestrictSmooth => c(17.0, 12.0, 6.0),
         // The paper's Residual on the four children, then its RestrictSmooth.
-        Kernel::ResidualRestrictSmooth => c(4.0 * 23.0 + 17.0, 4.0 * 9.0 + 12.0, 4.0 * 3.0 + 6.0),
+        Kernel::ResidualRestrictSmooth | Kernel::ResidualRestrictSolveColor => {
+            c(4.0 * 23.0 + 17.0, 4.0 * 9.0 + 12.0, 4.0 * 3.0 + 6.0)
+        }
         Kernel::Residual | Kernel::ResidualNorm => c(23.0, 9.0, 3.0),
         Kernel::Prolongate => c(6.0, 5.0, 3.0),
         Kernel::Vector | Kernel::Halo => None,
@@ -145,15 +162,17 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
 /// [`Probes::moved_values`].
 pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
     match kernel {
-        Kernel::Spmv => Some(7.0),        // read z, u, p, q; write u, p, q
-        Kernel::Tridiag => Some(4.0),     // read q, r; write r, z
-        Kernel::Smooth => Some(3.0),      // read f, u_in; write u_out
+        Kernel::Spmv => Some(7.0),    // read z, u, p, q; write u, p, q
+        Kernel::Tridiag => Some(4.0), // read q, r; write r, z
+        Kernel::Smooth => Some(3.0),  // read f, u_in; write u_out
+        // The trait's default: the line solve on every column (read r; write z).
+        Kernel::LineSolveColor => Some(2.0),
         Kernel::SmoothColor => Some(1.5), // half the columns: read f, u; write u
         // The half-sweep, then read z, u; write u (fp32 values, the fp64 u two each).
         Kernel::SmoothColorCorrect => Some(6.5),
         Kernel::RestrictSmooth => Some(6.0), // per coarse cell: read 4 children; write f, u
         // The residual of the four children stored, then RestrictSmooth (4 × 3 + 6).
-        Kernel::ResidualRestrictSmooth => Some(18.0),
+        Kernel::ResidualRestrictSmooth | Kernel::ResidualRestrictSolveColor => Some(18.0),
         Kernel::Residual => Some(3.0),     // read f, u; write r
         Kernel::ResidualNorm => Some(3.0), // stored into the work field, as Residual
         Kernel::Prolongate => Some(2.25),  // read u_f and a quarter u_c; write u_f
@@ -172,9 +191,10 @@ pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
         | Kernel::Tridiag
         | Kernel::Residual
         | Kernel::ResidualNorm
-        | Kernel::RestrictSmooth => Some(per_pass),
+        | Kernel::RestrictSmooth
+        | Kernel::LineSolveColor => Some(per_pass),
         // Per coarse cell: the fine level's residual on four children, the coarse line solve.
-        Kernel::ResidualRestrictSmooth => Some(5.0 * per_pass),
+        Kernel::ResidualRestrictSmooth | Kernel::ResidualRestrictSolveColor => Some(5.0 * per_pass),
         Kernel::Smooth => Some(2.0 * per_pass),
         Kernel::SmoothColor | Kernel::SmoothColorCorrect => Some(per_pass),
         Kernel::Prolongate => Some(0.0),

@@ -956,25 +956,45 @@ impl Fields for CudaBackend {
 
 impl Probes for CudaBackend {
     fn moved_values(&self, kernel: Kernel) -> Option<f64> {
+        let split = crate::layout::colour_split().unwrap_or(false);
         // The checkpointed Thomas sweeps read their right-hand side twice (kernels/lines.cu).
         Some(match kernel {
             Kernel::Spmv => 7.0,    // read z, u, p, q; write u, p, q
             Kernel::Tridiag => 5.0, // read q, r, r again; write r, z
             Kernel::Smooth if self.smooth_stores_rhs() => 6.0, // read f, u, u_out, u; write u_out twice
             Kernel::Smooth => 5.0,                             // read f, u twice; write u_out
-            // Half the columns, but every other column of a row shares its memory sectors:
-            // f and the neighbours read in full, twice; u written (half, in full sectors).
+            // The colour's columns of the split levels (which carry a large solve's bytes):
+            // read r, write z on half the columns.
+            Kernel::LineSolveColor => 1.0,
+            // A half-sweep reads f, the colour's old values and the other colour's (its
+            // neighbours) and writes the colour's; in the colour-split layout (the default)
+            // each on the colour's slots only: 4 × ½ (`smooth_color_after_solve`, which does not
+            // read the old values, moves 1.5: counted as 2). In the plain layout every other
+            // column of a row shares its memory sectors: f and the neighbours read in full,
+            // twice; u written (half, in full sectors).
+            Kernel::SmoothColor if split => 2.0,
             Kernel::SmoothColor => 5.0,
             // Mixed precision only (fp32 values, the fp64 u as two each): one kernel reads f
-            // and z as the half-sweep does and u, and writes u (z not written): 4.5 + 4; or the
-            // half-sweep and then axpy_from (read z, u; write u): 5 + 5. (Per kernel, not per
-            // level: a per-cell level, which runs the two unless asked, is counted as fused.)
-            Kernel::SmoothColorCorrect if self.tuning.fuse_correction => 8.5,
+            // and z as the half-sweep does and u, and writes u (z not written): 1.5 + 4 (4.5 +
+            // 4 in the plain layout); or the half-sweep and then axpy_from (read z, u; write u):
+            // 2 + 5 (5 + 5). (Per kernel, not per level: a per-cell level, which runs the two
+            // unless asked, is counted as fused.)
+            Kernel::SmoothColorCorrect if self.tuning.fuse_correction => {
+                if split {
+                    5.5
+                } else {
+                    8.5
+                }
+            }
+            Kernel::SmoothColorCorrect if split => 7.0,
             Kernel::SmoothColorCorrect => 10.0,
             Kernel::RestrictSmooth => 7.0, // per coarse cell: read 4 children, f_c; write f_c, u_c
             // Per coarse cell: read f and u of 4 children; write f_c; read it twice, write u_c
-            // (fused; 19 where it is not: PCR levels, cross terms, fp32 levels with the fusion off).
+            // (fused; 19 where it is not: PCR levels, cross terms, fp32 levels with the fusion off);
+            // with the coarse line solve on one colour (split levels) read f_c and write u_c on
+            // half the columns.
             Kernel::ResidualRestrictSmooth => 12.0,
+            Kernel::ResidualRestrictSolveColor => 10.0,
             Kernel::Residual => 3.0,     // read f, u; write r
             Kernel::ResidualNorm => 2.0, // read f, u
             Kernel::Prolongate => 2.25,  // read u_f and a quarter u_c; write u_f
@@ -990,7 +1010,10 @@ impl Probes for CudaBackend {
         Some(match kernel {
             Kernel::Spmv | Kernel::Residual | Kernel::ResidualNorm => all,
             Kernel::Tridiag | Kernel::RestrictSmooth => 2.0 * tridiag,
+            // The line solves on half the columns (split levels).
+            Kernel::LineSolveColor => tridiag,
             Kernel::ResidualRestrictSmooth => 4.0 * all + 2.0 * tridiag,
+            Kernel::ResidualRestrictSolveColor => 4.0 * all + tridiag,
             Kernel::Smooth => 2.0 * all,
             Kernel::SmoothColor | Kernel::SmoothColorCorrect => all,
             Kernel::Prolongate => 0.0,

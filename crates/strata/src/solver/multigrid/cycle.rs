@@ -277,14 +277,18 @@ impl<B: Backend> Hierarchy<B> {
         if self.params.fuse_restriction {
             // The finer level's residual is computed here, not stored by `residual` before.
             let (fop, ff, fu, fwork) = parts(&mut finer[lev - 1], lev - 1, f0);
-            timer.run(b, Kernel::ResidualRestrictSmooth, lev, || match color {
-                Some(c) => b.residual_restrict_solve_color(
-                    fop, &l.op, ff, fu, fwork, &mut l.f, &mut l.u, scale, c,
-                ),
-                None => b.residual_restrict_smooth(
-                    fop, &l.op, ff, fu, fwork, &mut l.f, &mut l.u, rho, scale,
-                ),
-            })
+            match color {
+                Some(c) => timer.run(b, Kernel::ResidualRestrictSolveColor, lev, || {
+                    b.residual_restrict_solve_color(
+                        fop, &l.op, ff, fu, fwork, &mut l.f, &mut l.u, scale, c,
+                    )
+                }),
+                None => timer.run(b, Kernel::ResidualRestrictSmooth, lev, || {
+                    b.residual_restrict_smooth(
+                        fop, &l.op, ff, fu, fwork, &mut l.f, &mut l.u, rho, scale,
+                    )
+                }),
+            }
         } else {
             let fine = &finer[lev - 1];
             timer.run(b, Kernel::RestrictSmooth, lev, || {

@@ -107,9 +107,12 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
             })?;
             return Self::half_sweep(s, 0, BLACK, relax, Halo::Faces, false);
         }
-        s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
-            b.line_solve_color(op, f, u, RED)
-        })?;
+        s.step(
+            Kernel::LineSolveColor,
+            0,
+            Some(Halo::Faces),
+            |b, (op, f, u, _)| b.line_solve_color(op, f, u, RED),
+        )?;
         s.step(
             Kernel::SmoothColor,
             0,
