@@ -2383,7 +2383,7 @@ pub fn correction_kernels<B: Backend>(b: &B) {
 /// solve theirs given the first colour's values scaled by w (T u = r − w H u), on the model
 /// problem's columns and per-cell entries, fp64 and fp32 levels, nz = 7, 32 and 128 (the GPU's
 /// split kernels from 16 levels), blocks of both parities, both colour orders, w = 1 and 1.15;
-/// and on coarse levels with the restriction before it ([`red_black_from_zero_coarse`]).
+/// and on coarse levels with the restriction before it (`red_black_from_zero_coarse`).
 pub fn red_black_from_zero_kernels<B: Backend>(b: &B) {
     let mut rng = Rng::new(29);
     let blocks = [Block::whole(13), block_at(82, (7, 8), (37, 29))];
