@@ -380,6 +380,41 @@ impl LineKernels for CpuBackend {
         Ok(())
     }
 
+    /// The colour's columns only, on the model problem's levels without cross terms
+    /// (`from_zero.rs`); the line solve on every column elsewhere.
+    fn line_solve_color(
+        &self,
+        s: &LevelStencil,
+        r: &CpuField,
+        z: &mut CpuField,
+        color: usize,
+    ) -> Result<()> {
+        s.check_colour(color)?;
+        if !Self::colour_forms(s, color) {
+            return self.line_solve(s, r, z);
+        }
+        by_precision!(s, S => self.colour_from_zero(s, get::<S>(r)?, get_mut::<S>(z)?, color, None));
+        Ok(())
+    }
+
+    /// T⁻¹ (f − w H u) on the colour's columns where [`LineKernels::line_solve_color`] solved
+    /// the other colour only; `smooth_color` elsewhere.
+    fn smooth_color_after_solve(
+        &self,
+        s: &LevelStencil,
+        f: &CpuField,
+        u: &mut CpuField,
+        color: usize,
+        relax: f64,
+    ) -> Result<()> {
+        s.check_colour(color)?;
+        if !Self::colour_forms(s, color) {
+            return self.smooth_color(s, f, u, color, relax);
+        }
+        by_precision!(s, S => self.colour_from_zero(s, get::<S>(f)?, get_mut::<S>(u)?, color, Some(relax)));
+        Ok(())
+    }
+
     fn restrict_smooth(
         &self,
         fine: &LevelStencil,
@@ -405,7 +440,7 @@ impl LineKernels for CpuBackend {
 
 /// The columns of a field shared by the threads of a red-black half-sweep, each column read or
 /// written through its own slice (see `smooth_color` for why they never overlap).
-struct ColumnWriter<S>(*mut S);
+pub(super) struct ColumnWriter<S>(pub(super) *mut S);
 
 // SAFETY: the pointer is only turned into slices of columns that no two threads write, and that
 // no thread writes while another reads (the colouring); the field outlives the parallel loop.
@@ -416,7 +451,7 @@ impl<S> ColumnWriter<S> {
     ///
     /// # Safety
     /// In bounds, and not written by anyone while the slice lives.
-    unsafe fn column(&self, offset: usize, nz: usize) -> &[S] {
+    pub(super) unsafe fn column(&self, offset: usize, nz: usize) -> &[S] {
         // SAFETY: promised by the caller.
         unsafe { std::slice::from_raw_parts(self.0.add(offset), nz) }
     }
@@ -426,7 +461,7 @@ impl<S> ColumnWriter<S> {
     /// # Safety
     /// In bounds, and neither read nor written by anyone else while the slice lives.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn column_mut(&self, offset: usize, nz: usize) -> &mut [S] {
+    pub(super) unsafe fn column_mut(&self, offset: usize, nz: usize) -> &mut [S] {
         // SAFETY: promised by the caller.
         unsafe { std::slice::from_raw_parts_mut(self.0.add(offset), nz) }
     }

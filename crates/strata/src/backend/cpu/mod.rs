@@ -4,6 +4,7 @@
 
 mod cells;
 mod column;
+mod from_zero;
 mod isa;
 mod lines;
 mod stencil;

@@ -237,3 +237,47 @@ pub(super) fn smooth_color<'a, const L: usize, S: Real + 'a>(
         update(l, &sc.rhs[l * nz..][..nz]);
     }
 }
+
+/// u ← T⁻¹ (f − w H u) on the `L` columns `is` of row `j`, one colour of the red-black ordering
+/// on a level without cross terms: red-black's step from zero, whose columns' old values are not
+/// read. `nbrs_of(i)`: column i's neighbourhood in u with a column of zeros as its own (so that
+/// the operator gives H u alone); `None`: the first half-sweep, the line solve of f (no
+/// neighbour read). `write(l, z)` receives lane l's column of the result.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn solve_color<'a, const L: usize, S: Real + 'a, N: Fn(usize) -> Nbrs<'a, S>>(
+    s: &LevelStencil,
+    j: usize,
+    is: &[usize; L],
+    f: &[S],
+    (nbrs_of, w): (Option<N>, f64),
+    buf: &mut [f64],
+    mut write: impl FnMut(usize, &[f64]),
+) {
+    let (nx, nz, v) = (s.nx(), s.nz, &*s.vertical);
+    let sc = Scratch::<L>::new(buf, nz);
+    let cols: [Column; L] = std::array::from_fn(|l| s.columns[j * nx + is[l]]);
+    for (l, col) in cols.iter().enumerate() {
+        let fl = &f[(is[l] + 1) * nz..][..nz];
+        let rhs = &mut sc.rhs[l * nz..][..nz];
+        match &nbrs_of {
+            None => {
+                for (x, fv) in rhs.iter_mut().zip(fl) {
+                    *x = fv.to_f64();
+                }
+            }
+            Some(nb) => apply_column(
+                col,
+                v,
+                &nb(is[l]),
+                #[inline(always)]
+                |k, hu| rhs[k] = fl[k].to_f64() - w * hu,
+            ),
+        }
+    }
+    thomas_forward::<L>(&cols, v, sc.rhs, sc.cp, sc.zs);
+    thomas_backward::<L>(sc.cp, sc.zs, sc.rhs);
+    for l in 0..L {
+        write(l, &sc.rhs[l * nz..][..nz]);
+    }
+}
