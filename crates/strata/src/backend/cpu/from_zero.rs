@@ -60,42 +60,18 @@ impl CpuBackend {
                     let col = unsafe { data.column_mut(offset(i + 1, j + 1), nz) };
                     crate::field::store(col, z);
                 };
-                self.with_scratch(
-                    thomas::scratch_len(nz),
-                    #[inline(always)]
-                    |buf| {
-                        // The row's first column of the colour.
-                        let (gi0, gj) = (s.block.i0 % 2, (s.block.j0 + j) % 2);
-                        let mut i = (color + 2 - (gi0 + gj) % 2) % 2;
-                        while i + 2 * (LANES - 1) < nx {
-                            let is: [usize; LANES] = std::array::from_fn(|l| i + 2 * l);
-                            thomas::solve_color::<LANES, _, _>(
-                                s,
-                                j,
-                                &is,
-                                frow,
-                                nb,
-                                buf,
-                                #[inline(always)]
-                                |l, z| write(is[l], z),
-                            );
-                            i += 2 * LANES;
-                        }
-                        while i < nx {
-                            thomas::solve_color::<1, _, _>(
-                                s,
-                                j,
-                                &[i],
-                                frow,
-                                nb,
-                                buf,
-                                #[inline(always)]
-                                |_, z| write(i, z),
-                            );
-                            i += 2;
-                        }
-                    },
-                )
+                colour_groups!(self, s, j, color, |is, buf, L| {
+                    thomas::solve_color::<L, _, _>(
+                        s,
+                        j,
+                        &is,
+                        frow,
+                        nb,
+                        buf,
+                        #[inline(always)]
+                        |l, z| write(is[l], z),
+                    )
+                })
             })
         });
     }

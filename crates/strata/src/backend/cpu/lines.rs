@@ -213,50 +213,19 @@ impl CpuBackend {
                         *u = S::from_f64(u.to_f64() + relax * z);
                     }
                 };
-                self.with_scratch(
-                    thomas::scratch_len(nz),
-                    #[inline(always)]
-                    |buf| {
-                        // The row's first column of the colour (none: a quarter colour's other rows).
-                        let (gi0, gj) = (s.block.i0 % 2, (s.block.j0 + j) % 2);
-                        let mut i = if color < 2 {
-                            (color + 2 - (gi0 + gj) % 2) % 2
-                        } else if gj == (color - 2) >> 1 {
-                            ((color - 2) % 2 + 2 - gi0) % 2
-                        } else {
-                            nx
-                        };
-                        while i + 2 * (LANES - 1) < nx {
-                            let is: [usize; LANES] = std::array::from_fn(|l| i + 2 * l);
-                            thomas::smooth_color::<LANES, _>(
-                                s,
-                                j,
-                                &is,
-                                frow,
-                                nbrs_of,
-                                cross_of,
-                                buf,
-                                #[inline(always)]
-                                |l, z| update(is[l], z),
-                            );
-                            i += 2 * LANES;
-                        }
-                        while i < nx {
-                            thomas::smooth_color::<1, _>(
-                                s,
-                                j,
-                                &[i],
-                                frow,
-                                nbrs_of,
-                                cross_of,
-                                buf,
-                                #[inline(always)]
-                                |_, z| update(i, z),
-                            );
-                            i += 2;
-                        }
-                    },
-                )
+                colour_groups!(self, s, j, color, |is, buf, L| {
+                    thomas::smooth_color::<L, _>(
+                        s,
+                        j,
+                        &is,
+                        frow,
+                        nbrs_of,
+                        cross_of,
+                        buf,
+                        #[inline(always)]
+                        |l, z| update(is[l], z),
+                    )
+                })
             })
         });
     }

@@ -14,7 +14,7 @@ mod vector;
 
 use self::column::{apply_column_cross, cross, dot, nbrs, ResidualSink};
 pub use self::isa::Isa;
-use self::thomas::{groups, LANES};
+use self::thomas::{colour_groups, groups, LANES};
 use super::Fields;
 use crate::error::{Result, StrataError};
 use crate::field::HostField;

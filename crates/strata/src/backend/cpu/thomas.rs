@@ -59,6 +59,52 @@ pub(super) fn groups(nx: usize, mut f: impl FnMut(usize, bool)) {
     }
 }
 
+/// The first column of row `j` (0-based in the block) of `color`: of red or black (0, 1) every
+/// row has one; of a quarter colour (2–5: the parities of i and j) every other row, the others
+/// none (`s.nx()`).
+#[inline(always)]
+pub(super) fn first_of_colour(s: &LevelStencil, j: usize, color: usize) -> usize {
+    let (gi0, gj) = (s.block.i0 % 2, (s.block.j0 + j) % 2);
+    if color < 2 {
+        (color + 2 - (gi0 + gj) % 2) % 2
+    } else if gj == (color - 2) >> 1 {
+        ((color - 2) % 2 + 2 - gi0) % 2
+    } else {
+        s.nx()
+    }
+}
+
+/// `$body` for each group of row `$j`'s columns of `$color` (every other column;
+/// [`first_of_colour`]), with `$is` the group's columns (`[usize; $l]`), `$buf` the thread's
+/// scratch and the const `$l` the group's width: [`LANES`] for the full groups, 1 for the
+/// columns left over, compiled for the backend's instructions (`CpuBackend::with_scratch`).
+macro_rules! colour_groups {
+    ($b:expr, $s:expr, $j:expr, $color:expr, |$is:ident, $buf:ident, $l:ident| $body:expr) => {{
+        let (s, j, color): (&LevelStencil, usize, usize) = ($s, $j, $color);
+        let nx = s.nx();
+        $b.with_scratch(
+            thomas::scratch_len(s.nz),
+            #[inline(always)]
+            |$buf| {
+                let mut i = thomas::first_of_colour(s, j, color);
+                while i + 2 * (LANES - 1) < nx {
+                    const $l: usize = LANES;
+                    let $is: [usize; $l] = std::array::from_fn(|l| i + 2 * l);
+                    $body;
+                    i += 2 * LANES;
+                }
+                while i < nx {
+                    const $l: usize = 1;
+                    let $is: [usize; $l] = [i];
+                    $body;
+                    i += 2;
+                }
+            },
+        )
+    }};
+}
+pub(super) use colour_groups;
+
 /// The `L` columns from `i0` of a row, as one slice.
 #[inline(always)]
 fn cols<const L: usize, S>(row: &[S], i0: usize, nz: usize) -> &[S] {
