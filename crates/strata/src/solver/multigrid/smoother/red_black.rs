@@ -60,6 +60,25 @@ impl RedBlack {
             b.smooth_color(op, f, u, order[1], relax)
         })
     }
+
+    /// The black half-sweep of a step from zero on level `lev`, after its red one, with the
+    /// halo: on a level without cross terms in the form that reads only the red columns
+    /// ([`crate::backend::LineKernels::smooth_color_after_solve`]), valid whether the red
+    /// half-sweep solved the red columns only or every column; with cross terms the half-sweep
+    /// from the black columns' T⁻¹ f that the line solve on every column left.
+    fn black_after_red<B: Backend, C: Comm<B>>(
+        s: &mut Sweep<'_, B, C>,
+        lev: usize,
+        relax: f64,
+        halo: Halo,
+    ) -> Result<()> {
+        if s.b.stencil(&s.h.levels[lev].op).has_cross() {
+            return Self::half_sweep(s, lev, BLACK, relax, halo, false);
+        }
+        s.step(Kernel::SmoothColor, lev, Some(halo), |b, (op, f, u, _)| {
+            b.smooth_color_after_solve(op, f, u, BLACK, relax)
+        })
+    }
 }
 
 impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
@@ -73,9 +92,7 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         (!b.stencil(op).has_cross()).then_some(RED)
     }
 
-    /// The black half-sweep; on a level without cross terms in the form that reads only the
-    /// red columns ([`crate::backend::LineKernels::smooth_color_after_solve`]), valid whether
-    /// the step from zero solved the red columns only or every column.
+    /// The black half-sweep (`black_after_red`).
     fn after_restrict(
         &self,
         s: &mut Sweep<'_, B, C>,
@@ -84,12 +101,7 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
         halo: Halo,
     ) -> Result<()> {
         s.exchange(lev, Halo::Faces)?;
-        if s.b.stencil(&s.h.levels[lev].op).has_cross() {
-            return Self::half_sweep(s, lev, BLACK, relax, halo, false);
-        }
-        s.step(Kernel::SmoothColor, lev, Some(halo), |b, (op, f, u, _)| {
-            b.smooth_color_after_solve(op, f, u, BLACK, relax)
-        })
+        Self::black_after_red(s, lev, relax, halo)
     }
 
     /// The red half-sweep from zero is T⁻¹ f on the red columns, which the line solve M⁻¹ f
@@ -105,20 +117,15 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
             s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
                 b.line_solve(op, f, u)
             })?;
-            return Self::half_sweep(s, 0, BLACK, relax, Halo::Faces, false);
+        } else {
+            s.step(
+                Kernel::LineSolveColor,
+                0,
+                Some(Halo::Faces),
+                |b, (op, f, u, _)| b.line_solve_color(op, f, u, RED),
+            )?;
         }
-        s.step(
-            Kernel::LineSolveColor,
-            0,
-            Some(Halo::Faces),
-            |b, (op, f, u, _)| b.line_solve_color(op, f, u, RED),
-        )?;
-        s.step(
-            Kernel::SmoothColor,
-            0,
-            Some(Halo::Faces),
-            |b, (op, f, u, _)| b.smooth_color_after_solve(op, f, u, BLACK, relax),
-        )
+        Self::black_after_red(s, 0, relax, Halo::Faces)
     }
 
     /// The step from zero's form on the current iterate: one line-Jacobi step (ρ = 1) on every
