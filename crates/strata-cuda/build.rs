@@ -132,9 +132,6 @@ fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
                 // The default field layout's builds (the colour-split rows, strata_cuda::layout).
                 let split = [compile::SPLIT_OPTION.to_string()];
                 let options = compile::options(single, narrow, (slant, diagonals), levels, &split);
-                let image = compile::compile(nz, target, &options).unwrap_or_else(|log| {
-                    panic!("strata-cuda: the kernels do not compile (nz {nz}, {target}): {log}")
-                });
                 let name = format!(
                     "kernels-nz{nz}-{}{}{}{}.{}",
                     if single { "f32" } else { "f64" },
@@ -147,8 +144,21 @@ fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
                     }
                 );
                 let path = out.join(format!("{name}.deflate"));
-                let packed = miniz_oxide::deflate::compress_to_vec(&image, 9);
-                std::fs::write(&path, packed).expect("writing a kernel image into OUT_DIR");
+                let key_path = out.join(format!("{name}.key"));
+                let key = image_key(nz, target, &options);
+                let built =
+                    std::fs::read_to_string(&key_path).is_ok_and(|k| k == key) && path.is_file();
+                if !built {
+                    let image = compile::compile(nz, target, &options).unwrap_or_else(|log| {
+                        panic!("strata-cuda: the kernels do not compile (nz {nz}, {target}): {log}")
+                    });
+                    let packed = miniz_oxide::deflate::compress_to_vec(&image, 9);
+                    // The image first, its key after: an interrupted build leaves no key that
+                    // vouches for a partial image.
+                    let _ = std::fs::remove_file(&key_path);
+                    std::fs::write(&path, packed).expect("writing a kernel image into OUT_DIR");
+                    std::fs::write(&key_path, &key).expect("writing an image's key into OUT_DIR");
+                }
                 done.lock()
                     .expect("no thread panicked holding it")
                     .push((i, options, path));
@@ -160,6 +170,26 @@ fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
     done.into_iter()
         .map(|(i, options, path)| (jobs[i], options, path))
         .collect()
+}
+
+/// What an image is compiled from, as a hash: the kernel sources' text, nz, the target, the
+/// options and where NVRTC is loaded from. Cargo reruns this script whenever a file under
+/// kernels/ is touched (it compares times, not contents); an image whose key is unchanged in
+/// OUT_DIR is kept, so that a touched or restored source does not rebuild all of them (an hour
+/// on two cores). Within one OUT_DIR the toolchain, and so the hasher, is the same.
+fn image_key(nz: usize, target: Target, options: &[String]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let nvrtc_path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    (
+        compile::SOURCES,
+        nz,
+        target.to_string(),
+        options,
+        nvrtc_path,
+    )
+        .hash(&mut h);
+    format!("{:016x}", h.finish())
 }
 
 /// The Rust source of the table: `SHIPPED`, `SHIPPED_NZ`, `SHIPPED_NOTE`.
