@@ -277,6 +277,7 @@ impl BackendTask for Task {
                         (
                             strata::solver::Precision::Mixed,
                             Kernel::Smooth
+                            | Kernel::LineSolve
                             | Kernel::LineSolveColor
                             | Kernel::SmoothColor
                             | Kernel::SmoothColorCorrect

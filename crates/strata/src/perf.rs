@@ -39,6 +39,10 @@ pub enum Kernel {
     Tridiag,
     /// Multigrid Smooth.
     Smooth,
+    /// The line solve z ← M⁻¹ r on every column of a level, on its own: the line-relaxation
+    /// preconditioner of CG, GCR and BiCGStab, and the coarse CG's
+    /// ([`crate::backend::LineKernels::line_solve`]).
+    LineSolve,
     /// Multigrid RestrictSmooth.
     RestrictSmooth,
     /// The V-cycle's residual on the way down and the next level's RestrictSmooth in one call
@@ -74,10 +78,11 @@ pub enum Kernel {
 
 impl Kernel {
     /// All kernels, in report order.
-    pub const ALL: [Kernel; 14] = [
+    pub const ALL: [Kernel; 15] = [
         Kernel::Spmv,
         Kernel::Tridiag,
         Kernel::Smooth,
+        Kernel::LineSolve,
         Kernel::LineSolveColor,
         Kernel::RestrictSmooth,
         Kernel::ResidualRestrictSmooth,
@@ -97,6 +102,7 @@ impl Kernel {
             Kernel::Spmv => "SpMV",
             Kernel::Tridiag => "Tridiag",
             Kernel::Smooth => "Smooth",
+            Kernel::LineSolve => "LineSolve",
             Kernel::RestrictSmooth => "RestrictSmooth",
             Kernel::ResidualRestrictSmooth => "ResidualRestrictSmooth",
             Kernel::LineSolveColor => "LineSolveColor",
@@ -135,9 +141,10 @@ pub fn kernel_cost(kernel: Kernel) -> Option<Cost> {
     match kernel {
         Kernel::Spmv => c(32.0, 12.0, 6.0),
         Kernel::Tridiag => c(22.0, 12.0, 9.0),
-        // The step from zero's first half-sweep: the paper's kernel for that step (its Smooth
-        // from zero), whatever part of the columns a backend solves.
-        Kernel::Smooth | Kernel::LineSolveColor => c(37.0, 17.0, 8.0),
+        // The step from zero's first half-sweep and the line solve on its own: the paper's
+        // kernel for that step (its Smooth from zero, M⁻¹ f), whatever part of the columns a
+        // backend solves.
+        Kernel::Smooth | Kernel::LineSolve | Kernel::LineSolveColor => c(37.0, 17.0, 8.0),
         // Half a sweep: the paper's Smooth on half the columns.
         Kernel::SmoothColor => c(18.5, 8.5, 4.0),
         // The half-sweep, then u ← u + z on the whole level (read z, u; write u). In mixed
@@ -165,8 +172,8 @@ pub fn host_moved_values(kernel: Kernel) -> Option<f64> {
         Kernel::Spmv => Some(7.0),    // read z, u, p, q; write u, p, q
         Kernel::Tridiag => Some(4.0), // read q, r; write r, z
         Kernel::Smooth => Some(3.0),  // read f, u_in; write u_out
-        // The trait's default: the line solve on every column (read r; write z).
-        Kernel::LineSolveColor => Some(2.0),
+        // The line solve (read r; write z); the colour's, the trait's default: on every column.
+        Kernel::LineSolve | Kernel::LineSolveColor => Some(2.0),
         Kernel::SmoothColor => Some(1.5), // half the columns: read f, u; write u
         // The half-sweep, then read z, u; write u (fp32 values, the fp64 u two each).
         Kernel::SmoothColorCorrect => Some(6.5),
@@ -192,6 +199,7 @@ pub fn host_coefficient_values(kernel: Kernel, symmetric: bool) -> Option<f64> {
         | Kernel::Residual
         | Kernel::ResidualNorm
         | Kernel::RestrictSmooth
+        | Kernel::LineSolve
         | Kernel::LineSolveColor => Some(per_pass),
         // Per coarse cell: the fine level's residual on four children, the coarse line solve.
         Kernel::ResidualRestrictSmooth | Kernel::ResidualRestrictSolveColor => Some(5.0 * per_pass),

@@ -963,8 +963,9 @@ impl Probes for CudaBackend {
             Kernel::Tridiag => 5.0, // read q, r, r again; write r, z
             Kernel::Smooth if self.smooth_stores_rhs() => 6.0, // read f, u, u_out, u; write u_out twice
             Kernel::Smooth => 5.0,                             // read f, u twice; write u_out
-            // The colour's columns of the split levels (which carry a large solve's bytes):
-            // read r, write z on half the columns.
+            // The split levels (which carry a large solve's bytes) read r once and write z (3
+            // on whole-column levels); the colour's form on half the columns.
+            Kernel::LineSolve => 2.0,
             Kernel::LineSolveColor => 1.0,
             // A half-sweep reads f, the colour's old values and the other colour's (its
             // neighbours) and writes the colour's; in the colour-split layout (the default)
@@ -1010,8 +1011,8 @@ impl Probes for CudaBackend {
         Some(match kernel {
             Kernel::Spmv | Kernel::Residual | Kernel::ResidualNorm => all,
             Kernel::Tridiag | Kernel::RestrictSmooth => 2.0 * tridiag,
-            // The line solves on half the columns (split levels).
-            Kernel::LineSolveColor => tridiag,
+            // The line solves of the split levels (on half the columns for the colour's).
+            Kernel::LineSolve | Kernel::LineSolveColor => tridiag,
             Kernel::ResidualRestrictSmooth => 4.0 * all + 2.0 * tridiag,
             Kernel::ResidualRestrictSolveColor => 4.0 * all + tridiag,
             Kernel::Smooth => 2.0 * all,

@@ -120,7 +120,7 @@ impl<B: Backend> Prepared<B> {
     ) -> Result<()> {
         match self {
             Prepared::Line(op) => {
-                timer.run(b, Kernel::Smooth, 0, || b.line_solve(op, r, z))?;
+                timer.run(b, Kernel::LineSolve, 0, || b.line_solve(op, r, z))?;
                 timer.run(b, Kernel::Halo, 0, || comm.exchange(b, op, z))
             }
             Prepared::Multigrid(pc) => pc.apply(b, comm, timer, r, z),

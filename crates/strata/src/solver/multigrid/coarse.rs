@@ -324,7 +324,7 @@ fn pcg<B: Backend, C: Comm<B>>(
 ) -> Result<()> {
     let Work { r, z, p, q } = work;
     timer.run(b, Kernel::Residual, lev, || b.residual(op, f, u, r))?;
-    timer.run(b, Kernel::Smooth, lev, || b.line_solve(op, r, z))?;
+    timer.run(b, Kernel::LineSolve, lev, || b.line_solve(op, r, z))?;
     let mut s = [b.dot(op, r, z)?, b.dot(op, r, r)?];
     comm.sum(&mut s)?;
     let [mut rz, rr0] = s;
@@ -344,7 +344,7 @@ fn pcg<B: Backend, C: Comm<B>>(
         let alpha = rz / pq[0];
         timer.run(b, Kernel::Vector, lev, || b.axpy(op, alpha, p, u))?;
         timer.run(b, Kernel::Vector, lev, || b.axpy(op, -alpha, q, r))?;
-        timer.run(b, Kernel::Smooth, lev, || b.line_solve(op, r, z))?;
+        timer.run(b, Kernel::LineSolve, lev, || b.line_solve(op, r, z))?;
         let mut s = [b.dot(op, r, z)?, b.dot(op, r, r)?];
         comm.sum(&mut s)?;
         if s[1] <= rtol * rtol * rr0 || s[0].is_nan() || s[0] <= 0.0 {

@@ -114,9 +114,12 @@ impl<B: Backend, C: Comm<B>> Smooth<B, C> for RedBlack {
     /// cross terms the line solve on every column and the black half-sweep from its values.
     fn start_from_zero(&self, s: &mut Sweep<'_, B, C>, _: &B::Field, relax: f64) -> Result<()> {
         if s.b.stencil(&s.h.levels[0].op).has_cross() {
-            s.step(Kernel::Smooth, 0, Some(Halo::Faces), |b, (op, f, u, _)| {
-                b.line_solve(op, f, u)
-            })?;
+            s.step(
+                Kernel::LineSolve,
+                0,
+                Some(Halo::Faces),
+                |b, (op, f, u, _)| b.line_solve(op, f, u),
+            )?;
         } else {
             s.step(
                 Kernel::LineSolveColor,
