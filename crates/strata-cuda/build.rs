@@ -8,8 +8,9 @@
 //! `STRATA_CUDA_SHIPPED_NZ` (comma-separated; default
 //! 64,128; empty: none). Without NVRTC it says so (a cargo warning) and ships none: the kernels
 //! are then compiled at run time, as for other nz, tuning options and architectures.
-//! Writes `$OUT_DIR/shipped.rs` (the table src/kernels.rs includes) and the images beside it,
-//! deflate-compressed (96 images for the default nz, 35 MB), and the PTX of the device-side
+//! Writes `$OUT_DIR/shipped.rs` (the table src/kernels.rs includes), the images,
+//! deflate-compressed (96 images for the default nz, 35 MB), into one cache per target directory
+//! that every profile and feature set shares (`image_cache`), and the PTX of the device-side
 //! stopping test (kernels/loop.cu).
 
 #[path = "src/compile.rs"]
@@ -111,9 +112,10 @@ fn main() {
     std::fs::write(out.join("shipped.rs"), table).expect("writing shipped.rs into OUT_DIR");
 }
 
-/// Compiles every job, on as many threads as cargo allows, into files in `out`; the images in
-/// job order with their file names.
+/// Compiles every job that [`image_cache`] does not hold yet, on as many threads as cargo allows;
+/// the images in job order with their file names.
 fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
+    let cache = image_cache(out);
     let threads = std::env::var("NUM_JOBS")
         .ok()
         .and_then(|n| n.parse::<usize>().ok())
@@ -143,22 +145,20 @@ fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
                         Target::Cubin(cc) => format!("sm_{cc}.cubin"),
                     }
                 );
-                let path = out.join(format!("{name}.deflate"));
-                let key_path = out.join(format!("{name}.key"));
                 let key = image_key(nz, target, &options);
-                let built =
-                    std::fs::read_to_string(&key_path).is_ok_and(|k| k == key) && path.is_file();
-                if !built {
+                let path = cache.join(format!("{name}-{key}.deflate"));
+                if !path.is_file() {
                     let image = compile::compile(nz, target, &options).unwrap_or_else(|log| {
                         panic!("strata-cuda: the kernels do not compile (nz {nz}, {target}): {log}")
                     });
                     let packed = miniz_oxide::deflate::compress_to_vec(&image, 9);
-                    // The image first, its key after: an interrupted build leaves no key that
-                    // vouches for a partial image.
-                    let _ = std::fs::remove_file(&key_path);
-                    std::fs::write(&path, packed).expect("writing a kernel image into OUT_DIR");
-                    std::fs::write(&key_path, &key).expect("writing an image's key into OUT_DIR");
+                    // Written beside and renamed: another build reading the cache never sees
+                    // half an image.
+                    let tmp = cache.join(format!("{name}-{key}.{}.tmp", std::process::id()));
+                    std::fs::write(&tmp, packed).expect("writing a kernel image into its cache");
+                    std::fs::rename(&tmp, &path).expect("renaming a kernel image into its cache");
                 }
+                prune(&cache, &name, &path);
                 done.lock()
                     .expect("no thread panicked holding it")
                     .push((i, options, path));
@@ -173,23 +173,57 @@ fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
 }
 
 /// What an image is compiled from, as a hash: the kernel sources' text, nz, the target, the
-/// options and where NVRTC is loaded from. Cargo reruns this script whenever a file under
-/// kernels/ is touched (it compares times, not contents); an image whose key is unchanged in
-/// OUT_DIR is kept, so that a touched or restored source does not rebuild all of them (an hour
-/// on two cores). Within one OUT_DIR the toolchain, and so the hasher, is the same.
+/// options and NVRTC's version (not the loader path, which cargo extends per profile when it runs
+/// this script). It names the image's file in [`image_cache`]. (std's hasher may change with the
+/// toolchain: that costs one compilation, not a wrong image.)
 fn image_key(nz: usize, target: Target, options: &[String]) -> String {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    let nvrtc_path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
     (
         compile::SOURCES,
         nz,
         target.to_string(),
         options,
-        nvrtc_path,
+        compile::nvrtc_version(),
     )
         .hash(&mut h);
     format!("{:016x}", h.finish())
+}
+
+/// Where the images are kept: `strata-cuda-kernels` in cargo's target directory (the first
+/// directory above OUT_DIR holding cargo's CACHEDIR.TAG), else OUT_DIR itself. Each image is
+/// named by its [`image_key`], so every profile and feature set of one target directory (the test
+/// command's clippy, rustdoc, tests, C library and Python wheel each have an OUT_DIR of their
+/// own) shares one compilation of each, and a touched or restored source, which makes cargo rerun
+/// this script (it compares times, not contents), compiles nothing.
+fn image_cache(out: &Path) -> PathBuf {
+    out.ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .map(|target| target.join("strata-cuda-kernels"))
+        .filter(|dir| std::fs::create_dir_all(dir).is_ok())
+        .unwrap_or_else(|| out.to_path_buf())
+}
+
+/// Removes the images of the build `name` other than `keep` from `cache` (those of sources or
+/// options no longer built), so the cache holds one image per build. Cargo reruns this script
+/// if an image it embedded is missing.
+fn prune(cache: &Path, name: &str, keep: &Path) {
+    println!("cargo:rerun-if-changed={}", keep.display());
+    let Ok(entries) = std::fs::read_dir(cache) else {
+        return;
+    };
+    let prefix = format!("{name}-");
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(file) = file.to_str() else { continue };
+        let stale = file
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(".deflate"))
+            .is_some_and(|key| key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit()));
+        if stale && e.path() != keep {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// The Rust source of the table: `SHIPPED`, `SHIPPED_NZ`, `SHIPPED_NOTE`.

@@ -206,6 +206,18 @@ fn compile_unit(
     Ok(out)
 }
 
+/// NVRTC's version (major, minor), or `None` where it does not answer. The caller checks first
+/// that NVRTC can be loaded, as for [`compile`].
+pub fn nvrtc_version() -> Option<(i32, i32)> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: both are valid out-pointers for the call's duration; the library is loaded (the
+    // caller's check).
+    unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .ok()
+        .map(|()| (major, minor))
+}
+
 /// The cubin of a compiled program.
 ///
 /// # Safety
