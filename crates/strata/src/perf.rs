@@ -40,8 +40,8 @@ pub enum Kernel {
     /// Multigrid Smooth.
     Smooth,
     /// The line solve z ← M⁻¹ r on every column of a level, on its own: the line-relaxation
-    /// preconditioner of CG, GCR and BiCGStab, and the coarse CG's
-    /// ([`crate::backend::LineKernels::line_solve`]).
+    /// preconditioner of CG, GCR and BiCGStab, the coarse CG's, and red-black's step from zero
+    /// on a finest level with cross terms ([`crate::backend::LineKernels::line_solve`]).
     LineSolve,
     /// Multigrid RestrictSmooth.
     RestrictSmooth,
