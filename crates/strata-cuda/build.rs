@@ -159,6 +159,8 @@ fn compile_all(jobs: &[Job], out: &Path) -> Vec<(Job, Vec<String>, PathBuf)> {
                     std::fs::rename(&tmp, &path).expect("renaming a kernel image into its cache");
                 }
                 prune(&cache, &name, &path);
+                // A deleted image makes cargo rerun this script, which compiles it again.
+                println!("cargo:rerun-if-changed={}", path.display());
                 done.lock()
                     .expect("no thread panicked holding it")
                     .push((i, options, path));
@@ -205,10 +207,8 @@ fn image_cache(out: &Path) -> PathBuf {
 }
 
 /// Removes the images of the build `name` other than `keep` from `cache` (those of sources or
-/// options no longer built), so the cache holds one image per build. Cargo reruns this script
-/// if an image it embedded is missing.
+/// options no longer built), so the cache holds one image per build.
 fn prune(cache: &Path, name: &str, keep: &Path) {
-    println!("cargo:rerun-if-changed={}", keep.display());
     let Ok(entries) = std::fs::read_dir(cache) else {
         return;
     };
