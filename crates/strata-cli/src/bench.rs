@@ -263,32 +263,7 @@ impl BackendTask for Task {
                     }
                     let kind: SolverKind = s;
                     let cfg = config(s);
-                    // Bytes per value: the multigrid's kernels move fp32 in mixed precision
-                    // (the backends count the fp64 u of SmoothColorCorrect as two values each);
-                    // the finest level's Residual there is mg's fp64 defect-correction residual
-                    // (read f and u in fp64, write r in fp32: 20 bytes for its 3 values; with
-                    // the restriction fused, the default, no fp32 residual shares its row).
-                    let bytes_of = |k: Kernel, lev: usize| match (cfg.precision, k) {
-                        (strata::solver::Precision::Mixed, Kernel::Residual)
-                            if lev == 0 && kind == SolverKind::Mg =>
-                        {
-                            20.0 / 3.0
-                        }
-                        (
-                            strata::solver::Precision::Mixed,
-                            Kernel::Smooth
-                            | Kernel::LineSolve
-                            | Kernel::LineSolveColor
-                            | Kernel::SmoothColor
-                            | Kernel::SmoothColorCorrect
-                            | Kernel::RestrictSmooth
-                            | Kernel::ResidualRestrictSmooth
-                            | Kernel::ResidualRestrictSolveColor
-                            | Kernel::Prolongate
-                            | Kernel::Residual,
-                        ) => 4.0,
-                        _ => 8.0,
-                    };
+                    let bytes_of = |k: Kernel, lev: usize| value_bytes(cfg.precision, kind, k, lev);
                     if let Some(b) = &bar {
                         b.set_message(format!("{} n = {n}", kind.name()));
                     }
@@ -421,6 +396,44 @@ impl BackendTask for Task {
 }
 
 /// Recomputes every fraction against the copy bandwidth `copy`.
+/// The bytes of one value that kernel `k` on level `lev` moves, for the bytes-per-unknown
+/// figures: the multigrid's kernels move fp32 in mixed precision (the backends count the fp64
+/// u of SmoothColorCorrect as two values each). The finest level's Residual there is the outer
+/// iteration's fp64 one: mg's defect-correction residual reads f and u in fp64 and writes r in
+/// fp32 (20 bytes for its 3 values); the Krylov methods' residual is fp64 throughout. With the
+/// restriction fused, the default, no fp32 residual of the hierarchy shares that row.
+fn value_bytes(
+    precision: strata::solver::Precision,
+    kind: SolverKind,
+    k: Kernel,
+    lev: usize,
+) -> f64 {
+    use strata::solver::Precision::Mixed;
+    match (precision, k) {
+        (Mixed, Kernel::Residual) if lev == 0 => {
+            if kind == SolverKind::Mg {
+                20.0 / 3.0
+            } else {
+                8.0
+            }
+        }
+        (
+            Mixed,
+            Kernel::Smooth
+            | Kernel::LineSolve
+            | Kernel::LineSolveColor
+            | Kernel::SmoothColor
+            | Kernel::SmoothColorCorrect
+            | Kernel::RestrictSmooth
+            | Kernel::ResidualRestrictSmooth
+            | Kernel::ResidualRestrictSolveColor
+            | Kernel::Prolongate
+            | Kernel::Residual,
+        ) => 4.0,
+        _ => 8.0,
+    }
+}
+
 fn rescale(r: &mut BenchReport, copy: f64) {
     r.copy_gbs = copy;
     for k in &mut r.kernels {
@@ -559,4 +572,35 @@ fn tables(r: &BenchReport) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata::solver::Precision::{Mixed, F64};
+
+    /// The finest residual is the outer iteration's: fp64 reads for every solver, an fp32
+    /// store only for mg's defect correction; the hierarchy's kernels move fp32 in mixed
+    /// precision, the Krylov vectors fp64.
+    #[test]
+    fn value_widths_follow_the_outer_and_inner_precisions() {
+        assert_eq!(
+            value_bytes(Mixed, SolverKind::Mg, Kernel::Residual, 0),
+            20.0 / 3.0
+        );
+        for kind in [SolverKind::MgCg, SolverKind::Gcr, SolverKind::BiCgStab] {
+            assert_eq!(value_bytes(Mixed, kind, Kernel::Residual, 0), 8.0);
+        }
+        assert_eq!(
+            value_bytes(Mixed, SolverKind::MgCg, Kernel::Residual, 1),
+            4.0
+        );
+        assert_eq!(value_bytes(Mixed, SolverKind::MgCg, Kernel::Smooth, 0), 4.0);
+        assert_eq!(value_bytes(Mixed, SolverKind::MgCg, Kernel::Spmv, 0), 8.0);
+        assert_eq!(value_bytes(F64, SolverKind::Mg, Kernel::Residual, 0), 8.0);
+        assert_eq!(
+            value_bytes(F64, SolverKind::Mg, Kernel::LineSolveColor, 2),
+            8.0
+        );
+    }
 }
