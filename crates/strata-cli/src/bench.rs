@@ -410,13 +410,8 @@ fn value_bytes(
 ) -> f64 {
     use strata::solver::Precision::Mixed;
     match (precision, k) {
-        (Mixed, Kernel::Residual) if lev == 0 => {
-            if kind == SolverKind::Mg {
-                20.0 / 3.0
-            } else {
-                8.0
-            }
-        }
+        (Mixed, Kernel::Residual) if lev == 0 && kind == SolverKind::Mg => 20.0 / 3.0,
+        (Mixed, Kernel::Residual) if lev == 0 => 8.0,
         (
             Mixed,
             Kernel::Smooth
