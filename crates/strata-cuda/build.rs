@@ -206,23 +206,40 @@ fn image_cache(out: &Path) -> PathBuf {
         .unwrap_or_else(|| out.to_path_buf())
 }
 
-/// Removes the images of the build `name` other than `keep` from `cache` (those of sources or
-/// options no longer built), so the cache holds one image per build.
+/// How many images of one build [`prune`] keeps: the one built now and the most recently
+/// compiled others, so that checkouts of different kernel sources sharing one target directory
+/// (worktrees, a branch and main) do not recompile each other's images by turns.
+const KEPT_IMAGES: usize = 3;
+
+/// Removes the images of the build `name` from `cache` but `keep` and the [`KEPT_IMAGES`] − 1
+/// most recently written others (images of sources or options no longer built).
 fn prune(cache: &Path, name: &str, keep: &Path) {
     let Ok(entries) = std::fs::read_dir(cache) else {
         return;
     };
     let prefix = format!("{name}-");
-    for e in entries.flatten() {
-        let file = e.file_name();
-        let Some(file) = file.to_str() else { continue };
-        let stale = file
-            .strip_prefix(&prefix)
-            .and_then(|rest| rest.strip_suffix(".deflate"))
-            .is_some_and(|key| key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit()));
-        if stale && e.path() != keep {
-            let _ = std::fs::remove_file(e.path());
-        }
+    let mut others: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter(|e| {
+            e.file_name().to_str().is_some_and(|file| {
+                file.strip_prefix(&prefix)
+                    .and_then(|rest| rest.strip_suffix(".deflate"))
+                    .is_some_and(|key| {
+                        key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit())
+                    })
+            }) && e.path() != keep
+        })
+        .map(|e| {
+            let written = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (written, e.path())
+        })
+        .collect();
+    others.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, path) in others.into_iter().skip(KEPT_IMAGES - 1) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
