@@ -237,7 +237,7 @@ fn prune(cache: &Path, name: &str, keep: &Path) {
             (written, e.path())
         })
         .collect();
-    others.sort_by(|a, b| b.0.cmp(&a.0));
+    others.sort_by_key(|(written, _)| std::cmp::Reverse(*written));
     for (_, path) in others.into_iter().skip(KEPT_IMAGES - 1) {
         let _ = std::fs::remove_file(path);
     }
