@@ -74,10 +74,51 @@ extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PAR
 // r may be stored in another type than the build's (Out: float, residual_to_f32): the norm is
 // of the values before they are rounded into it. Store false: the norm only, r not written
 // (residual_norm; traffic 2).
+// RES_GROUP = G > 0 (an option, not the default: docs/results/performance-log.md, 2026-12-07): a
+// whole column's levels go in groups of G, each group's residuals computed (its loads issued)
+// before its stores, as RR_GROUP does for the fused residual-restriction. The same values and
+// the same norm (summed in the same order).
+#ifndef RES_GROUP
+#define RES_GROUP 0
+#endif
+template <bool Store, int G, class Op, class Out>
+__device__ __forceinline__ double residual_grouped(const Layout& L, const Op& op, idx_t o,
+                                                   const real* __restrict__ f, const real* __restrict__ u,
+                                                   Out* __restrict__ r) {
+    const idx_t oc = o;
+    double s = 0.0;
+    real below = real(0.0), mid = u[o];
+    for (int k0 = 0; k0 < NZ; k0 += G, o += (idx_t)G * L.sx) {
+        real res[G];
+#pragma unroll
+        for (int t = 0; t < G; ++t) {
+            const int k = k0 + t;
+            if (k < NZ) {
+                const idx_t ok = o + (idx_t)t * L.sx;
+                const real above = k + 1 < NZ ? u[ok + L.sx] : real(0.0);
+                res[t] = f[ok] - op.apply_n(col_nb(u, ok, L, oc), ok, L, k, below, mid, above);
+                below = mid;
+                mid = above;
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < G; ++t) {
+            if (k0 + t < NZ) {
+                if (Store) r[o + (idx_t)t * L.sx] = (Out)res[t];
+                s += (double)res[t] * res[t];
+            }
+        }
+    }
+    return s;
+}
+
 template <bool Store, class Op, class Out>
 __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
                                                 const real* __restrict__ f, const real* __restrict__ u,
                                                 Out* __restrict__ r, int k0, int k1) {
+#if RES_GROUP > 0
+    if (k0 == 0 && k1 == NZ) return residual_grouped<Store, RES_GROUP>(L, op, o, f, u, r);
+#endif
     double s = 0.0;
     march_segment(L, o, u, k0, k1, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real res = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
