@@ -42,7 +42,12 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     p: ProblemParams,
     /// This rank's fine block, or on the sphere its tiles.
     tiles: Vec<Block>,
+    /// The configuration resolved for the problem ([`crate::solver::hierarchy_on_ranks`]).
     cfg: SolverConfig,
+    /// The configuration as given at set-up, before the problem resolved it: what the
+    /// smoothing steps are decided again from when the operator changes
+    /// ([`PersistentSolver::update_coefficients`]).
+    asked: SolverConfig,
     comm: C,
     solver: Solver<B>,
     f: B::Field,
@@ -142,6 +147,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         };
         crate::comm::validate_on_ranks(&comm, p)?;
         let singular = crate::solver::singular_on_ranks(&comm, p)?;
+        let asked = cfg.clone();
         let cfg = &crate::solver::hierarchy_on_ranks(&comm, cfg, p, singular, &tiles)?;
         check(backend, p, cfg)?;
         phase("checks");
@@ -159,6 +165,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
             p: p.clone(),
             tiles,
             cfg: cfg.clone(),
+            asked,
             comm,
             solver,
             f,
@@ -543,6 +550,7 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         };
         self.singular = crate::solver::all_ranks(&self.comm, local)?;
         self.null = None;
+        let scanned = crate::solver::all_ranks(&self.comm, kept.is_some())?;
         self.p = ProblemParams {
             coefficients: kept,
             ..p
@@ -550,6 +558,11 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.resident = true;
         self.stale = None;
         self.pending = false;
+        // The smoothing steps follow fields that have host copies on every rank; fields in
+        // device memory alone are not scanned, and leave the steps as they are.
+        if scanned {
+            self.steps_for_operator()?;
+        }
         Ok(())
     }
 
@@ -623,6 +636,24 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         self.stale = None;
         self.pending = false;
         self.bare = None;
+        self.steps_for_operator()
+    }
+
+    /// mg's smoothing steps decided again for the operator now held, as a solver set up for it
+    /// would decide them ([`crate::solver::steps_on_ranks`] on the configuration asked at
+    /// set-up; collective): a model that sets up its solver and then gives it horizontally
+    /// anisotropic fields gets the V(2,2) cycle a solver set up with them takes, and V(1,1)
+    /// again when the fields go. Steps given in the configuration are kept.
+    fn steps_for_operator(&mut self) -> Result<()> {
+        let decided = crate::solver::steps_on_ranks(&self.comm, &self.asked, &self.p)?;
+        let (pre, post) = (decided.multigrid.pre_smooth, decided.multigrid.post_smooth);
+        let mg = &mut self.cfg.multigrid;
+        if (pre, post) != (mg.pre_smooth, mg.post_smooth) {
+            self.solver.set_smoothing_steps(pre, post)?;
+            mg.pre_smooth = pre;
+            mg.post_smooth = post;
+            mg.steps_for_operator = decided.multigrid.steps_for_operator;
+        }
         Ok(())
     }
 }

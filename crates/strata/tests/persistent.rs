@@ -325,3 +325,52 @@ fn input_that_is_not_finite_is_an_error_with_its_cell() {
         assert!(info.reason.converged(), "{kind:?}");
     }
 }
+
+/// A solver set up on the model problem and then given horizontally anisotropic fields (how the
+/// C, Fortran and Python front ends always set fields) takes the V(2,2) cycle that mg's default
+/// takes for them when set up with them (`steps_for_operator`), with that solver's iterations
+/// and answer bit for bit; V(1,1) again when the fields go; steps given in the configuration stay.
+#[test]
+fn new_fields_take_the_smoothing_steps_of_a_new_setup() {
+    use strata::solver::{FIELD_STEPS_ANISOTROPY, FIELD_STEPS_MIN_N};
+    let p = ProblemParams {
+        n: FIELD_STEPS_MIN_N,
+        nz: 8,
+        ..Default::default()
+    };
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let cfg = SolverConfig::new(SolverKind::Mg);
+    let steps = |s: &PersistentSolver<CpuBackend>| {
+        let mg = &s.config().multigrid;
+        (mg.pre_smooth, mg.post_smooth)
+    };
+    let rhs = build_rhs(&p, RhsKind::Random, 2, &Block::whole(p.n));
+    let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
+    assert_eq!(steps(&s), (1, 1));
+    let c = Coefficients::smooth(p.n, p.nz, 10.0);
+    assert!(c.horizontal_anisotropy() >= FIELD_STEPS_ANISOTROPY);
+    s.update_coefficients(&b, Some(c.clone())).unwrap();
+    assert_eq!(steps(&s), (2, 2));
+    let with = ProblemParams {
+        coefficients: Some(Arc::new(c.clone())),
+        ..p.clone()
+    };
+    let mut fresh = PersistentSolver::new(&b, &with, &cfg).unwrap();
+    assert_eq!(steps(&fresh), (2, 2));
+    let (mut u, mut v) = (vec![0.0; s.len()], vec![0.0; s.len()]);
+    let updated = s.solve(&b, &rhs, &mut u, false).unwrap();
+    let set_up = fresh.solve(&b, &rhs, &mut v, false).unwrap();
+    assert_eq!(updated.iterations, set_up.iterations);
+    assert_eq!(u, v, "not bit-identical");
+    // The model problem again: V(1,1), as a solver set up for it.
+    s.update_coefficients(&b, None).unwrap();
+    assert_eq!(steps(&s), (1, 1));
+    s.solve(&b, &rhs, &mut u, false).unwrap();
+    let once = strata::solve(&b, &p, &cfg, &rhs, &mut |_, _| {}).unwrap();
+    assert_eq!(u, once.u);
+    // Steps given are kept whatever the fields.
+    let given = cfg.clone().with_smoothing_steps(1, 1);
+    let mut kept = PersistentSolver::new(&b, &p, &given).unwrap();
+    kept.update_coefficients(&b, Some(c)).unwrap();
+    assert_eq!(steps(&kept), (1, 1));
+}

@@ -212,6 +212,19 @@ impl<B: Backend> Solver<B> {
         }
     }
 
+    /// Sets mg's smoothing steps per level ([`MgParams::pre_smooth`], [`MgParams::post_smooth`])
+    /// on the prepared solver, keeping every level, field and buffer (what
+    /// [`steps_for_operator`] decides when the operator changes); the other solvers refuse it.
+    pub fn set_smoothing_steps(&mut self, pre: usize, post: usize) -> Result<()> {
+        match self {
+            Solver::Mg(s) => s.set_smoothing_steps(pre, post),
+            _ => crate::error::invalid(
+                "smoothing steps",
+                "are set after set-up for mg only (the others take them from their configuration)",
+            ),
+        }
+    }
+
     /// The fine level's prepared stencil, to allocate and upload fields with.
     pub fn fine(&self) -> &B::LevelOp {
         match self {

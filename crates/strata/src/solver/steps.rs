@@ -57,9 +57,10 @@ fn anisotropic(p: &ProblemParams) -> bool {
 /// the operator ([`super::MgParams::steps_for_operator`], strata's default for mg): V(2,2) for
 /// mg with coefficient fields whose horizontal anisotropy reaches [`FIELD_STEPS_ANISOTROPY`]
 /// on grids of [`FIELD_STEPS_MIN_N`] columns per side or more; else `cfg`. For one process
-/// (whole-level fields); ranks take [`steps_on_ranks`]. Decided when a solver is set up, from
-/// the fields it is set up with: a [`crate::PersistentSolver`] keeps its steps when its fields
-/// are replaced (`update_coefficients`, or fields on the device, which it does not scan).
+/// (whole-level fields); ranks take [`steps_on_ranks`]. Decided when a solver is set up, and
+/// by a [`crate::PersistentSolver`] again whenever its fields change (host fields, or fields in
+/// device memory with host copies; fields in device memory alone are not scanned and leave its
+/// steps as they were).
 ///
 /// ```
 /// use strata::problem::{Coefficients, ProblemParams};

@@ -94,6 +94,19 @@ impl<B: Backend> Hierarchy<B> {
         })
     }
 
+    /// Sets the smoothing steps of every level but the coarsest ([`MgParams::pre_smooth`],
+    /// [`MgParams::post_smooth`]); checked as the parameters are.
+    pub fn set_smoothing_steps(&mut self, pre: usize, post: usize) -> Result<()> {
+        let params = MgParams {
+            pre_smooth: pre,
+            post_smooth: post,
+            ..self.params.clone()
+        };
+        params.validate()?;
+        self.params = params;
+        Ok(())
+    }
+
     /// Prepares every level's operator again from `stencils` (new coefficients or ω on the same
     /// grids), keeping the fields.
     pub fn replace_operators(&mut self, b: &B, stencils: &[LevelStencil]) -> Result<()> {

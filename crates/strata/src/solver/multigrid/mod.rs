@@ -272,6 +272,16 @@ impl<B: Backend> Multigrid<B> {
         }
     }
 
+    /// Sets the smoothing steps of the cycle ([`MgParams::pre_smooth`], [`MgParams::post_smooth`]),
+    /// keeping every level, field and buffer; what was recorded of the cycle is recorded again.
+    pub fn set_smoothing_steps(&mut self, pre: usize, post: usize) -> Result<()> {
+        self.on_device.forget();
+        match &mut self.cycles {
+            Cycles::F64(h) => h.set_smoothing_steps(pre, post),
+            Cycles::DefectCorrection(pc) => pc.set_smoothing_steps(pre, post),
+        }
+    }
+
     /// The prepared fine level (fp64).
     pub fn fine(&self) -> &B::LevelOp {
         match &self.cycles {

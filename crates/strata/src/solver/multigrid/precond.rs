@@ -125,6 +125,13 @@ impl<B: Backend> MgPreconditioner<B> {
         Ok(())
     }
 
+    /// Sets the cycle's smoothing steps ([`Hierarchy::set_smoothing_steps`]); a recorded cycle
+    /// is recorded again.
+    pub fn set_smoothing_steps(&mut self, pre: usize, post: usize) -> Result<()> {
+        self.forget_recordings();
+        self.h.set_smoothing_steps(pre, post)
+    }
+
     /// Lets `comm` allocate what every level's exchanges need (and the fp64 finest level's).
     pub fn prepare_comm<C: Comm<B>>(&mut self, b: &B, comm: &C) -> Result<()> {
         self.forget_recordings();
