@@ -73,8 +73,9 @@ pub struct PersistentSolver<B: Backend, C: Comm<B> = SerialComm> {
     null: Option<crate::solver::NullSpace<B>>,
     /// Whether the problem is singular, decided by all ranks together when the operator is made
     /// ([`crate::solver::singular_on_ranks`]). The hierarchy is taken deep for a problem
-    /// singular at set-up; one that becomes singular later (fields with β = 0 everywhere) is
-    /// solved with its null space on the hierarchy it has.
+    /// singular at set-up or after new host fields or ω (`rebuild` sets the solver up again on
+    /// the hierarchy a new solver would take); one that becomes singular from fields in device
+    /// memory is solved with its null space on the hierarchy it has.
     singular: bool,
 }
 
@@ -448,6 +449,9 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
 
     /// Replaces the coefficient fields (`None`: the model problem's): the stencils of every level
     /// are built again and the operators prepared again; the solver's fields and buffers stay.
+    /// The smoothing steps and the hierarchy are those a solver set up for the new problem
+    /// takes: mg's V(2,2) for horizontally anisotropic fields, and where the depth changes (ω,
+    /// through [`PersistentSolver::update_omega`]) the solver is set up again, f and u kept.
     pub fn update_coefficients(
         &mut self,
         backend: &B,
@@ -619,15 +623,35 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         Ok(())
     }
 
+    /// The operators of problem `p` (new fields or ω) on the solver's levels; where a solver set
+    /// up for `p` would take another hierarchy ([`crate::solver::hierarchy_on_ranks`] on the
+    /// configuration asked at set-up: a longer time step needing depth, or no longer needing
+    /// it), the solver is set up again on that one, keeping f and u. Collective.
     fn rebuild(&mut self, backend: &B, p: ProblemParams) -> Result<()> {
         crate::comm::validate_on_ranks(&self.comm, &p)?;
         crate::api::check_operator(&p, &self.cfg)?;
-        let levels = levels_of(&p, &self.tiles, &self.cfg, &self.comm)?;
-        self.solver.replace_operators(backend, &levels)?;
-        // The coarse levels gathered whole onto every rank are gathered again from the new
-        // operators (collective, as this rebuild is).
-        self.solver.prepare_comm(backend, &self.comm)?;
-        self.singular = crate::solver::singular_on_ranks(&self.comm, &p)?;
+        let singular = crate::solver::singular_on_ranks(&self.comm, &p)?;
+        let resolved =
+            crate::solver::hierarchy_on_ranks(&self.comm, &self.asked, &p, singular, &self.tiles)?;
+        let (mg, now) = (&resolved.multigrid, &self.cfg.multigrid);
+        if resolved.num_levels() != self.cfg.num_levels() || mg.coarse_solve != now.coarse_solve {
+            let cfg = SolverConfig {
+                stopping: self.cfg.stopping.clone(),
+                ..resolved
+            };
+            let levels = levels_of(&p, &self.tiles, &cfg, &self.comm)?;
+            let mut solver = Solver::new(backend, &cfg, &levels)?;
+            solver.prepare_comm(backend, &self.comm)?;
+            self.solver = solver;
+            self.cfg = cfg;
+        } else {
+            let levels = levels_of(&p, &self.tiles, &self.cfg, &self.comm)?;
+            self.solver.replace_operators(backend, &levels)?;
+            // The coarse levels gathered whole onto every rank are gathered again from the new
+            // operators (collective, as this rebuild is).
+            self.solver.prepare_comm(backend, &self.comm)?;
+        }
+        self.singular = singular;
         // Made again at the next singular solve (whether A's null space is the constants too
         // depends on the fields).
         self.null = None;

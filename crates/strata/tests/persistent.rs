@@ -374,3 +374,56 @@ fn new_fields_take_the_smoothing_steps_of_a_new_setup() {
     kept.update_coefficients(&b, Some(c)).unwrap();
     assert_eq!(steps(&kept), (1, 1));
 }
+
+/// A new time step that needs a deeper hierarchy (ν_CFL 84, where the coarsest of 5 levels is
+/// too strongly coupled for its smoothing) takes the hierarchy a solver set up with it takes,
+/// with its iterations and answer bit for bit; the old step's 5 levels come back with it.
+#[test]
+fn a_new_time_step_takes_the_hierarchy_of_a_new_setup() {
+    let p = ProblemParams {
+        n: 128,
+        nz: 16,
+        ..Default::default()
+    };
+    let b = CpuBackend::new(Some(2)).unwrap();
+    let cfg = SolverConfig::new(SolverKind::Mg);
+    let rhs = build_rhs(&p, RhsKind::Random, 3, &Block::whole(p.n));
+    let mut s = PersistentSolver::new(&b, &p, &cfg).unwrap();
+    assert_eq!(s.config().num_levels(), 5);
+    let long = ProblemParams {
+        cfl: 84.0,
+        ..p.clone()
+    }
+    .omega();
+    s.update_omega(&b, long).unwrap();
+    let at = ProblemParams {
+        omega: Some(long),
+        ..p.clone()
+    };
+    let mut fresh = PersistentSolver::new(&b, &at, &cfg).unwrap();
+    assert!(fresh.config().num_levels() > 5);
+    assert_eq!(s.config(), fresh.config());
+    let (mut u, mut v) = (vec![0.0; s.len()], vec![0.0; s.len()]);
+    let updated = s.solve(&b, &rhs, &mut u, false).unwrap();
+    let set_up = fresh.solve(&b, &rhs, &mut v, false).unwrap();
+    eprintln!(
+        "nu_CFL 84 after set-up at 8.4: {} cycles with {} levels",
+        updated.iterations,
+        s.config().num_levels()
+    );
+    assert_eq!(updated.iterations, set_up.iterations);
+    assert_eq!(u, v, "not bit-identical");
+    s.update_omega(&b, p.omega()).unwrap();
+    assert_eq!(s.config().num_levels(), 5);
+    s.solve(&b, &rhs, &mut u, false).unwrap();
+    let back = ProblemParams {
+        omega: Some(p.omega()),
+        ..p.clone()
+    };
+    assert_eq!(
+        u,
+        strata::solve(&b, &back, &cfg, &rhs, &mut |_, _| {})
+            .unwrap()
+            .u
+    );
+}
