@@ -683,6 +683,67 @@ fn host_fields_made_on_the_device_give_the_host_operator() {
     }
 }
 
+/// A persistent solver set up on the model problem and then given horizontally anisotropic
+/// fields (the C, Fortran and Python path) takes mg's V(2,2) and the iterates of a solver set up
+/// with them, bit for bit, after its V(1,1) cycle was recorded and replayed (recorded again for
+/// the new steps): by the host path (`update_coefficients`) and by the levels made on the
+/// device from host arrays (`set_coefficients_host`).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn new_fields_take_the_steps_of_a_new_setup_on_the_gpu() {
+    use std::sync::Arc;
+    use strata::problem::Coefficients;
+    use strata::PersistentSolver;
+    use strata_cuda::DeviceSolve;
+    let (n, nz) = (strata::solver::FIELD_STEPS_MIN_N, 32);
+    let g = gpu();
+    let p = ProblemParams {
+        n,
+        nz,
+        ..Default::default()
+    };
+    let cfg = SolverConfig::new(SolverKind::Mg);
+    let rhs = build_rhs(&p, RhsKind::Random, 7, &Block::whole(n));
+    let c = Coefficients::smooth(n, nz, 10.0);
+    let with = ProblemParams {
+        coefficients: Some(Arc::new(c.clone())),
+        ..p.clone()
+    };
+    let steps = |s: &PersistentSolver<CudaBackend>| {
+        let mg = &s.config().multigrid;
+        (mg.pre_smooth, mg.post_smooth)
+    };
+    let mut fresh = PersistentSolver::new(&g, &with, &cfg).unwrap();
+    assert_eq!(steps(&fresh), (2, 2));
+    let mut want = vec![0.0; rhs.len()];
+    let set_up = fresh.solve(&g, &rhs, &mut want, false).unwrap();
+    assert!(set_up.reason.converged());
+    for on_device in [false, true] {
+        let mut s = PersistentSolver::new(&g, &p, &cfg).unwrap();
+        assert_eq!(steps(&s), (1, 1));
+        let mut u = vec![0.0; rhs.len()];
+        for _ in 0..2 {
+            s.solve(&g, &rhs, &mut u, false).unwrap();
+        }
+        if on_device {
+            assert!(s.set_coefficients_host(&g, Some(c.clone())).unwrap());
+        } else {
+            s.update_coefficients(&g, Some(c.clone())).unwrap();
+        }
+        assert_eq!(steps(&s), (2, 2), "on the device {on_device}");
+        let info = s.solve(&g, &rhs, &mut u, false).unwrap();
+        eprintln!(
+            "fields set after set-up (on the device {on_device}): {} cycles, set up with them {}",
+            info.iterations, set_up.iterations
+        );
+        assert_eq!(
+            info.residuals, set_up.residuals,
+            "on the device {on_device}"
+        );
+        assert_eq!(u, want, "on the device {on_device}");
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn the_memory_estimate_is_what_the_device_gives() {
