@@ -395,7 +395,6 @@ impl BackendTask for Task {
     }
 }
 
-/// Recomputes every fraction against the copy bandwidth `copy`.
 /// The bytes of one value that kernel `k` on level `lev` moves, for the bytes-per-unknown
 /// figures: the multigrid's kernels move fp32 in mixed precision (the backends count the fp64
 /// u of SmoothColorCorrect as two values each). The finest level's Residual there is the outer
@@ -429,6 +428,7 @@ fn value_bytes(
     }
 }
 
+/// Recomputes every fraction against the copy bandwidth `copy`.
 fn rescale(r: &mut BenchReport, copy: f64) {
     r.copy_gbs = copy;
     for k in &mut r.kernels {
