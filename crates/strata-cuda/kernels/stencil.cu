@@ -81,45 +81,48 @@ extern "C" __global__ void apply_cells_f64(Layout L, CELL_PARAMS, CELL_CROSS_PAR
 #ifndef RES_GROUP
 #define RES_GROUP 0
 #endif
-template <bool Store, int G, class Op, class Out>
-__device__ __forceinline__ double residual_grouped(const Layout& L, const Op& op, idx_t o,
-                                                   const real* __restrict__ f, const real* __restrict__ u,
-                                                   Out* __restrict__ r) {
-    const idx_t oc = o;
-    double s = 0.0;
+// The residuals f - A u of the column at o, level by level, in groups of G: a group's residuals
+// are computed (its loads all issued) before emit(k, r) takes each (RES_GROUP here, RR_GROUP in
+// the fused residual-restriction below).
+template <int G, class Op, class Emit>
+__device__ __forceinline__ void residual_groups(const Layout& L, const Op& op, idx_t o,
+                                                const real* __restrict__ f, const real* __restrict__ u,
+                                                Emit emit) {
     real below = real(0.0), mid = u[o];
-    for (int k0 = 0; k0 < NZ; k0 += G, o += (idx_t)G * L.sx) {
-        real res[G];
+    for (int k0 = 0; k0 < NZ; k0 += G) {
+        real r[G];
 #pragma unroll
         for (int t = 0; t < G; ++t) {
             const int k = k0 + t;
             if (k < NZ) {
-                const idx_t ok = o + (idx_t)t * L.sx;
+                const idx_t ok = o + (idx_t)k * L.sx;
                 const real above = k + 1 < NZ ? u[ok + L.sx] : real(0.0);
-                res[t] = f[ok] - op.apply_n(col_nb(u, ok, L, oc), ok, L, k, below, mid, above);
+                r[t] = f[ok] - op.apply_n(col_nb(u, ok, L, o), ok, L, k, below, mid, above);
                 below = mid;
                 mid = above;
             }
         }
 #pragma unroll
         for (int t = 0; t < G; ++t) {
-            if (k0 + t < NZ) {
-                if (Store) r[o + (idx_t)t * L.sx] = (Out)res[t];
-                s += (double)res[t] * res[t];
-            }
+            if (k0 + t < NZ) emit(k0 + t, r[t]);
         }
     }
-    return s;
 }
 
 template <bool Store, class Op, class Out>
 __device__ __forceinline__ double residual_body(const Layout& L, const Op& op, idx_t o,
                                                 const real* __restrict__ f, const real* __restrict__ u,
                                                 Out* __restrict__ r, int k0, int k1) {
-#if RES_GROUP > 0
-    if (k0 == 0 && k1 == NZ) return residual_grouped<Store, RES_GROUP>(L, op, o, f, u, r);
-#endif
     double s = 0.0;
+#if RES_GROUP > 0
+    if (k0 == 0 && k1 == NZ) {
+        residual_groups<RES_GROUP>(L, op, o, f, u, [&](int k, real res) {
+            if (Store) r[o + (idx_t)k * L.sx] = (Out)res;
+            s += (double)res * res;
+        });
+        return s;
+    }
+#endif
     march_segment(L, o, u, k0, k1, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         const real res = f[o] - op.apply_n(nb, o, L, k, below, mid, above);
         if (Store) r[o] = (Out)res;
@@ -341,25 +344,9 @@ __device__ __forceinline__ void residual_restrict_body(const Layout& L, const La
                                                        const real* __restrict__ u, real* __restrict__ fc,
                                                        real scale) {
 #if RR_GROUP > 0
-    real below = real(0.0), mid = u[o];
-    for (int k0 = 0; k0 < NZ; k0 += RR_GROUP) {
-        real r[RR_GROUP];
-#pragma unroll
-        for (int t = 0; t < RR_GROUP; ++t) {
-            const int k = k0 + t;
-            if (k < NZ) {
-                const idx_t ok = o + (idx_t)k * L.sx;
-                const real above = k + 1 < NZ ? u[ok + L.sx] : real(0.0);
-                r[t] = f[ok] - op.apply_n(col_nb(u, ok, L, o), ok, L, k, below, mid, above);
-                below = mid;
-                mid = above;
-            }
-        }
-#pragma unroll
-        for (int t = 0; t < RR_GROUP; ++t) {
-            if (k0 + t < NZ) restrict_store(r[t], store, fc, oc + (idx_t)(k0 + t) * Lc.sx, scale);
-        }
-    }
+    residual_groups<RR_GROUP>(L, op, o, f, u, [&](int k, real r) {
+        restrict_store(r, store, fc, oc + (idx_t)k * Lc.sx, scale);
+    });
 #else
     march(L, o, u, [&](idx_t o, int k, real below, real mid, real above, const Nb& nb) {
         restrict_store(f[o] - op.apply_n(nb, o, L, k, below, mid, above), store, fc, oc + (idx_t)k * Lc.sx, scale);
