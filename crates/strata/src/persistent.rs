@@ -634,28 +634,24 @@ impl<B: Backend, C: Comm<B>> PersistentSolver<B, C> {
         let resolved =
             crate::solver::hierarchy_on_ranks(&self.comm, &self.asked, &p, singular, &self.tiles)?;
         let (mg, now) = (&resolved.multigrid, &self.cfg.multigrid);
-        let other =
-            resolved.num_levels() != self.cfg.num_levels() || mg.coarse_solve != now.coarse_solve;
-        // The new hierarchy is made beside the old one; where any rank cannot make it (device
-        // memory), every rank keeps its hierarchy and takes the new operators on it, as before
-        // the depth was decided again (more cycles, the same answer to the tolerance).
-        let made = if other {
+        // A solver for `p` takes another hierarchy: made beside the old one. Where any rank cannot
+        // make it (device memory), every rank keeps its hierarchy and takes the new operators on
+        // it, as before the depth was decided again (more cycles, the same answer to the
+        // tolerance).
+        let mut made = None;
+        if resolved.num_levels() != self.cfg.num_levels() || mg.coarse_solve != now.coarse_solve {
             let cfg = SolverConfig {
                 stopping: self.cfg.stopping.clone(),
                 ..resolved
             };
-            levels_of(&p, &self.tiles, &cfg, &self.comm)
+            made = levels_of(&p, &self.tiles, &cfg, &self.comm)
                 .and_then(|levels| Solver::new(backend, &cfg, &levels))
                 .ok()
-                .map(|solver| (solver, cfg))
-        } else {
-            None
-        };
-        let made = if other && crate::solver::all_ranks(&self.comm, made.is_some())? {
-            made
-        } else {
-            None
-        };
+                .map(|solver| (solver, cfg));
+            if !crate::solver::all_ranks(&self.comm, made.is_some())? {
+                made = None;
+            }
+        }
         if let Some((mut solver, cfg)) = made {
             solver.prepare_comm(backend, &self.comm)?;
             self.solver = solver;
